@@ -1,0 +1,68 @@
+// Package collector is the contract between the scan orchestrator and the
+// collectors that fill a facts document. Collectors live in sibling packages
+// and satisfy Collector structurally.
+package collector
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Env is what a collector may look at.
+type Env struct {
+	// FS is the tree being scanned: an image's rootfs, or "/" on a live host.
+	FS sysroot.FS
+	// Live is true on a running host, where /proc, /sys and sockets are real.
+	Live bool
+	// Log receives debug detail; never nil once the orchestrator runs.
+	Log *slog.Logger
+	// ProbeTimeout bounds one TLS handshake; ProbeConcurrency bounds how many
+	// run at once.
+	ProbeTimeout     time.Duration
+	ProbeConcurrency int
+}
+
+// Collector fills the top-level keys it owns. It returns nil when it
+// collected, an *Outcome for unavailable or not_applicable, and any other
+// error when what it read could not be trusted.
+type Collector interface {
+	Name() string
+	Collect(ctx context.Context, env *Env, f *facts.Facts) error
+}
+
+// Outcome is a non-error, non-ok result: the facts are not there to be had.
+type Outcome struct {
+	Status string
+	Reason string
+}
+
+func (o *Outcome) Error() string { return o.Status + ": " + o.Reason }
+
+// NotApplicable says the collector has nothing to look at on this kind of
+// target, such as listening sockets in an offline rootfs.
+func NotApplicable(reason string) error {
+	return &Outcome{Status: facts.StatusNotApplicable, Reason: reason}
+}
+
+// Unavailable says the facts could exist but cannot be read here, such as
+// NVML without a driver.
+func Unavailable(reason string) error {
+	return &Outcome{Status: facts.StatusUnavailable, Reason: reason}
+}
+
+// Classify maps a collector's return value to a status and reason.
+func Classify(err error) (status, reason string) {
+	if err == nil {
+		return facts.StatusOK, ""
+	}
+	var o *Outcome
+	if errors.As(err, &o) {
+		return o.Status, o.Reason
+	}
+	return facts.StatusError, err.Error()
+}

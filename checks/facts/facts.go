@@ -1,0 +1,379 @@
+// Package facts defines gpuhost.facts/v1, the one document that collectors fill
+// and policies read. Field names are the contract with the Rego pack: renaming
+// a JSON tag is a breaking change to every policy and every saved facts file.
+package facts
+
+import "time"
+
+// Schema is the value of Facts.Schema for documents this package writes.
+const Schema = "gpuhost.facts/v1"
+
+// Target kinds, as they appear in Target.Kind and in policy METADATA targets.
+const (
+	KindRootfs = "rootfs"
+	KindImage  = "image"
+	KindHost   = "host"
+	KindFacts  = "facts"
+	KindOCI    = "oci"
+)
+
+// Collector outcomes. Anything other than StatusOK makes the checks that
+// require the collector skip (unavailable, not_applicable) or error (error).
+const (
+	StatusOK            = "ok"
+	StatusUnavailable   = "unavailable"
+	StatusNotApplicable = "not_applicable"
+	StatusError         = "error"
+)
+
+// Facts is one gpuhost.facts/v1 document. Collectors own the top-level keys;
+// a key a collector did not fill stays nil and is omitted from the JSON.
+type Facts struct {
+	Schema     string                     `json:"schema"`
+	Target     Target                     `json:"target"`
+	Collectors map[string]CollectorStatus `json:"collectors"`
+
+	OS               *OS               `json:"os,omitempty"`
+	Kernel           *Kernel           `json:"kernel,omitempty"`
+	Packages         []Package         `json:"packages,omitempty"`
+	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
+	TLS              *TLS              `json:"tls,omitempty"`
+	SSH              *SSH              `json:"ssh,omitempty"`
+	Encryption       *Encryption       `json:"encryption,omitempty"`
+	Network          *Network          `json:"network,omitempty"`
+	Systemd          *Systemd          `json:"systemd,omitempty"`
+	ContainerRuntime *ContainerRuntime `json:"container_runtime,omitempty"`
+	GPU              *GPU              `json:"gpu,omitempty"`
+	Containers       *Containers       `json:"containers,omitempty"`
+	Manifest         map[string]any    `json:"manifest,omitempty"`
+	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
+}
+
+// New returns an empty document for the given target, stamped with the schema.
+func New(kind, ref string, now time.Time) *Facts {
+	return &Facts{
+		Schema:     Schema,
+		Target:     Target{Kind: kind, Ref: ref, ScannedAt: now.UTC().Format(time.RFC3339)},
+		Collectors: map[string]CollectorStatus{},
+	}
+}
+
+// Record stores a collector's outcome. Collectors call it exactly once.
+func (f *Facts) Record(collector, status, reason string) {
+	if f.Collectors == nil {
+		f.Collectors = map[string]CollectorStatus{}
+	}
+	f.Collectors[collector] = CollectorStatus{Status: status, Reason: reason}
+}
+
+// Target says what was scanned.
+type Target struct {
+	Kind      string `json:"kind"`
+	Ref       string `json:"ref"`
+	ScannedAt string `json:"scanned_at"`
+	Hostname  string `json:"hostname,omitempty"`
+}
+
+// CollectorStatus is one collector's outcome, with a human reason when not ok.
+type CollectorStatus struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// OS comes from os-release.
+type OS struct {
+	ID         string `json:"id"`
+	VersionID  string `json:"version_id"`
+	Codename   string `json:"codename"`
+	PrettyName string `json:"pretty_name"`
+}
+
+// Kernel holds the running kernel (host) or the installed ones and the
+// configured command line (image).
+type Kernel struct {
+	Release string   `json:"release,omitempty"`
+	Cmdline []string `json:"cmdline"`
+	// CmdlineSource names the file the command line came from.
+	CmdlineSource string `json:"cmdline_source,omitempty"`
+	// Installed lists kernel releases found under /lib/modules.
+	Installed []string `json:"installed,omitempty"`
+}
+
+// Package is one dpkg package in state "installed".
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch"`
+	Held    bool   `json:"held"`
+}
+
+// Cgroup says which cgroup hierarchy the host runs (or the image will boot).
+type Cgroup struct {
+	Version int    `json:"version"`
+	Source  string `json:"source"`
+}
+
+// TLS gathers the configured and, on a live host, observed TLS protocols.
+type TLS struct {
+	OpenSSL *OpenSSL   `json:"openssl,omitempty"`
+	Nginx   []NginxTLS `json:"nginx"`
+	Probes  []TLSProbe `json:"probes"`
+}
+
+// OpenSSL is the system-wide default from openssl.cnf. Empty protocol fields
+// mean the file sets no bound, so the library default applies.
+type OpenSSL struct {
+	ConfigPath   string `json:"config_path"`
+	MinProtocol  string `json:"min_protocol"`
+	MaxProtocol  string `json:"max_protocol"`
+	CipherSuites string `json:"ciphersuites,omitempty"`
+}
+
+// NginxTLS is one ssl_protocols directive (or the default where a server
+// listens with ssl and sets none).
+type NginxTLS struct {
+	File      string   `json:"file"`
+	Line      int      `json:"line"`
+	Protocols []string `json:"protocols"`
+}
+
+// TLSProbe is the result of handshaking with a listening port.
+type TLSProbe struct {
+	Address       string `json:"address"`
+	TLS12Accepted bool   `json:"tls12_accepted"`
+	TLS13Accepted bool   `json:"tls13_accepted"`
+	Error         string `json:"error,omitempty"`
+}
+
+// SSH holds sshd's effective settings after Include and drop-ins, with
+// OpenSSH defaults filled in for keywords the files leave unset.
+type SSH struct {
+	ConfigPath                   string   `json:"config_path"`
+	Files                        []string `json:"files"`
+	PermitRootLogin              string   `json:"permit_root_login"`
+	PasswordAuthentication       string   `json:"password_authentication"`
+	KbdInteractiveAuthentication string   `json:"kbd_interactive_authentication"`
+	PermitEmptyPasswords         string   `json:"permit_empty_passwords"`
+	Ciphers                      []string `json:"ciphers"`
+	KexAlgorithms                []string `json:"kex_algorithms"`
+	MACs                         []string `json:"macs"`
+	// Explicit lists the keywords the files set, lower-cased, so policies can
+	// tell a configured value from a default.
+	Explicit []string `json:"explicit"`
+}
+
+// Encryption covers data-at-rest: configured (crypttab) and, live, active.
+type Encryption struct {
+	Crypttab []CrypttabEntry `json:"crypttab"`
+	Root     *RootEncryption `json:"root,omitempty"`
+	Swap     []Swap          `json:"swap"`
+}
+
+// CrypttabEntry is one line of /etc/crypttab.
+type CrypttabEntry struct {
+	Name    string   `json:"name"`
+	Device  string   `json:"device"`
+	KeyFile string   `json:"key_file"`
+	Options []string `json:"options"`
+}
+
+// RootEncryption says whether / sits on an encrypting device-mapper target.
+// Chain lists the block devices from / down to the disk.
+type RootEncryption struct {
+	Encrypted bool     `json:"encrypted"`
+	Source    string   `json:"source"`
+	Device    string   `json:"device,omitempty"`
+	Chain     []string `json:"chain"`
+}
+
+// Swap is one swap area, from /proc/swaps (host) or fstab (image).
+type Swap struct {
+	Device    string `json:"device"`
+	Encrypted bool   `json:"encrypted"`
+	Kind      string `json:"kind,omitempty"`
+}
+
+// Network holds listening sockets (live only) and the firewall.
+type Network struct {
+	Listening []Listener `json:"listening"`
+	Firewall  *Firewall  `json:"firewall,omitempty"`
+}
+
+// Listener is one listening socket.
+type Listener struct {
+	Proto   string `json:"proto"`
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	Process string `json:"process,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+}
+
+// Firewall is the input policy as configured in nftables or ufw.
+type Firewall struct {
+	Backend            string `json:"backend"`
+	Enabled            bool   `json:"enabled"`
+	DefaultInputPolicy string `json:"default_input_policy"`
+	AllowedPorts       []int  `json:"allowed_ports"`
+	Source             string `json:"source,omitempty"`
+}
+
+// Systemd lists the unit state that policy cares about.
+type Systemd struct {
+	Enabled []string `json:"enabled"`
+	Masked  []string `json:"masked"`
+	// Version is systemd's major version from the installed package; it
+	// decides the cgroup default when the kernel command line says nothing.
+	Version int `json:"version,omitempty"`
+}
+
+// ContainerRuntime covers containerd, docker and CDI.
+type ContainerRuntime struct {
+	Containerd *Containerd `json:"containerd,omitempty"`
+	Docker     *Docker     `json:"docker,omitempty"`
+	CDISpecs   []CDISpec   `json:"cdi_specs"`
+}
+
+// Containerd is the effective config after conf.d drop-ins are merged.
+type Containerd struct {
+	ConfigPath     string   `json:"config_path"`
+	ConfigVersion  int      `json:"config_version"`
+	Imports        []string `json:"imports"`
+	NvidiaRuntime  bool     `json:"nvidia_runtime"`
+	NvidiaBinary   string   `json:"nvidia_binary,omitempty"`
+	DefaultRuntime string   `json:"default_runtime"`
+	// SystemdCgroup is the runc (or default runtime) option; nil when unset.
+	SystemdCgroup       *bool `json:"systemd_cgroup"`
+	NvidiaSystemdCgroup *bool `json:"nvidia_systemd_cgroup"`
+	CDIEnabled          bool  `json:"cdi_enabled"`
+}
+
+// Docker is /etc/docker/daemon.json.
+type Docker struct {
+	ConfigPath     string   `json:"config_path"`
+	DefaultRuntime string   `json:"default_runtime"`
+	Runtimes       []string `json:"runtimes"`
+	CgroupDriver   string   `json:"cgroup_driver"`
+	CDIEnabled     bool     `json:"cdi_enabled"`
+}
+
+// CDISpec is one CDI spec file.
+type CDISpec struct {
+	File    string   `json:"file"`
+	Kind    string   `json:"kind"`
+	Devices []string `json:"devices"`
+}
+
+// GPU is filled by the NVML collector on a host, and by the offline driver
+// collector in an image.
+type GPU struct {
+	Available           bool         `json:"available"`
+	Reason              string       `json:"reason,omitempty"`
+	DriverVersion       string       `json:"driver_version,omitempty"`
+	CUDADriverVersion   string       `json:"cuda_driver_version,omitempty"`
+	NVMLVersion         string       `json:"nvml_version,omitempty"`
+	KernelModuleVersion string       `json:"kernel_module_version,omitempty"`
+	Devices             []GPUDevice  `json:"devices"`
+	ConfCompute         *ConfCompute `json:"conf_compute,omitempty"`
+	XIDEvents           []XIDEvent   `json:"xid_events"`
+}
+
+// GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU
+// reports NOT_SUPPORTED, so a policy can skip rather than guess.
+type GPUDevice struct {
+	Index           int           `json:"index"`
+	UUID            string        `json:"uuid"`
+	Name            string        `json:"name"`
+	PCIBusID        string        `json:"pci_bus_id"`
+	ECC             *ECC          `json:"ecc,omitempty"`
+	RetiredPages    *RetiredPages `json:"retired_pages,omitempty"`
+	RemappedRows    *RemappedRows `json:"remapped_rows,omitempty"`
+	PersistenceMode *bool         `json:"persistence_mode,omitempty"`
+	MIG             *MIG          `json:"mig,omitempty"`
+	TemperatureC    *int          `json:"temperature_c,omitempty"`
+	PCIe            *PCIe         `json:"pcie,omitempty"`
+	NVLink          []NVLink      `json:"nvlink"`
+	Unsupported     []string      `json:"unsupported,omitempty"`
+}
+
+// ECC mode and uncorrected error counts.
+type ECC struct {
+	Current              bool  `json:"current"`
+	Pending              bool  `json:"pending"`
+	UncorrectedVolatile  int64 `json:"uncorrected_volatile"`
+	UncorrectedAggregate int64 `json:"uncorrected_aggregate"`
+}
+
+// RetiredPages applies to pre-Ampere GPUs.
+type RetiredPages struct {
+	Pending bool `json:"pending"`
+	Count   int  `json:"count"`
+}
+
+// RemappedRows applies to Ampere and later.
+type RemappedRows struct {
+	Correctable   int  `json:"correctable"`
+	Uncorrectable int  `json:"uncorrectable"`
+	Pending       bool `json:"pending"`
+	Failed        bool `json:"failed"`
+}
+
+// MIG mode.
+type MIG struct {
+	Current bool `json:"current"`
+	Pending bool `json:"pending"`
+}
+
+// PCIe link state against the link's capability.
+type PCIe struct {
+	GenCurrent   int `json:"gen_current"`
+	GenMax       int `json:"gen_max"`
+	WidthCurrent int `json:"width_current"`
+	WidthMax     int `json:"width_max"`
+}
+
+// NVLink is one link's state.
+type NVLink struct {
+	Link   int  `json:"link"`
+	Active bool `json:"active"`
+}
+
+// ConfCompute is the system's confidential-computing state.
+type ConfCompute struct {
+	Feature      string `json:"feature"`
+	DevtoolsMode string `json:"devtools_mode"`
+	Environment  string `json:"environment"`
+}
+
+// XIDEvent is one Xid line from the kernel log.
+type XIDEvent struct {
+	Code     int    `json:"code"`
+	PCIBusID string `json:"pci_bus_id"`
+	Time     string `json:"time,omitempty"`
+}
+
+// Containers lists pre-seeded container images found in the target.
+type Containers struct {
+	Images []ContainerImage `json:"images"`
+}
+
+// ContainerImage is one pre-seeded base.
+type ContainerImage struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	Source string `json:"source"`
+}
+
+// Vulnerabilities are OS package findings from an offline trivy DB.
+type Vulnerabilities struct {
+	DB       string    `json:"db"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one vulnerable package.
+type Finding struct {
+	ID        string `json:"id"`
+	Package   string `json:"package"`
+	Installed string `json:"installed"`
+	Fixed     string `json:"fixed"`
+	Severity  string `json:"severity"`
+}

@@ -1,0 +1,218 @@
+// Package sysroot reads a filesystem tree that gpuhost does not trust: an
+// image's rootfs, or the live host seen from "/". Every access goes through an
+// os.Root, so no path and no symlink can lead outside the tree; only regular
+// files are read, never more than a bounded number of bytes, and opening a FIFO
+// or device node cannot block.
+package sysroot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// DefaultMaxFileSize bounds ReadFile. Configuration files are kilobytes; a
+// multi-megabyte sshd_config is an attack or garbage, and either way an error.
+const DefaultMaxFileSize = 8 << 20
+
+// MaxDirEntries bounds ReadDir, so that a directory of millions of entries
+// planted in an image cannot exhaust memory.
+const MaxDirEntries = 20000
+
+var (
+	// ErrNotRegular is returned when a path names a FIFO, socket, device or
+	// directory where a regular file was expected.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge is returned when a file exceeds the read limit.
+	ErrTooLarge = errors.New("file exceeds read limit")
+	// ErrTooManyEntries is returned when a directory exceeds MaxDirEntries.
+	ErrTooManyEntries = errors.New("directory has too many entries")
+)
+
+// FS is a read-only view of a tree. Names are slash-separated and relative to
+// the root; a leading "/" is accepted and means the root itself.
+type FS interface {
+	// ReadFile reads a regular file of at most DefaultMaxFileSize bytes.
+	ReadFile(name string) ([]byte, error)
+	// ReadFileLimit reads a regular file of at most max bytes.
+	ReadFileLimit(name string, max int64) ([]byte, error)
+	// Stat follows symlinks, as long as they stay inside the root.
+	Stat(name string) (fs.FileInfo, error)
+	// Lstat does not follow a final symlink.
+	Lstat(name string) (fs.FileInfo, error)
+	// ReadDir lists a directory sorted by name, bounded by MaxDirEntries.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Glob returns the names matching pattern, as path.Match defines it.
+	Glob(pattern string) ([]string, error)
+	// Display turns a root-relative name into the path shown to users.
+	Display(name string) string
+	// Root is the directory this view is rooted at.
+	Root() string
+}
+
+type rootFS struct {
+	root *os.Root
+	dir  string
+}
+
+var _ FS = (*rootFS)(nil)
+
+// Open returns a view of dir. The caller closes it when done.
+func Open(dir string) (FS, io.Closer, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolving root %q: %w", dir, err)
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening root %q: %w", dir, err)
+	}
+	return &rootFS{root: r, dir: abs}, r, nil
+}
+
+// clean maps a user-facing name onto os.Root's relative form.
+func clean(name string) string {
+	name = path.Clean("/" + name)
+	name = strings.TrimPrefix(name, "/")
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
+func (r *rootFS) Root() string { return r.dir }
+
+func (r *rootFS) Display(name string) string {
+	rel := clean(name)
+	if r.dir == "/" {
+		return "/" + strings.TrimPrefix(rel, ".")
+	}
+	if rel == "." {
+		return r.dir
+	}
+	return r.dir + "/" + rel
+}
+
+func (r *rootFS) ReadFile(name string) ([]byte, error) {
+	return r.ReadFileLimit(name, DefaultMaxFileSize)
+}
+
+func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO for reading with no writer would otherwise
+	// block forever. The fstat below then refuses it.
+	f, err := r.root.OpenFile(clean(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading %s: %w (%s)", r.Display(name), ErrNotRegular, fileKind(info.Mode()))
+	}
+	if info.Size() > max {
+		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.Display(name), ErrTooLarge, info.Size(), max)
+	}
+	// Files in /proc report size 0, so the limit is enforced on the read too.
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("reading %s: %w (limit %d)", r.Display(name), ErrTooLarge, max)
+	}
+	return data, nil
+}
+
+func (r *rootFS) Stat(name string) (fs.FileInfo, error) {
+	info, err := r.root.Stat(clean(name))
+	return info, r.wrap(name, err)
+}
+
+func (r *rootFS) Lstat(name string) (fs.FileInfo, error) {
+	info, err := r.root.Lstat(clean(name))
+	return info, r.wrap(name, err)
+}
+
+func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := r.root.OpenFile(clean(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(MaxDirEntries + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, r.wrap(name, err)
+	}
+	if len(entries) > MaxDirEntries {
+		return nil, fmt.Errorf("listing %s: %w (over %d)", r.Display(name), ErrTooManyEntries, MaxDirEntries)
+	}
+	sortEntries(entries)
+	return entries, nil
+}
+
+func (r *rootFS) Glob(pattern string) ([]string, error) {
+	matches, err := fs.Glob(globFS{r}, clean(pattern))
+	if err != nil {
+		return nil, fmt.Errorf("matching %q under %s: %w", pattern, r.dir, err)
+	}
+	return matches, nil
+}
+
+// wrap names the file in an error, in the form the user sees.
+func (r *rootFS) wrap(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: "reading", Path: r.Display(name), Err: err}
+}
+
+// globFS adapts rootFS to fs.ReadDirFS so fs.Glob uses the bounded ReadDir.
+type globFS struct{ r *rootFS }
+
+func (g globFS) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}
+}
+
+func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) { return g.r.ReadDir(name) }
+
+func (g globFS) Stat(name string) (fs.FileInfo, error) { return g.r.Lstat(name) }
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return m.String()
+}
+
+// IsNotExist reports whether err means the file is absent, which collectors
+// treat as "not configured" rather than as an error.
+func IsNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+func sortEntries(entries []fs.DirEntry) {
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+}

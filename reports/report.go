@@ -1,0 +1,198 @@
+// Package reports holds gpuhost.report/v1 and its renderers, one file per
+// format. The engine produces a Report; renderers only read it.
+package reports
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Schema is the value of Report.Schema.
+const Schema = "gpuhost.report/v1"
+
+// Result statuses.
+const (
+	StatusPass   = "pass"
+	StatusFail   = "fail"
+	StatusSkip   = "skip"
+	StatusWaived = "waived"
+	StatusError  = "error"
+)
+
+// Statuses lists result statuses in the order reports show them.
+var Statuses = []string{StatusFail, StatusError, StatusWaived, StatusSkip, StatusPass}
+
+// Severities lists severities from most to least severe.
+var Severities = []string{"critical", "high", "medium", "low", "info"}
+
+// SeverityRank orders severities: critical is 0, info is 4, anything unknown
+// sorts after info.
+func SeverityRank(s string) int {
+	for i, v := range Severities {
+		if v == s {
+			return i
+		}
+	}
+	return len(Severities)
+}
+
+// ValidSeverity reports whether s is one of Severities.
+func ValidSeverity(s string) bool { return SeverityRank(s) < len(Severities) }
+
+// Report is one scan of one target.
+type Report struct {
+	Schema       string   `json:"schema"`
+	Target       Target   `json:"target"`
+	Summary      Summary  `json:"summary"`
+	Results      []Result `json:"results"`
+	FactsDigest  string   `json:"facts_digest"`
+	PolicyDigest string   `json:"policy_digest"`
+	ToolVersion  string   `json:"tool_version"`
+	// Collectors carries each collector's status so a reader can see why
+	// checks skipped or errored.
+	Collectors map[string]CollectorStatus `json:"collectors,omitempty"`
+}
+
+// Target mirrors facts.Target: what was scanned, and when.
+type Target struct {
+	Kind      string `json:"kind"`
+	Ref       string `json:"ref"`
+	ScannedAt string `json:"scanned_at"`
+	Hostname  string `json:"hostname,omitempty"`
+}
+
+// CollectorStatus mirrors facts.CollectorStatus.
+type CollectorStatus struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result is one check's outcome.
+type Result struct {
+	ID          string              `json:"id"`
+	Title       string              `json:"title"`
+	Description string              `json:"description,omitempty"`
+	Severity    string              `json:"severity"`
+	Status      string              `json:"status"`
+	Messages    []string            `json:"messages"`
+	Remediation string              `json:"remediation,omitempty"`
+	Controls    map[string][]string `json:"controls,omitempty"`
+	Waiver      *Waiver             `json:"waiver,omitempty"`
+	// Package is the Rego package that implements the check.
+	Package string `json:"package,omitempty"`
+	// File is the policy file, relative to the policy root.
+	File string `json:"file,omitempty"`
+}
+
+// Waiver is the waiver that applied to a result, or that would have applied
+// had it not expired (then Expired is true and the result is not waived).
+type Waiver struct {
+	Justification string `json:"justification"`
+	ApprovedBy    string `json:"approved_by"`
+	Expires       string `json:"expires"`
+	Target        string `json:"target"`
+	Expired       bool   `json:"expired,omitempty"`
+	Ticket        string `json:"ticket,omitempty"`
+}
+
+// Summary counts results by status, and failures by severity.
+type Summary struct {
+	Total      int            `json:"total"`
+	ByStatus   map[string]int `json:"by_status"`
+	BySeverity map[string]int `json:"failed_by_severity"`
+}
+
+// Summarize fills r.Summary from r.Results and sorts the results: failures
+// first, then by severity, then by id, so every format lists them alike.
+func (r *Report) Summarize() {
+	s := Summary{ByStatus: map[string]int{}, BySeverity: map[string]int{}}
+	for _, st := range Statuses {
+		s.ByStatus[st] = 0
+	}
+	for _, sev := range Severities {
+		s.BySeverity[sev] = 0
+	}
+	for _, res := range r.Results {
+		s.Total++
+		s.ByStatus[res.Status]++
+		if res.Status == StatusFail {
+			s.BySeverity[res.Severity]++
+		}
+	}
+	r.Summary = s
+	sort.SliceStable(r.Results, func(i, j int) bool {
+		a, b := r.Results[i], r.Results[j]
+		if ra, rb := statusRank(a.Status), statusRank(b.Status); ra != rb {
+			return ra < rb
+		}
+		if ra, rb := SeverityRank(a.Severity), SeverityRank(b.Severity); ra != rb {
+			return ra < rb
+		}
+		return a.ID < b.ID
+	})
+}
+
+func statusRank(s string) int {
+	for i, v := range Statuses {
+		if v == s {
+			return i
+		}
+	}
+	return len(Statuses)
+}
+
+// Failed reports whether any result fails at or above threshold, or errored.
+// Errors count regardless of severity: an error is never a pass.
+func (r *Report) Failed(threshold string) bool {
+	limit := SeverityRank(threshold)
+	for _, res := range r.Results {
+		if res.Status == StatusFail && SeverityRank(res.Severity) <= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// Errored reports whether any result is an error, which makes the scan
+// untrustworthy as a whole.
+func (r *Report) Errored() bool {
+	for _, res := range r.Results {
+		if res.Status == StatusError {
+			return true
+		}
+	}
+	return false
+}
+
+// Renderer writes a report in one format. Implementations live one per file.
+type Renderer interface {
+	// Format is the name used in --format and --report FORMAT=PATH.
+	Format() string
+	Render(w io.Writer, r *Report) error
+}
+
+var registry = map[string]Renderer{}
+
+// register is called from each format's init.
+func register(r Renderer) { registry[r.Format()] = r }
+
+// Lookup returns the renderer for a format name.
+func Lookup(format string) (Renderer, error) {
+	r, ok := registry[format]
+	if !ok {
+		return nil, fmt.Errorf("unknown report format %q (want one of %s)", format, strings.Join(Formats(), ", "))
+	}
+	return r, nil
+}
+
+// Formats lists the registered format names, sorted.
+func Formats() []string {
+	out := make([]string, 0, len(registry))
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
