@@ -1,0 +1,202 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Where Debian and Ubuntu keep the files these collectors read.
+const (
+	OpenSSLConfigPath    = "/etc/ssl/openssl.cnf"
+	NginxConfigPath      = "/etc/nginx/nginx.conf"
+	SSHDConfigPath       = "/etc/ssh/sshd_config"
+	ContainerdConfigPath = "/etc/containerd/config.toml"
+	DockerDaemonPath     = "/etc/docker/daemon.json"
+)
+
+// tlsCollector fills tls.openssl and tls.nginx from configuration files.
+// tls.probes belongs to the live prober and is left alone.
+type tlsCollector struct{}
+
+var _ collector.Collector = tlsCollector{}
+
+func (tlsCollector) Name() string { return "tls" }
+
+func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ossl, err := CollectOpenSSL(env.FS)
+	if err != nil {
+		return err
+	}
+	nginx, err := CollectNginx(env.FS)
+	if err != nil {
+		return err
+	}
+	if f.TLS == nil {
+		f.TLS = &facts.TLS{}
+	}
+	f.TLS.OpenSSL = ossl
+	f.TLS.Nginx = nginx
+	if f.TLS.Probes == nil {
+		f.TLS.Probes = []facts.TLSProbe{}
+	}
+	return nil
+}
+
+// CollectOpenSSL returns the system default from /etc/ssl/openssl.cnf, or nil
+// when the file is absent (the library default applies).
+func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
+	cfg, err := LoadOpenSSL(fsys, OpenSSLConfigPath)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	sd := cfg.SystemDefault()
+	return &facts.OpenSSL{
+		ConfigPath:   fsys.Display(OpenSSLConfigPath),
+		MinProtocol:  sd.MinProtocol,
+		MaxProtocol:  sd.MaxProtocol,
+		CipherSuites: sd.CipherSuites,
+	}, nil
+}
+
+// CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
+// and its includes, plus nginx's default for TLS servers that set none. It
+// is empty, not nil, when nginx is not configured.
+func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
+	out := []facts.NginxTLS{}
+	cfg, err := LoadNginx(fsys, NginxConfigPath)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			return out, nil
+		}
+		return nil, err
+	}
+	for _, s := range cfg.TLSSettings() {
+		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols})
+	}
+	return out, nil
+}
+
+// sshCollector fills ssh from sshd_config and its includes.
+type sshCollector struct{}
+
+var _ collector.Collector = sshCollector{}
+
+func (sshCollector) Name() string { return "ssh" }
+
+func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config)")
+		}
+		return err
+	}
+	f.SSH = cfg.Facts(env.FS.Display(SSHDConfigPath))
+	return nil
+}
+
+// runtimeCollector fills container_runtime from containerd, docker and CDI.
+type runtimeCollector struct{}
+
+var _ collector.Collector = runtimeCollector{}
+
+func (runtimeCollector) Name() string { return "container_runtime" }
+
+func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rt := &facts.ContainerRuntime{CDISpecs: []facts.CDISpec{}}
+	ctd, err := LoadContainerd(env.FS, ContainerdConfigPath)
+	switch {
+	case err == nil:
+		rt.Containerd = ctd
+		if ctd.ConfigVersion == 1 && env.Log != nil {
+			env.Log.Debug("containerd config has no version; reading it as version 2", "file", ctd.ConfigPath)
+		}
+	case !sysroot.IsNotExist(err):
+		return err
+	}
+	data, err := readText(env.FS, DockerDaemonPath)
+	switch {
+	case err == nil:
+		d, err := ParseDockerDaemon(env.FS.Display(DockerDaemonPath), data)
+		if err != nil {
+			return err
+		}
+		rt.Docker = d
+	case !sysroot.IsNotExist(err):
+		return err
+	}
+	specs, err := CollectCDISpecs(ctx, env.FS)
+	if err != nil {
+		return err
+	}
+	rt.CDISpecs = specs
+	if rt.Containerd == nil && rt.Docker == nil && len(specs) == 0 {
+		return collector.NotApplicable("no container runtime configuration found")
+	}
+	f.ContainerRuntime = rt
+	return nil
+}
+
+// CDISpecDirs returns the directories CDI reads specs from. /var/run is a
+// symlink to /run on Debian and Ubuntu; an absolute link cannot be followed
+// inside the root, so the target directory is read directly.
+func CDISpecDirs(fsys sysroot.FS) []string {
+	dirs := []string{"/etc/cdi", "/var/run/cdi"}
+	if info, err := fsys.Lstat("/var/run"); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		dirs[1] = "/run/cdi"
+	}
+	return dirs
+}
+
+// CollectCDISpecs parses every *.yaml and *.json spec in the CDI directories,
+// in lexical order per directory. It is empty, not nil, when there are none.
+func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]facts.CDISpec, error) {
+	out := []facts.CDISpec{}
+	for _, dir := range CDISpecDirs(fsys) {
+		var files []string
+		for _, ext := range []string{"*.yaml", "*.json"} {
+			m, err := globSorted(fsys, dir, ext)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, m...)
+		}
+		slices.Sort(files)
+		if len(files) > maxIncludeFiles {
+			return nil, fmt.Errorf("listing %s: more than %d CDI specs", fsys.Display(dir), maxIncludeFiles)
+		}
+		for _, name := range files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			data, err := readText(fsys, name)
+			if err != nil {
+				return nil, err
+			}
+			spec, err := ParseCDISpec(fsys.Display(name), data)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, *spec)
+		}
+	}
+	return out, nil
+}

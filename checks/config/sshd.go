@@ -1,0 +1,325 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// sshdConfigDir is where sshd resolves relative Include paths.
+const sshdConfigDir = "/etc/ssh"
+
+// OpenSSH 9.6p1 defaults (Ubuntu 24.04; 9.x changed none of these three
+// lists before 9.9 added mlkem768x25519-sha256 to the key exchange), from
+// sshd_config(5). They apply when a file leaves the keyword unset, and are the
+// base that "+", "-" and "^" lists modify.
+var (
+	DefaultSSHCiphers = []string{
+		"chacha20-poly1305@openssh.com",
+		"aes128-ctr", "aes192-ctr", "aes256-ctr",
+		"aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
+	}
+	DefaultSSHKexAlgorithms = []string{
+		"sntrup761x25519-sha512@openssh.com",
+		"curve25519-sha256", "curve25519-sha256@libssh.org",
+		"ecdh-sha2-nistp256", "ecdh-sha2-nistp384", "ecdh-sha2-nistp521",
+		"diffie-hellman-group-exchange-sha256",
+		"diffie-hellman-group16-sha512", "diffie-hellman-group18-sha512",
+		"diffie-hellman-group14-sha256",
+	}
+	DefaultSSHMACs = []string{
+		"umac-64-etm@openssh.com", "umac-128-etm@openssh.com",
+		"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com",
+		"hmac-sha1-etm@openssh.com",
+		"umac-64@openssh.com", "umac-128@openssh.com",
+		"hmac-sha2-256", "hmac-sha2-512", "hmac-sha1",
+	}
+)
+
+// sshdAliases maps deprecated keywords onto the option they set, so that
+// first-value-wins applies across both spellings as it does in sshd.
+var sshdAliases = map[string]string{
+	"challengeresponseauthentication": "kbdinteractiveauthentication",
+}
+
+// SSHDConfig is sshd_config's global settings after Include, first value
+// winning, with Match blocks left out.
+type SSHDConfig struct {
+	// Values maps a lower-case keyword to the arguments it first had.
+	Values map[string][]string
+	// Explicit lists the lower-case keywords set outside Match, as written
+	// and as their canonical name, sorted.
+	Explicit []string
+	// Files lists the files read, the main one first, with display paths.
+	Files []string
+}
+
+// ParseSSHD parses one sshd_config buffer; Include lines are not followed.
+func ParseSSHD(data []byte) (*SSHDConfig, error) {
+	p := newSSHDParser(noSource{})
+	if err := p.parse("sshd_config", data, 0); err != nil {
+		return nil, err
+	}
+	return p.finish(), nil
+}
+
+// LoadSSHD reads name from src and follows Include lines (globs, relative to
+// /etc/ssh), to a bounded depth.
+func LoadSSHD(src Source, name string) (*SSHDConfig, error) {
+	data, err := readText(src, name)
+	if err != nil {
+		return nil, err
+	}
+	p := newSSHDParser(src)
+	if err := p.parse(name, data, 0); err != nil {
+		return nil, err
+	}
+	return p.finish(), nil
+}
+
+type sshdParser struct {
+	src      Source
+	cfg      *SSHDConfig
+	explicit map[string]bool
+	inMatch  bool
+}
+
+func newSSHDParser(src Source) *sshdParser {
+	return &sshdParser{src: src, cfg: &SSHDConfig{Values: map[string][]string{}}, explicit: map[string]bool{}}
+}
+
+func (p *sshdParser) finish() *SSHDConfig {
+	p.cfg.Explicit = make([]string, 0, len(p.explicit))
+	for k := range p.explicit {
+		p.cfg.Explicit = append(p.cfg.Explicit, k)
+	}
+	slices.Sort(p.cfg.Explicit)
+	return p.cfg
+}
+
+func (p *sshdParser) parse(name string, data []byte, depth int) error {
+	display := p.src.Display(name)
+	p.cfg.Files = append(p.cfg.Files, display)
+	// As in sshd, a Match opened in an included file ends with that file.
+	saved := p.inMatch
+	defer func() { p.inMatch = saved }()
+	for i, line := range strings.Split(string(data), "\n") {
+		if err := p.line(name, line, depth); err != nil {
+			return fmt.Errorf("parsing %s:%d: %w", display, i+1, err)
+		}
+	}
+	return nil
+}
+
+func (p *sshdParser) line(name, line string, depth int) error {
+	s := strings.Trim(line, " \t\r\f\v")
+	if s == "" || s[0] == '#' {
+		return nil
+	}
+	end := strings.IndexAny(s, " \t=")
+	if end < 0 {
+		end = len(s)
+	}
+	keyword := strings.ToLower(s[:end])
+	rest := strings.TrimLeft(s[end:], " \t")
+	if strings.HasPrefix(rest, "=") {
+		rest = strings.TrimLeft(rest[1:], " \t")
+	}
+	if keyword == "" {
+		return errors.New("missing keyword")
+	}
+	args, err := splitSSHArgs(rest)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("%s: missing argument", keyword)
+	}
+	switch keyword {
+	case "match":
+		p.inMatch = true
+		return nil
+	case "include":
+		if p.inMatch {
+			// Whatever the files say applies only under the Match.
+			return nil
+		}
+		return p.include(args, depth)
+	}
+	if p.inMatch {
+		return nil
+	}
+	p.explicit[keyword] = true
+	if canon, ok := sshdAliases[keyword]; ok {
+		keyword = canon
+		p.explicit[keyword] = true
+	}
+	if _, seen := p.cfg.Values[keyword]; !seen {
+		p.cfg.Values[keyword] = args
+	}
+	return nil
+}
+
+func (p *sshdParser) include(patterns []string, depth int) error {
+	if depth+1 > maxIncludeDepth {
+		return fmt.Errorf("Include nested deeper than %d", maxIncludeDepth)
+	}
+	for _, pat := range patterns {
+		files, err := globSorted(p.src, sshdConfigDir, pat)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if len(p.cfg.Files) >= maxIncludeFiles {
+				return fmt.Errorf("Include: more than %d files", maxIncludeFiles)
+			}
+			data, err := readText(p.src, f)
+			if err != nil {
+				if sysroot.IsNotExist(err) {
+					// sshd ignores an Include that matches nothing.
+					continue
+				}
+				return err
+			}
+			if err := p.parse(f, data, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// splitSSHArgs splits arguments as OpenSSH's argv_split does: whitespace
+// separates, double or single quotes group, a backslash escapes a quote, a
+// backslash or a space, and a # at the start of a word ends the line.
+func splitSSHArgs(s string) ([]string, error) {
+	var args []string
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		if c == '#' {
+			break
+		}
+		var b strings.Builder
+		var quote byte
+		for ; i < len(s); i++ {
+			c = s[i]
+			if quote == 0 && (c == ' ' || c == '\t') {
+				break
+			}
+			if c == '\\' && i+1 < len(s) && strings.IndexByte("\"'\\ ", s[i+1]) >= 0 {
+				i++
+				b.WriteByte(s[i])
+				continue
+			}
+			switch {
+			case quote == 0 && (c == '"' || c == '\''):
+				quote = c
+			case quote != 0 && c == quote:
+				quote = 0
+			default:
+				b.WriteByte(c)
+			}
+		}
+		if quote != 0 {
+			return nil, errors.New("unterminated quote")
+		}
+		args = append(args, b.String())
+	}
+	return args, nil
+}
+
+// first returns the first argument of keyword, lower-cased, or def.
+func (c *SSHDConfig) first(keyword, def string) string {
+	if v := c.Values[keyword]; len(v) > 0 {
+		return strings.ToLower(v[0])
+	}
+	return def
+}
+
+// Facts turns the settings into the ssh facts, with OpenSSH's defaults for
+// what the files leave unset. configPath is the display path of sshd_config.
+func (c *SSHDConfig) Facts(configPath string) *facts.SSH {
+	root := c.first("permitrootlogin", "prohibit-password")
+	if root == "without-password" {
+		// The old spelling of the same setting.
+		root = "prohibit-password"
+	}
+	files := append([]string{}, c.Files...)
+	return &facts.SSH{
+		ConfigPath:                   configPath,
+		Files:                        files,
+		PermitRootLogin:              root,
+		PasswordAuthentication:       c.first("passwordauthentication", "yes"),
+		KbdInteractiveAuthentication: c.first("kbdinteractiveauthentication", "yes"),
+		PermitEmptyPasswords:         c.first("permitemptypasswords", "no"),
+		Ciphers:                      c.algorithms("ciphers", DefaultSSHCiphers),
+		KexAlgorithms:                c.algorithms("kexalgorithms", DefaultSSHKexAlgorithms),
+		MACs:                         c.algorithms("macs", DefaultSSHMACs),
+		Explicit:                     append([]string{}, c.Explicit...),
+	}
+}
+
+func (c *SSHDConfig) algorithms(keyword string, defaults []string) []string {
+	v := c.Values[keyword]
+	if len(v) == 0 {
+		return append([]string{}, defaults...)
+	}
+	return AssembleAlgorithms(v[0], defaults)
+}
+
+// AssembleAlgorithms applies an OpenSSH algorithm list to the defaults: a
+// plain list replaces them, "+list" appends, "^list" prepends, and "-list"
+// removes the defaults matching any of its wildcard patterns.
+func AssembleAlgorithms(spec string, defaults []string) []string {
+	op := byte(0)
+	if spec != "" && strings.IndexByte("+-^", spec[0]) >= 0 {
+		op, spec = spec[0], spec[1:]
+	}
+	var items []string
+	for _, s := range strings.Split(spec, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			items = append(items, s)
+		}
+	}
+	out := []string{}
+	add := func(list []string) {
+		for _, s := range list {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	switch op {
+	case '+':
+		add(defaults)
+		add(items)
+	case '^':
+		add(items)
+		add(defaults)
+	case '-':
+		for _, d := range defaults {
+			drop := false
+			for _, pat := range items {
+				if ok, err := path.Match(pat, d); err == nil && ok {
+					drop = true
+					break
+				}
+			}
+			if !drop {
+				add([]string{d})
+			}
+		}
+	default:
+		add(items)
+	}
+	return out
+}
