@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+// NewDocument prepares collected facts for evaluation.
+func NewDocument(f *facts.Facts) (*Document, []byte, error) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding facts: %w", err)
+	}
+	doc, err := ParseDocument(data, "collected facts")
+	return doc, data, err
+}
+
+// ParseDocument parses a saved gpuhost.facts/v1 document. name is used in
+// errors. Only the fields the engine itself needs are checked here; callers
+// that accept documents from outside validate them against the schema first.
+func ParseDocument(data []byte, name string) (*Document, error) {
+	v, err := ast.ValueFromReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parsing facts %s: %w", name, err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: top level is %s, want an object", name, ast.ValueName(v))
+	}
+	if s, _ := stringAt(obj, "schema"); s != facts.Schema {
+		return nil, fmt.Errorf("parsing facts %s: schema is %q, want %q", name, s, facts.Schema)
+	}
+	doc := &Document{Value: v, Collectors: map[string]facts.CollectorStatus{}}
+	target, ok := obj.Get(ast.InternedTerm("target")).Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: target is missing", name)
+	}
+	if doc.Kind, ok = stringAt(target, "kind"); !ok || doc.Kind == "" {
+		return nil, fmt.Errorf("parsing facts %s: target.kind is missing", name)
+	}
+	ct := obj.Get(ast.InternedTerm("collectors"))
+	if ct == nil {
+		return nil, fmt.Errorf("parsing facts %s: collectors is missing", name)
+	}
+	cols, ok := ct.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: collectors is %s, want an object", name, ast.ValueName(ct.Value))
+	}
+	var bad error
+	cols.Foreach(func(k, v *ast.Term) {
+		key, ok1 := k.Value.(ast.String)
+		o, ok2 := v.Value.(ast.Object)
+		if !ok1 || !ok2 {
+			bad = fmt.Errorf("parsing facts %s: collectors.%v is not an object", name, k)
+			return
+		}
+		st, _ := stringAt(o, "status")
+		reason, _ := stringAt(o, "reason")
+		switch st {
+		case facts.StatusOK, facts.StatusUnavailable, facts.StatusNotApplicable, facts.StatusError:
+		default:
+			bad = fmt.Errorf("parsing facts %s: collectors.%s.status is %q", name, string(key), st)
+		}
+		doc.Collectors[string(key)] = facts.CollectorStatus{Status: st, Reason: reason}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	return doc, nil
+}
+
+func stringAt(obj ast.Object, key string) (string, bool) {
+	t := obj.Get(ast.InternedTerm(key))
+	if t == nil {
+		return "", false
+	}
+	s, ok := t.Value.(ast.String)
+	return string(s), ok
+}

@@ -1,0 +1,439 @@
+// Package engine is gpuhost's one policy evaluator. It compiles a policy pack
+// once, prepares one query that evaluates every check, and turns a facts
+// document into results. The CLI, the Packer gate and the agent all share it.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// checkRoot is the package prefix every check lives under.
+const checkRoot = "gpuhost."
+
+// Check is one policy package's metadata, as its METADATA block declares it.
+type Check struct {
+	ID          string              `json:"id"`
+	Title       string              `json:"title"`
+	Description string              `json:"description,omitempty"`
+	Severity    string              `json:"severity"`
+	Remediation string              `json:"remediation"`
+	Controls    map[string][]string `json:"controls"`
+	Targets     []string            `json:"targets"`
+	Requires    []string            `json:"requires"`
+	Package     string              `json:"package"`
+	File        string              `json:"file"`
+	hasSkip     bool
+}
+
+// Engine evaluates a compiled policy pack. It is safe for concurrent use.
+type Engine struct {
+	checks   []Check
+	all      rego.PreparedEvalQuery
+	single   []rego.PreparedEvalQuery
+	digest   string
+	params   map[string]any
+	modules  map[string]*ast.Module
+	compiler *ast.Compiler
+}
+
+type options struct {
+	sources []*Source
+	params  map[string]any
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithSource adds a policy pack. Several packs are compiled together.
+func WithSource(s *Source) Option { return func(o *options) { o.sources = append(o.sources, s) } }
+
+// WithParams sets user parameters, overlaid on the packs' defaults.
+func WithParams(p map[string]any) Option { return func(o *options) { o.params = p } }
+
+// CompileError is a policy that does not parse or compile. Its message names
+// the file and line.
+type CompileError struct{ Err error }
+
+func (e *CompileError) Error() string { return "compiling policies: " + e.Err.Error() }
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// New compiles the packs and prepares their queries.
+func New(ctx context.Context, opts ...Option) (*Engine, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(o.sources) == 0 {
+		return nil, errors.New("no policy pack given")
+	}
+	modules := map[string]*ast.Module{}
+	raw := map[string][]byte{}
+	var defaults []map[string]any
+	for _, src := range o.sources {
+		for _, name := range sortedKeys(src.Modules) {
+			if strings.HasSuffix(name, "_test.rego") {
+				continue
+			}
+			key := name
+			if len(o.sources) > 1 {
+				key = src.Name + ":" + name
+			}
+			m, err := ast.ParseModuleWithOpts(key, string(src.Modules[name]), ast.ParserOptions{
+				ProcessAnnotation: true,
+				RegoVersion:       ast.RegoV1,
+			})
+			if err != nil {
+				return nil, &CompileError{Err: err}
+			}
+			modules[key] = m
+			raw[key] = src.Modules[name]
+		}
+		if src.Params != nil {
+			defaults = append(defaults, src.Params)
+		}
+	}
+	params := mergeParams(append(defaults, o.params)...)
+
+	compiler := ast.NewCompiler().WithStrict(false)
+	compiler.Compile(modules)
+	if compiler.Failed() {
+		return nil, &CompileError{Err: compiler.Errors}
+	}
+
+	checks, err := extractChecks(modules)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler}
+	e.digest = digestOf(raw, params)
+
+	store := inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": params}})
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		return rego.New(
+			rego.Query(query),
+			rego.Compiler(compiler),
+			rego.Store(store),
+			rego.StrictBuiltinErrors(true),
+		).PrepareForEval(ctx)
+	}
+	e.all, err = prepare(combinedQuery(checks))
+	if err != nil {
+		return nil, &CompileError{Err: err}
+	}
+	e.single = make([]rego.PreparedEvalQuery, len(checks))
+	for i, c := range checks {
+		if e.single[i], err = prepare(combinedQuery([]Check{c})); err != nil {
+			return nil, &CompileError{Err: fmt.Errorf("%s: %w", c.File, err)}
+		}
+	}
+	return e, nil
+}
+
+// combinedQuery builds one query whose single binding holds every check's
+// deny and skip sets, so a document costs one evaluation, not one per check.
+func combinedQuery(checks []Check) string {
+	var b strings.Builder
+	b.WriteString("x := [")
+	for i, c := range checks {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		skip := "set()"
+		if c.hasSkip {
+			skip = "data." + c.Package + ".skip"
+		}
+		fmt.Fprintf(&b, "[data.%s.deny, %s]", c.Package, skip)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func extractChecks(modules map[string]*ast.Module) ([]Check, error) {
+	var checks []Check
+	var problems []string
+	seen := map[string]string{}
+	for _, name := range sortedKeys(modules) {
+		m := modules[name]
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		if !strings.HasPrefix(pkg, checkRoot) {
+			continue
+		}
+		var meta *ast.Annotations
+		for _, a := range m.Annotations {
+			if a.Scope == "package" {
+				meta = a
+			}
+		}
+		hasDeny, hasSkip := false, false
+		for _, r := range m.Rules {
+			switch r.Head.Ref()[0].Value.String() {
+			case "deny":
+				hasDeny = true
+			case "skip":
+				hasSkip = true
+			}
+		}
+		if meta == nil {
+			if hasDeny {
+				problems = append(problems, fmt.Sprintf("%s: package %s has deny rules but no package METADATA", name, pkg))
+			}
+			// A package without METADATA and without deny is a library.
+			continue
+		}
+		c, err := checkFromAnnotations(meta, pkg, name)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !hasDeny {
+			problems = append(problems, fmt.Sprintf("%s: check %s has no deny rule", name, c.ID))
+			continue
+		}
+		if prev, dup := seen[c.ID]; dup {
+			problems = append(problems, fmt.Sprintf("%s: check id %s is already used by %s", name, c.ID, prev))
+			continue
+		}
+		seen[c.ID] = name
+		c.hasSkip = hasSkip
+		checks = append(checks, c)
+	}
+	if len(problems) > 0 {
+		return nil, &CompileError{Err: errors.New(strings.Join(problems, "\n"))}
+	}
+	if len(checks) == 0 {
+		return nil, &CompileError{Err: errors.New("no checks found: no package under gpuhost.* has METADATA and deny")}
+	}
+	sort.Slice(checks, func(i, j int) bool { return checks[i].ID < checks[j].ID })
+	return checks, nil
+}
+
+func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
+	c := Check{
+		Title:       a.Title,
+		Description: a.Description,
+		Package:     pkg,
+		File:        file,
+		Controls:    map[string][]string{},
+	}
+	row := 0
+	if a.Location != nil {
+		row = a.Location.Row
+	}
+	bad := func(field string) (Check, error) {
+		return Check{}, fmt.Errorf("%s:%d: package %s METADATA: %s", file, row, pkg, field)
+	}
+	str := func(k string) string { s, _ := a.Custom[k].(string); return s }
+	c.ID, c.Severity, c.Remediation = str("id"), str("severity"), str("remediation")
+	switch {
+	case c.ID == "":
+		return bad("custom.id is missing")
+	case c.Title == "":
+		return bad("title is missing")
+	case !reports.ValidSeverity(c.Severity):
+		return bad(fmt.Sprintf("custom.severity %q is not one of %s", c.Severity, strings.Join(reports.Severities, ", ")))
+	case c.Remediation == "":
+		return bad("custom.remediation is missing")
+	}
+	if ctl, ok := a.Custom["controls"].(map[string]any); ok {
+		for fw, ids := range ctl {
+			for _, id := range toStrings(ids) {
+				c.Controls[fw] = append(c.Controls[fw], id)
+			}
+		}
+	}
+	c.Targets = toStrings(a.Custom["targets"])
+	c.Requires = toStrings(a.Custom["requires"])
+	if len(c.Targets) == 0 {
+		return bad("custom.targets is missing")
+	}
+	return c, nil
+}
+
+func toStrings(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		out = append(out, fmt.Sprint(e))
+	}
+	return out
+}
+
+// digestOf hashes the compiled policy text and the effective parameters, so a
+// report says exactly which policy decided it.
+func digestOf(raw map[string][]byte, params map[string]any) string {
+	h := sha256.New()
+	for _, k := range sortedKeys(raw) {
+		fmt.Fprintf(h, "%s\x00%d\x00", k, len(raw[k]))
+		h.Write(raw[k])
+	}
+	p, _ := json.Marshal(params) // map keys are sorted by encoding/json
+	h.Write(p)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Checks returns the pack's checks, sorted by id.
+func (e *Engine) Checks() []Check { return slices.Clone(e.checks) }
+
+// Digest identifies the compiled pack and its parameters.
+func (e *Engine) Digest() string { return e.digest }
+
+// Params returns the effective parameters.
+func (e *Engine) Params() map[string]any { return e.params }
+
+// Document is a facts document ready for evaluation.
+type Document struct {
+	// Value is the whole document, as OPA's input.
+	Value ast.Value
+	// Kind is target.kind, which decides which checks apply.
+	Kind string
+	// Collectors is the collectors' outcomes, which decide skips and errors.
+	Collectors map[string]facts.CollectorStatus
+}
+
+// Evaluate runs every check against doc. It returns an error only when the
+// evaluation as a whole could not run; a check that errors on its own is
+// reported as a result with status error.
+func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result, error) {
+	out := make([]reports.Result, len(e.checks))
+	var run []int
+	for i, c := range e.checks {
+		out[i] = e.base(c)
+		if status, msg, ok := e.gate(c, doc); !ok {
+			out[i].Status, out[i].Messages = status, []string{msg}
+			continue
+		}
+		run = append(run, i)
+	}
+	if len(run) == 0 {
+		return out, nil
+	}
+	rs, err := e.all.Eval(ctx, rego.EvalParsedInput(doc.Value))
+	if err == nil {
+		sets, perr := bindingSets(rs, len(e.checks))
+		if perr == nil {
+			for _, i := range run {
+				e.decide(&out[i], sets[i][0], sets[i][1])
+			}
+			return out, nil
+		}
+		err = perr
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// One check broke the combined query; evaluate one by one so only the
+	// check at fault is reported as an error.
+	for _, i := range run {
+		rs, err := e.single[i].Eval(ctx, rego.EvalParsedInput(doc.Value))
+		if err == nil {
+			var sets [][2][]string
+			if sets, err = bindingSets(rs, 1); err == nil {
+				e.decide(&out[i], sets[0][0], sets[0][1])
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		out[i].Status = reports.StatusError
+		out[i].Messages = []string{fmt.Sprintf("evaluating %s: %v", e.checks[i].File, err)}
+	}
+	return out, nil
+}
+
+func (e *Engine) base(c Check) reports.Result {
+	return reports.Result{
+		ID:          c.ID,
+		Title:       c.Title,
+		Description: c.Description,
+		Severity:    c.Severity,
+		Remediation: c.Remediation,
+		Controls:    c.Controls,
+		Package:     c.Package,
+		File:        c.File,
+		Messages:    []string{},
+	}
+}
+
+// gate decides, before evaluation, whether a check can run on this document.
+func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
+	if !slices.Contains(c.Targets, doc.Kind) {
+		return reports.StatusSkip, fmt.Sprintf("not applicable to %s targets (applies to %s)", doc.Kind, strings.Join(c.Targets, ", ")), false
+	}
+	for _, name := range c.Requires {
+		st, found := doc.Collectors[name]
+		switch {
+		case !found:
+			return reports.StatusSkip, fmt.Sprintf("collector %s did not run for this target", name), false
+		case st.Status == facts.StatusOK:
+		case st.Status == facts.StatusError:
+			return reports.StatusError, fmt.Sprintf("collector %s failed: %s", name, st.Reason), false
+		default:
+			return reports.StatusSkip, fmt.Sprintf("%s %s: %s", name, strings.ReplaceAll(st.Status, "_", " "), st.Reason), false
+		}
+	}
+	return "", "", true
+}
+
+func (e *Engine) decide(r *reports.Result, deny, skip []string) {
+	switch {
+	case len(skip) > 0:
+		r.Status, r.Messages = reports.StatusSkip, skip
+	case len(deny) > 0:
+		r.Status, r.Messages = reports.StatusFail, deny
+	default:
+		r.Status = reports.StatusPass
+	}
+}
+
+// bindingSets unpacks the combined query's binding: a list of [deny, skip]
+// pairs of string sets.
+func bindingSets(rs rego.ResultSet, n int) ([][2][]string, error) {
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
+	}
+	list, ok := rs[0].Bindings["x"].([]any)
+	if !ok || len(list) != n {
+		return nil, fmt.Errorf("query returned %T, want a list of %d", rs[0].Bindings["x"], n)
+	}
+	out := make([][2][]string, n)
+	for i, pair := range list {
+		p, ok := pair.([]any)
+		if !ok || len(p) != 2 {
+			return nil, fmt.Errorf("check %d returned %T", i, pair)
+		}
+		for j := range 2 {
+			set, ok := p[j].([]any)
+			if !ok {
+				return nil, fmt.Errorf("check %d: deny/skip is %T, want a set", i, p[j])
+			}
+			msgs := make([]string, 0, len(set))
+			for _, m := range set {
+				if s, ok := m.(string); ok {
+					msgs = append(msgs, s)
+				} else {
+					b, _ := json.Marshal(m)
+					msgs = append(msgs, string(b))
+				}
+			}
+			sort.Strings(msgs)
+			out[i][j] = msgs
+		}
+	}
+	return out, nil
+}

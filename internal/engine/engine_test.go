@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+const portsPolicy = `# METADATA
+# title: Only allowed ports listen
+# custom:
+#   id: GH-NET-901
+#   severity: high
+#   remediation: Close it.
+#   controls:
+#     nist-800-53: [CM-7]
+#   targets: [host]
+#   requires: [network]
+package gpuhost.net.ports
+
+deny contains msg if {
+	some l in input.network.listening
+	not l.port in data.gpuhost.params.allowed_ports
+	msg := sprintf("port %d is listening", [l.port])
+}
+`
+
+const sshPolicy = `# METADATA
+# title: No root login
+# custom:
+#   id: GH-SSH-901
+#   severity: medium
+#   remediation: Set PermitRootLogin no.
+#   controls:
+#     nist-800-53: [AC-17]
+#   targets: [host, rootfs]
+#   requires: [ssh]
+package gpuhost.ssh.root
+
+deny contains "root login allowed" if input.ssh.permit_root_login == "yes"
+
+skip contains "sshd listens nowhere" if input.ssh.disabled
+`
+
+// brokenAtRuntime compiles, but fails under strict builtin errors.
+const brokenAtRuntime = `# METADATA
+# title: Broken
+# custom:
+#   id: GH-SSH-902
+#   severity: low
+#   remediation: none
+#   controls:
+#     nist-800-53: [AC-17]
+#   targets: [host]
+#   requires: []
+package gpuhost.ssh.broken
+
+deny contains msg if {
+	n := to_number(input.ssh.permit_root_login)
+	msg := sprintf("%v", [n])
+}
+`
+
+func newEngine(t *testing.T, files map[string]string, params map[string]any) *Engine {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for k, v := range files {
+		fsys[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	src, err := LoadFS(fsys, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), WithSource(src), WithParams(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func doc(t *testing.T, js string) *Document {
+	t.Helper()
+	d, err := ParseDocument([]byte(js), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func byID(rs []reports.Result) map[string]reports.Result {
+	m := map[string]reports.Result{}
+	for _, r := range rs {
+		m[r.ID] = r
+	}
+	return m
+}
+
+func TestEvaluate(t *testing.T) {
+	e := newEngine(t, map[string]string{
+		"net/ports.rego":      portsPolicy,
+		"ssh/root.rego":       sshPolicy,
+		"ssh/root_test.rego":  "package gpuhost.ssh.root_test\n\ntest_x if true\n",
+		"params.default.yaml": "allowed_ports: [22]\n",
+	}, map[string]any{"allowed_ports": []any{22, 443}})
+
+	host := `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h1","scanned_at":"x"},
+	  "collectors":{"network":{"status":"ok"},"ssh":{"status":"ok"}},
+	  "network":{"listening":[{"port":22},{"port":443},{"port":8080}]},
+	  "ssh":{"permit_root_login":"yes"}}`
+	got := byID(mustEval(t, e, doc(t, host)))
+	if r := got["GH-NET-901"]; r.Status != reports.StatusFail || len(r.Messages) != 1 || r.Messages[0] != "port 8080 is listening" {
+		t.Errorf("ports: got %+v", r)
+	}
+	if r := got["GH-SSH-901"]; r.Status != reports.StatusFail {
+		t.Errorf("ssh: got %+v", r)
+	}
+	if r := got["GH-NET-901"]; r.Controls["nist-800-53"][0] != "CM-7" || r.Remediation != "Close it." {
+		t.Errorf("metadata not carried: %+v", r)
+	}
+
+	rootfs := `{"schema":"gpuhost.facts/v1","target":{"kind":"rootfs","ref":"/r","scanned_at":"x"},
+	  "collectors":{"network":{"status":"not_applicable","reason":"offline"},"ssh":{"status":"ok"}},
+	  "ssh":{"permit_root_login":"no","disabled":true}}`
+	got = byID(mustEval(t, e, doc(t, rootfs)))
+	if r := got["GH-NET-901"]; r.Status != reports.StatusSkip || !strings.Contains(r.Messages[0], "not applicable to rootfs") {
+		t.Errorf("target filter: got %+v", r)
+	}
+	if r := got["GH-SSH-901"]; r.Status != reports.StatusSkip || r.Messages[0] != "sshd listens nowhere" {
+		t.Errorf("skip rule: got %+v", r)
+	}
+}
+
+func mustEval(t *testing.T, e *Engine, d *Document) []reports.Result {
+	t.Helper()
+	rs, err := e.Evaluate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func TestCollectorStatusGatesChecks(t *testing.T) {
+	e := newEngine(t, map[string]string{"net/ports.rego": portsPolicy}, map[string]any{"allowed_ports": []any{22}})
+	for status, want := range map[string]string{
+		"unavailable":    reports.StatusSkip,
+		"not_applicable": reports.StatusSkip,
+		"error":          reports.StatusError,
+	} {
+		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},
+		  "collectors":{"network":{"status":"`+status+`","reason":"why"}},
+		  "network":{"listening":[{"port":9}]}}`)
+		r := mustEval(t, e, d)[0]
+		if r.Status != want || !strings.Contains(r.Messages[0], "why") {
+			t.Errorf("collector %s: got %s %v, want %s with the reason", status, r.Status, r.Messages, want)
+		}
+	}
+	// A collector that did not report at all never lets a check pass.
+	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},"collectors":{}}`)
+	if r := mustEval(t, e, d)[0]; r.Status != reports.StatusSkip {
+		t.Errorf("missing collector: got %s", r.Status)
+	}
+}
+
+func TestRuntimeErrorIsIsolatedToItsCheck(t *testing.T) {
+	e := newEngine(t, map[string]string{
+		"ssh/root.rego":   sshPolicy,
+		"ssh/broken.rego": brokenAtRuntime,
+	}, nil)
+	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},
+	  "collectors":{"ssh":{"status":"ok"}},"ssh":{"permit_root_login":"yes"}}`)
+	got := byID(mustEval(t, e, d))
+	if r := got["GH-SSH-902"]; r.Status != reports.StatusError || !strings.Contains(r.Messages[0], "ssh/broken.rego") {
+		t.Errorf("broken check: got %+v", r)
+	}
+	if r := got["GH-SSH-901"]; r.Status != reports.StatusFail {
+		t.Errorf("healthy check next to a broken one: got %+v", r)
+	}
+}
+
+func TestCompileErrorNamesFileAndLine(t *testing.T) {
+	fsys := fstest.MapFS{"tls/bad.rego": {Data: []byte("package gpuhost.tls.bad\n\ndeny contains x if {\n  x := input.a +\n}\n")}}
+	src, err := LoadFS(fsys, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), WithSource(src))
+	var ce *CompileError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "tls/bad.rego:") {
+		t.Fatalf("got %v, want a CompileError naming tls/bad.rego:LINE", err)
+	}
+}
+
+func TestMetadataProblemsAreCompileErrors(t *testing.T) {
+	noSeverity := strings.Replace(sshPolicy, "#   severity: medium\n", "", 1)
+	fsys := fstest.MapFS{"ssh/root.rego": {Data: []byte(noSeverity)}}
+	src, _ := LoadFS(fsys, "test")
+	_, err := New(context.Background(), WithSource(src))
+	if err == nil || !strings.Contains(err.Error(), "ssh/root.rego") || !strings.Contains(err.Error(), "severity") {
+		t.Fatalf("got %v", err)
+	}
+	dup := strings.Replace(portsPolicy, "GH-NET-901", "GH-SSH-901", 1)
+	fsys = fstest.MapFS{"ssh/root.rego": {Data: []byte(sshPolicy)}, "net/ports.rego": {Data: []byte(dup)}}
+	src, _ = LoadFS(fsys, "test")
+	if _, err = New(context.Background(), WithSource(src)); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("duplicate id: got %v", err)
+	}
+}
+
+func TestParseDocumentRejectsGarbage(t *testing.T) {
+	for name, js := range map[string]string{
+		"not json":     `{"schema":`,
+		"array":        `[]`,
+		"wrong schema": `{"schema":"other/v1","target":{"kind":"host"},"collectors":{}}`,
+		"no kind":      `{"schema":"gpuhost.facts/v1","target":{},"collectors":{}}`,
+		"bad status":   `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{"ssh":{"status":"fine"}}}`,
+	} {
+		if _, err := ParseDocument([]byte(js), "doc.json"); err == nil || !strings.Contains(err.Error(), "doc.json") {
+			t.Errorf("%s: got %v, want an error naming the file", name, err)
+		}
+	}
+}
+
+func TestDigestFollowsParams(t *testing.T) {
+	files := map[string]string{"net/ports.rego": portsPolicy}
+	a := newEngine(t, files, map[string]any{"allowed_ports": []any{22}})
+	b := newEngine(t, files, map[string]any{"allowed_ports": []any{22, 80}})
+	if a.Digest() == b.Digest() || !strings.HasPrefix(a.Digest(), "sha256:") {
+		t.Errorf("digests %s and %s should differ", a.Digest(), b.Digest())
+	}
+}
