@@ -1,0 +1,47 @@
+# METADATA
+# title: Only allowed ports listen on non-loopback addresses
+# description: >-
+#   On a live host, every socket listening on an address other than loopback (127.0.0.0/8, ::1)
+#   must use a port in params.allowed_ports. Offline targets have no listening sockets and skip;
+#   GH-NET-003 covers what their firewall opens.
+# scope: package
+# custom:
+#   id: GH-NET-001
+#   severity: high
+#   remediation: >-
+#     Stop or disable the listed service, bind it to 127.0.0.1, or add its port to allowed_ports
+#     in the params file if it is meant to be reachable.
+#   controls:
+#     nist-800-53: [CM-7, CM-7(1), SC-7]
+#   targets: [host, facts]
+#   requires: [network]
+package gpuhost.net.allowed_ports
+
+offline_kinds := {"rootfs", "image", "oci"}
+
+loopback(addr) if startswith(addr, "127.")
+
+loopback(addr) if addr in {"::1", "[::1]", "localhost"}
+
+loopback(addr) if startswith(addr, "::ffff:127.")
+
+skip contains msg if {
+	input.target.kind in offline_kinds
+	msg := sprintf("listening sockets are only observed on a live host; target kind is %s", [input.target.kind])
+}
+
+deny contains "parameter allowed_ports is not set" if {
+	not data.gpuhost.params.allowed_ports
+}
+
+deny contains msg if {
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	msg := sprintf("%s %s port %d%s is listening and not in allowed_ports", [l.proto, l.address, l.port, owner(l)])
+}
+
+owner(l) := sprintf(" (%s)", [l.process]) if {
+	object.get(l, "process", "") != ""
+} else := ""

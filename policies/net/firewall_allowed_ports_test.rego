@@ -1,0 +1,29 @@
+package gpuhost.net.firewall_allowed_ports_test
+
+import data.gpuhost.net.firewall_allowed_ports as check
+
+params := {"allowed_ports": [22]}
+
+facts(ports) := {"target": {"kind": "image"}, "network": {"listening": [], "firewall": {"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": ports}}}
+
+test_pass_only_allowed if {
+	check.deny == set() with input as facts([22]) with data.gpuhost.params as params
+	check.deny == set() with input as facts([]) with data.gpuhost.params as params
+	check.skip == set() with input as facts([22]) with data.gpuhost.params as params
+}
+
+test_fail_extra_ports if {
+	check.deny == {
+		"the nftables firewall accepts inbound port 80, which is not in allowed_ports",
+		"the nftables firewall accepts inbound port 6443, which is not in allowed_ports",
+	} with input as facts([22, 80, 6443]) with data.gpuhost.params as params
+}
+
+test_skip_no_firewall if {
+	check.skip == {"no firewall is configured"} with input as {"target": {"kind": "rootfs"}, "network": {"listening": []}}
+		with data.gpuhost.params as params
+}
+
+test_fail_closed_without_params if {
+	check.deny == {"parameter allowed_ports is not set"} with input as facts([22]) with data.gpuhost.params as {}
+}

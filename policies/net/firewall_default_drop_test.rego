@@ -1,0 +1,26 @@
+package gpuhost.net.firewall_default_drop_test
+
+import data.gpuhost.net.firewall_default_drop as check
+
+facts(fw) := {"target": {"kind": "image"}, "network": {"listening": [], "firewall": fw}}
+
+test_pass_drop if {
+	check.deny == set() with input as facts({"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": [22]})
+	check.deny == set() with input as facts({"backend": "ufw", "enabled": true, "default_input_policy": "REJECT", "allowed_ports": [22]})
+}
+
+test_fail_accept_and_disabled if {
+	check.deny == {
+		"the ufw firewall is configured but not enabled",
+		"the ufw firewall's default input policy is \"accept\"; want drop or reject",
+	} with input as facts({"backend": "ufw", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
+}
+
+test_fail_empty_policy if {
+	check.deny == {"the nftables firewall's default input policy is \"\"; want drop or reject"} with input as facts({"backend": "nftables", "enabled": true, "default_input_policy": "", "allowed_ports": []})
+}
+
+test_fail_no_firewall if {
+	check.deny == {"no firewall (nftables or ufw) is configured"} with input as {"target": {"kind": "rootfs"}, "network": {"listening": []}}
+	check.deny == {"no firewall (nftables or ufw) is configured"} with input as {"target": {"kind": "rootfs"}}
+}
