@@ -143,6 +143,15 @@ func (r *rootFS) Lstat(name string) (fs.FileInfo, error) {
 	return info, r.wrap(name, err)
 }
 
+// Readlink returns the target of the symlink name without following it (the
+// target is text, not resolved, so it may point anywhere). It is not part of
+// FS so that other implementations need not provide it; callers assert
+// interface{ Readlink(string) (string, error) }.
+func (r *rootFS) Readlink(name string) (string, error) {
+	target, err := r.root.Readlink(clean(name))
+	return target, r.wrap(name, err)
+}
+
 func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	f, err := r.root.OpenFile(clean(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if err != nil {

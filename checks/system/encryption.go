@@ -1,0 +1,394 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	// maxTableEntries bounds crypttab, fstab, /proc/swaps and mountinfo.
+	maxTableEntries = 4096
+	// maxChainDepth bounds the walk down device-mapper slaves.
+	maxChainDepth = 16
+	// maxChainNodes bounds the devices visited in one walk (a RAID of many
+	// members can fan out).
+	maxChainNodes = 256
+)
+
+// encryptingPrefixes are dm uuid prefixes of targets that encrypt data.
+var encryptingPrefixes = []string{"CRYPT-LUKS1-", "CRYPT-LUKS2-", "CRYPT-PLAIN-", "CRYPT-BITLK-", "CRYPT-TCRYPT-", "CRYPT-FVAULT2-"}
+
+type encryptionCollector struct{}
+
+var _ collector.Collector = encryptionCollector{}
+
+func (encryptionCollector) Name() string { return "encryption" }
+
+func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	fsys := env.FS
+	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}
+	if data, ok, err := readOptional(fsys, "/etc/crypttab"); err != nil {
+		return fmt.Errorf("reading crypttab: %w", err)
+	} else if ok {
+		ct, err := parseCrypttab(data)
+		if err != nil {
+			return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/crypttab"), err)
+		}
+		e.Crypttab = ct
+	}
+	if env.Live {
+		if err := liveEncryption(fsys, e); err != nil {
+			return err
+		}
+	} else {
+		if err := offlineEncryption(fsys, e); err != nil {
+			return err
+		}
+	}
+	f.Encryption = e
+	return nil
+}
+
+// parseCrypttab reads crypttab(5): name, device, optional key file and
+// comma-separated options per line.
+func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
+	out := []facts.CrypttabEntry{}
+	for i, l := range lines(data) {
+		if err := checkText([]byte(l)); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		fields := strings.Fields(l)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < 2 || len(fields) > 4 {
+			return nil, fmt.Errorf("line %d: want 2 to 4 fields, got %d", i+1, len(fields))
+		}
+		if len(out) >= maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
+		}
+		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}}
+		if len(fields) > 2 {
+			ent.KeyFile = fields[2]
+		}
+		if len(fields) > 3 {
+			for _, o := range strings.Split(fields[3], ",") {
+				if o != "" {
+					ent.Options = append(ent.Options, o)
+				}
+			}
+		}
+		out = append(out, ent)
+	}
+	return out, nil
+}
+
+// fstabEntry is one line of fstab(5).
+type fstabEntry struct {
+	Spec, File, Type string
+	Options          []string
+}
+
+// parseFstab reads fstab(5), decoding the octal escapes (\040) it uses for
+// blanks in names.
+func parseFstab(data []byte) ([]fstabEntry, error) {
+	var out []fstabEntry
+	for i, l := range lines(data) {
+		if err := checkText([]byte(l)); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		fields := strings.Fields(l)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < 3 || len(fields) > 6 {
+			return nil, fmt.Errorf("line %d: want 3 to 6 fields, got %d", i+1, len(fields))
+		}
+		if len(out) >= maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
+		}
+		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2]}
+		if len(fields) > 3 {
+			ent.Options = strings.Split(fields[3], ",")
+		}
+		out = append(out, ent)
+	}
+	return out, nil
+}
+
+// unescapeOctal decodes \NNN escapes as fstab, /proc/swaps and mountinfo
+// write them.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func crypttabNames(ct []facts.CrypttabEntry) map[string]bool {
+	names := map[string]bool{}
+	for _, c := range ct {
+		names[c.Name] = true
+	}
+	return names
+}
+
+// mappedByCrypttab tells whether dev is a mapping crypttab creates.
+func mappedByCrypttab(dev string, names map[string]bool) bool {
+	name, ok := strings.CutPrefix(dev, "/dev/mapper/")
+	if !ok {
+		name, ok = strings.CutPrefix(dev, "/dev/disk/by-id/dm-name-")
+	}
+	return ok && names[name]
+}
+
+// offlineEncryption judges swap and / from fstab against crypttab: an image
+// has no active mappings to look at, only intent.
+func offlineEncryption(fsys sysroot.FS, e *facts.Encryption) error {
+	data, ok, err := readOptional(fsys, "/etc/fstab")
+	if err != nil {
+		return fmt.Errorf("reading fstab: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	entries, err := parseFstab(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/fstab"), err)
+	}
+	names := crypttabNames(e.Crypttab)
+	for _, ent := range entries {
+		switch {
+		case ent.Type == "swap":
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: mappedByCrypttab(ent.Spec, names), Kind: "fstab"})
+		case ent.File == "/":
+			// LVM on LUKS cannot be told apart offline: /dev/mapper/vg-root
+			// is not a crypttab name, so it reads as not encrypted.
+			e.Root = &facts.RootEncryption{
+				Encrypted: mappedByCrypttab(ent.Spec, names),
+				Source:    "fstab",
+				Device:    ent.Spec,
+				Chain:     []string{ent.Spec},
+			}
+		}
+	}
+	return nil
+}
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	MajMin, Point, Source string
+}
+
+func parseMountinfo(data []byte) ([]mount, error) {
+	var out []mount
+	for i, l := range lines(data) {
+		fields := strings.Fields(l)
+		if len(fields) == 0 {
+			continue
+		}
+		sep := -1
+		for j := 6; j < len(fields); j++ {
+			if fields[j] == "-" {
+				sep = j
+				break
+			}
+		}
+		if len(fields) < 7 || sep < 0 {
+			return nil, fmt.Errorf("line %d: malformed mountinfo line", i+1)
+		}
+		if len(out) >= 4*maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d mounts", i+1, 4*maxTableEntries)
+		}
+		m := mount{MajMin: fields[2], Point: unescapeOctal(fields[4])}
+		if sep+2 < len(fields) {
+			m.Source = unescapeOctal(fields[sep+2])
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// mountFor returns the mount holding file: the longest mount point that
+// prefixes it, the last one listed winning (it is on top).
+func mountFor(mounts []mount, file string) (mount, bool) {
+	var best mount
+	found := false
+	for _, m := range mounts {
+		p := m.Point
+		if p == file || p == "/" || strings.HasPrefix(file, strings.TrimSuffix(p, "/")+"/") {
+			if !found || len(p) >= len(best.Point) {
+				best, found = m, true
+			}
+		}
+	}
+	return best, found
+}
+
+func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
+	const mi = "/proc/self/mountinfo"
+	data, err := fsys.ReadFile(mi)
+	if err != nil {
+		return fmt.Errorf("reading mounts: %w", err)
+	}
+	mounts, err := parseMountinfo(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", fsys.Display(mi), err)
+	}
+	if m, ok := mountFor(mounts, "/"); ok {
+		chain, enc := devChain(fsys, m.MajMin, m.Source)
+		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: chain}
+	}
+
+	const sw = "/proc/swaps"
+	data, ok, err := readOptional(fsys, sw)
+	if err != nil {
+		return fmt.Errorf("reading swaps: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	for i, l := range lines(data) {
+		fields := strings.Fields(l)
+		if i == 0 && len(fields) > 0 && fields[0] == "Filename" {
+			continue
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) < 2 {
+			return fmt.Errorf("parsing %s: line %d: malformed", fsys.Display(sw), i+1)
+		}
+		if len(e.Swap) >= maxTableEntries {
+			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, maxTableEntries)
+		}
+		dev := unescapeOctal(fields[0])
+		s := facts.Swap{Device: dev, Kind: fields[1]}
+		switch {
+		case strings.HasPrefix(dev, "/dev/zram"):
+			// zram is compressed RAM: nothing reaches a disk, so it needs no
+			// encryption; policy tells it apart by Kind.
+			s.Kind = "zram"
+		case s.Kind == "file":
+			if m, ok := mountFor(mounts, dev); ok {
+				_, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+			}
+		default:
+			_, s.Encrypted = devChain(fsys, "", dev)
+		}
+		e.Swap = append(e.Swap, s)
+	}
+	return nil
+}
+
+// devChain walks from a block device down its device-mapper slaves and
+// returns the device names met and whether every path to a disk passes
+// through an encrypting target. The device is found by maj:min under
+// /sys/dev/block, or else by its /dev name under /sys/class/block.
+func devChain(fsys sysroot.FS, majmin, devPath string) ([]string, bool) {
+	chain := []string{}
+	base := ""
+	if majmin != "" {
+		if _, err := fsys.Stat("/sys/dev/block/" + majmin); err == nil {
+			base = "/sys/dev/block/" + majmin
+		}
+	}
+	if base == "" && strings.HasPrefix(devPath, "/dev/") {
+		name := path.Base(devPath)
+		// /dev/mapper/NAME links to ../dm-N.
+		if target, err := readlink(fsys, devPath); err == nil {
+			name = path.Base(target)
+		}
+		if validDevName(name) {
+			for _, dir := range []string{"/sys/class/block/", "/sys/block/"} {
+				if _, err := fsys.Stat(dir + name); err == nil {
+					base = dir + name
+					break
+				}
+			}
+		}
+	}
+	if base == "" {
+		return chain, false
+	}
+	w := &chainWalker{fsys: fsys, seen: map[string]bool{}}
+	enc := w.walk(base, path.Base(base), 0, &chain)
+	return chain, enc
+}
+
+type chainWalker struct {
+	fsys  sysroot.FS
+	seen  map[string]bool
+	nodes int
+}
+
+func (w *chainWalker) walk(p, fallbackName string, depth int, chain *[]string) bool {
+	w.nodes++
+	name := w.devName(p, fallbackName)
+	*chain = append(*chain, name)
+	if depth >= maxChainDepth || w.nodes > maxChainNodes || w.seen[name] {
+		return false
+	}
+	w.seen[name] = true
+	encrypting := false
+	if uuid, err := w.fsys.ReadFileLimit(p+"/dm/uuid", 4096); err == nil {
+		u := strings.TrimSpace(string(uuid))
+		for _, pre := range encryptingPrefixes {
+			if strings.HasPrefix(u, pre) {
+				encrypting = true
+			}
+		}
+	}
+	slaves, err := w.fsys.ReadDir(p + "/slaves")
+	if err != nil || len(slaves) == 0 {
+		return encrypting
+	}
+	all := true
+	for _, s := range slaves {
+		if !validDevName(s.Name()) {
+			all = false
+			continue
+		}
+		if !w.walk(p+"/slaves/"+s.Name(), s.Name(), depth+1, chain) {
+			all = false
+		}
+	}
+	return encrypting || all
+}
+
+// devName is the kernel name of the device at p (dm-0, sda3).
+func (w *chainWalker) devName(p, fallback string) string {
+	if data, err := w.fsys.ReadFileLimit(p+"/uevent", 4096); err == nil {
+		for _, l := range lines(data) {
+			if v, ok := strings.CutPrefix(l, "DEVNAME="); ok && validDevName(v) {
+				return v
+			}
+		}
+	}
+	if t, err := readlink(w.fsys, p); err == nil && validDevName(path.Base(t)) {
+		return path.Base(t)
+	}
+	return fallback
+}
+
+func validDevName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") && len(s) <= 255
+}
