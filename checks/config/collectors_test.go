@@ -330,18 +330,18 @@ func TestContainerdImportsOnlyWhatIsNamed(t *testing.T) {
 
 func TestIncludeCycles(t *testing.T) {
 	dir := writeTree(t, map[string]string{
-		"/etc/ssl/openssl.cnf":             ".include /etc/ssl/a.cnf\n",
-		"/etc/ssl/a.cnf":                   ".include b.cnf\n",
-		"/etc/ssl/b.cnf":                   ".include = a.cnf\n",
-		"/etc/nginx/nginx.conf":            "include a.conf;\n",
-		"/etc/nginx/a.conf":                "include b.conf;\n",
-		"/etc/nginx/b.conf":                "include a.conf;\n",
-		"/etc/ssh/sshd_config":             "Include a.conf\n",
-		"/etc/ssh/a.conf":                  "Include /etc/ssh/b.conf\n",
-		"/etc/ssh/b.conf":                  "Include a.conf\n",
-		"/etc/containerd/config.toml":      "version = 2\nimports = [\"a.toml\"]\n",
-		"/etc/containerd/a.toml":           "imports = [\"b.toml\"]\n",
-		"/etc/containerd/b.toml":           "imports = [\"a.toml\", \"/etc/containerd/config.toml\"]\n",
+		"/etc/ssl/openssl.cnf":              ".include /etc/ssl/a.cnf\n",
+		"/etc/ssl/a.cnf":                    ".include b.cnf\n",
+		"/etc/ssl/b.cnf":                    ".include = a.cnf\n",
+		"/etc/nginx/nginx.conf":             "include a.conf;\n",
+		"/etc/nginx/a.conf":                 "include b.conf;\n",
+		"/etc/nginx/b.conf":                 "include a.conf;\n",
+		"/etc/ssh/sshd_config":              "Include a.conf\n",
+		"/etc/ssh/a.conf":                   "Include /etc/ssh/b.conf\n",
+		"/etc/ssh/b.conf":                   "Include a.conf\n",
+		"/etc/containerd/config.toml":       "version = 2\nimports = [\"a.toml\"]\n",
+		"/etc/containerd/a.toml":            "imports = [\"b.toml\"]\n",
+		"/etc/containerd/b.toml":            "imports = [\"a.toml\", \"/etc/containerd/config.toml\"]\n",
 		"/etc/cdi/ignored-by-this-test.txt": "",
 	})
 	fsys := openFS(t, dir)
