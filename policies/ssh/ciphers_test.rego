@@ -1,0 +1,26 @@
+package gpuhost.ssh.ciphers_test
+
+import data.gpuhost.ssh.ciphers as check
+
+params := {"ssh_weak_ciphers": ["3des-cbc", "aes128-cbc", "aes256-cbc", "arcfour*", "rijndael-cbc@lysator.liu.se"]}
+
+facts(ciphers) := {"target": {"kind": "rootfs"}, "ssh": {"config_path": "/etc/ssh/sshd_config", "ciphers": ciphers}}
+
+test_pass_strong if {
+	f := facts(["chacha20-poly1305@openssh.com", "aes256-gcm@openssh.com", "aes128-gcm@openssh.com", "aes256-ctr", "aes192-ctr", "aes128-ctr"])
+	check.deny == set() with input as f with data.gpuhost.params as params
+}
+
+test_fail_weak if {
+	f := facts(["aes256-ctr", "aes128-cbc", "arcfour256", "ARCFOUR", "rijndael-cbc@lysator.liu.se"])
+	check.deny == {
+		"sshd (/etc/ssh/sshd_config) offers weak cipher aes128-cbc",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher arcfour256",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher ARCFOUR",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher rijndael-cbc@lysator.liu.se",
+	} with input as f with data.gpuhost.params as params
+}
+
+test_fail_closed_without_params if {
+	check.deny == {"parameter ssh_weak_ciphers is not set"} with input as facts(["aes128-cbc"]) with data.gpuhost.params as {}
+}

@@ -1,0 +1,40 @@
+# METADATA
+# title: sshd offers no weak key exchange algorithms
+# description: >-
+#   None of the key exchange algorithms sshd offers (its effective KexAlgorithms list, after Include files and with OpenSSH
+#   defaults for an unset keyword) may match params.ssh_weak_kex. A pattern ending in "*" matches
+#   every name that starts with what precedes the "*".
+# scope: package
+# custom:
+#   id: GH-SSH-005
+#   severity: high
+#   remediation: >-
+#     Set an explicit "KexAlgorithms" line in /etc/ssh/sshd_config that lists only strong algorithms
+#     (or remove the weak ones with "KexAlgorithms -NAME,..."), check with "sshd -T", and reload ssh.
+#   controls:
+#     nist-800-53: [AC-17(2), SC-8, SC-13]
+#     cis-ubuntu-22.04: ["5.2.15"]
+#   targets: [rootfs, image, host, facts]
+#   requires: [ssh]
+package gpuhost.ssh.kex_algorithms
+
+weak(name) if {
+	some p in data.gpuhost.params.ssh_weak_kex
+	endswith(p, "*")
+	startswith(lower(name), lower(trim_suffix(p, "*")))
+}
+
+weak(name) if {
+	some p in data.gpuhost.params.ssh_weak_kex
+	lower(name) == lower(p)
+}
+
+deny contains "parameter ssh_weak_kex is not set" if {
+	not data.gpuhost.params.ssh_weak_kex
+}
+
+deny contains msg if {
+	some name in object.get(input.ssh, "kex_algorithms", [])
+	weak(name)
+	msg := sprintf("sshd (%s) offers weak key exchange algorithm %s", [input.ssh.config_path, name])
+}
