@@ -1,0 +1,44 @@
+# METADATA
+# title: containerd runtimes use the systemd cgroup driver
+# description: >-
+#   The default runc runtime and the nvidia runtime must both set SystemdCgroup = true in their
+#   options. An unset option means the cgroupfs driver, which fights systemd for the cgroup tree
+#   and makes GPU containers lose their devices (NVIDIA/nvidia-docker#1788). Skips when
+#   containerd is not configured.
+# scope: package
+# custom:
+#   id: GH-RT-002
+#   severity: high
+#   remediation: >-
+#     Set SystemdCgroup = true under the runc and nvidia runtimes' options (containerd 2.x -
+#     plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.<name>.options), then restart containerd.
+#   controls:
+#     nist-800-53: [CM-2, CM-6]
+#   targets: [rootfs, image, host, facts]
+#   requires: [container_runtime]
+package gpuhost.runtime.containerd_systemd_cgroup
+
+containerd := object.get(input.container_runtime, "containerd", null)
+
+why := "GPU containers lose their devices when systemd reloads (NVIDIA/nvidia-docker#1788)"
+
+skip contains "containerd is not configured" if containerd == null
+
+state(v) := "false" if v == false
+
+state(v) := "unset" if v == null
+
+deny contains msg if {
+	containerd != null
+	v := object.get(containerd, "systemd_cgroup", null)
+	v != true
+	msg := sprintf("containerd (%s): SystemdCgroup is %s for the default runtime; %s", [containerd.config_path, state(v), why])
+}
+
+deny contains msg if {
+	containerd != null
+	containerd.nvidia_runtime
+	v := object.get(containerd, "nvidia_systemd_cgroup", null)
+	v != true
+	msg := sprintf("containerd (%s): SystemdCgroup is %s for the nvidia runtime; %s", [containerd.config_path, state(v), why])
+}
