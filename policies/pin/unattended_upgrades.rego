@@ -1,0 +1,38 @@
+# METADATA
+# title: Unattended upgrades are off while a stack is pinned
+# description: >-
+#   When params.pins is not empty, unattended-upgrades must not run - either the package is not
+#   installed or unattended-upgrades.service is masked - so the pinned stack and the kernel it was
+#   built against change only through a new image. Skips when nothing is pinned.
+# scope: package
+# custom:
+#   id: GH-PIN-004
+#   severity: medium
+#   remediation: >-
+#     Run "systemctl mask unattended-upgrades.service" (or remove the unattended-upgrades package)
+#     and roll out updates by rebuilding the image.
+#   controls:
+#     nist-800-53: [CM-2, CM-3, CM-7]
+#   targets: [rootfs, image, host, facts]
+#   requires: [packages, systemd]
+package gpuhost.pin.unattended_upgrades
+
+pins := object.get(data.gpuhost.params, "pins", {})
+
+unit := "unattended-upgrades.service"
+
+skip contains "params.pins is empty: nothing is pinned" if count(pins) == 0
+
+installed if {
+	some p in object.get(input, "packages", [])
+	p.name == "unattended-upgrades"
+}
+
+masked if unit in object.get(object.get(input, "systemd", {}), "masked", [])
+
+deny contains msg if {
+	count(pins) > 0
+	installed
+	not masked
+	msg := sprintf("unattended-upgrades is installed and %s is not masked while %d packages are pinned", [unit, count(pins)])
+}

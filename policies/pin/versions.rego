@@ -1,0 +1,40 @@
+# METADATA
+# title: Pinned packages are installed at exactly their pinned versions
+# description: >-
+#   Every package named in params.pins must be installed, and every installed instance
+#   (each architecture) must carry exactly the pinned dpkg version, epoch and revision included.
+#   Skips when params.pins is empty.
+# scope: package
+# custom:
+#   id: GH-PIN-001
+#   severity: high
+#   remediation: >-
+#     Install the pinned version ("apt-get install --allow-downgrades NAME=VERSION"), hold it with
+#     "apt-mark hold NAME", or rebuild the image from the lock; if the new version is intended,
+#     update the pin in the params file.
+#   controls:
+#     nist-800-53: [CM-2, CM-3, SI-2]
+#   targets: [rootfs, image, host, facts]
+#   requires: [packages]
+package gpuhost.pin.versions
+
+pins := object.get(data.gpuhost.params, "pins", {})
+
+packages := object.get(input, "packages", [])
+
+installed contains p.name if some p in packages
+
+skip contains "params.pins is empty: nothing is pinned" if count(pins) == 0
+
+deny contains msg if {
+	some name, want in pins
+	not name in installed
+	msg := sprintf("pinned package %s (want %s) is not installed", [name, want])
+}
+
+deny contains msg if {
+	some p in packages
+	want := pins[p.name]
+	p.version != want
+	msg := sprintf("%s:%s is installed at %s; pinned to %s", [p.name, p.arch, p.version, want])
+}
