@@ -1,0 +1,140 @@
+package system
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// symlink marks a tree entry that is a symlink to the given target.
+type symlink string
+
+// writeTree creates files (string or []byte content), symlinks and empty
+// directories (name ending in "/") under dir.
+func writeTree(t testing.TB, dir string, tree map[string]any) {
+	t.Helper()
+	for name, v := range tree {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch c := v.(type) {
+		case string:
+			err = os.WriteFile(p, []byte(c), 0o644)
+		case []byte:
+			err = os.WriteFile(p, c, 0o644)
+		case symlink:
+			err = os.Symlink(string(c), p)
+		default:
+			t.Fatalf("bad tree entry %s: %T", name, v)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newEnv opens dir as the scanned tree.
+func newEnv(t testing.TB, dir string, live bool) *collector.Env {
+	t.Helper()
+	fsys, c, err := sysrootOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &collector.Env{
+		FS:               fsys,
+		Live:             live,
+		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ProbeTimeout:     2 * time.Second,
+		ProbeConcurrency: 4,
+	}
+}
+
+// collect runs the named collector (or all, in order, when names is empty)
+// the way the orchestrator does, recording outcomes.
+func collect(t testing.TB, env *collector.Env, f *facts.Facts, names ...string) {
+	t.Helper()
+	for _, c := range Collectors() {
+		if len(names) > 0 && !contains(names, c.Name()) {
+			continue
+		}
+		status, reason := collector.Classify(c.Collect(context.Background(), env, f))
+		f.Record(c.Name(), status, reason)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newFacts(kind string) *facts.Facts {
+	return facts.New(kind, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+}
+
+// collectOne runs one collector and returns its raw error.
+func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+	t.Helper()
+	for _, c := range Collectors() {
+		if c.Name() == name {
+			return c.Collect(context.Background(), env, f)
+		}
+	}
+	t.Fatalf("no collector %q", name)
+	return nil
+}
+
+// golden compares v, as indented JSON, with testdata/<name>.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from golden (run with -update to accept):\n%s", p, got)
+	}
+}
+
+func wantStatus(t *testing.T, f *facts.Facts, name, status string) {
+	t.Helper()
+	got := f.Collectors[name]
+	if got.Status != status {
+		t.Errorf("collector %s: status %q (%s), want %q", name, got.Status, got.Reason, status)
+	}
+}
