@@ -1,0 +1,122 @@
+package system
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+func TestHostileTree(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{
+		"var/lib/dpkg/status": symlink("/etc/shadow"),
+		"etc/fstab":           symlink("fstab2"),
+		"etc/fstab2":          symlink("/etc/fstab"),
+	})
+	if err := syscall.Mkfifo(filepath.Join(dir, "etc/crypttab"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, dir, false)
+
+	t.Run("dpkg status links out of the root", func(t *testing.T) {
+		f := newFacts(facts.KindRootfs)
+		err := collectOne(t, env, f, "packages")
+		if err == nil {
+			t.Fatalf("read packages through a link to /etc/shadow: %+v", f.Packages)
+		}
+		if strings.Contains(err.Error(), "root:") || f.Packages != nil {
+			t.Errorf("host content leaked: %v", err)
+		}
+		if !strings.Contains(err.Error(), filepath.Join(dir, "var/lib/dpkg/status")) {
+			t.Errorf("error %q does not name the file", err)
+		}
+	})
+	t.Run("crypttab is a FIFO", func(t *testing.T) {
+		// Reaching the assertion at all shows the open did not block.
+		err := collectOne(t, env, newFacts(facts.KindRootfs), "encryption")
+		if err == nil || !strings.Contains(err.Error(), "crypttab") || !strings.Contains(err.Error(), "fifo") {
+			t.Errorf("FIFO crypttab: %v, want an error naming it", err)
+		}
+	})
+	t.Run("fstab link loop", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(dir, "etc/crypttab")); err != nil {
+			t.Fatal(err)
+		}
+		err := collectOne(t, env, newFacts(facts.KindRootfs), "encryption")
+		if err == nil || !strings.Contains(err.Error(), "fstab") {
+			t.Errorf("fstab loop: %v, want an error naming it", err)
+		}
+	})
+}
+
+func TestHugeSparseDpkgStatus(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "var/lib/dpkg/status")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	err := collectOne(t, newEnv(t, dir, false), newFacts(facts.KindRootfs), "packages")
+	if err == nil || !strings.Contains(err.Error(), "too large") && !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("4 GB status: %v, want a size error", err)
+	}
+}
+
+func TestDpkgStatusGarbageNamesFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{
+		"var/lib/dpkg/status": "Package: a\nStatus: install ok installed\nVersion: 1\n\nPackage: b\nDescription: x\x00\x01\xff\n",
+	})
+	err := collectOne(t, newEnv(t, dir, false), newFacts(facts.KindRootfs), "packages")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "var/lib/dpkg/status")) || !strings.Contains(err.Error(), "line 6") {
+		t.Errorf("garbage: %v, want the file and line 6", err)
+	}
+}
+
+func TestMissingFilesAreNotErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{"etc/": nil})
+	env := newEnv(t, dir, false)
+	f := newFacts(facts.KindRootfs)
+	collect(t, env, f)
+	wantStatus(t, f, "packages", facts.StatusNotApplicable)
+	wantStatus(t, f, "manifest", facts.StatusNotApplicable)
+	wantStatus(t, f, "encryption", facts.StatusOK)
+	wantStatus(t, f, "firewall", facts.StatusOK)
+	wantStatus(t, f, "systemd", facts.StatusOK)
+	wantStatus(t, f, "kernel", facts.StatusOK)
+	wantStatus(t, f, "cgroup", facts.StatusUnavailable)
+	wantStatus(t, f, "os", facts.StatusError)
+	if f.Encryption.Crypttab == nil || f.Encryption.Swap == nil || f.Encryption.Root != nil {
+		t.Errorf("encryption %+v, want empty non-nil lists and no root", f.Encryption)
+	}
+	if fw := f.Network.Firewall; fw.Backend != "none" || fw.DefaultInputPolicy != "accept" || fw.AllowedPorts == nil {
+		t.Errorf("firewall %+v", fw)
+	}
+	if f.Systemd.Enabled == nil || f.Systemd.Masked == nil {
+		t.Errorf("systemd %+v, want non-nil lists", f.Systemd)
+	}
+	if f.Kernel.Cmdline == nil {
+		t.Error("kernel cmdline nil")
+	}
+}
+
+func TestLiveOnlyCollectorsOffline(t *testing.T) {
+	env := newEnv(t, t.TempDir(), false)
+	for _, name := range []string{"network", "tls_probe"} {
+		err := collectOne(t, env, newFacts(facts.KindRootfs), name)
+		if status, _ := collector.Classify(err); status != facts.StatusNotApplicable {
+			t.Errorf("%s offline: %v, want not_applicable", name, err)
+		}
+	}
+}
