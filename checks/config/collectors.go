@@ -54,11 +54,11 @@ func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 // CollectOpenSSL returns the system default from /etc/ssl/openssl.cnf, or nil
 // when the file is absent (the library default applies).
 func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
+	if !exists(fsys, OpenSSLConfigPath) {
+		return nil, nil
+	}
 	cfg, err := LoadOpenSSL(fsys, OpenSSLConfigPath)
 	if err != nil {
-		if sysroot.IsNotExist(err) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	sd := cfg.SystemDefault()
@@ -75,11 +75,11 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 // is empty, not nil, when nginx is not configured.
 func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
 	out := []facts.NginxTLS{}
+	if !exists(fsys, NginxConfigPath) {
+		return out, nil
+	}
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
-		if sysroot.IsNotExist(err) {
-			return out, nil
-		}
 		return nil, err
 	}
 	for _, s := range cfg.TLSSettings() {
@@ -99,11 +99,11 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if !exists(env.FS, SSHDConfigPath) {
+		return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config)")
+	}
 	cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
 	if err != nil {
-		if sysroot.IsNotExist(err) {
-			return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config)")
-		}
 		return err
 	}
 	f.SSH = cfg.Facts(env.FS.Display(SSHDConfigPath))
@@ -122,15 +122,15 @@ func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 		return err
 	}
 	rt := &facts.ContainerRuntime{CDISpecs: []facts.CDISpec{}}
-	ctd, err := LoadContainerd(env.FS, ContainerdConfigPath)
-	switch {
-	case err == nil:
+	if exists(env.FS, ContainerdConfigPath) {
+		ctd, err := LoadContainerd(env.FS, ContainerdConfigPath)
+		if err != nil {
+			return err
+		}
 		rt.Containerd = ctd
 		if ctd.ConfigVersion == 1 && env.Log != nil {
 			env.Log.Debug("containerd config has no version; reading it as version 2", "file", ctd.ConfigPath)
 		}
-	case !sysroot.IsNotExist(err):
-		return err
 	}
 	data, err := readText(env.FS, DockerDaemonPath)
 	switch {
@@ -199,4 +199,13 @@ func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]facts.CDISpec, err
 		}
 	}
 	return out, nil
+}
+
+// exists says whether the main configuration file is there at all. It is
+// asked before loading because a missing include also reads as "not exist",
+// and that must be an error, not an absent configuration. Any answer other
+// than a clear absence lets the loader report the problem.
+func exists(fsys sysroot.FS, name string) bool {
+	_, err := fsys.Stat(name)
+	return !sysroot.IsNotExist(err)
 }

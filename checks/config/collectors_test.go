@@ -477,6 +477,19 @@ func TestUnparseableNamesFileAndLine(t *testing.T) {
 	}
 }
 
+func TestMissingIncludeIsAnError(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"/etc/nginx/nginx.conf":       "http {\n  include /etc/nginx/missing.conf;\n}\n",
+		"/etc/containerd/config.toml": "version = 2\nimports = [\"/etc/containerd/missing.toml\"]\n",
+	})
+	_, errs := collect(t, dir)
+	for _, name := range []string{"tls", "container_runtime"} {
+		if err := errs[name]; status(err) != facts.StatusError || !strings.Contains(err.Error(), "missing.") {
+			t.Errorf("%s: %v, want an error naming the missing file", name, err)
+		}
+	}
+}
+
 func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"/run/cdi/vendor.json": `{"cdiVersion":"0.6.0","kind":"example.com/fpga","devices":[{"name":"f0","containerEdits":{}}]}`,
