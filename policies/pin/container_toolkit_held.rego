@@ -34,7 +34,7 @@ skip contains "the NVIDIA container toolkit is not installed" if count(present) 
 
 deny contains msg if {
 	count(present) > 0
-	some name in toolkit - present_names
+	some name in (toolkit - present_names)
 	msg := sprintf("%s is not installed while %s are; the four toolkit packages must be installed together", [name, concat(", ", sort(present_names))])
 }
 

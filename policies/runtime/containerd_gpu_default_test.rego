@@ -2,12 +2,15 @@ package gpuhost.runtime.containerd_gpu_default_test
 
 import data.gpuhost.runtime.containerd_gpu_default as check
 
-facts(rt, cdi) := {"target": {"kind": "image"}, "container_runtime": {"containerd": {
-	"config_path": "/etc/containerd/config.toml",
-	"nvidia_runtime": true,
-	"default_runtime": rt,
-	"cdi_enabled": cdi,
-}, "cdi_specs": []}}
+facts(rt, cdi) := {"target": {"kind": "image"}, "container_runtime": {
+	"containerd": {
+		"config_path": "/etc/containerd/config.toml",
+		"nvidia_runtime": true,
+		"default_runtime": rt,
+		"cdi_enabled": cdi,
+	},
+	"cdi_specs": [],
+}}
 
 test_pass_default_nvidia if {
 	check.deny == set() with input as facts("nvidia", false)

@@ -2,11 +2,14 @@ package gpuhost.runtime.containerd_nvidia_runtime_test
 
 import data.gpuhost.runtime.containerd_nvidia_runtime as check
 
-facts(nvidia) := {"target": {"kind": "image"}, "container_runtime": {"containerd": {
-	"config_path": "/etc/containerd/config.toml",
-	"nvidia_runtime": nvidia,
-	"default_runtime": "runc",
-}, "cdi_specs": []}}
+facts(nvidia) := {"target": {"kind": "image"}, "container_runtime": {
+	"containerd": {
+		"config_path": "/etc/containerd/config.toml",
+		"nvidia_runtime": nvidia,
+		"default_runtime": "runc",
+	},
+	"cdi_specs": [],
+}}
 
 test_pass_nvidia if {
 	check.deny == set() with input as facts(true)

@@ -4,13 +4,16 @@ import data.gpuhost.runtime.containerd_systemd_cgroup as check
 
 why := "GPU containers lose their devices when systemd reloads (NVIDIA/nvidia-docker#1788)"
 
-facts(nvidia, runc_sc, nvidia_sc) := {"target": {"kind": "host"}, "container_runtime": {"containerd": {
-	"config_path": "/etc/containerd/config.toml",
-	"nvidia_runtime": nvidia,
-	"default_runtime": "nvidia",
-	"systemd_cgroup": runc_sc,
-	"nvidia_systemd_cgroup": nvidia_sc,
-}, "cdi_specs": []}}
+facts(nvidia, runc_sc, nvidia_sc) := {"target": {"kind": "host"}, "container_runtime": {
+	"containerd": {
+		"config_path": "/etc/containerd/config.toml",
+		"nvidia_runtime": nvidia,
+		"default_runtime": "nvidia",
+		"systemd_cgroup": runc_sc,
+		"nvidia_systemd_cgroup": nvidia_sc,
+	},
+	"cdi_specs": [],
+}}
 
 test_pass_both_true if {
 	check.deny == set() with input as facts(true, true, true)

@@ -2,12 +2,15 @@ package gpuhost.runtime.docker_systemd_cgroup_test
 
 import data.gpuhost.runtime.docker_systemd_cgroup as check
 
-facts(driver) := {"target": {"kind": "image"}, "container_runtime": {"docker": {
-	"config_path": "/etc/docker/daemon.json",
-	"default_runtime": "nvidia",
-	"runtimes": ["nvidia"],
-	"cgroup_driver": driver,
-}, "cdi_specs": []}}
+facts(driver) := {"target": {"kind": "image"}, "container_runtime": {
+	"docker": {
+		"config_path": "/etc/docker/daemon.json",
+		"default_runtime": "nvidia",
+		"runtimes": ["nvidia"],
+		"cgroup_driver": driver,
+	},
+	"cdi_specs": [],
+}}
 
 test_pass_systemd if {
 	check.deny == set() with input as facts("systemd")

@@ -1,0 +1,169 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+var fixFormat = flag.Bool("fmt", false, "rewrite .rego files that are not opa-fmt formatted")
+
+// TestFormatted keeps the pack in `opa fmt` style, so that reviews of policy
+// changes show only real changes. Run with -fmt to rewrite the files.
+func TestFormatted(t *testing.T) {
+	for p := range loadModules(t) {
+		src, err := FS.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := format.SourceWithOpts(p, src, format.Opts{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Errorf("formatting %s: %v", p, err)
+			continue
+		}
+		if bytes.Equal(got, src) {
+			continue
+		}
+		if *fixFormat {
+			if err := os.WriteFile(filepath.FromSlash(p), got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s is not opa-fmt formatted (go test ./policies -run TestFormatted -fmt fixes it)", p)
+	}
+}
+
+// evalPack evaluates every check in the pack against doc, the way the engine
+// does: the shipped default params with overrides replacing them key by key.
+// It returns deny and skip per package path (without the data. prefix).
+func evalPack(t *testing.T, doc, overrides map[string]any) (deny, skip map[string][]string) {
+	t.Helper()
+	raw, err := DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params map[string]any
+	if err := yaml.Unmarshal(raw, &params); err != nil {
+		t.Fatalf("parsing %s: %v", DefaultParamsFile, err)
+	}
+	maps.Copy(params, overrides)
+	store := inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": jsonRoundTrip(t, params)}})
+
+	opts := []func(*rego.Rego){
+		rego.Store(store),
+		rego.Input(doc),
+		rego.StrictBuiltinErrors(true),
+		rego.Query("pack = data.gpuhost"),
+	}
+	var pkgs [][]string
+	for p, m := range loadModules(t) {
+		if isTestFile(p) {
+			continue
+		}
+		opts = append(opts, rego.ParsedModule(m))
+		var path []string
+		for _, term := range m.Package.Path[1:] {
+			path = append(path, strings.Trim(term.String(), `"`))
+		}
+		pkgs = append(pkgs, path)
+	}
+	rs, err := rego.New(opts...).Eval(context.Background())
+	if err != nil {
+		t.Fatalf("evaluating the pack: %v", err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("evaluating the pack: %d results", len(rs))
+	}
+	pack := map[string]any{"gpuhost": rs[0].Bindings["pack"]}
+	deny, skip = map[string][]string{}, map[string][]string{}
+	for _, path := range pkgs {
+		var node any = pack
+		for _, k := range path {
+			node = node.(map[string]any)[k]
+		}
+		name := strings.Join(path, ".")
+		for rule, into := range map[string]map[string][]string{"deny": deny, "skip": skip} {
+			into[name] = []string{}
+			vals, _ := node.(map[string]any)[rule].([]any)
+			for _, v := range vals {
+				into[name] = append(into[name], v.(string))
+			}
+		}
+	}
+	return deny, skip
+}
+
+func readFacts(t *testing.T, name string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("parsing %s: %v", name, err)
+	}
+	return doc
+}
+
+// TestCompliantHost: a well-built GPU host passes every check with the
+// default params plus pins, and skips only what it does not run (nginx, docker).
+func TestCompliantHost(t *testing.T) {
+	pins := map[string]any{"pins": map[string]any{
+		"nvidia-container-toolkit": "1.17.8-1",
+		"libnvidia-container1":     "1.17.8-1",
+	}}
+	deny, skip := evalPack(t, readFacts(t, "compliant-host.json"), pins)
+	wantSkip := map[string]bool{
+		"gpuhost.tls.nginx_protocols":           true,
+		"gpuhost.runtime.docker_systemd_cgroup": true,
+	}
+	for pkg, msgs := range deny {
+		if len(msgs) > 0 {
+			t.Errorf("%s denies a compliant host: %q", pkg, msgs)
+		}
+		if got := len(skip[pkg]) > 0; got != wantSkip[pkg] {
+			t.Errorf("%s: skipped=%v (%q), want %v", pkg, got, skip[pkg], wantSkip[pkg])
+		}
+	}
+}
+
+// TestNoncompliantImage: an image that gets everything wrong fails every
+// check that applies to an image, with the default params plus pins.
+func TestNoncompliantImage(t *testing.T) {
+	pins := map[string]any{"pins": map[string]any{
+		"nvidia-container-toolkit": "1.18.0-1",
+		"nvidia-driver":            "535.261.03-1",
+		"libnvidia-ml1":            "535.261.03-1",
+	}}
+	deny, skip := evalPack(t, readFacts(t, "noncompliant-image.json"), pins)
+	offline := map[string]bool{"gpuhost.net.allowed_ports": true, "gpuhost.tls.probe_tls12": true}
+	for pkg, msgs := range deny {
+		if offline[pkg] {
+			if len(skip[pkg]) == 0 {
+				t.Errorf("%s does not skip on an image", pkg)
+			}
+			continue
+		}
+		if len(skip[pkg]) > 0 {
+			t.Errorf("%s skipped: %q", pkg, skip[pkg])
+		}
+		if len(msgs) == 0 {
+			t.Errorf("%s passes a non-compliant image", pkg)
+		}
+		t.Logf("%s: %q", pkg, msgs)
+	}
+}
