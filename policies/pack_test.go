@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -111,6 +112,9 @@ func readFacts(t *testing.T, name string) map[string]any {
 	raw, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := facts.ValidateJSON(raw); err != nil {
+		t.Fatalf("%s is not a valid facts document: %v", name, err)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {

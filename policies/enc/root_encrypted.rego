@@ -4,7 +4,8 @@
 #   On a live host, / must sit on an encrypting device-mapper target (LUKS, plain dm-crypt,
 #   BitLocker), as read from the block device chain. In an image or rootfs the check reads
 #   intent instead - / must be mounted from /dev/mapper/<name> for a name in /etc/crypttab,
-#   or, where the root device is unknown, /etc/crypttab must have at least one entry.
+#   or, where that cannot be told offline (root device unknown, or a device-mapper device such
+#   as an LVM volume that may sit on a crypttab mapping), /etc/crypttab must have an entry.
 # scope: package
 # custom:
 #   id: GH-ENC-001
@@ -49,6 +50,19 @@ encrypted if {
 	not root_device
 	count(crypttab) > 0
 }
+
+# Configured, weaker: / is on a device-mapper device that is not itself a crypttab
+# mapping, as with LVM on LUKS (Ubuntu's encrypted layout); offline the stack cannot
+# be walked, so a crypttab entry is taken as the encrypting layer.
+encrypted if {
+	not live
+	dm_device(root_device)
+	count(crypttab) > 0
+}
+
+dm_device(d) if startswith(d, "/dev/mapper/")
+
+dm_device(d) if startswith(d, "/dev/disk/by-id/dm-")
 
 chain := concat(" -> ", object.get(root, "chain", [])) if root != null
 

@@ -46,3 +46,24 @@ test_fail_image_root_not_mapping if {
 test_fail_image_no_crypttab if {
 	check.deny == {"/etc/crypttab has no entries, so no encrypted volume is set up for /"} with input as {"target": {"kind": "rootfs"}, "encryption": {"crypttab": [], "swap": []}}
 }
+
+test_pass_image_lvm_on_luks if {
+	check.deny == set() with input as {"target": {"kind": "image"}, "encryption": {
+		"crypttab": [{"name": "dm_crypt-0", "device": "UUID=abcd", "key_file": "none", "options": ["luks"]}],
+		"root": {"encrypted": false, "source": "fstab", "device": "/dev/disk/by-id/dm-uuid-LVM-Xy12", "chain": []},
+		"swap": [],
+	}}
+	check.deny == set() with input as {"target": {"kind": "image"}, "encryption": {
+		"crypttab": [{"name": "dm_crypt-0", "device": "UUID=abcd", "key_file": "none", "options": ["luks"]}],
+		"root": {"encrypted": false, "source": "fstab", "device": "/dev/mapper/ubuntu--vg-ubuntu--lv", "chain": []},
+		"swap": [],
+	}}
+}
+
+test_fail_image_lvm_without_crypttab if {
+	check.deny == {"/ is mounted from /dev/mapper/ubuntu--vg-ubuntu--lv, which is not a mapping listed in /etc/crypttab"} with input as {"target": {"kind": "image"}, "encryption": {
+		"crypttab": [],
+		"root": {"encrypted": false, "source": "fstab", "device": "/dev/mapper/ubuntu--vg-ubuntu--lv", "chain": []},
+		"swap": [],
+	}}
+}

@@ -17,7 +17,13 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_allowed_ports
 
-fw := object.get(object.get(input, "network", {}), "firewall", null)
+found := object.get(object.get(input, "network", {}), "firewall", null)
+
+# The collector reports backend "none" when neither ufw nor nftables is set up.
+fw := found if {
+	found != null
+	found.backend != "none"
+} else := null
 
 skip contains "no firewall is configured" if fw == null
 

@@ -20,6 +20,8 @@ test_fail_extra_ports if {
 }
 
 test_skip_no_firewall if {
+	check.skip == {"no firewall is configured"} with input as {"target": {"kind": "rootfs"}, "network": {"listening": [], "firewall": {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []}}}
+		with data.gpuhost.params as params
 	check.skip == {"no firewall is configured"} with input as {"target": {"kind": "rootfs"}, "network": {"listening": []}}
 		with data.gpuhost.params as params
 }

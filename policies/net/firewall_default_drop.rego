@@ -16,7 +16,13 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_default_drop
 
-fw := object.get(object.get(input, "network", {}), "firewall", null)
+found := object.get(object.get(input, "network", {}), "firewall", null)
+
+# The collector reports backend "none" when neither ufw nor nftables is set up.
+fw := found if {
+	found != null
+	found.backend != "none"
+} else := null
 
 deny contains "no firewall (nftables or ufw) is configured" if {
 	fw == null

@@ -23,4 +23,5 @@ test_fail_empty_policy if {
 test_fail_no_firewall if {
 	check.deny == {"no firewall (nftables or ufw) is configured"} with input as {"target": {"kind": "rootfs"}, "network": {"listening": []}}
 	check.deny == {"no firewall (nftables or ufw) is configured"} with input as {"target": {"kind": "rootfs"}}
+	check.deny == {"no firewall (nftables or ufw) is configured"} with input as facts({"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
 }
