@@ -1,0 +1,103 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// FuzzRender feeds untrusted text (titles, messages, waivers all come from
+// policies and scanned files) through every renderer and checks each
+// document still parses and stays inert.
+func FuzzRender(f *testing.F) {
+	f.Add("GH-TLS-001", "title", "high", "fail", "/etc/ssl/openssl.cnf:12: MinProtocol", "fix it", "alice")
+	f.Add("GH-X-1", "<script>alert(1)</script>", "critical", "waived", "a|b\nc", "]]>&<>\"'", "bob & eve")
+	f.Add("", "", "", "", "", "", "")
+	f.Add("GH-\x00-1", "\x1b[31mred\x1b[0m", "weird", "error", "\xff\xfe bad utf8", "\u202e", "`code`")
+	f.Add("ID", "t", "low", "skip", "/a b:3: space", "*bold* _em_ [link](javascript:x)", "x")
+	f.Add("ID", "t", "info", "pass", `src="http://x" href="https://y"`, "<img src=x onerror=alert(1)>", "z")
+	f.Fuzz(func(t *testing.T, id, title, sev, status, msg, remediation, approver string) {
+		res := Result{
+			ID: id, Title: title, Severity: sev, Status: status,
+			Messages:    []string{msg, msg + "\n" + title},
+			Remediation: remediation,
+			Controls:    map[string][]string{title: {msg}},
+			Waiver:      &Waiver{Justification: msg, ApprovedBy: approver, Expires: remediation, Target: id},
+			Package:     "gpuhost." + title + "." + id,
+		}
+		rep := &Report{Schema: Schema, Target: Target{Kind: sev, Ref: msg, ScannedAt: title, Hostname: approver},
+			Results: []Result{res, res}, ToolVersion: approver, FactsDigest: id, PolicyDigest: title,
+			Collectors: map[string]CollectorStatus{id: {Status: status, Reason: msg}}}
+		rep.Summarize()
+		for _, format := range Formats() {
+			r, _ := Lookup(format)
+			var buf bytes.Buffer
+			if err := r.Render(&buf, rep); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+			out := buf.Bytes()
+			switch format {
+			case "json", "sarif":
+				if !json.Valid(out) {
+					t.Fatalf("%s: invalid JSON", format)
+				}
+			case "junit":
+				var v struct {
+					Tests int `xml:"tests,attr"`
+				}
+				if err := xml.Unmarshal(out, &v); err != nil {
+					t.Fatalf("junit: %v", err)
+				}
+				if v.Tests != 2 {
+					t.Fatalf("junit: tests=%d", v.Tests)
+				}
+			case "html":
+				if externalURL.Match(out) {
+					t.Fatal("html: external URL")
+				}
+				if n := bytes.Count(bytes.ToLower(out), []byte("<script")); n != 1 {
+					t.Fatalf("html: %d script tags", n)
+				}
+				if bytes.Contains(bytes.ToLower(out), []byte("<img")) {
+					t.Fatal("html: injected markup")
+				}
+			case "markdown":
+				if bytes.Contains(bytes.ToLower(out), []byte("<script")) || bytes.Contains(bytes.ToLower(out), []byte("<img")) {
+					t.Fatal("markdown: injected markup")
+				}
+			case "table":
+				for _, r := range string(out) {
+					if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+						t.Fatalf("table: control character %U", r)
+					}
+				}
+				if lines := strings.Count(string(out), "\n"); lines != 5 {
+					t.Fatalf("table: %d lines, want 5", lines)
+				}
+			}
+		}
+	})
+}
+
+// FuzzMessageLocation checks the location parser on arbitrary messages: it
+// never panics, and what it returns really is a prefix of the message.
+func FuzzMessageLocation(f *testing.F) {
+	for _, s := range []string{"/etc/ssh/sshd_config:12: x", "/etc/x", "/etc/x:99999999999: y", "no path", ":", "/:1:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		p, line, ok := messageLocation(msg)
+		if !ok {
+			if p != "" || line != 0 {
+				t.Fatalf("not ok but returned %q %d", p, line)
+			}
+			return
+		}
+		if !strings.HasPrefix(msg, p) || !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\n:") || line < 0 {
+			t.Fatalf("messageLocation(%q) = %q, %d", msg, p, line)
+		}
+	})
+}

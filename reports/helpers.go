@@ -1,0 +1,160 @@
+package reports
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Domain is the policy domain of a result: the middle of its Rego package
+// (gpuhost.<domain>.<name>) or, failing that, the second part of its id
+// (GH-<DOMAIN>-001), lower-cased. Reports group and class results by it.
+func (r Result) Domain() string {
+	if rest, ok := strings.CutPrefix(r.Package, "gpuhost."); ok {
+		if d, _, ok := strings.Cut(rest, "."); ok && d != "" {
+			return d
+		}
+	}
+	parts := strings.Split(r.ID, "-")
+	if len(parts) >= 3 && parts[1] != "" {
+		return strings.ToLower(parts[1])
+	}
+	return "other"
+}
+
+// tally counts results by status and failures by severity without touching
+// the report: renderers only read, and a caller that forgot Summarize still
+// gets true counts.
+func tally(rep *Report) Summary {
+	s := Summary{ByStatus: map[string]int{}, BySeverity: map[string]int{}}
+	for _, st := range Statuses {
+		s.ByStatus[st] = 0
+	}
+	for _, sev := range Severities {
+		s.BySeverity[sev] = 0
+	}
+	for _, res := range rep.Results {
+		s.Total++
+		s.ByStatus[res.Status]++
+		if res.Status == StatusFail {
+			s.BySeverity[res.Severity]++
+		}
+	}
+	return s
+}
+
+// firstMessage is the one line a compact format shows for a result.
+func firstMessage(res Result) string {
+	if len(res.Messages) == 0 {
+		return ""
+	}
+	return res.Messages[0]
+}
+
+// controlTags flattens controls into sorted "framework/id" tags, the form
+// SARIF and the HTML report use.
+func controlTags(controls map[string][]string) []string {
+	var out []string
+	for fw, ids := range controls {
+		for _, id := range ids {
+			out = append(out, fw+"/"+id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sortedFrameworks returns the control frameworks in a stable order.
+func sortedFrameworks(controls map[string][]string) []string {
+	out := make([]string, 0, len(controls))
+	for fw := range controls {
+		out = append(out, fw)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// locationRE matches a message that starts with an absolute path, an
+// optional line number, and a colon or the end: "/etc/ssh/sshd_config:12: x",
+// "/etc/crypttab: x", "/etc/nginx/nginx.conf:36".
+var locationRE = regexp.MustCompile(`^(/[^\s:]+)(?::([0-9]{1,9}))?(?::|$)`)
+
+// messageLocation pulls the file and line a policy message names, so
+// formats that know about source locations (SARIF) can point at them.
+// line is 0 when the message names a file but no line.
+func messageLocation(msg string) (path string, line int, ok bool) {
+	m := locationRE.FindStringSubmatch(msg)
+	if m == nil {
+		return "", 0, false
+	}
+	if m[2] != "" {
+		n, err := strconv.Atoi(m[2])
+		if err == nil && n > 0 {
+			line = n
+		}
+	}
+	return m[1], line, true
+}
+
+// oneLine makes untrusted text safe for a terminal cell: newlines and tabs
+// become spaces and every other control character (escape sequences
+// included) is dropped, so a message cannot move the cursor or recolour the
+// screen.
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case unicode.IsControl(r):
+			// dropped
+		case unicode.Is(unicode.Cf, r):
+			// format characters (bidi overrides) can disguise text
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// sarifSeverityScores is GitHub's security-severity per severity.
+var sarifSeverityScores = map[string]string{
+	"critical": "9.5",
+	"high":     "8.0",
+	"medium":   "5.5",
+	"low":      "3.0",
+	"info":     "0.0",
+}
+
+// waiverLine is how compact formats describe a waiver.
+func waiverLine(w *Waiver) string {
+	if w == nil {
+		return "waived"
+	}
+	return "waived by " + w.ApprovedBy + " until " + w.Expires
+}
+
+// byStatus returns the results with the given status, in report order.
+func byStatus(rep *Report, status string) []Result {
+	var out []Result
+	for _, r := range rep.Results {
+		if r.Status == status {
+			out = append(out, r)
+		}
+	}
+	return out
+}

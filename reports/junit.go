@@ -1,0 +1,149 @@
+package reports
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+)
+
+type junit struct{}
+
+var _ Renderer = (*junit)(nil)
+
+func init() { register(&junit{}) }
+
+func (*junit) Format() string { return "junit" }
+
+// The JUnit XML shape CI systems read (Jenkins, GitLab, GitHub actions
+// that publish test results). Waived checks count as skipped: they ran and
+// failed, but a person accepted that.
+type (
+	junitSuites struct {
+		XMLName  xml.Name     `xml:"testsuites"`
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
+		Skipped  int          `xml:"skipped,attr"`
+		Time     string       `xml:"time,attr"`
+		Suites   []junitSuite `xml:"testsuite"`
+	}
+	junitSuite struct {
+		Name       string          `xml:"name,attr"`
+		Tests      int             `xml:"tests,attr"`
+		Failures   int             `xml:"failures,attr"`
+		Errors     int             `xml:"errors,attr"`
+		Skipped    int             `xml:"skipped,attr"`
+		Time       string          `xml:"time,attr"`
+		Timestamp  string          `xml:"timestamp,attr,omitempty"`
+		Hostname   string          `xml:"hostname,attr,omitempty"`
+		Properties []junitProperty `xml:"properties>property,omitempty"`
+		Cases      []junitCase     `xml:"testcase"`
+	}
+	junitProperty struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	junitCase struct {
+		Classname string        `xml:"classname,attr"`
+		Name      string        `xml:"name,attr"`
+		Time      string        `xml:"time,attr"`
+		Failure   *junitProblem `xml:"failure,omitempty"`
+		Error     *junitProblem `xml:"error,omitempty"`
+		Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	}
+	junitProblem struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Body    string `xml:",chardata"`
+	}
+	junitSkipped struct {
+		Message string `xml:"message,attr"`
+	}
+)
+
+func (*junit) Render(w io.Writer, rep *Report) error {
+	suite := junitSuite{
+		Name:      "gpuhost " + rep.Target.Kind + " " + rep.Target.Ref,
+		Time:      "0",
+		Timestamp: rep.Target.ScannedAt,
+		Hostname:  rep.Target.Hostname,
+	}
+	for _, p := range []junitProperty{
+		{"target.kind", rep.Target.Kind},
+		{"target.ref", rep.Target.Ref},
+		{"facts_digest", rep.FactsDigest},
+		{"policy_digest", rep.PolicyDigest},
+		{"tool_version", rep.ToolVersion},
+	} {
+		if p.Value != "" {
+			suite.Properties = append(suite.Properties, p)
+		}
+	}
+	for _, res := range rep.Results {
+		c := junitCase{
+			Classname: "gpuhost." + res.Domain(),
+			Name:      res.ID + " " + res.Title,
+			Time:      "0",
+		}
+		suite.Tests++
+		switch res.Status {
+		case StatusFail:
+			suite.Failures++
+			c.Failure = &junitProblem{Message: firstMessage(res), Type: res.Severity, Body: problemBody(res)}
+		case StatusError:
+			suite.Errors++
+			c.Error = &junitProblem{Message: firstMessage(res), Type: "error", Body: problemBody(res)}
+		case StatusSkip:
+			suite.Skipped++
+			c.Skipped = &junitSkipped{Message: firstMessage(res)}
+		case StatusWaived:
+			suite.Skipped++
+			c.Skipped = &junitSkipped{Message: junitWaiverMessage(res.Waiver)}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	doc := junitSuites{
+		Name:     "gpuhost",
+		Tests:    suite.Tests,
+		Failures: suite.Failures,
+		Errors:   suite.Errors,
+		Skipped:  suite.Skipped,
+		Time:     "0",
+		Suites:   []junitSuite{suite},
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// problemBody is the text of a failure or error: every message, then what
+// to do about it.
+func problemBody(res Result) string {
+	var b strings.Builder
+	for _, m := range res.Messages {
+		b.WriteString(m)
+		b.WriteByte('\n')
+	}
+	if res.Waiver != nil && res.Waiver.Expired {
+		b.WriteString("Waiver expired on " + res.Waiver.Expires + " (approved by " + res.Waiver.ApprovedBy + ").\n")
+	}
+	if res.Remediation != "" {
+		b.WriteString("\nRemediation: " + res.Remediation + "\n")
+	}
+	return b.String()
+}
+
+func junitWaiverMessage(w *Waiver) string {
+	if w == nil {
+		return "waived"
+	}
+	return "waived by " + w.ApprovedBy + " until " + w.Expires + ": " + w.Justification
+}
