@@ -565,7 +565,14 @@ func (p *nftParser) expand(words []string) []string {
 // ruleDports adds the destination ports of an accept rule: "tcp dport 22
 // accept", "udp dport { 53, 123 } accept", "th dport 8000-8080 accept".
 func ruleDports(words []string, ports *portSet) {
-	if len(words) == 0 || words[len(words)-1] != "accept" {
+	verdict := ""
+	for _, w := range words {
+		switch w {
+		case "accept", "drop", "reject", "jump", "goto", "return", "queue":
+			verdict = w
+		}
+	}
+	if verdict != "accept" {
 		return
 	}
 	for i := 0; i+1 < len(words); i++ {

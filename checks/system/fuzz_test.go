@@ -1,0 +1,131 @@
+package system
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzDpkgStatus(f *testing.F) {
+	f.Add([]byte(ubuntuDpkg))
+	f.Add([]byte("Package: a\nStatus: hold ok installed\nVersion: 1\n"))
+	f.Add([]byte(" x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pkgs, err := ParseDpkgStatus(data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "line ") {
+				t.Errorf("error without a line: %v", err)
+			}
+			return
+		}
+		for i, p := range pkgs {
+			if p.Name == "" || p.Version == "" {
+				t.Errorf("empty name or version: %+v", p)
+			}
+			if i > 0 && pkgs[i-1].Name > p.Name {
+				t.Errorf("not sorted at %d", i)
+			}
+		}
+	})
+}
+
+func FuzzCrypttab(f *testing.F) {
+	f.Add([]byte("cryptroot UUID=1 none luks,discard\n# c\n"))
+	f.Add([]byte("a b c d e\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ct, err := parseCrypttab(data)
+		if err != nil {
+			return
+		}
+		for _, e := range ct {
+			if e.Name == "" || e.Device == "" || e.Options == nil {
+				t.Errorf("bad entry %+v", e)
+			}
+		}
+	})
+}
+
+func FuzzFstab(f *testing.F) {
+	f.Add([]byte("LABEL=root / ext4 defaults 0 1\n/swap\\040f none swap sw 0 0\n"))
+	f.Add([]byte("/dev/a /\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := parseFstab(data)
+		if err != nil {
+			return
+		}
+		if len(entries) > maxTableEntries {
+			t.Errorf("%d entries", len(entries))
+		}
+		_ = unescapeOctal(string(data))
+	})
+}
+
+func FuzzProcNet(f *testing.F) {
+	f.Add([]byte(procTCP))
+	f.Add([]byte(procTCP6))
+	f.Add([]byte(procUDP))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, state := range []string{"0A", "07"} {
+			socks, err := parseProcNet(data, "tcp", state)
+			if err != nil {
+				continue
+			}
+			for _, s := range socks {
+				if !s.Addr.IsValid() {
+					t.Errorf("invalid address in %+v", s)
+				}
+			}
+		}
+	})
+}
+
+func FuzzNftables(f *testing.F) {
+	f.Add([]byte("table inet filter { chain input { type filter hook input priority 0; policy drop; tcp dport { 22, 443 } accept } }\n"))
+	f.Add([]byte("define P = 22\nadd chain inet f input { type filter hook input priority 0 ; }\nadd rule inet f input tcp dport $P accept\n"))
+	f.Add([]byte("include \"x\"\n{{}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		policy, ports, _, err := ParseNftables(data)
+		if err != nil {
+			return
+		}
+		if policy == "" {
+			t.Error("empty policy")
+		}
+		for i, p := range ports {
+			if p < 0 || p > 65535 || (i > 0 && ports[i-1] >= p) {
+				t.Errorf("bad port list %v", ports)
+				break
+			}
+		}
+	})
+}
+
+func FuzzOSRelease(f *testing.F) {
+	f.Add([]byte("ID=ubuntu\nPRETTY_NAME=\"Ubuntu \\\"x\\\"\"\nVERSION_ID='22.04'\n"))
+	f.Add([]byte("export A=$B${C:-d}\nif [ x ]; then\nfi\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = parseOSRelease(data)
+		vars := map[string]string{}
+		if _, err := parseShell(data, vars, true); err != nil {
+			return
+		}
+		for k, v := range vars {
+			if k == "" || len(v) > 2*maxShellValue {
+				t.Errorf("var %q len %d", k, len(v))
+			}
+		}
+	})
+}
+
+func FuzzUfwRules(f *testing.F) {
+	f.Add([]byte("### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n"))
+	f.Add([]byte("### tuple ### allow udp 1:65535 0.0.0.0/0 any 0.0.0.0/0 in\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ps portSet
+		if err := parseUfwRules(data, &ps); err != nil {
+			return
+		}
+		if n := len(ps.list()); n > 65536 {
+			t.Errorf("%d ports", n)
+		}
+	})
+}
