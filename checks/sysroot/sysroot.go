@@ -105,9 +105,14 @@ func (r *rootFS) ReadFile(name string) ([]byte, error) {
 }
 
 func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
 	// O_NONBLOCK: opening a FIFO for reading with no writer would otherwise
-	// block forever. The fstat below then refuses it.
-	f, err := r.root.OpenFile(clean(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	// block forever. The fstat below then refuses it. O_NOFOLLOW: resolve
+	// already followed every link, so one appearing now is a race; refuse it.
+	f, err := r.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, r.wrap(name, err)
 	}
@@ -134,12 +139,20 @@ func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
 }
 
 func (r *rootFS) Stat(name string) (fs.FileInfo, error) {
-	info, err := r.root.Stat(clean(name))
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	info, err := r.root.Lstat(p)
 	return info, r.wrap(name, err)
 }
 
 func (r *rootFS) Lstat(name string) (fs.FileInfo, error) {
-	info, err := r.root.Lstat(clean(name))
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	info, err := r.root.Lstat(p)
 	return info, r.wrap(name, err)
 }
 
@@ -148,12 +161,20 @@ func (r *rootFS) Lstat(name string) (fs.FileInfo, error) {
 // FS so that other implementations need not provide it; callers assert
 // interface{ Readlink(string) (string, error) }.
 func (r *rootFS) Readlink(name string) (string, error) {
-	target, err := r.root.Readlink(clean(name))
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return "", r.wrap(name, err)
+	}
+	target, err := r.root.Readlink(p)
 	return target, r.wrap(name, err)
 }
 
 func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	f, err := r.root.OpenFile(clean(name), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	f, err := r.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, r.wrap(name, err)
 	}
@@ -224,4 +245,64 @@ func IsNotExist(err error) bool {
 
 func sortEntries(entries []fs.DirEntry) {
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+}
+
+// maxLinkHops is how many symlinks one lookup may follow, as Linux's
+// MAXSYMLINKS; past it the lookup fails with ELOOP.
+const maxLinkHops = 40
+
+// resolve follows symlinks the way the kernel would inside a chroot at the
+// root: an absolute target starts again from the root, and ".." never climbs
+// above it. os.Root alone refuses absolute links, yet images are full of them
+// (/var/run -> /run, nginx's sites-enabled). The result contains no link,
+// except the final component when followFinal is false.
+func (r *rootFS) resolve(name string, followFinal bool) (string, error) {
+	todo := strings.Split(clean(name), "/")
+	var done []string
+	hops := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		cur := path.Join(append(done, c)...)
+		if len(todo) == 0 && !followFinal {
+			done = append(done, c)
+			break
+		}
+		info, err := r.root.Lstat(cur)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				// Let the caller's own operation report the absence.
+				return path.Join(append(append(done, c), todo...)...), nil
+			}
+			return "", err
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, c)
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", syscall.ELOOP
+		}
+		target, err := r.root.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		if strings.HasPrefix(target, "/") {
+			done = nil
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
 }

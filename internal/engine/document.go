@@ -82,3 +82,20 @@ func stringAt(obj ast.Object, key string) (string, bool) {
 	s, ok := t.Value.(ast.String)
 	return string(s), ok
 }
+
+// TargetString returns a string field of the document's target object.
+func (d *Document) TargetString(key string) (string, bool) {
+	obj, ok := d.Value.(ast.Object)
+	if !ok {
+		return "", false
+	}
+	t := obj.Get(ast.InternedTerm("target"))
+	if t == nil {
+		return "", false
+	}
+	target, ok := t.Value.(ast.Object)
+	if !ok {
+		return "", false
+	}
+	return stringAt(target, key)
+}

@@ -1,0 +1,135 @@
+// Package checks runs the fact collectors over a target and assembles one
+// gpuhost.facts/v1 document. The collectors themselves live in the
+// sub-packages config (files an operator writes) and system (what the OS and
+// kernel say).
+package checks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/config"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/checks/system"
+)
+
+// order is the run order. Some collectors read what earlier ones found:
+// cgroup reads the kernel command line and systemd's version, tls_probe
+// reads the listening sockets and adds to the TLS facts.
+var order = []string{
+	"os", "kernel", "packages", "cgroup", "systemd", "encryption",
+	"network", "firewall", "tls", "ssh", "container_runtime", "manifest",
+	"tls_probe",
+}
+
+// All returns every collector, in run order.
+func All() []collector.Collector {
+	all := append(system.Collectors(), config.Collectors()...)
+	rank := func(c collector.Collector) int {
+		if i := slices.Index(order, c.Name()); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(all, func(a, b collector.Collector) int { return rank(a) - rank(b) })
+	return all
+}
+
+// Options tunes a collection.
+type Options struct {
+	Log              *slog.Logger
+	ProbeTimeout     time.Duration
+	ProbeConcurrency int
+	// Collectors replaces All(); tests use it.
+	Collectors []collector.Collector
+	// Now stamps target.scanned_at; time.Now when zero.
+	Now time.Time
+}
+
+// Rootfs collects facts from an unpacked image tree.
+func Rootfs(ctx context.Context, dir string, o Options) (*facts.Facts, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening rootfs: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("opening rootfs %s: not a directory", dir)
+	}
+	fsys, closer, err := sysroot.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return Collect(ctx, &collector.Env{FS: fsys}, facts.KindRootfs, fsys.Root(), o), nil
+}
+
+// Host collects facts from the running host, reading it through "/" (or
+// through hostRoot, as a DaemonSet that mounts the host at /host does).
+func Host(ctx context.Context, hostRoot string, o Options) (*facts.Facts, error) {
+	if hostRoot == "" {
+		hostRoot = "/"
+	}
+	fsys, closer, err := sysroot.Open(hostRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	ref, _ := os.Hostname()
+	return Collect(ctx, &collector.Env{FS: fsys, Live: true}, facts.KindHost, ref, o), nil
+}
+
+// Collect runs collectors over env. It always returns a document: a collector
+// that fails or panics is recorded as an error, and the checks that need it
+// become errors too, so nothing it would have shown can pass.
+func Collect(ctx context.Context, env *collector.Env, kind, ref string, o Options) *facts.Facts {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	env.Log = o.Log
+	if env.Log == nil {
+		env.Log = slog.New(slog.DiscardHandler)
+	}
+	env.ProbeTimeout, env.ProbeConcurrency = o.ProbeTimeout, o.ProbeConcurrency
+	if env.ProbeTimeout == 0 {
+		env.ProbeTimeout = 2 * time.Second
+	}
+	if env.ProbeConcurrency == 0 {
+		env.ProbeConcurrency = 16
+	}
+	cs := o.Collectors
+	if cs == nil {
+		cs = All()
+	}
+	f := facts.New(kind, ref, now)
+	for _, c := range cs {
+		if err := ctx.Err(); err != nil {
+			f.Record(c.Name(), facts.StatusError, "scan cancelled: "+err.Error())
+			continue
+		}
+		start := time.Now()
+		status, reason := collector.Classify(runOne(ctx, c, env, f))
+		f.Record(c.Name(), status, reason)
+		env.Log.Debug("collector done", "collector", c.Name(), "status", status, "reason", reason, "took", time.Since(start))
+	}
+	return f
+}
+
+// runOne turns a collector's panic into an error: one broken collector must
+// not take the whole scan down, nor be mistaken for a clean result.
+func runOne(ctx context.Context, c collector.Collector, env *collector.Env, f *facts.Facts) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			env.Log.Error("collector panicked", "collector", c.Name(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("collector %s crashed: %v", c.Name(), p)
+		}
+	}()
+	return c.Collect(ctx, env, f)
+}

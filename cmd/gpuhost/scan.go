@@ -1,0 +1,474 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// policyFlags chooses the policy pack and its parameters.
+type policyFlags struct {
+	policies        []string
+	extend          []string
+	params          string
+	verificationKey string
+	verificationAlg string
+}
+
+func (p *policyFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&p.policies, "policy", nil, "policy directory or OPA bundle (.tar.gz) replacing the embedded pack (repeatable)")
+	f.StringArrayVar(&p.extend, "extend-policy", nil, "policy directory or bundle added to the embedded pack (repeatable)")
+	f.StringVar(&p.params, "params", "", "parameters file (YAML or JSON), read as data.gpuhost.params")
+	f.StringVar(&p.verificationKey, "verification-key", "", "public key (PEM) that policy bundles must be signed with")
+	f.StringVar(&p.verificationAlg, "verification-alg", "RS256", "signing algorithm of --verification-key")
+}
+
+func (p *policyFlags) sources() ([]*engine.Source, error) {
+	var key *engine.BundleKey
+	if p.verificationKey != "" {
+		pem, err := os.ReadFile(p.verificationKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading --verification-key: %w", err)
+		}
+		key = &engine.BundleKey{PEM: string(pem), Algorithm: p.verificationAlg}
+	}
+	var out []*engine.Source
+	if len(p.policies) == 0 {
+		src, err := engine.LoadFS(policies.FS, "embedded")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	for _, path := range append(append([]string{}, p.policies...), p.extend...) {
+		src, err := engine.LoadPath(path, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+func (p *policyFlags) engine(ctx context.Context) (*engine.Engine, error) {
+	srcs, err := p.sources()
+	if err != nil {
+		return nil, untrusted(err)
+	}
+	opts := make([]engine.Option, 0, len(srcs)+1)
+	for _, s := range srcs {
+		opts = append(opts, engine.WithSource(s))
+	}
+	if p.params != "" {
+		data, err := os.ReadFile(p.params)
+		if err != nil {
+			return nil, untrusted(fmt.Errorf("reading --params: %w", err))
+		}
+		params, err := engine.ParseParams(data, p.params)
+		if err != nil {
+			return nil, untrusted(err)
+		}
+		opts = append(opts, engine.WithParams(params))
+	}
+	e, err := engine.New(ctx, opts...)
+	if err != nil {
+		return nil, untrusted(err)
+	}
+	return e, nil
+}
+
+// scanFlags are the flags every `scan` subcommand takes.
+type scanFlags struct {
+	policyFlags
+	waivers string
+	failOn  string
+	format  string
+	reports []string
+	noColor bool
+}
+
+func (s *scanFlags) register(cmd *cobra.Command) {
+	s.policyFlags.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&s.waivers, "waivers", "", "waiver file (YAML list of id, target, justification, approved_by, expires)")
+	f.StringVar(&s.failOn, "fail-on", "high", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.StringVar(&s.format, "format", "", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
+	f.StringArrayVar(&s.reports, "report", nil, "also write FORMAT=PATH (repeatable), atomically")
+	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
+}
+
+func (s *scanFlags) validate() error {
+	if !reports.ValidSeverity(s.failOn) {
+		return untrusted(fmt.Errorf("--fail-on %q: want one of %s", s.failOn, strings.Join(reports.Severities, ", ")))
+	}
+	if s.format != "" {
+		if _, err := reports.Lookup(s.format); err != nil {
+			return untrusted(fmt.Errorf("--format: %w", err))
+		}
+	}
+	for _, spec := range s.reports {
+		if _, _, err := reports.ParseReportSpec(spec); err != nil {
+			return untrusted(fmt.Errorf("--report: %w", err))
+		}
+	}
+	return nil
+}
+
+func (s *scanFlags) scanner(ctx context.Context) (*scan.Scanner, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	e, err := s.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var opts []scan.Option
+	if s.waivers != "" {
+		list, err := waivers.Load(s.waivers)
+		if err != nil {
+			return nil, untrusted(err)
+		}
+		opts = append(opts, scan.WithWaivers(list))
+	}
+	return scan.New(e, opts...), nil
+}
+
+// stdoutRenderer picks the stdout format: the flag, else a table, colored
+// when stdout is a terminal.
+func (a *app) stdoutRenderer(s *scanFlags) reports.Renderer {
+	if s.format != "" {
+		r, _ := reports.Lookup(s.format)
+		return r
+	}
+	f, ok := a.stdout.(*os.File)
+	color := ok && !s.noColor && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
+	return reports.NewTable(color)
+}
+
+// emit writes one report to stdout and to every --report file, and returns
+// the exit code for it.
+func (a *app) emit(s *scanFlags, rep *reports.Report) error {
+	if err := a.stdoutRenderer(s).Render(a.stdout, rep); err != nil {
+		return untrusted(fmt.Errorf("writing report: %w", err))
+	}
+	for _, spec := range s.reports {
+		format, path, _ := reports.ParseReportSpec(spec)
+		r, _ := reports.Lookup(format)
+		if err := reports.WriteFile(path, r, rep); err != nil {
+			return untrusted(err)
+		}
+		a.log.Info("report written", "format", format, "path", path)
+	}
+	return exitFor([]*reports.Report{rep}, s.failOn)
+}
+
+func exitFor(reps []*reports.Report, failOn string) error {
+	if code := scan.ExitCode(reps, failOn); code != scan.ExitPass {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+type hostFlags struct {
+	root             string
+	probeTimeout     time.Duration
+	probeConcurrency int
+}
+
+func (h *hostFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&h.root, "host-root", "/", "where the host's root filesystem is mounted (a DaemonSet mounts it at /host)")
+	cmd.Flags().DurationVar(&h.probeTimeout, "probe-timeout", 2*time.Second, "timeout of one TLS handshake probe")
+	cmd.Flags().IntVar(&h.probeConcurrency, "probe-concurrency", 16, "TLS probes run at once")
+}
+
+func (a *app) collectOptions(h *hostFlags) checks.Options {
+	o := checks.Options{Log: a.log}
+	if h != nil {
+		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
+	}
+	return o
+}
+
+// logCollectorProblems tells the operator, on stderr, which collectors did
+// not produce facts and why.
+func (a *app) logCollectorProblems(f *facts.Facts) {
+	for name, st := range f.Collectors {
+		if st.Status == facts.StatusError {
+			a.log.Error("collector failed; checks that need it will error", "collector", name, "reason", st.Reason)
+		}
+	}
+}
+
+func (a *app) scanCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scan",
+		Short: "Evaluate a target against the policy pack and report",
+	}
+
+	var rf scanFlags
+	rootfs := &cobra.Command{
+		Use:   "rootfs DIR",
+		Short: "Scan an unpacked image root filesystem",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := rf.scanner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			f, err := checks.Rootfs(cmd.Context(), args[0], a.collectOptions(nil))
+			if err != nil {
+				return untrusted(err)
+			}
+			a.logCollectorProblems(f)
+			rep, err := sc.Facts(cmd.Context(), f)
+			if err != nil {
+				return untrusted(err)
+			}
+			return a.emit(&rf, rep)
+		},
+	}
+	rf.register(rootfs)
+
+	var hf scanFlags
+	var hostOpts hostFlags
+	host := &cobra.Command{
+		Use:   "host",
+		Short: "Scan the running host",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := hf.scanner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			f, err := checks.Host(cmd.Context(), hostOpts.root, a.collectOptions(&hostOpts))
+			if err != nil {
+				return untrusted(err)
+			}
+			a.logCollectorProblems(f)
+			rep, err := sc.Facts(cmd.Context(), f)
+			if err != nil {
+				return untrusted(err)
+			}
+			return a.emit(&hf, rep)
+		},
+	}
+	hf.register(host)
+	hostOpts.register(host)
+
+	var ff scanFlags
+	var workers int
+	saved := &cobra.Command{
+		Use:   "facts [FILE...]",
+		Short: "Evaluate saved facts documents (files, or NDJSON on stdin with no FILE or '-')",
+		Long: "Evaluate saved gpuhost.facts/v1 documents. Each FILE holds one JSON document, or many as NDJSON.\n" +
+			"With no FILE, or '-', documents are read as NDJSON from stdin. With one document the output is as for\n" +
+			"any scan; with several, --format json writes one compact report per line (NDJSON).",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := ff.scanner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.scanSaved(cmd.Context(), sc, &ff, args, workers)
+		},
+	}
+	ff.register(saved)
+	saved.Flags().IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "documents evaluated at once")
+
+	cmd.AddCommand(rootfs, host, saved)
+	return cmd
+}
+
+// savedDoc is one document read from a file or stream.
+type savedDoc struct {
+	name string
+	data []byte
+}
+
+// maxFactsDoc bounds one saved document (a line of NDJSON, or a file).
+const maxFactsDoc = 64 << 20
+
+// readSaved streams documents from files (or stdin) to out. A file holds one
+// pretty-printed document, or NDJSON.
+func (a *app) readSaved(args []string, out chan<- savedDoc) error {
+	defer close(out)
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	for _, name := range args {
+		var r io.Reader
+		if name == "-" {
+			r, name = a.stdin, "stdin"
+		} else {
+			f, err := os.Open(name)
+			if err != nil {
+				return fmt.Errorf("reading facts: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		br := bufio.NewReaderSize(r, 1<<20)
+		dec := json.NewDecoder(io.LimitReader(br, 1<<40))
+		for i := 1; ; i++ {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("reading facts %s (document %d): %w", name, i, err)
+			}
+			if len(raw) > maxFactsDoc {
+				return fmt.Errorf("reading facts %s (document %d): larger than %d bytes", name, i, maxFactsDoc)
+			}
+			label := name
+			if i > 1 || dec.More() {
+				label = fmt.Sprintf("%s#%d", name, i)
+			}
+			out <- savedDoc{name: label, data: raw}
+		}
+	}
+	return nil
+}
+
+func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, args []string, workers int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	docs := make(chan savedDoc, 64)
+	var readErr error
+	go func() { readErr = a.readSaved(args, docs) }()
+
+	type result struct {
+		seq int
+		rep *reports.Report
+		err error
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	jobs := make(chan struct {
+		seq int
+		doc savedDoc
+	}, workers)
+	results := make(chan result, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				doc, err := engine.ParseDocument(j.doc.data, j.doc.name)
+				if err == nil {
+					err = facts.ValidateJSON(j.doc.data)
+					if err != nil {
+						err = fmt.Errorf("facts %s: %w", j.doc.name, err)
+					}
+				}
+				var rep *reports.Report
+				if err == nil {
+					rep, err = sc.Document(ctx, doc, j.doc.data)
+				}
+				results <- result{seq: j.seq, rep: rep, err: err}
+			}
+		}()
+	}
+	go func() {
+		seq := 0
+		for d := range docs {
+			jobs <- struct {
+				seq int
+				doc savedDoc
+			}{seq, d}
+			seq++
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+
+	// Reports come out in input order, whatever order workers finish in.
+	pending := map[int]*reports.Report{}
+	var all []*reports.Report
+	var firstErr error
+	next := 0
+	for r := range results {
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+				cancel()
+			}
+			continue
+		}
+		pending[r.seq] = r.rep
+		for rep, ok := pending[next]; ok; rep, ok = pending[next] {
+			delete(pending, next)
+			all = append(all, rep)
+			next++
+		}
+	}
+	if readErr != nil && firstErr == nil {
+		firstErr = readErr
+	}
+	if firstErr != nil {
+		return untrusted(firstErr)
+	}
+	if len(all) == 0 {
+		return untrusted(errors.New("no facts documents read"))
+	}
+	if len(all) == 1 {
+		return a.emit(s, all[0])
+	}
+	if len(s.reports) > 0 {
+		return untrusted(errors.New("--report writes one report; with several documents use --format json for NDJSON"))
+	}
+	if err := a.renderMany(s, all); err != nil {
+		return untrusted(err)
+	}
+	return exitFor(all, s.failOn)
+}
+
+// renderMany writes several reports to stdout: NDJSON for json, else each in
+// turn.
+func (a *app) renderMany(s *scanFlags, all []*reports.Report) error {
+	w := bufio.NewWriterSize(a.stdout, 1<<20)
+	if s.format == "json" {
+		enc := json.NewEncoder(w)
+		for _, rep := range all {
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		}
+		return w.Flush()
+	}
+	r := a.stdoutRenderer(s)
+	for _, rep := range all {
+		var buf bytes.Buffer
+		if err := r.Render(&buf, rep); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}

@@ -1,0 +1,125 @@
+// Package scan is the pipeline every entry point shares: facts in, policy
+// evaluation, waivers, and a gpuhost.report/v1 out. The CLI, the Packer gate
+// and the agent call it; nothing else evaluates policy.
+package scan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/version"
+	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// Exit codes, as DESIGN.md fixes them.
+const (
+	ExitPass      = 0
+	ExitFail      = 1
+	ExitUntrusted = 2
+)
+
+// Scanner evaluates facts documents. It is safe for concurrent use.
+type Scanner struct {
+	engine  *engine.Engine
+	waivers []waivers.Waiver
+	now     func() time.Time
+}
+
+// Option configures a Scanner.
+type Option func(*Scanner)
+
+// WithWaivers applies waivers to every report.
+func WithWaivers(w []waivers.Waiver) Option { return func(s *Scanner) { s.waivers = w } }
+
+// WithClock replaces time.Now, for waiver expiry in tests.
+func WithClock(now func() time.Time) Option { return func(s *Scanner) { s.now = now } }
+
+// New returns a Scanner over a compiled engine.
+func New(e *engine.Engine, opts ...Option) *Scanner {
+	s := &Scanner{engine: e, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Engine returns the engine the scanner evaluates with.
+func (s *Scanner) Engine() *engine.Engine { return s.engine }
+
+// Facts evaluates freshly collected facts.
+func (s *Scanner) Facts(ctx context.Context, f *facts.Facts) (*reports.Report, error) {
+	doc, data, err := engine.NewDocument(f)
+	if err != nil {
+		return nil, err
+	}
+	return s.Document(ctx, doc, data)
+}
+
+// Document evaluates a parsed document; raw is its JSON, for the digest.
+func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte) (*reports.Report, error) {
+	results, err := s.engine.Evaluate(ctx, doc)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating policies: %w", err)
+	}
+	target := targetOf(doc)
+	waivers.Apply(results, s.waivers, target.Ref, target.Hostname, s.now())
+	sum := sha256.Sum256(raw)
+	rep := &reports.Report{
+		Schema:       reports.Schema,
+		Target:       target,
+		Results:      results,
+		FactsDigest:  "sha256:" + hex.EncodeToString(sum[:]),
+		PolicyDigest: s.engine.Digest(),
+		ToolVersion:  version.String(),
+		Collectors:   map[string]reports.CollectorStatus{},
+	}
+	for name, st := range doc.Collectors {
+		rep.Collectors[name] = reports.CollectorStatus{Status: st.Status, Reason: st.Reason}
+	}
+	rep.Summarize()
+	return rep, nil
+}
+
+func targetOf(doc *engine.Document) reports.Target {
+	t := reports.Target{Kind: doc.Kind}
+	t.Ref, _ = doc.TargetString("ref")
+	t.ScannedAt, _ = doc.TargetString("scanned_at")
+	t.Hostname, _ = doc.TargetString("hostname")
+	return t
+}
+
+// ExitCode folds reports into one exit code: 2 when any scan could not be
+// trusted (a check errored, or a collector failed on bad input), else 1 when
+// any check fails at or above failOn, else 0.
+func ExitCode(reps []*reports.Report, failOn string) int {
+	code := ExitPass
+	for _, r := range reps {
+		if Untrusted(r) {
+			return ExitUntrusted
+		}
+		if r.Failed(failOn) {
+			code = ExitFail
+		}
+	}
+	return code
+}
+
+// Untrusted reports whether a report rests on facts that could not be read:
+// a check errored, or a collector failed.
+func Untrusted(r *reports.Report) bool {
+	if r.Errored() {
+		return true
+	}
+	for _, c := range r.Collectors {
+		if c.Status == facts.StatusError {
+			return true
+		}
+	}
+	return false
+}
