@@ -15,8 +15,11 @@ func TestHostileTree(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]any{
 		"var/lib/dpkg/status": symlink("/etc/shadow"),
-		"etc/fstab":           symlink("fstab2"),
-		"etc/fstab2":          symlink("/etc/fstab"),
+		// sysroot resolves an absolute link inside the root, as a chroot
+		// would: this decoy is what must be read, never the host's file.
+		"etc/shadow": "Package: inside-root\nStatus: install ok installed\nVersion: 1\n",
+		"etc/fstab":  symlink("fstab2"),
+		"etc/fstab2": symlink("/etc/fstab"),
 	})
 	if err := syscall.Mkfifo(filepath.Join(dir, "etc/crypttab"), 0o644); err != nil {
 		t.Fatal(err)
@@ -25,15 +28,11 @@ func TestHostileTree(t *testing.T) {
 
 	t.Run("dpkg status links out of the root", func(t *testing.T) {
 		f := newFacts(facts.KindRootfs)
-		err := collectOne(t, env, f, "packages")
-		if err == nil {
-			t.Fatalf("read packages through a link to /etc/shadow: %+v", f.Packages)
+		if err := collectOne(t, env, f, "packages"); err != nil {
+			t.Fatalf("packages: %v", err)
 		}
-		if strings.Contains(err.Error(), "root:") || f.Packages != nil {
-			t.Errorf("host content leaked: %v", err)
-		}
-		if !strings.Contains(err.Error(), filepath.Join(dir, "var/lib/dpkg/status")) {
-			t.Errorf("error %q does not name the file", err)
+		if len(f.Packages) != 1 || f.Packages[0].Name != "inside-root" {
+			t.Errorf("packages %+v, want only the decoy inside the root", f.Packages)
 		}
 	})
 	t.Run("crypttab is a FIFO", func(t *testing.T) {

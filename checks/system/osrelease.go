@@ -24,9 +24,8 @@ func (osCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts
 	name := primary
 	data, err := env.FS.ReadFile(primary)
 	if err != nil {
-		// /etc/os-release is usually a link to the fallback; an absolute
-		// link is refused by sysroot, so reading the target directly is
-		// what the link meant.
+		// /etc/os-release is usually a link to the fallback; when the link
+		// or the file is broken, the fallback is what systemd reads too.
 		var err2 error
 		name = fallback
 		data, err2 = env.FS.ReadFile(fallback)
