@@ -51,7 +51,7 @@ type FS interface {
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// Glob returns the names matching pattern, as path.Match defines it.
 	Glob(pattern string) ([]string, error)
-	// Display turns a root-relative name into the path shown to users.
+	// Display names a file as it is inside the target, for facts and messages.
 	Display(name string) string
 	// Root is the directory this view is rooted at.
 	Root() string
@@ -89,15 +89,21 @@ func clean(name string) string {
 
 func (r *rootFS) Root() string { return r.dir }
 
+// Display names a file as it is inside the target ("/etc/ssh/sshd_config"),
+// so that facts and messages read the same whether the image sits in a
+// build directory or runs as the host.
 func (r *rootFS) Display(name string) string {
+	return "/" + strings.TrimPrefix(clean(name), ".")
+}
+
+// hostPath names a file where it is on this machine. Errors use it: "reading
+// /etc/passwd" would leave the reader wondering whose file it was.
+func (r *rootFS) hostPath(name string) string {
 	rel := clean(name)
-	if r.dir == "/" {
-		return "/" + strings.TrimPrefix(rel, ".")
-	}
 	if rel == "." {
 		return r.dir
 	}
-	return r.dir + "/" + rel
+	return strings.TrimSuffix(r.dir, "/") + "/" + rel
 }
 
 func (r *rootFS) ReadFile(name string) ([]byte, error) {
@@ -122,10 +128,10 @@ func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
 		return nil, r.wrap(name, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading %s: %w (%s)", r.Display(name), ErrNotRegular, fileKind(info.Mode()))
+		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, fileKind(info.Mode()))
 	}
 	if info.Size() > max {
-		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.Display(name), ErrTooLarge, info.Size(), max)
+		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.hostPath(name), ErrTooLarge, info.Size(), max)
 	}
 	// Files in /proc report size 0, so the limit is enforced on the read too.
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
@@ -133,7 +139,7 @@ func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
 		return nil, r.wrap(name, err)
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("reading %s: %w (limit %d)", r.Display(name), ErrTooLarge, max)
+		return nil, fmt.Errorf("reading %s: %w (limit %d)", r.hostPath(name), ErrTooLarge, max)
 	}
 	return data, nil
 }
@@ -184,7 +190,7 @@ func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, r.wrap(name, err)
 	}
 	if len(entries) > MaxDirEntries {
-		return nil, fmt.Errorf("listing %s: %w (over %d)", r.Display(name), ErrTooManyEntries, MaxDirEntries)
+		return nil, fmt.Errorf("listing %s: %w (over %d)", r.hostPath(name), ErrTooManyEntries, MaxDirEntries)
 	}
 	sortEntries(entries)
 	return entries, nil
@@ -207,7 +213,7 @@ func (r *rootFS) wrap(name string, err error) error {
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return &fs.PathError{Op: "reading", Path: r.Display(name), Err: err}
+	return &fs.PathError{Op: "reading", Path: r.hostPath(name), Err: err}
 }
 
 // globFS adapts rootFS to fs.ReadDirFS so fs.Glob uses the bounded ReadDir.

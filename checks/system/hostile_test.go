@@ -77,7 +77,7 @@ func TestDpkgStatusGarbageNamesFileAndLine(t *testing.T) {
 		"var/lib/dpkg/status": "Package: a\nStatus: install ok installed\nVersion: 1\n\nPackage: b\nDescription: x\x00\x01\xff\n",
 	})
 	err := collectOne(t, newEnv(t, dir, false), newFacts(facts.KindRootfs), "packages")
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "var/lib/dpkg/status")) || !strings.Contains(err.Error(), "line 6") {
+	if err == nil || !strings.Contains(err.Error(), "/var/lib/dpkg/status") || !strings.Contains(err.Error(), "line 6") {
 		t.Errorf("garbage: %v, want the file and line 6", err)
 	}
 }
