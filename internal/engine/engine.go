@@ -122,12 +122,16 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler}
 	e.digest = digestOf(raw, params)
 
-	store := inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": params}})
+	// Params are read as AST values: converting them from Go maps on every
+	// read cost more than evaluating most checks.
+	store := inmem.NewFromObjectWithOpts(map[string]any{"gpuhost": map[string]any{"params": params}},
+		inmem.OptReturnASTValuesOnRead(true))
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
 		return rego.New(
 			rego.Query(query),
 			rego.Compiler(compiler),
 			rego.Store(store),
+			rego.StoreReadAST(true),
 			rego.StrictBuiltinErrors(true),
 		).PrepareForEval(ctx)
 	}

@@ -1,0 +1,242 @@
+// Command bench measures whole gpuhost commands the way an operator runs
+// them, and Lynis on the same tree in the same run, so the figures sit side
+// by side. `make bench` runs it; it is not part of `make test`.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/system"
+)
+
+func main() {
+	gpuhost := flag.String("gpuhost", "bin/gpuhost", "the gpuhost binary to measure")
+	sample := flag.String("sample", "cmd/gpuhost/testdata/rootfs-weak", "configuration files copied into the generated tree")
+	packages := flag.Int("packages", 1500, "packages in the generated dpkg status")
+	files := flag.Int("files", 20000, "files in the generated tree")
+	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
+	runs := flag.Int("runs", 10, "repetitions of each timed command")
+	flag.Parse()
+	if err := run(*gpuhost, *sample, *packages, *files, *docs, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// measurement is one command's figures over several runs.
+type measurement struct {
+	name    string
+	wall    []time.Duration
+	maxRSS  int64 // KiB, the largest over the runs
+	finding string
+}
+
+func (m measurement) median() time.Duration {
+	s := slices.Clone(m.wall)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
+	tmp, err := os.MkdirTemp("", "gpuhost-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	tree := filepath.Join(tmp, "rootfs")
+	if err := buildTree(tree, sample, nPackages, nFiles); err != nil {
+		return fmt.Errorf("building the tree: %w", err)
+	}
+	fmt.Printf("tree: %s (dpkg status of %d packages, %d files)\n\n", tree, nPackages, nFiles)
+
+	var table []measurement
+
+	scanRootfs := measurement{name: "gpuhost scan rootfs"}
+	var out []byte
+	for range runs {
+		res, err := timed(nil, gpuhost, "scan", "rootfs", tree, "--format", "json")
+		if err != nil && exitCode(err) != 1 {
+			return fmt.Errorf("gpuhost scan rootfs: %w\n%s", err, res.stderr)
+		}
+		scanRootfs.add(res)
+		out = res.stdout
+	}
+	scanRootfs.finding = summarizeReport(out)
+	table = append(table, scanRootfs)
+
+	facts, err := exec.Command(gpuhost, "facts", "rootfs", tree).Output()
+	if err != nil {
+		return fmt.Errorf("gpuhost facts rootfs: %w", err)
+	}
+	ndjson, err := manyDocs(facts, nDocs)
+	if err != nil {
+		return err
+	}
+	scanFacts := measurement{name: fmt.Sprintf("gpuhost scan facts (%d docs)", nDocs)}
+	for range max(runs/5, 1) {
+		res, err := timed(ndjson, gpuhost, "scan", "facts", "--format", "json")
+		if err != nil && exitCode(err) != 1 {
+			return fmt.Errorf("gpuhost scan facts: %w\n%s", err, res.stderr)
+		}
+		scanFacts.add(res)
+	}
+	rate := float64(nDocs) / scanFacts.median().Seconds()
+	scanFacts.finding = fmt.Sprintf("%.0f documents/s", rate)
+	table = append(table, scanFacts)
+
+	if lynis, err := exec.LookPath("lynis"); err == nil {
+		m := measurement{name: "lynis audit system --rootdir"}
+		report := filepath.Join(tmp, "lynis-report.dat")
+		for range max(runs/5, 1) {
+			res, err := timed(nil, lynis, "audit", "system", "--rootdir", tree, "--quick", "--no-colors",
+				"--no-log", "--report-file", report)
+			if err != nil {
+				return fmt.Errorf("lynis: %w\n%s", err, res.stderr)
+			}
+			m.add(res)
+		}
+		m.finding = summarizeLynis(report)
+		table = append(table, m)
+	} else {
+		fmt.Println("lynis not found: install it (make bench does) to compare")
+	}
+
+	fmt.Printf("%-40s %12s %12s  %s\n", "command", "median wall", "peak RSS", "what it found")
+	for _, m := range table {
+		fmt.Printf("%-40s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
+	}
+	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts >= 2000 documents/s\n")
+	return nil
+}
+
+type result struct {
+	wall   time.Duration
+	rss    int64
+	stdout []byte
+	stderr []byte
+}
+
+func (m *measurement) add(r result) {
+	m.wall = append(m.wall, r.wall)
+	m.maxRSS = max(m.maxRSS, r.rss)
+}
+
+// timed runs a command and reads its wall time and peak RSS from the
+// kernel's rusage of the child.
+func timed(stdin []byte, name string, args ...string) (result, error) {
+	cmd := exec.Command(name, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	start := time.Now()
+	err := cmd.Run()
+	r := result{wall: time.Since(start), stdout: out.Bytes(), stderr: errb.Bytes()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.rss = ru.Maxrss
+	}
+	return r, err
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// buildTree makes a tree shaped like a GPU image: the sample's configuration,
+// a large dpkg status, and many files the collectors must not walk.
+func buildTree(tree, sample string, nPackages, nFiles int) error {
+	if err := os.CopyFS(tree, os.DirFS(sample)); err != nil {
+		return err
+	}
+	status := filepath.Join(tree, "var/lib/dpkg/status")
+	if err := os.MkdirAll(filepath.Dir(status), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(status, system.SyntheticDpkgStatus(nPackages), 0o644); err != nil {
+		return err
+	}
+	perDir := 200
+	for i := range nFiles {
+		dir := filepath.Join(tree, "usr/share/doc", fmt.Sprintf("pkg%04d", i/perDir))
+		if i%perDir == 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		name := filepath.Join(dir, fmt.Sprintf("file%05d.txt", i))
+		if err := os.WriteFile(name, []byte("documentation\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manyDocs turns one facts document into n NDJSON lines, each a different host.
+func manyDocs(doc []byte, n int) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, fmt.Errorf("parsing facts: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	target, _ := m["target"].(map[string]any)
+	for i := range n {
+		target["ref"] = fmt.Sprintf("gpu-node-%05d", i)
+		if err := enc.Encode(m); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func summarizeReport(out []byte) string {
+	var rep struct {
+		Summary struct {
+			Total    int            `json:"total"`
+			ByStatus map[string]int `json:"by_status"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return "unreadable report: " + err.Error()
+	}
+	s := rep.Summary
+	return fmt.Sprintf("%d checks: %d fail, %d error, %d skip, %d pass", s.Total,
+		s.ByStatus["fail"], s.ByStatus["error"], s.ByStatus["skip"], s.ByStatus["pass"])
+}
+
+var lynisLine = regexp.MustCompile(`^(warning|suggestion)\[\]=`)
+
+func summarizeLynis(report string) string {
+	data, err := os.ReadFile(report)
+	if err != nil {
+		return "no report: " + err.Error()
+	}
+	counts := map[string]int{}
+	tests := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := lynisLine.FindStringSubmatch(line); m != nil {
+			counts[m[1]]++
+		}
+		if strings.HasPrefix(line, "tests_executed=") {
+			tests = strings.Count(line, "|")
+		}
+	}
+	return fmt.Sprintf("%d tests: %d warnings, %d suggestions", tests, counts["warning"], counts["suggestion"])
+}
