@@ -44,6 +44,7 @@ type Facts struct {
 	Systemd          *Systemd          `json:"systemd,omitempty"`
 	ContainerRuntime *ContainerRuntime `json:"container_runtime,omitempty"`
 	GPU              *GPU              `json:"gpu,omitempty"`
+	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
 	Containers       *Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any    `json:"manifest,omitempty"`
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
@@ -275,6 +276,19 @@ type GPU struct {
 	Devices             []GPUDevice  `json:"devices"`
 	ConfCompute         *ConfCompute `json:"conf_compute,omitempty"`
 	XIDEvents           []XIDEvent   `json:"xid_events"`
+	// KernelModuleType is "open" or "proprietary", from /proc/driver/nvidia/version.
+	KernelModuleType string `json:"kernel_module_type,omitempty"`
+	// DriverBranch is the major part of DriverVersion (535 for 535.261.03).
+	DriverBranch int `json:"driver_branch,omitempty"`
+	// DriverMismatch is true when NVML refused to start because the user-space
+	// library and the loaded kernel module differ (ERROR_LIB_RM_VERSION_MISMATCH).
+	DriverMismatch bool `json:"driver_mismatch,omitempty"`
+	// Unsupported lists system-level queries NVML answered NOT_SUPPORTED.
+	Unsupported []string `json:"unsupported,omitempty"`
+	// XIDSource names the kernel log files the XID events were read from;
+	// XIDError says why they could not be read, and then XIDEvents proves nothing.
+	XIDSource string `json:"xid_source,omitempty"`
+	XIDError  string `json:"xid_error,omitempty"`
 }
 
 // GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU
@@ -293,6 +307,23 @@ type GPUDevice struct {
 	PCIe            *PCIe         `json:"pcie,omitempty"`
 	NVLink          []NVLink      `json:"nvlink"`
 	Unsupported     []string      `json:"unsupported,omitempty"`
+	// TemperatureSlowdownC is the temperature at which the GPU starts to slow down.
+	TemperatureSlowdownC *int `json:"temperature_slowdown_c,omitempty"`
+	// PowerW and PowerLimitW are the draw and the enforced limit, in watts.
+	PowerW      *float64 `json:"power_w,omitempty"`
+	PowerLimitW *float64 `json:"power_limit_w,omitempty"`
+	// ThrottleReasons names the active clock event (throttle) reasons.
+	ThrottleReasons []string `json:"throttle_reasons,omitempty"`
+	// Architecture, MinDriverBranch and OpenModuleSupported come from the
+	// compatibility matrix for this GPU model; empty or zero when unknown.
+	Architecture        string `json:"architecture,omitempty"`
+	MinDriverBranch     int    `json:"min_driver_branch,omitempty"`
+	OpenModuleSupported *bool  `json:"open_module_supported,omitempty"`
+	// OpenModuleRequired is true for GPUs that only the open kernel module drives.
+	OpenModuleRequired bool `json:"open_module_required,omitempty"`
+	// Errors lists queries that failed for a reason other than NOT_SUPPORTED
+	// (a timeout, a lost GPU): those fields are nil and prove nothing.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // ECC mode and uncorrected error counts.
@@ -349,6 +380,36 @@ type XIDEvent struct {
 	Code     int    `json:"code"`
 	PCIBusID string `json:"pci_bus_id"`
 	Time     string `json:"time,omitempty"`
+	// Message is the rest of the line after the code, bounded in length.
+	Message string `json:"message,omitempty"`
+}
+
+// GPUDriver is the NVIDIA stack as installed, read from the package database
+// and the file system: it is the same in an image and on a host.
+type GPUDriver struct {
+	// Packages are the installed NVIDIA driver, kernel module and CUDA packages.
+	Packages []Package `json:"packages"`
+	// Version is the driver's upstream version (535.261.03), Branch its major part.
+	Version string `json:"version,omitempty"`
+	Branch  int    `json:"branch,omitempty"`
+	// Flavor is "open" when the open kernel modules are installed, else
+	// "proprietary"; empty when no driver package is installed.
+	Flavor string `json:"flavor,omitempty"`
+	// Modules maps each installed kernel release to the nvidia*.ko files found for it.
+	Modules map[string][]string `json:"modules"`
+	// NouveauBlacklisted says whether nouveau is kept from loading, and NouveauSource where.
+	NouveauBlacklisted bool   `json:"nouveau_blacklisted"`
+	NouveauSource      string `json:"nouveau_source,omitempty"`
+	// PersistencedEnabled and FabricManagerEnabled come from the enabled systemd units.
+	PersistencedEnabled  bool `json:"persistenced_enabled"`
+	FabricManagerEnabled bool `json:"fabricmanager_enabled"`
+	// CUDAToolkitVersion is the newest installed toolkit as MAJOR.MINOR, and
+	// CUDAToolkitSource the package or file it came from.
+	CUDAToolkitVersion string `json:"cuda_toolkit_version,omitempty"`
+	CUDAToolkitSource  string `json:"cuda_toolkit_source,omitempty"`
+	// MaxCUDA is the newest CUDA the installed branch supports, from the
+	// compatibility matrix; empty when the branch is unknown to it.
+	MaxCUDA string `json:"max_cuda,omitempty"`
 }
 
 // Containers lists pre-seeded container images found in the target.
