@@ -89,23 +89,31 @@ func Validate(doc any) error {
 
 // ValidateJSON checks one JSON-encoded facts document against the schema.
 func ValidateJSON(data []byte) error {
+	_, err := DecodeJSON(data)
+	return err
+}
+
+// DecodeJSON parses a facts document and validates it against the schema,
+// returning the decoded value (objects as map[string]any, numbers as
+// json.Number) so that callers need not parse the same bytes twice.
+func DecodeJSON(data []byte) (any, error) {
 	sch, err := schema()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("parsing facts document: %w", err)
+		return nil, fmt.Errorf("parsing facts document: %w", err)
 	}
 	err = sch.Validate(inst)
 	if err == nil {
-		return nil
+		return inst, nil
 	}
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
-		return fmt.Errorf("validating facts document: %w", err)
+		return nil, fmt.Errorf("validating facts document: %w", err)
 	}
-	return summarize(verr)
+	return nil, summarize(verr)
 }
 
 // violation is one leaf of the validator's error tree.

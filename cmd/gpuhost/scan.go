@@ -377,17 +377,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				doc, err := engine.ParseDocument(j.doc.data, j.doc.name)
-				if err == nil {
-					err = facts.ValidateJSON(j.doc.data)
-					if err != nil {
-						err = fmt.Errorf("facts %s: %w", j.doc.name, err)
-					}
-				}
-				var rep *reports.Report
-				if err == nil {
-					rep, err = sc.Document(ctx, doc, j.doc.data)
-				}
+				rep, err := evaluateSaved(ctx, sc, j.doc)
 				results <- result{seq: j.seq, rep: rep, err: err}
 			}
 		}()
@@ -445,6 +435,20 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		return untrusted(err)
 	}
 	return exitFor(all, s.failOn)
+}
+
+// evaluateSaved validates a saved document against the facts schema, then
+// evaluates it. Saved facts come from anywhere; the schema is the gate.
+func evaluateSaved(ctx context.Context, sc *scan.Scanner, d savedDoc) (*reports.Report, error) {
+	decoded, err := facts.DecodeJSON(d.data)
+	if err != nil {
+		return nil, fmt.Errorf("facts %s: %w", d.name, err)
+	}
+	doc, err := engine.DocumentFromValue(decoded, d.name)
+	if err != nil {
+		return nil, err
+	}
+	return sc.Document(ctx, doc, d.data)
 }
 
 // renderMany writes several reports to stdout: NDJSON for json, else each in

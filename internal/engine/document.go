@@ -28,6 +28,21 @@ func ParseDocument(data []byte, name string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing facts %s: %w", name, err)
 	}
+	return documentOf(v, name)
+}
+
+// DocumentFromValue prepares a document that was already decoded (objects
+// as map[string]any, numbers as json.Number), as facts.DecodeJSON returns it
+// after schema validation.
+func DocumentFromValue(decoded any, name string) (*Document, error) {
+	v, err := ast.InterfaceToValue(decoded)
+	if err != nil {
+		return nil, fmt.Errorf("converting facts %s: %w", name, err)
+	}
+	return documentOf(v, name)
+}
+
+func documentOf(v ast.Value, name string) (*Document, error) {
 	obj, ok := v.(ast.Object)
 	if !ok {
 		return nil, fmt.Errorf("parsing facts %s: top level is %s, want an object", name, ast.ValueName(v))
