@@ -1,0 +1,36 @@
+package gpu_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuhost/gpuhost/checks/gpu"
+)
+
+// FuzzXID holds the kernel log parsers to their promises on any input: no
+// panic, bounded output, and fields that are what the line said.
+func FuzzXID(f *testing.F) {
+	f.Add("Mar  8 10:11:12 dgx-01 kernel: [ 1234.5] NVRM: Xid (PCI:0000:03:00): 79, pid=1234, name=python, GPU has fallen off the bus.")
+	f.Add("2025-03-01T11:00:00.123456+00:00 host kernel: NVRM: Xid (PCI:0000:01:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error")
+	f.Add("NVRM: Xid (PCI:): 79")
+	f.Add("NVRM: Xid (PCI:0000:01:00): 9999999")
+	f.Fuzz(func(t *testing.T, line string) {
+		ev, ok := gpu.ParseXID(line)
+		if ok {
+			if ev.Code < 0 || ev.Code > 999999 || ev.PCIBusID == "" || !strings.Contains(line, ev.PCIBusID) {
+				t.Fatalf("ParseXID(%q) = %+v", line, ev)
+			}
+			if len(ev.Message) > 200 || !utf8.ValidString(ev.Message) || (ev.Time != "" && !strings.HasPrefix(strings.TrimLeft(line, " "), ev.Time) && !strings.Contains(line, ev.Time)) {
+				t.Fatalf("ParseXID(%q) = %+v", line, ev)
+			}
+		}
+		now := time.Date(2025, 3, 8, 12, 0, 0, 0, time.UTC)
+		evs := gpu.ParseXIDLog([]byte(line+"\n"+line), now, 7*24*time.Hour)
+		if len(evs) > 2 {
+			t.Fatalf("%d events from two lines", len(evs))
+		}
+		gpu.ParseKernelModuleVersion(line)
+	})
+}
