@@ -184,7 +184,9 @@ func modules(ctx context.Context, env *collector.Env, d *facts.GPUDriver) error 
 	return nil
 }
 
-func validName(n string) bool { return n != "" && n != "." && n != ".." && !strings.ContainsRune(n, '/') }
+func validName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsRune(n, '/')
+}
 
 func walkModules(env *collector.Env, dir string, depth int, budget *int, found *[]string) error {
 	if depth > maxModuleDepth {

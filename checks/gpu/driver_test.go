@@ -54,12 +54,12 @@ func pkg(name, version string) facts.Package {
 // DKMS-built modules, the nouveau blacklist the packages ship, CUDA 11.8.
 func TestDriverDebian(t *testing.T) {
 	dir := writeTree(t, map[string]string{
-		"lib/modules/6.1.0-18-amd64/updates/dkms/nvidia.ko.xz":          "",
-		"lib/modules/6.1.0-18-amd64/updates/dkms/nvidia-uvm.ko.xz":      "",
+		"lib/modules/6.1.0-18-amd64/updates/dkms/nvidia.ko.xz":           "",
+		"lib/modules/6.1.0-18-amd64/updates/dkms/nvidia-uvm.ko.xz":       "",
 		"lib/modules/6.1.0-18-amd64/kernel/drivers/video/fbdev/vga16.ko": "",
-		"lib/modules/6.1.0-17-amd64/kernel/fs/ext4/ext4.ko":             "",
-		"etc/modprobe.d/nvidia-blacklists-nouveau.conf":                 "# keep nouveau away\nblacklist nouveau\n",
-		"etc/modprobe.d/other.conf":                                     "options snd-hda-intel power_save=0\n",
+		"lib/modules/6.1.0-17-amd64/kernel/fs/ext4/ext4.ko":              "",
+		"etc/modprobe.d/nvidia-blacklists-nouveau.conf":                  "# keep nouveau away\nblacklist nouveau\n",
+		"etc/modprobe.d/other.conf":                                      "options snd-hda-intel power_save=0\n",
 	})
 	f := imageFacts(
 		pkg("libnvidia-ml1", "535.261.03-1"), pkg("nvidia-driver", "535.261.03-1"),
