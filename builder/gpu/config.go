@@ -1,0 +1,538 @@
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig
+//go:generate go run ./internal/gendocs -out ../../docs/provisioner-gpu.mdx
+
+// Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
+// NVIDIA stack (driver, CUDA, container toolkit), holds it, configures
+// containerd and cgroup v2, and bakes the gpuhost manifest into the image.
+// Everything it does on the target is one POSIX sh script, the plan, that
+// RenderPlan derives from the configuration alone, so that a reviewer can
+// read exactly what an image build will run (`gpuhost plan`).
+package gpu
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+)
+
+// Driver sources and flavors.
+const (
+	SourceCUDARepo      = "cuda-repo"
+	SourceUbuntuArchive = "ubuntu-archive"
+	SourceDebian        = "debian"
+
+	FlavorOpen        = "open"
+	FlavorProprietary = "proprietary"
+)
+
+// Driver selects the NVIDIA driver and where it comes from.
+type Driver struct {
+	// The exact Debian package version of the driver packages, as apt shows
+	// it: `580.95.05-1ubuntu1` (cuda-repo), `535.183.01-0ubuntu0.22.04.1`
+	// (ubuntu-archive), `535.261.03-1` (debian). Installed as `pkg=version`
+	// and held.
+	Version string `mapstructure:"version" required:"true"`
+	// `open` (the open GPU kernel modules) or `proprietary`. Defaults to
+	// `open` for cuda-repo and `proprietary` otherwise. With ubuntu-archive,
+	// `open` selects the `-server-open` packages; the debian source installs
+	// userspace only and ignores it.
+	Flavor string `mapstructure:"flavor"`
+	// Where the driver comes from: `cuda-repo` (NVIDIA's CUDA repository,
+	// modules built by DKMS for target_kernel), `ubuntu-archive`
+	// (Canonical-signed precompiled modules, no DKMS) or `debian` (Debian
+	// non-free userspace: libnvidia-ml1 and nvidia-smi; the runnable
+	// stand-in). Defaults to `cuda-repo`.
+	Source string `mapstructure:"source"`
+	// The driver branch, such as `535`, `550` or `580`. Defaults to the first
+	// component of version; when set it must agree with version.
+	Branch string `mapstructure:"branch"`
+	// The exact version of nvidia-persistenced for the debian source, where it
+	// is packaged apart from the driver (`535.171.04-1~deb12u1` in bookworm).
+	// Empty installs the archive's version, held but not pinned.
+	PersistencedVersion string `mapstructure:"persistenced_version"`
+}
+
+// CUDA selects the CUDA toolkit.
+type CUDA struct {
+	// The CUDA toolkit version. `12.8` installs the meta package
+	// cuda-toolkit-12-8 (held, any patch release); `12.8.1-1` also pins the
+	// package version. For the debian source this is the version of
+	// nvidia-cuda-toolkit. Empty installs no toolkit.
+	Version string `mapstructure:"version"`
+}
+
+// ContainerToolkit selects the NVIDIA container toolkit.
+type ContainerToolkit struct {
+	// The exact package version of the NVIDIA container toolkit, such as
+	// `1.17.8-1`. All four packages (nvidia-container-toolkit,
+	// nvidia-container-toolkit-base, libnvidia-container-tools,
+	// libnvidia-container1) are installed and held at this version. Empty
+	// installs no toolkit, which only the debian source allows.
+	Version string `mapstructure:"version"`
+}
+
+// Containerd configures the container runtime.
+type Containerd struct {
+	// Make runc and the nvidia runtime use the systemd cgroup driver
+	// (SystemdCgroup = true). Without it, GPU pods are unstable on a systemd
+	// host. Defaults to true.
+	SystemdCgroup config.Trilean `mapstructure:"systemd_cgroup"`
+	// The default runtime: `nvidia` or `runc`. Defaults to `nvidia` when the
+	// container toolkit is installed, else `runc`.
+	DefaultRuntime string `mapstructure:"default_runtime"`
+	// Enable the Container Device Interface in containerd's CRI plugin.
+	CDI bool `mapstructure:"cdi"`
+	// The exact package version of containerd to install and hold. Empty
+	// installs the distribution's version, held but not pinned.
+	Version string `mapstructure:"version"`
+}
+
+// Hold lists what apt must never upgrade on the image.
+type Hold struct {
+	// Hold the target kernel (linux-image-<target_kernel>, and its headers
+	// when installed). Requires target_kernel.
+	Kernel bool `mapstructure:"kernel"`
+	// More installed packages to hold. Pinned packages are always held.
+	Packages []string `mapstructure:"packages"`
+}
+
+// NGCImage is a container base image, pinned by digest.
+type NGCImage struct {
+	// The image reference: `registry/repository:tag` or
+	// `registry/repository@sha256:<digest>`, such as
+	// `nvcr.io/nvidia/pytorch:24.08-py3`.
+	Ref string `mapstructure:"ref" required:"true"`
+	// The manifest digest, `sha256:<64 hex>`. Required unless ref carries it;
+	// a tag alone is refused.
+	Digest string `mapstructure:"digest"`
+}
+
+// Distro names the target's distribution.
+type Distro struct {
+	// `ubuntu` or `debian`. Empty: read from the target's /etc/os-release.
+	ID string `mapstructure:"id"`
+	// `22.04`, `24.04` or `12`.
+	VersionID string `mapstructure:"version_id"`
+	// `jammy`, `noble` or `bookworm`.
+	Codename string `mapstructure:"codename"`
+}
+
+// Keyrings holds the expected digests of what establishes trust in NVIDIA's
+// repositories. Both are checked before anything is installed from them.
+type Keyrings struct {
+	// The sha256 of cuda-keyring_1.1-1_all.deb. Required for the cuda-repo
+	// source.
+	CUDAKeyring string `mapstructure:"cuda_keyring"`
+	// The sha256 of the container toolkit's ASCII-armored GPG key (before
+	// dearmoring). Required when container_toolkit is set.
+	ContainerToolkitKey string `mapstructure:"container_toolkit_key"`
+}
+
+// ManifestConfig is what the baked manifest records about the build.
+type ManifestConfig struct {
+	// The template that built the image, such as `ubuntu-22.04-gpu`.
+	Template string `mapstructure:"template"`
+	// The package mirror the rootfs came from.
+	Mirror string `mapstructure:"mirror"`
+	// The archive snapshot the rootfs came from, if any.
+	Snapshot string `mapstructure:"snapshot"`
+	// The version of this plugin, recorded in the manifest.
+	PluginVersion string `mapstructure:"plugin_version"`
+	// The digest of the policy pack the image is to pass, if known.
+	PolicyDigest string `mapstructure:"policy_digest"`
+	// Do not write /etc/gpuhost/manifest.json.
+	Skip bool `mapstructure:"skip"`
+}
+
+// Config is the configuration of the gpuhost-gpu provisioner.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// The NVIDIA driver.
+	Driver Driver `mapstructure:"driver" required:"true"`
+	// The CUDA toolkit.
+	CUDA CUDA `mapstructure:"cuda"`
+	// The NVIDIA container toolkit.
+	ContainerToolkit ContainerToolkit `mapstructure:"container_toolkit"`
+	// Install and enable NVIDIA Fabric Manager (NVSwitch systems), at the
+	// driver's version.
+	FabricManager bool `mapstructure:"fabric_manager"`
+	// Enable nvidia-persistenced, so that the driver stays loaded between
+	// jobs.
+	Persistenced bool `mapstructure:"persistenced"`
+	// Boot with the unified cgroup v2 hierarchy
+	// (systemd.unified_cgroup_hierarchy=1 on the kernel command line).
+	CgroupV2 bool `mapstructure:"cgroup_v2"`
+	// containerd and its nvidia runtime.
+	Containerd Containerd `mapstructure:"containerd"`
+	// Packages to hold besides the pins.
+	Hold Hold `mapstructure:"hold"`
+	// Mask unattended-upgrades and the apt-daily timers, so that nothing
+	// changes the image's packages behind the manifest.
+	DisableUnattendedUpgrades bool `mapstructure:"disable_unattended_upgrades"`
+	// NGC base images to pre-seed, each pinned by digest.
+	NGCImages []NGCImage `mapstructure:"ngc_images"`
+	// The target's distribution. Read from the target when empty.
+	Distro Distro `mapstructure:"distro"`
+	// The kernel release the image boots, such as `6.8.0-45-generic`. DKMS
+	// builds for it (never for the build host's `uname -r`), and hold.kernel
+	// holds it. When empty and needed, the provisioner takes the only
+	// directory under the target's /lib/modules.
+	TargetKernel string `mapstructure:"target_kernel"`
+	// Expected digests of NVIDIA's repository keys.
+	KeyringSHA256 Keyrings `mapstructure:"keyring_sha256"`
+	// What the baked manifest records about the build.
+	Manifest ManifestConfig `mapstructure:"manifest"`
+	// How to run a script on the target; `{{.Path}}` is the script. Defaults
+	// to `sh '{{.Path}}'`. Over SSH as a non-root user use
+	// `sudo -n sh '{{.Path}}'`.
+	ExecuteCommand string `mapstructure:"execute_command"`
+	// Where scripts and the manifest are staged on the target. Defaults to
+	// `/tmp`.
+	RemoteFolder string `mapstructure:"remote_folder"`
+
+	ctx interpolate.Context
+}
+
+// ToolkitPackages are the container toolkit's packages; they are pinned and
+// held together because holding only some lets apt split the set.
+var ToolkitPackages = []string{
+	"nvidia-container-toolkit",
+	"nvidia-container-toolkit-base",
+	"libnvidia-container-tools",
+	"libnvidia-container1",
+}
+
+// Decode reads raw provisioner configuration (HCL values from Packer, or
+// plain maps decoded from JSON) the way Packer does, applies defaults and
+// validates. Every problem is reported at once.
+func Decode(raws ...interface{}) (*Config, error) {
+	var c Config
+	err := config.Decode(&c, &config.DecodeOpts{
+		PluginType:         "gpuhost-gpu",
+		Interpolate:        true,
+		InterpolateContext: &c.ctx,
+		InterpolateFilter:  &interpolate.RenderFilter{Exclude: []string{"execute_command"}},
+	}, raws...)
+	if err != nil {
+		return nil, err
+	}
+	c.defaults()
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return &c, nil
+}
+
+// configError lists every problem of a configuration, one a line.
+type configError []string
+
+func (e configError) Error() string {
+	return "invalid gpuhost-gpu configuration:\n  " + strings.Join(e, "\n  ")
+}
+
+func joinErrors(errs []string) error { return configError(errs) }
+
+func (c *Config) defaults() {
+	if c.Driver.Source == "" {
+		c.Driver.Source = SourceCUDARepo
+	}
+	if c.Driver.Flavor == "" {
+		// NVIDIA recommends the open modules; Canonical's precompiled
+		// server modules and Debian's userspace default to proprietary.
+		if c.Driver.Source == SourceCUDARepo {
+			c.Driver.Flavor = FlavorOpen
+		} else {
+			c.Driver.Flavor = FlavorProprietary
+		}
+	}
+	if c.Driver.Branch == "" {
+		c.Driver.Branch = upstreamBranch(c.Driver.Version)
+	}
+	if c.Containerd.SystemdCgroup == config.TriUnset {
+		c.Containerd.SystemdCgroup = config.TriTrue
+	}
+	if c.Containerd.DefaultRuntime == "" {
+		if c.ContainerToolkit.Version != "" {
+			c.Containerd.DefaultRuntime = "nvidia"
+		} else {
+			c.Containerd.DefaultRuntime = "runc"
+		}
+	}
+	if c.ExecuteCommand == "" {
+		c.ExecuteCommand = "sh '{{.Path}}'"
+	}
+	if c.RemoteFolder == "" {
+		c.RemoteFolder = "/tmp"
+	}
+}
+
+var (
+	// debVersion is a Debian version without shell metacharacters: the plan
+	// quotes it, but a version never needs anything else.
+	debVersion  = regexp.MustCompile(`^([0-9]+:)?[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$`)
+	pkgName     = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]+$`)
+	branchRe    = regexp.MustCompile(`^[0-9]{3}$`)
+	sha256Re    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	digestRe    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	kernelRe    = regexp.MustCompile(`^[0-9]+\.[0-9]+[A-Za-z0-9.+_~-]*$`)
+	cudaRe      = regexp.MustCompile(`^([0-9]+)\.([0-9]+)(\.[0-9]+)?(-[A-Za-z0-9.+~]+)?$`)
+	wordRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9.~-]*$`)
+	remoteDirRe = regexp.MustCompile(`^/[A-Za-z0-9._/-]*$`)
+	// refRe is registry/repository[:tag][@sha256:hex]; the registry part
+	// must look like a host so that a bare "ubuntu:22.04" (which a runtime
+	// would resolve against a default registry) is refused.
+	refRe = regexp.MustCompile(`^([a-z0-9.-]+\.[a-z0-9.-]+|localhost)(:[0-9]+)?/[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
+)
+
+// upstreamBranch returns the branch of a driver version: the digits before
+// the first dot, after any epoch.
+func upstreamBranch(v string) string {
+	if i := strings.Index(v, ":"); i >= 0 {
+		v = v[i+1:]
+	}
+	b, _, _ := strings.Cut(v, ".")
+	return b
+}
+
+// upstreamVersion strips the epoch and the Debian revision: 580.95.05.
+func upstreamVersion(v string) string {
+	if i := strings.Index(v, ":"); i >= 0 {
+		v = v[i+1:]
+	}
+	if i := strings.LastIndex(v, "-"); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+func (c *Config) validate() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+
+	d := c.Driver
+	switch {
+	case d.Version == "":
+		add("driver.version: required")
+	case !debVersion.MatchString(d.Version):
+		add("driver.version: %q is not a package version", d.Version)
+	}
+	switch d.Source {
+	case SourceCUDARepo, SourceUbuntuArchive, SourceDebian:
+	default:
+		add("driver.source: %q is not one of cuda-repo, ubuntu-archive, debian", d.Source)
+	}
+	switch d.Flavor {
+	case FlavorOpen, FlavorProprietary:
+	default:
+		add("driver.flavor: %q is not one of open, proprietary", d.Flavor)
+	}
+	if !branchRe.MatchString(d.Branch) {
+		add("driver.branch: %q is not a driver branch such as 535", d.Branch)
+	} else if d.Version != "" && upstreamBranch(d.Version) != d.Branch {
+		add("driver.branch: %s does not match driver.version %s", d.Branch, d.Version)
+	}
+	if d.PersistencedVersion != "" {
+		if d.Source != SourceDebian {
+			add("driver.persistenced_version: only the debian source packages nvidia-persistenced apart from the driver")
+		} else if !debVersion.MatchString(d.PersistencedVersion) {
+			add("driver.persistenced_version: %q is not a package version", d.PersistencedVersion)
+		}
+	}
+
+	if v := c.CUDA.Version; v != "" && !cudaRe.MatchString(v) {
+		add("cuda.version: %q is not a CUDA version such as 12.8 or 12.8.1-1", v)
+	}
+	tk := c.ContainerToolkit.Version
+	if tk != "" && !debVersion.MatchString(tk) {
+		add("container_toolkit.version: %q is not a package version", tk)
+	}
+	if tk == "" && d.Source != SourceDebian {
+		add("container_toolkit.version: required (only the debian source may go without the toolkit)")
+	}
+	if d.Source == SourceCUDARepo {
+		if c.KeyringSHA256.CUDAKeyring == "" {
+			add("keyring_sha256.cuda_keyring: required for the cuda-repo source: the sha256 of cuda-keyring_1.1-1_all.deb")
+		}
+	}
+	if h := c.KeyringSHA256.CUDAKeyring; h != "" && !sha256Re.MatchString(h) {
+		add("keyring_sha256.cuda_keyring: %q is not 64 lower-case hex digits", h)
+	}
+	if tk != "" && c.KeyringSHA256.ContainerToolkitKey == "" {
+		add("keyring_sha256.container_toolkit_key: required with container_toolkit: the sha256 of the toolkit's GPG key")
+	}
+	if h := c.KeyringSHA256.ContainerToolkitKey; h != "" && !sha256Re.MatchString(h) {
+		add("keyring_sha256.container_toolkit_key: %q is not 64 lower-case hex digits", h)
+	}
+	if c.FabricManager && d.Source == SourceDebian {
+		add("fabric_manager: the debian source has no fabric manager package")
+	}
+	if d.Source == SourceDebian && c.CUDA.Version != "" && strings.Count(c.CUDA.Version, "-") == 0 {
+		add("cuda.version: the debian source needs the exact nvidia-cuda-toolkit version, such as 11.8.89~11.8.0-5~deb12u1")
+	}
+
+	switch c.Containerd.DefaultRuntime {
+	case "runc":
+	case "nvidia":
+		if tk == "" {
+			add("containerd.default_runtime: nvidia needs container_toolkit")
+		}
+	default:
+		add("containerd.default_runtime: %q is not one of nvidia, runc", c.Containerd.DefaultRuntime)
+	}
+	if v := c.Containerd.Version; v != "" && !debVersion.MatchString(v) {
+		add("containerd.version: %q is not a package version", v)
+	}
+
+	for i, p := range c.Hold.Packages {
+		if !pkgName.MatchString(p) {
+			add("hold.packages[%d]: %q is not a package name", i, p)
+		}
+	}
+	if c.TargetKernel != "" && !kernelRe.MatchString(c.TargetKernel) {
+		add("target_kernel: %q is not a kernel release", c.TargetKernel)
+	}
+
+	for i, img := range c.NGCImages {
+		if err := img.check(); err != "" {
+			add("ngc_images[%d]: %s", i, err)
+		}
+	}
+
+	if id := c.Distro.ID; id != "" {
+		errs = append(errs, c.validateDistro()...)
+	}
+	for _, s := range []struct{ field, v string }{
+		{"distro.version_id", c.Distro.VersionID},
+		{"distro.codename", c.Distro.Codename},
+	} {
+		if s.v != "" && !wordRe.MatchString(s.v) {
+			add("%s: %q has characters a release name never has", s.field, s.v)
+		}
+	}
+	if !remoteDirRe.MatchString(c.RemoteFolder) {
+		add("remote_folder: %q must be an absolute path of plain characters", c.RemoteFolder)
+	}
+	if !strings.Contains(c.ExecuteCommand, "{{.Path}}") {
+		add("execute_command: must contain {{.Path}}")
+	}
+	for _, s := range []struct{ field, v string }{
+		{"manifest.template", c.Manifest.Template},
+		{"manifest.mirror", c.Manifest.Mirror},
+		{"manifest.snapshot", c.Manifest.Snapshot},
+		{"manifest.plugin_version", c.Manifest.PluginVersion},
+		{"manifest.policy_digest", c.Manifest.PolicyDigest},
+	} {
+		if strings.ContainsAny(s.v, "\x00\n\r") {
+			add("%s: control characters are not allowed", s.field)
+		}
+	}
+	return errs
+}
+
+// validateDistro checks what depends on the distribution. It runs again in
+// Provision once the distribution has been read from the target.
+func (c *Config) validateDistro() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	src := c.Driver.Source
+	switch c.Distro.ID {
+	case "ubuntu":
+		if src == SourceDebian {
+			add("driver.source: debian needs distro.id debian, not ubuntu")
+		}
+		if src == SourceCUDARepo {
+			if _, ok := cudaRepoDistro[c.Distro.VersionID]; !ok {
+				add("distro.version_id: %q has no CUDA repository here; want one of 22.04, 24.04", c.Distro.VersionID)
+			}
+		}
+	case "debian":
+		if src != SourceDebian {
+			add("driver.source: %s needs distro.id ubuntu; use source debian on debian", src)
+		}
+		if c.Distro.VersionID != "" && c.Distro.VersionID != "12" {
+			add("distro.version_id: %q: the debian source is checked on debian 12 only", c.Distro.VersionID)
+		}
+	default:
+		add("distro.id: %q is not one of ubuntu, debian", c.Distro.ID)
+	}
+	return errs
+}
+
+// cudaRepoDistro maps Ubuntu releases onto NVIDIA's repository names.
+var cudaRepoDistro = map[string]string{
+	"22.04": "ubuntu2204",
+	"24.04": "ubuntu2404",
+}
+
+func (n NGCImage) check() string {
+	if n.Ref == "" {
+		return "ref: required"
+	}
+	if !refRe.MatchString(n.Ref) {
+		return fmt.Sprintf("ref: %q is not registry/repository:tag or registry/repository@sha256:<digest>", n.Ref)
+	}
+	_, inRef, hasRefDigest := strings.Cut(n.Ref, "@")
+	if n.Digest != "" && !digestRe.MatchString(n.Digest) {
+		return fmt.Sprintf("digest: %q is not sha256:<64 hex>", n.Digest)
+	}
+	if !hasRefDigest && n.Digest == "" {
+		return fmt.Sprintf("pin ngc image %s by digest", n.Ref)
+	}
+	if hasRefDigest && n.Digest != "" && inRef != n.Digest {
+		return fmt.Sprintf("digest: %s does not match the digest in ref %s", n.Digest, n.Ref)
+	}
+	return ""
+}
+
+// PinnedDigest returns the image's digest, from digest or from ref.
+func (n NGCImage) PinnedDigest() string {
+	if n.Digest != "" {
+		return n.Digest
+	}
+	_, d, _ := strings.Cut(n.Ref, "@")
+	return d
+}
+
+// branchNumber is the driver branch as a number (0 when malformed, which
+// validation has already reported).
+func (c *Config) branchNumber() int {
+	n, _ := strconv.Atoi(c.Driver.Branch)
+	return n
+}
+
+// sortedUnique sorts names and drops repeats.
+func sortedUnique(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	j := 0
+	for i, n := range out {
+		if i == 0 || n != out[j-1] {
+			out[j] = n
+			j++
+		}
+	}
+	return out[:j]
+}
+
+// DecodeJSON decodes a provisioner configuration written as JSON (the
+// provisioner block's fields, as in a Packer JSON template), exactly as
+// Prepare decodes HCL.
+func DecodeJSON(data []byte) (*Config, error) {
+	var raw map[string]interface{}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, errors.New("the configuration is not a JSON object")
+	}
+	return Decode(raw)
+}

@@ -1,0 +1,208 @@
+package gpu
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+func TestDecodeListsEveryProblem(t *testing.T) {
+	_, err := DecodeJSON([]byte(`{
+		"driver": {"version": "580.95.05-1; rm -rf /", "source": "ppa", "flavor": "closed", "branch": "550"},
+		"cuda": {"version": "twelve"},
+		"containerd": {"default_runtime": "crun"},
+		"hold": {"packages": ["Bad Name"]},
+		"ngc_images": [
+			{"ref": "nvcr.io/nvidia/pytorch:24.08-py3"},
+			{"ref": "pytorch:latest", "digest": "sha256:00"},
+			{"ref": "nvcr.io/nvidia/cuda@sha256:` + strings.Repeat("a", 64) + `", "digest": "sha256:` + strings.Repeat("b", 64) + `"}
+		],
+		"distro": {"id": "fedora"},
+		"target_kernel": "$(reboot)",
+		"keyring_sha256": {"cuda_keyring": "ABC"},
+		"execute_command": "sh script"
+	}`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`driver.version: "580.95.05-1; rm -rf /" is not a package version`,
+		`driver.source: "ppa" is not one of cuda-repo, ubuntu-archive, debian`,
+		`driver.flavor: "closed" is not one of open, proprietary`,
+		`cuda.version: "twelve" is not a CUDA version`,
+		`container_toolkit.version: required`,
+		`keyring_sha256.cuda_keyring: "ABC" is not 64 lower-case hex digits`,
+		`containerd.default_runtime: "crun" is not one of nvidia, runc`,
+		`hold.packages[0]: "Bad Name" is not a package name`,
+		`target_kernel: "$(reboot)" is not a kernel release`,
+		`ngc_images[0]: pin ngc image nvcr.io/nvidia/pytorch:24.08-py3 by digest`,
+		`ngc_images[1]: ref: "pytorch:latest" is not registry/repository:tag`,
+		`ngc_images[2]: digest: sha256:bbbb`,
+		`distro.id: "fedora" is not one of ubuntu, debian`,
+		`execute_command: must contain {{.Path}}`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in:\n%s", want, msg)
+		}
+	}
+	for _, line := range strings.Split(msg, "\n")[1:] {
+		line = strings.TrimSpace(line)
+		if line != "" && strings.ToLower(line[:1]) != line[:1] {
+			t.Errorf("message not in lower case: %q", line)
+		}
+	}
+}
+
+func TestDecodeRejectsUnknownFields(t *testing.T) {
+	if _, err := DecodeJSON([]byte(`{"driver": {"version": "535.261.03-1", "source": "debian"}, "drivr": {}}`)); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+}
+
+func TestDecodeDefaults(t *testing.T) {
+	cfg, err := DecodeJSON([]byte(`{"driver": {"version": "535.261.03-1", "source": "debian"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver.Branch != "535" || cfg.Driver.Flavor != FlavorProprietary || cfg.Containerd.DefaultRuntime != "runc" ||
+		!cfg.Containerd.SystemdCgroup.True() || cfg.ExecuteCommand != "sh '{{.Path}}'" || cfg.RemoteFolder != "/tmp" {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	cfg, err = DecodeJSON([]byte(`{"driver": {"version": "580.95.05-0ubuntu1"}, "container_toolkit": {"version": "1.17.8-1"},
+		"keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Driver.Source != SourceCUDARepo || cfg.Driver.Flavor != FlavorOpen || cfg.Containerd.DefaultRuntime != "nvidia" {
+		t.Errorf("cuda-repo defaults: %+v", cfg.Driver)
+	}
+}
+
+func TestDistroMismatch(t *testing.T) {
+	_, err := DecodeJSON([]byte(`{"driver": {"version": "535.261.03-1", "source": "debian"}, "distro": {"id": "ubuntu", "version_id": "22.04"}}`))
+	if err == nil || !strings.Contains(err.Error(), "driver.source: debian needs distro.id debian") {
+		t.Errorf("err = %v", err)
+	}
+	_, err = DecodeJSON([]byte(`{"driver": {"version": "580.95.05-0ubuntu1"}, "container_toolkit": {"version": "1.17.8-1"},
+		"keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"},
+		"distro": {"id": "ubuntu", "version_id": "20.04"}}`))
+	if err == nil || !strings.Contains(err.Error(), `distro.version_id: "20.04" has no CUDA repository`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestNGCImageDigestInRef(t *testing.T) {
+	img := NGCImage{Ref: "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("c", 64)}
+	if msg := img.check(); msg != "" {
+		t.Fatal(msg)
+	}
+	if img.PinnedDigest() != "sha256:"+strings.Repeat("c", 64) {
+		t.Errorf("digest %q", img.PinnedDigest())
+	}
+}
+
+func TestConfigSpecCoversEveryField(t *testing.T) {
+	var p Provisioner
+	spec := p.ConfigSpec()
+	for _, key := range []string{"driver", "cuda", "container_toolkit", "fabric_manager", "persistenced", "cgroup_v2",
+		"containerd", "hold", "disable_unattended_upgrades", "ngc_images", "distro", "target_kernel", "keyring_sha256", "manifest"} {
+		if _, ok := spec[key]; !ok {
+			t.Errorf("HCL2 spec lacks %s", key)
+		}
+	}
+}
+
+func TestListRemoteRefusesUnaskedFiles(t *testing.T) {
+	comm := &packersdk.MockCommunicator{StartStdout: "/var/lib/dpkg/status\n/etc/shadow\n"}
+	if _, err := listRemote(t.Context(), comm); err == nil || !strings.Contains(err.Error(), "/etc/shadow") {
+		t.Errorf("err = %v", err)
+	}
+	comm = &packersdk.MockCommunicator{StartStdout: "/etc/containerd/conf.d/../../shadow.toml\n"}
+	if _, err := listRemote(t.Context(), comm); err == nil {
+		t.Error("an unclean path was accepted")
+	}
+	comm = &packersdk.MockCommunicator{StartStdout: "/var/lib/dpkg/status\n/etc/modprobe.d/nvidia.conf\n"}
+	names, err := listRemote(t.Context(), comm)
+	if err != nil || len(names) != 2 {
+		t.Errorf("names %v, err %v", names, err)
+	}
+}
+
+// findSDC returns packer-sdc, which this module cannot build itself (its
+// dependencies are outside go.sum); the tools module builds it into bin/.
+func findSDC(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PACKER_SDC"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("packer-sdc"); err == nil {
+		return p
+	}
+	p, _ := filepath.Abs(filepath.Join("..", "..", "bin", "packer-sdc"))
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("packer-sdc not found (set PACKER_SDC or build it into bin/); generated files not checked")
+	}
+	return p
+}
+
+// TestGeneratedFilesAreFresh regenerates the HCL2 spec and the docs into a
+// temporary directory and compares them with the committed files.
+func TestGeneratedFilesAreFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs packer-sdc")
+	}
+	sdc := findSDC(t)
+
+	// mapstructure-to-hcl2 type-checks the package, so the copy lives in
+	// the module, in a directory the go tool's ./... patterns skip.
+	tmp, err := os.MkdirTemp(".", "_sdccheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	for _, f := range []string{"config.go", "plan.go", "provisioner.go", "plan.sh.tmpl", "config.hcl2spec.go"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(sdc, "mapstructure-to-hcl2", "-type", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig")
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOFILE=config.go", "GOPACKAGE=gpu")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("packer-sdc: %v\n%s", err, out)
+	}
+	fresh, err := os.ReadFile(filepath.Join(tmp, "config.hcl2spec.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, _ := os.ReadFile("config.hcl2spec.go")
+	if string(fresh) != string(committed) {
+		t.Error("config.hcl2spec.go is stale: run go generate ./builder/gpu")
+	}
+	if !strings.HasPrefix(string(committed), "// Code generated by \"packer-sdc mapstructure-to-hcl2\"; DO NOT EDIT.") {
+		t.Error("config.hcl2spec.go lost its DO NOT EDIT header")
+	}
+
+	docs := filepath.Join(t.TempDir(), "provisioner-gpu.mdx")
+	gen := exec.Command("go", "run", "./internal/gendocs", "-sdc", sdc, "-out", docs)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("gendocs: %v\n%s", err, out)
+	}
+	freshDocs, err := os.ReadFile(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committedDocs, _ := os.ReadFile(filepath.Join("..", "..", "docs", "provisioner-gpu.mdx"))
+	if string(freshDocs) != string(committedDocs) {
+		t.Error("docs/provisioner-gpu.mdx is stale: run go generate ./builder/gpu")
+	}
+}

@@ -1,0 +1,244 @@
+package gpu
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// planCases are the golden plans: testdata/cases/<name>.json renders to
+// testdata/golden/plan-<name>.sh.
+var planCases = []string{
+	"ubuntu-22.04-cuda-repo-open-580",
+	"ubuntu-24.04-cuda-repo-proprietary-550",
+	"ubuntu-22.04-ubuntu-archive-535",
+	"debian-12-debian-535",
+}
+
+func loadCase(t *testing.T, name string) *Config {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "cases", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := DecodeJSON(data)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return cfg
+}
+
+func renderCase(t *testing.T, name string) string {
+	t.Helper()
+	plan, err := RenderPlan(*loadCase(t, name))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return plan
+}
+
+func TestPlanGolden(t *testing.T) {
+	for _, name := range planCases {
+		t.Run(name, func(t *testing.T) {
+			got := renderCase(t, name)
+			golden := filepath.Join("testdata", "golden", "plan-"+name+".sh")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("plan differs from %s; run go test ./builder/gpu -update and review the diff", golden)
+			}
+			// The same configuration renders the same bytes.
+			if again := renderCase(t, name); again != got {
+				t.Error("RenderPlan is not deterministic")
+			}
+		})
+	}
+}
+
+func TestPlanGoldenSyntax(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, name := range planCases {
+		golden := filepath.Join("testdata", "golden", "plan-"+name+".sh")
+		out, err := exec.Command(sh, "-n", golden).CombinedOutput()
+		if err != nil {
+			t.Errorf("sh -n %s: %v\n%s", golden, err, out)
+		}
+	}
+}
+
+func lines(plan string) []string { return strings.Split(plan, "\n") }
+
+func hasLine(plan, line string) bool {
+	for _, l := range lines(plan) {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPlanUbuntu2204HoldsDriverAndAllToolkitPackages(t *testing.T) {
+	plan := renderCase(t, "ubuntu-22.04-cuda-repo-open-580")
+	var hold string
+	for _, l := range lines(plan) {
+		if strings.HasPrefix(l, "apt-mark hold ") {
+			hold = l
+			break
+		}
+	}
+	if hold == "" {
+		t.Fatal("no apt-mark hold line")
+	}
+	for _, pkg := range append([]string{"nvidia-driver-580-open", "nvidia-driver-pinning-580.95.05", "cuda-toolkit-12-8", "linux-image-5.15.0-153-generic"}, ToolkitPackages...) {
+		if !strings.Contains(hold, " '"+pkg+"'") {
+			t.Errorf("apt-mark hold does not hold %s: %s", pkg, hold)
+		}
+	}
+	for _, pkg := range ToolkitPackages {
+		if !strings.Contains(plan, "'"+pkg+"=1.17.8-1'") {
+			t.Errorf("%s is not installed at the pinned version", pkg)
+		}
+		if !hasLine(plan, "pin_check '"+pkg+"' '1.17.8-1'") {
+			t.Errorf("%s is not verified", pkg)
+		}
+	}
+	if !strings.Contains(plan, "'nvidia-driver-580-open=580.95.05-0ubuntu1'") {
+		t.Error("driver not installed at its pinned version")
+	}
+}
+
+func TestPlanOrderAndSafety(t *testing.T) {
+	for _, name := range planCases {
+		plan := renderCase(t, name)
+		if !strings.Contains(plan, "\nset -eu\n") {
+			t.Errorf("%s: no set -eu", name)
+		}
+		for _, l := range lines(plan) {
+			if strings.Contains(l, "uname") && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				t.Errorf("%s: the plan must never ask uname for the kernel: %s", name, l)
+			}
+		}
+		if i, j := strings.Index(plan, "step \"hold\""), strings.Index(plan, "step \"verify pins\""); i < 0 || j < i {
+			t.Errorf("%s: hold must come before verify", name)
+		}
+	}
+	plan := renderCase(t, "ubuntu-22.04-cuda-repo-open-580")
+	fetch := strings.Index(plan, "fetch \"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/$cuda_arch/cuda-keyring_1.1-1_all.deb\"")
+	install := strings.Index(plan, "dpkg -i \"$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb\"")
+	if fetch < 0 || install < fetch {
+		t.Error("the keyring must be fetched (and its sha256 checked) before dpkg -i")
+	}
+	if !hasLine(plan, "dkms autoinstall -k '5.15.0-153-generic'") {
+		t.Error("DKMS is not built for target_kernel")
+	}
+	if !strings.Contains(plan, "signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg") {
+		t.Error("toolkit repository is not signed-by its keyring")
+	}
+	if !hasLine(plan, "nvidia-ctk runtime configure --runtime=containerd --set-as-default --cdi.enabled") {
+		t.Error("nvidia-ctk is not run with --set-as-default --cdi.enabled")
+	}
+	if !hasLine(plan, "mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer") {
+		t.Error("unattended upgrades not masked")
+	}
+	if !strings.Contains(plan, "systemd.unified_cgroup_hierarchy=1") {
+		t.Error("no cgroup v2 kernel argument")
+	}
+
+	p550 := renderCase(t, "ubuntu-24.04-cuda-repo-proprietary-550")
+	if !strings.Contains(p550, "'cuda-drivers-550=550.163.01-0ubuntu1'") || !strings.Contains(p550, "/ubuntu2404/") {
+		t.Error("550 proprietary plan does not install cuda-drivers-550 from ubuntu2404")
+	}
+	if strings.Contains(p550, "--set-as-default") {
+		t.Error("runc default must not set nvidia as default")
+	}
+
+	arch := renderCase(t, "ubuntu-22.04-ubuntu-archive-535")
+	for _, want := range []string{
+		"'nvidia-headless-no-dkms-535-server=535.247.01-0ubuntu0.22.04.1'",
+		"'nvidia-utils-535-server=535.247.01-0ubuntu0.22.04.1'",
+		"'linux-modules-nvidia-535-server-5.15.0-153-generic'",
+		"'nvidia-fabricmanager-535=535.247.01-0ubuntu0.22.04.1'",
+	} {
+		if !strings.Contains(arch, want) {
+			t.Errorf("ubuntu-archive plan lacks %s", want)
+		}
+	}
+	if strings.Contains(arch, "dkms autoinstall") || strings.Contains(arch, "cuda-keyring") {
+		t.Error("ubuntu-archive plan must not use DKMS or the CUDA repository")
+	}
+
+	deb := renderCase(t, "debian-12-debian-535")
+	for _, want := range []string{
+		"apt_install 'libnvidia-ml1=535.261.03-1' 'nvidia-smi=535.261.03-1' 'nvidia-persistenced=535.171.04-1~deb12u1'",
+		"pin_check 'nvidia-smi' '535.261.03-1'",
+		"enable_unit 'nvidia-persistenced.service'",
+		"apt_install 'containerd'",
+	} {
+		if !hasLine(deb, want) {
+			t.Errorf("debian plan lacks line %q", want)
+		}
+	}
+	for _, bad := range []string{"nvidia.github.io", "nvidia-ctk", "dkms", "cuda-keyring", "curl"} {
+		if strings.Contains(deb, bad) {
+			t.Errorf("debian plan without a toolkit mentions %s", bad)
+		}
+	}
+	if !strings.Contains(deb, "non-free-firmware") {
+		t.Error("debian plan does not enable non-free-firmware")
+	}
+}
+
+func TestPlanNeedsDistroAndKernel(t *testing.T) {
+	cfg := loadCase(t, "ubuntu-22.04-cuda-repo-open-580")
+	c := *cfg
+	c.Distro = Distro{}
+	if _, err := RenderPlan(c); err == nil || !strings.Contains(err.Error(), "distro.id") {
+		t.Errorf("no distro: err = %v", err)
+	}
+	c = *cfg
+	c.TargetKernel = ""
+	if _, err := RenderPlan(c); err == nil || !strings.Contains(err.Error(), "target_kernel") {
+		t.Errorf("no kernel: err = %v", err)
+	}
+}
+
+func TestPlanNeverCarriesSecrets(t *testing.T) {
+	t.Setenv("NGC_API_KEY", "nvapi-supersecret")
+	t.Setenv("NGC_CLI_API_KEY", "nvapi-supersecret")
+	for _, name := range planCases {
+		if strings.Contains(renderCase(t, name), "supersecret") {
+			t.Errorf("%s: the plan carries an environment secret", name)
+		}
+	}
+}
+
+func TestPlanBranch590UsesUnsuffixedNames(t *testing.T) {
+	cfg := loadCase(t, "ubuntu-22.04-cuda-repo-open-580")
+	cfg.Driver.Version = "590.44.01-1"
+	cfg.Driver.Branch = "590"
+	plan, err := RenderPlan(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "'nvidia-open=590.44.01-1'") || !strings.Contains(plan, "'nvidia-fabricmanager=590.44.01-1'") {
+		t.Error("branch 590 must use nvidia-open and nvidia-fabricmanager")
+	}
+	if !strings.Contains(plan, "'nvidia-driver-pinning-590.44.01'") {
+		t.Error("branch 590 must install the pinning package")
+	}
+}

@@ -1,0 +1,425 @@
+package gpu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/internal/manifest"
+)
+
+// Provisioner is the Packer provisioner "gpuhost-gpu".
+type Provisioner struct {
+	config Config
+	// now is the clock for the manifest's build time; tests replace it.
+	now func() time.Time
+}
+
+var _ packersdk.Provisioner = (*Provisioner)(nil)
+
+// ConfigSpec returns the HCL2 spec of Config.
+func (p *Provisioner) ConfigSpec() hcldec.ObjectSpec {
+	return p.config.FlatMapstructure().HCL2Spec()
+}
+
+// Prepare decodes and validates the configuration; every problem is listed.
+func (p *Provisioner) Prepare(raws ...interface{}) error {
+	c, err := Decode(raws...)
+	if err != nil {
+		return err
+	}
+	p.config = *c
+	return nil
+}
+
+const (
+	planName           = "gpuhost-gpu-plan.sh"
+	manifestStageName  = "gpuhost-gpu-manifest.json"
+	manifestScriptName = "gpuhost-gpu-manifest.sh"
+	// maxProbeOutput bounds what a small probe command may print: the
+	// target is not trusted to stop talking.
+	maxProbeOutput = 1 << 20
+	// maxDownload bounds each file fetched for the manifest.
+	maxDownload = 64 << 20
+)
+
+// Provision resolves the distribution and kernel when the configuration left
+// them out, renders the plan, uploads and runs it, and writes the manifest.
+func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
+	cfg := p.config
+	if cfg.Distro.ID == "" {
+		d, err := detectDistro(ctx, comm)
+		if err != nil {
+			return err
+		}
+		cfg.Distro = d
+		ui.Say(fmt.Sprintf("gpuhost-gpu: target is %s %s (%s)", d.ID, d.VersionID, d.Codename))
+	}
+	if cfg.needsKernel() && cfg.TargetKernel == "" {
+		k, err := detectKernel(ctx, comm)
+		if err != nil {
+			return err
+		}
+		cfg.TargetKernel = k
+		ui.Say("gpuhost-gpu: target kernel is " + k)
+	}
+	if errs := cfg.validate(); len(errs) > 0 {
+		return joinErrors(errs)
+	}
+	plan, err := RenderPlan(cfg)
+	if err != nil {
+		return err
+	}
+	planPath := path.Join(cfg.RemoteFolder, planName)
+	if err := comm.Upload(planPath, strings.NewReader(plan), nil); err != nil {
+		return fmt.Errorf("uploading the plan to %s: %w", planPath, err)
+	}
+	ui.Say("gpuhost-gpu: running the plan (" + planPath + ")")
+	if err := runScript(ctx, ui, comm, &cfg, planPath, "start"); err != nil {
+		return err
+	}
+	if cfg.Manifest.Skip {
+		return nil
+	}
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	ui.Say("gpuhost-gpu: writing " + manifest.Path)
+	return writeManifest(ctx, ui, comm, &cfg, now())
+}
+
+// runScript runs an uploaded script through execute_command, streams its
+// output to ui and names the step that failed. The script is removed after.
+func runScript(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, cfg *Config, scriptPath, firstStep string) error {
+	ictx := cfg.ctx
+	ictx.Data = struct{ Path string }{Path: scriptPath}
+	command, err := interpolate.Render(cfg.ExecuteCommand, &ictx)
+	if err != nil {
+		return fmt.Errorf("execute_command: %w", err)
+	}
+	steps := &stepTracker{step: firstStep}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: steps, Stderr: steps}
+	if err := cmd.RunWithUi(ctx, comm, ui); err != nil {
+		return fmt.Errorf("running %s: %w", scriptPath, err)
+	}
+	code := cmd.ExitStatus()
+	// Best effort: a leftover script in /tmp is no reason to fail a build
+	// that has succeeded, and a failed build is reported for its own cause.
+	_, _, _ = probe(ctx, comm, "rm -f '"+scriptPath+"'")
+	if code != 0 {
+		return fmt.Errorf("gpuhost-gpu: step %q failed (exit %d)", steps.last(), code)
+	}
+	return nil
+}
+
+// stepTracker remembers the last step marker the plan printed.
+type stepTracker struct {
+	mu   sync.Mutex
+	buf  []byte
+	step string
+}
+
+const stepMarker = "==> gpuhost-gpu step: "
+
+func (s *stepTracker) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, b...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(s.buf[:i])
+		s.buf = s.buf[i+1:]
+		if rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), stepMarker); ok {
+			s.step = rest
+		}
+	}
+	// A line without a newline is never a marker worth keeping forever.
+	if len(s.buf) > 4096 {
+		s.buf = s.buf[:0]
+	}
+	return len(b), nil
+}
+
+func (s *stepTracker) last() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.step
+}
+
+// limitedBuffer keeps the first max bytes and reports whether more came.
+type limitedBuffer struct {
+	mu        sync.Mutex
+	b         bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	room := l.max - l.b.Len()
+	if len(p) > room {
+		l.truncated = true
+		if room > 0 {
+			l.b.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	l.b.Write(p)
+	return len(p), nil
+}
+
+// probe runs a short command and returns its bounded stdout and stderr.
+func probe(ctx context.Context, comm packersdk.Communicator, command string) (string, int, error) {
+	out := &limitedBuffer{max: maxProbeOutput}
+	errOut := &limitedBuffer{max: 4096}
+	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: errOut}
+	if err := comm.Start(ctx, cmd); err != nil {
+		return "", 0, fmt.Errorf("starting %q: %w", command, err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case code := <-done:
+		if out.truncated {
+			return "", code, fmt.Errorf("%q printed more than %d bytes", command, maxProbeOutput)
+		}
+		if code != 0 {
+			return out.b.String(), code, fmt.Errorf("%q exited %d: %s", command, code, strings.TrimSpace(errOut.b.String()))
+		}
+		return out.b.String(), 0, nil
+	case <-ctx.Done():
+		return "", 0, ctx.Err()
+	}
+}
+
+// detectDistro reads the target's os-release through its own shell, the way
+// the distribution's scripts read it.
+func detectDistro(ctx context.Context, comm packersdk.Communicator) (Distro, error) {
+	out, _, err := probe(ctx, comm, `. /etc/os-release && printf '%s\n%s\n%s\n' "${ID:-}" "${VERSION_ID:-}" "${VERSION_CODENAME:-}"`)
+	if err != nil {
+		return Distro{}, fmt.Errorf("distro: reading the target's /etc/os-release (set distro to skip this): %w", err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 3 {
+		return Distro{}, fmt.Errorf("distro: unexpected output from the target's /etc/os-release: %q", out)
+	}
+	d := Distro{ID: lines[0], VersionID: lines[1], Codename: lines[2]}
+	for _, v := range []string{d.ID, d.VersionID, d.Codename} {
+		if v != "" && !wordRe.MatchString(v) {
+			return Distro{}, fmt.Errorf("distro: the target's /etc/os-release gives %q, which is no release name", v)
+		}
+	}
+	return d, nil
+}
+
+// detectKernel takes the only kernel installed on the target. Never uname -r:
+// in a chroot that is the build host's kernel.
+func detectKernel(ctx context.Context, comm packersdk.Communicator) (string, error) {
+	out, _, err := probe(ctx, comm, `for d in /lib/modules/*; do [ -d "$d" ] && echo "${d##*/}"; done; exit 0`)
+	if err != nil {
+		return "", fmt.Errorf("target_kernel: listing the target's /lib/modules: %w", err)
+	}
+	var kernels []string
+	for _, k := range strings.Fields(out) {
+		if !kernelRe.MatchString(k) {
+			return "", fmt.Errorf("target_kernel: the target's /lib/modules holds %q, which is no kernel release", k)
+		}
+		kernels = append(kernels, k)
+	}
+	switch len(kernels) {
+	case 1:
+		return kernels[0], nil
+	case 0:
+		return "", errors.New("target_kernel: the target has no kernel under /lib/modules; install one first or set target_kernel")
+	default:
+		return "", fmt.Errorf("target_kernel: the target has %d kernels (%s); set target_kernel", len(kernels), strings.Join(kernels, ", "))
+	}
+}
+
+// ManifestOptions returns what the manifest records from the configuration.
+func (c *Config) ManifestOptions(now time.Time) manifest.Options {
+	pins := manifest.Pins{
+		Driver:           c.Driver.Version,
+		DriverBranch:     c.Driver.Branch,
+		DriverFlavor:     c.Driver.Flavor,
+		DriverSource:     c.Driver.Source,
+		CUDA:             c.CUDA.Version,
+		ContainerToolkit: c.ContainerToolkit.Version,
+		Kernel:           c.TargetKernel,
+		Packages:         []manifest.PackagePin{},
+		NGCImages:        []manifest.Image{},
+	}
+	for _, p := range c.Pins() {
+		pins.Packages = append(pins.Packages, manifest.PackagePin{Name: p.Name, Version: p.Version})
+	}
+	for _, img := range c.NGCImages {
+		pins.NGCImages = append(pins.NGCImages, manifest.Image{Ref: img.Ref, Digest: img.PinnedDigest()})
+	}
+	return manifest.Options{
+		Pins: pins,
+		Build: manifest.BuildInfo{
+			Template:      c.Manifest.Template,
+			PluginVersion: c.Manifest.PluginVersion,
+			Mirror:        c.Manifest.Mirror,
+			Snapshot:      c.Manifest.Snapshot,
+		},
+		Time:         now,
+		PolicyDigest: c.Manifest.PolicyDigest,
+	}
+}
+
+// BuildTime is the manifest's build time: SOURCE_DATE_EPOCH when set, so
+// that rebuilding the same inputs gives the same manifest, else now.
+func BuildTime(now time.Time) (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return now, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a count of seconds", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// writeManifest mirrors the files the manifest reads from the target into a
+// local tree, builds the manifest there with the same code the CLI uses, and
+// installs it on the target.
+func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, cfg *Config, now time.Time) error {
+	tmp, err := os.MkdirTemp("", "gpuhost-gpu-manifest-")
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	names, err := listRemote(ctx, comm)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := download(comm, name, filepath.Join(tmp, filepath.FromSlash(name))); err != nil {
+			return err
+		}
+	}
+	fsys, closer, err := sysroot.Open(tmp)
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	defer closer.Close()
+	t, err := BuildTime(now)
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	m, err := manifest.Build(ctx, fsys, cfg.ManifestOptions(t))
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	stage := path.Join(cfg.RemoteFolder, manifestStageName)
+	if err := comm.Upload(stage, bytes.NewReader(data), nil); err != nil {
+		return fmt.Errorf("manifest: uploading to %s: %w", stage, err)
+	}
+	// Installing goes through execute_command like the plan, so that it has
+	// the same privileges; the rename makes the new manifest appear whole.
+	script := fmt.Sprintf(`set -eu
+mkdir -p /etc/gpuhost
+cp '%[1]s' %[2]s.tmp
+chmod 0644 %[2]s.tmp
+mv -f %[2]s.tmp %[2]s
+rm -f '%[1]s'
+echo "gpuhost-gpu: manifest written to %[2]s"
+`, stage, manifest.Path)
+	scriptPath := path.Join(cfg.RemoteFolder, manifestScriptName)
+	if err := comm.Upload(scriptPath, strings.NewReader(script), nil); err != nil {
+		return fmt.Errorf("manifest: uploading %s: %w", scriptPath, err)
+	}
+	return runScript(ctx, ui, comm, cfg, scriptPath, "install manifest")
+}
+
+// listRemote asks the target which of the manifest's files exist. The
+// answer is untrusted: only absolute, clean names the manifest would read
+// are accepted, and only so many.
+func listRemote(ctx context.Context, comm packersdk.Communicator) ([]string, error) {
+	patterns := append([]string{manifest.DpkgStatus}, manifest.ConfigFiles...)
+	command := "for f in " + strings.Join(patterns, " ") + `; do if [ -f "$f" ]; then echo "$f"; fi; done; exit 0`
+	out, _, err := probe(ctx, comm, command)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: listing the target's files: %w", err)
+	}
+	var names []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		name := sc.Text()
+		if name == "" {
+			continue
+		}
+		if path.Clean(name) != name || (name != manifest.DpkgStatus && !manifest.MatchesConfigFile(name)) {
+			return nil, fmt.Errorf("manifest: the target listed %q, which was not asked for", name)
+		}
+		names = append(names, name)
+		if len(names) > 2000 {
+			return nil, errors.New("manifest: the target lists more than 2000 files")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("manifest: listing the target's files: %w", err)
+	}
+	return names, nil
+}
+
+// limitWriter fails once more than n bytes have been written.
+type limitWriter struct {
+	w io.Writer
+	n int64
+}
+
+var errTooLarge = errors.New("file too large")
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.n {
+		return 0, errTooLarge
+	}
+	l.n -= int64(len(p))
+	return l.w.Write(p)
+}
+
+func download(comm packersdk.Communicator, name, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	err = comm.Download(name, &limitWriter{w: f, n: maxDownload})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("manifest: downloading %s: %w", name, err)
+	}
+	return nil
+}

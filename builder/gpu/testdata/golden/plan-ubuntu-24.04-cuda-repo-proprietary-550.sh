@@ -1,0 +1,255 @@
+#!/bin/sh
+# gpuhost-gpu plan: written by the gpuhost-gpu provisioner from its
+# configuration alone (`gpuhost plan` prints the same text). It installs the
+# pinned NVIDIA stack, holds it, configures containerd, and checks the pins.
+# distro: ubuntu 24.04 noble; driver: cuda-repo proprietary 550.163.01-0ubuntu1
+set -eu
+
+export DEBIAN_FRONTEND=noninteractive
+export LC_ALL=C
+GPUHOST_STEP=start
+GPUHOST_WORK=$(mktemp -d)
+GPUHOST_POLICY_RC=
+
+step() {
+	GPUHOST_STEP=$1
+	echo "==> gpuhost-gpu step: $1"
+}
+
+die() {
+	echo "gpuhost-gpu: $*" >&2
+	exit 1
+}
+
+cleanup() {
+	rc=$?
+	rm -rf "$GPUHOST_WORK"
+	if [ -n "$GPUHOST_POLICY_RC" ]; then
+		rm -f /usr/sbin/policy-rc.d
+	fi
+	if [ "$rc" -ne 0 ]; then
+		echo "==> gpuhost-gpu failed in step: $GPUHOST_STEP (exit $rc)" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+apt_install() {
+	apt-get install -y --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@"
+}
+
+# fetch URL FILE SHA256: download, and refuse the file unless its digest is
+# the pinned one. Nothing fetched is installed before this check.
+fetch() {
+	curl -fsSL --retry 3 --proto '=https' --tlsv1.2 -o "$2" "$1"
+	got=$(sha256sum "$2" | cut -d' ' -f1)
+	[ "$got" = "$3" ] || die "sha256 of $1 is $got, want $3"
+}
+
+unit_file() {
+	for d in /etc/systemd/system /lib/systemd/system /usr/lib/systemd/system; do
+		if [ -f "$d/$1" ]; then
+			echo "$d/$1"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# enable_unit works offline: systemctl enable needs no running systemd, and
+# without systemctl the wants link is what enable would make.
+enable_unit() {
+	f=$(unit_file "$1") || die "unit $1 is not installed"
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl enable "$1"
+	else
+		mkdir -p /etc/systemd/system/multi-user.target.wants
+		ln -sf "$f" "/etc/systemd/system/multi-user.target.wants/$1"
+	fi
+}
+
+mask_unit() {
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl mask "$@"
+	else
+		mkdir -p /etc/systemd/system
+		for u in "$@"; do
+			ln -sf /dev/null "/etc/systemd/system/$u"
+		done
+	fi
+}
+
+# pin_check PKG VERSION: the package is installed and held, at VERSION
+# unless VERSION is empty.
+pin_check() {
+	found=$(dpkg-query -W -f='${Version} ${Status}' "$1" 2>/dev/null) || found="not installed"
+	if [ -n "$2" ]; then
+		want="$2 hold ok installed"
+	else
+		want="<any> hold ok installed"
+	fi
+	case "$found" in
+	"$2 hold ok installed") return 0 ;;
+	*" hold ok installed")
+		if [ -z "$2" ]; then
+			return 0
+		fi
+		;;
+	esac
+	echo "pin check failed: $1 is $found, want $want" >&2
+	exit 1
+}
+
+# Package scripts must not start services on an image being built.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 0755 /usr/sbin/policy-rc.d
+	GPUHOST_POLICY_RC=1
+fi
+
+step "apt update"
+apt-get update
+apt_install ca-certificates curl gpg
+
+step "cuda repository"
+case "$(dpkg --print-architecture)" in
+amd64) cuda_arch=x86_64 ;;
+arm64) cuda_arch=sbsa ;;
+*) die "no CUDA repository for architecture $(dpkg --print-architecture)" ;;
+esac
+fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/$cuda_arch/cuda-keyring_1.1-1_all.deb" "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb" '0000000000000000000000000000000000000000000000000000000000000000'
+dpkg -i "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb"
+
+step "container toolkit repository"
+fetch 'https://nvidia.github.io/libnvidia-container/gpgkey' "$GPUHOST_WORK/nvidia-container-toolkit.key" '1111111111111111111111111111111111111111111111111111111111111111'
+gpg --batch --yes --dearmor -o '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg' "$GPUHOST_WORK/nvidia-container-toolkit.key"
+chmod 0644 '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg'
+echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+
+step "apt update"
+apt-get update
+
+step "install kernel headers"
+apt_install 'linux-headers-6.8.0-45-generic'
+
+step "install driver pinning"
+apt_install 'nvidia-driver-pinning-550.163.01'
+
+step "install driver"
+apt_install 'cuda-drivers-550=550.163.01-0ubuntu1'
+
+step "install cuda toolkit"
+apt_install 'cuda-toolkit-12-4'
+
+step "install container toolkit"
+apt_install 'nvidia-container-toolkit=1.17.8-1' 'nvidia-container-toolkit-base=1.17.8-1' 'libnvidia-container-tools=1.17.8-1' 'libnvidia-container1=1.17.8-1'
+
+step "install containerd"
+apt_install 'containerd'
+
+step "dkms"
+# Build for the image's kernel: in a chroot, uname -r is the build host's.
+dkms autoinstall -k '6.8.0-45-generic'
+dkms status -k '6.8.0-45-generic' | grep -q 'installed' || die "dkms built no module for 6.8.0-45-generic"
+
+step "hold"
+apt-mark hold 'nvidia-driver-pinning-550.163.01' 'cuda-drivers-550' 'cuda-toolkit-12-4' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
+
+step "containerd config"
+command -v containerd >/dev/null 2>&1 || die "containerd is not installed"
+ctr_version=$(containerd --version | awk '{print $3}')
+ctr_version=${ctr_version#v}
+case "$ctr_version" in
+1.*)
+	ctr_schema=2
+	ctr_cri='io.containerd.grpc.v1.cri'
+	;;
+2.*)
+	ctr_schema=3
+	ctr_cri='io.containerd.cri.v1.runtime'
+	;;
+*) die "containerd $ctr_version is neither 1.x nor 2.x" ;;
+esac
+nvidia-ctk runtime configure --runtime=containerd
+mkdir -p /etc/containerd/conf.d
+ctr_config=/etc/containerd/config.toml
+if [ ! -f "$ctr_config" ] || ! grep -Eq '^[[:space:]]*[^#[:space:]]' "$ctr_config"; then
+	printf 'version = %s\nimports = ["/etc/containerd/conf.d/*.toml"]\n' "$ctr_schema" >"$ctr_config"
+elif ! grep -Eq '^[[:space:]]*version[[:space:]]*=' "$ctr_config"; then
+	die "$ctr_config has settings but no version line; refusing to guess its schema"
+elif ! grep -Eq '^[[:space:]]*imports[[:space:]]*=' "$ctr_config"; then
+	{
+		echo 'imports = ["/etc/containerd/conf.d/*.toml"]'
+		cat "$ctr_config"
+	} >"$ctr_config.gpuhost"
+	cat "$ctr_config.gpuhost" >"$ctr_config"
+	rm -f "$ctr_config.gpuhost"
+elif ! grep -q '/etc/containerd/conf.d/\*\.toml' "$ctr_config"; then
+	die "$ctr_config imports other files but not /etc/containerd/conf.d/*.toml"
+fi
+nvidia_runtime=
+if command -v nvidia-container-runtime >/dev/null 2>&1; then
+	nvidia_runtime=$(command -v nvidia-container-runtime)
+fi
+# Imports merge in name order after config.toml; this one sorts last, so
+# its runtime settings win over the toolkit's.
+{
+	echo '# Written by the gpuhost-gpu provisioner.'
+	echo "version = $ctr_schema"
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd]"
+	echo '  default_runtime_name = "runc"'
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd.runtimes.runc]"
+	echo '  runtime_type = "io.containerd.runc.v2"'
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd.runtimes.runc.options]"
+	echo '  SystemdCgroup = true'
+	if [ -n "$nvidia_runtime" ]; then
+		echo
+		echo "[plugins.\"$ctr_cri\".containerd.runtimes.nvidia]"
+		echo '  runtime_type = "io.containerd.runc.v2"'
+		echo '  privileged_without_host_devices = false'
+		echo
+		echo "[plugins.\"$ctr_cri\".containerd.runtimes.nvidia.options]"
+		echo "  BinaryName = \"$nvidia_runtime\""
+		echo '  SystemdCgroup = true'
+	fi
+} >/etc/containerd/conf.d/99-zz-gpuhost.toml
+chmod 0644 /etc/containerd/conf.d/99-zz-gpuhost.toml
+
+step "cgroup v2"
+mkdir -p /etc/default/grub.d
+cat >/etc/default/grub.d/60-gpuhost.cfg <<'EOF'
+# Written by the gpuhost-gpu provisioner: boot with the unified cgroup v2 hierarchy.
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX systemd.unified_cgroup_hierarchy=1"
+EOF
+if [ -f /etc/kernel/cmdline ] && ! grep -q 'systemd.unified_cgroup_hierarchy=1' /etc/kernel/cmdline; then
+	printf '%s systemd.unified_cgroup_hierarchy=1\n' "$(cat /etc/kernel/cmdline)" >/etc/kernel/cmdline.gpuhost
+	cat /etc/kernel/cmdline.gpuhost >/etc/kernel/cmdline
+	rm -f /etc/kernel/cmdline.gpuhost
+fi
+# A chroot cannot probe the boot device; the image's builder writes grub.cfg.
+if [ -f /boot/grub/grub.cfg ] && command -v update-grub >/dev/null 2>&1 && ! ischroot 2>/dev/null; then
+	update-grub
+fi
+
+step "services"
+enable_unit 'nvidia-persistenced.service'
+
+step "unattended upgrades"
+mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer
+
+step "verify pins"
+pin_check 'nvidia-driver-pinning-550.163.01' ''
+pin_check 'cuda-drivers-550' '550.163.01-0ubuntu1'
+pin_check 'cuda-toolkit-12-4' ''
+pin_check 'nvidia-container-toolkit' '1.17.8-1'
+pin_check 'nvidia-container-toolkit-base' '1.17.8-1'
+pin_check 'libnvidia-container-tools' '1.17.8-1'
+pin_check 'libnvidia-container1' '1.17.8-1'
+
+step done
+echo "gpuhost-gpu: all pins installed and held"
