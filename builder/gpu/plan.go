@@ -160,12 +160,17 @@ func (c *Config) driverPins() [][]Pin {
 		if c.Driver.Flavor == FlavorOpen {
 			suffix = "-server-open"
 		}
-		return [][]Pin{{
+		pins := []Pin{
 			{Name: "nvidia-headless-no-dkms-" + b + suffix, Version: v},
 			{Name: "nvidia-utils-" + b + "-server", Version: v},
-			// Its version follows the kernel ABI, not the driver.
-			{Name: "linux-modules-nvidia-" + b + suffix + "-" + c.TargetKernel},
-		}}
+		}
+		// Its version follows the kernel ABI, not the driver. RenderPlan
+		// refuses to go on without the kernel; a manifest made outside a
+		// build may not know it.
+		if c.TargetKernel != "" {
+			pins = append(pins, Pin{Name: "linux-modules-nvidia-" + b + suffix + "-" + c.TargetKernel})
+		}
+		return [][]Pin{pins}
 	case SourceDebian:
 		pins := []Pin{
 			{Name: "libnvidia-ml1", Version: v},
@@ -219,7 +224,7 @@ func (c *Config) toolkitPins() []Pin {
 }
 
 func (c *Config) kernelPins() []Pin {
-	if !c.Hold.Kernel {
+	if !c.Hold.Kernel || c.TargetKernel == "" {
 		return nil
 	}
 	return []Pin{{Name: "linux-image-" + c.TargetKernel}}
