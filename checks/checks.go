@@ -16,22 +16,25 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // order is the run order. Some collectors read what earlier ones found:
 // cgroup reads the kernel command line and systemd's version, tls_probe
-// reads the listening sockets and adds to the TLS facts.
+// reads the listening sockets and adds to the TLS facts, gpu_driver reads
+// the packages and enabled units.
 var order = []string{
 	"os", "kernel", "packages", "cgroup", "systemd", "encryption",
 	"network", "firewall", "tls", "ssh", "container_runtime", "manifest",
-	"tls_probe",
+	"gpu_driver", "gpu", "tls_probe",
 }
 
 // All returns every collector, in run order.
 func All() []collector.Collector {
 	all := append(system.Collectors(), config.Collectors()...)
+	all = append(all, gpu.Collectors()...)
 	rank := func(c collector.Collector) int {
 		if i := slices.Index(order, c.Name()); i >= 0 {
 			return i
