@@ -33,6 +33,7 @@ var (
 		"cgroup":  "GH-CGR-",
 		"runtime": "GH-RT-",
 		"pin":     "GH-PIN-",
+		"gpu":     "GH-GPU-",
 	}
 	collectors = []string{
 		"os", "kernel", "packages", "cgroup", "tls", "tls_probe", "ssh",

@@ -1,0 +1,57 @@
+# METADATA
+# title: The driver branch supports every GPU in the host
+# description: >-
+#   Each GPU model needs a minimum driver branch (H100 525, H200 and GH200 535, B200 570) and some
+#   kernel module flavour (Blackwell runs only on the open modules; Maxwell, Pascal and Volta only on
+#   the proprietary ones). The branch checked is the pinned one (params.gpu_driver_version) when set,
+#   else the running one. The matrix is in checks/gpu/compat.go and reaches policy as each device's
+#   min_driver_branch, open_module_supported and open_module_required.
+# scope: package
+# custom:
+#   id: GH-GPU-018
+#   severity: high
+#   remediation: >-
+#     Pin a driver branch at or above the newest GPU's minimum, and install the kernel module flavour
+#     the GPUs need (nvidia-open / *-open packages for Blackwell).
+#   controls:
+#     nist-800-53: [CM-2, SA-22]
+#   targets: [host, facts]
+#   requires: [gpu]
+package gpuhost.gpu.driver_supports_gpus
+
+label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
+
+pin := object.get(data.gpuhost.params, "gpu_driver_version", null)
+
+branch := to_number(regex.find_n(`^[0-9]+`, pin, 1)[0]) if {
+	is_string(pin)
+	regex.match(`^[0-9]+`, pin)
+} else := object.get(input.gpu, "driver_branch", 0)
+
+source := "pinned" if is_string(pin)
+
+else := "running"
+
+flavor := object.get(input.gpu, "kernel_module_type", "")
+
+skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
+
+deny contains msg if {
+	some d in input.gpu.devices
+	d.min_driver_branch > branch
+	msg := sprintf("%s (%s, %s) needs driver branch %d or newer; the %s branch is %d", [label(d), d.name, d.architecture, d.min_driver_branch, source, branch])
+}
+
+deny contains msg if {
+	flavor == "proprietary"
+	some d in input.gpu.devices
+	d.open_module_required
+	msg := sprintf("%s (%s, %s) runs only on the open kernel modules; the proprietary module is loaded", [label(d), d.name, d.architecture])
+}
+
+deny contains msg if {
+	flavor == "open"
+	some d in input.gpu.devices
+	d.open_module_supported == false
+	msg := sprintf("%s (%s, %s) is not supported by the open kernel modules, which are loaded", [label(d), d.name, d.architecture])
+}

@@ -1,0 +1,27 @@
+package gpuhost.gpu.mig_mode_test
+
+import data.gpuhost.gpu.mig_mode as check
+
+host(cur, pend) := {"gpu": {"available": true, "devices": [{"index": 5, "uuid": "GPU-5", "mig": {"current": cur, "pending": pend}}]}}
+
+test_pass if {
+	check.deny == set() with input as host(false, false) with data.gpuhost.params as {"gpu_mig": false}
+	check.deny == set() with input as host(true, true) with data.gpuhost.params as {"gpu_mig": true}
+}
+
+test_fail_wrong_mode if {
+	check.deny == {"GPU 5 (GPU-5) has MIG mode true; want false"} with input as host(true, true) with data.gpuhost.params as {"gpu_mig": false}
+}
+
+test_fail_pending if {
+	check.deny == {"GPU 5 (GPU-5) has a MIG mode change pending a reset (current false, pending true)"} with input as host(false, true) with data.gpuhost.params as {"gpu_mig": false}
+}
+
+test_skip_unset if {
+	check.skip == {"params.gpu_mig is not set: no MIG mode is expected"} with input as host(true, true) with data.gpuhost.params as {"gpu_mig": null}
+	check.deny == set() with input as host(true, true) with data.gpuhost.params as {"gpu_mig": null}
+}
+
+test_skip_unavailable if {
+	check.skip == {"NVML is unavailable: x"} with input as {"gpu": {"available": false, "reason": "x"}} with data.gpuhost.params as {"gpu_mig": true}
+}

@@ -1,0 +1,33 @@
+# METADATA
+# title: Every GPU's PCIe link runs at its full generation and width
+# description: >-
+#   A link trained below its maximum width (x8 instead of x16) or generation points to a bad riser,
+#   slot or cable and cuts host-to-GPU bandwidth. Note that some GPUs lower the link generation when
+#   idle to save power; a generation drop seen on an idle GPU should be confirmed under load.
+# scope: package
+# custom:
+#   id: GH-GPU-010
+#   severity: high
+#   remediation: >-
+#     Confirm under load with "nvidia-smi -q -d PCIE"; reseat the GPU, riser or cable, check the
+#     slot's BIOS settings, and replace the part if the link stays degraded.
+#   controls:
+#     nist-800-53: [SI-4, CM-6]
+#   targets: [host, facts]
+#   requires: [gpu]
+package gpuhost.gpu.pcie_link
+
+label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
+
+skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
+
+deny contains msg if {
+	some d in input.gpu.devices
+	p := d.pcie
+	degraded(p)
+	msg := sprintf("%s PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [label(d), p.gen_current, p.width_current, p.gen_max, p.width_max])
+}
+
+degraded(p) if p.gen_current < p.gen_max
+
+degraded(p) if p.width_current < p.width_max

@@ -1,0 +1,29 @@
+# METADATA
+# title: Every GPU runs below its slowdown temperature with margin
+# description: >-
+#   A GPU within params.gpu_temperature_margin_c (10 by default) degrees of its slowdown threshold
+#   is about to throttle its clocks; it points to failed fans, blocked airflow or a hot aisle.
+# scope: package
+# custom:
+#   id: GH-GPU-012
+#   severity: medium
+#   remediation: >-
+#     Check the chassis fans and airflow, the data-centre inlet temperature and the GPU's clock
+#     event reasons (nvidia-smi -q -d PERFORMANCE); drain the node if it keeps running hot.
+#   controls:
+#     nist-800-53: [PE-14, SI-4]
+#   targets: [host, facts]
+#   requires: [gpu]
+package gpuhost.gpu.temperature
+
+label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
+
+margin := object.get(data.gpuhost.params, "gpu_temperature_margin_c", 10)
+
+skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
+
+deny contains msg if {
+	some d in input.gpu.devices
+	d.temperature_c >= d.temperature_slowdown_c - margin
+	msg := sprintf("%s is at %dC; it slows down at %dC and must stay %dC below", [label(d), d.temperature_c, d.temperature_slowdown_c, margin])
+}

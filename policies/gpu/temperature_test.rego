@@ -1,0 +1,17 @@
+package gpuhost.gpu.temperature_test
+
+import data.gpuhost.gpu.temperature as check
+
+host(t) := {"gpu": {"available": true, "devices": [{"index": 0, "uuid": "GPU-0", "temperature_c": t, "temperature_slowdown_c": 90}]}}
+
+test_pass if {
+	check.deny == set() with input as host(79) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
+}
+
+test_fail if {
+	check.deny == {"GPU 0 (GPU-0) is at 80C; it slows down at 90C and must stay 10C below"} with input as host(80) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
+}
+
+test_skip_unavailable if {
+	check.skip == {"NVML is unavailable: x"} with input as {"gpu": {"available": false, "reason": "x"}}
+}

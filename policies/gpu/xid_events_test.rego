@@ -1,0 +1,27 @@
+package gpuhost.gpu.xid_events_test
+
+import data.gpuhost.gpu.xid_events as check
+
+params := {"gpu_critical_xids": {"79": "GPU has fallen off the bus", "48": "double-bit ECC error"}}
+
+host(events) := {"gpu": {
+	"available": true, "xid_source": "/var/log/kern.log",
+	"devices": [{"index": 3, "uuid": "GPU-3", "pci_bus_id": "00000000:07:00.0"}],
+	"xid_events": events,
+}}
+
+test_pass_app_error if {
+	check.deny == set() with input as host([{"code": 13, "pci_bus_id": "0000:07:00", "time": "Mar  8 10:11:12"}]) with data.gpuhost.params as params
+}
+
+test_fail_known_gpu if {
+	check.deny == {"GPU 3 (GPU-3) logged Xid 79 (GPU has fallen off the bus) at Mar  8 10:11:12: pid=1"} with input as host([{"code": 79, "pci_bus_id": "0000:07:00", "time": "Mar  8 10:11:12", "message": "pid=1"}]) with data.gpuhost.params as params
+}
+
+test_fail_unknown_gpu if {
+	check.deny == {"the GPU at PCI 0000:41:00 logged Xid 48 (double-bit ECC error) at an unknown time: "} with input as host([{"code": 48, "pci_bus_id": "0000:41:00"}]) with data.gpuhost.params as params
+}
+
+test_skip_no_log if {
+	check.skip == {"the kernel log could not be read: no kernel log file"} with input as {"gpu": {"available": true, "xid_error": "no kernel log file", "devices": [], "xid_events": []}} with data.gpuhost.params as params
+}
