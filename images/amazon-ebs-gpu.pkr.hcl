@@ -1,0 +1,127 @@
+# Example: the same provisioner over SSH on an EC2 instance, baking an AMI.
+# Only our provisioner runs; the amazon plugin supplies the builder. This
+# template is checked with `packer validate -syntax-only` only (no AWS here).
+#
+#   packer init images/amazon-ebs-gpu.pkr.hcl
+#   packer build -var-file=images/pins.pkrvars.hcl images/amazon-ebs-gpu.pkr.hcl
+
+packer {
+  required_plugins {
+    gpuhost = {
+      source  = "github.com/gpuhost/gpuhost"
+      version = ">= 0.1.0"
+    }
+    amazon = {
+      source  = "github.com/hashicorp/amazon"
+      version = ">= 1.3.0"
+    }
+  }
+}
+
+variable "driver_branch" {
+  type    = string
+  default = "580"
+}
+
+variable "driver_versions" {
+  type = map(string)
+}
+
+variable "cuda_version" {
+  type = string
+}
+
+variable "container_toolkit_version" {
+  type = string
+}
+
+variable "cuda_keyring_sha256" {
+  type = string
+}
+
+variable "container_toolkit_key_sha256" {
+  type = string
+}
+
+variable "region" {
+  type    = string
+  default = "us-east-1"
+}
+
+variable "instance_type" {
+  type        = string
+  default     = "g5.xlarge"
+  description = "A GPU instance is not needed to bake, but DKMS and nvidia-smi are happier on one."
+}
+
+variable "plugin_version" {
+  type    = string
+  default = "0.1.0"
+}
+
+source "amazon-ebs" "ubuntu_2204_gpu" {
+  region        = var.region
+  instance_type = var.instance_type
+  ami_name      = "gpuhost-ubuntu-22.04-gpu-${var.driver_branch}-{{timestamp}}"
+  ssh_username  = "ubuntu"
+  communicator  = "ssh"
+
+  source_ami_filter {
+    filters = {
+      name                = "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*"
+      root-device-type    = "ebs"
+      virtualization-type = "hvm"
+    }
+    owners      = ["099720109477"]
+    most_recent = true
+  }
+
+  launch_block_device_mappings {
+    device_name           = "/dev/sda1"
+    volume_size           = 64
+    volume_type           = "gp3"
+    delete_on_termination = true
+  }
+}
+
+build {
+  sources = ["source.amazon-ebs.ubuntu_2204_gpu"]
+
+  provisioner "gpuhost-gpu" {
+    # The ssh user is not root.
+    execute_command = "sudo -n sh '{{.Path}}'"
+
+    driver {
+      version = var.driver_versions[var.driver_branch]
+      branch  = var.driver_branch
+      source  = "cuda-repo"
+      flavor  = "open"
+    }
+    cuda {
+      version = var.cuda_version
+    }
+    container_toolkit {
+      version = var.container_toolkit_version
+    }
+    containerd {
+      systemd_cgroup = true
+      cdi            = true
+    }
+    hold {
+      kernel = true
+    }
+    keyring_sha256 {
+      cuda_keyring          = var.cuda_keyring_sha256
+      container_toolkit_key = var.container_toolkit_key_sha256
+    }
+    # distro and target_kernel are read from the instance: on a booted host
+    # the only kernel under /lib/modules is the one running.
+    persistenced                = true
+    cgroup_v2                   = true
+    disable_unattended_upgrades = true
+    manifest {
+      template       = "amazon-ebs-gpu"
+      plugin_version = var.plugin_version
+    }
+  }
+}

@@ -1,0 +1,111 @@
+# Debian 12 GPU image: the runnable stand-in for the Ubuntu templates on
+# machines that reach only Debian's archive. Same builder, same provisioner
+# code path, with the real NVIDIA 535 userspace (libnvidia-ml1, nvidia-smi,
+# nvidia-persistenced) from Debian non-free. Debian has no container toolkit
+# package, so none is installed; containerd still gets SystemdCgroup.
+#
+#   packer build -var-file=images/pins.pkrvars.hcl images/debian-12-gpu.pkr.hcl
+#
+# Build one template file at a time: each declares the variables it reads.
+
+packer {
+  required_plugins {
+    gpuhost = {
+      source  = "github.com/gpuhost/gpuhost"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "debian_driver_version" {
+  type        = string
+  description = "Version of libnvidia-ml1 and nvidia-smi; from pins.pkrvars.hcl."
+}
+
+variable "debian_persistenced_version" {
+  type        = string
+  description = "Version of nvidia-persistenced; from pins.pkrvars.hcl."
+}
+
+variable "mirror" {
+  type        = string
+  default     = ""
+  description = "Debian archive URL. Empty: the builder uses the build machine's apt sources."
+}
+
+variable "snapshot" {
+  type        = string
+  default     = ""
+  description = "Debian snapshot timestamp (YYYYMMDDTHHMMSSZ) for a repeatable build; exclusive with mirror."
+}
+
+variable "apt_cache_dir" {
+  type        = string
+  default     = ""
+  description = "Keep downloaded packages here across builds."
+}
+
+variable "output_dir" {
+  type    = string
+  default = "output/debian-12-gpu"
+}
+
+variable "image_size" {
+  type    = string
+  default = "2G"
+}
+
+variable "plugin_version" {
+  type    = string
+  default = "0.1.0"
+}
+
+source "gpuhost-rootfs" "debian_12" {
+  suite          = "bookworm"
+  distribution   = "debian"
+  variant        = "minbase"
+  components     = ["main", "contrib", "non-free", "non-free-firmware"]
+  mirror         = var.mirror
+  snapshot       = var.snapshot
+  extra_packages = ["systemd", "ca-certificates"]
+  apt_cache_dir  = var.apt_cache_dir
+  output_format  = "qcow2"
+  output_dir     = var.output_dir
+  image_size     = var.image_size
+}
+
+build {
+  name    = "debian-12-gpu"
+  sources = ["source.gpuhost-rootfs.debian_12"]
+
+  provisioner "gpuhost-gpu" {
+    driver {
+      version              = var.debian_driver_version
+      persistenced_version = var.debian_persistenced_version
+      source               = "debian"
+    }
+    containerd {
+      systemd_cgroup  = true
+      default_runtime = "runc"
+    }
+    distro {
+      id         = "debian"
+      version_id = "12"
+      codename   = "bookworm"
+    }
+    # The minbase rootfs has no kernel, so there is none to hold and no DKMS:
+    # the debian source installs userspace only.
+    persistenced                = true
+    cgroup_v2                   = true
+    disable_unattended_upgrades = true
+    manifest {
+      template       = "debian-12-gpu"
+      mirror         = var.mirror
+      snapshot       = var.snapshot
+      plugin_version = var.plugin_version
+    }
+  }
+
+  # post-processor "gpuhost-gate" (scan the image, write reports, fail the
+  # build on policy failure) arrives in a later issue.
+}

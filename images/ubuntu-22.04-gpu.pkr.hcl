@@ -1,0 +1,163 @@
+# Ubuntu 22.04 GPU host image: a pinned NVIDIA stack from NVIDIA's CUDA
+# repository on a jammy rootfs.
+#
+#   packer build -var-file=images/pins.pkrvars.hcl -var mirror=URL \
+#     -var target_kernel=5.15.0-153-generic images/ubuntu-22.04-gpu.pkr.hcl
+#
+# Build one template file at a time: each declares the variables it reads.
+
+packer {
+  required_plugins {
+    gpuhost = {
+      source  = "github.com/gpuhost/gpuhost"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+variable "driver_branch" {
+  type        = string
+  default     = "580"
+  description = "NVIDIA driver branch: 535, 550 or 580 (versions in pins.pkrvars.hcl)."
+  validation {
+    condition     = contains(["535", "550", "580"], var.driver_branch)
+    error_message = "The driver_branch must be 535, 550 or 580."
+  }
+}
+
+variable "driver_flavor" {
+  type        = string
+  default     = "open"
+  description = "open (required for Blackwell, recommended from Turing on) or proprietary."
+}
+
+variable "driver_versions" {
+  type        = map(string)
+  description = "Driver package version by branch; from pins.pkrvars.hcl."
+}
+
+variable "cuda_version" {
+  type = string
+}
+
+variable "container_toolkit_version" {
+  type = string
+}
+
+variable "cuda_keyring_sha256" {
+  type = string
+}
+
+variable "container_toolkit_key_sha256" {
+  type = string
+}
+
+variable "mirror" {
+  type        = string
+  default     = ""
+  description = "Ubuntu archive URL. Empty: the builder uses the build machine's apt sources for jammy."
+}
+
+variable "snapshot" {
+  type        = string
+  default     = ""
+  description = "Ubuntu snapshot timestamp (YYYYMMDDTHHMMSSZ) for a repeatable build; exclusive with mirror."
+}
+
+variable "keyring" {
+  type        = string
+  default     = "/usr/share/keyrings/ubuntu-archive-keyring.gpg"
+  description = "Keyring that verifies the Ubuntu archive on the build machine."
+}
+
+variable "target_kernel" {
+  type        = string
+  default     = ""
+  description = "Kernel release the image boots (DKMS builds for it). Empty: the only one under the rootfs's /lib/modules."
+}
+
+variable "kernel_package" {
+  type        = string
+  default     = "linux-image-generic"
+  description = "Kernel package installed into the rootfs, so that DKMS and the hold have a kernel."
+}
+
+variable "output_dir" {
+  type    = string
+  default = "output/ubuntu-22.04-gpu"
+}
+
+variable "image_size" {
+  type    = string
+  default = "24G"
+}
+
+variable "plugin_version" {
+  type    = string
+  default = "0.1.0"
+}
+
+source "gpuhost-rootfs" "ubuntu_2204" {
+  suite          = "jammy"
+  distribution   = "ubuntu"
+  variant        = "minbase"
+  components     = ["main", "restricted", "universe"]
+  keyring        = var.keyring
+  mirror         = var.mirror
+  snapshot       = var.snapshot
+  extra_packages = ["systemd", "ca-certificates", var.kernel_package, "linux-headers-generic", "dkms"]
+  output_format  = "qcow2"
+  output_dir     = var.output_dir
+  image_size     = var.image_size
+}
+
+build {
+  name    = "ubuntu-22.04-gpu"
+  sources = ["source.gpuhost-rootfs.ubuntu_2204"]
+
+  provisioner "gpuhost-gpu" {
+    driver {
+      version = var.driver_versions[var.driver_branch]
+      branch  = var.driver_branch
+      flavor  = var.driver_flavor
+      source  = "cuda-repo"
+    }
+    cuda {
+      version = var.cuda_version
+    }
+    container_toolkit {
+      version = var.container_toolkit_version
+    }
+    containerd {
+      systemd_cgroup  = true
+      default_runtime = "nvidia"
+      cdi             = true
+    }
+    hold {
+      kernel = true
+    }
+    keyring_sha256 {
+      cuda_keyring          = var.cuda_keyring_sha256
+      container_toolkit_key = var.container_toolkit_key_sha256
+    }
+    distro {
+      id         = "ubuntu"
+      version_id = "22.04"
+      codename   = "jammy"
+    }
+    target_kernel               = var.target_kernel
+    fabric_manager              = false
+    persistenced                = true
+    cgroup_v2                   = true
+    disable_unattended_upgrades = true
+    manifest {
+      template       = "ubuntu-22.04-gpu"
+      mirror         = var.mirror
+      snapshot       = var.snapshot
+      plugin_version = var.plugin_version
+    }
+  }
+
+  # post-processor "gpuhost-gate" (scan the image, write reports, fail the
+  # build on policy failure) arrives in a later issue.
+}
