@@ -69,6 +69,7 @@ type planData struct {
 	FabricManager  string
 	SystemdCgroup  bool
 	Debian         bool
+	Preferences    []Pin
 }
 
 //go:embed plan.sh.tmpl
@@ -114,6 +115,7 @@ func RenderPlan(cfg Config) (string, error) {
 		d.Prereqs = []string{"ca-certificates", "curl", "gpg"}
 	}
 	d.Groups = c.installGroups()
+	d.Preferences = c.sourcePins()
 	if c.Persistenced {
 		d.Persistenced = "nvidia-persistenced.service"
 	}
@@ -180,6 +182,26 @@ func (c *Config) driverPins() [][]Pin {
 			pins = append(pins, Pin{Name: "nvidia-persistenced", Version: c.Driver.PersistencedVersion})
 		}
 		return [][]Pin{pins}
+	}
+	return nil
+}
+
+// sourcePins are whole source packages pinned through apt preferences, by
+// source name. Pinning the packages the plan names is not enough where the
+// archive carries a newer build of the same driver (a security update): their
+// exact-version dependencies (nvidia-alternative, libnvidia-*-535-server)
+// would resolve to the newer build and the install fails. NVIDIA's CUDA
+// repository solves this with nvidia-driver-pinning; the archives need this.
+func (c *Config) sourcePins() []Pin {
+	switch c.Driver.Source {
+	case SourceDebian:
+		pins := []Pin{{Name: "nvidia-graphics-drivers", Version: c.Driver.Version}}
+		if c.Persistenced && c.Driver.PersistencedVersion != "" {
+			pins = append(pins, Pin{Name: "nvidia-persistenced", Version: c.Driver.PersistencedVersion})
+		}
+		return pins
+	case SourceUbuntuArchive:
+		return []Pin{{Name: "nvidia-graphics-drivers-" + c.Driver.Branch + "-server", Version: c.Driver.Version}}
 	}
 	return nil
 }

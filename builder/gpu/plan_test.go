@@ -242,3 +242,25 @@ func TestPlanBranch590UsesUnsuffixedNames(t *testing.T) {
 		t.Error("branch 590 must install the pinning package")
 	}
 }
+
+// TestPlanPinsWholeDriverSource: with an archive that carries a newer build
+// of the driver (Debian's bookworm-security does), pinning only the named
+// packages fails on their exact-version dependencies; the plan pins the whole
+// source package through apt preferences, before apt update.
+func TestPlanPinsWholeDriverSource(t *testing.T) {
+	deb := renderCase(t, "debian-12-debian-535")
+	pref := strings.Index(deb, "Package: src:nvidia-graphics-drivers\nPin: version 535.261.03-1\nPin-Priority: 1001\n")
+	if pref < 0 || !strings.Contains(deb, "Package: src:nvidia-persistenced\nPin: version 535.171.04-1~deb12u1\n") {
+		t.Fatal("debian plan does not pin the driver's source packages")
+	}
+	if update := strings.Index(deb, "apt-get update"); update < pref {
+		t.Error("preferences must be written before apt update")
+	}
+	arch := renderCase(t, "ubuntu-22.04-ubuntu-archive-535")
+	if !strings.Contains(arch, "Package: src:nvidia-graphics-drivers-535-server\nPin: version 535.247.01-0ubuntu0.22.04.1\n") {
+		t.Error("ubuntu-archive plan does not pin its driver source package")
+	}
+	if strings.Contains(renderCase(t, "ubuntu-22.04-cuda-repo-open-580"), "preferences.d") {
+		t.Error("cuda-repo relies on nvidia-driver-pinning, not its own preferences")
+	}
+}

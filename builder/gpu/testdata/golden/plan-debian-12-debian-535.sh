@@ -135,6 +135,19 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.l
 	fi
 done
 
+step "apt preferences"
+# Every binary of the driver's source package at the pinned version, so that
+# exact-version dependencies do not resolve to a newer build.
+cat >/etc/apt/preferences.d/gpuhost-nvidia.pref <<'EOF'
+Package: src:nvidia-graphics-drivers
+Pin: version 535.261.03-1
+Pin-Priority: 1001
+
+Package: src:nvidia-persistenced
+Pin: version 535.171.04-1~deb12u1
+Pin-Priority: 1001
+EOF
+
 step "apt update"
 apt-get update
 

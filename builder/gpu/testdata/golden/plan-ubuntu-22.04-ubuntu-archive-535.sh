@@ -109,6 +109,15 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	GPUHOST_POLICY_RC=1
 fi
 
+step "apt preferences"
+# Every binary of the driver's source package at the pinned version, so that
+# exact-version dependencies do not resolve to a newer build.
+cat >/etc/apt/preferences.d/gpuhost-nvidia.pref <<'EOF'
+Package: src:nvidia-graphics-drivers-535-server
+Pin: version 535.247.01-0ubuntu0.22.04.1
+Pin-Priority: 1001
+EOF
+
 step "apt update"
 apt-get update
 apt_install ca-certificates curl gpg
