@@ -1,9 +1,9 @@
 package gpu_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"cmp"
 	"io/fs"
 	"os"
 	"strings"
