@@ -80,7 +80,7 @@ func (a *app) rootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.versionCommand())
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.versionCommand())
 	return root
 }
 
