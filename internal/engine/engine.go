@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -42,9 +43,14 @@ type Check struct {
 
 // Engine evaluates a compiled policy pack. It is safe for concurrent use.
 type Engine struct {
-	checks   []Check
-	all      rego.PreparedEvalQuery
-	single   []rego.PreparedEvalQuery
+	checks  []Check
+	single  []rego.PreparedEvalQuery
+	prepare func(query string) (rego.PreparedEvalQuery, error)
+	// combined caches one prepared query per set of runnable checks, keyed
+	// by their indices. Checks the gate skips are left out of the query, so
+	// a rootfs never pays for the live GPU checks, nor a host without a
+	// GPU for the device checks.
+	combined sync.Map
 	digest   string
 	params   map[string]any
 	modules  map[string]*ast.Module
@@ -126,7 +132,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	// read cost more than evaluating most checks.
 	store := inmem.NewFromObjectWithOpts(map[string]any{"gpuhost": map[string]any{"params": params}},
 		inmem.OptReturnASTValuesOnRead(true))
-	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+	e.prepare = func(query string) (rego.PreparedEvalQuery, error) {
 		return rego.New(
 			rego.Query(query),
 			rego.Compiler(compiler),
@@ -135,13 +141,16 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 			rego.StrictBuiltinErrors(true),
 		).PrepareForEval(ctx)
 	}
-	e.all, err = prepare(combinedQuery(checks))
-	if err != nil {
+	all := make([]int, len(checks))
+	for i := range all {
+		all[i] = i
+	}
+	if _, err := e.queryFor(all); err != nil {
 		return nil, &CompileError{Err: err}
 	}
 	e.single = make([]rego.PreparedEvalQuery, len(checks))
 	for i, c := range checks {
-		if e.single[i], err = prepare(combinedQuery([]Check{c})); err != nil {
+		if e.single[i], err = e.prepare(combinedQuery([]Check{c})); err != nil {
 			return nil, &CompileError{Err: fmt.Errorf("%s: %w", c.File, err)}
 		}
 	}
@@ -326,12 +335,16 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	if len(run) == 0 {
 		return out, nil
 	}
-	rs, err := e.all.Eval(ctx, rego.EvalParsedInput(doc.Value))
+	q, err := e.queryFor(run)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(doc.Value))
 	if err == nil {
-		sets, perr := bindingSets(rs, len(e.checks))
+		sets, perr := bindingSets(rs, len(run))
 		if perr == nil {
-			for _, i := range run {
-				e.decide(&out[i], sets[i][0], sets[i][1])
+			for j, i := range run {
+				e.decide(&out[i], sets[j][0], sets[j][1])
 			}
 			return out, nil
 		}
@@ -358,6 +371,26 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		out[i].Messages = []string{fmt.Sprintf("evaluating %s: %v", e.checks[i].File, err)}
 	}
 	return out, nil
+}
+
+// queryFor returns the prepared query that evaluates exactly the checks at
+// the given indices, preparing it on first use.
+func (e *Engine) queryFor(run []int) (*rego.PreparedEvalQuery, error) {
+	var key strings.Builder
+	subset := make([]Check, len(run))
+	for j, i := range run {
+		fmt.Fprintf(&key, "%d,", i)
+		subset[j] = e.checks[i]
+	}
+	if q, ok := e.combined.Load(key.String()); ok {
+		return q.(*rego.PreparedEvalQuery), nil
+	}
+	q, err := e.prepare(combinedQuery(subset))
+	if err != nil {
+		return nil, fmt.Errorf("preparing the query: %w", err)
+	}
+	actual, _ := e.combined.LoadOrStore(key.String(), &q)
+	return actual.(*rego.PreparedEvalQuery), nil
 }
 
 func (e *Engine) base(c Check) reports.Result {
