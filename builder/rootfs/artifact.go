@@ -1,0 +1,109 @@
+package rootfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// manifestPath is where the gpu provisioner writes the baked manifest.
+const manifestPath = "etc/gpuhost/manifest.json"
+
+// Artifact is what a rootfs build produced.
+type Artifact struct {
+	files  []string
+	rootfs string
+	format string
+	// generated is the build's generated data, for post-processors.
+	generated map[string]interface{}
+}
+
+var _ packersdk.Artifact = (*Artifact)(nil)
+
+func newArtifact(state multistep.StateBag) *Artifact {
+	c := state.Get(stateConfig).(*Config)
+	a := &Artifact{format: c.OutputFormat}
+	if f, ok := state.GetOk(stateFiles); ok {
+		a.files = f.([]string)
+	}
+	if r, ok := state.GetOk(stateRootfs); ok {
+		a.rootfs = r.(string)
+	}
+	if g, ok := state.GetOk("generated_data"); ok {
+		a.generated, _ = g.(map[string]interface{})
+	}
+	return a
+}
+
+// BuilderId returns "gpuhost.rootfs".
+func (a *Artifact) BuilderId() string { return BuilderID }
+
+// Files returns the output: the rootfs directory, or the tarball or image.
+func (a *Artifact) Files() []string { return append([]string(nil), a.files...) }
+
+// Id returns the output format and path.
+func (a *Artifact) Id() string {
+	if len(a.files) == 0 {
+		return ""
+	}
+	return a.format + ":" + a.files[0]
+}
+
+// String describes the artifact for the build's summary.
+func (a *Artifact) String() string {
+	s := fmt.Sprintf("rootfs (%s): %s", a.format, strings.Join(a.files, ", "))
+	if a.rootfs != "" && a.format != "dir" {
+		s += "\nrootfs directory: " + a.rootfs
+	}
+	return s
+}
+
+// State returns "rootfs" (the rootfs directory, or "" once removed),
+// "manifest" (the path of etc/gpuhost/manifest.json in it, or "" when the
+// rootfs has none), "format" (dir, tar, raw or qcow2) and "generated_data".
+func (a *Artifact) State(name string) interface{} {
+	switch name {
+	case "rootfs":
+		return a.rootfs
+	case "manifest":
+		if a.rootfs == "" {
+			return ""
+		}
+		// Lstat through os.Root: a manifest that is a link is not ours.
+		root, err := os.OpenRoot(a.rootfs)
+		if err != nil {
+			return ""
+		}
+		defer root.Close()
+		if fi, err := root.Lstat(manifestPath); err == nil && fi.Mode().IsRegular() {
+			return filepath.Join(a.rootfs, manifestPath)
+		}
+		return ""
+	case "format":
+		return a.format
+	case "generated_data":
+		return a.generated
+	}
+	return nil
+}
+
+// Destroy removes the output files and the rootfs directory.
+func (a *Artifact) Destroy() error {
+	var errs []error
+	for _, f := range a.files {
+		if err := removeTree(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.rootfs != "" {
+		if err := removeTree(a.rootfs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,114 @@
+// Package rootfs is the gpuhost Packer builder "rootfs" (`source
+// "gpuhost-rootfs"`): it bootstraps a Debian or Ubuntu suite with mmdebstrap,
+// mounts what provisioners need in a private mount namespace, runs the
+// provisioners through a chroot communicator, unmounts, and packs the result
+// as a directory, a zstd tarball, a raw ext4 image or a qcow2 image.
+package rootfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	"github.com/hashicorp/packer-plugin-sdk/multistep/commonsteps"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+)
+
+// BuilderID identifies artifacts of this builder.
+const BuilderID = "gpuhost.rootfs"
+
+// Builder is the rootfs builder. The zero value is ready for Prepare.
+type Builder struct {
+	config Config
+}
+
+var _ packersdk.Builder = (*Builder)(nil)
+
+// ConfigSpec returns the HCL2 spec of Config.
+func (b *Builder) ConfigSpec() hcldec.ObjectSpec { return b.config.FlatMapstructure().HCL2Spec() }
+
+// Prepare decodes and validates the configuration. It returns no generated
+// variables, the warnings, and one error listing every problem found.
+func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
+	warns, err := b.config.Prepare(raws...)
+	return nil, warns, err
+}
+
+// namedStep is a step with the name the timing table shows.
+type namedStep struct {
+	name string
+	step multistep.Step
+}
+
+// plan returns the steps of a build of c, in order.
+func plan(c *Config) []namedStep {
+	steps := []namedStep{
+		{"dirs", &stepPrepareDirs{}},
+		{"mmdebstrap", &stepMmdebstrap{}},
+		{"policy-rc.d", &stepPolicyRcD{}},
+		{"mount", &stepMount{Mounts: c.Mounts, AptCacheDir: c.AptCacheDir}},
+		{"provision", &stepProvision{}},
+	}
+	// Packing happens after Cleanup of the mount and policy-rc.d steps has
+	// run, so it is a second runner; see Run.
+	return steps
+}
+
+// Run builds the rootfs and returns its artifact. The provisioning steps run
+// first, and their Cleanup (unmount, policy-rc.d removal) runs before the
+// rootfs is packed, so no mount or build-only file reaches the output.
+func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook) (packersdk.Artifact, error) {
+	c := &b.config
+	t := &timings{}
+	state := new(multistep.BasicStateBag)
+	state.Put(stateConfig, c)
+	state.Put(stateUI, ui)
+	state.Put(stateHook, hook)
+
+	defer func() { ui.Say("Step timings:\n" + t.table()) }()
+
+	var steps []multistep.Step
+	for _, s := range plan(c) {
+		steps = append(steps, &timedStep{name: s.name, step: s.step, t: t})
+	}
+	// The output directories must outlive the first runner: their step is
+	// run here, and cleaned up (on failure only) after packing.
+	dirs := &timedStep{name: "dirs", step: steps[0].(*timedStep).step, t: t}
+	steps = steps[1:]
+	first := commonsteps.NewRunner([]multistep.Step{dirs}, c.PackerConfig, ui)
+	first.Run(ctx, state)
+	if err, ok := state.GetOk("error"); ok {
+		return nil, err.(error)
+	}
+	defer dirs.Cleanup(state)
+
+	runner := commonsteps.NewRunner(steps, c.PackerConfig, ui)
+	runner.Run(ctx, state)
+	if err := stateErr(state); err != nil {
+		state.Put(multistep.StateHalted, true)
+		return nil, err
+	}
+
+	pack := commonsteps.NewRunner([]multistep.Step{&timedStep{name: "pack", step: &stepPack{}, t: t}}, c.PackerConfig, ui)
+	pack.Run(ctx, state)
+	if err := stateErr(state); err != nil {
+		state.Put(multistep.StateHalted, true)
+		return nil, err
+	}
+	return newArtifact(state), nil
+}
+
+func stateErr(state multistep.StateBag) error {
+	if err, ok := state.GetOk("error"); ok {
+		return err.(error)
+	}
+	if _, ok := state.GetOk(multistep.StateCancelled); ok {
+		return errors.New("build was cancelled")
+	}
+	if _, ok := state.GetOk(multistep.StateHalted); ok {
+		return fmt.Errorf("build was halted")
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/builder-rootfs.mdx
+
+package rootfs
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+)
+
+// Config is the configuration of the rootfs builder (`source "gpuhost-rootfs"`).
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// The release to bootstrap: `jammy` or `noble` (Ubuntu), or `bookworm` (Debian).
+	Suite string `mapstructure:"suite" required:"true"`
+	// `ubuntu` or `debian`. Derived from `suite` when empty; when set it must match it.
+	Distribution string `mapstructure:"distribution" required:"false"`
+	// The mmdebstrap variant. Defaults to `minbase` (essential packages and apt only).
+	Variant string `mapstructure:"variant" required:"false"`
+	// Archive components to enable, for example `["main", "contrib", "non-free", "non-free-firmware"]`.
+	// Defaults to `["main"]` for Debian and `["main", "restricted", "universe"]` for Ubuntu.
+	Components []string `mapstructure:"components" required:"false"`
+	// A keyring file or directory that apt trusts during the bootstrap (mmdebstrap `--keyring`).
+	// Needed when the build machine has no keyring for the distribution, for example
+	// an Ubuntu suite bootstrapped on a Debian machine.
+	Keyring string `mapstructure:"keyring" required:"false"`
+	// The archive URL to bootstrap from. When empty, the builder takes the first apt source of the
+	// build machine (`/etc/apt/sources.list.d/*.sources`, then `/etc/apt/sources.list`) that serves
+	// `suite`; for Debian suites any Debian mirror of the machine will do. The build fails, naming
+	// this field, when no mirror is set and none is found. Exclusive with `snapshot`.
+	Mirror string `mapstructure:"mirror" required:"false"`
+	// A snapshot timestamp such as `20250101T000000Z`. The archive is then read as it was at that
+	// time, from the Debian or Ubuntu snapshot service, which makes a build repeatable. Release files
+	// of a snapshot expire, so their validity is not checked; their signatures still are.
+	Snapshot string `mapstructure:"snapshot" required:"false"`
+	// Packages to install on top of the variant during the bootstrap, as `name` or `name=version`.
+	ExtraPackages []string `mapstructure:"extra_packages" required:"false"`
+	// The directory the rootfs is built in, as `WORK_DIR/rootfs`, together with intermediate files.
+	// Defaults to `output_dir`. Put it on a fast local disk; it must not be a network file system,
+	// since device nodes and ownership must survive.
+	WorkDir string `mapstructure:"work_dir" required:"false"`
+	// A directory that keeps downloaded packages across builds. It is bind-mounted on the rootfs's
+	// `/var/cache/apt/archives` during the bootstrap and while provisioners run, so a rebuild
+	// downloads only what changed. The rootfs itself keeps no package files.
+	AptCacheDir string `mapstructure:"apt_cache_dir" required:"false"`
+	// What the build produces: `dir` (the rootfs directory), `tar` (`rootfs.tar.zst`),
+	// `raw` (an ext4 file system image, `rootfs.raw`) or `qcow2` (the same, compressed, `rootfs.qcow2`).
+	// Defaults to `dir`.
+	OutputFormat string `mapstructure:"output_format" required:"false"`
+	// Where the artifact is written. Defaults to `output-BUILDNAME`. It must not exist, unless
+	// Packer runs with `-force`, which removes it first.
+	OutputDir string `mapstructure:"output_dir" required:"false"`
+	// The size of the file system image for `raw` and `qcow2`, as a number with an optional
+	// K, M, G or T suffix, for example `4G`. Required for those formats.
+	ImageSize string `mapstructure:"image_size" required:"false"`
+	// The file systems mounted in the rootfs while provisioners run, by their path inside it.
+	// Known paths: `/proc`, `/sys`, `/dev` (a bind of the build machine's `/dev`), `/dev/pts`
+	// (a private devpts instance), `/run` and `/tmp` (tmpfs). Defaults to
+	// `["/proc", "/sys", "/dev", "/dev/pts", "/run"]`. They live in a private mount
+	// namespace: the build machine never sees them, and they vanish when the build ends,
+	// however it ends.
+	Mounts []string `mapstructure:"mounts" required:"false"`
+	// Remove the rootfs directory once a `tar`, `raw` or `qcow2` output is written. By default it
+	// is kept beside the output, so that post-processors can scan it.
+	RemoveRootfs bool `mapstructure:"remove_rootfs" required:"false"`
+
+	ctx interpolate.Context
+	// hostRoot is where the build machine's apt sources are read from: "/" in a
+	// build, a fake tree in tests.
+	hostRoot string
+	// mirrorErr says why no default mirror was found; it is reported by Run,
+	// not Prepare, so that `packer validate` of an Ubuntu template still passes
+	// on a machine that only reaches Debian.
+	mirrorErr error
+}
+
+// distributions maps each supported suite to its distribution.
+var distributions = map[string]string{
+	"jammy":    "ubuntu",
+	"noble":    "ubuntu",
+	"bookworm": "debian",
+}
+
+// variants are those mmdebstrap accepts.
+var variants = []string{"extract", "custom", "essential", "apt", "required", "minbase", "buildd", "important", "debootstrap", "-", "standard"}
+
+var formats = []string{"dir", "tar", "raw", "qcow2"}
+
+var (
+	componentRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	// packageRE accepts a Debian package name with an optional version pin;
+	// anything else could be read by apt as an option or a pattern.
+	packageRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[0-9A-Za-z.+~:-]+)?$`)
+	sizeRE     = regexp.MustCompile(`^[1-9][0-9]*[KMGT]?$`)
+	snapshotRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z$`)
+)
+
+// mountKinds are the mounts the builder knows how to make, by path in the rootfs.
+var mountKinds = map[string]mountSpec{
+	"/proc":    {fstype: "proc", source: "proc", opts: "nosuid,nodev,noexec"},
+	"/sys":     {fstype: "sysfs", source: "sysfs", opts: "ro,nosuid,nodev,noexec"},
+	"/dev":     {bind: "/dev"},
+	"/dev/pts": {fstype: "devpts", source: "devpts", opts: "newinstance,ptmxmode=0666,mode=0620,gid=5"},
+	"/run":     {fstype: "tmpfs", source: "tmpfs", opts: "mode=0755,nosuid,nodev"},
+	"/tmp":     {fstype: "tmpfs", source: "tmpfs", opts: "mode=1777,nosuid,nodev"},
+}
+
+var defaultMounts = []string{"/proc", "/sys", "/dev", "/dev/pts", "/run"}
+
+// Prepare decodes and validates raws into c. It reports every problem at
+// once, each naming its field.
+func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
+	err := config.Decode(c, &config.DecodeOpts{
+		PluginType:         BuilderID,
+		Interpolate:        true,
+		InterpolateContext: &c.ctx,
+	}, raws...)
+	if err != nil {
+		return nil, err
+	}
+	if c.hostRoot == "" {
+		c.hostRoot = "/"
+	}
+	var errs []error
+	var warns []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	// suite and distribution
+	dist, known := distributions[c.Suite]
+	switch {
+	case c.Suite == "":
+		bad("suite is required: jammy, noble or bookworm")
+	case !known:
+		bad("suite: unsupported %q; use jammy, noble or bookworm", c.Suite)
+	}
+	switch {
+	case c.Distribution == "":
+		c.Distribution = dist
+	case c.Distribution != "ubuntu" && c.Distribution != "debian":
+		bad("distribution: unsupported %q; use ubuntu or debian", c.Distribution)
+	case known && c.Distribution != dist:
+		bad("distribution: %q does not match suite %q, which is %s", c.Distribution, c.Suite, dist)
+	}
+
+	if c.Variant == "" {
+		c.Variant = "minbase"
+	} else if !slices.Contains(variants, c.Variant) {
+		bad("variant: unsupported %q; use one of %s", c.Variant, strings.Join(variants, ", "))
+	}
+
+	if len(c.Components) == 0 {
+		if c.Distribution == "ubuntu" {
+			c.Components = []string{"main", "restricted", "universe"}
+		} else {
+			c.Components = []string{"main"}
+		}
+	}
+	for _, comp := range c.Components {
+		if !componentRE.MatchString(comp) {
+			bad("components: invalid component %q", comp)
+		}
+	}
+
+	if c.Keyring != "" {
+		if _, err := os.Stat(c.Keyring); err != nil {
+			bad("keyring: %v", err)
+		}
+	}
+
+	// mirror and snapshot
+	switch {
+	case c.Snapshot != "" && c.Mirror != "":
+		bad("snapshot and mirror are exclusive: a snapshot chooses its own mirror")
+	case c.Snapshot != "":
+		m, err := snapshotMirror(c.Distribution, c.Snapshot)
+		if err != nil {
+			bad("snapshot: %v", err)
+		} else {
+			c.Mirror = m
+		}
+	case c.Mirror != "":
+		if err := checkMirror(c.Mirror); err != nil {
+			bad("mirror: %v", err)
+		}
+	case known:
+		m, err := hostMirror(c.hostRoot, c.Distribution, c.Suite)
+		if err != nil {
+			c.mirrorErr = fmt.Errorf("mirror: none set, and %w; set mirror or snapshot", err)
+		} else {
+			c.Mirror = m
+		}
+	}
+
+	for _, p := range c.ExtraPackages {
+		if !packageRE.MatchString(p) {
+			bad("extra_packages: invalid package %q; use name or name=version", p)
+		}
+	}
+
+	if c.OutputFormat == "" {
+		c.OutputFormat = "dir"
+	} else if !slices.Contains(formats, c.OutputFormat) {
+		bad("output_format: unsupported %q; use dir, tar, raw or qcow2", c.OutputFormat)
+	}
+	switch {
+	case c.OutputFormat == "raw" || c.OutputFormat == "qcow2":
+		if c.ImageSize == "" {
+			bad("image_size is required for output_format %q, for example \"4G\"", c.OutputFormat)
+		} else if !sizeRE.MatchString(c.ImageSize) {
+			bad("image_size: invalid %q; use a number with an optional K, M, G or T suffix", c.ImageSize)
+		}
+	case c.ImageSize != "":
+		warns = append(warns, fmt.Sprintf("image_size is ignored for output_format %q", c.OutputFormat))
+	}
+	if c.RemoveRootfs && c.OutputFormat == "dir" {
+		bad("remove_rootfs: cannot remove the rootfs when it is the output (output_format \"dir\")")
+	}
+
+	if c.OutputDir == "" {
+		c.OutputDir = "output-" + c.PackerBuildName
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = c.OutputDir
+	}
+	for _, p := range []struct {
+		name string
+		val  *string
+	}{{"output_dir", &c.OutputDir}, {"work_dir", &c.WorkDir}, {"apt_cache_dir", &c.AptCacheDir}} {
+		if *p.val == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p.val)
+		if err != nil {
+			bad("%s: %v", p.name, err)
+			continue
+		}
+		// The paths end up in mount options and hook commands; refuse the
+		// characters those treat specially rather than quote for each.
+		if strings.ContainsAny(abs, ",'\"\\\n\t ") {
+			bad("%s: %q contains a space, quote, comma or backslash", p.name, abs)
+		}
+		if abs == "/" {
+			bad("%s: must not be /", p.name)
+		}
+		*p.val = abs
+	}
+
+	if len(c.Mounts) == 0 {
+		c.Mounts = slices.Clone(defaultMounts)
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Mounts {
+		if _, ok := mountKinds[m]; !ok {
+			bad("mounts: unsupported %q; use /proc, /sys, /dev, /dev/pts, /run or /tmp", m)
+		} else if seen[m] {
+			bad("mounts: %q is listed twice", m)
+		}
+		seen[m] = true
+	}
+	if seen["/dev/pts"] && !seen["/dev"] {
+		warns = append(warns, "mounts: /dev/pts without /dev mounts a devpts on the rootfs's own /dev")
+	}
+	// Mount parents before children, whatever order the user gave.
+	slices.SortStableFunc(c.Mounts, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+
+	return warns, errors.Join(errs...)
+}
+
+// snapshotMirror returns the snapshot archive URL of dist at timestamp ts.
+// Plain http is deliberate: apt checks the Release signatures, and a minbase
+// rootfs has no CA certificates for apt to use https later from inside it.
+func snapshotMirror(dist, ts string) (string, error) {
+	if !snapshotRE.MatchString(ts) {
+		return "", fmt.Errorf("invalid timestamp %q; use YYYYMMDDTHHMMSSZ, for example 20250101T000000Z", ts)
+	}
+	if _, err := time.Parse("20060102T150405Z", ts); err != nil {
+		return "", fmt.Errorf("invalid timestamp %q: %w", ts, err)
+	}
+	switch dist {
+	case "debian":
+		return "http://snapshot.debian.org/archive/debian/" + ts, nil
+	case "ubuntu":
+		return "http://snapshot.ubuntu.com/ubuntu/" + ts, nil
+	}
+	return "", fmt.Errorf("no snapshot service known for distribution %q", dist)
+}
+
+func checkMirror(m string) error {
+	u, err := url.Parse(m)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return fmt.Errorf("%q has no host", m)
+		}
+	case "file":
+	default:
+		return fmt.Errorf("%q: use an http, https or file URL", m)
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+// Command packer-plugin-gpuhost is the gpuhost Packer plugin. Installed as
+// github.com/gpuhost/gpuhost, its components are `source "gpuhost-rootfs"`
+// and `provisioner "gpuhost-gpu"`.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/packer-plugin-sdk/plugin"
+
+	"github.com/gpuhost/gpuhost/builder/gpu"
+	"github.com/gpuhost/gpuhost/builder/rootfs"
+	"github.com/gpuhost/gpuhost/builder/version"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run registers the components and serves them to Packer.
+func run() error {
+	pps := plugin.NewSet()
+	pps.RegisterBuilder("rootfs", new(rootfs.Builder))
+	pps.RegisterProvisioner("gpu", new(gpu.Provisioner))
+	pps.SetVersion(version.PluginVersion)
+	return pps.Run()
+}
