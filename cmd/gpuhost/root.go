@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,6 +39,30 @@ type app struct {
 	stdout, stderr io.Writer
 	log            *slog.Logger
 	logLevel       string
+	cpuProfile     string
+	profile        *os.File
+}
+
+// startProfile starts CPU profiling when --cpuprofile is set; make bench and
+// performance work use it.
+func (a *app) startProfile() error {
+	if a.cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(a.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	a.profile = f
+	return pprof.StartCPUProfile(f)
+}
+
+func (a *app) stopProfile() {
+	if a.profile != nil {
+		pprof.StopCPUProfile()
+		a.profile.Close()
+		a.profile = nil
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -47,6 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	a.stopProfile() // PersistentPostRun does not run when the command fails
 	if err == nil {
 		return 0
 	}
@@ -76,10 +103,13 @@ func (a *app) rootCommand() *cobra.Command {
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(a.log)
-			return nil
+			return a.startProfile()
 		},
+		PersistentPostRun: func(*cobra.Command, []string) { a.stopProfile() },
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.versionCommand())
 	return root
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,13 +395,17 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		close(results)
 	}()
 
-	// Reports come out in input order, whatever order workers finish in.
+	// Reports stream out in input order, whatever order workers finish in;
+	// only the out-of-order ones are held, so memory stays flat over a fleet.
+	// The first report waits until a second one shows whether this is a
+	// single-document scan (which honours --report) or a stream.
+	out := &manyWriter{app: a, flags: s, w: bufio.NewWriterSize(a.stdout, 1<<20)}
 	pending := map[int]*reports.Report{}
-	var all []*reports.Report
+	var first *reports.Report
 	var firstErr error
-	next := 0
+	count, next := 0, 0
 	for r := range results {
-		if r.err != nil {
+		if r.err != nil || firstErr != nil {
 			if firstErr == nil {
 				firstErr = r.err
 				cancel()
@@ -412,8 +415,25 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		pending[r.seq] = r.rep
 		for rep, ok := pending[next]; ok; rep, ok = pending[next] {
 			delete(pending, next)
-			all = append(all, rep)
 			next++
+			count++
+			switch {
+			case count == 1:
+				first = rep
+				continue
+			case count == 2 && len(s.reports) > 0:
+				firstErr = errors.New("--report writes one report; with several documents use --format json for NDJSON")
+				cancel()
+			case count == 2:
+				firstErr = out.write(first)
+			}
+			if firstErr == nil {
+				firstErr = out.write(rep)
+			}
+			if firstErr != nil {
+				cancel()
+				break
+			}
 		}
 	}
 	if readErr != nil && firstErr == nil {
@@ -422,19 +442,45 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 	if firstErr != nil {
 		return untrusted(firstErr)
 	}
-	if len(all) == 0 {
+	switch count {
+	case 0:
 		return untrusted(errors.New("no facts documents read"))
+	case 1:
+		return a.emit(s, first)
 	}
-	if len(all) == 1 {
-		return a.emit(s, all[0])
-	}
-	if len(s.reports) > 0 {
-		return untrusted(errors.New("--report writes one report; with several documents use --format json for NDJSON"))
-	}
-	if err := a.renderMany(s, all); err != nil {
+	if err := out.w.Flush(); err != nil {
 		return untrusted(err)
 	}
-	return exitFor(all, s.failOn)
+	if out.code != scan.ExitPass {
+		return &exitError{code: out.code}
+	}
+	return nil
+}
+
+// manyWriter renders a stream of reports to stdout: one compact JSON line
+// each for json, else each report in turn. It keeps the worst exit code.
+type manyWriter struct {
+	app   *app
+	flags *scanFlags
+	w     *bufio.Writer
+	r     reports.Renderer
+	code  int
+}
+
+func (m *manyWriter) write(rep *reports.Report) error {
+	m.code = max(m.code, scan.ExitCode([]*reports.Report{rep}, m.flags.failOn))
+	if m.flags.format == "json" {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		m.w.Write(b)
+		return m.w.WriteByte('\n')
+	}
+	if m.r == nil {
+		m.r = m.app.stdoutRenderer(m.flags)
+	}
+	return m.r.Render(m.w, rep)
 }
 
 // evaluateSaved validates a saved document against the facts schema, then
@@ -449,30 +495,4 @@ func evaluateSaved(ctx context.Context, sc *scan.Scanner, d savedDoc) (*reports.
 		return nil, err
 	}
 	return sc.Document(ctx, doc, d.data)
-}
-
-// renderMany writes several reports to stdout: NDJSON for json, else each in
-// turn.
-func (a *app) renderMany(s *scanFlags, all []*reports.Report) error {
-	w := bufio.NewWriterSize(a.stdout, 1<<20)
-	if s.format == "json" {
-		enc := json.NewEncoder(w)
-		for _, rep := range all {
-			if err := enc.Encode(rep); err != nil {
-				return err
-			}
-		}
-		return w.Flush()
-	}
-	r := a.stdoutRenderer(s)
-	for _, rep := range all {
-		var buf bytes.Buffer
-		if err := r.Render(&buf, rep); err != nil {
-			return err
-		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
-	}
-	return w.Flush()
 }
