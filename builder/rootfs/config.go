@@ -68,7 +68,7 @@ type Config struct {
 	// The file systems mounted in the rootfs while provisioners run, by their path inside it.
 	// Known paths: `/proc`, `/sys`, `/dev` (a bind of the build machine's `/dev`), `/dev/pts`
 	// (a private devpts instance), `/run` and `/tmp` (tmpfs). Defaults to
-	// `["/proc", "/sys", "/dev", "/dev/pts", "/run"]`. They live in a private mount
+	// `["/proc", "/sys", "/dev", "/run", "/dev/pts"]`; parents are always mounted first. They live in a private mount
 	// namespace: the build machine never sees them, and they vanish when the build ends,
 	// however it ends.
 	Mounts []string `mapstructure:"mounts" required:"false"`
@@ -117,7 +117,7 @@ var mountKinds = map[string]mountSpec{
 	"/tmp":     {fstype: "tmpfs", source: "tmpfs", opts: "mode=1777,nosuid,nodev"},
 }
 
-var defaultMounts = []string{"/proc", "/sys", "/dev", "/dev/pts", "/run"}
+var defaultMounts = []string{"/proc", "/sys", "/dev", "/run", "/dev/pts"}
 
 // Prepare decodes and validates raws into c. It reports every problem at
 // once, each naming its field.

@@ -229,10 +229,10 @@ func startMountNS(ctx context.Context, root string, plans []mountPlan) (*mountNS
 // PID is the holder's process id, as the build machine sees it.
 func (m *mountNS) PID() int { return m.cmd.Process.Pid }
 
-// Wrap prefixes command so that it runs in the holder's namespaces; it is the
-// CmdWrapper of the chroot communicator.
+// Wrap returns a shell command that runs command, a whole shell command line,
+// in the holder's namespaces; it is the CmdWrapper of the chroot communicator.
 func (m *mountNS) Wrap(command string) (string, error) {
-	return fmt.Sprintf("nsenter --target %d --mount --pid -- %s", m.PID(), command), nil
+	return fmt.Sprintf("nsenter --target %d --mount --pid -- /bin/sh -c %s", m.PID(), shellQuote(command)), nil
 }
 
 // Mounts returns the mounted paths, in the order they were made.

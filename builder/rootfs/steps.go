@@ -25,8 +25,8 @@ const (
 	stateConfig  = "config"
 	stateUI      = "ui"
 	stateHook    = "hook"
-	stateRootfs  = "rootfs"       // string: the rootfs directory
-	stateMountNS = "mountns"      // *mountNS while mounts are up
+	stateRootfs  = "rootfs"  // string: the rootfs directory
+	stateMountNS = "mountns" // *mountNS while mounts are up
 	stateWrapper = "wrappedCommand"
 	stateFiles   = "output_files" // []string: what the artifact consists of
 )
