@@ -42,23 +42,26 @@ type namedStep struct {
 	step multistep.Step
 }
 
-// plan returns the steps of a build of c, in order.
+// plan returns the steps of a build of c, in order. Unmounting and removing
+// policy-rc.d happen in a step of their own before packing, so that no mount
+// or build-only file reaches the output; their steps' Cleanup does the same
+// again (as a no-op then) when a build stops earlier.
 func plan(c *Config) []namedStep {
-	steps := []namedStep{
+	policy := &stepPolicyRcD{}
+	mount := &stepMount{Mounts: c.Mounts, AptCacheDir: c.AptCacheDir}
+	return []namedStep{
 		{"dirs", &stepPrepareDirs{}},
 		{"mmdebstrap", &stepMmdebstrap{}},
-		{"policy-rc.d", &stepPolicyRcD{}},
-		{"mount", &stepMount{Mounts: c.Mounts, AptCacheDir: c.AptCacheDir}},
+		{"policy-rc.d", policy},
+		{"mount", mount},
 		{"provision", &stepProvision{}},
+		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
+		{"pack", &stepPack{}},
 	}
-	// Packing happens after Cleanup of the mount and policy-rc.d steps has
-	// run, so it is a second runner; see Run.
-	return steps
 }
 
-// Run builds the rootfs and returns its artifact. The provisioning steps run
-// first, and their Cleanup (unmount, policy-rc.d removal) runs before the
-// rootfs is packed, so no mount or build-only file reaches the output.
+// Run builds the rootfs and returns its artifact. It prints how long each
+// step took, whether the build succeeds or not.
 func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook) (packersdk.Artifact, error) {
 	c := &b.config
 	t := &timings{}
@@ -67,34 +70,14 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	state.Put(stateUI, ui)
 	state.Put(stateHook, hook)
 
-	defer func() { ui.Say("Step timings:\n" + t.table()) }()
-
 	var steps []multistep.Step
 	for _, s := range plan(c) {
 		steps = append(steps, &timedStep{name: s.name, step: s.step, t: t})
 	}
-	// The output directories must outlive the first runner: their step is
-	// run here, and cleaned up (on failure only) after packing.
-	dirs := &timedStep{name: "dirs", step: steps[0].(*timedStep).step, t: t}
-	steps = steps[1:]
-	first := commonsteps.NewRunner([]multistep.Step{dirs}, c.PackerConfig, ui)
-	first.Run(ctx, state)
-	if err, ok := state.GetOk("error"); ok {
-		return nil, err.(error)
-	}
-	defer dirs.Cleanup(state)
-
 	runner := commonsteps.NewRunner(steps, c.PackerConfig, ui)
 	runner.Run(ctx, state)
+	ui.Say("Step timings:\n" + t.table())
 	if err := stateErr(state); err != nil {
-		state.Put(multistep.StateHalted, true)
-		return nil, err
-	}
-
-	pack := commonsteps.NewRunner([]multistep.Step{&timedStep{name: "pack", step: &stepPack{}, t: t}}, c.PackerConfig, ui)
-	pack.Run(ctx, state)
-	if err := stateErr(state); err != nil {
-		state.Put(multistep.StateHalted, true)
 		return nil, err
 	}
 	return newArtifact(state), nil

@@ -224,15 +224,19 @@ func (s *stepPolicyRcD) Run(ctx context.Context, state multistep.StateBag) multi
 }
 
 func (s *stepPolicyRcD) Cleanup(state multistep.StateBag) {
+	if err := s.cleanupNow(state); err != nil {
+		state.Get(stateUI).(packersdk.Ui).Error(err.Error())
+	}
+}
+
+func (s *stepPolicyRcD) cleanupNow(state multistep.StateBag) error {
 	if !s.wrote {
-		return
+		return nil
 	}
 	s.wrote = false
-	ui := state.Get(stateUI).(packersdk.Ui)
 	root, err := os.OpenRoot(state.Get(stateRootfs).(string))
 	if err != nil {
-		ui.Error(err.Error())
-		return
+		return err
 	}
 	defer root.Close()
 	if s.had {
@@ -241,8 +245,9 @@ func (s *stepPolicyRcD) Cleanup(state multistep.StateBag) {
 		err = root.Remove(policyRcDPath)
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		ui.Error(fmt.Sprintf("restoring /%s: %v", policyRcDPath, err))
+		return fmt.Errorf("restoring /%s: %w", policyRcDPath, err)
 	}
+	return nil
 }
 
 // stepMount makes the configured mounts in a private namespace held by a
@@ -275,17 +280,48 @@ func (s *stepMount) Run(ctx context.Context, state multistep.StateBag) multistep
 }
 
 func (s *stepMount) Cleanup(state multistep.StateBag) {
+	if err := s.cleanupNow(state); err != nil {
+		state.Get(stateUI).(packersdk.Ui).Error(err.Error())
+	}
+}
+
+func (s *stepMount) cleanupNow(state multistep.StateBag) error {
 	if s.ns == nil {
-		return
+		return nil
 	}
-	ui := state.Get(stateUI).(packersdk.Ui)
-	ui.Say("Unmounting " + strings.Join(s.ns.Mounts(), ", "))
-	if err := s.ns.Close(); err != nil {
-		ui.Error(err.Error())
-	}
+	state.Get(stateUI).(packersdk.Ui).Say("Unmounting " + strings.Join(s.ns.Mounts(), ", "))
+	err := s.ns.Close()
 	s.ns = nil
 	state.Remove(stateMountNS)
+	state.Remove(stateWrapper)
+	return err
 }
+
+// earlyCleaner is a step whose Cleanup can run before the build ends.
+type earlyCleaner interface {
+	cleanupNow(multistep.StateBag) error
+}
+
+// stepEarlyCleanup undoes the mount and policy-rc.d steps before packing;
+// a failure halts the build rather than pack a rootfs in an unknown state.
+type stepEarlyCleanup struct {
+	cleaners []earlyCleaner
+}
+
+func (s *stepEarlyCleanup) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	var errs []error
+	for _, c := range s.cleaners {
+		if err := c.cleanupNow(state); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return halt(state, err)
+	}
+	return multistep.ActionContinue
+}
+
+func (s *stepEarlyCleanup) Cleanup(multistep.StateBag) {}
 
 // stepProvision runs the provisioners through the chroot communicator.
 type stepProvision struct{}

@@ -19,6 +19,18 @@ variable "output_format" {
   default = "dir"
 }
 
+variable "image_size" {
+  type    = string
+  default = ""
+}
+
+# Seconds the provisioner sleeps after its checks: the interrupt tests stop
+# the build while it sleeps.
+variable "provision_sleep" {
+  type    = string
+  default = "0"
+}
+
 variable "apt_cache_dir" {
   type    = string
   default = ""
@@ -30,6 +42,7 @@ source "gpuhost-rootfs" "e2e" {
   output_format = var.output_format
   output_dir    = var.output_dir
   apt_cache_dir = var.apt_cache_dir
+  image_size    = var.image_size
 }
 
 build {
@@ -41,6 +54,7 @@ build {
       "test -e /proc/self/status",
       "test -c /dev/null",
       "test -x /usr/sbin/policy-rc.d",
+      "echo provisioner-ready; sleep ${var.provision_sleep}",
     ]
   }
 }
