@@ -27,6 +27,8 @@ help:
 	@echo "make test    run every test (Go, Rego with coverage, CLI end to end)"
 	@echo "make bench   engine and whole-command benchmarks, side by side with Lynis"
 	@echo "make fuzz    run each fuzzer for FUZZTIME (default $(FUZZTIME))"
+	@echo "make e2e     bake images/debian-12-gpu.pkr.hcl with the real Packer (part of make test)"
+	@echo "make gpu-check  gpuhost facts host and scan host on this machine's GPUs, saved to ./out"
 
 .PHONY: check-go
 check-go:
@@ -45,9 +47,11 @@ define apt-install
 	fi
 endef
 
+include builder/packer.mk
+
 .PHONY: deps bench-deps
 deps:
-	$(call apt-install,$(APT_TEST))
+	$(call apt-install,$(APT_TEST) $(APT_BUILD))
 bench-deps:
 	$(call apt-install,$(APT_BENCH))
 
@@ -56,23 +60,45 @@ build: check-go
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(GPUHOST) ./cmd/gpuhost
 
 .PHONY: test
-test: check-go deps
+test: check-go deps packer-sdc
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	PACKER_SDC=$(PACKER_SDC) $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory build
 	$(GPUHOST) policy test --fail-under $(POLICY_COVERAGE)
+	$(MAKE) --no-print-directory e2e
+
+# The real thing, as root: Packer builds the Debian 12 stand-in image with
+# the plugin installed offline, and the builder's own end-to-end tests
+# (a minimal build, Ctrl-C and SIGKILL mid-build) prove no mount leaks.
+.PHONY: e2e
+e2e: check-go build-deps packer plugin
+	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) \
+	  $(GO) test -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/
+
+IMAGE_DIR := $(OUT)/debian-12-gpu
+REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))
 
 .PHONY: demo
-demo: check-go deps build
+demo: check-go deps build-deps build packer plugin
 	@mkdir -p $(OUT)
-	@echo "== scanning the sample rootfs (hardened) =="
-	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-hardened --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/sample-rootfs.$(f)) || test $$? -eq 1
-	@echo "== scanning the sample rootfs (weak) =="
-	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-weak --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/weak-rootfs.$(f)) || test $$? -eq 1
+	@echo "== baking images/debian-12-gpu.pkr.hcl with Packer =="
+	PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
+	cd images && PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins CHECKPOINT_DISABLE=1 $(PACKER) build -force \
+	  -var-file=pins.pkrvars.hcl -var output_dir=$(IMAGE_DIR) -var apt_cache_dir=$(CURDIR)/.cache/apt debian-12-gpu.pkr.hcl
+	@echo "== unpacking the image without mounting it (qemu-img, debugfs) =="
+	qemu-img convert -O raw $(IMAGE_DIR)/*.qcow2 $(OUT)/debian-12-gpu.raw
+	rm -rf $(OUT)/debian-12-gpu-rootfs && mkdir -p $(OUT)/debian-12-gpu-rootfs
+	debugfs -R "rdump / $(OUT)/debian-12-gpu-rootfs" $(OUT)/debian-12-gpu.raw 2>/dev/null
+	rm -f $(OUT)/debian-12-gpu.raw
+	@echo "== gating the baked image =="
+	$(GPUHOST) scan rootfs $(OUT)/debian-12-gpu-rootfs --params images/params-debian-12.yaml --no-color $(call REPORTS,debian-12-gpu) || test $$? -eq 1
+	@echo "== scanning the sample rootfs trees =="
+	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-hardened --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,sample-rootfs) || test $$? -eq 1
+	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-weak --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,weak-rootfs) || test $$? -eq 1
 	@echo "== scanning this host =="
-	$(GPUHOST) scan host --no-color $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/host.$(f)) || test $$? -eq 1
-	@echo; echo "reports written to $(OUT):"; ls -1 $(OUT)
+	$(GPUHOST) scan host --no-color $(call REPORTS,host) || test $$? -eq 1
+	@echo; echo "image: $$(ls $(IMAGE_DIR)/*.qcow2)"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
 
 .PHONY: bench
 bench: check-go deps bench-deps build
@@ -86,6 +112,10 @@ fuzz: check-go
 	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+.PHONY: gpu-check
+gpu-check: check-go build
+	OUT_DIR=$(OUT) GPUHOST=$(GPUHOST) bash checks/gpu/gpu-check.sh
 
 .PHONY: clean
 clean:
