@@ -8,10 +8,15 @@ import (
 	"testing"
 )
 
-// packerSDC returns the packer-sdc binary built by `make packer-sdc`, or skips.
+// packerSDC returns the packer-sdc binary named by PACKER_SDC, or the one
+// `make packer-sdc` builds, or skips.
 func packerSDC(t *testing.T) string {
 	t.Helper()
-	sdc, err := filepath.Abs("../../bin/packer-sdc")
+	sdc := os.Getenv("PACKER_SDC")
+	if sdc == "" {
+		sdc = "../../bin/packer-sdc"
+	}
+	sdc, err := filepath.Abs(sdc)
 	if err != nil {
 		t.Fatal(err)
 	}
