@@ -47,6 +47,7 @@ type Facts struct {
 	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
 	Containers       *Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any    `json:"manifest,omitempty"`
+	ConfigFiles      []ConfigFile      `json:"config_files,omitempty"`
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
 }
 
@@ -422,6 +423,13 @@ type ContainerImage struct {
 	Ref    string `json:"ref"`
 	Digest string `json:"digest"`
 	Source string `json:"source"`
+}
+
+// ConfigFile is the sha256 of one configuration file the baked manifest
+// records, read from the live target so drift can compare the two.
+type ConfigFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // Vulnerabilities are OS package findings from an offline trivy DB.
