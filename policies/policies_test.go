@@ -34,11 +34,12 @@ var (
 		"runtime": "GH-RT-",
 		"pin":     "GH-PIN-",
 		"gpu":     "GH-GPU-",
+		"drift":   "GH-DRIFT-",
 	}
 	collectors = []string{
 		"os", "kernel", "packages", "cgroup", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
-		"gpu", "gpu_driver",
+		"gpu", "gpu_driver", "config_files",
 	}
 	severities  = []string{"critical", "high", "medium", "low", "info"}
 	targetKinds = []string{"rootfs", "image", "host", "facts", "oci"}
