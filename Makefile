@@ -74,7 +74,7 @@ test: check-go deps packer-sdc
 .PHONY: e2e
 e2e: check-go build-deps packer plugin
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) \
-	  $(GO) test -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/
+	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -192,7 +193,11 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 func probe(ctx context.Context, comm packersdk.Communicator, command string) (string, int, error) {
 	out := &limitedBuffer{max: maxProbeOutput}
 	errOut := &limitedBuffer{max: 4096}
-	cmd := &packersdk.RemoteCmd{Command: command, Stdout: out, Stderr: errOut}
+	// Communicators wrap the command in their own quoting (the SDK's chroot
+	// communicator puts it inside double quotes, so "$f" would expand on the
+	// build host). Shipping it base64-encoded keeps every quote and $ intact.
+	wrapped := "echo " + base64.StdEncoding.EncodeToString([]byte(command)) + " | base64 -d | sh"
+	cmd := &packersdk.RemoteCmd{Command: wrapped, Stdout: out, Stderr: errOut}
 	if err := comm.Start(ctx, cmd); err != nil {
 		return "", 0, fmt.Errorf("starting %q: %w", command, err)
 	}

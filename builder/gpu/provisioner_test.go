@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,6 +50,8 @@ func (c *dirComm) rewrite(command string) string {
 	return targetPath.ReplaceAllString(command, "${1}"+c.root+"/${2}/")
 }
 
+var encodedProbe = regexp.MustCompile(`^echo ([A-Za-z0-9+/=]+) \| base64 -d \| sh$`)
+
 func (c *dirComm) Start(ctx context.Context, rc *packersdk.RemoteCmd) error {
 	c.mu.Lock()
 	c.commands = append(c.commands, rc.Command)
@@ -65,6 +68,15 @@ func (c *dirComm) Start(ctx context.Context, rc *packersdk.RemoteCmd) error {
 		return nil
 	}
 	command := rc.Command
+	// Probes arrive base64-encoded; decode them as the target's shell would,
+	// so their paths can be mapped onto the test's directory.
+	if m := encodedProbe.FindStringSubmatch(command); m != nil {
+		b, err := base64.StdEncoding.DecodeString(m[1])
+		if err != nil {
+			return err
+		}
+		command = string(b)
+	}
 	// A staged script runs with its own paths mapped too.
 	if m := stagedScript.FindStringSubmatch(command); m != nil {
 		c.mu.Lock()
