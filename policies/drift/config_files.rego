@@ -29,7 +29,7 @@ deny contains msg if {
 	some b in baseline
 	some sum in live[b.path]
 	sum != b.sha256
-	msg := sprintf("%s changed: sha256 %s, the baseline has %s", [b.path, sum, b.sha256])
+	msg := sprintf("%s changed since the baseline: sha256 %s, baked %s", [b.path, substring(sum, 0, 12), substring(b.sha256, 0, 12)])
 }
 
 deny contains msg if {
