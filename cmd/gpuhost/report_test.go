@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ func runCommand(t *testing.T, build func(*app) *cobra.Command, args ...string) o
 	t.Helper()
 	var out, errOut bytes.Buffer
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	a.log = slog.New(slog.NewTextHandler(&errOut, nil)) // root's PersistentPreRunE sets it in run()
 	cmd := build(a)
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
