@@ -1,0 +1,26 @@
+package checks
+
+import (
+	"context"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/diskimage"
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+// Image collects facts from a raw or qcow2 disk image, reading its ext4 root
+// filesystem without mounting it. An image that cannot be opened, or that
+// turns out cut short or corrupt while it is read, is an error: facts from
+// part of a disk could hide what the rest holds.
+func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
+	img, err := diskimage.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	f := Collect(ctx, &collector.Env{FS: img.FS()}, facts.KindImage, file, o)
+	if err := img.Err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
