@@ -88,6 +88,9 @@ func (p *policyFlags) engine(ctx context.Context) (*engine.Engine, error) {
 		if err != nil {
 			return nil, untrusted(err)
 		}
+		if err := engine.ValidateParamsFor(params, p.params, p.policies, policies.ParamsSchema); err != nil {
+			return nil, untrusted(err)
+		}
 		opts = append(opts, engine.WithParams(params))
 	}
 	e, err := engine.New(ctx, opts...)
@@ -231,20 +234,9 @@ func (a *app) scanCommand() *cobra.Command {
 		Short: "Scan an unpacked image root filesystem",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := rf.scanner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			f, err := checks.Rootfs(cmd.Context(), args[0], a.collectOptions(nil))
-			if err != nil {
-				return untrusted(err)
-			}
-			a.logCollectorProblems(f)
-			rep, err := sc.Facts(cmd.Context(), f)
-			if err != nil {
-				return untrusted(err)
-			}
-			return a.emit(&rf, rep)
+			return a.scanCollected(cmd.Context(), &rf, func(ctx context.Context) (*facts.Facts, error) {
+				return checks.Rootfs(ctx, args[0], a.collectOptions(nil))
+			})
 		},
 	}
 	rf.register(rootfs)
@@ -256,20 +248,9 @@ func (a *app) scanCommand() *cobra.Command {
 		Short: "Scan the running host",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sc, err := hf.scanner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			f, err := checks.Host(cmd.Context(), hostOpts.root, a.collectOptions(&hostOpts))
-			if err != nil {
-				return untrusted(err)
-			}
-			a.logCollectorProblems(f)
-			rep, err := sc.Facts(cmd.Context(), f)
-			if err != nil {
-				return untrusted(err)
-			}
-			return a.emit(&hf, rep)
+			return a.scanCollected(cmd.Context(), &hf, func(ctx context.Context) (*facts.Facts, error) {
+				return checks.Host(ctx, hostOpts.root, a.collectOptions(&hostOpts))
+			})
 		},
 	}
 	hf.register(host)
@@ -296,6 +277,25 @@ func (a *app) scanCommand() *cobra.Command {
 
 	cmd.AddCommand(rootfs, host, saved)
 	return cmd
+}
+
+// scanCollected is every live-collection scan: compile the pack first (a
+// broken policy fails before any collecting), collect, evaluate, report.
+func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(context.Context) (*facts.Facts, error)) error {
+	sc, err := s.scanner(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := collect(ctx)
+	if err != nil {
+		return untrusted(err)
+	}
+	a.logCollectorProblems(f)
+	rep, err := sc.Facts(ctx, f)
+	if err != nil {
+		return untrusted(err)
+	}
+	return a.emit(s, rep)
 }
 
 // savedDoc is one document read from a file or stream.
