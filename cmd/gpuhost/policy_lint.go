@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/lint"
+	"github.com/gpuhost/gpuhost/policies"
+)
+
+// policyLintCommand is `gpuhost policy lint`: exit 0 for a clean pack, 1
+// with findings, 2 when the pack cannot be read.
+func (a *app) policyLintCommand() *cobra.Command {
+	var dir, format string
+	cmd := &cobra.Command{
+		Use:   "lint",
+		Short: "Review a pack: duplicate or misplaced ids, incomplete METADATA, undeclared params, Rego v0",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "text" && format != "json" {
+				return untrusted(fmt.Errorf("--format %q: want text or json", format))
+			}
+			var fsys fs.FS = policies.FS
+			name := "embedded"
+			if dir != "" {
+				info, err := os.Stat(dir)
+				if err != nil {
+					return untrusted(fmt.Errorf("reading --policy: %w", err))
+				}
+				if !info.IsDir() {
+					return untrusted(fmt.Errorf("--policy %s: lint reads a pack directory, not a bundle", dir))
+				}
+				fsys, name = os.DirFS(dir), dir
+			}
+			schema, err := fs.ReadFile(fsys, engine.ParamsSchemaFile)
+			if errors.Is(err, fs.ErrNotExist) {
+				// A pack without its own schema configures the default
+				// pack's parameters.
+				schema, err = policies.ParamsSchema()
+			}
+			if err != nil {
+				return untrusted(fmt.Errorf("reading %s: %w", filepath.Join(name, engine.ParamsSchemaFile), err))
+			}
+			findings, err := lint.Pack(cmd.Context(), fsys, name, schema)
+			if err != nil {
+				return untrusted(err)
+			}
+			if format == "json" {
+				if findings == nil {
+					findings = []lint.Finding{}
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(findings); err != nil {
+					return untrusted(err)
+				}
+			} else {
+				for _, f := range findings {
+					// Paths as the user typed the pack, so an editor can jump there.
+					f.File = filepath.Join(name, f.File)
+					fmt.Fprintln(a.stdout, f.String())
+				}
+			}
+			if len(findings) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%s: %d lint findings", name, len(findings))}
+			}
+			a.log.Info("policy pack is lint-clean", "pack", name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "policy", "", "pack directory to lint (default: the embedded pack)")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
