@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/agent"
+	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// defaultDB is where the agent keeps its history on a host.
+const defaultDB = "/var/lib/gpuhost/history.db"
+
+// agentCommand runs scans of the host (plus drift against a baseline) on a
+// schedule, keeps their history, and serves metrics.
+func (a *app) agentCommand() *cobra.Command {
+	var sf scanFlags
+	var hf hostFlags
+	var cfg agent.Config
+	var baseline, rootfs, retain string
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Scan the host on a schedule, keep the history, and serve Prometheus metrics",
+		Long: "The agent runs the scan pipeline on the running host every --interval (or on a --cron schedule), with\n" +
+			"up to 10% random jitter, one run at a time: a tick that finds a run still going is skipped and counted.\n" +
+			"With --baseline it also evaluates drift against a baked manifest. Every completed run is kept in an\n" +
+			"SQLite history (--db), pruned by --retain and --retain-runs. It serves /metrics, /healthz and\n" +
+			"/api/v1/runs/latest on --listen, TLS 1.3 only with --tls-cert/--tls-key, behind a bearer token with\n" +
+			"--token-file (all but /healthz). With --once it runs a single scan, records it, and exits with its code,\n" +
+			"as a systemd timer wants.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			keep, err := parseRetain(retain)
+			if err != nil {
+				return untrusted(err)
+			}
+			cfg.Retain.MaxAge = keep
+			sc, err := sf.scanner(cmd.Context())
+			if err != nil {
+				return err
+			}
+			cfg.FailOn = sf.failOn
+			cfg.Log = a.log
+			cfg.Scan = a.agentScan(sc, baseline, rootfs, &hf)
+			if once {
+				cfg.Listen = ""
+			}
+			ag, err := agent.New(cfg)
+			if err != nil {
+				return untrusted(err)
+			}
+			if once {
+				return a.agentOnce(cmd.Context(), ag, cfg.DBPath)
+			}
+			if err := ag.Run(cmd.Context()); err != nil {
+				return untrusted(err)
+			}
+			return nil
+		},
+	}
+	sf.policyFlags.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&sf.waivers, "waivers", "", "waiver file (YAML list of id, target, justification, approved_by, expires)")
+	f.StringVar(&sf.failOn, "fail-on", "high", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	hf.register(cmd)
+	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
+	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
+	f.DurationVar(&cfg.Interval, "interval", time.Hour, "time between runs")
+	f.StringVar(&cfg.Cron, "cron", "", "a standard cron expression (or @hourly, @daily...) in place of --interval")
+	f.BoolVar(&cfg.RunAtStart, "run-at-start", true, "run once at start rather than waiting for the first tick")
+	f.BoolVar(&once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
+	f.StringVar(&cfg.DBPath, "db", defaultDB, "SQLite run history")
+	f.StringVar(&retain, "retain", "30d", "drop runs older than this (Go duration, or Nd for days; 0 keeps all)")
+	f.IntVar(&cfg.Retain.MaxRuns, "retain-runs", 1000, "keep at most this many runs (0 keeps all)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9108", "HTTP address for /metrics, /healthz and /api/v1/runs/latest (empty: none)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS 1.3 only with this certificate (PEM)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "require this bearer token on every endpoint but /healthz")
+	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
+	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
+	return cmd
+}
+
+// agentScan is one run's work: the facts of the host (or a rootfs), the
+// baseline put in place of whatever manifest the target carries, and the
+// pipeline. The baseline is read afresh each run, so a re-baked manifest
+// needs no restart.
+func (a *app) agentScan(sc *scan.Scanner, baseline, rootfs string, hf *hostFlags) agent.ScanFunc {
+	return func(ctx context.Context) (*reports.Report, error) {
+		var f *facts.Facts
+		var err error
+		switch {
+		case baseline != "" && rootfs != "":
+			f, err = a.driftFacts(ctx, rootfs, false, hf)
+		case baseline != "":
+			f, err = a.driftFacts(ctx, hf.root, true, hf)
+		case rootfs != "":
+			f, err = checks.Rootfs(ctx, rootfs, a.collectOptions(nil))
+		default:
+			f, err = checks.Host(ctx, hf.root, a.collectOptions(hf))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if baseline != "" {
+			base, err := readBaseline(baseline)
+			if err != nil {
+				return nil, err
+			}
+			f.Manifest = base
+			f.Record("manifest", facts.StatusOK, "")
+		}
+		a.logCollectorProblems(f)
+		return sc.Facts(ctx, f)
+	}
+}
+
+// agentOnce runs one scan and records it; the exit code is the run's, and
+// a history that could not be written makes it 2.
+func (a *app) agentOnce(ctx context.Context, ag *agent.Agent, db string) error {
+	st, err := agent.OpenStore(ctx, db)
+	if err != nil {
+		return untrusted(err)
+	}
+	st.Close()
+	defer ag.Close()
+	r := ag.RunOnce(ctx)
+	if r.Error != "" {
+		return untrusted(errors.New(r.Error))
+	}
+	if r.ID == 0 {
+		return untrusted(fmt.Errorf("run not recorded in %s", db))
+	}
+	fmt.Fprintf(a.stdout, "run %d: exit %d, %d failed, %d errors, %d waived (%s)\n", r.ID, r.ExitCode,
+		r.Summary.ByStatus[reports.StatusFail], r.Summary.ByStatus[reports.StatusError],
+		r.Summary.ByStatus[reports.StatusWaived], r.Duration.Round(time.Millisecond))
+	if r.ExitCode != scan.ExitPass {
+		return &exitError{code: r.ExitCode}
+	}
+	return nil
+}
+
+// parseRetain reads a retention age: a Go duration, or N followed by d for
+// days, since retention is thought of in days.
+func parseRetain(s string) (time.Duration, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, fmt.Errorf("--retain %q: want a duration such as 720h or 30d", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("--retain %q: want a duration such as 720h or 30d", s)
+	}
+	return d, nil
+}

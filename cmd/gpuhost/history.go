@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuhost/gpuhost/internal/agent"
+	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/reports/diff"
+)
+
+// historyCommand reads the agent's run history.
+func (a *app) historyCommand() *cobra.Command {
+	var db string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List the agent's recorded runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := agent.OpenStoreReadOnly(cmd.Context(), db)
+			if err != nil {
+				return untrusted(err)
+			}
+			defer st.Close()
+			runs, err := st.List(cmd.Context(), limit)
+			if err != nil {
+				return untrusted(err)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tEXIT\tFAIL\tERROR\tWAIVED\tTARGET")
+			for _, r := range runs {
+				target := r.Target
+				if r.Error != "" {
+					target = "(no report: " + r.Error + ")"
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.StartedAt.UTC().Format(time.RFC3339),
+					r.Duration.Round(time.Millisecond), r.ExitCode, r.Summary.ByStatus[reports.StatusFail],
+					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], target)
+			}
+			if err := tw.Flush(); err != nil {
+				return untrusted(err)
+			}
+			return nil
+		},
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", defaultDB, "SQLite run history the agent writes")
+	cmd.Flags().IntVar(&limit, "limit", 20, "show at most this many runs (0: all)")
+
+	var format string
+	d := &cobra.Command{
+		Use:   "diff RUN1 RUN2",
+		Short: "Show what changed between two recorded runs: new failures, fixed, still failing",
+		Long:  "Compare the reports of two recorded runs by id. Exit 1 when RUN2 fails a check RUN1 did not.",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(diff.Formats, format) {
+				return untrusted(fmt.Errorf("--format %q: want one of %s", format, strings.Join(diff.Formats, ", ")))
+			}
+			st, err := agent.OpenStoreReadOnly(cmd.Context(), db)
+			if err != nil {
+				return untrusted(err)
+			}
+			defer st.Close()
+			var reps [2]*reports.Report
+			for i, arg := range args {
+				id, err := strconv.ParseInt(arg, 10, 64)
+				if err != nil || id <= 0 {
+					return untrusted(fmt.Errorf("run %q: want a run id from gpuhost history", arg))
+				}
+				r, err := st.Get(cmd.Context(), id)
+				if errors.Is(err, agent.ErrNoRun) {
+					return untrusted(fmt.Errorf("run %d: not in %s", id, db))
+				}
+				if err != nil {
+					return untrusted(err)
+				}
+				if r.Report == nil {
+					return untrusted(fmt.Errorf("run %d produced no report: %s", id, r.Error))
+				}
+				reps[i] = r.Report
+			}
+			res := diff.Compare(reps[0], reps[1], "run "+args[0], "run "+args[1])
+			if err := diff.Render(a.stdout, res, format); err != nil {
+				return untrusted(fmt.Errorf("writing diff: %w", err))
+			}
+			if res.HasNewFailures() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	d.Flags().StringVar(&format, "format", "table", "output format: "+strings.Join(diff.Formats, ", "))
+	cmd.AddCommand(d)
+	return cmd
+}
