@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -96,7 +97,7 @@ func (a *Agent) listen() (*http.Server, net.Listener, error) {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          nil,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
 	}
 	var ln net.Listener
 	var err error
