@@ -19,12 +19,14 @@ import (
 
 // mkfs builds a 64 MiB ext4 image of tree the way the builder does, with
 // no root and no loop device.
-func mkfs(t testing.TB, tree, img string) {
+func mkfs(t testing.TB, tree, img string) { mkfsSize(t, tree, img, "64M") }
+
+func mkfsSize(t testing.TB, tree, img, size string) {
 	t.Helper()
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		t.Skip("mkfs.ext4 not installed (e2fsprogs)")
 	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-d", tree, img, "64M").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mkfs.ext4", "-q", "-d", tree, img, size).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
 }
