@@ -73,18 +73,62 @@ func (d diskInfo) Sys() any           { return nil }
 // MaxDirEntries long names fits many times over.
 const maxDirBytes = 64 << 20
 
+// Each call into go-diskfs may read at most opMaxBytes in at most opMaxReads
+// reads of the disk. go-diskfs follows an extent tree's pointers with no
+// depth limit, so a tree that points at itself would recurse until the stack
+// overflows, which no recover catches; the budget ends it with an error. A
+// legitimate call stays far below: the largest directory allowed, with an
+// inode read for each of its entries.
+const (
+	opMaxBytes = 256 << 20
+	opMaxReads = 1 << 20
+)
+
+var errBudget = errors.New("corrupt filesystem: one lookup reads too much of the disk (a looping extent tree?)")
+
+// budget counts what one call reads.
+type budget struct {
+	bytes, reads int64
+}
+
+func (b *budget) take(n int) error {
+	b.bytes += int64(n)
+	b.reads++
+	if b.bytes > opMaxBytes || b.reads > opMaxReads {
+		return errBudget
+	}
+	return nil
+}
+
+// budgeted is the disk as go-diskfs sees it: every read is charged.
+type budgeted struct {
+	ra io.ReaderAt
+	b  *budget
+}
+
+func (d *budgeted) ReadAt(p []byte, off int64) (int, error) {
+	if err := d.b.take(len(p)); err != nil {
+		return 0, err
+	}
+	return d.ra.ReadAt(p, off)
+}
+
 // ext4View adapts go-diskfs's ext4 reader to fs.ReadLinkFS, so that
 // sysroot.FromFS sees symlinks as links and resolves them itself. go-diskfs
 // follows links on Open with no bound and no root; sysroot.FromFS only ever
 // passes it names with no link left in them. Its errors do not wrap
 // fs.ErrNotExist, so absence is decided here from the parent's listing.
+//
+// Calls are serialized: go-diskfs does not say it is safe for concurrent
+// use, and each call's read budget must be its own.
 type ext4View struct {
-	fs *ext4.FileSystem
+	fs     *ext4.FileSystem
+	budget *budget
 
+	mu sync.Mutex
 	// The image does not change under us, so listings are kept: every
 	// lookup checks each parent, and would otherwise reread the path from
 	// the root each time. cached bounds what is kept.
-	mu     sync.Mutex
 	dirs   map[string][]fs.DirEntry
 	cached int
 }
@@ -95,11 +139,19 @@ const maxCachedEntries = 1 << 20
 var _ fs.ReadLinkFS = (*ext4View)(nil)
 var _ fs.ReadDirFS = (*ext4View)(nil)
 
-// guard turns a panic in the parser, on a crafted image, into an error.
-func guard(op, name string, err *error) {
+// enter starts one call: it takes the lock and a fresh budget.
+func (v *ext4View) enter() {
+	v.mu.Lock()
+	*v.budget = budget{}
+}
+
+// leave ends it, and turns a panic in the parser, on a crafted image, into
+// an error.
+func (v *ext4View) leave(op, name string, err *error) {
 	if p := recover(); p != nil {
 		*err = &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("corrupt filesystem (%v)", p)}
 	}
+	v.mu.Unlock()
 }
 
 // diskfsName maps an fs.FS name onto go-diskfs's form: "/" for the root.
@@ -111,16 +163,43 @@ func diskfsName(name string) string {
 }
 
 func (v *ext4View) Open(name string) (f fs.File, err error) {
-	defer guard("open", name, &err)
-	if _, err := v.Lstat(name); err != nil {
+	v.enter()
+	defer v.leave("open", name, &err)
+	if _, err := v.lstat(name); err != nil {
 		return nil, err
 	}
-	return v.fs.Open(name)
+	f, err = v.fs.Open(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return &file{File: f, v: v, name: name}, nil
+}
+
+// file charges its reads to the view like any other call.
+type file struct {
+	fs.File
+	v    *ext4View
+	name string
+}
+
+func (f *file) Read(p []byte) (n int, err error) {
+	f.v.enter()
+	defer f.v.leave("read", f.name, &err)
+	return f.File.Read(p)
 }
 
 func (v *ext4View) ReadDir(name string) (entries []fs.DirEntry, err error) {
-	defer guard("readdir", name, &err)
-	info, err := v.Lstat(name)
+	v.enter()
+	defer v.leave("readdir", name, &err)
+	entries, err = v.readDir(name)
+	return slices.Clone(entries), err
+}
+
+func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
+	if entries, ok := v.dirs[name]; ok {
+		return entries, nil
+	}
+	info, err := v.lstat(name)
 	if err != nil {
 		return nil, err
 	}
@@ -130,17 +209,10 @@ func (v *ext4View) ReadDir(name string) (entries []fs.DirEntry, err error) {
 	if info.Size() > maxDirBytes {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fmt.Errorf("directory of %d bytes, over %d", info.Size(), maxDirBytes)}
 	}
-	v.mu.Lock()
-	entries, ok := v.dirs[name]
-	v.mu.Unlock()
-	if ok {
-		return entries, nil
-	}
-	entries, err = v.fs.ReadDir(name)
+	entries, err := v.fs.ReadDir(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
 	}
-	v.mu.Lock()
 	if v.cached+len(entries) <= maxCachedEntries {
 		if v.dirs == nil {
 			v.dirs = map[string][]fs.DirEntry{}
@@ -148,38 +220,33 @@ func (v *ext4View) ReadDir(name string) (entries []fs.DirEntry, err error) {
 		v.dirs[name] = entries
 		v.cached += len(entries)
 	}
-	v.mu.Unlock()
-	// Callers sort the slice they get; it must not be the cached one.
-	return slices.Clone(entries), nil
+	return entries, nil
 }
 
 // Lstat does not follow a final link: go-diskfs's Stat reads the entry's
 // own inode. Absence is decided from the parent's listing, so that a read
 // failure is never mistaken for a missing file.
 func (v *ext4View) Lstat(name string) (info fs.FileInfo, err error) {
-	defer guard("lstat", name, &err)
+	v.enter()
+	defer v.leave("lstat", name, &err)
+	return v.lstat(name)
+}
+
+func (v *ext4View) lstat(name string) (fs.FileInfo, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrInvalid}
 	}
 	if name != "." {
 		dir, base := path.Split(name)
-		dir = path.Clean(dir)
-		entries, err := v.ReadDir(dir)
+		entries, err := v.readDir(path.Clean(dir))
 		if err != nil {
 			return nil, err
 		}
-		found := false
-		for _, e := range entries {
-			if e.Name() == base {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == base }) {
 			return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
 		}
 	}
-	info, err = v.fs.Stat(diskfsName(name))
+	info, err := v.fs.Stat(diskfsName(name))
 	if err != nil {
 		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
 	}
@@ -189,6 +256,11 @@ func (v *ext4View) Lstat(name string) (info fs.FileInfo, err error) {
 func (v *ext4View) Stat(name string) (fs.FileInfo, error) { return v.Lstat(name) }
 
 func (v *ext4View) ReadLink(name string) (target string, err error) {
-	defer guard("readlink", name, &err)
-	return v.fs.ReadLink(name)
+	v.enter()
+	defer v.leave("readlink", name, &err)
+	target, err = v.fs.ReadLink(name)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+	}
+	return target, nil
 }

@@ -112,7 +112,8 @@ func open(file string, f *os.File) (img *Image, err error) {
 		im.closeInner()
 		return nil, fmt.Errorf("reading image %s: %w", file, err)
 	}
-	efs, err := ext4.Read(&storage{ra: im.disk, size: size}, fsSize, start, sectorSize)
+	b := &budget{}
+	efs, err := ext4.Read(&storage{ra: &budgeted{ra: im.disk, b: b}, size: size}, fsSize, start, sectorSize)
 	if err != nil {
 		im.closeInner()
 		return nil, fmt.Errorf("reading ext4 filesystem of image %s (at byte %d): %w", file, start, err)
@@ -122,7 +123,7 @@ func open(file string, f *os.File) (img *Image, err error) {
 		return nil, fmt.Errorf("reading image %s: %w", file, err)
 	}
 	im.Offset = start
-	im.fsys = sysroot.FromFS(&ext4View{fs: efs}, file)
+	im.fsys = sysroot.FromFS(&ext4View{fs: efs, budget: b}, file)
 	return im, nil
 }
 
