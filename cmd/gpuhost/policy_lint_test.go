@@ -96,6 +96,7 @@ deny[msg] { msg := "v0" }
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", o.code, o.stdout, o.stderr)
 	}
+	t.Log(o.stdout)
 	for _, want := range []string{
 		"duplicate-id: id GH-TLS-001 is already used by ssh/a.rego",
 		"ssh/a.rego:1: id-prefix: id GH-TLS-001 is in ssh/",

@@ -99,7 +99,7 @@ func Pack(ctx context.Context, fsys fs.FS, name string, schema []byte) ([]Findin
 		m, err := ast.ParseModuleWithOpts(p, string(raw), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
 		if err != nil {
 			if _, v0err := ast.ParseModuleWithOpts(p, string(raw), ast.ParserOptions{RegoVersion: ast.RegoV0}); v0err == nil {
-				add(p, errLine(err), RuleRegoV0, "parses only as Rego v0; write v1 (if/contains, imports of future.keywords are implied): %s", firstLine(err))
+				add(p, errLine(err), RuleRegoV0, "parses only as Rego v0; rewrite it as v1 (\"if\" before rule bodies, \"contains\" for partial sets): %s", firstLine(err))
 			} else {
 				add(p, errLine(err), RuleParse, "%s", firstLine(err))
 			}
