@@ -3,6 +3,7 @@ package diskimage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -253,3 +254,48 @@ func TestOpenMissing(t *testing.T) {
 }
 
 var _ io.Closer = (*Image)(nil)
+
+// TestLoopingExtentTree: an extent tree whose index block points at itself
+// must end in an error. go-diskfs alone would recurse until the stack
+// overflows, which kills the process.
+func TestLoopingExtentTree(t *testing.T) {
+	if _, err := exec.LookPath("debugfs"); err != nil {
+		t.Skip("debugfs not installed (e2fsprogs)")
+	}
+	tree := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tree, "f"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(t.TempDir(), "loop.raw")
+	if out, err := exec.Command("mkfs.ext4", "-q", "-b", "4096", "-d", tree, img, "8M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	// Block 1500 of 2048 is free in this filesystem: an extent index node
+	// (magic 0xf30a, one entry, depth 1) whose only child is block 1500.
+	const blk = 1500
+	node := []byte{0x0a, 0xf3, 1, 0, 0x54, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, blk & 0xff, blk >> 8, 0, 0, 0, 0, 0, 0}
+	f, err := os.OpenFile(img, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(node, blk*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// The inode's own root node: the same, pointing at block 1500.
+	for i, word := range []string{"0x0001f30a", "0x00010004", "0", "0", "1500", "0"} {
+		cmd := fmt.Sprintf("sif /f block[%d] %s", i, word)
+		if out, err := exec.Command("debugfs", "-w", "-R", cmd, img).CombinedOutput(); err != nil {
+			t.Fatalf("debugfs %s: %v\n%s", cmd, err, out)
+		}
+	}
+	im, err := Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	_, err = im.FS().ReadFile("/f")
+	if !errors.Is(err, errBudget) || !strings.Contains(err.Error(), img+":/f") {
+		t.Errorf("looping extent tree: %v, want the read budget's error naming %s:/f", err, img)
+	}
+}
