@@ -131,6 +131,25 @@ type ext4View struct {
 	// the root each time. cached bounds what is kept.
 	dirs   map[string][]fs.DirEntry
 	cached int
+	// broken is the first failure to read what the filesystem says exists.
+	broken error
+}
+
+// fail records a failure of go-diskfs on an entry known to exist: the
+// filesystem is corrupt (or the disk unreadable), whatever the entry.
+func (v *ext4View) fail(op, name string, err error) error {
+	err = &fs.PathError{Op: op, Path: name, Err: err}
+	if v.broken == nil {
+		v.broken = err
+	}
+	return err
+}
+
+// Err is the first corruption met, or nil.
+func (v *ext4View) Err() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.broken
 }
 
 // maxCachedEntries bounds the listings kept in memory.
@@ -149,7 +168,7 @@ func (v *ext4View) enter() {
 // an error.
 func (v *ext4View) leave(op, name string, err *error) {
 	if p := recover(); p != nil {
-		*err = &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("corrupt filesystem (%v)", p)}
+		*err = v.fail(op, name, fmt.Errorf("corrupt filesystem (%v)", p))
 	}
 	v.mu.Unlock()
 }
@@ -170,7 +189,7 @@ func (v *ext4View) Open(name string) (f fs.File, err error) {
 	}
 	f, err = v.fs.Open(name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		return nil, v.fail("open", name, err)
 	}
 	return &file{File: f, v: v, name: name}, nil
 }
@@ -185,7 +204,11 @@ type file struct {
 func (f *file) Read(p []byte) (n int, err error) {
 	f.v.enter()
 	defer f.v.leave("read", f.name, &err)
-	return f.File.Read(p)
+	n, err = f.File.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, f.v.fail("read", f.name, err)
+	}
+	return n, err
 }
 
 func (v *ext4View) ReadDir(name string) (entries []fs.DirEntry, err error) {
@@ -211,7 +234,7 @@ func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
 	}
 	entries, err := v.fs.ReadDir(name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+		return nil, v.fail("readdir", name, err)
 	}
 	if v.cached+len(entries) <= maxCachedEntries {
 		if v.dirs == nil {
@@ -248,7 +271,7 @@ func (v *ext4View) lstat(name string) (fs.FileInfo, error) {
 	}
 	info, err := v.fs.Stat(diskfsName(name))
 	if err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
+		return nil, v.fail("lstat", name, err)
 	}
 	return info, nil
 }
@@ -260,7 +283,7 @@ func (v *ext4View) ReadLink(name string) (target string, err error) {
 	defer v.leave("readlink", name, &err)
 	target, err = v.fs.ReadLink(name)
 	if err != nil {
-		return "", &fs.PathError{Op: "readlink", Path: name, Err: err}
+		return "", v.fail("readlink", name, err)
 	}
 	return target, nil
 }

@@ -42,6 +42,7 @@ type Image struct {
 	f      *os.File
 	closer io.Closer
 	disk   *checkedReader
+	view   *ext4View
 	fsys   sysroot.FS
 	// Format is "raw" or "qcow2".
 	Format string
@@ -123,20 +124,26 @@ func open(file string, f *os.File) (img *Image, err error) {
 		return nil, fmt.Errorf("reading image %s: %w", file, err)
 	}
 	im.Offset = start
-	im.fsys = sysroot.FromFS(&ext4View{fs: efs, budget: b}, file)
+	im.view = &ext4View{fs: efs, budget: b}
+	im.fsys = sysroot.FromFS(im.view, file)
 	return im, nil
 }
 
 // FS is the image's root filesystem.
 func (im *Image) FS() sysroot.FS { return im.fsys }
 
-// Err reports the first read of the disk that failed inside its bounds: a
-// qcow2 cut short, a cluster pointing past the file's end. Collectors see
-// such failures as errors on single files; a scan checks Err afterwards so
-// that a damaged image fails as a whole.
+// Err reports the first damage met so far: a read of the disk that failed
+// inside its bounds (a qcow2 cut short, a cluster pointing past the file's
+// end), or a file the filesystem lists but that cannot be read (a corrupt
+// inode or extent tree). Collectors see such failures as errors on single
+// files; a scan checks Err afterwards so that a damaged image fails as a
+// whole. Absent files, oversized files and link loops are not damage.
 func (im *Image) Err() error {
 	if err := im.disk.Err(); err != nil {
 		return fmt.Errorf("reading image %s: %w", im.file, err)
+	}
+	if err := im.view.Err(); err != nil {
+		return fmt.Errorf("reading image %s: corrupt filesystem: %w", im.file, err)
 	}
 	return nil
 }

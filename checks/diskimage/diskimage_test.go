@@ -299,4 +299,7 @@ func TestLoopingExtentTree(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), errBudget.Error()) || !strings.Contains(err.Error(), img+":/f") {
 		t.Errorf("looping extent tree: %v, want the read budget's error naming %s:/f", err, img)
 	}
+	if err := im.Err(); err == nil || !strings.Contains(err.Error(), img) {
+		t.Errorf("Err after a looping extent tree: %v, want the image named as corrupt", err)
+	}
 }
