@@ -130,6 +130,7 @@ type ext4View struct {
 	// lookup checks each parent, and would otherwise reread the path from
 	// the root each time. cached bounds what is kept.
 	dirs   map[string][]fs.DirEntry
+	stats  map[string]fs.FileInfo
 	cached int
 	// broken is the first failure to read what the filesystem says exists.
 	broken error
@@ -269,9 +270,20 @@ func (v *ext4View) lstat(name string) (fs.FileInfo, error) {
 			return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
 		}
 	}
+	if info, ok := v.stats[name]; ok {
+		return info, nil
+	}
+	// go-diskfs walks from the root on every Stat; the answer is kept.
 	info, err := v.fs.Stat(diskfsName(name))
 	if err != nil {
 		return nil, v.fail("lstat", name, err)
+	}
+	if v.cached < maxCachedEntries {
+		if v.stats == nil {
+			v.stats = map[string]fs.FileInfo{}
+		}
+		v.stats[name] = info
+		v.cached++
 	}
 	return info, nil
 }

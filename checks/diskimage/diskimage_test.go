@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
+	"github.com/diskfs/go-diskfs/partition/mbr"
 
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
@@ -44,7 +46,13 @@ func toQcow2(t testing.TB, raw, out string) {
 
 // toGPT writes a disk with a GPT holding one Linux partition, and the raw
 // ext4 image in it.
-func toGPT(t testing.TB, raw, out string) {
+func toGPT(t testing.TB, raw, out string) { toTable(t, raw, out, false) }
+
+// toMBR does the same with an MBR table: a small partition first, then the
+// filesystem's.
+func toMBR(t testing.TB, raw, out string) { toTable(t, raw, out, true) }
+
+func toTable(t testing.TB, raw, out string, useMBR bool) {
 	t.Helper()
 	const start = 2048 // sectors
 	info, err := os.Stat(raw)
@@ -57,7 +65,7 @@ func toGPT(t testing.TB, raw, out string) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	table := &gpt.Table{
+	var table partition.Table = &gpt.Table{
 		LogicalSectorSize:  512,
 		PhysicalSectorSize: 512,
 		ProtectiveMBR:      true,
@@ -69,6 +77,18 @@ func toGPT(t testing.TB, raw, out string) {
 			Name:  "root",
 		}},
 	}
+	part := 1
+	if useMBR {
+		table = &mbr.Table{
+			LogicalSectorSize:  512,
+			PhysicalSectorSize: 512,
+			Partitions: []*mbr.Partition{
+				{Index: 1, Start: 64, Size: 1024, Type: mbr.Linux},
+				{Index: 2, Start: start, Size: uint32(info.Size() / 512), Type: mbr.Linux},
+			},
+		}
+		part = 2
+	}
 	if err := d.Partition(table); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +97,7 @@ func toGPT(t testing.TB, raw, out string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := d.WritePartitionContents(1, f); err != nil {
+	if _, err := d.WritePartitionContents(part, f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,6 +133,8 @@ func formats(t *testing.T, tree string) map[string]string {
 	out := map[string]string{"raw": raw}
 	toGPT(t, raw, filepath.Join(dir, "gpt.raw"))
 	out["gpt"] = filepath.Join(dir, "gpt.raw")
+	toMBR(t, raw, filepath.Join(dir, "mbr.raw"))
+	out["mbr"] = filepath.Join(dir, "mbr.raw")
 	if _, err := exec.LookPath("qemu-img"); err == nil {
 		toQcow2(t, raw, filepath.Join(dir, "disk.qcow2"))
 		toQcow2(t, out["gpt"], filepath.Join(dir, "gpt.qcow2"))
@@ -132,7 +154,7 @@ func TestHostileImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer img.Close()
-			if (img.Offset != 0) != strings.HasPrefix(kind, "gpt") {
+			if (img.Offset != 0) != (strings.HasPrefix(kind, "gpt") || kind == "mbr") {
 				t.Errorf("filesystem found at byte %d", img.Offset)
 			}
 			fsys := img.FS()
