@@ -233,9 +233,13 @@ func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
 	if info.Size() > maxDirBytes {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fmt.Errorf("directory of %d bytes, over %d", info.Size(), maxDirBytes)}
 	}
-	entries, err := v.fs.ReadDir(name)
+	raw, err := v.fs.ReadDir(name)
 	if err != nil {
 		return nil, v.fail("readdir", name, err)
+	}
+	entries := make([]fs.DirEntry, len(raw))
+	for i, e := range raw {
+		entries[i] = &dirEntry{DirEntry: e, v: v, name: path.Join(name, e.Name())}
 	}
 	if v.cached+len(entries) <= maxCachedEntries {
 		if v.dirs == nil {
@@ -246,6 +250,16 @@ func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
 	}
 	return entries, nil
 }
+
+// dirEntry answers Info with the entry's full mode: go-diskfs's own gives
+// the file type without the permission bits, which checks read.
+type dirEntry struct {
+	fs.DirEntry
+	v    *ext4View
+	name string
+}
+
+func (e *dirEntry) Info() (fs.FileInfo, error) { return e.v.Lstat(e.name) }
 
 // Lstat does not follow a final link: go-diskfs's Stat reads the entry's
 // own inode. Absence is decided from the parent's listing, so that a read

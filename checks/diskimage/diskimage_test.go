@@ -191,6 +191,12 @@ func TestHostileImage(t *testing.T) {
 			if err != nil || len(entries) != 2 || entries[0].Name() != "sshd_config" || entries[1].Name() != "up" {
 				t.Errorf("ReadDir /etclink/ssh: %v, %v", entries, err)
 			}
+			if len(entries) == 0 {
+				return
+			}
+			if info, err := entries[0].Info(); err != nil || info.Mode() != 0o644 || info.Size() != int64(len("PermitRootLogin no\n")) {
+				t.Errorf("entry info of sshd_config: %v, %v; want a 0644 regular file of its size", info, err)
+			}
 			m, err := fsys.Glob("/etc/ssh/*")
 			if err != nil || len(m) != 2 {
 				t.Errorf("Glob: %v, %v", m, err)
