@@ -237,7 +237,11 @@ func (a *Agent) runOnce(ctx context.Context) *RunRecord {
 		return r
 	}
 	a.metrics.observe(r)
-	a.record(ctx, r)
+	// A completed run is recorded even when shutdown began meanwhile: the
+	// write is short, and losing a finished run is what the history is for.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	a.record(wctx, r)
+	cancel()
 	a.mu.Lock()
 	a.runs++
 	a.lastRunAt, a.lastErr = a.cfg.Now(), err

@@ -352,6 +352,29 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+func TestLatestSurvivesRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	first := newAgent(t, Config{DBPath: db})
+	first.RunOnce(context.Background())
+	first.Close()
+	second := newAgent(t, Config{DBPath: db})
+	if st := second.openStore(context.Background()); st == nil {
+		t.Fatal("reopening the history failed")
+	}
+	rec := httptest.NewRecorder()
+	second.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/runs/latest", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"GH-SSH-001"`) {
+		t.Errorf("latest after restart: %d %s", rec.Code, rec.Body.String())
+	}
+	empty := newAgent(t, Config{})
+	empty.openStore(context.Background())
+	rec = httptest.NewRecorder()
+	empty.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/runs/latest", nil))
+	if rec.Code != 404 {
+		t.Errorf("latest with no runs: %d", rec.Code)
+	}
+}
+
 func TestBearerToken(t *testing.T) {
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {

@@ -51,8 +51,17 @@ func (a *Agent) Handler() http.Handler {
 	})
 	mux.Handle("GET /api/v1/runs/latest", a.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
-		latest := a.latest
+		latest, st := a.latest, a.store
 		a.mu.Unlock()
+		if latest == nil && st != nil {
+			// Restarted and not yet run: the history still has the last report.
+			b, err := st.LatestReport(r.Context())
+			if err != nil && !errors.Is(err, ErrNoRun) {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			latest = b
+		}
 		if latest == nil {
 			http.Error(w, "no report yet", http.StatusNotFound)
 			return

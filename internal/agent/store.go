@@ -241,6 +241,19 @@ func (s *Store) RawReport(ctx context.Context, id int64) ([]byte, error) {
 	return []byte(rep.String), nil
 }
 
+// LatestReport returns the JSON report of the newest run that produced one.
+func (s *Store) LatestReport(ctx context.Context) ([]byte, error) {
+	var rep string
+	err := s.db.QueryRowContext(ctx, `SELECT report_json FROM runs WHERE report_json IS NOT NULL ORDER BY id DESC LIMIT 1`).Scan(&rep)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoRun
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading history %s: %w", s.path, err)
+	}
+	return []byte(rep), nil
+}
+
 // Count returns the number of runs kept.
 func (s *Store) Count(ctx context.Context) (int, error) {
 	var n int
