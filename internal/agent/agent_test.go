@@ -447,6 +447,21 @@ func TestHealthz(t *testing.T) {
 		t.Errorf("runs went on without the database: %+v", bad.Stats())
 	}
 
+	// The history goes read-only after a good run: /healthz notices at once.
+	good := newAgent(t, Config{Scan: ok})
+	good.RunOnce(context.Background())
+	ro, err := OpenStoreReadOnly(context.Background(), good.cfg.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good.mu.Lock()
+	good.store.Close()
+	good.store = ro
+	good.mu.Unlock()
+	if code, body := healthz(good); code != 503 || !strings.Contains(strings.ToLower(body), "readonly") {
+		t.Errorf("read-only history: %d %s", code, body)
+	}
+
 	// A failed scan is unhealthy too.
 	failing := newAgent(t, Config{Scan: func(context.Context) (*reports.Report, error) { return nil, errors.New("collector exploded") }})
 	if r := failing.RunOnce(context.Background()); r.ExitCode != 2 || r.ID != 1 {
@@ -465,12 +480,18 @@ func TestReadOnlyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Insert(ctx, &RunRecord{StartedAt: time.Now()}, Retention{})
+	if err := st.Writable(ctx); err != nil {
+		t.Errorf("a fresh history: %v", err)
+	}
 	st.Close()
 	ro, err := OpenStoreReadOnly(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	if err := ro.Writable(ctx); err == nil {
+		t.Error("a read-only history reports itself writable")
+	}
 	if n, _ := ro.Count(ctx); n != 1 {
 		t.Errorf("read-only count %d", n)
 	}

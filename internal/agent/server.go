@@ -40,9 +40,22 @@ func readToken(path string) ([]byte, error) {
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.auth(promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := a.health(); err != nil {
+		err := a.health()
+		a.mu.Lock()
+		st := a.store
+		a.mu.Unlock()
+		if err == nil && st != nil {
+			// The last insert may have worked and the disk since gone
+			// read-only: probe now.
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			if werr := st.Writable(ctx); werr != nil {
+				err = fmt.Errorf("history database: %w", werr)
+			}
+			cancel()
+		}
+		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "unhealthy:", err)
 			return

@@ -254,6 +254,30 @@ func (s *Store) LatestReport(ctx context.Context) ([]byte, error) {
 	return []byte(rep), nil
 }
 
+// Writable reports, by taking and releasing the write lock, whether a run
+// could be recorded now; nil when it could.
+func (s *Store) Writable(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("history %s: %w", s.path, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return fmt.Errorf("history %s not writable: %w", s.path, err)
+	}
+	// Only a write shows a read-only database; rolled back, it stays in the
+	// page cache and never reaches the disk.
+	_, werr := conn.ExecContext(ctx, `INSERT INTO runs(started_at, duration_ms, exit_code, target, policy_digest, facts_digest, summary_json)
+		VALUES ('', 0, 0, '', '', '', '{}')`)
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil && werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return fmt.Errorf("history %s not writable: %w", s.path, werr)
+	}
+	return nil
+}
+
 // Count returns the number of runs kept.
 func (s *Store) Count(ctx context.Context) (int, error) {
 	var n int
