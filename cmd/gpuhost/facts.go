@@ -40,7 +40,7 @@ func (a *app) factsCommand() *cobra.Command {
 		},
 	}
 	hf.register(host)
-	cmd.AddCommand(rootfs, host)
+	cmd.AddCommand(rootfs, host, a.factsImageCommand())
 	return cmd
 }
 

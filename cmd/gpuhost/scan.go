@@ -275,7 +275,7 @@ func (a *app) scanCommand() *cobra.Command {
 	ff.register(saved)
 	saved.Flags().IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "documents evaluated at once")
 
-	cmd.AddCommand(rootfs, host, saved)
+	cmd.AddCommand(rootfs, host, saved, a.scanImageCommand())
 	return cmd
 }
 
