@@ -110,7 +110,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.versionCommand())
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
 	return root
 }
 
