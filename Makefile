@@ -72,8 +72,8 @@ test: check-go deps packer-sdc
 # the plugin installed offline, and the builder's own end-to-end tests
 # (a minimal build, Ctrl-C and SIGKILL mid-build) prove no mount leaks.
 .PHONY: e2e
-e2e: check-go build-deps packer plugin
-	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) \
+e2e: check-go build-deps build packer plugin
+	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) \
 	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu

@@ -112,6 +112,40 @@ func TestE2EDebian12(t *testing.T) {
 		t.Errorf("no containerd config in the image sets SystemdCgroup = true:\n%s", containerd.String())
 	}
 
+	// The real NVIDIA userspace is in the image but no driver is loaded:
+	// gpuhost run inside it must report NVML's own error, not crash or pass.
+	rootfs := filepath.Join(out, "rootfs")
+	if err := os.Mkdir(rootfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("debugfs", "-R", "rdump / "+rootfs, raw)
+	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
+	bin, err := os.ReadFile(gpuhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "gpuhost"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("chroot", rootfs, "/gpuhost", "facts", "host")
+	factsOut, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gpuhost facts host in the image: %v", err)
+	}
+	var got struct {
+		GPU struct {
+			Available bool   `json:"available"`
+			Reason    string `json:"reason"`
+		} `json:"gpu"`
+	}
+	if err := json.Unmarshal(factsOut, &got); err != nil {
+		t.Fatalf("facts from inside the image: %v", err)
+	}
+	if got.GPU.Available || !strings.Contains(got.GPU.Reason, "ERROR_") || strings.Contains(got.GPU.Reason, "LIBRARY_NOT_FOUND") {
+		t.Errorf("inside the image, with libnvidia-ml1 but no driver: gpu = %+v; want unavailable with NVML's driver error", got.GPU)
+	}
+	t.Logf("NVML inside the image: %s", got.GPU.Reason)
+
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
