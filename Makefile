@@ -102,7 +102,7 @@ demo: check-go deps build-deps build packer plugin
 
 .PHONY: bench
 bench: check-go deps bench-deps build
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/engine/ ./checks/... ./reports/
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/scan/ ./checks/... ./reports/
 	$(GO) run ./internal/bench -gpuhost $(GPUHOST)
 
 .PHONY: fuzz
