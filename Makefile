@@ -19,7 +19,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 # Debian packages each goal uses. Installed only when missing.
 APT_TEST := ca-certificates git
-APT_BENCH := lynis
+APT_BENCH := lynis time
 
 .PHONY: help
 help:

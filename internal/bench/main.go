@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/system"
@@ -161,13 +160,15 @@ func (m *measurement) add(r result) {
 	m.maxRSS = max(m.maxRSS, r.rss)
 }
 
-// timed runs a command and reads its wall time and peak RSS from the
-// kernel's rusage of the child. Input comes from a file and bulky output
-// goes nowhere: ru_maxrss of a child also counts what it shared with this
-// process before exec, so this process must stay small for the figure to be
-// the command's own.
+// rssMarker prefixes GNU time's report of the peak RSS, in KiB.
+const rssMarker = "GPUHOST_BENCH_MAXRSS_KB="
+
+// timed runs a command and measures its wall time and peak RSS. The RSS
+// comes from GNU time wrapped around the command: Go starts children with
+// CLONE_VM, so a child's own ru_maxrss, read here, would include this
+// process's memory.
 func timed(stdin string, keepOutput bool, name string, args ...string) (result, error) {
-	cmd := exec.Command(name, args...)
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", rssMarker + "%M", name}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errb
 	if keepOutput {
@@ -184,8 +185,9 @@ func timed(stdin string, keepOutput bool, name string, args ...string) (result, 
 	start := time.Now()
 	err := cmd.Run()
 	r := result{wall: time.Since(start), stdout: out.Bytes(), stderr: errb.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.rss = ru.Maxrss
+	if i := bytes.LastIndex(r.stderr, []byte(rssMarker)); i >= 0 {
+		fmt.Sscanf(string(r.stderr[i+len(rssMarker):]), "%d", &r.rss)
+		r.stderr = r.stderr[:i]
 	}
 	return r, err
 }
