@@ -45,34 +45,28 @@ func (a *app) driftCommand() *cobra.Command {
 			if baseline == "" {
 				return untrusted(errors.New("--baseline is required"))
 			}
-			sc, err := sf.scanner(cmd.Context())
-			if err != nil {
-				return err
-			}
 			base, err := readBaseline(baseline)
 			if err != nil {
 				return untrusted(err)
 			}
-			var f *facts.Facts
-			switch {
-			case savedFacts != "":
-				f, err = readFactsFile(savedFacts)
-			case rootfs != "":
-				f, err = a.driftFacts(cmd.Context(), rootfs, false, &hf)
-			default:
-				f, err = a.driftFacts(cmd.Context(), hf.root, true, &hf)
-			}
-			if err != nil {
-				return untrusted(err)
-			}
-			f.Manifest = base
-			f.Record("manifest", facts.StatusOK, "")
-			a.logCollectorProblems(f)
-			rep, err := sc.Facts(cmd.Context(), f)
-			if err != nil {
-				return untrusted(err)
-			}
-			return a.emit(&sf, rep)
+			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
+				var f *facts.Facts
+				var err error
+				switch {
+				case savedFacts != "":
+					f, err = readFactsFile(savedFacts)
+				case rootfs != "":
+					f, err = a.driftFacts(ctx, rootfs, false, &hf)
+				default:
+					f, err = a.driftFacts(ctx, hf.root, true, &hf)
+				}
+				if err != nil {
+					return nil, err
+				}
+				f.Manifest = base
+				f.Record("manifest", facts.StatusOK, "")
+				return f, nil
+			})
 		},
 	}
 	sf.register(cmd)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
 // scanImageCommand is `scan image FILE`: the pre-deploy gate over the disk a
@@ -15,20 +18,9 @@ func (a *app) scanImageCommand() *cobra.Command {
 		Short: "Scan a disk image (raw or qcow2; ext4, whole disk or GPT/MBR partition) without mounting it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := sf.scanner(cmd.Context())
-			if err != nil {
-				return err
-			}
-			f, err := checks.Image(cmd.Context(), args[0], a.collectOptions(nil))
-			if err != nil {
-				return untrusted(err)
-			}
-			a.logCollectorProblems(f)
-			rep, err := sc.Facts(cmd.Context(), f)
-			if err != nil {
-				return untrusted(err)
-			}
-			return a.emit(&sf, rep)
+			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
+				return checks.Image(ctx, args[0], a.collectOptions(nil))
+			})
 		},
 	}
 	sf.register(cmd)
