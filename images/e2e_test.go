@@ -108,6 +108,9 @@ func TestE2EDebian12(t *testing.T) {
 			containerd.Write(cat(f.Path))
 		}
 	}
+	if got := string(cat("/etc/modprobe.d/gpuhost-blacklist-nouveau.conf")); !strings.Contains(got, "blacklist nouveau") {
+		t.Errorf("nouveau is not blacklisted in the image: %q", got)
+	}
 	if !strings.Contains(containerd.String(), "SystemdCgroup = true") {
 		t.Errorf("no containerd config in the image sets SystemdCgroup = true:\n%s", containerd.String())
 	}

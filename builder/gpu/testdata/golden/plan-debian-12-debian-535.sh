@@ -222,6 +222,19 @@ fi
 } >/etc/containerd/conf.d/99-zz-gpuhost.toml
 chmod 0644 /etc/containerd/conf.d/99-zz-gpuhost.toml
 
+step "blacklist nouveau"
+# The NVIDIA driver and nouveau cannot drive the same GPU; only the full
+# driver packages ship this file, so the userspace-only sources need it too.
+cat >/etc/modprobe.d/gpuhost-blacklist-nouveau.conf <<'EOF'
+# Written by the gpuhost-gpu provisioner.
+blacklist nouveau
+options nouveau modeset=0
+EOF
+chmod 0644 /etc/modprobe.d/gpuhost-blacklist-nouveau.conf
+if command -v update-initramfs >/dev/null 2>&1 && ls /boot/initrd.img-* >/dev/null 2>&1; then
+	update-initramfs -u -k all
+fi
+
 step "cgroup v2"
 mkdir -p /etc/default/grub.d
 cat >/etc/default/grub.d/60-gpuhost.cfg <<'EOF'
