@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"strings"
-	"syscall"
 )
 
 // FromFS returns a view of fsys with the guarantees Open gives over a
@@ -72,56 +70,7 @@ func (v *fsView) readlink(p string) (string, error) {
 // resolve is rootFS.resolve over fsys: the result names no symlink, except
 // the final component when followFinal is false.
 func (v *fsView) resolve(name string, followFinal bool) (string, error) {
-	todo := strings.Split(clean(name), "/")
-	var done []string
-	hops := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		cur := path.Join(append(done, c)...)
-		if len(todo) == 0 && !followFinal {
-			done = append(done, c)
-			break
-		}
-		info, err := v.lstat(cur)
-		if err != nil {
-			if IsNotExist(err) {
-				return path.Join(append(append(done, c), todo...)...), nil
-			}
-			return "", err
-		}
-		if info.Mode()&fs.ModeSymlink == 0 {
-			if len(todo) > 0 && !info.IsDir() {
-				return "", syscall.ENOTDIR
-			}
-			done = append(done, c)
-			continue
-		}
-		if hops++; hops > maxLinkHops {
-			return "", syscall.ELOOP
-		}
-		target, err := v.readlink(cur)
-		if err != nil {
-			return "", err
-		}
-		if strings.HasPrefix(target, "/") {
-			done = nil
-		}
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	if len(done) == 0 {
-		return ".", nil
-	}
-	return path.Join(done...), nil
+	return resolveLinks(name, followFinal, v.lstat, v.readlink)
 }
 
 func (v *fsView) ReadFile(name string) ([]byte, error) {

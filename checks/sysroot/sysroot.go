@@ -263,6 +263,12 @@ const maxLinkHops = 40
 // (/var/run -> /run, nginx's sites-enabled). The result contains no link,
 // except the final component when followFinal is false.
 func (r *rootFS) resolve(name string, followFinal bool) (string, error) {
+	return resolveLinks(name, followFinal, r.root.Lstat, r.root.Readlink)
+}
+
+// resolveLinks is the one walk every view uses, given how to lstat and read
+// a link beneath its root.
+func resolveLinks(name string, followFinal bool, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, error) {
 	todo := strings.Split(clean(name), "/")
 	var done []string
 	hops := 0
@@ -283,22 +289,25 @@ func (r *rootFS) resolve(name string, followFinal bool) (string, error) {
 			done = append(done, c)
 			break
 		}
-		info, err := r.root.Lstat(cur)
+		info, err := lstat(cur)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			if IsNotExist(err) {
 				// Let the caller's own operation report the absence.
 				return path.Join(append(append(done, c), todo...)...), nil
 			}
 			return "", err
 		}
 		if info.Mode()&fs.ModeSymlink == 0 {
+			if len(todo) > 0 && !info.IsDir() {
+				return "", syscall.ENOTDIR
+			}
 			done = append(done, c)
 			continue
 		}
 		if hops++; hops > maxLinkHops {
 			return "", syscall.ELOOP
 		}
-		target, err := r.root.Readlink(cur)
+		target, err := readlink(cur)
 		if err != nil {
 			return "", err
 		}
