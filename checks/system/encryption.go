@@ -59,21 +59,12 @@ func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *fac
 // parseCrypttab reads crypttab(5): name, device, optional key file and
 // comma-separated options per line.
 func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
-	out := []facts.CrypttabEntry{}
-	for i, l := range lines(data) {
-		if err := checkText([]byte(l)); err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		fields := strings.Fields(l)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		if len(fields) < 2 || len(fields) > 4 {
-			return nil, fmt.Errorf("line %d: want 2 to 4 fields, got %d", i+1, len(fields))
-		}
-		if len(out) >= maxTableEntries {
-			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
-		}
+	rows, err := tableRows(data, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facts.CrypttabEntry, 0, len(rows))
+	for _, fields := range rows {
 		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}}
 		if len(fields) > 2 {
 			ent.KeyFile = fields[2]
@@ -90,6 +81,30 @@ func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 	return out, nil
 }
 
+// tableRows splits a whitespace table (crypttab, fstab) into the fields of
+// each entry, skipping blanks and comments, and refusing binary text, rows
+// of the wrong width and more than maxTableEntries rows.
+func tableRows(data []byte, minFields, maxFields int) ([][]string, error) {
+	var rows [][]string
+	for i, l := range lines(data) {
+		if err := checkText([]byte(l)); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		fields := strings.Fields(l)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < minFields || len(fields) > maxFields {
+			return nil, fmt.Errorf("line %d: want %d to %d fields, got %d", i+1, minFields, maxFields, len(fields))
+		}
+		if len(rows) >= maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
+		}
+		rows = append(rows, fields)
+	}
+	return rows, nil
+}
+
 // fstabEntry is one line of fstab(5).
 type fstabEntry struct {
 	Spec, File, Type string
@@ -99,21 +114,12 @@ type fstabEntry struct {
 // parseFstab reads fstab(5), decoding the octal escapes (\040) it uses for
 // blanks in names.
 func parseFstab(data []byte) ([]fstabEntry, error) {
+	rows, err := tableRows(data, 3, 6)
+	if err != nil {
+		return nil, err
+	}
 	var out []fstabEntry
-	for i, l := range lines(data) {
-		if err := checkText([]byte(l)); err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		fields := strings.Fields(l)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		if len(fields) < 3 || len(fields) > 6 {
-			return nil, fmt.Errorf("line %d: want 3 to 6 fields, got %d", i+1, len(fields))
-		}
-		if len(out) >= maxTableEntries {
-			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
-		}
+	for _, fields := range rows {
 		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2]}
 		if len(fields) > 3 {
 			ent.Options = strings.Split(fields[3], ",")
