@@ -18,6 +18,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/gpuhost/gpuhost/internal/lint"
 )
 
 // minCoverage is the share of policy (non-test) lines the Rego tests must
@@ -25,17 +27,6 @@ import (
 const minCoverage = 90.0
 
 var (
-	domains = map[string]string{
-		"tls":     "GH-TLS-",
-		"enc":     "GH-ENC-",
-		"net":     "GH-NET-",
-		"ssh":     "GH-SSH-",
-		"cgroup":  "GH-CGR-",
-		"runtime": "GH-RT-",
-		"pin":     "GH-PIN-",
-		"gpu":     "GH-GPU-",
-		"drift":   "GH-DRIFT-",
-	}
 	collectors = []string{
 		"os", "kernel", "packages", "cgroup", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
@@ -174,7 +165,7 @@ func TestMetadata(t *testing.T) {
 		dir, file := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
 		base := strings.TrimSuffix(file, ".rego")
-		prefix, ok := domains[dir]
+		prefix, ok := lint.FolderPrefix[dir]
 		if !ok {
 			t.Errorf("%s: folder %q is not a known domain", p, dir)
 			continue
