@@ -16,9 +16,14 @@ POLICY_COVERAGE ?= 90
 FUZZTIME ?= 30s
 # go-nvml's header marks many NVML calls deprecated; the warnings drown real output.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+# trivy (containers/trivy) builds only with the JSON v2 experiment; the rest of
+# the module's tests pass with it too, so every build here uses it.
+export GOEXPERIMENT := jsonv2
 
 # Debian packages each goal uses. Installed only when missing.
-APT_TEST := ca-certificates git
+# chromium renders the HTML reports in the browser test; docker-registry is
+# the real registry the publish gate's end-to-end test pushes to.
+APT_TEST := ca-certificates git chromium docker-registry
 APT_BENCH := lynis time
 
 .PHONY: help

@@ -24,12 +24,12 @@ build-deps:
 # Packer is built from source, as a tool (tools/packer pins v1.15.0 with the
 # go-cty replace every plugin carries); it is never vendored or shipped.
 packer: check-go
-	@test -x $(PACKER) || { cd tools/packer && $(GO) build -trimpath -o $(PACKER) github.com/hashicorp/packer; }
+	@test -x $(PACKER) || { cd tools/packer && GOEXPERIMENT= $(GO) build -trimpath -o $(PACKER) github.com/hashicorp/packer; }
 	@$(PACKER) version
 
 # packer-sdc generates the HCL2 spec and the docs of the Packer components.
 packer-sdc: check-go
-	@test -x $(PACKER_SDC) || { cd tools/packer-sdc && $(GO) build -o $(PACKER_SDC) github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc; }
+	@test -x $(PACKER_SDC) || { cd tools/packer-sdc && GOEXPERIMENT= $(GO) build -o $(PACKER_SDC) github.com/hashicorp/packer-plugin-sdk/cmd/packer-sdc; }
 
 plugin: check-go
 	$(GO) build -trimpath -ldflags '$(PLUGIN_LDFLAGS)' -o $(PLUGIN) ./cmd/packer-plugin-gpuhost
