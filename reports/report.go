@@ -95,6 +95,14 @@ type Waiver struct {
 	Target        string `json:"target"`
 	Expired       bool   `json:"expired,omitempty"`
 	Ticket        string `json:"ticket,omitempty"`
+	// Scope is the waiver's scope, when it has one.
+	Scope *WaiverScope `json:"scope,omitempty"`
+}
+
+// WaiverScope narrows a waiver to target kinds and hostname globs.
+type WaiverScope struct {
+	Kinds []string `json:"kinds,omitempty"`
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // Summary counts results by status, and failures by severity.

@@ -1,11 +1,13 @@
 // Package waivers loads waiver files and applies them to results. A waiver
 // turns a failing check into "waived" for matching targets until it expires;
-// the waived result stays in every report, with who approved it and why.
+// the waived result stays in every report, with who approved it, why, until
+// when, and the ticket that tracks it.
 package waivers
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"slices"
@@ -21,44 +23,85 @@ import (
 // nobody has to think about time zones when approving one.
 const dateLayout = "2006-01-02"
 
-// maxFile bounds a waiver file.
-const maxFile = 4 << 20
+// Bounds on a waiver file, which anyone with write access to a repository
+// may have edited: its size, its entries, and each scope list.
+const (
+	maxFile       = 4 << 20
+	maxEntries    = 10000
+	maxScopeItems = 100
+)
 
-// Waiver is one entry of a waiver file. Every field but Ticket is required.
+// Kinds lists the target kinds a scope may name; they are facts.Target kinds.
+var Kinds = []string{"rootfs", "image", "host", "facts", "oci"}
+
+// Waiver is one entry of a waiver file. Every field but Scope is required:
+// a waiver nobody can trace to a ticket is not accountable.
 type Waiver struct {
 	ID            string `yaml:"id"`
 	Target        string `yaml:"target"`
 	Justification string `yaml:"justification"`
 	ApprovedBy    string `yaml:"approved_by"`
 	Expires       string `yaml:"expires"`
-	Ticket        string `yaml:"ticket,omitempty"`
+	Ticket        string `yaml:"ticket"`
+	Scope         *Scope `yaml:"scope,omitempty"`
 
 	expires time.Time
 }
 
-// Load reads and validates a waiver file. Every problem in the file is
-// reported at once, each naming the entry.
+// Scope narrows a waiver beyond its target glob. An empty list places no
+// limit; a non-empty one must match.
+type Scope struct {
+	// Kinds are the target kinds the waiver covers (rootfs, image, host,
+	// facts, oci).
+	Kinds []string `yaml:"kinds,omitempty"`
+	// Hosts are globs on the target's hostname. A target without a
+	// hostname matches none of them.
+	Hosts []string `yaml:"hosts,omitempty"`
+}
+
+// Load reads and validates a waiver file, without checking any signature.
+// Every problem in the file is reported at once, each naming the entry.
 func Load(file string) ([]Waiver, error) {
-	info, err := os.Stat(file)
-	if err != nil {
-		return nil, fmt.Errorf("loading waivers: %w", err)
-	}
-	if info.Size() > maxFile {
-		return nil, fmt.Errorf("loading waivers %s: larger than %d bytes", file, maxFile)
-	}
-	data, err := os.ReadFile(file)
+	data, err := readBounded(file, maxFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading waivers: %w", err)
 	}
 	return Parse(data, file)
 }
 
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", file)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", file, limit)
+	}
+	return data, nil
+}
+
 // Parse validates waiver YAML; name is used in errors.
 func Parse(data []byte, name string) ([]Waiver, error) {
 	var list []Waiver
 	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
-	if err := dec.Decode(&list); err != nil {
+	if err := dec.Decode(&list); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("parsing waivers %s: %w", name, err)
+	}
+	if len(list) > maxEntries {
+		return nil, fmt.Errorf("parsing waivers %s: %d entries, more than %d", name, len(list), maxEntries)
 	}
 	var problems []string
 	for i := range list {
@@ -67,25 +110,8 @@ func Parse(data []byte, name string) ([]Waiver, error) {
 		if w.ID != "" {
 			label += " (" + w.ID + ")"
 		}
-		for field, v := range map[string]string{
-			"id": w.ID, "target": w.Target, "justification": w.Justification,
-			"approved_by": w.ApprovedBy, "expires": w.Expires,
-		} {
-			if strings.TrimSpace(v) == "" {
-				problems = append(problems, fmt.Sprintf("%s: %s is required", label, field))
-			}
-		}
-		if w.Expires != "" {
-			t, err := time.Parse(dateLayout, w.Expires)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: expires %q is not a date (YYYY-MM-DD)", label, w.Expires))
-			}
-			w.expires = t
-		}
-		if w.Target != "" {
-			if _, err := path.Match(w.Target, ""); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: target %q is not a valid glob", label, w.Target))
-			}
+		for _, p := range w.validate() {
+			problems = append(problems, label+": "+p)
 		}
 	}
 	if len(problems) > 0 {
@@ -95,35 +121,108 @@ func Parse(data []byte, name string) ([]Waiver, error) {
 	return list, nil
 }
 
+// validate checks one entry and fills its parsed expiry.
+func (w *Waiver) validate() []string {
+	var problems []string
+	for _, f := range []struct{ name, value string }{
+		{"id", w.ID}, {"target", w.Target}, {"justification", w.Justification},
+		{"approved_by", w.ApprovedBy}, {"expires", w.Expires}, {"ticket", w.Ticket},
+	} {
+		if strings.TrimSpace(f.value) == "" {
+			problems = append(problems, f.name+" is required")
+		}
+	}
+	if w.Expires != "" {
+		t, err := time.Parse(dateLayout, w.Expires)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("expires %q is not a date (YYYY-MM-DD)", w.Expires))
+		}
+		w.expires = t
+	}
+	if w.Target != "" && !validGlob(w.Target) {
+		problems = append(problems, fmt.Sprintf("target %q is not a valid glob", w.Target))
+	}
+	if s := w.Scope; s != nil {
+		if len(s.Kinds) > maxScopeItems || len(s.Hosts) > maxScopeItems {
+			problems = append(problems, fmt.Sprintf("scope lists more than %d kinds or hosts", maxScopeItems))
+			return problems
+		}
+		if len(s.Kinds) == 0 && len(s.Hosts) == 0 {
+			problems = append(problems, "scope is empty: give kinds, hosts, or leave scope out")
+		}
+		for _, k := range s.Kinds {
+			if !slices.Contains(Kinds, k) {
+				problems = append(problems, fmt.Sprintf("scope kind %q is not one of %s", k, strings.Join(Kinds, ", ")))
+			}
+		}
+		for _, h := range s.Hosts {
+			if strings.TrimSpace(h) == "" || !validGlob(h) {
+				problems = append(problems, fmt.Sprintf("scope host %q is not a valid glob", h))
+			}
+		}
+	}
+	return problems
+}
+
+func validGlob(g string) bool {
+	_, err := path.Match(g, "")
+	return err == nil
+}
+
 // Expired reports whether the waiver no longer applies at now. A waiver is
 // good through the whole of its expiry day, in UTC.
 func (w Waiver) Expired(now time.Time) bool {
 	return !now.UTC().Before(w.expires.AddDate(0, 0, 1))
 }
 
-// Matches reports whether the waiver's target glob covers a target, given by
-// its ref and hostname. "*" covers everything; otherwise the glob is matched
-// against the ref, the ref's last element, and the hostname.
-func (w Waiver) Matches(ref, hostname string) bool {
+// Matches reports whether the waiver covers a target: its target glob
+// matches the ref, the ref's last element or the hostname ("*" matches
+// everything), and the target passes the scope. A target of unknown kind
+// passes no kind scope: when in doubt, the failure stands.
+func (w Waiver) Matches(t reports.Target) bool {
+	if !w.matchesTarget(t) {
+		return false
+	}
+	if s := w.Scope; s != nil {
+		if len(s.Kinds) > 0 && !slices.Contains(s.Kinds, t.Kind) {
+			return false
+		}
+		if len(s.Hosts) > 0 && !anyGlob(s.Hosts, t.Hostname) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w Waiver) matchesTarget(t reports.Target) bool {
 	if w.Target == "*" {
 		return true
 	}
-	for _, s := range []string{ref, path.Base(ref), hostname} {
-		if s == "" {
-			continue
-		}
-		if ok, _ := path.Match(w.Target, s); ok {
+	for _, s := range []string{t.Ref, path.Base(t.Ref), t.Hostname} {
+		if s != "" && anyGlob([]string{w.Target}, s) {
 			return true
 		}
 	}
 	return false
 }
 
-// Apply waives failing results covered by an unexpired waiver. A result
-// covered only by expired waivers stays failed and says which waiver lapsed.
-// Errors are never waived: a check that could not run is not a risk anyone
-// can accept.
-func Apply(results []reports.Result, list []Waiver, ref, hostname string, now time.Time) {
+func anyGlob(globs []string, s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyTarget waives failing results covered by an unexpired waiver for the
+// target. A result covered only by expired waivers stays failed and says
+// which waiver lapsed. Errors are never waived: a check that could not run
+// is not a risk anyone can accept.
+func ApplyTarget(results []reports.Result, list []Waiver, target reports.Target, now time.Time) {
 	for i := range results {
 		r := &results[i]
 		if r.Status != reports.StatusFail {
@@ -132,7 +231,7 @@ func Apply(results []reports.Result, list []Waiver, ref, hostname string, now ti
 		var lapsed *Waiver
 		for j := range list {
 			w := &list[j]
-			if w.ID != r.ID || !w.Matches(ref, hostname) {
+			if w.ID != r.ID || !w.Matches(target) {
 				continue
 			}
 			if w.Expired(now) {
@@ -148,13 +247,20 @@ func Apply(results []reports.Result, list []Waiver, ref, hostname string, now ti
 		}
 		if lapsed != nil {
 			r.Waiver = lapsed.report(true)
-			r.Messages = append(r.Messages, fmt.Sprintf("waiver approved by %s expired on %s; the failure counts again", lapsed.ApprovedBy, lapsed.Expires))
+			r.Messages = append(r.Messages, fmt.Sprintf("waiver approved by %s (ticket %s) expired on %s; the failure counts again",
+				lapsed.ApprovedBy, lapsed.Ticket, lapsed.Expires))
 		}
 	}
 }
 
+// Apply is ApplyTarget for a target known only by ref and hostname. Its kind
+// is unknown, so waivers scoped to kinds do not apply.
+func Apply(results []reports.Result, list []Waiver, ref, hostname string, now time.Time) {
+	ApplyTarget(results, list, reports.Target{Ref: ref, Hostname: hostname}, now)
+}
+
 func (w *Waiver) report(expired bool) *reports.Waiver {
-	return &reports.Waiver{
+	rw := &reports.Waiver{
 		Justification: w.Justification,
 		ApprovedBy:    w.ApprovedBy,
 		Expires:       w.Expires,
@@ -162,4 +268,8 @@ func (w *Waiver) report(expired bool) *reports.Waiver {
 		Expired:       expired,
 		Ticket:        w.Ticket,
 	}
+	if s := w.Scope; s != nil {
+		rw.Scope = &reports.WaiverScope{Kinds: slices.Clone(s.Kinds), Hosts: slices.Clone(s.Hosts)}
+	}
+	return rw
 }
