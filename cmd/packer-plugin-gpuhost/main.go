@@ -1,6 +1,6 @@
 // Command packer-plugin-gpuhost is the gpuhost Packer plugin. Installed as
-// github.com/gpuhost/gpuhost, its components are `source "gpuhost-rootfs"`
-// and `provisioner "gpuhost-gpu"`.
+// github.com/gpuhost/gpuhost, its components are `source "gpuhost-rootfs"`,
+// `provisioner "gpuhost-gpu"` and `post-processor "gpuhost-gate"`.
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/plugin"
 
+	"github.com/gpuhost/gpuhost/builder/gate"
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/builder/rootfs"
 	"github.com/gpuhost/gpuhost/builder/version"
@@ -26,6 +27,7 @@ func run() error {
 	pps := plugin.NewSet()
 	pps.RegisterBuilder("rootfs", new(rootfs.Builder))
 	pps.RegisterProvisioner("gpu", new(gpu.Provisioner))
+	pps.RegisterPostProcessor("gate", new(gate.PostProcessor))
 	pps.SetVersion(version.PluginVersion)
 	return pps.Run()
 }

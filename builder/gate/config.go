@@ -1,0 +1,208 @@
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish
+//go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/post-processor-gate.mdx
+
+// Package gate is the Packer post-processor "gpuhost-gate": it scans the
+// artifact a build produced with the one gpuhost pipeline (collectors, the
+// policy engine, waivers), writes the reports beside the artifact, fails the
+// build when a check fails at or above fail_on or when the scan cannot be
+// trusted, and on a pass publishes the disk image with its evidence to an
+// OCI registry.
+package gate
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// Publish says where a passing image is pushed.
+type Publish struct {
+	// The OCI repository to push to, without a tag, such as
+	// `registry.example.com/gpu/ubuntu-22.04-gpu`. Empty: nothing is pushed.
+	Repository string `mapstructure:"repository"`
+	// The tag of the pushed image. Defaults to the image's file name without
+	// its extension, a dash and the build time in UTC
+	// (`rootfs-20250101T120000Z`).
+	Tag string `mapstructure:"tag"`
+	// The name of the environment variable holding the registry user name.
+	// The credentials themselves never appear in the template or the log.
+	UsernameEnv string `mapstructure:"username_env"`
+	// The name of the environment variable holding the registry password or
+	// token. Set together with username_env.
+	PasswordEnv string `mapstructure:"password_env"`
+	// Reach the registry over plain HTTP. Loopback and private addresses
+	// always are; this is for other registries without TLS.
+	Insecure bool `mapstructure:"insecure"`
+}
+
+// Config is the configuration of the gpuhost-gate post-processor.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// Policy directories or OPA bundles (`.tar.gz`) that replace the
+	// embedded policy pack. Empty: the embedded pack.
+	Policy []string `mapstructure:"policy"`
+	// Policy directories or bundles added to the pack in use.
+	ExtendPolicy []string `mapstructure:"extend_policy"`
+	// A public key (PEM file) that policy bundles must be signed with.
+	VerificationKey string `mapstructure:"verification_key"`
+	// The signing algorithm of verification_key. Defaults to `RS256`.
+	VerificationAlg string `mapstructure:"verification_alg"`
+	// A parameters file (YAML or JSON) read as `data.gpuhost.params`:
+	// pins, allowed ports, expected GPU count. It is checked against the
+	// pack's parameter schema.
+	Params string `mapstructure:"params"`
+	// A waiver file: a YAML list of `{id, target, justification,
+	// approved_by, expires}`.
+	Waivers string `mapstructure:"waivers"`
+	// Fail the build when a check fails at this severity or above:
+	// `critical`, `high`, `medium`, `low` or `info`. Defaults to `high`. A
+	// scan that cannot be trusted (a check or collector error) always fails
+	// the build.
+	FailOn string `mapstructure:"fail_on"`
+	// The report formats written beside the artifact, as
+	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
+	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
+	Reports []string `mapstructure:"reports"`
+	// Push the image and its evidence when the gate passes.
+	Publish Publish `mapstructure:"publish"`
+
+	ctx interpolate.Context
+}
+
+// reportExt is the file name ending of each report format.
+var reportExt = map[string]string{
+	"table":    "txt",
+	"json":     "json",
+	"sarif":    "sarif",
+	"junit":    "junit.xml",
+	"markdown": "md",
+	"html":     "html",
+}
+
+// Decode reads raw post-processor configuration the way Packer does, applies
+// defaults and validates. Every problem is reported at once.
+func Decode(raws ...interface{}) (*Config, error) {
+	var c Config
+	err := config.Decode(&c, &config.DecodeOpts{
+		PluginType:         "gpuhost-gate",
+		Interpolate:        true,
+		InterpolateContext: &c.ctx,
+	}, raws...)
+	if err != nil {
+		return nil, err
+	}
+	c.defaults()
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, configError(errs)
+	}
+	return &c, nil
+}
+
+// configError lists every problem of a configuration, one a line.
+type configError []string
+
+func (e configError) Error() string {
+	return "invalid gpuhost-gate configuration:\n  " + strings.Join(e, "\n  ")
+}
+
+func (c *Config) defaults() {
+	if c.FailOn == "" {
+		c.FailOn = "high"
+	}
+	if c.VerificationAlg == "" {
+		c.VerificationAlg = "RS256"
+	}
+	if len(c.Reports) == 0 {
+		c.Reports = reports.Formats()
+	}
+}
+
+var (
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// tagName is the OCI distribution spec's tag grammar.
+	tagName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+)
+
+func (c *Config) validate() []string {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if !reports.ValidSeverity(c.FailOn) {
+		add("fail_on: %q is not one of %s", c.FailOn, strings.Join(reports.Severities, ", "))
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Reports {
+		switch {
+		case reportExt[f] == "":
+			add("reports[%d]: %q is not one of %s", i, f, strings.Join(reports.Formats(), ", "))
+		case seen[f]:
+			add("reports[%d]: %q is listed twice", i, f)
+		}
+		seen[f] = true
+	}
+	for _, f := range []struct {
+		field string
+		list  []string
+	}{{"policy", c.Policy}, {"extend_policy", c.ExtendPolicy}} {
+		for i, p := range f.list {
+			if strings.TrimSpace(p) == "" {
+				add("%s[%d]: empty path", f.field, i)
+			}
+		}
+	}
+	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {
+		add("verification_key: set, but no policy or extend_policy bundle to verify")
+	}
+	return append(errs, c.Publish.validate()...)
+}
+
+func (p *Publish) validate() []string {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if p.Repository == "" {
+		for _, f := range [][2]string{{"tag", p.Tag}, {"username_env", p.UsernameEnv}, {"password_env", p.PasswordEnv}} {
+			if f[1] != "" {
+				add("publish.%s: set, but publish.repository is empty", f[0])
+			}
+		}
+		return errs
+	}
+	if strings.ContainsAny(p.Repository, "@") || strings.Count(p.Repository, ":") > strings.Count(hostOf(p.Repository), ":") {
+		add("publish.repository: %q must not carry a tag or digest; use publish.tag", p.Repository)
+	} else if _, err := name.NewRepository(p.Repository, name.StrictValidation); err != nil {
+		add("publish.repository: %q is not registry/repository: %s", p.Repository, lower(err.Error()))
+	}
+	if p.Tag != "" && !tagName.MatchString(p.Tag) {
+		add("publish.tag: %q is not an OCI tag", p.Tag)
+	}
+	if (p.UsernameEnv == "") != (p.PasswordEnv == "") {
+		add("publish.username_env and publish.password_env: set both or neither")
+	}
+	for _, f := range [][2]string{{"username_env", p.UsernameEnv}, {"password_env", p.PasswordEnv}} {
+		if f[1] != "" && !envName.MatchString(f[1]) {
+			add("publish.%s: %q is not an environment variable name", f[0], f[1])
+		}
+	}
+	return errs
+}
+
+// hostOf is the part of a repository before the first slash, where a port
+// may carry a colon.
+func hostOf(repo string) string {
+	host, _, _ := strings.Cut(repo, "/")
+	return host
+}
+
+func lower(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}

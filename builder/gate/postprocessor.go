@@ -1,0 +1,387 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/diskimage"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// BuilderID is the BuilderId of the gate's artifact.
+const BuilderID = "gpuhost.gate"
+
+// SBOMFunc returns a CycloneDX JSON SBOM of a rootfs directory.
+type SBOMFunc func(ctx context.Context, rootfs string) ([]byte, error)
+
+// PostProcessor is the Packer post-processor "gpuhost-gate".
+type PostProcessor struct {
+	config Config
+	// SBOM makes the SBOM that is published with the image. Publishing
+	// fails when it is nil: an image is never pushed without its SBOM.
+	SBOM SBOMFunc
+	// Now is the clock for the default tag; time.Now when nil.
+	Now func() time.Time
+}
+
+var _ packersdk.PostProcessor = (*PostProcessor)(nil)
+
+// ConfigSpec returns the HCL2 spec of Config.
+func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
+
+// Configure decodes and validates the configuration; every problem is listed.
+func (p *PostProcessor) Configure(raws ...interface{}) error {
+	c, err := Decode(raws...)
+	if err != nil {
+		return err
+	}
+	p.config = *c
+	return nil
+}
+
+// target is what the gate scans: a disk image, or a rootfs directory, or
+// both (a disk image whose rootfs the builder kept).
+type target struct {
+	disk   string
+	rootfs string
+}
+
+// findTarget picks the disk image among the artifact's files, and the
+// rootfs directory from its state.
+func findTarget(a packersdk.Artifact) (target, error) {
+	var t target
+	for _, f := range a.Files() {
+		if _, err := publish.LayerMediaType(f); err == nil {
+			t.disk = f
+			break
+		}
+	}
+	if dir, ok := a.State("rootfs").(string); ok && dir != "" {
+		if info, err := os.Stat(dir); err == nil && info.IsDir() {
+			t.rootfs = dir
+		}
+	}
+	if t.disk == "" && t.rootfs == "" {
+		return t, fmt.Errorf("gpuhost-gate: artifact %q (builder %s) has no .qcow2, .raw or .img file and no rootfs directory to scan",
+			a.Id(), a.BuilderId())
+	}
+	return t, nil
+}
+
+// base is the path the reports are named after.
+func (t target) base() string {
+	if t.disk != "" {
+		return t.disk
+	}
+	return filepath.Clean(t.rootfs)
+}
+
+// PostProcess scans the artifact, writes the reports beside it, and fails
+// the build when the gate does not pass; on a pass it publishes when
+// publish.repository is set. The input artifact is always kept: the gate
+// only reads it.
+func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a packersdk.Artifact) (packersdk.Artifact, bool, bool, error) {
+	cfg := p.config
+	t, err := findTarget(a)
+	if err != nil {
+		return nil, true, true, err
+	}
+	// Refuse before scanning what could not be published anyway.
+	if cfg.Publish.Repository != "" {
+		if err := p.canPublish(t); err != nil {
+			return nil, true, true, err
+		}
+	}
+	sc, err := newScanner(ctx, &cfg)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
+	}
+	ui.Say("gpuhost-gate: scanning " + t.base())
+	f, err := collect(ctx, t)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: scanning %s: %w", t.base(), err)
+	}
+	rep, err := sc.Facts(ctx, f)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
+	}
+	out := &Artifact{source: a}
+	for _, format := range cfg.Reports {
+		r, err := reports.Lookup(format)
+		if err != nil {
+			return nil, true, true, err
+		}
+		path := t.base() + ".gate." + reportExt[format]
+		if err := reports.WriteFile(path, r, rep); err != nil {
+			return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
+		}
+		out.reports = append(out.reports, path)
+	}
+	say(ui, rep, cfg.FailOn)
+	ui.Say("gpuhost-gate: reports: " + strings.Join(out.reports, ", "))
+
+	switch scan.ExitCode([]*reports.Report{rep}, cfg.FailOn) {
+	case scan.ExitUntrusted:
+		return nil, true, true, fmt.Errorf("gpuhost-gate: the scan of %s cannot be trusted (a check or collector errored); nothing published", t.base())
+	case scan.ExitFail:
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %s fails policy at or above %s; nothing published", t.base(), cfg.FailOn)
+	}
+	if cfg.Publish.Repository == "" {
+		return out, true, true, nil
+	}
+	res, err := p.publish(ctx, ui, t, rep)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
+	}
+	out.published = &res
+	return out, true, true, nil
+}
+
+// canPublish checks that the artifact carries all that a push needs.
+func (p *PostProcessor) canPublish(t target) error {
+	if t.disk == "" {
+		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the artifact has no disk image to push (use output_format raw or qcow2)")
+	}
+	if p.SBOM == nil {
+		return errors.New("gpuhost-gate: publish.repository is set, but this build of the plugin has no SBOM generator; nothing is pushed without an SBOM")
+	}
+	if t.rootfs == "" {
+		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the rootfs directory of %s is gone, so no SBOM can be made; keep it (the rootfs builder's remove_rootfs = false)", t.disk)
+	}
+	return nil
+}
+
+// newScanner compiles the policy pack the configuration names, the way the
+// CLI's --policy, --extend-policy, --params and --waivers do.
+func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
+	var key *engine.BundleKey
+	if cfg.VerificationKey != "" {
+		pem, err := os.ReadFile(cfg.VerificationKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading verification_key: %w", err)
+		}
+		key = &engine.BundleKey{PEM: string(pem), Algorithm: cfg.VerificationAlg}
+	}
+	var opts []engine.Option
+	if len(cfg.Policy) == 0 {
+		src, err := engine.LoadFS(policies.FS, "embedded")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithSource(src))
+	}
+	for _, path := range append(append([]string(nil), cfg.Policy...), cfg.ExtendPolicy...) {
+		src, err := engine.LoadPath(path, key)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithSource(src))
+	}
+	if cfg.Params != "" {
+		data, err := os.ReadFile(cfg.Params)
+		if err != nil {
+			return nil, fmt.Errorf("reading params: %w", err)
+		}
+		params, err := engine.ParseParams(data, cfg.Params)
+		if err == nil {
+			err = engine.ValidateParamsFor(params, cfg.Params, cfg.Policy, policies.ParamsSchema)
+		}
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithParams(params))
+	}
+	e, err := engine.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var sopts []scan.Option
+	if cfg.Waivers != "" {
+		list, err := waivers.Load(cfg.Waivers)
+		if err != nil {
+			return nil, err
+		}
+		sopts = append(sopts, scan.WithWaivers(list))
+	}
+	return scan.New(e, sopts...), nil
+}
+
+// collect gathers the facts: from the disk image when there is one (it is
+// what ships), else from the rootfs directory.
+func collect(ctx context.Context, t target) (*facts.Facts, error) {
+	if t.disk != "" {
+		return checks.Image(ctx, t.disk, checks.Options{})
+	}
+	return checks.Rootfs(ctx, t.rootfs, checks.Options{})
+}
+
+// say prints the summary and every failure at or above the threshold.
+func say(ui packersdk.Ui, rep *reports.Report, failOn string) {
+	s := rep.Summary
+	ui.Say(fmt.Sprintf("gpuhost-gate: %d checks: %d failed, %d errors, %d waived, %d skipped, %d passed (fail_on %s)",
+		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
+		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], failOn))
+	for _, r := range rep.Results {
+		blocking := r.Status == reports.StatusError ||
+			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(failOn))
+		if !blocking {
+			continue
+		}
+		msg := fmt.Sprintf("gpuhost-gate: %s %s %s: %s", r.Status, r.Severity, r.ID, r.Title)
+		if len(r.Messages) > 0 {
+			msg += " (" + strings.Join(r.Messages, "; ") + ")"
+		}
+		ui.Error(msg)
+	}
+	for name, c := range rep.Collectors {
+		if c.Status == facts.StatusError {
+			ui.Error(fmt.Sprintf("gpuhost-gate: collector %s failed: %s", name, c.Reason))
+		}
+	}
+}
+
+// publish pushes the disk image with its three referrers: the report, the
+// baked manifest and the SBOM. Each is required.
+func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report) (publish.Result, error) {
+	cfg := p.config.Publish
+	var opts []publish.Option
+	if cfg.UsernameEnv != "" {
+		user, pass := os.Getenv(cfg.UsernameEnv), os.Getenv(cfg.PasswordEnv)
+		if user == "" || pass == "" {
+			return publish.Result{}, fmt.Errorf("publish: environment variables %s and %s must both be set", cfg.UsernameEnv, cfg.PasswordEnv)
+		}
+		opts = append(opts, publish.WithBasicAuth(user, pass))
+	}
+	opts = append(opts, publish.WithInsecure(cfg.Insecure))
+
+	report, err := reportJSON(rep)
+	if err != nil {
+		return publish.Result{}, err
+	}
+	man, err := readManifest(t)
+	if err != nil {
+		return publish.Result{}, err
+	}
+	ui.Say("gpuhost-gate: making the SBOM of " + t.rootfs)
+	sbom, err := p.SBOM(ctx, t.rootfs)
+	if err != nil {
+		return publish.Result{}, fmt.Errorf("making the SBOM of %s: %w", t.rootfs, err)
+	}
+	if len(sbom) == 0 {
+		return publish.Result{}, fmt.Errorf("making the SBOM of %s: empty", t.rootfs)
+	}
+	tag := cfg.Tag
+	if tag == "" {
+		now := time.Now
+		if p.Now != nil {
+			now = p.Now
+		}
+		tag = defaultTag(t.disk, now())
+	}
+	ref := cfg.Repository + ":" + tag
+	ui.Say("gpuhost-gate: pushing " + t.disk + " to " + ref)
+	res, err := publish.New(opts...).Push(ctx, ref, t.disk, []publish.Evidence{
+		{ArtifactType: publish.ArtifactTypeReport, Data: report, Annotations: map[string]string{
+			"dev.gpuhost.report.policy-digest": rep.PolicyDigest,
+			"dev.gpuhost.report.facts-digest":  rep.FactsDigest,
+		}},
+		{ArtifactType: publish.ArtifactTypeManifest, Data: man},
+		{ArtifactType: publish.ArtifactTypeSBOM, Data: sbom},
+	})
+	if err != nil {
+		return res, err
+	}
+	ui.Say(fmt.Sprintf("gpuhost-gate: pushed %s@%s", cfg.Repository, res.Image.Digest))
+	for _, r := range res.Referrers {
+		ui.Say(fmt.Sprintf("gpuhost-gate:   referrer %s %s", r.ArtifactType, r.Digest))
+	}
+	return res, nil
+}
+
+// reportJSON renders the report as the json renderer writes it.
+func reportJSON(rep *reports.Report) ([]byte, error) {
+	r, err := reports.Lookup("json")
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	if err := r.Render(&b, rep); err != nil {
+		return nil, fmt.Errorf("rendering the report: %w", err)
+	}
+	return []byte(b.String()), nil
+}
+
+// maxManifest bounds the baked manifest: a full package inventory is a few
+// hundred KiB.
+const maxManifest = 16 << 20
+
+// readManifest reads /etc/gpuhost/manifest.json from the disk image when
+// there is one (it is what ships), else from the rootfs, never following a
+// link out of either.
+func readManifest(t target) ([]byte, error) {
+	var fsys sysroot.FS
+	if t.disk != "" {
+		img, err := diskimage.Open(t.disk)
+		if err != nil {
+			return nil, err
+		}
+		defer img.Close()
+		fsys = img.FS()
+	} else {
+		root, closer, err := sysroot.Open(t.rootfs)
+		if err != nil {
+			return nil, err
+		}
+		defer closer.Close()
+		fsys = root
+	}
+	data, err := fsys.ReadFileLimit(manifest.Path, maxManifest)
+	if sysroot.IsNotExist(err) {
+		return nil, fmt.Errorf("publish: %s has no %s (the gpuhost-gpu provisioner writes it); nothing is pushed without it", t.base(), fsys.Display(manifest.Path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(manifest.Path), err)
+	}
+	return data, nil
+}
+
+// defaultTag is the disk's file name without its extension, a dash and the
+// time in UTC, cut to an OCI tag's length and alphabet.
+func defaultTag(disk string, now time.Time) string {
+	base := strings.TrimSuffix(filepath.Base(disk), filepath.Ext(disk))
+	var b strings.Builder
+	for _, r := range base {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := strings.TrimLeft(b.String(), ".-")
+	stamp := now.UTC().Format("20060102T150405Z")
+	if len(name) > 127-len(stamp)-1 {
+		name = name[:127-len(stamp)-1]
+	}
+	if name == "" {
+		return "image-" + stamp
+	}
+	return name + "-" + stamp
+}
