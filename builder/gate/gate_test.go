@@ -1,0 +1,343 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+const (
+	hardened = "../../cmd/gpuhost/testdata/rootfs-hardened"
+	weak     = "../../cmd/gpuhost/testdata/rootfs-weak"
+	params   = "../../cmd/gpuhost/testdata/params-demo.yaml"
+)
+
+// bakedManifest stands in for what the gpuhost-gpu provisioner writes.
+const bakedManifest = `{"schema":"gpuhost.manifest/v1","pins":{"packages":[],"ngc_images":[]},"packages":[],"config_files":[],"build":{"template":"gate-test"}}`
+
+// fakeArtifact is what a builder hands the gate.
+type fakeArtifact struct {
+	files []string
+	state map[string]interface{}
+}
+
+func (a *fakeArtifact) BuilderId() string                   { return "gpuhost.rootfs" }
+func (a *fakeArtifact) Files() []string                     { return a.files }
+func (a *fakeArtifact) Id() string                          { return "test" }
+func (a *fakeArtifact) String() string                      { return "test artifact" }
+func (a *fakeArtifact) State(n string) interface{}          { return a.state[n] }
+func (a *fakeArtifact) Destroy() error                      { return nil }
+func (a *fakeArtifact) withRootfs(dir string) *fakeArtifact { a.state["rootfs"] = dir; return a }
+
+// copyRootfs copies a sample rootfs (with its symlinks) into a temp dir,
+// adding the baked manifest when asked.
+func copyRootfs(t *testing.T, src string, withManifest bool) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "rootfs")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	if withManifest {
+		if err := os.MkdirAll(filepath.Join(dst, "etc/gpuhost"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, "etc/gpuhost/manifest.json"), []byte(bakedManifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// rawImage makes an ext4 disk image of rootfs with mkfs.ext4 -d, the way
+// the rootfs builder's raw output is made.
+func rawImage(t *testing.T, rootfs string) string {
+	t.Helper()
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		t.Skip("mkfs.ext4 is missing (e2fsprogs): cannot make a disk image")
+	}
+	img := filepath.Join(t.TempDir(), "debian-12-gpu.raw")
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-d", rootfs, img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	return img
+}
+
+func diskArtifact(t *testing.T, src string, withManifest bool) *fakeArtifact {
+	rootfs := copyRootfs(t, src, withManifest)
+	return (&fakeArtifact{files: []string{rawImage(t, rootfs)}, state: map[string]interface{}{}}).withRootfs(rootfs)
+}
+
+func newRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func catalog(t *testing.T, host string) []string {
+	t.Helper()
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, err := remote.Catalog(context.Background(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repos
+}
+
+type ui struct {
+	packersdk.Ui
+	out *bytes.Buffer
+}
+
+func newUI() ui {
+	var b bytes.Buffer
+	return ui{&packersdk.BasicUi{Reader: strings.NewReader(""), Writer: &b, ErrorWriter: &b}, &b}
+}
+
+func fakeSBOM(_ context.Context, rootfs string) ([]byte, error) {
+	if _, err := os.Stat(filepath.Join(rootfs, "etc/os-release")); err != nil {
+		return nil, err
+	}
+	return []byte(`{"bomFormat":"CycloneDX","specVersion":"1.6","components":[]}`), nil
+}
+
+func configure(t *testing.T, raw map[string]interface{}) *PostProcessor {
+	t.Helper()
+	p := &PostProcessor{SBOM: fakeSBOM, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+	if err := p.Configure(raw); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFailingGatePushesNothing(t *testing.T) {
+	host := newRegistry(t)
+	art := diskArtifact(t, weak, true)
+	p := configure(t, map[string]interface{}{"publish": map[string]interface{}{"repository": host + "/gpu/weak"}})
+	u := newUI()
+	_, keep, force, err := p.PostProcess(context.Background(), u, art)
+	if err == nil {
+		t.Fatal("a weak image passed the gate")
+	}
+	if !keep || !force {
+		t.Error("the gate must never ask Packer to destroy the input artifact")
+	}
+	if !strings.Contains(err.Error(), "fails policy at or above high") || !strings.Contains(err.Error(), "nothing published") {
+		t.Errorf("err = %v", err)
+	}
+	if repos := catalog(t, host); len(repos) != 0 {
+		t.Errorf("a failing gate pushed %v", repos)
+	}
+	if !strings.Contains(u.out.String(), "fail high GH-") {
+		t.Errorf("the UI does not list the failures:\n%s", u.out)
+	}
+	// The reports are still written, for the reviewer of the failed build.
+	for _, f := range reports.Formats() {
+		path := art.files[0] + ".gate." + reportExt[f]
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s report: %v", f, err)
+		}
+	}
+	var rep reports.Report
+	data, _ := os.ReadFile(art.files[0] + ".gate.json")
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Summary.ByStatus["fail"] == 0 || rep.Target.Kind != "image" {
+		t.Errorf("json report: %v %+v", err, rep.Summary)
+	}
+}
+
+func TestPassingGatePublishesWithThreeReferrers(t *testing.T) {
+	host := newRegistry(t)
+	art := diskArtifact(t, hardened, true)
+	t.Setenv("GATE_TEST_USER", "ci")
+	t.Setenv("GATE_TEST_PASS", "very-secret-token")
+	p := configure(t, map[string]interface{}{
+		"params":  params,
+		"reports": []string{"json", "sarif"},
+		"publish": map[string]interface{}{"repository": host + "/gpu/hardened", "username_env": "GATE_TEST_USER", "password_env": "GATE_TEST_PASS"},
+	})
+	u := newUI()
+	out, _, _, err := p.PostProcess(context.Background(), u, art)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, u.out)
+	}
+	if strings.Contains(u.out.String(), "very-secret-token") {
+		t.Error("the UI shows the registry password")
+	}
+	res, ok := out.State("published").(*publish.Result)
+	if !ok || res == nil {
+		t.Fatalf("no publish result in the artifact's state: %#v", out.State("published"))
+	}
+	if want := host + "/gpu/hardened:debian-12-gpu-20260102T030405Z"; res.Ref != want {
+		t.Errorf("ref %s, want %s", res.Ref, want)
+	}
+	if out.Id() != res.Ref+"@"+res.Image.Digest || !strings.Contains(u.out.String(), res.Image.Digest) {
+		t.Errorf("id %s; ui:\n%s", out.Id(), u.out)
+	}
+	if got := out.State("reports").([]string); len(got) != 2 || !strings.HasSuffix(got[1], ".gate.sarif") {
+		t.Errorf("reports %v", got)
+	}
+
+	refs, err := publish.Referrers(context.Background(), host+"/gpu/hardened@"+res.Image.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range refs {
+		types = append(types, r.ArtifactType)
+	}
+	slices.Sort(types)
+	if want := []string{publish.ArtifactTypeSBOM, publish.ArtifactTypeManifest, publish.ArtifactTypeReport}; !slices.Equal(types, want) {
+		t.Errorf("referrers %v, want exactly %v", types, want)
+	}
+	// The manifest referrer carries the image's own baked manifest.
+	for _, r := range refs {
+		if r.ArtifactType != publish.ArtifactTypeManifest {
+			continue
+		}
+		img, err := remote.Image(mustDigest(t, host+"/gpu/hardened@"+r.Digest.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, _ := img.Layers()
+		rc, _ := ls[0].Compressed()
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(got) != bakedManifest {
+			t.Errorf("manifest referrer holds %q", got)
+		}
+	}
+	if repos := catalog(t, host); !slices.Equal(repos, []string{"gpu/hardened"}) {
+		t.Errorf("catalog %v", repos)
+	}
+}
+
+func mustDigest(t *testing.T, s string) name.Digest {
+	t.Helper()
+	d, err := name.NewDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestDirArtifactWithoutPublish(t *testing.T) {
+	rootfs := copyRootfs(t, hardened, false)
+	art := (&fakeArtifact{files: []string{rootfs}, state: map[string]interface{}{}}).withRootfs(rootfs)
+	p := configure(t, map[string]interface{}{"params": params, "reports": []string{"html"}})
+	out, _, _, err := p.PostProcess(context.Background(), newUI(), art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rootfs + ".gate.html"); err != nil {
+		t.Error(err)
+	}
+	if out.State("published").(*publish.Result) != nil || out.BuilderId() != BuilderID {
+		t.Errorf("artifact %v", out)
+	}
+	// Destroying the gate's artifact removes its reports, never the rootfs.
+	if err := out.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rootfs + ".gate.html"); !os.IsNotExist(err) {
+		t.Error("report kept after Destroy")
+	}
+	if _, err := os.Stat(filepath.Join(rootfs, "etc/os-release")); err != nil {
+		t.Error("Destroy touched the rootfs")
+	}
+}
+
+// TestPublishNeedsAllEvidence: no push without a disk image, an SBOM
+// generator, the rootfs for the SBOM, or the baked manifest.
+func TestPublishNeedsAllEvidence(t *testing.T) {
+	host := newRegistry(t)
+	pub := map[string]interface{}{"params": params, "publish": map[string]interface{}{"repository": host + "/gpu/x"}}
+	noManifest := diskArtifact(t, hardened, false)
+	withManifest := diskArtifact(t, hardened, true)
+	dirOnly := copyRootfs(t, hardened, true)
+	for _, tc := range []struct {
+		name   string
+		art    *fakeArtifact
+		noSBOM bool
+		want   string
+	}{
+		{"no manifest", noManifest, false, "has no /etc/gpuhost/manifest.json"},
+		{"no sbom generator", withManifest, true, "no SBOM generator"},
+		{"rootfs removed", &fakeArtifact{files: withManifest.files, state: map[string]interface{}{"rootfs": ""}}, false, "no SBOM can be made"},
+		{"dir artifact", (&fakeArtifact{files: []string{dirOnly}, state: map[string]interface{}{}}).withRootfs(dirOnly), false, "no disk image to push"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := configure(t, pub)
+			if tc.noSBOM {
+				p.SBOM = nil
+			}
+			_, _, _, err := p.PostProcess(context.Background(), newUI(), tc.art)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if repos := catalog(t, host); len(repos) != 0 {
+		t.Errorf("pushed %v", repos)
+	}
+}
+
+func TestUntrustedScanFailsTheBuild(t *testing.T) {
+	art := diskArtifact(t, hardened, true)
+	// Cut the image short: the ext4 superblock says more than is there.
+	if err := os.Truncate(art.files[0], 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	p := configure(t, map[string]interface{}{"params": params})
+	_, _, _, err := p.PostProcess(context.Background(), newUI(), art)
+	if err == nil {
+		t.Fatal("a truncated image passed the gate")
+	}
+}
+
+func TestArtifactWithNothingToScan(t *testing.T) {
+	p := configure(t, map[string]interface{}{})
+	_, _, _, err := p.PostProcess(context.Background(), newUI(), &fakeArtifact{files: []string{"/tmp/x.ami"}, state: map[string]interface{}{}})
+	if err == nil || !strings.Contains(err.Error(), "no .qcow2, .raw or .img file and no rootfs directory") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestBrokenPolicyFailsTheBuild(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.rego"), []byte("package gpuhost.x.y\n\ndeny contains msg if {"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := copyRootfs(t, hardened, false)
+	p := configure(t, map[string]interface{}{"policy": []string{dir}})
+	_, _, _, err := p.PostProcess(context.Background(), newUI(), (&fakeArtifact{state: map[string]interface{}{}}).withRootfs(rootfs))
+	if err == nil || !strings.Contains(err.Error(), "bad.rego") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := os.Stat(rootfs + ".gate.json"); !os.IsNotExist(err) {
+		t.Error("a broken policy still wrote reports")
+	}
+}
