@@ -116,6 +116,28 @@ func TestPullSkipsBlobsAlreadyInTheLayout(t *testing.T) {
 	if p.Fetched != 0 || p.Cached == 0 {
 		t.Errorf("fetched %d, cached %d", p.Fetched, p.Cached)
 	}
+
+	// A cached blob of the right size and the wrong bytes (a crash before
+	// writeback) is fetched again.
+	layers, _ := img.Layers()
+	layer, _ := layers[0].Digest()
+	bad := filepath.Join(l.Dir(), "blobs", "sha256", layer.Hex)
+	fi, err := os.Stat(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, make([]byte, fi.Size()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Pull(context.Background(), cudaRef, dg, opts(reg)); err != nil {
+		t.Fatal(err)
+	}
+	if n := seedtest.Count(reg.Requests(), "/blobs/"); n != 1 {
+		t.Errorf("%d blobs fetched after corrupting one, want 1", n)
+	}
+	if err := validateBlob(l.Dir(), layer); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestPullResumesAnInterruptedBlob(t *testing.T) {

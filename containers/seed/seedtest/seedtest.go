@@ -4,10 +4,14 @@
 package seedtest
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,11 +40,24 @@ type Request struct {
 	Method, Path, Range, Authorization string
 }
 
-// New starts a registry that stops when the test ends.
+// New starts a registry, holding blobs in memory, that stops when the test
+// ends.
 func New(t testing.TB) *Registry {
 	t.Helper()
+	return start(t, registry.NewInMemoryBlobHandler())
+}
+
+// NewOnDisk starts a registry whose blobs are files under dir, named
+// sha256/<hex>, so that large images cost no memory; a benchmark may put
+// blobs there directly.
+func NewOnDisk(t testing.TB, dir string) *Registry {
+	t.Helper()
+	return start(t, diskBlobs{dir: dir})
+}
+
+func start(t testing.TB, blobs registry.BlobHandler) *Registry {
 	r := &Registry{}
-	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithBlobHandler(blobs))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		r.requests = append(r.requests, Request{Method: req.Method, Path: req.URL.Path, Range: req.Header.Get("Range"), Authorization: req.Header.Get("Authorization")})
@@ -121,4 +138,57 @@ func Digest(t testing.TB, img interface{ Digest() (v1.Hash, error) }) string {
 		t.Fatal(err)
 	}
 	return h.String()
+}
+
+// diskBlobs serves blobs from files. Unlike go-containerregistry's disk
+// handler, Stat does not hash the blob again on every request, which would
+// cost a benchmark a full read per GET.
+type diskBlobs struct{ dir string }
+
+var (
+	_ registry.BlobStatHandler = diskBlobs{}
+	_ registry.BlobPutHandler  = diskBlobs{}
+)
+
+func (d diskBlobs) path(h v1.Hash) string { return filepath.Join(d.dir, h.Algorithm, h.Hex) }
+
+func (d diskBlobs) Stat(_ context.Context, _ string, h v1.Hash) (int64, error) {
+	fi, err := os.Stat(d.path(h))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, registry.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func (d diskBlobs) Get(_ context.Context, _ string, h v1.Hash) (io.ReadCloser, error) {
+	f, err := os.Open(d.path(h))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, registry.ErrNotFound
+	}
+	return f, err
+}
+
+func (d diskBlobs) Put(_ context.Context, _ string, h v1.Hash, rc io.ReadCloser) error {
+	defer rc.Close()
+	if err := os.MkdirAll(filepath.Dir(d.path(h)), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(d.path(h)), ".upload-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), d.path(h))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
