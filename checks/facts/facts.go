@@ -445,4 +445,7 @@ type Finding struct {
 	Installed string `json:"installed"`
 	Fixed     string `json:"fixed"`
 	Severity  string `json:"severity"`
+	// Published is when the vulnerability was made public (RFC 3339, from
+	// the DB's NVD or GHSA data); empty when the DB does not say.
+	Published string `json:"published,omitempty"`
 }

@@ -1,0 +1,189 @@
+package trivy
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aquasecurity/trivy-db/pkg/db"
+	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
+	"github.com/aquasecurity/trivy/pkg/detector/ospkg"
+	"github.com/aquasecurity/trivy/pkg/types"
+	"github.com/aquasecurity/trivy/pkg/vulnerability"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	dbFile       = "trivy.db"
+	metadataFile = "metadata.json"
+	// maxMetadataSize bounds metadata.json, a four-field object.
+	maxMetadataSize = 64 << 10
+	// dbOpenTimeout bounds the wait for bolt's file lock, held while another
+	// process (a trivy download) writes the DB.
+	dbOpenTimeout = 5 * time.Second
+)
+
+// dbMu serialises use of trivy-db, which keeps its open database in a
+// package variable: two scans must not open, use and close it at once.
+var dbMu sync.Mutex
+
+// dbMetadata is the part of trivy's metadata.json read here.
+type dbMetadata struct {
+	Version   int       `json:"Version"`
+	UpdatedAt time.Time `json:"UpdatedAt"`
+}
+
+// Vulnerabilities matches the OS packages of the rootfs directory against
+// the trivy vulnerability database in dbDir (trivy.db and metadata.json, as
+// `trivy --download-db-only` leaves them) and returns the findings, sorted
+// by package then ID. It works offline only: nothing here can download, and
+// the DB is opened read-only. A missing, foreign-schema or corrupt DB is an
+// error naming dbDir; so is a rootfs that is not Debian or Ubuntu.
+func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*facts.Vulnerabilities, error) {
+	fsys, closer, err := sysroot.Open(rootfs)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	inv, err := readInventory(fsys)
+	if err != nil {
+		return nil, err
+	}
+	return matchInventory(ctx, inv, dbDir)
+}
+
+// matchInventory runs trivy's OS package detector over inv.
+func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*facts.Vulnerabilities, error) {
+	meta, err := checkDB(dbDir)
+	if err != nil {
+		return nil, err
+	}
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if err := probeDB(dbDir); err != nil {
+		return nil, err
+	}
+	// Init would create a missing file; checkDB has refused that case, and
+	// ReadOnly makes sure nothing is written to the user's DB.
+	if err := db.Init(dbDir, db.WithBoltOptions(&bolt.Options{ReadOnly: true, Timeout: dbOpenTimeout})); err != nil {
+		return nil, fmt.Errorf("opening trivy DB in %s: %w", dbDir, err)
+	}
+	defer db.Close()
+
+	det, err := ospkg.NewDetector(types.ScanTarget{OS: inv.os, Packages: inv.pkgs})
+	if err != nil {
+		return nil, fmt.Errorf("matching %s %s: %w", inv.os.Family, inv.os.Name, err)
+	}
+	found, _, err := det.Detect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("matching packages against the trivy DB in %s: %w", dbDir, err)
+	}
+	vulnerability.NewClient(db.Config{}).FillInfo(found, []dbtypes.SourceID{"auto"})
+
+	out := &facts.Vulnerabilities{
+		DB:       fmt.Sprintf("trivy-db v%d %s", meta.Version, meta.UpdatedAt.UTC().Format(time.DateOnly)),
+		Findings: make([]facts.Finding, 0, len(found)),
+	}
+	for _, v := range found {
+		f := facts.Finding{
+			ID:        v.VulnerabilityID,
+			Package:   v.PkgName,
+			Installed: v.InstalledVersion,
+			Fixed:     v.FixedVersion,
+			Severity:  cmp.Or(v.Severity, dbtypes.SeverityUnknown.String()),
+		}
+		if v.PublishedDate != nil {
+			f.Published = v.PublishedDate.UTC().Format(time.RFC3339)
+		}
+		out.Findings = append(out.Findings, f)
+	}
+	slices.SortFunc(out.Findings, func(a, b facts.Finding) int {
+		return cmp.Or(strings.Compare(a.Package, b.Package), strings.Compare(a.ID, b.ID))
+	})
+	out.Findings = slices.Compact(out.Findings)
+	return out, nil
+}
+
+// checkDB refuses a DB directory that trivy-db would mishandle: it creates a
+// missing trivy.db, and it deletes one it finds corrupt. metadata.json must
+// name the schema this trivy reads.
+func checkDB(dbDir string) (dbMetadata, error) {
+	if dbDir == "" {
+		return dbMetadata{}, errors.New("no trivy DB directory given")
+	}
+	st, err := os.Stat(filepath.Join(dbDir, dbFile))
+	if err != nil {
+		return dbMetadata{}, fmt.Errorf("trivy DB in %s: %w", dbDir, err)
+	}
+	if !st.Mode().IsRegular() || st.Size() == 0 {
+		return dbMetadata{}, fmt.Errorf("trivy DB in %s: %s is not a non-empty regular file", dbDir, dbFile)
+	}
+	data, err := readBounded(filepath.Join(dbDir, metadataFile), maxMetadataSize)
+	if err != nil {
+		return dbMetadata{}, fmt.Errorf("trivy DB in %s: %w", dbDir, err)
+	}
+	var meta dbMetadata
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return dbMetadata{}, fmt.Errorf("trivy DB in %s: parsing %s: %w", dbDir, metadataFile, err)
+	}
+	if meta.Version != db.SchemaVersion {
+		return dbMetadata{}, fmt.Errorf("trivy DB in %s: schema version %d, this gpuhost reads %d", dbDir, meta.Version, db.SchemaVersion)
+	}
+	return meta, nil
+}
+
+// readBounded reads a regular file of at most max bytes. The DB directory
+// is the operator's, not the target's, but a FIFO there must still not hang
+// a scan.
+func readBounded(name string, max int64) ([]byte, error) {
+	fsys, closer, err := sysroot.Open(filepath.Dir(name))
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	data, err := fsys.ReadFileLimit(filepath.Base(name), max)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(name), fs.ErrNotExist)
+	}
+	return data, err
+}
+
+// probeDB opens the DB read-only and reads its meta pages, recovering from a
+// corrupt file. trivy-db's Init recovers too, but then deletes the file: an
+// operator's DB must not vanish because a scan found it damaged.
+func probeDB(dbDir string) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("trivy DB in %s is corrupt: %v", dbDir, r)
+		}
+	}()
+	bdb, err := bolt.Open(filepath.Join(dbDir, dbFile), 0, &bolt.Options{ReadOnly: true, Timeout: dbOpenTimeout})
+	if err != nil {
+		return fmt.Errorf("opening trivy DB in %s: %w", dbDir, err)
+	}
+	defer bdb.Close()
+	err = bdb.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("vulnerability")) == nil {
+			return errors.New("no vulnerability bucket")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("trivy DB in %s: %w", dbDir, err)
+	}
+	return nil
+}
