@@ -1,33 +1,107 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 )
 
-// waiversCommand groups commands that review waiver files.
+// waiverFlags choose a waiver file and the key its signature must verify
+// with. Every command that applies waivers takes them.
+type waiverFlags struct {
+	file string
+	key  string
+	alg  string
+}
+
+func (w *waiverFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&w.file, "waivers", "", "waiver file (YAML list of id, target, justification, approved_by, expires, ticket, optional scope)")
+	w.registerKey(cmd)
+}
+
+func (w *waiverFlags) registerKey(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&w.key, "waivers-key", "", "public key (PEM), or HMAC secret, that the waiver file's signature FILE.sig must verify with (default: --verification-key)")
+	f.StringVar(&w.alg, "waivers-alg", "", "signing algorithm of --waivers-key (default: RS256)")
+}
+
+// verification returns the key the waiver file must be signed with, and the
+// key file's name: --waivers-key, else the pack's --verification-key, so
+// that a scan that insists on a signed pack never takes unsigned waivers.
+// No key: nil.
+func (w *waiverFlags) verification(pf *policyFlags) (*waivers.Key, string, error) {
+	file, alg := w.key, w.alg
+	if file == "" {
+		file, alg = pf.verificationKey, pf.verificationAlg
+	}
+	if file == "" {
+		return nil, "", nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the waiver verification key: %w", err)
+	}
+	return &waivers.Key{PEM: string(pem), Algorithm: alg}, file, nil
+}
+
+// load reads the waiver file, verifying its signature when a key applies.
+// No --waivers: nil, nil.
+func (w *waiverFlags) load(pf *policyFlags) ([]waivers.Waiver, error) {
+	if w.file == "" {
+		if w.key != "" {
+			return nil, errors.New("--waivers-key without --waivers")
+		}
+		return nil, nil
+	}
+	key, _, err := w.verification(pf)
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		return waivers.Load(w.file)
+	}
+	return waivers.LoadVerified(w.file, *key)
+}
+
+// waiversCommand groups commands that review and sign waiver files.
 func (a *app) waiversCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "waivers",
-		Short: "Review waiver files",
+		Short: "Review and sign waiver files",
 	}
+	cmd.AddCommand(a.waiversCheckCommand(), a.waiversSignCommand())
+	return cmd
+}
 
+func (a *app) waiversCheckCommand() *cobra.Command {
 	var pf policyFlags
+	var wf waiverFlags
 	var within int
 	var strict bool
 	var asOf string
 	check := &cobra.Command{
 		Use:   "check FILE",
-		Short: "Report expired waivers, waivers for unknown checks, and waivers expiring soon",
-		Long: "Validate a waiver file against the policy pack. Expired waivers no longer waive anything, and a\n" +
-			"waiver whose id is not a check of the pack waives nothing (a typo, or a check that was removed).\n\n" +
-			"Exit codes: 0 every waiver is current and names a check; 1 one is expired or names an unknown\n" +
-			"check (or, with --strict, expires within --within days); 2 the file or the pack cannot be read.",
+		Short: "Report invalid, unsigned, expired, out-of-scope and soon-expiring waivers, and waivers for unknown checks",
+		Long: "Validate a waiver file against the policy pack. Every entry needs id, target, justification,\n" +
+			"approved_by, expires and ticket; a scope is optional. Expired waivers no longer waive anything; a\n" +
+			"waiver whose id is not a check of the pack, or whose scope names only target kinds the check does\n" +
+			"not apply to, waives nothing. With --verification-key (or --waivers-key) the signature FILE.sig\n" +
+			"must verify, as a scan with that key requires.\n\n" +
+			"Exit codes, for CI:\n" +
+			"  0  every waiver is valid, current, names a check and can apply\n" +
+			"  1  a waiver is expired, names an unknown check or is out of scope (with --strict, also one that\n" +
+			"     expires within --within days)\n" +
+			"  2  the file cannot be trusted: unreadable, invalid (a missing ticket, a bad date, glob or scope),\n" +
+			"     or, with a key, unsigned, tampered with or signed with another key; or the pack cannot be read",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if within < 0 {
@@ -41,56 +115,117 @@ func (a *app) waiversCommand() *cobra.Command {
 				}
 				now = t
 			}
-			list, err := waivers.Load(args[0])
+			wf.file = args[0]
+			list, err := wf.load(&pf)
 			if err != nil {
 				return untrusted(err)
 			}
+			_, keyFile, _ := wf.verification(&pf)
 			e, err := pf.engine(cmd.Context())
 			if err != nil {
 				return err
 			}
-			known := map[string]bool{}
+			known := map[string]engine.Check{}
 			for _, c := range e.Checks() {
-				known[c.ID] = true
+				known[c.ID] = c
 			}
-			return a.reviewWaivers(args[0], list, known, now, within, strict)
+			return a.reviewWaivers(waiverReview{file: args[0], keyFile: keyFile, list: list, known: known,
+				now: now, within: within, strict: strict})
 		},
 	}
 	pf.register(check)
+	wf.registerKey(check)
 	check.Flags().IntVar(&within, "within", 30, "warn about waivers that expire within this many days")
 	check.Flags().BoolVar(&strict, "strict", false, "exit 1 when a waiver expires within --within days, too")
 	check.Flags().StringVar(&asOf, "as-of", "", "review as of this date (YYYY-MM-DD) instead of today, e.g. a release date")
-	cmd.AddCommand(check)
-	return cmd
+	return check
 }
 
-// reviewWaivers prints one line per waiver that needs attention and returns
-// the exit code for them.
-func (a *app) reviewWaivers(file string, list []waivers.Waiver, known map[string]bool, now time.Time, within int, strict bool) error {
-	horizon := now.AddDate(0, 0, within)
-	var expired, unknown, soon int
+func (a *app) waiversSignCommand() *cobra.Command {
+	var keyFile, alg, output string
+	sign := &cobra.Command{
+		Use:   "sign FILE --signing-key KEY",
+		Short: "Write FILE.sig, the detached signature a scan with --verification-key requires",
+		Long: "Sign a waiver file as policy bundles are signed: FILE.sig holds a .signatures.json whose JWT lists\n" +
+			"the file's SHA-256. The file is validated first; an invalid file is not signed. Any change to the\n" +
+			"file after signing makes scans with the verification key refuse it (exit 2).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return untrusted(errors.New("--signing-key is required"))
+			}
+			pem, err := os.ReadFile(keyFile)
+			if err != nil {
+				return untrusted(fmt.Errorf("reading --signing-key: %w", err))
+			}
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return untrusted(fmt.Errorf("reading waivers: %w", err))
+			}
+			sig, err := waivers.Sign(data, args[0], waivers.Key{PEM: string(pem), Algorithm: alg})
+			if err != nil {
+				return untrusted(err)
+			}
+			if output == "" {
+				output = waivers.SignatureFile(args[0])
+			}
+			if err := writeFileAtomic(output, sig); err != nil {
+				return untrusted(err)
+			}
+			a.log.Info("waivers signed", "file", args[0], "signature", output)
+			return nil
+		},
+	}
+	f := sign.Flags()
+	f.StringVar(&keyFile, "signing-key", "", "private key (PEM) to sign with, or the HMAC secret for HS algorithms")
+	f.StringVar(&alg, "signing-alg", "RS256", "JWT signing algorithm of --signing-key")
+	f.StringVarP(&output, "output", "o", "", "write the signature here (default: FILE.sig, where scans look for it)")
+	return sign
+}
+
+// waiverReview is what `waivers check` looks at.
+type waiverReview struct {
+	file    string
+	keyFile string // empty: the signature was not checked
+	list    []waivers.Waiver
+	known   map[string]engine.Check
+	now     time.Time
+	within  int
+	strict  bool
+}
+
+// reviewWaivers prints one line per waiver that needs attention, the
+// signature status and a summary, and returns the exit code for them.
+func (a *app) reviewWaivers(r waiverReview) error {
+	horizon := r.now.AddDate(0, 0, r.within)
+	var expired, unknown, outOfScope, soon int
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	header := false
 	row := func(problem string, n int, w waivers.Waiver, note string) {
 		if !header {
-			fmt.Fprintln(tw, "PROBLEM\tENTRY\tID\tTARGET\tEXPIRES\tAPPROVED BY\tNOTE")
+			fmt.Fprintln(tw, "PROBLEM\tENTRY\tID\tTARGET\tSCOPE\tEXPIRES\tAPPROVED BY\tTICKET\tNOTE")
 			header = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", problem, n, safeText(w.ID), safeText(w.Target),
-			w.Expires, safeText(w.ApprovedBy), note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", problem, n, safeText(w.ID), safeText(w.Target),
+			safeText(scopeText(w.Scope)), w.Expires, safeText(w.ApprovedBy), safeText(w.Ticket), note)
 	}
-	for i, w := range list {
-		if !known[w.ID] {
+	for i, w := range r.list {
+		c, ok := r.known[w.ID]
+		switch {
+		case !ok:
 			unknown++
 			row("unknown-check", i+1, w, "no check of the pack has this id; the waiver waives nothing")
+		case w.Scope != nil && len(w.Scope.Kinds) > 0 && !slices.ContainsFunc(w.Scope.Kinds, func(k string) bool { return slices.Contains(c.Targets, k) }):
+			outOfScope++
+			row("out-of-scope", i+1, w, "the check applies only to "+strings.Join(c.Targets, ", ")+" targets; the waiver waives nothing")
 		}
 		switch {
-		case w.Expired(now):
+		case w.Expired(r.now):
 			expired++
 			row("expired", i+1, w, "no longer waives; the failure counts again")
 		case w.Expired(horizon):
 			soon++
-			row("expiring", i+1, w, fmt.Sprintf("expires within %d days", within))
+			row("expiring", i+1, w, fmt.Sprintf("expires within %d days", r.within))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,15 +234,35 @@ func (a *app) reviewWaivers(file string, list []waivers.Waiver, known map[string
 	if header {
 		fmt.Fprintln(a.stdout)
 	}
-	fmt.Fprintf(a.stdout, "%s: %d waivers as of %s; %d expired, %d for unknown checks, %d expiring within %d days\n",
-		safeText(file), len(list), now.UTC().Format(time.DateOnly), expired, unknown, soon, within)
+	if r.keyFile != "" {
+		fmt.Fprintf(a.stdout, "signature: %s verified with %s\n", safeText(waivers.SignatureFile(r.file)), safeText(r.keyFile))
+	} else {
+		fmt.Fprintln(a.stdout, "signature: not checked (no --verification-key or --waivers-key)")
+	}
+	fmt.Fprintf(a.stdout, "%s: %d waivers as of %s; %d expired, %d for unknown checks, %d expiring within %d days, %d out of scope\n",
+		safeText(r.file), len(r.list), r.now.UTC().Format(time.DateOnly), expired, unknown, soon, r.within, outOfScope)
 	switch {
-	case expired > 0 || unknown > 0:
+	case expired > 0 || unknown > 0 || outOfScope > 0:
 		return &exitError{code: 1}
-	case strict && soon > 0:
+	case r.strict && soon > 0:
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// scopeText is a waiver scope on one line; "-" when there is none.
+func scopeText(s *waivers.Scope) string {
+	if s == nil {
+		return "-"
+	}
+	var parts []string
+	if len(s.Kinds) > 0 {
+		parts = append(parts, "kinds="+strings.Join(s.Kinds, ","))
+	}
+	if len(s.Hosts) > 0 {
+		parts = append(parts, "hosts="+strings.Join(s.Hosts, ","))
+	}
+	return strings.Join(parts, " ")
 }
 
 // safeText keeps text from a waiver file (which anyone may have edited) from

@@ -13,7 +13,7 @@ func waiverFile(t *testing.T, entries ...[2]string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, e := range entries {
-		fmt.Fprintf(&b, "- id: %s\n  target: \"*\"\n  justification: lab image\n  approved_by: security@example.com\n  expires: %s\n", e[0], e[1])
+		fmt.Fprintf(&b, "- id: %s\n  target: \"*\"\n  justification: lab image\n  approved_by: security@example.com\n  expires: %s\n  ticket: SEC-1\n", e[0], e[1])
 	}
 	file := filepath.Join(t.TempDir(), "waivers.yaml")
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
@@ -105,5 +105,152 @@ func TestWaiversCheckUnreadable(t *testing.T) {
 		if o := runCommand(t, (*app).waiversCommand, args...); o.code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s", name, o.code, o.stderr)
 		}
+	}
+}
+
+func TestWaiversSignAndVerify(t *testing.T) {
+	build := (*app).waiversCommand
+	priv, pub := rsaKeyFiles(t)
+	_, otherPub := rsaKeyFiles(t)
+	file := waiverFile(t, [2]string{"GH-SSH-002", inDays(90)})
+
+	if o := runCommand(t, build, "check", file, "--verification-key", pub); o.code != 2 || !strings.Contains(o.stderr, "no signature") {
+		t.Errorf("unsigned file with a key: exit %d, stderr %q; want 2", o.code, o.stderr)
+	}
+	if o := runCommand(t, build, "sign", file); o.code != 2 || !strings.Contains(o.stderr, "--signing-key is required") {
+		t.Errorf("sign without a key: exit %d, stderr %q", o.code, o.stderr)
+	}
+	if o := runCommand(t, build, "sign", file, "--signing-key", priv); o.code != 0 {
+		t.Fatalf("sign: exit %d\n%s", o.code, o.stderr)
+	}
+	if _, err := os.Stat(file + ".sig"); err != nil {
+		t.Fatalf("no signature beside the file: %v", err)
+	}
+	o := runCommand(t, build, "check", file, "--verification-key", pub)
+	if o.code != 0 || !strings.Contains(o.stdout, "waivers.yaml.sig verified with "+pub) {
+		t.Errorf("signed file: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	if o := runCommand(t, build, "check", file); o.code != 0 || !strings.Contains(o.stdout, "signature: not checked") {
+		t.Errorf("without a key the signature is not checked, and says so: exit %d\n%s", o.code, o.stdout)
+	}
+	if o := runCommand(t, build, "check", file, "--verification-key", otherPub); o.code != 2 || !strings.Contains(o.stderr, "bad signature") {
+		t.Errorf("another key: exit %d, stderr %q; want 2", o.code, o.stderr)
+	}
+	// --waivers-key takes precedence over the pack's key.
+	if o := runCommand(t, build, "check", file, "--verification-key", otherPub, "--waivers-key", pub); o.code != 0 {
+		t.Errorf("--waivers-key: exit %d\n%s", o.code, o.stderr)
+	}
+
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), "lab image", "all images", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := runCommand(t, build, "check", file, "--verification-key", pub); o.code != 2 || !strings.Contains(o.stderr, "changed after signing") {
+		t.Errorf("tampered file: exit %d, stderr %q; want 2", o.code, o.stderr)
+	}
+
+	invalid := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(invalid, []byte("- id: GH-SSH-002\n  target: \"*\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := runCommand(t, build, "sign", invalid, "--signing-key", priv); o.code != 2 || !strings.Contains(o.stderr, "ticket is required") {
+		t.Errorf("signing an invalid file: exit %d, stderr %q", o.code, o.stderr)
+	}
+	if _, err := os.Stat(invalid + ".sig"); err == nil {
+		t.Error("an invalid file was signed")
+	}
+	out := filepath.Join(t.TempDir(), "elsewhere.sig")
+	if o := runCommand(t, build, "sign", waiverFile(t), "--signing-key", priv, "-o", out); o.code != 0 {
+		t.Errorf("sign -o: exit %d\n%s", o.code, o.stderr)
+	} else if _, err := os.Stat(out); err != nil {
+		t.Errorf("sign -o wrote nothing: %v", err)
+	}
+}
+
+func TestWaiverFlagsLoad(t *testing.T) {
+	priv, pub := rsaKeyFiles(t)
+	file := waiverFile(t, [2]string{"GH-SSH-002", inDays(90)})
+
+	if list, err := (&waiverFlags{}).load(&policyFlags{}); err != nil || list != nil {
+		t.Errorf("no --waivers: %v, %v", list, err)
+	}
+	if _, err := (&waiverFlags{key: pub}).load(&policyFlags{}); err == nil {
+		t.Error("--waivers-key without --waivers accepted")
+	}
+	if list, err := (&waiverFlags{file: file}).load(&policyFlags{}); err != nil || len(list) != 1 {
+		t.Errorf("no key: %v, %v", list, err)
+	}
+	// A scan that verifies its pack verifies its waivers with the same key.
+	if _, err := (&waiverFlags{file: file}).load(&policyFlags{verificationKey: pub, verificationAlg: "RS256"}); err == nil ||
+		!strings.Contains(err.Error(), "no signature") {
+		t.Errorf("unsigned waivers under --verification-key: %v", err)
+	}
+	if o := runCommand(t, (*app).waiversCommand, "sign", file, "--signing-key", priv); o.code != 0 {
+		t.Fatalf("sign: exit %d\n%s", o.code, o.stderr)
+	}
+	if list, err := (&waiverFlags{file: file}).load(&policyFlags{verificationKey: pub, verificationAlg: "RS256"}); err != nil || len(list) != 1 {
+		t.Errorf("signed waivers under --verification-key: %v, %v", list, err)
+	}
+	if list, err := (&waiverFlags{file: file, key: pub}).load(&policyFlags{}); err != nil || len(list) != 1 {
+		t.Errorf("signed waivers under --waivers-key: %v, %v", list, err)
+	}
+	if _, err := (&waiverFlags{file: file, key: "/nonexistent.pem"}).load(&policyFlags{}); err == nil {
+		t.Error("a missing key file accepted")
+	}
+}
+
+func TestWaiversCheckScope(t *testing.T) {
+	dir := t.TempDir()
+	rego := `# METADATA
+# title: Example
+# custom:
+#   id: EX-001
+#   severity: low
+#   remediation: none
+#   targets: [rootfs, image]
+package gpuhost.example.one
+
+deny contains "x" if input.never
+`
+	if err := os.WriteFile(filepath.Join(dir, "one.rego"), []byte(rego), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scoped := func(kinds string) string {
+		file := filepath.Join(t.TempDir(), "waivers.yaml")
+		w := "- id: EX-001\n  target: \"*\"\n  justification: j\n  approved_by: a@example.com\n  expires: " + inDays(90) +
+			"\n  ticket: SEC-9\n  scope: {kinds: [" + kinds + "], hosts: [\"gpu-*\"]}\n"
+		if err := os.WriteFile(file, []byte(w), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	o := runCommand(t, (*app).waiversCommand, "check", scoped("host, oci"), "--policy", dir)
+	if o.code != 1 {
+		t.Errorf("scoped to kinds the check skips: exit %d, want 1\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	for _, want := range []string{"out-of-scope", "kinds=host,oci hosts=gpu-*", "SEC-9", "rootfs, image", "1 out of scope"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	if o := runCommand(t, (*app).waiversCommand, "check", scoped("host, image"), "--policy", dir); o.code != 0 || !strings.Contains(o.stdout, "0 out of scope") {
+		t.Errorf("scoped to a kind the check applies to: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	if o := runCommand(t, (*app).waiversCommand, "check", scoped("vm"), "--policy", dir); o.code != 2 || !strings.Contains(o.stderr, `scope kind "vm"`) {
+		t.Errorf("an unknown kind: exit %d, stderr %q; want 2", o.code, o.stderr)
+	}
+}
+
+func TestWaiversCheckMissingTicket(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "waivers.yaml")
+	w := "- id: GH-SSH-002\n  target: \"*\"\n  justification: lab image\n  approved_by: security@example.com\n  expires: " + inDays(30) + "\n"
+	if err := os.WriteFile(file, []byte(w), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := runCommand(t, (*app).waiversCommand, "check", file); o.code != 2 || !strings.Contains(o.stderr, "entry 1 (GH-SSH-002): ticket is required") {
+		t.Errorf("a waiver without a ticket: exit %d, stderr %q; want 2 naming the entry", o.code, o.stderr)
 	}
 }
