@@ -51,6 +51,10 @@ type Engine struct {
 	// a rootfs never pays for the live GPU checks, nor a host without a
 	// GPU for the device checks.
 	combined sync.Map
+	// reads is, per check, what it reads from input; memo remembers
+	// outcomes by a digest of that (see memo.go). memo is nil when off.
+	reads    []*readSet
+	memo     *memo
 	digest   string
 	params   map[string]any
 	modules  map[string]*ast.Module
@@ -60,6 +64,8 @@ type Engine struct {
 type options struct {
 	sources []*Source
 	params  map[string]any
+	memo    int
+	memoSet bool
 }
 
 // Option configures New.
@@ -127,6 +133,13 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler}
 	e.digest = digestOf(raw, params)
+	if !o.memoSet {
+		o.memo = DefaultMemoEntries
+	}
+	if o.memo > 0 {
+		e.reads = analyzeReads(compiler, checks)
+		e.memo = &memo{limit: o.memo}
+	}
 
 	// Params are read as AST values: converting them from Go maps on every
 	// read cost more than evaluating most checks.
@@ -332,6 +345,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		}
 		run = append(run, i)
 	}
+	run, keys := e.recall(doc, run, out)
 	if len(run) == 0 {
 		return out, nil
 	}
@@ -345,6 +359,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		if perr == nil {
 			for j, i := range run {
 				e.decide(&out[i], sets[j][0], sets[j][1])
+				e.remember(keys, i, sets[j][0], sets[j][1])
 			}
 			return out, nil
 		}
@@ -361,6 +376,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 			var sets [][2][]string
 			if sets, err = bindingSets(rs, 1); err == nil {
 				e.decide(&out[i], sets[0][0], sets[0][1])
+				e.remember(keys, i, sets[0][0], sets[0][1])
 				continue
 			}
 		}

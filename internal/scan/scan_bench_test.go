@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -10,13 +11,17 @@ import (
 	"github.com/gpuhost/gpuhost/policies"
 )
 
-func benchScanner(b *testing.B) (*Scanner, []byte) {
+// benchDocs are the two shapes measured: a hardened host (most checks pass)
+// and the weak sample image (many fail, with messages to format).
+var benchDocs = []string{"testdata/hardened-facts.json", "testdata/weak-facts.json"}
+
+func benchScanner(b *testing.B, opts ...engine.Option) (*Scanner, []byte) {
 	b.Helper()
 	src, err := engine.LoadFS(policies.FS, "embedded")
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
+	e, err := engine.New(context.Background(), append([]engine.Option{engine.WithSource(src)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,39 +33,154 @@ func benchScanner(b *testing.B) (*Scanner, []byte) {
 }
 
 // BenchmarkEvaluate is the engine's figure: every check of the default pack
-// against one parsed facts document.
+// against one parsed facts document, evaluated by OPA each time (no memo).
 func BenchmarkEvaluate(b *testing.B) {
-	sc, data := benchScanner(b)
+	sc, data := benchScanner(b, engine.WithMemo(0))
 	doc, err := engine.ParseDocument(data, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := sc.engine.Evaluate(ctx, doc); err != nil {
-			b.Fatal(err)
+	reportCPU(b, func() {
+		for b.Loop() {
+			if _, err := sc.engine.Evaluate(ctx, doc); err != nil {
+				b.Fatal(err)
+			}
 		}
+	})
+}
+
+// BenchmarkEvaluateFleet is the engine over a fleet of hosts built from one
+// image: each document differs in its target, which no check reads, so every
+// check's outcome comes from the memo.
+func BenchmarkEvaluateFleet(b *testing.B) {
+	sc, _ := benchScanner(b)
+	ctx := context.Background()
+	for _, file := range benchDocs {
+		docs := fleetDocs(b, file, 64)
+		b.Run(file, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			reportCPU(b, func() {
+				for b.Loop() {
+					if _, err := sc.engine.Evaluate(ctx, docs[i%len(docs)]); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		})
 	}
 }
 
+// fleetDocs parses n copies of a document, each with its own target.ref.
+func fleetDocs(b *testing.B, file string, n int) []*engine.Document {
+	b.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		b.Fatal(err)
+	}
+	out := make([]*engine.Document, n)
+	for i := range out {
+		m["target"].(map[string]any)["ref"] = "node-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		raw, _ := json.Marshal(m)
+		if out[i], err = engine.ParseDocument(raw, file); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
 // BenchmarkSavedDocument is what `scan facts` pays per document: parse,
-// validate against the schema, evaluate, waive, summarize.
+// validate against the schema, evaluate, waive, summarize. The engine runs
+// without its memo, so this is the cost of a host unlike any seen before.
 func BenchmarkSavedDocument(b *testing.B) {
-	sc, data := benchScanner(b)
+	sc, data := benchScanner(b, engine.WithMemo(0))
 	ctx := context.Background()
 	b.ReportAllocs()
-	for b.Loop() {
+	reportCPU(b, func() {
+		for b.Loop() {
+			decoded, err := facts.DecodeJSON(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			doc, err := engine.DocumentFromValue(decoded, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := sc.Document(ctx, doc, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSavedDocumentParts splits a saved document's cost into its
+// stages, with the memo on as `scan facts` runs.
+func BenchmarkSavedDocumentParts(b *testing.B) {
+	sc, _ := benchScanner(b)
+	ctx := context.Background()
+	for _, file := range benchDocs {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(file+"/validate", func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				for b.Loop() {
+					if _, err := facts.DecodeJSON(data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 		decoded, err := facts.DecodeJSON(data)
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Run(file+"/convert", func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				for b.Loop() {
+					if _, err := engine.DocumentFromValue(decoded, "bench"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 		doc, err := engine.DocumentFromValue(decoded, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := sc.Document(ctx, doc, data); err != nil {
+		b.Run(file+"/report", func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				for b.Loop() {
+					if _, err := sc.Document(ctx, doc, data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+		rep, err := sc.Document(ctx, doc, data)
+		if err != nil {
 			b.Fatal(err)
 		}
+		b.Run(file+"/marshal", func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				for b.Loop() {
+					if _, err := json.Marshal(rep); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }

@@ -63,7 +63,7 @@ func TestWaiverLeavesPassesAlone(t *testing.T) {
 	doc, data := loadDoc(t)
 	// A waiver only ever turns a failure into waived: a passing check
 	// stays a pass, with no waiver attached.
-	list, err := waivers.Parse([]byte("- id: GH-SSH-001\n  target: \"*\"\n  justification: j\n  approved_by: a\n  expires: 2099-01-01\n"), "w")
+	list, err := waivers.Parse([]byte("- id: GH-SSH-001\n  target: \"*\"\n  justification: j\n  approved_by: a\n  expires: 2099-01-01\n  ticket: SEC-1\n"), "w")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,488 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// A check's deny and skip sets are a pure function of the parts of the input
+// its rules read: the params and the compiled pack are fixed for an engine's
+// life. Hosts of one fleet share most of those parts (the same sshd, TLS and
+// runtime configuration baked into one image), so the engine remembers each
+// check's outcome keyed by a digest of exactly what the check reads, and
+// evaluates only the checks whose inputs it has not seen.
+
+// DefaultMemoEntries bounds the memo New keeps when WithMemo is not given.
+const DefaultMemoEntries = 1 << 16
+
+// Bounds on the work spent digesting untrusted input: past them a check is
+// simply evaluated, never memoized.
+const (
+	maxDigestDepth = 512
+	maxDigestBytes = 64 << 20
+)
+
+// WithMemo sets how many check outcomes the engine remembers; 0 turns the
+// memo off, so every check is evaluated against every document.
+func WithMemo(entries int) Option {
+	return func(o *options) { o.memo = max(entries, 0); o.memoSet = true }
+}
+
+// readSet is what one check reads from input: a list of paths, or nil when
+// the check cannot be memoized (it reads the whole input, reads it through a
+// path the analysis cannot follow, or calls a nondeterministic builtin).
+type readSet struct {
+	paths [][]string
+}
+
+// memoKey names one check's outcome for one digest of its inputs.
+type memoKey struct {
+	check int
+	sum   [sha256.Size]byte
+}
+
+type memoEntry struct {
+	deny, skip []string
+}
+
+// memo is a bounded, concurrent map of outcomes. When it fills it starts
+// over: stale entries are never wrong, only the hit rate suffers.
+type memo struct {
+	limit int
+	size  atomic.Int64
+	m     sync.Map
+}
+
+func (m *memo) load(k memoKey) (*memoEntry, bool) {
+	v, ok := m.m.Load(k)
+	if !ok {
+		return nil, false
+	}
+	return v.(*memoEntry), true
+}
+
+func (m *memo) store(k memoKey, e *memoEntry) {
+	if m.size.Add(1) > int64(m.limit) {
+		m.m.Clear()
+		m.size.Store(1)
+	}
+	m.m.Store(k, e)
+}
+
+// analyzeReads finds, for every check, the input paths its rules and every
+// rule they depend on read.
+func analyzeReads(compiler *ast.Compiler, checks []Check) []*readSet {
+	byPkg := map[string][]*ast.Rule{}
+	for _, m := range compiler.Modules {
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		byPkg[pkg] = append(byPkg[pkg], m.Rules...)
+	}
+	out := make([]*readSet, len(checks))
+	for i, c := range checks {
+		out[i] = readsOf(compiler, byPkg[c.Package])
+	}
+	return out
+}
+
+func readsOf(compiler *ast.Compiler, roots []*ast.Rule) *readSet {
+	seen := map[*ast.Rule]bool{}
+	queue := slices.Clone(roots)
+	var paths [][]string
+	ok := true
+	for len(queue) > 0 && ok {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		for n := r.Else; n != nil; n = n.Else {
+			queue = append(queue, n)
+		}
+		for dep := range compiler.Graph.Dependencies(r) {
+			if d, isRule := dep.(*ast.Rule); isRule {
+				queue = append(queue, d)
+			}
+		}
+		ok = collectInputPaths(r, &paths)
+	}
+	paths = normalizePaths(paths)
+	// A check that reads the whole document reads every host's own name:
+	// its outcomes would fill the memo and never be asked for again.
+	if !ok || len(paths) > 0 && len(paths[0]) == 0 {
+		return nil
+	}
+	return &readSet{paths: paths}
+}
+
+// collectInputPaths appends the input paths rule r reads. It returns false
+// when r reads input in a way whose extent cannot be told statically.
+//
+// The compiler has rewritten the rule: `object.get(input, "k", d)` arrives as
+// `__local1__ = input; object.get(__local1__, "k", d, __local2__)`. Local
+// names are unique, so a local bound to an input path is followed as an
+// alias of that path.
+func collectInputPaths(r *ast.Rule, paths *[][]string) bool {
+	aliases := map[ast.Var][]string{}
+	defs := map[*ast.Expr]bool{}
+	ast.WalkExprs(r, func(x *ast.Expr) bool {
+		if !x.IsEquality() || len(x.With) > 0 {
+			return false
+		}
+		a, b := x.Operand(0), x.Operand(1)
+		for range 2 {
+			if v, isVar := a.Value.(ast.Var); isVar && !v.Equal(ast.InputRootDocument.Value) {
+				if p, whole := inputPrefix(b, nil); whole {
+					aliases[v] = p
+					defs[x] = true
+				}
+			}
+			a, b = b, a
+		}
+		return false
+	})
+	ok := true
+	var vis *ast.GenericVisitor
+	vis = ast.NewGenericVisitor(func(x any) bool {
+		if !ok {
+			return true
+		}
+		switch x := x.(type) {
+		case *ast.Expr:
+			if defs[x] {
+				return true
+			}
+			for _, w := range x.With {
+				if isInputRooted(w.Target) {
+					ok = false
+				}
+			}
+			if !x.IsCall() {
+				return false
+			}
+			if b, found := ast.BuiltinMap[x.Operator().String()]; found && b.Nondeterministic {
+				ok = false
+				return true
+			}
+			args := x.Operands()
+			if !x.Operator().Equal(ast.ObjectGet.Ref()) || len(args) < 2 {
+				return false
+			}
+			base, whole := inputPrefix(args[0], aliases)
+			key, static := staticKey(args[1])
+			if !whole || !static {
+				return false
+			}
+			*paths = append(*paths, append(base, key...))
+			for _, t := range args[2:] {
+				vis.Walk(t)
+			}
+			return true
+		case ast.Call:
+			if len(x) > 0 {
+				if b, found := ast.BuiltinMap[x[0].String()]; found && b.Nondeterministic {
+					ok = false
+					return true
+				}
+			}
+		case ast.Var:
+			if x.Equal(ast.InputRootDocument.Value) {
+				// A bare input, not inside a ref the case below takes apart.
+				*paths = append(*paths, []string{})
+			} else if p, alias := aliases[x]; alias {
+				*paths = append(*paths, slices.Clone(p))
+			}
+		case ast.Ref:
+			base, rooted := refBase(x, aliases)
+			if !rooted {
+				return false
+			}
+			p, rest := refPath(x)
+			*paths = append(*paths, append(slices.Clone(base), p...))
+			for _, t := range x[rest:] {
+				vis.Walk(t)
+			}
+			return true
+		}
+		return false
+	})
+	vis.Walk(r)
+	return ok
+}
+
+// refBase returns the input path a ref starts from: none for input itself,
+// the alias's path for a local bound to an input path.
+func refBase(ref ast.Ref, aliases map[ast.Var][]string) ([]string, bool) {
+	if len(ref) == 0 {
+		return nil, false
+	}
+	if ref[0].Value.Compare(ast.InputRootDocument.Value) == 0 {
+		return nil, true
+	}
+	if v, isVar := ref[0].Value.(ast.Var); isVar {
+		p, alias := aliases[v]
+		return p, alias
+	}
+	return nil, false
+}
+
+func isInputRooted(t *ast.Term) bool {
+	switch v := t.Value.(type) {
+	case ast.Ref:
+		return len(v) > 0 && v[0].Value.Compare(ast.InputRootDocument.Value) == 0
+	case ast.Var:
+		return v.Equal(ast.InputRootDocument.Value)
+	}
+	return false
+}
+
+// inputPrefix returns the path of a term that is input, an input ref that is
+// ground strings all the way (input.a.b), or an alias of one.
+func inputPrefix(t *ast.Term, aliases map[ast.Var][]string) ([]string, bool) {
+	switch v := t.Value.(type) {
+	case ast.Var:
+		if v.Equal(ast.InputRootDocument.Value) {
+			return []string{}, true
+		}
+		p, alias := aliases[v]
+		return slices.Clone(p), alias
+	case ast.Ref:
+		base, rooted := refBase(v, aliases)
+		if !rooted {
+			return nil, false
+		}
+		p, rest := refPath(v)
+		return append(slices.Clone(base), p...), rest == len(v)
+	}
+	return nil, false
+}
+
+// staticKey reads object.get's key argument when it is a constant string or
+// array of strings.
+func staticKey(t *ast.Term) ([]string, bool) {
+	switch v := t.Value.(type) {
+	case ast.String:
+		return []string{string(v)}, true
+	case *ast.Array:
+		out := make([]string, 0, v.Len())
+		for i := range v.Len() {
+			s, isStr := v.Elem(i).Value.(ast.String)
+			if !isStr {
+				return nil, false
+			}
+			out = append(out, string(s))
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// normalizePaths sorts the paths and drops any a shorter one covers.
+func normalizePaths(paths [][]string) [][]string {
+	slices.SortFunc(paths, func(a, b []string) int { return slices.Compare(a, b) })
+	var out [][]string
+	for _, p := range paths {
+		if len(out) > 0 && hasPrefix(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func hasPrefix(p, prefix []string) bool {
+	return len(p) >= len(prefix) && slices.Equal(p[:len(prefix)], prefix)
+}
+
+// pathDigests digests the parts of one document the checks read, each path
+// once however many checks read it.
+type pathDigests struct {
+	root ast.Value
+	buf  []byte
+	sums map[string][sha256.Size]byte
+}
+
+// key returns the memo key of check i, or false when the input is too large
+// or too deep to digest.
+func (d *pathDigests) key(i int, rs *readSet) (memoKey, bool) {
+	h := sha256.New()
+	for _, p := range rs.paths {
+		sum, ok := d.digest(p)
+		if !ok {
+			return memoKey{}, false
+		}
+		h.Write(sum[:])
+	}
+	k := memoKey{check: i}
+	h.Sum(k.sum[:0])
+	return k, true
+}
+
+func (d *pathDigests) digest(p []string) ([sha256.Size]byte, bool) {
+	name := strings.Join(p, "\x00")
+	if s, ok := d.sums[name]; ok {
+		return s, true
+	}
+	d.buf = d.buf[:0]
+	// The path itself goes in, so that the same value read at two places
+	// digests differently.
+	for _, seg := range p {
+		d.buf = appendLen(d.buf, len(seg))
+		d.buf = append(d.buf, seg...)
+	}
+	v := d.root
+	for _, seg := range p {
+		obj, isObj := v.(ast.Object)
+		if !isObj {
+			v = nil
+			break
+		}
+		t := obj.Get(ast.InternedTerm(seg))
+		if t == nil {
+			v = nil
+			break
+		}
+		v = t.Value
+	}
+	var ok bool
+	if v == nil {
+		d.buf, ok = append(d.buf, 'u'), true
+	} else {
+		d.buf, ok = appendCanonical(d.buf, v, 0)
+	}
+	if !ok {
+		return [sha256.Size]byte{}, false
+	}
+	s := sha256.Sum256(d.buf)
+	if d.sums == nil {
+		d.sums = map[string][sha256.Size]byte{}
+	}
+	d.sums[name] = s
+	return s, true
+}
+
+func appendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
+
+// appendCanonical writes v in a form where two values are written alike only
+// if they are equal: a type tag, then lengths before contents, and object
+// keys and set members in OPA's sorted order.
+func appendCanonical(b []byte, v ast.Value, depth int) ([]byte, bool) {
+	if depth > maxDigestDepth || len(b) > maxDigestBytes {
+		return b, false
+	}
+	ok := true
+	switch v := v.(type) {
+	case ast.Null:
+		b = append(b, 'n')
+	case ast.Boolean:
+		if v {
+			b = append(b, 't')
+		} else {
+			b = append(b, 'f')
+		}
+	case ast.Number:
+		// Numbers compare by value in Rego but are written as text: two
+		// spellings of one number only cost a miss.
+		b = append(b, 'd')
+		b = appendLen(b, len(v))
+		b = append(b, v...)
+	case ast.String:
+		b = append(b, 's')
+		b = appendLen(b, len(v))
+		b = append(b, v...)
+	case *ast.Array:
+		b = append(b, 'a')
+		b = appendLen(b, v.Len())
+		for i := 0; i < v.Len() && ok; i++ {
+			b, ok = appendCanonical(b, v.Elem(i).Value, depth+1)
+		}
+	case ast.Object:
+		b = append(b, 'o')
+		b = appendLen(b, v.Len())
+		v.Foreach(func(k, e *ast.Term) {
+			if ok {
+				b, ok = appendCanonical(b, k.Value, depth+1)
+			}
+			if ok {
+				b, ok = appendCanonical(b, e.Value, depth+1)
+			}
+		})
+	case ast.Set:
+		b = append(b, 'e')
+		b = appendLen(b, v.Len())
+		sorted := v.Sorted()
+		for i := 0; i < sorted.Len() && ok; i++ {
+			b, ok = appendCanonical(b, sorted.Elem(i).Value, depth+1)
+		}
+	default:
+		// Refs, vars and comprehensions never come from JSON; their
+		// string form is exact enough for a value that should not be here.
+		s := v.String()
+		b = append(b, 'x')
+		b = appendLen(b, len(s))
+		b = append(b, s...)
+	}
+	return b, ok
+}
+
+// recall decides every check in run whose outcome the memo holds, and
+// returns the checks left to evaluate with the keys to remember them by.
+func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, map[int]memoKey) {
+	if e.memo == nil {
+		return run, nil
+	}
+	d := pathDigests{root: doc.Value}
+	keys := make(map[int]memoKey, len(run))
+	left := run[:0:0]
+	for _, i := range run {
+		rs := e.reads[i]
+		if rs == nil {
+			left = append(left, i)
+			continue
+		}
+		k, ok := d.key(i, rs)
+		if !ok {
+			left = append(left, i)
+			continue
+		}
+		if m, hit := e.memo.load(k); hit {
+			e.decide(&out[i], slices.Clone(m.deny), slices.Clone(m.skip))
+			continue
+		}
+		keys[i] = k
+		left = append(left, i)
+	}
+	return left, keys
+}
+
+// remember stores check i's outcome under the key recall gave it.
+func (e *Engine) remember(keys map[int]memoKey, i int, deny, skip []string) {
+	k, ok := keys[i]
+	if !ok {
+		return
+	}
+	e.memo.store(k, &memoEntry{deny: slices.Clone(deny), skip: slices.Clone(skip)})
+}
+
+// refPath returns the leading string segments of a ref after its head, and
+// the index of the first segment that is not a string.
+func refPath(ref ast.Ref) ([]string, int) {
+	p := []string{}
+	i := 1
+	for ; i < len(ref); i++ {
+		s, isStr := ref[i].Value.(ast.String)
+		if !isStr {
+			break
+		}
+		p = append(p, string(s))
+	}
+	return p, i
+}

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"testing/fstest"
+)
+
+// readsPolicy reads input in the ways the pack does: object.get on input with
+// a string and an array key, a nested ref, a function given an input path,
+// and a package-level alias.
+const readsPolicy = `# METADATA
+# title: Reads
+# custom:
+#   id: GH-MEMO-001
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.reads
+
+packages := object.get(input, "packages", [])
+
+firewall := object.get(input, ["network", "firewall"], null)
+
+tls := input.tls
+
+held(p) if p.held
+
+deny contains msg if {
+	some p in packages
+	not held(p)
+	msg := sprintf("%s not held on %s", [p.name, input.target.kind])
+}
+
+deny contains "no firewall" if firewall == null
+
+deny contains msg if {
+	some e in tls.nginx
+	msg := sprintf("nginx %v", [e])
+}
+
+deny contains input.ssh.ciphers[_]
+`
+
+const wholePolicy = `# METADATA
+# title: Whole
+# custom:
+#   id: GH-MEMO-002
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.whole
+
+deny contains "big" if count(input) > 100
+`
+
+const clockPolicy = `# METADATA
+# title: Clock
+# custom:
+#   id: GH-MEMO-003
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.clock
+
+deny contains "late" if time.now_ns() > 0
+`
+
+const withPolicy = `# METADATA
+# title: With
+# custom:
+#   id: GH-MEMO-004
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.with
+
+inner contains "x" if input.a == 1
+
+deny contains m if {
+	some m in inner with input as {"a": 1}
+}
+`
+
+func memoEngine(t *testing.T, entries int, files map[string]string) *Engine {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for k, v := range files {
+		fsys[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	src, err := LoadFS(fsys, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), WithSource(src), WithMemo(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestReadSets(t *testing.T) {
+	e := memoEngine(t, 10, map[string]string{
+		"memo/reads.rego": readsPolicy,
+		"memo/whole.rego": wholePolicy,
+		"memo/clock.rego": clockPolicy,
+		"memo/with.rego":  withPolicy,
+	})
+	got := map[string]*readSet{}
+	for i, c := range e.checks {
+		got[c.ID] = e.reads[i]
+	}
+	want := [][]string{{"network", "firewall"}, {"packages"}, {"ssh", "ciphers"}, {"target", "kind"}, {"tls"}}
+	if rs := got["GH-MEMO-001"]; rs == nil || !reflect.DeepEqual(rs.paths, want) {
+		t.Errorf("reads: got %v, want %q", rs, want)
+	}
+	for _, id := range []string{"GH-MEMO-002", "GH-MEMO-003", "GH-MEMO-004"} {
+		if got[id] != nil {
+			t.Errorf("%s must not be memoized, got reads %v", id, got[id].paths)
+		}
+	}
+}
+
+func memoDoc(t *testing.T, ref, ciphers string, held bool) *Document {
+	t.Helper()
+	return doc(t, fmt.Sprintf(`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":%q,"scanned_at":"x"},
+	  "collectors":{},"packages":[{"name":"a","held":%v}],"tls":{"nginx":[{"file":"f"}]},
+	  "ssh":{"ciphers":[%s]},"gpu":{"temperature":%d}}`, ref, held, ciphers, len(ref)))
+}
+
+// TestMemoAgreesWithEvaluation evaluates a fleet with and without the memo:
+// every result must match, and hosts that differ only where no check reads
+// must be answered from the memo.
+func TestMemoAgreesWithEvaluation(t *testing.T) {
+	files := map[string]string{"memo/reads.rego": readsPolicy, "memo/whole.rego": wholePolicy}
+	cold := memoEngine(t, 0, files)
+	warm := memoEngine(t, 100, files)
+	fleet := []*Document{
+		memoDoc(t, "h1", `"aes128-cbc"`, false),
+		memoDoc(t, "h22", `"aes128-cbc"`, false), // differs only in unread fields
+		memoDoc(t, "h333", `"3des-cbc"`, false),  // a read field changed
+		memoDoc(t, "h4444", `"3des-cbc"`, true),
+		memoDoc(t, "h1", `"aes128-cbc"`, false),
+	}
+	var stored []int64
+	for i, d := range fleet {
+		want := mustEval(t, cold, d)
+		got := mustEval(t, warm, d)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("host %d: memo gave %+v, evaluation %+v", i, got, want)
+		}
+		stored = append(stored, warm.memo.size.Load())
+	}
+	// GH-MEMO-001 is stored for hosts 1, 3 and 4; the whole-document check
+	// is never memoized.
+	if want := []int64{1, 1, 2, 3, 3}; !slices.Equal(stored, want) {
+		t.Errorf("memo sizes after each host: got %v, want %v", stored, want)
+	}
+}
+
+func TestMemoStartsOverWhenFull(t *testing.T) {
+	e := memoEngine(t, 2, map[string]string{"memo/reads.rego": readsPolicy})
+	for i := range 5 {
+		mustEval(t, e, memoDoc(t, "h", fmt.Sprintf("%q", fmt.Sprint(i)), false))
+		if n := e.memo.size.Load(); n > 2 {
+			t.Fatalf("memo holds %d entries, limit 2", n)
+		}
+	}
+	// The results given back are copies: a caller changing them must not
+	// change what the next host is told.
+	d := memoDoc(t, "h", `"x"`, false)
+	first := mustEval(t, e, d)
+	first[0].Messages[0] = "changed"
+	if again := mustEval(t, e, d); again[0].Messages[0] == "changed" {
+		t.Error("a caller's edit leaked into the memo")
+	}
+}
+
+func TestCanonicalDigestSeparatesValues(t *testing.T) {
+	seen := map[string]string{}
+	for _, js := range []string{
+		`{"v":null}`, `{"v":true}`, `{"v":false}`, `{"v":1}`, `{"v":"1"}`, `{"v":[1]}`, `{"v":[[1]]}`,
+		`{"v":["a","b"]}`, `{"v":["ab"]}`, `{"v":{"a":"b"}}`, `{"v":{"ab":""}}`, `{"v":{}}`, `{"v":[]}`, `{}`,
+	} {
+		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`+js+`}`)
+		pd := pathDigests{root: d.Value}
+		sum, ok := pd.digest([]string{"x", "v"})
+		if !ok {
+			t.Fatalf("%s: not digested", js)
+		}
+		if prev, dup := seen[string(sum[:])]; dup {
+			t.Errorf("%s and %s digest alike", prev, js)
+		}
+		seen[string(sum[:])] = js
+	}
+}
