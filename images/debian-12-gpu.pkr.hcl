@@ -4,6 +4,14 @@
 # nvidia-persistenced) from Debian non-free. Debian has no container toolkit
 # package, so none is installed; containerd still gets SystemdCgroup.
 #
+# Hardened for the gpuhost gate: nftables drops inbound traffic except ssh,
+# OpenSSL's system default refuses protocols below TLS 1.3, nouveau is
+# blacklisted. What Debian cannot give a minbase image (the NVIDIA container
+# runtime, LUKS at bake time) is waived in waivers-debian-12.yaml, with why:
+#
+#   gpuhost scan image OUT/rootfs.qcow2 --params images/params-debian-12.yaml \
+#     --waivers images/waivers-debian-12.yaml
+#
 #   packer build -var-file=images/pins.pkrvars.hcl images/debian-12-gpu.pkr.hcl
 #
 # Build one template file at a time: each declares the variables it reads.
@@ -67,7 +75,10 @@ source "gpuhost-rootfs" "debian_12" {
   components     = ["main", "contrib", "non-free", "non-free-firmware"]
   mirror         = var.mirror
   snapshot       = var.snapshot
-  extra_packages = ["systemd", "ca-certificates"]
+  # nftables comes with the bootstrap, not a provisioner's apt-get: the
+  # gpuhost-gpu manifest then lists it as baked, and no second apt-get
+  # update runs. The hardening script configures and enables it.
+  extra_packages = ["systemd", "ca-certificates", "nftables"]
   apt_cache_dir  = var.apt_cache_dir
   output_format  = "qcow2"
   output_dir     = var.output_dir
@@ -77,6 +88,17 @@ source "gpuhost-rootfs" "debian_12" {
 build {
   name    = "debian-12-gpu"
   sources = ["source.gpuhost-rootfs.debian_12"]
+
+  # Hardening first: the gpuhost-gpu provisioner writes the manifest last,
+  # and its config_files digests must be of the hardened files.
+  provisioner "file" {
+    sources     = ["${path.root}/files/nftables.conf", "${path.root}/files/openssl-system-default.cnf"]
+    destination = "/tmp/gpuhost-harden/"
+  }
+
+  provisioner "shell" {
+    script = "${path.root}/scripts/harden-debian-12.sh"
+  }
 
   provisioner "gpuhost-gpu" {
     driver {

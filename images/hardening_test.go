@@ -1,0 +1,118 @@
+package images
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/gpuhost/gpuhost/checks/config"
+	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// allowedPorts reads allowed_ports from params-debian-12.yaml.
+func allowedPorts(t *testing.T) []int {
+	t.Helper()
+	data, err := os.ReadFile("params-debian-12.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		AllowedPorts []int `yaml:"allowed_ports"`
+	}
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		t.Fatalf("parsing params-debian-12.yaml: %v", err)
+	}
+	if len(p.AllowedPorts) == 0 {
+		t.Fatal("params-debian-12.yaml sets no allowed_ports")
+	}
+	return p.AllowedPorts
+}
+
+// The nftables file the template installs must read, to the same parser
+// the firewall collector uses, as default-drop input that opens only ports
+// the params allow, and must open ssh.
+func TestNftablesConfDropsInput(t *testing.T) {
+	data, err := os.ReadFile("files/nftables.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, ports, hasInput, err := system.ParseNftables(data)
+	if err != nil {
+		t.Fatalf("parsing files/nftables.conf: %v", err)
+	}
+	if !hasInput || policy != "drop" {
+		t.Errorf("input hook chain: present=%v policy=%q; want a drop policy", hasInput, policy)
+	}
+	allowed := allowedPorts(t)
+	for _, p := range ports {
+		if !slices.Contains(allowed, p) {
+			t.Errorf("files/nftables.conf accepts port %d, which params-debian-12.yaml does not allow (%v)", p, allowed)
+		}
+	}
+	if !slices.Contains(ports, 22) {
+		t.Errorf("files/nftables.conf does not accept ssh (22): %v", ports)
+	}
+}
+
+// The section the hardening script appends, after the ssl_conf line it
+// adds to [openssl_init], must give system_default MinProtocol TLSv1.3.
+func TestOpenSSLSystemDefaultTLS13(t *testing.T) {
+	tail, err := os.ReadFile("files/openssl-system-default.cnf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Debian 12's openssl.cnf, cut to what the chain needs, as the
+	// script leaves it.
+	cnf := "openssl_conf = openssl_init\nconfig_diagnostics = 1\n[ new_oids ]\n[openssl_init]\nssl_conf = ssl_sect\n[ ca ]\ndefault_ca = CA_default\n" + string(tail)
+	c, err := config.ParseOpenSSL([]byte(cnf))
+	if err != nil {
+		t.Fatalf("parsing the edited openssl.cnf: %v", err)
+	}
+	if sd := c.SystemDefault(); sd.MinProtocol != "TLSv1.3" {
+		t.Errorf("system_default = %+v; want MinProtocol TLSv1.3", sd)
+	}
+	script, err := os.ReadFile("scripts/harden-debian-12.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "a ssl_conf = ssl_sect") {
+		t.Error("scripts/harden-debian-12.sh no longer adds ssl_conf = ssl_sect to [openssl_init]")
+	}
+}
+
+// The waivers must load, cover exactly what Debian 12 cannot provide, and
+// apply to the baked image but never to a live host.
+func TestWaiversDebian12(t *testing.T) {
+	list, err := waivers.Load("waivers-debian-12.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, w := range list {
+		ids = append(ids, w.ID)
+		if len(strings.Fields(w.Justification)) < 20 {
+			t.Errorf("%s: justification too short to say why: %q", w.ID, w.Justification)
+		}
+		image := reports.Target{Kind: "image", Ref: "out/debian-12-gpu/rootfs.qcow2", Hostname: "debian-12-gpu"}
+		if !w.Matches(image) {
+			t.Errorf("%s does not cover the baked image %+v", w.ID, image)
+		}
+		host := reports.Target{Kind: "host", Ref: "debian-12-gpu", Hostname: "debian-12-gpu"}
+		if w.Matches(host) {
+			t.Errorf("%s covers a live host; it must cover only the image", w.ID)
+		}
+		other := reports.Target{Kind: "image", Ref: "out/other/rootfs.qcow2", Hostname: "other"}
+		if w.Matches(other) {
+			t.Errorf("%s covers another image %+v", w.ID, other)
+		}
+	}
+	slices.Sort(ids)
+	if want := []string{"GH-ENC-001", "GH-RT-001", "GH-RT-003"}; !slices.Equal(ids, want) {
+		t.Errorf("waived checks %v; want exactly %v (anything else must be fixed in the template)", ids, want)
+	}
+}

@@ -1,0 +1,153 @@
+// Command buildbench measures the image builder as a whole: a cold `packer
+// build` of the Debian 12 template with an empty apt cache, a warm rebuild
+// with the cache that build filled, and, in the same run, the plain way of
+// making the same rootfs (mmdebstrap, then apt-get in a chroot, then the same
+// ext4 and qcow2 packing) with its own empty cache. It prints the wall times,
+// the two ratios against their targets and the builder's step timings.
+//
+// `make bench` runs it as root; it needs mmdebstrap, qemu-img, mkfs.ext4,
+// unshare and the Debian mirror of this machine's apt sources.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Targets from the issue: our build at most 1.15x the plain one, and a warm
+// rebuild at most 0.6x a cold one.
+const (
+	targetOverhead = 1.15
+	targetWarm     = 0.6
+)
+
+// options are the command line.
+type options struct {
+	packer, plugin       string
+	template, varFile    string
+	work                 string
+	keep                 bool
+	include, components  string
+	installExtra         string
+	imageSize            string
+	timeout              time.Duration
+	failOnMissedTarget   bool
+	overheadMax, warmMax float64
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.packer, "packer", "bin/packer", "the Packer binary")
+	flag.StringVar(&o.plugin, "plugin", "bin/packer-plugin-gpuhost", "the gpuhost plugin binary, installed offline into a private plugin directory")
+	flag.StringVar(&o.template, "template", "images/debian-12-gpu.pkr.hcl", "the template our build bakes")
+	flag.StringVar(&o.varFile, "var-file", "images/pins.pkrvars.hcl", "the template's variable file")
+	flag.StringVar(&o.work, "work", "", "work directory (default: a new one under /var/tmp, removed at the end)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work directory: build logs, rootfs trees and images")
+	flag.StringVar(&o.include, "include", "systemd,ca-certificates,nftables", "the template's extra_packages, which the plain build passes to mmdebstrap --include")
+	flag.StringVar(&o.components, "components", "main,contrib,non-free,non-free-firmware", "the template's components")
+	flag.StringVar(&o.installExtra, "install", "containerd", "packages the plain build installs with apt-get besides the pins our image's manifest lists")
+	flag.StringVar(&o.imageSize, "image-size", "2G", "the template's image_size, for the plain build's ext4 image")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit on each build")
+	flag.BoolVar(&o.failOnMissedTarget, "strict", false, "exit 1 when a ratio misses its target")
+	flag.Float64Var(&o.overheadMax, "target-overhead", targetOverhead, "the most our cold build may take, as a multiple of the plain one")
+	flag.Float64Var(&o.warmMax, "target-warm", targetWarm, "the most a warm rebuild may take, as a multiple of a cold one")
+	flag.Parse()
+	missed, err := run(o, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "buildbench:", err)
+		os.Exit(2)
+	}
+	if missed && o.failOnMissedTarget {
+		os.Exit(1)
+	}
+}
+
+// run does the three builds and prints the table; missed says whether a
+// ratio missed its target.
+func run(o options, w io.Writer) (missed bool, err error) {
+	if os.Geteuid() != 0 {
+		return false, fmt.Errorf("needs root: mmdebstrap --mode=root, chroot and mounts")
+	}
+	for _, p := range []*string{&o.packer, &o.plugin, &o.template, &o.varFile} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return false, err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return false, err
+		}
+		*p = abs
+	}
+	work := o.work
+	if work == "" {
+		if work, err = os.MkdirTemp("/var/tmp", "gpuhost-buildbench-"); err != nil {
+			return false, err
+		}
+		if !o.keep {
+			defer func() {
+				if rerr := os.RemoveAll(work); rerr != nil && err == nil {
+					err = rerr
+				}
+			}()
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "work directory: %s\n", work)
+
+	p := &packerRun{packer: o.packer, plugin: o.plugin, template: o.template, varFile: o.varFile,
+		pluginPath: filepath.Join(work, "plugins"), timeout: o.timeout}
+	if err := p.install(); err != nil {
+		return false, err
+	}
+	cache := filepath.Join(work, "apt-cache")
+
+	fmt.Fprintln(w, "== ours, cold: packer build with an empty apt cache")
+	cold, err := p.build(filepath.Join(work, "cold"), cache)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "   %s\n", cold.wall.Round(100*time.Millisecond))
+
+	fmt.Fprintln(w, "== ours, warm: packer build again with the cache the cold build filled")
+	warm, err := p.build(filepath.Join(work, "warm"), cache)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "   %s\n", warm.wall.Round(100*time.Millisecond))
+
+	pins, err := manifestPins(filepath.Join(work, "cold", "rootfs"))
+	if err != nil {
+		return false, err
+	}
+	plain := &plainBuild{
+		dir:        filepath.Join(work, "plain"),
+		suite:      cold.suite,
+		variant:    cold.variant,
+		mirror:     cold.mirror,
+		components: o.components,
+		include:    o.include,
+		install:    append(pins, strings.Fields(strings.ReplaceAll(o.installExtra, ",", " "))...),
+		imageSize:  o.imageSize,
+		timeout:    o.timeout,
+	}
+	fmt.Fprintf(w, "== plain, cold: mmdebstrap %s from %s, then chroot apt-get install %s, then the same packing\n",
+		plain.suite, plain.mirror, strings.Join(plain.install, " "))
+	base, err := plain.run()
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "   %s\n", base.wall.Round(100*time.Millisecond))
+
+	same, err := comparePackages(filepath.Join(work, "cold", "rootfs"), filepath.Join(plain.dir, "rootfs"))
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintln(w)
+	return printReport(w, o, cold, warm, base, same), nil
+}
