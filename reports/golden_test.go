@@ -132,7 +132,7 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"waived by alice@example.com until 2026-12-31",
 		"not applicable to image targets",
-		"[waiver by bob@example.com expired 2025-01-31]",
+		"[waiver by bob@example.com expired 2025-01-31, ticket SEC-0999]",
 	} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("table lacks %q", want)

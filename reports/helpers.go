@@ -140,12 +140,48 @@ var sarifSeverityScores = map[string]string{
 	"info":     "0.0",
 }
 
-// waiverLine is how compact formats describe a waiver.
+// waiverLine is how one-line formats describe the waiver of a waived
+// result: who approved it, until when, the ticket, the scope, then why
+// (last, as the part a narrow column may cut).
 func waiverLine(w *Waiver) string {
 	if w == nil {
 		return "waived"
 	}
-	return "waived by " + w.ApprovedBy + " until " + w.Expires
+	return "waived by " + w.ApprovedBy + " until " + w.Expires + waiverRefs(w) + ": " + w.Justification
+}
+
+// expiredWaiverLine notes, on a failure, the waiver that lapsed.
+func expiredWaiverLine(w *Waiver) string {
+	return "waiver by " + w.ApprovedBy + " expired " + w.Expires + waiverRefs(w)
+}
+
+// waiverRefs is the ticket and scope of a waiver as a ", ticket T, scope S"
+// suffix; empty parts are left out.
+func waiverRefs(w *Waiver) string {
+	var b strings.Builder
+	if w.Ticket != "" {
+		b.WriteString(", ticket " + w.Ticket)
+	}
+	if s := waiverScopeText(w.Scope); s != "" {
+		b.WriteString(", scope " + s)
+	}
+	return b.String()
+}
+
+// waiverScopeText is a waiver scope in words, e.g. "kinds image, host;
+// hosts gpu-*"; empty when the waiver has no scope.
+func waiverScopeText(s *WaiverScope) string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	if len(s.Kinds) > 0 {
+		parts = append(parts, "kinds "+strings.Join(s.Kinds, ", "))
+	}
+	if len(s.Hosts) > 0 {
+		parts = append(parts, "hosts "+strings.Join(s.Hosts, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // byStatus returns the results with the given status, in report order.

@@ -333,7 +333,8 @@ svg text.seg{fill:#fff;font-weight:600;text-anchor:middle}
 <dt>Expires</dt><dd>{{.Expires}}</dd>
 <dt>Justification</dt><dd>{{.Justification}}</dd>
 <dt>Target</dt><dd><code>{{.Target}}</code></dd>
-{{with .Ticket}}<dt>Ticket</dt><dd>{{.}}</dd>
+<dt>Ticket</dt><dd>{{with .Ticket}}{{.}}{{else}}none{{end}}</dd>
+{{with .Scope}}<dt>Scope</dt><dd>{{with .Kinds}}kinds {{range $i, $k := .}}{{if $i}}, {{end}}{{$k}}{{end}}{{end}}{{if and .Kinds .Hosts}}; {{end}}{{with .Hosts}}hosts {{range $i, $h := .}}{{if $i}}, {{end}}<code>{{$h}}</code>{{end}}{{end}}</dd>
 {{end}}</dl>
 </div>
 {{end}}{{with .Remediation}}<h3>Remediation</h3>

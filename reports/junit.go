@@ -99,7 +99,7 @@ func (*junit) Render(w io.Writer, rep *Report) error {
 			c.Skipped = &junitSkipped{Message: firstMessage(res)}
 		case StatusWaived:
 			suite.Skipped++
-			c.Skipped = &junitSkipped{Message: junitWaiverMessage(res.Waiver)}
+			c.Skipped = &junitSkipped{Message: waiverLine(res.Waiver)}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
@@ -133,17 +133,10 @@ func problemBody(res Result) string {
 		b.WriteByte('\n')
 	}
 	if res.Waiver != nil && res.Waiver.Expired {
-		b.WriteString("Waiver expired on " + res.Waiver.Expires + " (approved by " + res.Waiver.ApprovedBy + ").\n")
+		b.WriteString("The " + expiredWaiverLine(res.Waiver) + ".\n")
 	}
 	if res.Remediation != "" {
 		b.WriteString("\nRemediation: " + res.Remediation + "\n")
 	}
 	return b.String()
-}
-
-func junitWaiverMessage(w *Waiver) string {
-	if w == nil {
-		return "waived"
-	}
-	return "waived by " + w.ApprovedBy + " until " + w.Expires + ": " + w.Justification
 }

@@ -82,20 +82,17 @@ func (*markdown) Render(w io.Writer, rep *Report) error {
 	section(StatusFail, []string{"ID", "Severity", "Title", "Messages", "Remediation"}, func(r Result) []string {
 		msgs := cellLines(r.Messages)
 		if r.Waiver != nil && r.Waiver.Expired {
-			msgs += "<br>_waiver by " + mdCell(r.Waiver.ApprovedBy) + " expired " + mdCell(r.Waiver.Expires) + "_"
+			msgs += "<br>_" + mdCell(expiredWaiverLine(r.Waiver)) + "_"
 		}
 		return []string{mdCode(r.ID), mdCell(r.Severity), mdCell(r.Title), msgs, mdCell(r.Remediation)}
 	})
-	section(StatusWaived, []string{"ID", "Severity", "Title", "Approved by", "Expires", "Justification", "Messages"}, func(r Result) []string {
+	section(StatusWaived, []string{"ID", "Severity", "Title", "Approved by", "Expires", "Ticket", "Scope", "Justification", "Messages"}, func(r Result) []string {
 		w := r.Waiver
 		if w == nil {
 			w = &Waiver{}
 		}
-		just := mdCell(w.Justification)
-		if w.Ticket != "" {
-			just += " (" + mdCell(w.Ticket) + ")"
-		}
-		return []string{mdCode(r.ID), mdCell(r.Severity), mdCell(r.Title), mdCell(w.ApprovedBy), mdCell(w.Expires), just, cellLines(r.Messages)}
+		return []string{mdCode(r.ID), mdCell(r.Severity), mdCell(r.Title), mdCell(w.ApprovedBy), mdCell(w.Expires),
+			mdCell(w.Ticket), mdCell(waiverScopeText(w.Scope)), mdCell(w.Justification), cellLines(r.Messages)}
 	})
 	section(StatusError, []string{"ID", "Severity", "Title", "Messages"}, func(r Result) []string {
 		return []string{mdCode(r.ID), mdCell(r.Severity), mdCell(r.Title), cellLines(r.Messages)}

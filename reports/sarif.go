@@ -242,14 +242,15 @@ func sarifResultFor(rep *Report, res Result, ruleIndex int) sarifResult {
 		PartialFingerprints: map[string]string{"gpuhostFinding/v1": fingerprint(rep.Target.Kind, rep.Target.Ref, res.ID, text)},
 		Properties:          map[string]string{"status": res.Status, "severity": res.Severity},
 	}
+	if w := res.Waiver; w != nil && w.Expired {
+		// A property, not the message: the message feeds the fingerprint,
+		// and a lapsed waiver does not make it another finding.
+		out.Properties["expiredWaiver"] = expiredWaiverLine(w)
+	}
 	if res.Status == StatusWaived {
 		j := "waived"
 		if w := res.Waiver; w != nil {
-			j = w.Justification + " (approved by " + w.ApprovedBy + ", expires " + w.Expires
-			if w.Ticket != "" {
-				j += ", ticket " + w.Ticket
-			}
-			j += ")"
+			j = w.Justification + " (approved by " + w.ApprovedBy + ", expires " + w.Expires + waiverRefs(w) + ")"
 		}
 		out.Suppressions = []sarifSuppression{{Kind: "external", Status: "accepted", Justification: j}}
 	}

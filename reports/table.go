@@ -72,6 +72,14 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 	fmt.Fprintf(bw, "\n%d checks: %d failed, %d errors, %d waived, %d skipped, %d passed\n",
 		s.Total, s.ByStatus[StatusFail], s.ByStatus[StatusError], s.ByStatus[StatusWaived],
 		s.ByStatus[StatusSkip], s.ByStatus[StatusPass])
+	// A row cuts the waiver short; the accountable part (who, until when,
+	// ticket, scope, why) is listed in full below the counts.
+	if waived := byStatus(rep, StatusWaived); len(waived) > 0 {
+		bw.WriteString("\nWaivers:\n")
+		for _, res := range waived {
+			fmt.Fprintf(bw, "  %s  %s\n", oneLine(res.ID), oneLine(waiverLine(res.Waiver)))
+		}
+	}
 	return bw.Flush()
 }
 
@@ -107,7 +115,7 @@ func tableMessage(res Result) string {
 			msg += fmt.Sprintf(" (+%d more)", n-1)
 		}
 		if res.Waiver != nil && res.Waiver.Expired {
-			msg += " [waiver by " + res.Waiver.ApprovedBy + " expired " + res.Waiver.Expires + "]"
+			msg += " [" + expiredWaiverLine(res.Waiver) + "]"
 		}
 		return msg
 	default:
