@@ -222,3 +222,13 @@ type MismatchError struct {
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("image %s: digest mismatch: pinned %s, the registry served %s", e.Ref, e.Pinned, e.Got)
 }
+
+// Repository returns ref without its tag and digest:
+// nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04 gives nvcr.io/nvidia/cuda.
+func Repository(ref string) string {
+	rest, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
+		rest = rest[:i]
+	}
+	return rest
+}

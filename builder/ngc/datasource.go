@@ -1,0 +1,133 @@
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,DatasourceOutput
+//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/datasource-ngc.mdx
+
+// Package ngc is the Packer data source "gpuhost-ngc": it resolves an NGC
+// image tag to the manifest digest the registry serves now, so that a
+// template can pin container bases by digest (the gpuhost-gpu provisioner
+// refuses a tag alone).
+package ngc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/packer-plugin-sdk/common"
+	"github.com/hashicorp/packer-plugin-sdk/hcl2helper"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/gpuhost/gpuhost/containers/seed"
+)
+
+// Config is the configuration of `data "gpuhost-ngc"`. Credentials come
+// from the environment only: with NGC_API_KEY set, requests authenticate
+// as `$oauthtoken` with the key as password; without it they are
+// anonymous, which public NGC images allow.
+type Config struct {
+	common.PackerConfig `mapstructure:",squash"`
+
+	// The image to resolve, `registry/repository:tag`, such as
+	// `nvcr.io/nvidia/pytorch:24.08-py3`. A reference that already carries
+	// `@sha256:...` is checked against the registry instead.
+	Ref string `mapstructure:"ref" required:"true"`
+	// A registry `host[:port]` to ask instead of the one `ref` names, such
+	// as a mirror of nvcr.io. The outputs keep `ref`'s own name.
+	Registry string `mapstructure:"registry" required:"false"`
+	// The registries `ref` may name. Defaults to `["nvcr.io"]`. The
+	// `registry` override is not checked against this list: it says where
+	// to ask, not what the image is called.
+	AllowedRegistries []string `mapstructure:"allowed_registries" required:"false"`
+	// How long resolving may take, as a Go duration. Defaults to `2m`.
+	Timeout string `mapstructure:"timeout" required:"false"`
+
+	timeout time.Duration
+}
+
+// DatasourceOutput is what `data.gpuhost-ngc.NAME` gives.
+type DatasourceOutput struct {
+	// The reference as configured.
+	Ref string `mapstructure:"ref"`
+	// The manifest digest, `sha256:<64 hex>`: the value for a
+	// gpuhost-gpu `ngc_images` entry's `digest`.
+	Digest string `mapstructure:"digest"`
+	// The repository pinned by digest, `registry/repository@sha256:...`.
+	PinnedRef string `mapstructure:"pinned_ref"`
+	// The manifest's media type: an image index for multi-platform images.
+	MediaType string `mapstructure:"media_type"`
+}
+
+// Datasource is the Packer data source "gpuhost-ngc".
+type Datasource struct {
+	config Config
+	// opts are the seed options the configuration does not set; tests
+	// set Auth and Transport.
+	opts seed.Options
+}
+
+var _ packersdk.Datasource = (*Datasource)(nil)
+
+// ConfigSpec returns the HCL2 spec of Config.
+func (d *Datasource) ConfigSpec() hcldec.ObjectSpec { return d.config.FlatMapstructure().HCL2Spec() }
+
+// OutputSpec returns the HCL2 spec of DatasourceOutput.
+func (d *Datasource) OutputSpec() hcldec.ObjectSpec {
+	return (&DatasourceOutput{}).FlatMapstructure().HCL2Spec()
+}
+
+// Configure decodes and validates the configuration.
+func (d *Datasource) Configure(raws ...interface{}) error {
+	if err := config.Decode(&d.config, &config.DecodeOpts{PluginType: "gpuhost-ngc"}, raws...); err != nil {
+		return err
+	}
+	c := &d.config
+	var errs []string
+	if c.Ref == "" {
+		errs = append(errs, "ref: required")
+	}
+	if c.Timeout == "" {
+		c.Timeout = "2m"
+	}
+	t, err := time.ParseDuration(c.Timeout)
+	if err != nil || t <= 0 {
+		errs = append(errs, fmt.Sprintf("timeout: %q is not a positive duration such as 2m", c.Timeout))
+	}
+	c.timeout = t
+	if strings.ContainsAny(c.Registry, "/ \t\n") {
+		errs = append(errs, fmt.Sprintf("registry: %q is not a host[:port]", c.Registry))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid gpuhost-ngc configuration:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// Execute resolves the reference against the registry.
+func (d *Datasource) Execute() (cty.Value, error) {
+	out, err := d.resolve()
+	if err != nil {
+		return cty.NullVal(cty.EmptyObject), err
+	}
+	return hcl2helper.HCL2ValueFromConfig(out, d.OutputSpec()), nil
+}
+
+func (d *Datasource) resolve() (DatasourceOutput, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.config.timeout)
+	defer cancel()
+	o := d.opts
+	o.Registry = d.config.Registry
+	o.Allowed = d.config.AllowedRegistries
+	r, err := seed.Resolve(ctx, d.config.Ref, o)
+	if err != nil {
+		return DatasourceOutput{}, fmt.Errorf("gpuhost-ngc: %w", err)
+	}
+	return DatasourceOutput{
+		Ref:       d.config.Ref,
+		Digest:    r.Digest,
+		PinnedRef: seed.Repository(d.config.Ref) + "@" + r.Digest,
+		MediaType: r.MediaType,
+	}, nil
+}

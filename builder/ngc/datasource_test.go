@@ -1,0 +1,146 @@
+package ngc
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/gpuhost/gpuhost/containers/seed"
+	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
+)
+
+func TestExecuteResolvesATagWithNGCCredentials(t *testing.T) {
+	reg := seedtest.New(t)
+	img := reg.Push(t, "nvidia/pytorch", "24.08-py3", 512, 2)
+	reg.Requests()
+	t.Setenv(seed.APIKeyEnv, "nvapi-test-key")
+
+	var d Datasource
+	if err := d.Configure(map[string]interface{}{"ref": "nvcr.io/nvidia/pytorch:24.08-py3", "registry": reg.Host}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.Execute()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg := seedtest.Digest(t, img)
+	want := map[string]string{
+		"ref":        "nvcr.io/nvidia/pytorch:24.08-py3",
+		"digest":     dg,
+		"pinned_ref": "nvcr.io/nvidia/pytorch@" + dg,
+		"media_type": seed.MediaDockerImageV2, // what random.Image writes
+	}
+	for k, w := range want {
+		if got := v.GetAttr(k); got.Type() != cty.String || got.AsString() != w {
+			t.Errorf("%s = %#v, want %q", k, got, w)
+		}
+	}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("$oauthtoken:nvapi-test-key"))
+	n := 0
+	for _, q := range reg.Requests() {
+		if strings.Contains(q.Path, "/manifests/") {
+			n++
+			if q.Authorization != basic {
+				t.Errorf("%s %s sent Authorization %q", q.Method, q.Path, q.Authorization)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the registry saw no manifest request")
+	}
+}
+
+func TestExecuteErrors(t *testing.T) {
+	reg := seedtest.New(t)
+	for _, tc := range []struct {
+		raw  map[string]interface{}
+		want string
+	}{
+		{map[string]interface{}{"ref": "docker.io/library/ubuntu:22.04", "registry": reg.Host}, "registry docker.io is not allowed"},
+		{map[string]interface{}{"ref": "nvcr.io/nvidia/missing:1", "registry": reg.Host}, "nvcr.io/nvidia/missing:1"},
+		{map[string]interface{}{"ref": "127.0.0.1/nvidia/x:1", "registry": reg.Host, "allowed_registries": []interface{}{"nvcr.io"}}, "not allowed"},
+	} {
+		var d Datasource
+		if err := d.Configure(tc.raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.raw, err, tc.want)
+		}
+	}
+}
+
+func TestConfigureErrors(t *testing.T) {
+	var d Datasource
+	err := d.Configure(map[string]interface{}{"timeout": "soon", "registry": "a/b"})
+	for _, want := range []string{"ref: required", "timeout:", "registry:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+}
+
+func TestOutputSpecMatchesExecute(t *testing.T) {
+	var d Datasource
+	spec := d.OutputSpec()
+	for _, k := range []string{"ref", "digest", "pinned_ref", "media_type"} {
+		if _, ok := spec[k]; !ok {
+			t.Errorf("output spec lacks %s", k)
+		}
+	}
+}
+
+// packerSDC returns bin/packer-sdc (or $PACKER_SDC), or skips.
+func packerSDC(t *testing.T) string {
+	t.Helper()
+	sdc := os.Getenv("PACKER_SDC")
+	if sdc == "" {
+		sdc = "../../bin/packer-sdc"
+	}
+	sdc, err := filepath.Abs(sdc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sdc); err != nil {
+		t.Skipf("bin/packer-sdc is not built (make packer-sdc): %v", err)
+	}
+	return sdc
+}
+
+// TestGeneratedFilesAreCurrent regenerates the HCL2 spec and the docs into
+// a temp dir and compares them with the committed ones.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	sdc := packerSDC(t)
+	tmp := t.TempDir()
+	cmd := exec.Command(sdc, "mapstructure-to-hcl2", "-type", "Config,DatasourceOutput")
+	cmd.Env = append(os.Environ(), "GOFILE="+filepath.Join(tmp, "datasource.go"), "GOPACKAGE=ngc")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("packer-sdc: %v\n%s", err, b)
+	}
+	docs := filepath.Join(tmp, "datasource-ngc.mdx")
+	if b, err := exec.Command("sh", "gendocs.sh", sdc, docs).CombinedOutput(); err != nil {
+		t.Fatalf("gendocs.sh: %v\n%s", err, b)
+	}
+	for fresh, committed := range map[string]string{
+		filepath.Join(tmp, "datasource.hcl2spec.go"): "datasource.hcl2spec.go",
+		docs: "../../docs/datasource-ngc.mdx",
+	} {
+		a, err := os.ReadFile(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(committed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s is stale; run go generate ./builder/ngc/", committed)
+		}
+	}
+}
