@@ -1,0 +1,45 @@
+package trivy
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzParseStatus(f *testing.F) {
+	f.Add([]byte("Package: a\nStatus: install ok installed\nVersion: 1:2.3-4\nSource: b (2.3-1)\n"))
+	f.Add([]byte("Package: a\nStatus: install ok installed\nVersion: 1.0\n\nPackage: a\nStatus: install ok installed\nVersion: 1.0\n"))
+	f.Add([]byte(" continuation\n"))
+	f.Add([]byte("Package: a\nStatus: install ok installed\nVersion: 1.0\nSource: b (\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pkgs, err := parseStatus(data)
+		if err != nil {
+			return
+		}
+		for i, p := range pkgs {
+			if p.Name == "" || p.SrcName == "" || p.ID == "" {
+				t.Fatalf("package %d lacks a name or ID: %+v", i, p)
+			}
+			if i > 0 && pkgs[i-1].Name+"\x00"+pkgs[i-1].Arch >= p.Name+"\x00"+p.Arch {
+				t.Fatalf("not sorted or duplicated at %d", i)
+			}
+		}
+	})
+}
+
+func FuzzParseOSRelease(f *testing.F) {
+	f.Add([]byte("ID=ubuntu\nVERSION_ID=\"22.04\"\n"))
+	f.Add([]byte("ID=linuxmint\nID_LIKE=\"ubuntu debian\"\nVERSION_ID=21\n"))
+	f.Add([]byte("ID='\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		osr, err := parseOSRelease(data)
+		if err != nil {
+			return
+		}
+		if osr.Family != "debian" && osr.Family != "ubuntu" {
+			t.Fatalf("family %q", osr.Family)
+		}
+		if strings.TrimSpace(osr.Name) == "" {
+			t.Fatal("empty version accepted")
+		}
+	})
+}
