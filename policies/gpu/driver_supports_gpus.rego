@@ -21,25 +21,32 @@ package gpuhost.gpu.driver_supports_gpus
 
 label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
 
-pin := object.get(data.gpuhost.params, "gpu_driver_version", null)
+default pin := null
 
-branch := to_number(regex.find_n(`^[0-9]+`, pin, 1)[0]) if {
+pin := data.gpuhost.params.gpu_driver_version
+
+branch := to_number(digits[0]) if {
 	is_string(pin)
-	regex.match(`^[0-9]+`, pin)
+	digits := regex.find_n(`^[0-9]+`, pin, 1)
+	digits != []
 } else := object.get(input.gpu, "driver_branch", 0)
 
 source := "pinned" if is_string(pin)
 
 else := "running"
 
-flavor := object.get(input.gpu, "kernel_module_type", "")
+default flavor := ""
+
+flavor := input.gpu.kernel_module_type
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
+	# Bound once here: a rule reference inside the loop is a lookup per GPU.
+	b := branch
 	some d in input.gpu.devices
-	d.min_driver_branch > branch
-	msg := sprintf("%s (%s, %s) needs driver branch %d or newer; the %s branch is %d", [label(d), d.name, d.architecture, d.min_driver_branch, source, branch])
+	d.min_driver_branch > b
+	msg := sprintf("%s (%s, %s) needs driver branch %d or newer; the %s branch is %d", [label(d), d.name, d.architecture, d.min_driver_branch, source, b])
 }
 
 deny contains msg if {

@@ -32,3 +32,7 @@ test_fail_flavor if {
 test_skip_unavailable if {
 	check.skip == {"NVML is unavailable: x"} with input as {"gpu": {"available": false, "reason": "x"}} with data.gpuhost.params as {}
 }
+
+test_pass_flavor_unknown if {
+	check.deny == set() with input as {"gpu": {"available": true, "driver_branch": 570, "devices": [b200, v100]}} with data.gpuhost.params as {}
+}

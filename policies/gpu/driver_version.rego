@@ -17,13 +17,17 @@
 #   requires: [gpu]
 package gpuhost.gpu.driver_version
 
-pin := object.get(data.gpuhost.params, "gpu_driver_version", null)
+default pin := null
+
+pin := data.gpuhost.params.gpu_driver_version
 
 skip contains "params.gpu_driver_version is not set: no driver is pinned" if pin == null
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-running := object.get(input.gpu, "driver_version", "")
+default running := ""
+
+running := input.gpu.driver_version
 
 deny contains msg if {
 	pin != null

@@ -19,22 +19,32 @@ package gpuhost.gpu.mig_mode
 
 label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
 
-want := object.get(data.gpuhost.params, "gpu_mig", null)
+default want := null
+
+want := data.gpuhost.params.gpu_mig
 
 skip contains "params.gpu_mig is not set: no MIG mode is expected" if want == null
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
-	want != null
+# The GPUs not plainly in the wanted mode: one comparison per GPU, so that
+# the rules below look closer only at these.
+odd contains d if {
+	w := want
+	w != null
+	healthy := {"current": w, "pending": w}
 	some d in input.gpu.devices
+	d.mig != healthy
+}
+
+deny contains msg if {
+	some d in odd
 	d.mig.current != want
 	msg := sprintf("%s has MIG mode %v; want %v", [label(d), d.mig.current, want])
 }
 
 deny contains msg if {
-	want != null
-	some d in input.gpu.devices
+	some d in odd
 	d.mig.pending != d.mig.current
 	msg := sprintf("%s has a MIG mode change pending a reset (current %v, pending %v)", [label(d), d.mig.current, d.mig.pending])
 }

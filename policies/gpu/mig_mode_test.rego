@@ -25,3 +25,15 @@ test_skip_unset if {
 test_skip_unavailable if {
 	check.skip == {"NVML is unavailable: x"} with input as {"gpu": {"available": false, "reason": "x"}} with data.gpuhost.params as {"gpu_mig": true}
 }
+
+test_skip_absent if {
+	check.skip == {"params.gpu_mig is not set: no MIG mode is expected"} with input as host(true, false) with data.gpuhost.params as {}
+	check.deny == set() with input as host(true, false) with data.gpuhost.params as {}
+}
+
+test_fail_wrong_mode_and_pending if {
+	check.deny == {
+		"GPU 5 (GPU-5) has MIG mode true; want false",
+		"GPU 5 (GPU-5) has a MIG mode change pending a reset (current true, pending false)",
+	} with input as host(true, false) with data.gpuhost.params as {"gpu_mig": false}
+}

@@ -22,12 +22,19 @@ label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
-	some d in input.gpu.devices
+	some d in degraded
 	p := d.pcie
-	degraded(p)
 	msg := sprintf("%s PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [label(d), p.gen_current, p.width_current, p.gen_max, p.width_max])
 }
 
-degraded(p) if p.gen_current < p.gen_max
+# A set rather than a function called per GPU: calls cost more than the
+# comparisons they hold.
+degraded contains d if {
+	some d in input.gpu.devices
+	d.pcie.gen_current < d.pcie.gen_max
+}
 
-degraded(p) if p.width_current < p.width_max
+degraded contains d if {
+	some d in input.gpu.devices
+	d.pcie.width_current < d.pcie.width_max
+}

@@ -18,12 +18,16 @@ package gpuhost.gpu.temperature
 
 label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
 
-margin := object.get(data.gpuhost.params, "gpu_temperature_margin_c", 10)
+default margin := 10
+
+margin := data.gpuhost.params.gpu_temperature_margin_c
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
+	# Bound once here: a rule reference inside the loop is a lookup per GPU.
+	m := margin
 	some d in input.gpu.devices
-	d.temperature_c >= d.temperature_slowdown_c - margin
-	msg := sprintf("%s is at %dC; it slows down at %dC and must stay %dC below", [label(d), d.temperature_c, d.temperature_slowdown_c, margin])
+	d.temperature_c >= d.temperature_slowdown_c - m
+	msg := sprintf("%s is at %dC; it slows down at %dC and must stay %dC below", [label(d), d.temperature_c, d.temperature_slowdown_c, m])
 }

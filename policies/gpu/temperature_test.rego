@@ -15,3 +15,8 @@ test_fail if {
 test_skip_unavailable if {
 	check.skip == {"NVML is unavailable: x"} with input as {"gpu": {"available": false, "reason": "x"}}
 }
+
+test_default_margin if {
+	check.deny == {"GPU 0 (GPU-0) is at 81C; it slows down at 90C and must stay 10C below"} with input as host(81) with data.gpuhost.params as {}
+	check.deny == set() with input as host(79) with data.gpuhost.params as {}
+}

@@ -18,9 +18,11 @@
 #   requires: [gpu]
 package gpuhost.gpu.xid_events
 
-critical := object.get(data.gpuhost.params, "gpu_critical_xids", {})
+default critical := {}
 
-skip contains sprintf("the kernel log could not be read: %s", [input.gpu.xid_error]) if object.get(input.gpu, "xid_error", "") != ""
+critical := data.gpuhost.params.gpu_critical_xids
+
+skip contains sprintf("the kernel log could not be read: %s", [input.gpu.xid_error]) if input.gpu.xid_error != ""
 
 # The kernel log names a GPU by PCI domain:bus:device (0000:07:00), NVML by
 # domain:bus:device.function with an 8-digit domain (00000000:07:00.0): match
@@ -30,9 +32,19 @@ busdev(id) := concat(":", array.slice(parts, count(parts) - 2, count(parts))) if
 	count(parts) >= 2
 }
 
-gpu_at(bus) := sprintf("GPU %d (%s)", [d.index, d.uuid]) if {
-	some d in input.gpu.devices
-	busdev(d.pci_bus_id) == busdev(bus)
+# Work out the event's bus:device once and test each GPU's id against it with
+# one regex (case-insensitive: NVML writes hex digits in upper case), rather
+# than normalising every GPU's id for every event: a failing GPU can log
+# hundreds of Xids, and builtin calls are what policy evaluation pays for.
+gpu_at(bus) := concat(" and ", names) if {
+	at := busdev(bus)
+	regex.match(`^[0-9a-f]+:[0-9a-f]+$`, at)
+	pattern := sprintf(`(?i)^([^.]*:)?%s([.]|$)`, [at])
+	names := [sprintf("GPU %d (%s)", [d.index, d.uuid]) |
+		some d in input.gpu.devices
+		regex.match(pattern, d.pci_bus_id)
+	]
+	names != []
 } else := sprintf("the GPU at PCI %s", [bus])
 
 deny contains msg if {

@@ -1,0 +1,111 @@
+package gpu_test
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// gpuEngine compiles the policies whose path starts with prefix (plus the
+// pack's top-level files: params and schema) into an engine.
+func gpuEngine(b testing.TB, prefix string) *engine.Engine {
+	b.Helper()
+	only := fstest.MapFS{}
+	err := fs.WalkDir(policies.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasPrefix(p, prefix) || !strings.Contains(p, "/")) {
+			return err
+		}
+		data, err := fs.ReadFile(policies.FS, p)
+		only[p] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := engine.LoadFS(only, "gpu-only")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// No memo: every iteration is evaluated by OPA, as a fleet of hosts with
+	// differing GPU readings would be.
+	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams), engine.WithMemo(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// fullDGXDocument is a collected mock DGX A100 plus the installed stack
+// (gpu_driver), so that every GPU check runs rather than being gated out.
+func fullDGXDocument(b testing.TB) *engine.Document {
+	b.Helper()
+	f := collectHost(b, dgxA100(), hostTree(b, "550.54.15", kernLog))
+	f.GPUDriver = &facts.GPUDriver{
+		Packages:            []facts.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
+		Version:             "550.54.15",
+		Branch:              550,
+		Flavor:              "proprietary",
+		Modules:             map[string][]string{"6.8.0-45-generic": {"nvidia.ko"}},
+		NouveauBlacklisted:  true,
+		PersistencedEnabled: true,
+		CUDAToolkitVersion:  "12.4",
+		CUDAToolkitSource:   "cuda-toolkit-12-4",
+		MaxCUDA:             "12.4",
+	}
+	f.Record("gpu_driver", facts.StatusOK, "")
+	doc, _, err := engine.NewDocument(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return doc
+}
+
+// benchEvaluate times engine.Evaluate alone: the facts are already an AST
+// document, so this is the policies' own cost per host, without JSON
+// encoding or report building.
+func benchEvaluate(b *testing.B, prefix string, want int) {
+	e := gpuEngine(b, prefix)
+	doc := fullDGXDocument(b)
+	ctx := context.Background()
+	res, err := e.Evaluate(ctx, doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res) != want {
+		b.Fatalf("%d checks, want %d", len(res), want)
+	}
+	for _, r := range res {
+		if r.Status == reports.StatusError || (r.Status == reports.StatusSkip && strings.Contains(strings.Join(r.Messages, " "), "collector")) {
+			b.Fatalf("%s did not run: %s %q", r.ID, r.Status, r.Messages)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	for b.Loop() {
+		if _, err := e.Evaluate(ctx, doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Wall time swings with the machine's load; CPU time much less.
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkGPUPolicies evaluates all 19 GH-GPU- checks against one 8-GPU
+// host's facts (target: < 1 ms per host).
+func BenchmarkGPUPolicies(b *testing.B) { benchEvaluate(b, "gpu/", 19) }
+
+// BenchmarkGPUPolicyBaseline is the same evaluation with one trivial check:
+// the engine's fixed cost per query, for comparison.
+func BenchmarkGPUPolicyBaseline(b *testing.B) { benchEvaluate(b, "gpu/nouveau_blacklisted", 1) }
