@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/gpuhost/gpuhost/containers/seed"
 )
 
 // Driver sources and flavors.
@@ -178,8 +181,30 @@ type Config struct {
 	// Mask unattended-upgrades and the apt-daily timers, so that nothing
 	// changes the image's packages behind the manifest.
 	DisableUnattendedUpgrades bool `mapstructure:"disable_unattended_upgrades"`
-	// NGC base images to pre-seed, each pinned by digest.
+	// NGC base images to pre-seed, each pinned by digest. They are pulled
+	// on the build host (verified: the manifest must hash to the pin and
+	// every blob to its digest), uploaded into the image as one OCI image
+	// layout at /var/lib/gpuhost/images, and imported into containerd's
+	// k8s.io namespace at first boot by gpuhost-import-images.service.
 	NGCImages []NGCImage `mapstructure:"ngc_images"`
+	// Fetch ngc_images from this registry `host[:port]` instead of the
+	// registry each ref names: a mirror. Refs keep their own names in the
+	// image and in the manifest; the pinned digest makes the content the
+	// same wherever it comes from.
+	NGCRegistry string `mapstructure:"ngc_registry"`
+	// The registries ngc_images refs may name. Defaults to `["nvcr.io"]`.
+	// ngc_registry is not checked against it: it says where to fetch, not
+	// what an image is.
+	NGCAllowedRegistries []string `mapstructure:"ngc_allowed_registries"`
+	// The platform taken from a multi-platform image index, such as
+	// `linux/arm64`. Defaults to `linux/amd64`. The index itself is what is
+	// pinned and recorded.
+	NGCPlatform string `mapstructure:"ngc_platform"`
+	// A directory on the build host that keeps pulled images, as an OCI
+	// image layout, across builds: a blob already there (and still hashing
+	// to its digest) is not downloaded again. Defaults to `gpuhost-ngc`
+	// under Packer's cache directory (PACKER_CACHE_DIR).
+	NGCCacheDir string `mapstructure:"ngc_cache_dir"`
 	// The target's distribution. Read from the target when empty.
 	Distro Distro `mapstructure:"distro"`
 	// The kernel release the image boots, such as `6.8.0-45-generic`. DKMS
@@ -273,6 +298,12 @@ func (c *Config) defaults() {
 	if c.RemoteFolder == "" {
 		c.RemoteFolder = "/tmp"
 	}
+	if c.NGCAllowedRegistries == nil {
+		c.NGCAllowedRegistries = append([]string(nil), seed.DefaultAllowed...)
+	}
+	if c.NGCPlatform == "" {
+		c.NGCPlatform = seed.DefaultPlatform
+	}
 }
 
 var (
@@ -287,6 +318,8 @@ var (
 	cudaRe      = regexp.MustCompile(`^([0-9]+)\.([0-9]+)(\.[0-9]+)?(-[A-Za-z0-9.+~]+)?$`)
 	wordRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9.~-]*$`)
 	remoteDirRe = regexp.MustCompile(`^/[A-Za-z0-9._/-]*$`)
+	registryRe  = regexp.MustCompile(`^([a-z0-9.-]+\.[a-z0-9.-]+|localhost)(:[0-9]+)?$`)
+	platformRe  = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$`)
 	// refRe is registry/repository[:tag][@sha256:hex]; the registry part
 	// must look like a host so that a bare "ubuntu:22.04" (which a runtime
 	// would resolve against a default registry) is refused.
@@ -401,10 +434,25 @@ func (c *Config) validate() []string {
 		add("target_kernel: %q is not a kernel release", c.TargetKernel)
 	}
 
+	seen := map[string]bool{}
 	for i, img := range c.NGCImages {
 		if err := img.check(); err != "" {
 			add("ngc_images[%d]: %s", i, err)
+			continue
 		}
+		if host, _, _ := strings.Cut(img.Ref, "/"); !slices.Contains(c.NGCAllowedRegistries, host) {
+			add("ngc_images[%d]: image %s: registry %s is not allowed (ngc_allowed_registries: %s)", i, img.Ref, host, strings.Join(c.NGCAllowedRegistries, ", "))
+		}
+		if seen[img.Ref] {
+			add("ngc_images[%d]: image %s is listed twice", i, img.Ref)
+		}
+		seen[img.Ref] = true
+	}
+	if c.NGCRegistry != "" && !registryRe.MatchString(c.NGCRegistry) {
+		add("ngc_registry: %q is not a registry host[:port]", c.NGCRegistry)
+	}
+	if !platformRe.MatchString(c.NGCPlatform) {
+		add("ngc_platform: %q is not os/arch[/variant], such as linux/amd64", c.NGCPlatform)
 	}
 
 	if id := c.Distro.ID; id != "" {

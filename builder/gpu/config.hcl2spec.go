@@ -51,6 +51,10 @@ type FlatConfig struct {
 	Hold                      *FlatHold             `mapstructure:"hold" cty:"hold" hcl:"hold"`
 	DisableUnattendedUpgrades *bool                 `mapstructure:"disable_unattended_upgrades" cty:"disable_unattended_upgrades" hcl:"disable_unattended_upgrades"`
 	NGCImages                 []FlatNGCImage        `mapstructure:"ngc_images" cty:"ngc_images" hcl:"ngc_images"`
+	NGCRegistry               *string               `mapstructure:"ngc_registry" cty:"ngc_registry" hcl:"ngc_registry"`
+	NGCAllowedRegistries      []string              `mapstructure:"ngc_allowed_registries" cty:"ngc_allowed_registries" hcl:"ngc_allowed_registries"`
+	NGCPlatform               *string               `mapstructure:"ngc_platform" cty:"ngc_platform" hcl:"ngc_platform"`
+	NGCCacheDir               *string               `mapstructure:"ngc_cache_dir" cty:"ngc_cache_dir" hcl:"ngc_cache_dir"`
 	Distro                    *FlatDistro           `mapstructure:"distro" cty:"distro" hcl:"distro"`
 	TargetKernel              *string               `mapstructure:"target_kernel" cty:"target_kernel" hcl:"target_kernel"`
 	KeyringSHA256             *FlatKeyrings         `mapstructure:"keyring_sha256" cty:"keyring_sha256" hcl:"keyring_sha256"`
@@ -89,6 +93,10 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"hold":                        &hcldec.BlockSpec{TypeName: "hold", Nested: hcldec.ObjectSpec((*FlatHold)(nil).HCL2Spec())},
 		"disable_unattended_upgrades": &hcldec.AttrSpec{Name: "disable_unattended_upgrades", Type: cty.Bool, Required: false},
 		"ngc_images":                  &hcldec.BlockListSpec{TypeName: "ngc_images", Nested: hcldec.ObjectSpec((*FlatNGCImage)(nil).HCL2Spec())},
+		"ngc_registry":                &hcldec.AttrSpec{Name: "ngc_registry", Type: cty.String, Required: false},
+		"ngc_allowed_registries":      &hcldec.AttrSpec{Name: "ngc_allowed_registries", Type: cty.List(cty.String), Required: false},
+		"ngc_platform":                &hcldec.AttrSpec{Name: "ngc_platform", Type: cty.String, Required: false},
+		"ngc_cache_dir":               &hcldec.AttrSpec{Name: "ngc_cache_dir", Type: cty.String, Required: false},
 		"distro":                      &hcldec.BlockSpec{TypeName: "distro", Nested: hcldec.ObjectSpec((*FlatDistro)(nil).HCL2Spec())},
 		"target_kernel":               &hcldec.AttrSpec{Name: "target_kernel", Type: cty.String, Required: false},
 		"keyring_sha256":              &hcldec.BlockSpec{TypeName: "keyring_sha256", Nested: hcldec.ObjectSpec((*FlatKeyrings)(nil).HCL2Spec())},

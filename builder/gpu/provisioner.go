@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
 
@@ -29,6 +30,9 @@ type Provisioner struct {
 	config Config
 	// now is the clock for the manifest's build time; tests replace it.
 	now func() time.Time
+	// seedOptions are the image pull options the configuration does not
+	// set (credentials, transport, retry pacing); tests set them.
+	seedOptions seed.Options
 }
 
 var _ packersdk.Provisioner = (*Provisioner)(nil)
@@ -92,6 +96,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	}
 	ui.Say("gpuhost-gpu: running the plan (" + planPath + ")")
 	if err := runScript(ctx, ui, comm, &cfg, planPath, "start"); err != nil {
+		return err
+	}
+	if err := p.seedImages(ctx, ui, comm, &cfg); err != nil {
 		return err
 	}
 	if cfg.Manifest.Skip {

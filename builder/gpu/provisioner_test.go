@@ -18,6 +18,7 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
 
@@ -170,10 +171,23 @@ func debianRaw(t *testing.T) map[string]interface{} {
 	}
 	// Leave the distribution for the provisioner to read from the target.
 	delete(raw, "distro")
+	// One NGC base, pinned in its ref, served by an in-process registry
+	// standing in for nvcr.io.
+	reg := seedtest.New(t)
+	img := reg.Push(t, "nvidia/cuda", "12.4.1-base-ubuntu22.04", 1024, 2)
 	raw["ngc_images"] = []interface{}{map[string]interface{}{
-		"ref": "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("ef", 32),
+		"ref": "nvcr.io/nvidia/cuda@" + seedtest.Digest(t, img),
 	}}
+	raw["ngc_registry"] = reg.Host
+	raw["ngc_cache_dir"] = t.TempDir()
 	return raw
+}
+
+// pinnedDigest is the digest of the one NGC image debianRaw configures.
+func pinnedDigest(raw map[string]interface{}) string {
+	ref := raw["ngc_images"].([]interface{})[0].(map[string]interface{})["ref"].(string)
+	_, d, _ := strings.Cut(ref, "@")
+	return d
 }
 
 func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
@@ -185,7 +199,8 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 		return 0
 	}}
 	var p Provisioner
-	if err := p.Prepare(debianRaw(t)); err != nil {
+	raw := debianRaw(t)
+	if err := p.Prepare(raw); err != nil {
 		t.Fatal(err)
 	}
 	p.now = func() time.Time { return time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC) }
@@ -220,7 +235,7 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 	if m.Pins.Driver != "535.261.03-1" || m.Pins.DriverSource != "debian" {
 		t.Errorf("pins %+v", m.Pins)
 	}
-	if len(m.Pins.NGCImages) != 1 || m.Pins.NGCImages[0].Digest != "sha256:"+strings.Repeat("ef", 32) {
+	if len(m.Pins.NGCImages) != 1 || m.Pins.NGCImages[0].Digest != pinnedDigest(raw) {
 		t.Errorf("ngc pins %+v", m.Pins.NGCImages)
 	}
 	if len(m.Packages) != 3 || m.Packages[1].Name != "libnvidia-ml1" || !m.Packages[1].Held {
