@@ -1,0 +1,179 @@
+package gate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+func TestDecodeListsEveryProblem(t *testing.T) {
+	_, err := Decode(map[string]interface{}{
+		"fail_on":          "severe",
+		"reports":          []string{"json", "pdf", "json"},
+		"policy":           []string{""},
+		"verification_key": "",
+		"publish": map[string]interface{}{
+			"repository":   "Registry.example.com/UPPER",
+			"tag":          "-bad",
+			"username_env": "REGISTRY USER",
+		},
+	})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`fail_on: "severe" is not one of critical, high, medium, low, info`,
+		`reports[1]: "pdf" is not one of`,
+		`reports[2]: "json" is listed twice`,
+		`policy[0]: empty path`,
+		`publish.repository: "Registry.example.com/UPPER" is not registry/repository`,
+		`publish.tag: "-bad" is not an OCI tag`,
+		`publish.username_env and publish.password_env: set both or neither`,
+		`publish.username_env: "REGISTRY USER" is not an environment variable name`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in:\n%s", want, msg)
+		}
+	}
+	for _, line := range strings.Split(msg, "\n")[1:] {
+		line = strings.TrimSpace(line)
+		if line != "" && strings.ToLower(line[:1]) != line[:1] {
+			t.Errorf("message not in lower case: %q", line)
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	for _, tc := range []struct {
+		raw  map[string]interface{}
+		want string
+	}{
+		{map[string]interface{}{"publsh": map[string]interface{}{}}, "publsh"},
+		{map[string]interface{}{"publish": map[string]interface{}{"tag": "x"}}, "publish.tag: set, but publish.repository is empty"},
+		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b:v1"}}, "must not carry a tag or digest"},
+		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a@sha256:00"}}, "must not carry a tag or digest"},
+		{map[string]interface{}{"verification_key": "k.pem"}, "verification_key: set, but no policy"},
+	} {
+		if _, err := Decode(tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.raw, err, tc.want)
+		}
+	}
+	if _, err := Decode(map[string]interface{}{"publish": map[string]interface{}{"repository": "localhost:5000/gpu/img"}}); err != nil {
+		t.Errorf("a registry with a port was refused: %v", err)
+	}
+}
+
+func TestDecodeDefaults(t *testing.T) {
+	c, err := Decode(map[string]interface{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FailOn != "high" || c.VerificationAlg != "RS256" || !slices.Equal(c.Reports, reports.Formats()) || len(c.Reports) != 6 {
+		t.Errorf("defaults: %+v", c)
+	}
+	for _, f := range reports.Formats() {
+		if reportExt[f] == "" {
+			t.Errorf("format %s has no file extension", f)
+		}
+	}
+}
+
+func TestConfigSpecCoversEveryField(t *testing.T) {
+	var p PostProcessor
+	spec := p.ConfigSpec()
+	for _, key := range []string{"policy", "extend_policy", "verification_key", "verification_alg", "params", "waivers", "fail_on", "reports", "publish"} {
+		if _, ok := spec[key]; !ok {
+			t.Errorf("HCL2 spec lacks %s", key)
+		}
+	}
+}
+
+var ociTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+func TestDefaultTag(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
+	for disk, want := range map[string]string{
+		"/out/debian-12-gpu.qcow2":                  "debian-12-gpu-20260304T040607Z",
+		"/out/my image+v1.raw":                      "my_image_v1-20260304T040607Z",
+		"/out/.qcow2":                               "image-20260304T040607Z",
+		"/out/" + strings.Repeat("a", 300) + ".img": strings.Repeat("a", 127-17) + "-20260304T040607Z",
+	} {
+		got := defaultTag(disk, at)
+		if got != want || !ociTag.MatchString(got) {
+			t.Errorf("defaultTag(%q) = %q, want %q", disk, got, want)
+		}
+	}
+}
+
+func FuzzDefaultTag(f *testing.F) {
+	for _, s := range []string{"debian-12-gpu.qcow2", "..-x.raw", "é.img", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tag := defaultTag("/out/"+name, time.Unix(0, 0))
+		if !ociTag.MatchString(tag) {
+			t.Errorf("defaultTag(%q) = %q is not an OCI tag", name, tag)
+		}
+	})
+}
+
+// packerSDC is the packer-sdc `make packer-sdc` builds, or PACKER_SDC.
+func packerSDC(t *testing.T) string {
+	t.Helper()
+	sdc := os.Getenv("PACKER_SDC")
+	if sdc == "" {
+		sdc = "../../bin/packer-sdc"
+	}
+	sdc, err := filepath.Abs(sdc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sdc); err != nil {
+		t.Skipf("packer-sdc is not built (make packer-sdc); cannot check the generated files: %v", err)
+	}
+	return sdc
+}
+
+// TestGeneratedFilesAreCurrent regenerates config.hcl2spec.go and
+// docs/post-processor-gate.mdx and compares them with the committed ones.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	sdc := packerSDC(t)
+	tmp := t.TempDir()
+	// packer-sdc loads the package in its working directory and writes
+	// beside GOFILE, with hcl2spec.go in place of go.
+	spec := exec.Command(sdc, "mapstructure-to-hcl2", "-type", "Config,Publish")
+	spec.Env = append(os.Environ(), "GOFILE="+filepath.Join(tmp, "config.go"), "GOPACKAGE=gate")
+	if out, err := spec.CombinedOutput(); err != nil {
+		t.Fatalf("packer-sdc: %v\n%s", err, out)
+	}
+	same(t, filepath.Join(tmp, "config.hcl2spec.go"), "config.hcl2spec.go")
+
+	docs := filepath.Join(tmp, "post-processor-gate.mdx")
+	if out, err := exec.Command("go", "run", "./internal/gendocs", "-sdc", sdc, "-out", docs).CombinedOutput(); err != nil {
+		t.Fatalf("gendocs: %v\n%s", err, out)
+	}
+	same(t, docs, "../../docs/post-processor-gate.mdx")
+}
+
+func same(t *testing.T, fresh, committed string) {
+	t.Helper()
+	a, err := os.ReadFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Errorf("%s is stale: run go generate ./builder/gate", committed)
+	}
+}
