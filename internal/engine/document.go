@@ -33,13 +33,53 @@ func ParseDocument(data []byte, name string) (*Document, error) {
 
 // DocumentFromValue prepares a document that was already decoded (objects
 // as map[string]any, numbers as json.Number), as facts.DecodeJSON returns it
-// after schema validation.
+// after schema validation. The conversion to OPA's input waits until a check
+// needs it (see Document.Input); decoded must not change afterwards.
 func DocumentFromValue(decoded any, name string) (*Document, error) {
-	v, err := ast.InterfaceToValue(decoded)
-	if err != nil {
-		return nil, fmt.Errorf("converting facts %s: %w", name, err)
+	obj, ok := decoded.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: top level is %T, want an object", name, decoded)
 	}
-	return documentOf(v, name)
+	if s, _ := obj["schema"].(string); s != facts.Schema {
+		return nil, fmt.Errorf("parsing facts %s: schema is %q, want %q", name, s, facts.Schema)
+	}
+	doc := &Document{decoded: decoded, name: name, Collectors: map[string]facts.CollectorStatus{}}
+	target, ok := obj["target"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: target is missing", name)
+	}
+	if doc.Kind, ok = target["kind"].(string); !ok || doc.Kind == "" {
+		return nil, fmt.Errorf("parsing facts %s: target.kind is missing", name)
+	}
+	ct, found := obj["collectors"]
+	if !found {
+		return nil, fmt.Errorf("parsing facts %s: collectors is missing", name)
+	}
+	cols, ok := ct.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("parsing facts %s: collectors is %T, want an object", name, ct)
+	}
+	for key, v := range cols {
+		o, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("parsing facts %s: collectors.%s is not an object", name, key)
+		}
+		st, _ := o["status"].(string)
+		reason, _ := o["reason"].(string)
+		if err := checkStatus(name, key, st); err != nil {
+			return nil, err
+		}
+		doc.Collectors[key] = facts.CollectorStatus{Status: st, Reason: reason}
+	}
+	return doc, nil
+}
+
+func checkStatus(name, collector, st string) error {
+	switch st {
+	case facts.StatusOK, facts.StatusUnavailable, facts.StatusNotApplicable, facts.StatusError:
+		return nil
+	}
+	return fmt.Errorf("parsing facts %s: collectors.%s.status is %q", name, collector, st)
 }
 
 func documentOf(v ast.Value, name string) (*Document, error) {
@@ -76,10 +116,8 @@ func documentOf(v ast.Value, name string) (*Document, error) {
 		}
 		st, _ := stringAt(o, "status")
 		reason, _ := stringAt(o, "reason")
-		switch st {
-		case facts.StatusOK, facts.StatusUnavailable, facts.StatusNotApplicable, facts.StatusError:
-		default:
-			bad = fmt.Errorf("parsing facts %s: collectors.%s.status is %q", name, string(key), st)
+		if err := checkStatus(name, string(key), st); err != nil {
+			bad = err
 		}
 		doc.Collectors[string(key)] = facts.CollectorStatus{Status: st, Reason: reason}
 	})
@@ -100,6 +138,12 @@ func stringAt(obj ast.Object, key string) (string, bool) {
 
 // TargetString returns a string field of the document's target object.
 func (d *Document) TargetString(key string) (string, bool) {
+	if d.decoded != nil {
+		// decoded never changes, while Value may be being filled in.
+		target, _ := d.decoded.(map[string]any)["target"].(map[string]any)
+		s, ok := target[key].(string)
+		return s, ok
+	}
 	obj, ok := d.Value.(ast.Object)
 	if !ok {
 		return "", false

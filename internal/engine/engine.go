@@ -53,12 +53,13 @@ type Engine struct {
 	combined sync.Map
 	// reads is, per check, what it reads from input; memo remembers
 	// outcomes by a digest of that (see memo.go). memo is nil when off.
-	reads    []*readSet
-	memo     *memo
-	digest   string
-	params   map[string]any
-	modules  map[string]*ast.Module
-	compiler *ast.Compiler
+	reads     []*readSet
+	readPaths [][]string
+	memo      *memo
+	digest    string
+	params    map[string]any
+	modules   map[string]*ast.Module
+	compiler  *ast.Compiler
 }
 
 type options struct {
@@ -137,7 +138,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		o.memo = DefaultMemoEntries
 	}
 	if o.memo > 0 {
-		e.reads = analyzeReads(compiler, checks)
+		e.reads, e.readPaths = analyzeReads(compiler, checks)
 		e.memo = &memo{limit: o.memo}
 	}
 
@@ -323,12 +324,36 @@ func (e *Engine) Params() map[string]any { return e.params }
 
 // Document is a facts document ready for evaluation.
 type Document struct {
-	// Value is the whole document, as OPA's input.
+	// Value is the whole document, as OPA's input. A document made by
+	// DocumentFromValue leaves it nil until Input is called: when every
+	// check is answered from the memo, the conversion is never needed.
 	Value ast.Value
 	// Kind is target.kind, which decides which checks apply.
 	Kind string
 	// Collectors is the collectors' outcomes, which decide skips and errors.
 	Collectors map[string]facts.CollectorStatus
+
+	// decoded is the JSON Value is converted from, when it came decoded.
+	decoded any
+	name    string
+	once    sync.Once
+	convErr error
+}
+
+// Input returns the document as OPA's input, converting it on first use.
+func (d *Document) Input() (ast.Value, error) {
+	d.once.Do(func() {
+		if d.Value != nil {
+			return
+		}
+		v, err := ast.InterfaceToValue(d.decoded)
+		if err != nil {
+			d.convErr = fmt.Errorf("converting facts %s: %w", d.name, err)
+			return
+		}
+		d.Value = v
+	})
+	return d.Value, d.convErr
 }
 
 // Evaluate runs every check against doc. It returns an error only when the
@@ -349,11 +374,15 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	if len(run) == 0 {
 		return out, nil
 	}
+	input, err := doc.Input()
+	if err != nil {
+		return nil, err
+	}
 	q, err := e.queryFor(run)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(doc.Value))
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
 	if err == nil {
 		sets, perr := bindingSets(rs, len(run))
 		if perr == nil {
@@ -371,7 +400,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	// One check broke the combined query; evaluate one by one so only the
 	// check at fault is reported as an error.
 	for _, i := range run {
-		rs, err := e.single[i].Eval(ctx, rego.EvalParsedInput(doc.Value))
+		rs, err := e.single[i].Eval(ctx, rego.EvalParsedInput(input))
 		if err == nil {
 			var sets [][2][]string
 			if sets, err = bindingSets(rs, 1); err == nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ func WithMemo(entries int) Option {
 // path the analysis cannot follow, or calls a nondeterministic builtin).
 type readSet struct {
 	paths [][]string
+	// ids index the engine's list of every path some check reads.
+	ids []int
 }
 
 // memoKey names one check's outcome for one digest of its inputs.
@@ -79,17 +82,33 @@ func (m *memo) store(k memoKey, e *memoEntry) {
 
 // analyzeReads finds, for every check, the input paths its rules and every
 // rule they depend on read.
-func analyzeReads(compiler *ast.Compiler, checks []Check) []*readSet {
+func analyzeReads(compiler *ast.Compiler, checks []Check) ([]*readSet, [][]string) {
 	byPkg := map[string][]*ast.Rule{}
 	for _, m := range compiler.Modules {
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
 		byPkg[pkg] = append(byPkg[pkg], m.Rules...)
 	}
 	out := make([]*readSet, len(checks))
+	var all [][]string
+	index := map[string]int{}
 	for i, c := range checks {
-		out[i] = readsOf(compiler, byPkg[c.Package])
+		rs := readsOf(compiler, byPkg[c.Package])
+		if rs == nil {
+			continue
+		}
+		for _, p := range rs.paths {
+			name := strings.Join(p, "\x00")
+			id, seen := index[name]
+			if !seen {
+				id = len(all)
+				index[name] = id
+				all = append(all, p)
+			}
+			rs.ids = append(rs.ids, id)
+		}
+		out[i] = rs
 	}
-	return out
+	return out, all
 }
 
 func readsOf(compiler *ast.Compiler, roots []*ast.Rule) *readSet {
@@ -303,34 +322,55 @@ func hasPrefix(p, prefix []string) bool {
 }
 
 // pathDigests digests the parts of one document the checks read, each path
-// once however many checks read it.
+// once however many checks read it. The document is an AST value, or the
+// decoded JSON it was made from; both are written alike (see appendCanonical
+// and appendCanonicalAny), so either finds the other's outcomes.
 type pathDigests struct {
-	root ast.Value
-	buf  []byte
-	sums map[string][sha256.Size]byte
+	root    ast.Value
+	decoded any
+	paths   [][]string
+	buf     []byte
+	sums    [][sha256.Size]byte
+	state   []uint8 // 0: not yet, 1: done, 2: too large or deep
+}
+
+func newPathDigests(doc *Document, paths [][]string) *pathDigests {
+	d := &pathDigests{root: doc.Value, decoded: doc.decoded, paths: paths}
+	d.sums = make([][sha256.Size]byte, len(paths))
+	d.state = make([]uint8, len(paths))
+	return d
 }
 
 // key returns the memo key of check i, or false when the input is too large
 // or too deep to digest.
 func (d *pathDigests) key(i int, rs *readSet) (memoKey, bool) {
-	h := sha256.New()
-	for _, p := range rs.paths {
-		sum, ok := d.digest(p)
-		if !ok {
+	k := memoKey{check: i}
+	if len(rs.ids) == 1 {
+		if !d.digest(rs.ids[0]) {
 			return memoKey{}, false
 		}
-		h.Write(sum[:])
+		k.sum = d.sums[rs.ids[0]]
+		return k, true
 	}
-	k := memoKey{check: i}
+	h := sha256.New()
+	for _, id := range rs.ids {
+		if !d.digest(id) {
+			return memoKey{}, false
+		}
+		h.Write(d.sums[id][:])
+	}
 	h.Sum(k.sum[:0])
 	return k, true
 }
 
-func (d *pathDigests) digest(p []string) ([sha256.Size]byte, bool) {
-	name := strings.Join(p, "\x00")
-	if s, ok := d.sums[name]; ok {
-		return s, true
+func (d *pathDigests) digest(id int) bool {
+	switch d.state[id] {
+	case 1:
+		return true
+	case 2:
+		return false
 	}
+	p := d.paths[id]
 	d.buf = d.buf[:0]
 	// The path itself goes in, so that the same value read at two places
 	// digests differently.
@@ -338,35 +378,52 @@ func (d *pathDigests) digest(p []string) ([sha256.Size]byte, bool) {
 		d.buf = appendLen(d.buf, len(seg))
 		d.buf = append(d.buf, seg...)
 	}
-	v := d.root
-	for _, seg := range p {
-		obj, isObj := v.(ast.Object)
-		if !isObj {
-			v = nil
-			break
+	ok := true
+	if d.root != nil {
+		v := d.root
+		for _, seg := range p {
+			obj, isObj := v.(ast.Object)
+			if !isObj {
+				v = nil
+				break
+			}
+			t := obj.Get(ast.InternedTerm(seg))
+			if t == nil {
+				v = nil
+				break
+			}
+			v = t.Value
 		}
-		t := obj.Get(ast.InternedTerm(seg))
-		if t == nil {
-			v = nil
-			break
+		if v == nil {
+			d.buf = append(d.buf, 'u')
+		} else {
+			d.buf, ok = appendCanonical(d.buf, v, 0)
 		}
-		v = t.Value
-	}
-	var ok bool
-	if v == nil {
-		d.buf, ok = append(d.buf, 'u'), true
 	} else {
-		d.buf, ok = appendCanonical(d.buf, v, 0)
+		v, found := d.decoded, true
+		for _, seg := range p {
+			obj, isObj := v.(map[string]any)
+			if !isObj {
+				found = false
+				break
+			}
+			if v, found = obj[seg]; !found {
+				break
+			}
+		}
+		if !found {
+			d.buf = append(d.buf, 'u')
+		} else {
+			d.buf, ok = appendCanonicalAny(d.buf, v, 0)
+		}
 	}
 	if !ok {
-		return [sha256.Size]byte{}, false
+		d.state[id] = 2
+		return false
 	}
-	s := sha256.Sum256(d.buf)
-	if d.sums == nil {
-		d.sums = map[string][sha256.Size]byte{}
-	}
-	d.sums[name] = s
-	return s, true
+	d.sums[id] = sha256.Sum256(d.buf)
+	d.state[id] = 1
+	return true
 }
 
 func appendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
@@ -433,13 +490,66 @@ func appendCanonical(b []byte, v ast.Value, depth int) ([]byte, bool) {
 	return b, ok
 }
 
+// appendCanonicalAny writes decoded JSON (objects as map[string]any, numbers
+// as json.Number) exactly as appendCanonical writes the AST value
+// InterfaceToValue makes of it. Anything else cannot be digested.
+func appendCanonicalAny(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxDigestDepth || len(b) > maxDigestBytes {
+		return b, false
+	}
+	ok := true
+	switch v := v.(type) {
+	case nil:
+		b = append(b, 'n')
+	case bool:
+		if v {
+			b = append(b, 't')
+		} else {
+			b = append(b, 'f')
+		}
+	case json.Number:
+		b = append(b, 'd')
+		b = appendLen(b, len(v))
+		b = append(b, v...)
+	case string:
+		b = append(b, 's')
+		b = appendLen(b, len(v))
+		b = append(b, v...)
+	case []any:
+		b = append(b, 'a')
+		b = appendLen(b, len(v))
+		for i := 0; i < len(v) && ok; i++ {
+			b, ok = appendCanonicalAny(b, v[i], depth+1)
+		}
+	case map[string]any:
+		b = append(b, 'o')
+		b = appendLen(b, len(v))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = append(b, 's')
+			b = appendLen(b, len(k))
+			b = append(b, k...)
+			if b, ok = appendCanonicalAny(b, v[k], depth+1); !ok {
+				break
+			}
+		}
+	default:
+		return b, false
+	}
+	return b, ok
+}
+
 // recall decides every check in run whose outcome the memo holds, and
 // returns the checks left to evaluate with the keys to remember them by.
 func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, map[int]memoKey) {
 	if e.memo == nil {
 		return run, nil
 	}
-	d := pathDigests{root: doc.Value}
+	d := newPathDigests(doc, e.readPaths)
 	keys := make(map[int]memoKey, len(run))
 	left := run[:0:0]
 	for _, i := range run {

@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
 // readsPolicy reads input in the ways the pack does: object.get on input with
@@ -130,7 +134,28 @@ func TestReadSets(t *testing.T) {
 
 func memoDoc(t *testing.T, ref, ciphers string, held bool) *Document {
 	t.Helper()
-	return doc(t, fmt.Sprintf(`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":%q,"scanned_at":"x"},
+	return doc(t, memoJSON(ref, ciphers, held))
+}
+
+// decodedDoc is a document as scan facts makes it: decoded JSON, converted
+// only when a check must be evaluated.
+func decodedDoc(t *testing.T, js string) *Document {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	d, err := DocumentFromValue(v, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func memoJSON(ref, ciphers string, held bool) string {
+	return (fmt.Sprintf(`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":%q,"scanned_at":"x"},
 	  "collectors":{},"packages":[{"name":"a","held":%v}],"tls":{"nginx":[{"file":"f"}]},
 	  "ssh":{"ciphers":[%s]},"gpu":{"temperature":%d}}`, ref, held, ciphers, len(ref)))
 }
@@ -142,19 +167,24 @@ func TestMemoAgreesWithEvaluation(t *testing.T) {
 	files := map[string]string{"memo/reads.rego": readsPolicy, "memo/whole.rego": wholePolicy}
 	cold := memoEngine(t, 0, files)
 	warm := memoEngine(t, 100, files)
-	fleet := []*Document{
-		memoDoc(t, "h1", `"aes128-cbc"`, false),
-		memoDoc(t, "h22", `"aes128-cbc"`, false), // differs only in unread fields
-		memoDoc(t, "h333", `"3des-cbc"`, false),  // a read field changed
-		memoDoc(t, "h4444", `"3des-cbc"`, true),
-		memoDoc(t, "h1", `"aes128-cbc"`, false),
+	type host struct{ js string }
+	fleet := []host{
+		{memoJSON("h1", `"aes128-cbc"`, false)},
+		{memoJSON("h22", `"aes128-cbc"`, false)}, // differs only in unread fields
+		{memoJSON("h333", `"3des-cbc"`, false)},  // a read field changed
+		{memoJSON("h4444", `"3des-cbc"`, true)},
+		{memoJSON("h1", `"aes128-cbc"`, false)},
 	}
 	var stored []int64
-	for i, d := range fleet {
+	for i, h := range fleet {
+		d := doc(t, h.js)
 		want := mustEval(t, cold, d)
 		got := mustEval(t, warm, d)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("host %d: memo gave %+v, evaluation %+v", i, got, want)
+		}
+		if got := mustEval(t, warm, decodedDoc(t, fleet[i].js)); !reflect.DeepEqual(got, want) {
+			t.Errorf("host %d decoded: memo gave %+v, evaluation %+v", i, got, want)
 		}
 		stored = append(stored, warm.memo.size.Load())
 	}
@@ -188,16 +218,45 @@ func TestCanonicalDigestSeparatesValues(t *testing.T) {
 	for _, js := range []string{
 		`{"v":null}`, `{"v":true}`, `{"v":false}`, `{"v":1}`, `{"v":"1"}`, `{"v":[1]}`, `{"v":[[1]]}`,
 		`{"v":["a","b"]}`, `{"v":["ab"]}`, `{"v":{"a":"b"}}`, `{"v":{"ab":""}}`, `{"v":{}}`, `{"v":[]}`, `{}`,
+		`{"v":{"b":1,"a":[2,{"c":null}]}}`, `{"v":1.50}`,
 	} {
-		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`+js+`}`)
-		pd := pathDigests{root: d.Value}
-		sum, ok := pd.digest([]string{"x", "v"})
-		if !ok {
+		raw := `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":` + js + `}`
+		fromAST := newPathDigests(doc(t, raw), [][]string{{"x", "v"}})
+		if !fromAST.digest(0) {
 			t.Fatalf("%s: not digested", js)
 		}
+		sum := fromAST.sums[0]
 		if prev, dup := seen[string(sum[:])]; dup {
 			t.Errorf("%s and %s digest alike", prev, js)
 		}
 		seen[string(sum[:])] = js
+
+		// The decoded JSON a saved document arrives as must digest as its
+		// AST does, or the two paths would never share outcomes.
+		decoded, err := facts.DecodeJSON([]byte(raw))
+		if err != nil {
+			// Not a valid facts document; decode it plainly.
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&decoded); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := DocumentFromValue(decoded, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromJSON := newPathDigests(d, [][]string{{"x", "v"}})
+		if !fromJSON.digest(0) || fromJSON.sums[0] != sum {
+			t.Errorf("%s: decoded JSON digests differently from its AST", js)
+		}
+	}
+}
+
+func TestDigestBoundsDepth(t *testing.T) {
+	deep := strings.Repeat("[", maxDigestDepth+10) + strings.Repeat("]", maxDigestDepth+10)
+	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`+deep+`}`)
+	if newPathDigests(d, [][]string{{"x"}}).digest(0) {
+		t.Error("a document nested past the bound was digested")
 	}
 }
