@@ -30,7 +30,7 @@ var (
 	collectors = []string{
 		"os", "kernel", "packages", "cgroup", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
-		"gpu", "gpu_driver", "config_files",
+		"gpu", "gpu_driver", "config_files", "containers", "sbom", "vulnerabilities",
 	}
 	severities  = []string{"critical", "high", "medium", "low", "info"}
 	targetKinds = []string{"rootfs", "image", "host", "facts", "oci"}

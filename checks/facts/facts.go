@@ -49,6 +49,7 @@ type Facts struct {
 	Manifest         map[string]any    `json:"manifest,omitempty"`
 	ConfigFiles      []ConfigFile      `json:"config_files,omitempty"`
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
+	SBOM             *SBOM             `json:"sbom,omitempty"`
 }
 
 // New returns an empty document for the given target, stamped with the schema.
@@ -376,13 +377,16 @@ type ConfCompute struct {
 	Environment  string `json:"environment"`
 }
 
-// XIDEvent is one Xid line from the kernel log.
+// XIDEvent is one Xid line from the kernel log or the journal.
 type XIDEvent struct {
 	Code     int    `json:"code"`
 	PCIBusID string `json:"pci_bus_id"`
 	Time     string `json:"time,omitempty"`
 	// Message is the rest of the line after the code, bounded in length.
 	Message string `json:"message,omitempty"`
+	// Source is where the event was read: a log file ("/var/log/kern.log.2.gz")
+	// or "journal".
+	Source string `json:"source,omitempty"`
 }
 
 // GPUDriver is the NVIDIA stack as installed, read from the package database
@@ -448,4 +452,19 @@ type Finding struct {
 	// Published is when the vulnerability was made public (RFC 3339, from
 	// the DB's NVD or GHSA data); empty when the DB does not say.
 	Published string `json:"published,omitempty"`
+}
+
+// SBOM describes the software bill of materials an image carries at
+// SBOM.Path, so that a policy can require one.
+type SBOM struct {
+	// Present says whether Path is a regular file in the target.
+	Present bool   `json:"present"`
+	Path    string `json:"path"`
+	// Format and SpecVersion are the document's own ("CycloneDX", "1.6").
+	Format      string `json:"format,omitempty"`
+	SpecVersion string `json:"spec_version,omitempty"`
+	// Components counts the document's top-level components.
+	Components int `json:"components"`
+	// SHA256 is the digest of the file, for comparison with a published copy.
+	SHA256 string `json:"sha256,omitempty"`
 }
