@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/builder/rootfs"
 	"github.com/gpuhost/gpuhost/builder/version"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 )
 
 func main() {
@@ -27,7 +28,8 @@ func run() error {
 	pps := plugin.NewSet()
 	pps.RegisterBuilder("rootfs", new(rootfs.Builder))
 	pps.RegisterProvisioner("gpu", new(gpu.Provisioner))
-	pps.RegisterPostProcessor("gate", new(gate.PostProcessor))
+	// The gate publishes an SBOM beside every image; trivy makes it.
+	pps.RegisterPostProcessor("gate", &gate.PostProcessor{SBOM: trivy.SBOM})
 	pps.SetVersion(version.PluginVersion)
 	return pps.Run()
 }
