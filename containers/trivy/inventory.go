@@ -39,8 +39,15 @@ const (
 	maxLine = 1 << 20
 )
 
-// errNoDpkg says the target has no dpkg database: not a Debian-family tree.
-var errNoDpkg = errors.New("no dpkg database")
+var (
+	// errNoDpkg says the target has no dpkg database: not a Debian-family tree.
+	errNoDpkg = errors.New("no dpkg database")
+	// errNoOSRelease says the target has no os-release at all.
+	errNoOSRelease = errors.New("no os-release")
+	// errUnsupportedOS says os-release names a distribution trivy is not
+	// asked to match here.
+	errUnsupportedOS = errors.New("unsupported distribution")
+)
 
 // inventory is what trivy needs to know about a target: its distribution
 // and its installed OS packages.
@@ -94,6 +101,9 @@ func readOSRelease(fsys sysroot.FS) (ftypes.OS, error) {
 		name = osReleaseAlt
 		data, err = fsys.ReadFileLimit(name, maxOSReleaseSize)
 	}
+	if sysroot.IsNotExist(err) {
+		return ftypes.OS{}, fmt.Errorf("%s: %w", fsys.Display(osReleaseFile), errNoOSRelease)
+	}
 	if err != nil {
 		return ftypes.OS{}, fmt.Errorf("reading os-release: %w", err)
 	}
@@ -132,7 +142,7 @@ func parseOSRelease(data []byte) (ftypes.OS, error) {
 		}
 	}
 	if family == "" {
-		return ftypes.OS{}, fmt.Errorf("unsupported distribution %q: want debian or ubuntu", id)
+		return ftypes.OS{}, fmt.Errorf("%w %q: want debian or ubuntu", errUnsupportedOS, id)
 	}
 	ver := kv["VERSION_ID"]
 	if ver == "" {

@@ -27,11 +27,18 @@ func SBOM(ctx context.Context, rootfs string) ([]byte, error) {
 		return nil, err
 	}
 	defer closer.Close()
+	return SBOMFS(ctx, fsys)
+}
+
+// SBOMFS is SBOM over a tree already opened through sysroot: a disk
+// image's filesystem, or the live host's "/". The document's root
+// component is named by fsys.Root().
+func SBOMFS(ctx context.Context, fsys sysroot.FS) ([]byte, error) {
 	inv, err := readInventory(fsys)
 	if err != nil {
 		return nil, err
 	}
-	return encodeSBOM(ctx, inv, rootfs, ftypes.TypeFilesystem, types.Metadata{})
+	return encodeSBOM(ctx, inv, fsys.Root(), ftypes.TypeFilesystem, types.Metadata{})
 }
 
 // encodeSBOM has trivy turn an inventory into CycloneDX JSON. md carries

@@ -26,6 +26,6 @@ func init() {
 	// initialises logging, which never happens in gpuhost. Put a plain
 	// stderr logger back; the CLI sets its own later.
 	if _, ok := slog.Default().Handler().(*tlog.DeferredHandler); ok {
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	}
 }

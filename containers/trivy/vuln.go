@@ -22,6 +22,7 @@ import (
 	"github.com/aquasecurity/trivy/pkg/vulnerability"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
@@ -58,11 +59,42 @@ func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*facts.Vulnerab
 		return nil, err
 	}
 	defer closer.Close()
+	return VulnerabilitiesFS(ctx, fsys, dbDir)
+}
+
+// VulnerabilitiesFS is Vulnerabilities over a tree already opened through
+// sysroot.
+func VulnerabilitiesFS(ctx context.Context, fsys sysroot.FS, dbDir string) (*facts.Vulnerabilities, error) {
 	inv, err := readInventory(fsys)
 	if err != nil {
 		return nil, err
 	}
 	return matchInventory(ctx, inv, dbDir)
+}
+
+type vulnCollector struct{ dbDir string }
+
+var _ collector.Collector = vulnCollector{}
+
+// VulnerabilitiesCollector returns the "vulnerabilities" collector, which
+// fills facts.Vulnerabilities from the trivy DB in dbDir for whatever target
+// the orchestrator scans (rootfs, disk image or host). A target that is not
+// Debian or Ubuntu, or has no dpkg database, is not applicable; a DB that
+// cannot be used is an error, so the checks that need it error too.
+func VulnerabilitiesCollector(dbDir string) collector.Collector { return vulnCollector{dbDir: dbDir} }
+
+func (vulnCollector) Name() string { return "vulnerabilities" }
+
+func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	v, err := VulnerabilitiesFS(ctx, env.FS, c.dbDir)
+	switch {
+	case errors.Is(err, errNoDpkg), errors.Is(err, errNoOSRelease), errors.Is(err, errUnsupportedOS):
+		return collector.NotApplicable(err.Error())
+	case err != nil:
+		return err
+	}
+	f.Vulnerabilities = v
+	return nil
 }
 
 // matchInventory runs trivy's OS package detector over inv.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 func TestVulnerabilitiesFindsFixtureCVEs(t *testing.T) {
@@ -98,4 +100,48 @@ func copyDB(t *testing.T, src string) string {
 		}
 	}
 	return dst
+}
+
+func TestVulnerabilitiesCollector(t *testing.T) {
+	dbDir := buildDB(t, "bookworm")
+	run := func(t *testing.T, root string) (*facts.Facts, string, string) {
+		t.Helper()
+		fsys, closer, err := sysroot.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
+		c := VulnerabilitiesCollector(dbDir)
+		status, reason := collector.Classify(c.Collect(context.Background(), &collector.Env{FS: fsys}, f))
+		return f, status, reason
+	}
+	t.Run("bookworm", func(t *testing.T) {
+		f, status, reason := run(t, bookworm(t))
+		if status != facts.StatusOK || f.Vulnerabilities == nil || len(f.Vulnerabilities.Findings) != 4 {
+			t.Fatalf("status %s (%s), vulnerabilities %+v", status, reason, f.Vulnerabilities)
+		}
+	})
+	t.Run("not debian", func(t *testing.T) {
+		root := bookworm(t)
+		put(t, root, "etc/os-release", []byte("ID=alpine\nVERSION_ID=3.20\n"))
+		f, status, reason := run(t, root)
+		if status != facts.StatusNotApplicable || f.Vulnerabilities != nil || !strings.Contains(reason, "alpine") {
+			t.Fatalf("status %s (%s)", status, reason)
+		}
+	})
+	t.Run("no dpkg", func(t *testing.T) {
+		root := t.TempDir()
+		put(t, root, "usr/lib/os-release", readTestdata(t, "bookworm/os-release"))
+		if _, status, reason := run(t, root); status != facts.StatusNotApplicable || !strings.Contains(reason, "dpkg") {
+			t.Fatalf("status %s (%s)", status, reason)
+		}
+	})
+	t.Run("broken status", func(t *testing.T) {
+		root := bookworm(t)
+		put(t, root, "var/lib/dpkg/status", []byte("Package: a\nStatus: install ok installed\nVersion: !!\n"))
+		if _, status, reason := run(t, root); status != facts.StatusError || !strings.Contains(reason, "/var/lib/dpkg/status") {
+			t.Fatalf("status %s (%s)", status, reason)
+		}
+	})
 }
