@@ -14,6 +14,8 @@ import (
 func FuzzXID(f *testing.F) {
 	f.Add("Mar  8 10:11:12 dgx-01 kernel: [ 1234.5] NVRM: Xid (PCI:0000:03:00): 79, pid=1234, name=python, GPU has fallen off the bus.")
 	f.Add("2025-03-01T11:00:00.123456+00:00 host kernel: NVRM: Xid (PCI:0000:01:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error")
+	f.Add("2025-03-08T10:11:12+0000 dgx-01 kernel: NVRM: Xid (PCI:0000:b1:00): 63, pid=1, journalctl short-iso")
+	f.Add("2025-03-08T10:11:12.123456+0000 dgx-01 kernel: NVRM: Xid (PCI:0000:b1:00): 94, short-iso-precise")
 	f.Add("NVRM: Xid (PCI:): 79")
 	f.Add("NVRM: Xid (PCI:0000:01:00): 9999999")
 	f.Fuzz(func(t *testing.T, line string) {

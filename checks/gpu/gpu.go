@@ -55,6 +55,7 @@ type nvmlCollector struct {
 	timeout time.Duration
 	now     func() time.Time
 	window  time.Duration
+	journal JournalReader
 }
 
 var _ collector.Collector = (*nvmlCollector)(nil)
@@ -62,7 +63,7 @@ var _ collector.Collector = (*nvmlCollector)(nil)
 // NewCollector returns the "gpu" collector over lib: nvml.New() for the real
 // library, a go-nvml mock in tests.
 func NewCollector(lib nvml.Interface, opts ...Option) collector.Collector {
-	c := &nvmlCollector{lib: lib, timeout: DefaultCallTimeout, now: time.Now, window: 7 * 24 * time.Hour}
+	c := &nvmlCollector{lib: lib, timeout: DefaultCallTimeout, now: time.Now, window: 7 * 24 * time.Hour, journal: runJournalctl}
 	for _, o := range opts {
 		o(c)
 	}
@@ -86,7 +87,7 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	// The kernel log and the kernel module version do not need NVML, and
 	// matter most when NVML cannot start.
 	c.readKernelModule(env, g)
-	c.readXIDs(env, g)
+	c.readXIDs(ctx, env, g)
 
 	call := &caller{timeout: c.timeout}
 	ret, err := call.do(ctx, "Init", c.lib.Init)

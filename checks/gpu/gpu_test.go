@@ -73,8 +73,8 @@ func TestHealthyDGXA100(t *testing.T) {
 	}
 	// The XID from Feb 20 is outside the 7-day window.
 	want := []facts.XIDEvent{
-		{Code: 79, PCIBusID: "0000:03:00", Time: "Mar  8 10:11:12", Message: "pid=1234, name=python, GPU has fallen off the bus."},
-		{Code: 13, PCIBusID: "0000:04:00", Time: "Mar  8 10:12:00", Message: "pid=99, name=app, Graphics Exception"},
+		{Code: 79, PCIBusID: "0000:03:00", Time: "Mar  8 10:11:12", Message: "pid=1234, name=python, GPU has fallen off the bus.", Source: "/var/log/kern.log"},
+		{Code: 13, PCIBusID: "0000:04:00", Time: "Mar  8 10:12:00", Message: "pid=99, name=app, Graphics Exception", Source: "/var/log/kern.log"},
 	}
 	if !slices.Equal(g.XIDEvents, want) {
 		t.Errorf("xids %+v", g.XIDEvents)

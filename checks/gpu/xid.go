@@ -2,8 +2,6 @@ package gpu
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -11,17 +9,23 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
-// Limits on the kernel log. Past XIDs are only in the kernel log (NVML's
-// event API reports the future), and journald-only hosts have no log file to
-// read: then xid_error says so and the XID check skips.
+// Limits on the kernel logs. Past XIDs are only in the kernel log (NVML's
+// event API reports the future): in the text logs rsyslog writes and rotates,
+// or, on a journald-only host, in the journal.
 const (
-	// maxLogBytes is the largest log file read. sysroot.FS reads whole
-	// files, so a bigger one is refused rather than tailed.
+	// maxLogBytes is the largest log file read, and the most one rotated
+	// file may decompress to. sysroot.FS reads whole files, so a bigger one
+	// is refused rather than tailed.
 	maxLogBytes = 64 << 20
-	// maxXIDEvents keeps the newest events when a log holds more.
+	// maxLogTotal bounds the text read from all log files together; the
+	// oldest rotations are left unread when the newer ones use it up.
+	maxLogTotal = 256 << 20
+	// maxRotations is how many rotated files (kern.log.1, kern.log.2.gz, ...)
+	// are looked for beside each log.
+	maxRotations = 9
+	// maxXIDEvents keeps the newest events when the logs hold more.
 	maxXIDEvents = 1000
 	// maxXIDMessage bounds the text kept after the code.
 	maxXIDMessage = 200
@@ -86,17 +90,30 @@ func syslogTime(prefix string) string {
 		}
 	}
 	tok, _, _ := strings.Cut(prefix, " ")
-	if _, err := time.Parse(time.RFC3339Nano, tok); err == nil {
+	if _, ok := parseISO(tok); ok {
 		return tok
 	}
 	return ""
+}
+
+// isoLayouts are RFC 3339 and journalctl's short-iso and short-iso-precise,
+// whose zone has no colon (2025-03-08T10:11:12+0000).
+var isoLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z0700"}
+
+func parseISO(s string) (time.Time, bool) {
+	for _, layout := range isoLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // xidTime interprets an event's time. A traditional syslog stamp has no
 // year: it is taken to be in now's year, or the year before when that would
 // put it more than a day in the future.
 func xidTime(s string, now time.Time) (time.Time, bool) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	if t, ok := parseISO(s); ok {
 		return t, true
 	}
 	t, err := time.ParseInLocation(time.Stamp, s, now.Location())
@@ -142,47 +159,6 @@ func ParseXIDLog(data []byte, now time.Time, window time.Duration) []facts.XIDEv
 		data = data[end+1:]
 	}
 	return out
-}
-
-// readXIDs fills the XID events from the log files, newest maxXIDEvents kept.
-func (c *nvmlCollector) readXIDs(env *collector.Env, g *facts.GPU) {
-	now := c.now()
-	seen := map[facts.XIDEvent]bool{}
-	var read, problems []string
-	for _, name := range xidLogs {
-		data, err := env.FS.ReadFileLimit(name, maxLogBytes)
-		switch {
-		case sysroot.IsNotExist(err):
-			continue
-		case errors.Is(err, sysroot.ErrTooLarge):
-			problems = append(problems, fmt.Sprintf("%s is larger than %d MiB; not read", env.FS.Display(name), maxLogBytes>>20))
-			continue
-		case err != nil:
-			problems = append(problems, err.Error())
-			continue
-		}
-		read = append(read, env.FS.Display(name))
-		for _, ev := range ParseXIDLog(data, now, c.window) {
-			if !seen[ev] {
-				seen[ev] = true
-				g.XIDEvents = append(g.XIDEvents, ev)
-			}
-		}
-	}
-	if len(g.XIDEvents) > maxXIDEvents {
-		g.XIDEvents = g.XIDEvents[len(g.XIDEvents)-maxXIDEvents:]
-	}
-	g.XIDSource = strings.Join(read, ", ")
-	switch {
-	case len(problems) > 0 && len(read) == 0:
-		g.XIDError = strings.Join(problems, "; ")
-	case len(read) == 0:
-		g.XIDError = "no kernel log file (" + strings.Join(xidLogs, ", ") + "); a journald-only host keeps XIDs in the journal, which is not read"
-	case len(problems) > 0:
-		// One log was read; the other's trouble is worth saying but does not
-		// hide what the first showed.
-		g.XIDSource += " (" + strings.Join(problems, "; ") + ")"
-	}
 }
 
 // readKernelModule reads the loaded kernel module's version and flavour.

@@ -1,0 +1,91 @@
+package gpu
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// TestReadLogBounds: neither a file nor what it decompresses to may pass
+// the limit, however well it compresses.
+func TestReadLogBounds(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bomb.gz"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 4<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys, closer, err := sysroot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, err := readLog(fsys, "/bomb.gz", 64<<10); err == nil || !strings.Contains(err.Error(), "/bomb.gz decompresses to more than") {
+		t.Errorf("bomb: %v", err)
+	}
+	if data, err := readLog(fsys, "/bomb.gz", 2<<20); err != nil || len(data) != 1<<20 {
+		t.Errorf("bomb within the limit: %d bytes, %v", len(data), err)
+	}
+	if _, err := readLog(fsys, "/big", 1<<10); err == nil || !strings.Contains(err.Error(), "/big is larger than") {
+		t.Errorf("big: %v", err)
+	}
+}
+
+// fakeJournalctl puts a journalctl on PATH that runs script.
+func fakeJournalctl(t *testing.T, script string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "journalctl"), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+}
+
+func TestRunJournalctl(t *testing.T) {
+	ctx := context.Background()
+	since := time.Unix(1741000000, 0)
+	if _, _, err := runJournalctl(ctx, "/host", since, 1<<20); err == nil || !strings.Contains(err.Error(), "not /host") {
+		t.Errorf("other root: %v", err)
+	}
+
+	// The arguments ask for kernel lines of every boot since the window
+	// opened, newest first.
+	fakeJournalctl(t, `echo "$@"`)
+	data, truncated, err := runJournalctl(ctx, "/", since, 1<<20)
+	if err != nil || truncated || string(data) != "_TRANSPORT=kernel --reverse --utc -o short-iso --no-pager -q --since=@1741000000\n" {
+		t.Errorf("args: %q %v %v", data, truncated, err)
+	}
+
+	// Output past the limit is cut at a line and said to be.
+	fakeJournalctl(t, `while :; do echo "2025-03-08T10:00:00+0000 h kernel: line"; done`)
+	data, truncated, err = runJournalctl(ctx, "/", since, 1000)
+	if err != nil || !truncated || len(data) > 1000 || len(data) < 900 || !bytes.HasSuffix(data, []byte("line\n")) {
+		t.Errorf("endless: %d bytes %v %v", len(data), truncated, err)
+	}
+
+	fakeJournalctl(t, `echo "No journal files were found." >&2; exit 1`)
+	if _, _, err := runJournalctl(ctx, "/", since, 1<<20); err == nil || !strings.Contains(err.Error(), "No journal files were found.") {
+		t.Errorf("failure: %v", err)
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	if _, _, err := runJournalctl(ctx, "/", since, 1<<20); err == nil || !strings.Contains(err.Error(), "journalctl not found") {
+		t.Errorf("missing: %v", err)
+	}
+}
