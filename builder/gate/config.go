@@ -25,7 +25,8 @@ import (
 // Publish says where a passing image is pushed.
 type Publish struct {
 	// The OCI repository to push to, without a tag, such as
-	// `registry.example.com/gpu/ubuntu-22.04-gpu`. Empty: nothing is pushed.
+	// `registry.example.com/gpu/ubuntu-22.04-gpu`. Empty: nothing is pushed,
+	// and the other publish settings are not used.
 	Repository string `mapstructure:"repository"`
 	// The tag of the pushed image. Defaults to the image's file name without
 	// its extension, a dash and the build time in UTC
@@ -166,12 +167,9 @@ func (c *Config) validate() []string {
 func (p *Publish) validate() []string {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	// The rest only matters for a push; a template may leave the
+	// repository to a variable that is empty where nothing is published.
 	if p.Repository == "" {
-		for _, f := range [][2]string{{"tag", p.Tag}, {"username_env", p.UsernameEnv}, {"password_env", p.PasswordEnv}} {
-			if f[1] != "" {
-				add("publish.%s: set, but publish.repository is empty", f[0])
-			}
-		}
 		return errs
 	}
 	if strings.ContainsAny(p.Repository, "@") || strings.Count(p.Repository, ":") > strings.Count(hostOf(p.Repository), ":") {
