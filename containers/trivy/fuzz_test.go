@@ -1,6 +1,7 @@
 package trivy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -42,4 +43,20 @@ func FuzzParseOSRelease(f *testing.F) {
 			t.Fatal("empty version accepted")
 		}
 	})
+}
+
+// BenchmarkParseStatus parses a status file the size of a CUDA image's
+// (about 2,000 packages).
+func BenchmarkParseStatus(b *testing.B) {
+	var sb strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&sb, "Package: pkg%d\nStatus: install ok installed\nArchitecture: amd64\nSource: src%d (1:2.%d-1)\nVersion: 1:2.%d-1+b1\nDescription: a package\n more text\n\n", i, i/3, i, i)
+	}
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := parseStatus(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package trivy
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -246,8 +247,9 @@ func parseStatus(data []byte) ([]ftypes.Package, error) {
 	if err := flush(); err != nil {
 		return nil, err
 	}
+	// dpkg writes the file sorted, so this is usually a linear pass.
 	slices.SortFunc(pkgs, func(a, b ftypes.Package) int {
-		return strings.Compare(a.Name+"\x00"+a.Arch, b.Name+"\x00"+b.Arch)
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Arch, b.Arch))
 	})
 	for i := 1; i < len(pkgs); i++ {
 		if pkgs[i].Name == pkgs[i-1].Name && pkgs[i].Arch == pkgs[i-1].Arch {
