@@ -331,13 +331,28 @@ func TestBrokenPolicyFailsTheBuild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.rego"), []byte("package gpuhost.x.y\n\ndeny contains msg if {"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rootfs := copyRootfs(t, hardened, false)
-	p := configure(t, map[string]interface{}{"policy": []string{dir}})
-	_, _, _, err := p.PostProcess(context.Background(), newUI(), (&fakeArtifact{state: map[string]interface{}{}}).withRootfs(rootfs))
+	err := new(PostProcessor).Configure(map[string]interface{}{"policy": []string{dir}})
 	if err == nil || !strings.Contains(err.Error(), "bad.rego") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := os.Stat(rootfs + ".gate.json"); !os.IsNotExist(err) {
-		t.Error("a broken policy still wrote reports")
+}
+
+func TestMissingFilesFailConfigure(t *testing.T) {
+	for field, want := range map[string]string{
+		"params":  "reading params",
+		"waivers": "nope.yaml",
+	} {
+		err := new(PostProcessor).Configure(map[string]interface{}{field: filepath.Join(t.TempDir(), "nope.yaml")})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", field, err, want)
+		}
+	}
+}
+
+func TestUnconfiguredRefuses(t *testing.T) {
+	rootfs := copyRootfs(t, hardened, false)
+	_, _, _, err := new(PostProcessor).PostProcess(context.Background(), newUI(), (&fakeArtifact{state: map[string]interface{}{}}).withRootfs(rootfs))
+	if err == nil {
+		t.Error("an unconfigured gate passed")
 	}
 }

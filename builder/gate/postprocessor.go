@@ -33,7 +33,8 @@ type SBOMFunc func(ctx context.Context, rootfs string) ([]byte, error)
 
 // PostProcessor is the Packer post-processor "gpuhost-gate".
 type PostProcessor struct {
-	config Config
+	config  Config
+	scanner *scan.Scanner
 	// SBOM makes the SBOM that is published with the image. Publishing
 	// fails when it is nil: an image is never pushed without its SBOM.
 	SBOM SBOMFunc
@@ -46,13 +47,19 @@ var _ packersdk.PostProcessor = (*PostProcessor)(nil)
 // ConfigSpec returns the HCL2 spec of Config.
 func (p *PostProcessor) ConfigSpec() hcldec.ObjectSpec { return p.config.FlatMapstructure().HCL2Spec() }
 
-// Configure decodes and validates the configuration; every problem is listed.
+// Configure decodes and validates the configuration; every problem is
+// listed. It also loads and compiles the policy pack, parameters and
+// waivers, so that `packer validate` finds a broken policy before a bake.
 func (p *PostProcessor) Configure(raws ...interface{}) error {
 	c, err := Decode(raws...)
 	if err != nil {
 		return err
 	}
-	p.config = *c
+	sc, err := newScanner(context.Background(), c)
+	if err != nil {
+		return fmt.Errorf("gpuhost-gate: %w", err)
+	}
+	p.config, p.scanner = *c, sc
 	return nil
 }
 
@@ -109,9 +116,9 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 			return nil, true, true, err
 		}
 	}
-	sc, err := newScanner(ctx, &cfg)
-	if err != nil {
-		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
+	sc := p.scanner
+	if sc == nil {
+		return nil, true, true, errors.New("gpuhost-gate: not configured")
 	}
 	ui.Say("gpuhost-gate: scanning " + t.base())
 	f, err := collect(ctx, t)
