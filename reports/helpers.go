@@ -168,12 +168,16 @@ func waiverRefs(w *Waiver) string {
 	return b.String()
 }
 
-// waiverScopeText is a waiver scope in words, e.g. "kinds image, host;
-// hosts gpu-*"; empty when the waiver has no scope.
+// waiverScopeText is String, empty for no scope.
 func waiverScopeText(s *WaiverScope) string {
 	if s == nil {
 		return ""
 	}
+	return s.String()
+}
+
+// String is a waiver scope in words, e.g. "kinds image, host; hosts gpu-*".
+func (s WaiverScope) String() string {
 	var parts []string
 	if len(s.Kinds) > 0 {
 		parts = append(parts, "kinds "+strings.Join(s.Kinds, ", "))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/reports"
 )
 
 // waiverFlags choose a waiver file and the key its signature must verify
@@ -250,19 +251,13 @@ func (a *app) reviewWaivers(r waiverReview) error {
 	return nil
 }
 
-// scopeText is a waiver scope on one line; "-" when there is none.
+// scopeText is a waiver scope on one line, as reports word it; "-" when
+// there is none.
 func scopeText(s *waivers.Scope) string {
 	if s == nil {
 		return "-"
 	}
-	var parts []string
-	if len(s.Kinds) > 0 {
-		parts = append(parts, "kinds="+strings.Join(s.Kinds, ","))
-	}
-	if len(s.Hosts) > 0 {
-		parts = append(parts, "hosts="+strings.Join(s.Hosts, ","))
-	}
-	return strings.Join(parts, " ")
+	return reports.WaiverScope{Kinds: s.Kinds, Hosts: s.Hosts}.String()
 }
 
 // safeText keeps text from a waiver file (which anyone may have edited) from

@@ -22,6 +22,27 @@ func waiverFile(t *testing.T, entries ...[2]string) string {
 	return file
 }
 
+// examplePack writes a one-check pack, EX-001, that applies to targets.
+func examplePack(t *testing.T, targets string) string {
+	t.Helper()
+	dir := t.TempDir()
+	rego := `# METADATA
+# title: Example
+# custom:
+#   id: EX-001
+#   severity: low
+#   remediation: none
+#   targets: [` + targets + `]
+package gpuhost.example.one
+
+deny contains "x" if input.never
+`
+	if err := os.WriteFile(filepath.Join(dir, "one.rego"), []byte(rego), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func inDays(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format(time.DateOnly) }
 
 func TestWaiversCheck(t *testing.T) {
@@ -65,21 +86,7 @@ func TestWaiversCheck(t *testing.T) {
 func TestWaiversCheckWithPack(t *testing.T) {
 	// A pack given with --policy replaces the default: ids only in the
 	// default pack are then unknown.
-	dir := t.TempDir()
-	rego := `# METADATA
-# title: Example
-# custom:
-#   id: EX-001
-#   severity: low
-#   remediation: none
-#   targets: [rootfs]
-package gpuhost.example.one
-
-deny contains "x" if input.never
-`
-	if err := os.WriteFile(filepath.Join(dir, "one.rego"), []byte(rego), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := examplePack(t, "rootfs")
 	file := waiverFile(t, [2]string{"EX-001", inDays(90)}, [2]string{"GH-SSH-002", inDays(90)})
 	o := runCommand(t, (*app).waiversCommand, "check", file, "--policy", dir)
 	if o.code != 1 || !strings.Contains(o.stdout, "GH-SSH-002") || strings.Contains(o.stdout, "EX-001") {
@@ -203,21 +210,7 @@ func TestWaiverFlagsLoad(t *testing.T) {
 }
 
 func TestWaiversCheckScope(t *testing.T) {
-	dir := t.TempDir()
-	rego := `# METADATA
-# title: Example
-# custom:
-#   id: EX-001
-#   severity: low
-#   remediation: none
-#   targets: [rootfs, image]
-package gpuhost.example.one
-
-deny contains "x" if input.never
-`
-	if err := os.WriteFile(filepath.Join(dir, "one.rego"), []byte(rego), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := examplePack(t, "rootfs, image")
 	scoped := func(kinds string) string {
 		file := filepath.Join(t.TempDir(), "waivers.yaml")
 		w := "- id: EX-001\n  target: \"*\"\n  justification: j\n  approved_by: a@example.com\n  expires: " + inDays(90) +
@@ -231,7 +224,7 @@ deny contains "x" if input.never
 	if o.code != 1 {
 		t.Errorf("scoped to kinds the check skips: exit %d, want 1\n%s%s", o.code, o.stdout, o.stderr)
 	}
-	for _, want := range []string{"out-of-scope", "kinds=host,oci hosts=gpu-*", "SEC-9", "rootfs, image", "1 out of scope"} {
+	for _, want := range []string{"out-of-scope", "kinds host, oci; hosts gpu-*", "SEC-9", "rootfs, image", "1 out of scope"} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, o.stdout)
 		}

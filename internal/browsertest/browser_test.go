@@ -228,14 +228,7 @@ func visibleInViewport(b box) bool {
 func weakReport(t *testing.T) (*reports.Report, string) {
 	t.Helper()
 	ctx := context.Background()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(ctx, engine.WithSource(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := embeddedEngine(t)
 	f, err := checks.Rootfs(ctx, filepath.Join("..", "..", "cmd", "gpuhost", "testdata", "rootfs-weak"), checks.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -265,6 +258,20 @@ func weakReport(t *testing.T) (*reports.Report, string) {
 	waivers.ApplyTarget(rep.Results, list, rep.Target, time.Now())
 	rep.Summarize()
 	return rep, waived
+}
+
+// embeddedEngine compiles the pack the binary ships.
+func embeddedEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	src, err := engine.LoadFS(policies.FS, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(context.Background(), engine.WithSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 func writeReport(t *testing.T, rep *reports.Report) string {
@@ -415,15 +422,7 @@ func countRows(t *testing.T, tab context.Context, suffix string) int {
 
 func TestCatalogInChromium(t *testing.T) {
 	bctx := browser(t)
-	ctx := context.Background()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(ctx, engine.WithSource(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := embeddedEngine(t)
 	var buf bytes.Buffer
 	if err := catalog.Render(&buf, catalog.New(e), "html"); err != nil {
 		t.Fatal(err)
