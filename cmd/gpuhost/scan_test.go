@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/scan"
+)
+
+// factsLine collects a rootfs's facts as one compact NDJSON line whose
+// target.ref is ref.
+func factsLine(t *testing.T, rootfs, ref string) string {
+	t.Helper()
+	o := gpuhost(t, "", "facts", "rootfs", rootfs)
+	if o.code != 0 {
+		t.Fatalf("facts %s: exit %d: %s", rootfs, o.code, o.stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["target"].(map[string]any)["ref"] = ref
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestSummaryCountsHostsPerCheck(t *testing.T) {
+	weak1, strong, weak2 := factsLine(t, weak, "weak-1"), factsLine(t, hardened, "strong"), factsLine(t, weak, "weak-2")
+	o := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--summary", "--format", "json")
+	if o.code != 1 {
+		t.Fatalf("exit %d, want 1 (the weak hosts fail high checks)\nstderr: %s", o.code, o.stderr)
+	}
+	var sum scan.FleetSummary
+	if err := json.Unmarshal([]byte(o.stdout), &sum); err != nil {
+		t.Fatalf("not a JSON summary: %v\n%s", err, o.stdout)
+	}
+	if sum.Schema != scan.SummarySchema || sum.Hosts != 3 || sum.HostsFailing != 2 || sum.HostsUntrusted != 0 {
+		t.Errorf("header: %+v", sum)
+	}
+	rows := map[string]scan.CheckSummary{}
+	for _, c := range sum.Checks {
+		rows[c.ID] = c
+		if n := c.Fail + c.Error + c.Waived + c.Skip + c.Pass; n != 3 {
+			t.Errorf("%s counts %d hosts, want 3", c.ID, n)
+		}
+	}
+	ciphers := rows["GH-SSH-004"]
+	if ciphers.Fail != 2 || ciphers.Pass != 1 || strings.Join(ciphers.Failing, ",") != "weak-1,weak-2" {
+		t.Errorf("GH-SSH-004: %+v, want 2 failing (weak-1, weak-2 in input order) and 1 pass", ciphers)
+	}
+	if len(sum.Checks) == 0 || sum.Checks[0].Fail < sum.Checks[len(sum.Checks)-1].Fail {
+		t.Errorf("rows are not sorted by failing hosts: first %+v", sum.Checks[0])
+	}
+
+	table := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--summary")
+	if table.code != 1 || !strings.HasPrefix(table.stdout, "3 hosts: 2 failing at or above high, 0 untrusted") {
+		t.Errorf("table: exit %d, stdout starts %q", table.code, firstLine(table.stdout))
+	}
+	for _, want := range []string{"ID", "FAIL", "GH-SSH-004", "weak-1, weak-2"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+func TestSummaryExitCodeCoversEveryHost(t *testing.T) {
+	strong := factsLine(t, hardened, "strong")
+	if o := gpuhost(t, strong+strong, "scan", "facts", "--summary"); o.code != 0 {
+		t.Errorf("hardened fleet: exit %d, want 0\n%s", o.code, o.stderr)
+	}
+	// The weak host's failures are high at most: under --fail-on critical
+	// the fleet passes.
+	w := factsLine(t, weak, "weak")
+	if o := gpuhost(t, strong+w, "scan", "facts", "--summary", "--fail-on", "critical"); o.code != 0 {
+		t.Errorf("--fail-on critical: exit %d, want 0\n%s", o.code, o.stdout)
+	}
+	bad := `{"schema":"gpuhost.facts/v1","target":{"kind":"host"}}` + "\n"
+	if o := gpuhost(t, strong+bad, "scan", "facts", "--summary"); o.code != 2 || !strings.Contains(o.stderr, "stdin#2") {
+		t.Errorf("a bad document: exit %d, stderr %q; want 2 naming stdin#2", o.code, o.stderr)
+	}
+}
+
+func TestSummaryRefusesPerHostOutputs(t *testing.T) {
+	strong := factsLine(t, hardened, "strong")
+	for name, args := range map[string][]string{
+		"sarif":  {"--format", "sarif"},
+		"report": {"--report", "json=" + t.TempDir() + "/r.json"},
+	} {
+		o := gpuhost(t, strong, append([]string{"scan", "facts", "--summary"}, args...)...)
+		if o.code != 2 || !strings.Contains(o.stderr, "--summary") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming --summary", name, o.code, o.stderr)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
