@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"bytes"
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,11 +45,9 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, msg)
 		}
 	}
-	for _, line := range strings.Split(msg, "\n")[1:] {
-		line = strings.TrimSpace(line)
-		if line != "" && strings.ToLower(line[:1]) != line[:1] {
-			t.Errorf("message not in lower case: %q", line)
-		}
+	// One problem a line, each starting with its field in lower case.
+	if bad := regexp.MustCompile(`(?m)^\s+[^a-z\s]`).FindAllString(msg, -1); len(bad) > 0 || strings.Count(msg, "\n") < 8 {
+		t.Errorf("lines not starting with a lower-case field %q in:\n%s", bad, msg)
 	}
 }
 
@@ -130,27 +130,13 @@ func FuzzDefaultTag(f *testing.F) {
 	})
 }
 
-// packerSDC is the packer-sdc `make packer-sdc` builds, or PACKER_SDC.
-func packerSDC(t *testing.T) string {
-	t.Helper()
-	sdc := os.Getenv("PACKER_SDC")
-	if sdc == "" {
-		sdc = "../../bin/packer-sdc"
-	}
-	sdc, err := filepath.Abs(sdc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(sdc); err != nil {
-		t.Skipf("packer-sdc is not built (make packer-sdc); cannot check the generated files: %v", err)
-	}
-	return sdc
-}
-
 // TestGeneratedFilesAreCurrent regenerates config.hcl2spec.go and
 // docs/post-processor-gate.mdx and compares them with the committed ones.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	sdc := packerSDC(t)
+	sdc, err := filepath.Abs(cmp.Or(os.Getenv("PACKER_SDC"), "../../bin/packer-sdc"))
+	if _, serr := os.Stat(sdc); err != nil || serr != nil {
+		t.Skipf("packer-sdc is not built (make packer-sdc), so the generated files cannot be checked: %v", cmp.Or(err, serr))
+	}
 	tmp := t.TempDir()
 	// packer-sdc loads the package in its working directory and writes
 	// beside GOFILE, with hcl2spec.go in place of go.
@@ -168,17 +154,15 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	same(t, docs, "../../docs/post-processor-gate.mdx")
 }
 
+// same fails the test when the fresh file differs from the committed one.
 func same(t *testing.T, fresh, committed string) {
 	t.Helper()
-	a, err := os.ReadFile(fresh)
-	if err != nil {
+	a, errA := os.ReadFile(fresh)
+	b, errB := os.ReadFile(committed)
+	if err := cmp.Or(errA, errB); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(committed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(a) != string(b) {
+	if !bytes.Equal(a, b) {
 		t.Errorf("%s is stale: run go generate ./builder/gate", committed)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
@@ -201,18 +202,7 @@ func TestPassingGatePublishesWithThreeReferrers(t *testing.T) {
 		t.Errorf("reports %v", got)
 	}
 
-	refs, err := publish.Referrers(context.Background(), host+"/gpu/hardened@"+res.Image.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var types []string
-	for _, r := range refs {
-		types = append(types, r.ArtifactType)
-	}
-	slices.Sort(types)
-	if want := []string{publish.ArtifactTypeSBOM, publish.ArtifactTypeManifest, publish.ArtifactTypeReport}; !slices.Equal(types, want) {
-		t.Errorf("referrers %v, want exactly %v", types, want)
-	}
+	refs := threeReferrers(t, host+"/gpu/hardened@"+res.Image.Digest)
 	// The manifest referrer carries the image's own baked manifest.
 	for _, r := range refs {
 		if r.ArtifactType != publish.ArtifactTypeManifest {
@@ -233,6 +223,25 @@ func TestPassingGatePublishesWithThreeReferrers(t *testing.T) {
 	if repos := catalog(t, host); !slices.Equal(repos, []string{"gpu/hardened"}) {
 		t.Errorf("catalog %v", repos)
 	}
+}
+
+// threeReferrers lists the referrers of ref and checks that they are
+// exactly the report, the manifest and the SBOM.
+func threeReferrers(t *testing.T, ref string, opts ...publish.Option) []v1.Descriptor {
+	t.Helper()
+	refs, err := publish.Referrers(context.Background(), ref, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := make([]string, 0, len(refs))
+	for _, r := range refs {
+		types = append(types, r.ArtifactType)
+	}
+	slices.Sort(types)
+	if want := []string{publish.ArtifactTypeSBOM, publish.ArtifactTypeManifest, publish.ArtifactTypeReport}; !slices.Equal(types, want) {
+		t.Errorf("referrers of %s: %v, want exactly %v", ref, types, want)
+	}
+	return refs
 }
 
 func mustDigest(t *testing.T, s string) name.Digest {
