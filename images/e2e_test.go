@@ -4,12 +4,17 @@ package images
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuhost/gpuhost/checks/config"
+	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // TestE2EDebian12 runs `packer build images/debian-12-gpu.pkr.hcl` as root:
@@ -17,7 +22,9 @@ import (
 // installing the pinned NVIDIA 535 userspace, qcow2 out. It then reads the
 // image without mounting it (qemu-img to raw, debugfs to read files) and
 // checks what the issue asks: the manifest pins libnvidia-ml1 held at the
-// pin, containerd sets SystemdCgroup, and no mount is left behind.
+// pin, containerd sets SystemdCgroup, the hardening is in place (nftables
+// default-drop input enabled, OpenSSL MinProtocol TLSv1.3), the gate with
+// the Debian 12 waivers passes, and no mount is left behind.
 func TestE2EDebian12(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("end-to-end image bake: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
@@ -115,6 +122,8 @@ func TestE2EDebian12(t *testing.T) {
 		t.Errorf("no containerd config in the image sets SystemdCgroup = true:\n%s", containerd.String())
 	}
 
+	checkHardening(t, cat)
+
 	// The real NVIDIA userspace is in the image but no driver is loaded:
 	// gpuhost run inside it must report NVML's own error, not crash or pass.
 	rootfs := filepath.Join(out, "rootfs")
@@ -122,7 +131,11 @@ func TestE2EDebian12(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("debugfs", "-R", "rdump / "+rootfs, raw)
+	if wants, _ := filepath.Glob(filepath.Join(rootfs, "etc/systemd/system/*.wants/nftables.service")); len(wants) == 0 {
+		t.Error("nftables.service is not enabled in the image (no *.wants/nftables.service link)")
+	}
 	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
+	gateImage(t, gpuhost, qcows[0])
 	bin, err := os.ReadFile(gpuhost)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +169,83 @@ func TestE2EDebian12(t *testing.T) {
 	for _, line := range strings.Split(string(mounts), "\n") {
 		if strings.Contains(line, out) {
 			t.Errorf("mount left behind: %s", line)
+		}
+	}
+}
+
+// checkHardening reads the hardened files out of the image: the firewall
+// the template installs and OpenSSL's system default.
+func checkHardening(t *testing.T, cat func(string) []byte) {
+	t.Helper()
+	policy, ports, hasInput, err := system.ParseNftables(cat("/etc/nftables.conf"))
+	if err != nil {
+		t.Errorf("/etc/nftables.conf in the image: %v", err)
+	}
+	allowed := allowedPorts(t)
+	if !hasInput || policy != "drop" || !slices.Contains(ports, 22) {
+		t.Errorf("/etc/nftables.conf in the image: input chain %v, policy %q, ports %v; want policy drop with 22 open", hasInput, policy, ports)
+	}
+	for _, p := range ports {
+		if !slices.Contains(allowed, p) {
+			t.Errorf("/etc/nftables.conf in the image accepts port %d, not in allowed_ports %v", p, allowed)
+		}
+	}
+	ssl, err := config.ParseOpenSSL(cat("/etc/ssl/openssl.cnf"))
+	if err != nil {
+		t.Fatalf("/etc/ssl/openssl.cnf in the image: %v", err)
+	}
+	if sd := ssl.SystemDefault(); sd.MinProtocol != "TLSv1.3" {
+		t.Errorf("/etc/ssl/openssl.cnf in the image: system_default %+v; want MinProtocol TLSv1.3", sd)
+	}
+	if got := strings.TrimSpace(string(cat("/etc/hostname"))); got != "debian-12-gpu" {
+		t.Errorf("/etc/hostname in the image is %q, want debian-12-gpu (the waivers' target)", got)
+	}
+}
+
+// gateImage scans the baked image as the gate does, with the Debian 12
+// params and waivers: it must exit 0, with every check passed, skipped or
+// waived, and exactly the three waivers used.
+func gateImage(t *testing.T, gpuhost, qcow string) {
+	t.Helper()
+	cmd := exec.Command(gpuhost, "scan", "image", qcow, "--params", "params-debian-12.yaml",
+		"--waivers", "waivers-debian-12.yaml", "--format", "json")
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Errorf("gpuhost scan image with the Debian 12 waivers exited %d; want 0\n%s", exit.ExitCode(), exit.Stderr)
+	} else if err != nil {
+		t.Fatalf("gpuhost scan image: %v", err)
+	}
+	var report struct {
+		Results []struct {
+			ID       string   `json:"id"`
+			Status   string   `json:"status"`
+			Messages []string `json:"messages"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("the scan's JSON report: %v", err)
+	}
+	status := map[string]string{}
+	var waived []string
+	for _, r := range report.Results {
+		status[r.ID] = r.Status
+		switch r.Status {
+		case "pass", "skip":
+		case "waived":
+			waived = append(waived, r.ID)
+		default:
+			t.Errorf("%s is %s: %v", r.ID, r.Status, r.Messages)
+		}
+	}
+	slices.Sort(waived)
+	if want := []string{"GH-ENC-001", "GH-RT-001", "GH-RT-003"}; !slices.Equal(waived, want) {
+		t.Errorf("waived %v; want %v", waived, want)
+	}
+	// What the template hardens must pass on its own, not be skipped.
+	for _, id := range []string{"GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002"} {
+		if status[id] != "pass" {
+			t.Errorf("%s is %q in the baked image; want pass", id, status[id])
 		}
 	}
 }
