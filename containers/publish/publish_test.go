@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -175,4 +176,53 @@ func mustRegistry(t *testing.T, host string) name.Registry {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestFileLayerStreams: the disk layer is hashed and uploaded from the file,
+// so a disk image of many gigabytes never sits in memory.
+func TestFileLayerStreams(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big.raw")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: 256 MiB that take no disk.
+	if err := f.Truncate(256 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	l, err := newFileLayer(p, MediaTypeRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Errorf("hashing a 256 MiB file allocated %d bytes", grew)
+	}
+	if size, _ := l.Size(); size != 256<<20 {
+		t.Errorf("size %d", size)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, ok := rc.(*os.File); !ok {
+		t.Errorf("Compressed returns %T, not the file itself", rc)
+	}
+}
+
+func BenchmarkFileLayerHash(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "disk.raw")
+	if err := os.WriteFile(p, bytes.Repeat([]byte{0xa5}, 64<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		if _, err := newFileLayer(p, MediaTypeRaw); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
