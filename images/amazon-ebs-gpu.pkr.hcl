@@ -54,6 +54,17 @@ variable "instance_type" {
   description = "A GPU instance is not needed to bake, but DKMS and nvidia-smi are happier on one."
 }
 
+variable "gpuhost_binary" {
+  type        = string
+  default     = "bin/gpuhost"
+  description = "The gpuhost CLI (linux/amd64) that gates the instance before the AMI is made; `make build` writes bin/gpuhost."
+}
+
+variable "gate_fail_on" {
+  type    = string
+  default = "high"
+}
+
 variable "plugin_version" {
   type    = string
   default = "0.1.0"
@@ -123,5 +134,24 @@ build {
       template       = "amazon-ebs-gpu"
       plugin_version = var.plugin_version
     }
+  }
+
+  # The gate. An AMI is not a disk file the gpuhost-gate post-processor can
+  # read (it takes a .qcow2/.raw/.img or a rootfs directory), so here the
+  # same pipeline runs on the instance itself, after the provisioner and
+  # before the AMI is registered: `gpuhost scan host` fails this step, and
+  # with it the build, when a check fails at or above gate_fail_on or the
+  # scan cannot be trusted. Its table is the build log's report.
+  provisioner "file" {
+    source      = var.gpuhost_binary
+    destination = "/tmp/gpuhost"
+  }
+
+  provisioner "shell" {
+    inline = [
+      "chmod 0755 /tmp/gpuhost",
+      "sudo -n /tmp/gpuhost scan host --fail-on ${var.gate_fail_on} --no-color",
+      "rm -f /tmp/gpuhost",
+    ]
   }
 }
