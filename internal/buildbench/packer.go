@@ -39,7 +39,7 @@ type buildResult struct {
 	wall time.Duration
 	// steps is the builder's own "Step timings" table.
 	steps []timing
-	// phases splits the provision step by the provisioners' own markers.
+	// phases splits the steps by the markers in the build's output.
 	phases []timing
 	// suite, variant and mirror are from the builder's "Bootstrapping"
 	// line, so the plain build fetches from the very same archive.
@@ -100,7 +100,8 @@ func runTimed(cmd *exec.Cmd, logFile string) ([]line, time.Duration, error) {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			got = append(got, line{time.Since(start), sc.Text()})
-			fmt.Fprintln(f, sc.Text())
+			// The arrival time makes the log a profile of the build.
+			fmt.Fprintf(f, "[%7.1fs] %s\n", got[len(got)-1].at.Seconds(), sc.Text())
 		}
 		_, _ = io.Copy(io.Discard, pr)
 		done <- got
@@ -114,9 +115,9 @@ func runTimed(cmd *exec.Cmd, logFile string) ([]line, time.Duration, error) {
 var (
 	bootstrapRE = regexp.MustCompile(`Bootstrapping \S+ (\S+) \((\S+)\) from (\S+)`)
 	stepRowRE   = regexp.MustCompile(`^(\S+)\s+([0-9]+(?:\.[0-9]+)?)$`)
-	// Where the provision step's time goes: each provisioner starting, and
-	// each step of the gpuhost-gpu plan.
-	phaseRE = regexp.MustCompile(`(?:Provisioning with (\S+)|Uploading .* => (\S+)|==> gpuhost-gpu step: (.+))$`)
+	// Where the time goes inside the steps: mmdebstrap's phases, each
+	// provisioner starting, each step of the gpuhost-gpu plan, packing.
+	phaseRE = regexp.MustCompile(`^(?:I: (running apt-get update|downloading packages|extracting archives|installing essential packages|installing remaining packages|cleaning package lists)|Provisioning with (\S+)|Uploading (\S+) => |==> gpuhost-gpu step: (.+)|(Writing an? \S+|Packing) )`)
 )
 
 // uiText strips Packer's "==> build.source: " or "    build.source: "
@@ -145,18 +146,22 @@ func (r *buildResult) parse(lines []line) error {
 		if m := bootstrapRE.FindStringSubmatch(text); m != nil && r.mirror == "" {
 			r.suite, r.variant, r.mirror = m[1], m[2], m[3]
 		}
-		if strings.HasPrefix(text, "Unmounting ") {
+		if strings.HasPrefix(text, "Unmounting ") || strings.HasPrefix(text, "I: success in ") {
 			endPhase(l.at)
 		}
 		if m := phaseRE.FindStringSubmatch(text); m != nil && !inTable {
 			endPhase(l.at)
 			switch {
 			case m[1] != "":
-				phaseName = "provisioner " + m[1]
+				phaseName = "mmdebstrap: " + m[1]
 			case m[2] != "":
-				phaseName = "upload " + filepath.Base(m[2])
+				phaseName = "provisioner " + m[2]
+			case m[3] != "":
+				phaseName = "upload " + filepath.Base(m[3])
+			case m[4] != "":
+				phaseName = "gpu: " + m[4]
 			default:
-				phaseName = "gpu: " + m[3]
+				phaseName = "pack"
 			}
 			phaseStart = l.at
 		}

@@ -152,7 +152,7 @@ func printReport(w io.Writer, o options, cold, warm *buildResult, plain *plainRe
 	}
 	fmt.Fprintln(w)
 	if len(cold.phases) > 0 {
-		fmt.Fprintf(w, "%-34s %9s %9s\n", "inside provision (s)", "cold", "warm")
+		fmt.Fprintf(w, "%-34s %9s %9s\n", "phases, from the output (s)", "cold", "warm")
 		for _, row := range joinTimings(cold.phases, warm.phases) {
 			fmt.Fprintf(w, "%-34s %9s %9s\n", row.name, row.a, row.b)
 		}
