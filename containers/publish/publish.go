@@ -190,13 +190,16 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 	}
 	diskDesc := layer.descriptor()
 	diskDesc.Annotations = map[string]string{annotationTitle: filepath.Base(disk)}
-	subject, err := putManifest(ctx, pusher, repo, r, ArtifactTypeDiskImage, diskDesc, nil, nil)
+	image, err := artifactManifest(ArtifactTypeDiskImage, diskDesc, nil, nil)
 	if err != nil {
-		return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, ref, err)
+		return res, err
 	}
-	res.Image = Pushed{ArtifactType: ArtifactTypeDiskImage, Digest: subject.Digest.String(), Size: subject.Size}
-	subject = v1.Descriptor{MediaType: subject.MediaType, Size: subject.Size, Digest: subject.Digest}
+	res.Image = Pushed{ArtifactType: ArtifactTypeDiskImage, Digest: image.desc.Digest.String(), Size: image.desc.Size}
+	subject := v1.Descriptor{MediaType: image.desc.MediaType, Size: image.desc.Size, Digest: image.desc.Digest}
 
+	// The referrers go first and the tagged image last: the subject may
+	// be absent when a referrer is pushed, and a push cut short then
+	// leaves no tag on an image without its evidence.
 	for _, ev := range evidence {
 		mt := ev.MediaType
 		if mt == "" {
@@ -210,28 +213,35 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 		if err != nil {
 			return res, err
 		}
-		// A referrer is pushed by digest: it must not take over the tag,
-		// and clients find it through the subject.
-		d, err := putManifest(ctx, pusher, repo, nil, ev.ArtifactType, desc, &subject, ev.Annotations)
+		m, err := artifactManifest(ev.ArtifactType, desc, &subject, ev.Annotations)
 		if err != nil {
+			return res, err
+		}
+		// By digest: a referrer must not take over the tag; clients find
+		// it through the subject.
+		if err := pusher.Put(ctx, repo.Digest(m.desc.Digest.String()), m); err != nil {
 			return res, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
 		}
-		res.Referrers = append(res.Referrers, Pushed{ArtifactType: ev.ArtifactType, Digest: d.Digest.String(), Size: d.Size})
+		res.Referrers = append(res.Referrers, Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size})
+	}
+	if err := pusher.Put(ctx, r, image); err != nil {
+		return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, ref, err)
 	}
 	return res, nil
 }
 
 // rawManifest is a manifest pushed as the bytes given.
 type rawManifest struct {
-	raw []byte
+	raw  []byte
+	desc v1.Descriptor
 }
 
 func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
-// putManifest pushes an artifact manifest with one layer and the empty
-// config, tagged ref, or by its digest into repo when ref is nil.
-func putManifest(ctx context.Context, pusher *remote.Pusher, repo name.Repository, ref name.Reference, artifactType string, layer v1.Descriptor, subject *v1.Descriptor, annotations map[string]string) (v1.Descriptor, error) {
+// artifactManifest is an artifact manifest with one layer and the empty
+// config, and its descriptor.
+func artifactManifest(artifactType string, layer v1.Descriptor, subject *v1.Descriptor, annotations map[string]string) (rawManifest, error) {
 	m := v1.Manifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIManifestSchema1,
@@ -252,20 +262,13 @@ func putManifest(ctx context.Context, pusher *remote.Pusher, repo name.Repositor
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return v1.Descriptor{}, err
+		return rawManifest{}, fmt.Errorf("encoding the %s manifest: %w", artifactType, err)
 	}
 	h, size, err := v1.SHA256(bytes.NewReader(raw))
 	if err != nil {
-		return v1.Descriptor{}, err
+		return rawManifest{}, err
 	}
-	desc := v1.Descriptor{MediaType: types.OCIManifestSchema1, Size: size, Digest: h, ArtifactType: artifactType}
-	if ref == nil {
-		ref = repo.Digest(h.String())
-	}
-	if err := pusher.Put(ctx, ref, rawManifest{raw}); err != nil {
-		return v1.Descriptor{}, err
-	}
-	return desc, nil
+	return rawManifest{raw: raw, desc: v1.Descriptor{MediaType: types.OCIManifestSchema1, Size: size, Digest: h, ArtifactType: artifactType}}, nil
 }
 
 func emptyDigest() v1.Hash {

@@ -226,3 +226,31 @@ func BenchmarkFileLayerHash(b *testing.B) {
 		}
 	}
 }
+
+// TestFailedReferrerLeavesNoTag: the tag is pushed last, so a push that
+// fails on its evidence leaves no tagged image without it.
+func TestFailedReferrerLeavesNoTag(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPut && bytes.Contains(body, []byte(ArtifactTypeSBOM)) {
+			http.Error(w, "refused", http.StatusForbidden)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/gpu/x:v1"
+	_, err := New().Push(context.Background(), ref, writeDisk(t, "x.qcow2", []byte("disk")), []Evidence{
+		{ArtifactType: ArtifactTypeReport, Data: []byte("{}")},
+		{ArtifactType: ArtifactTypeSBOM, Data: []byte(`{"bomFormat":"CycloneDX"}`)},
+	})
+	if err == nil || !strings.Contains(err.Error(), ArtifactTypeSBOM) {
+		t.Fatalf("err = %v", err)
+	}
+	r, _ := name.ParseReference(ref)
+	if _, err := remote.Head(r); err == nil {
+		t.Error("the tag exists though the SBOM was refused")
+	}
+}
