@@ -39,12 +39,19 @@ func main() {
 type measurement struct {
 	name    string
 	wall    []time.Duration
-	maxRSS  int64 // KiB, the largest over the runs
+	cpu     []time.Duration // user + system
+	maxRSS  int64           // KiB, the largest over the runs
 	finding string
 }
 
-func (m measurement) median() time.Duration {
-	s := slices.Clone(m.wall)
+func (m measurement) median() time.Duration { return median(m.wall) }
+
+// medianCPU is the CPU time the command used, which a loaded machine
+// inflates far less than the wall time.
+func (m measurement) medianCPU() time.Duration { return median(m.cpu) }
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
@@ -86,12 +93,22 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
 		{"sample-image hosts", sample, nDocs},
 		{"1,500-package hosts", tree, nDocs / 10},
 	} {
-		m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1))
-		if err != nil {
-			return err
+		// The same fleet as a report stream (NDJSON, one report per host)
+		// and as the --summary table over all hosts.
+		for _, mode := range []struct {
+			label string
+			args  []string
+		}{
+			{"", []string{"--format", "json"}},
+			{" --summary", []string{"--summary"}},
+		} {
+			m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1), mode.args...)
+			if err != nil {
+				return err
+			}
+			m.name = fmt.Sprintf("gpuhost scan facts%s (%d %s)", mode.label, fleet.n, fleet.label)
+			table = append(table, m)
 		}
-		m.name = fmt.Sprintf("gpuhost scan facts (%d %s)", fleet.n, fleet.label)
-		table = append(table, m)
 	}
 
 	if lynis, err := exec.LookPath("lynis"); err == nil {
@@ -111,17 +128,18 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
 		fmt.Println("lynis not found: install it (make bench does) to compare")
 	}
 
-	fmt.Printf("%-40s %12s %12s  %s\n", "command", "median wall", "peak RSS", "what it found")
+	fmt.Printf("%-56s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
 	for _, m := range table {
-		fmt.Printf("%-40s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
+		fmt.Printf("%-56s %12s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond),
+			m.medianCPU().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
 	}
-	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts >= 2000 documents/s\n")
+	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s\n")
 	return nil
 }
 
 // measureScanFacts evaluates n saved documents of the target at dir in one
-// `scan facts` call, runs times.
-func measureScanFacts(gpuhost, dir string, n, runs int) (measurement, error) {
+// `scan facts` call with the given flags, runs times.
+func measureScanFacts(gpuhost, dir string, n, runs int, flags ...string) (measurement, error) {
 	var m measurement
 	doc, err := exec.Command(gpuhost, "facts", "rootfs", dir).Output()
 	if err != nil {
@@ -138,18 +156,20 @@ func measureScanFacts(gpuhost, dir string, n, runs int) (measurement, error) {
 	defer os.Remove(input)
 	ndjson = nil
 	for range runs {
-		res, err := timed(input, false, gpuhost, "scan", "facts", "--format", "json")
+		res, err := timed(input, false, gpuhost, append([]string{"scan", "facts"}, flags...)...)
 		if err != nil && exitCode(err) != 1 {
 			return m, fmt.Errorf("gpuhost scan facts: %w\n%s", err, res.stderr)
 		}
 		m.add(res)
 	}
-	m.finding = fmt.Sprintf("%.0f documents/s (%d KB each)", float64(n)/m.median().Seconds(), len(doc)/1024)
+	m.finding = fmt.Sprintf("%.0f documents/s (%d KB each; %.0f per CPU-second)", float64(n)/m.median().Seconds(),
+		len(doc)/1024, float64(n)/m.medianCPU().Seconds())
 	return m, nil
 }
 
 type result struct {
 	wall   time.Duration
+	cpu    time.Duration
 	rss    int64
 	stdout []byte
 	stderr []byte
@@ -157,10 +177,12 @@ type result struct {
 
 func (m *measurement) add(r result) {
 	m.wall = append(m.wall, r.wall)
+	m.cpu = append(m.cpu, r.cpu)
 	m.maxRSS = max(m.maxRSS, r.rss)
 }
 
-// rssMarker prefixes GNU time's report of the peak RSS, in KiB.
+// rssMarker prefixes GNU time's report: the peak RSS in KiB, then the user
+// and system CPU seconds.
 const rssMarker = "GPUHOST_BENCH_MAXRSS_KB="
 
 // timed runs a command and measures its wall time and peak RSS. The RSS
@@ -168,7 +190,7 @@ const rssMarker = "GPUHOST_BENCH_MAXRSS_KB="
 // CLONE_VM, so a child's own ru_maxrss, read here, would include this
 // process's memory.
 func timed(stdin string, keepOutput bool, name string, args ...string) (result, error) {
-	cmd := exec.Command("/usr/bin/time", append([]string{"-f", rssMarker + "%M", name}, args...)...)
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", rssMarker + "%M %U %S", name}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errb
 	if keepOutput {
@@ -186,7 +208,9 @@ func timed(stdin string, keepOutput bool, name string, args ...string) (result, 
 	err := cmd.Run()
 	r := result{wall: time.Since(start), stdout: out.Bytes(), stderr: errb.Bytes()}
 	if i := bytes.LastIndex(r.stderr, []byte(rssMarker)); i >= 0 {
-		fmt.Sscanf(string(r.stderr[i+len(rssMarker):]), "%d", &r.rss)
+		var user, sys float64
+		fmt.Sscanf(string(r.stderr[i+len(rssMarker):]), "%d %f %f", &r.rss, &user, &sys)
+		r.cpu = time.Duration((user + sys) * float64(time.Second))
 		r.stderr = r.stderr[:i]
 	}
 	return r, err
