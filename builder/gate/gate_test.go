@@ -365,3 +365,39 @@ func TestUnconfiguredRefuses(t *testing.T) {
 		t.Error("an unconfigured gate passed")
 	}
 }
+
+// TestQCOW2Artifact: the rootfs builder's qcow2 output is scanned and
+// pushed as a qcow2 layer.
+func TestQCOW2Artifact(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		t.Skip("qemu-img is missing (qemu-utils): cannot make a qcow2 image")
+	}
+	art := diskArtifact(t, hardened, true)
+	qcow := strings.TrimSuffix(art.files[0], ".raw") + ".qcow2"
+	if out, err := exec.Command("qemu-img", "convert", "-c", "-O", "qcow2", art.files[0], qcow).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v\n%s", err, out)
+	}
+	art.files = []string{qcow}
+	host := newRegistry(t)
+	p := configure(t, map[string]interface{}{"params": params, "reports": []string{"json"},
+		"publish": map[string]interface{}{"repository": host + "/gpu/q", "tag": "v1"}})
+	out, _, _, err := p.PostProcess(context.Background(), newUI(), art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(qcow + ".gate.json"); err != nil {
+		t.Error(err)
+	}
+	img, err := remote.Image(mustDigest(t, host+"/gpu/q@"+out.State("published").(*publish.Result).Image.Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != publish.MediaTypeQCOW2 {
+		t.Errorf("layers %+v", m.Layers)
+	}
+	threeReferrers(t, host+"/gpu/q:v1")
+}
