@@ -136,8 +136,8 @@ func run(o options, w io.Writer) (missed bool, err error) {
 		imageSize:  o.imageSize,
 		timeout:    o.timeout,
 	}
-	fmt.Fprintf(w, "== plain, cold: mmdebstrap %s from %s, then chroot apt-get install %s, then the same packing\n",
-		plain.suite, plain.mirror, strings.Join(plain.install, " "))
+	fmt.Fprintf(w, "== plain, cold: mmdebstrap %s from the mirror ours used, then chroot apt-get install %s, then the same packing\n",
+		plain.suite, strings.Join(plain.install, " "))
 	base, err := plain.run()
 	if err != nil {
 		return false, err
