@@ -71,7 +71,7 @@ func (a *app) agentCommand() *cobra.Command {
 	}
 	sf.policyFlags.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&sf.waivers, "waivers", "", "waiver file (YAML list of id, target, justification, approved_by, expires)")
+	sf.waivers.register(cmd)
 	f.StringVar(&sf.failOn, "fail-on", "high", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
 	hf.register(cmd)
 	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")

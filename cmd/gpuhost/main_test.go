@@ -196,7 +196,7 @@ func TestWaivers(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "waivers.yaml")
 	write := func(expires string) {
-		w := "- id: GH-SSH-001\n  target: \"rootfs-weak\"\n  justification: break-glass access on the lab image\n  approved_by: security@example.com\n  expires: " + expires + "\n"
+		w := "- id: GH-SSH-001\n  target: \"rootfs-weak\"\n  justification: break-glass access on the lab image\n  approved_by: security@example.com\n  ticket: SEC-1\n  expires: " + expires + "\n"
 		if err := os.WriteFile(file, []byte(w), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
-	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -104,7 +103,7 @@ func (p *policyFlags) engine(ctx context.Context) (*engine.Engine, error) {
 // scanFlags are the flags every `scan` subcommand takes.
 type scanFlags struct {
 	policyFlags
-	waivers string
+	waivers waiverFlags
 	failOn  string
 	format  string
 	reports []string
@@ -114,7 +113,7 @@ type scanFlags struct {
 func (s *scanFlags) register(cmd *cobra.Command) {
 	s.policyFlags.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&s.waivers, "waivers", "", "waiver file (YAML list of id, target, justification, approved_by, expires)")
+	s.waivers.register(cmd)
 	f.StringVar(&s.failOn, "fail-on", "high", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
 	f.StringVar(&s.format, "format", "", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.StringArrayVar(&s.reports, "report", nil, "also write FORMAT=PATH (repeatable), atomically")
@@ -147,11 +146,11 @@ func (s *scanFlags) scanner(ctx context.Context) (*scan.Scanner, error) {
 		return nil, err
 	}
 	var opts []scan.Option
-	if s.waivers != "" {
-		list, err := waivers.Load(s.waivers)
-		if err != nil {
-			return nil, untrusted(err)
-		}
+	list, err := s.waivers.load(&s.policyFlags)
+	if err != nil {
+		return nil, untrusted(err)
+	}
+	if list != nil {
 		opts = append(opts, scan.WithWaivers(list))
 	}
 	return scan.New(e, opts...), nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuhost/gpuhost/reports"
 )
 
 func waiverFile(t *testing.T, entries ...[2]string) string {
@@ -245,5 +247,60 @@ func TestWaiversCheckMissingTicket(t *testing.T) {
 	}
 	if o := runCommand(t, (*app).waiversCommand, "check", file); o.code != 2 || !strings.Contains(o.stderr, "entry 1 (GH-SSH-002): ticket is required") {
 		t.Errorf("a waiver without a ticket: exit %d, stderr %q; want 2 naming the entry", o.code, o.stderr)
+	}
+}
+
+// TestScanWaiverScopeAndSignature runs the scan end to end: a scoped waiver
+// waives only on targets of its kind and hostname, and under a verification
+// key only a signed, untouched waiver file loads.
+func TestScanWaiverScopeAndSignature(t *testing.T) {
+	priv, pub := rsaKeyFiles(t)
+	_, otherPub := rsaKeyFiles(t)
+	file := filepath.Join(t.TempDir(), "waivers.yaml")
+	write := func(kinds string) {
+		t.Helper()
+		w := "- id: GH-SSH-001\n  target: \"*\"\n  justification: break-glass on the lab image\n  approved_by: security@example.com\n" +
+			"  expires: " + inDays(30) + "\n  ticket: SEC-77\n  scope: {kinds: [" + kinds + "], hosts: [\"gpu-sample-*\"]}\n"
+		if err := os.WriteFile(file, []byte(w), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(o outcome) (string, *reports.Waiver) {
+		t.Helper()
+		for _, r := range jsonReport(t, o).Results {
+			if r.ID == "GH-SSH-001" {
+				return r.Status, r.Waiver
+			}
+		}
+		t.Fatal("no GH-SSH-001 in the report")
+		return "", nil
+	}
+
+	write("rootfs")
+	if st, w := status(gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--format", "json")); st != reports.StatusWaived ||
+		w == nil || w.Ticket != "SEC-77" || w.Scope == nil || w.Scope.Hosts[0] != "gpu-sample-*" {
+		t.Errorf("a waiver scoped to rootfs on gpu-sample-*: %s %+v", st, w)
+	}
+	write("host, image")
+	if st, _ := status(gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--format", "json")); st != reports.StatusFail {
+		t.Errorf("a waiver scoped to hosts and images waived a rootfs: %s", st)
+	}
+
+	write("rootfs")
+	if o := gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--verification-key", pub); o.code != 2 || !strings.Contains(o.stderr, "no signature") {
+		t.Errorf("unsigned waivers under --verification-key: exit %d, stderr %q", o.code, o.stderr)
+	}
+	if o := gpuhost(t, "", "waivers", "sign", file, "--signing-key", priv); o.code != 0 {
+		t.Fatalf("sign: exit %d\n%s", o.code, o.stderr)
+	}
+	if st, _ := status(gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--verification-key", pub, "--format", "json")); st != reports.StatusWaived {
+		t.Errorf("signed waivers under --verification-key: %s", st)
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--waivers-key", otherPub); o.code != 2 || !strings.Contains(o.stderr, "bad signature") {
+		t.Errorf("another key: exit %d, stderr %q", o.code, o.stderr)
+	}
+	write("rootfs, host")
+	if o := gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--verification-key", pub); o.code != 2 || !strings.Contains(o.stderr, "changed after signing") {
+		t.Errorf("tampered waivers: exit %d, stderr %q", o.code, o.stderr)
 	}
 }

@@ -68,7 +68,7 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 		return nil, fmt.Errorf("evaluating policies: %w", err)
 	}
 	target := targetOf(doc)
-	waivers.Apply(results, s.waivers, target.Ref, target.Hostname, s.now())
+	waivers.ApplyTarget(results, s.waivers, target, s.now())
 	sum := sha256.Sum256(raw)
 	rep := &reports.Report{
 		Schema:       reports.Schema,
