@@ -268,12 +268,6 @@ func ApplyTarget(results []reports.Result, list []Waiver, target reports.Target,
 	}
 }
 
-// Apply is ApplyTarget for a target known only by ref and hostname. Its kind
-// is unknown, so waivers scoped to kinds do not apply.
-func Apply(results []reports.Result, list []Waiver, ref, hostname string, now time.Time) {
-	ApplyTarget(results, list, reports.Target{Ref: ref, Hostname: hostname}, now)
-}
-
 func (w *Waiver) report(expired bool) *reports.Waiver {
 	rw := &reports.Waiver{
 		Justification: w.Justification,

@@ -63,7 +63,7 @@ func TestApply(t *testing.T) {
 	}
 
 	rs = results()
-	Apply(rs, list, "/img", "other-host", now)
+	ApplyTarget(rs, list, reports.Target{Ref: "/img", Hostname: "other-host"}, now)
 	if rs[0].Status != reports.StatusFail {
 		t.Errorf("waiver for gpu-node-* applied to other-host")
 	}
