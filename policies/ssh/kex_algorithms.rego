@@ -18,15 +18,17 @@
 #   requires: [ssh]
 package gpuhost.ssh.kex_algorithms
 
-weak(name) if {
-	some p in data.gpuhost.params.ssh_weak_kex
-	endswith(p, "*")
-	startswith(lower(name), lower(trim_suffix(p, "*")))
-}
+# The patterns, lowered once per evaluation rather than once per offered
+# algorithm: exact names as a set, and the prefixes of those ending in "*".
+weak_names := {lower(p) | some p in data.gpuhost.params.ssh_weak_kex}
+
+weak_prefixes := {lower(trim_suffix(p, "*")) | some p in data.gpuhost.params.ssh_weak_kex; endswith(p, "*")}
+
+weak(name) if lower(name) in weak_names
 
 weak(name) if {
-	some p in data.gpuhost.params.ssh_weak_kex
-	lower(name) == lower(p)
+	some prefix in weak_prefixes
+	startswith(lower(name), prefix)
 }
 
 deny contains "parameter ssh_weak_kex is not set" if {
