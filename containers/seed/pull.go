@@ -28,7 +28,7 @@ const (
 	maxBlob = 256 << 30
 	// copyBuffer is the buffer blobs stream through; large enough that
 	// syscalls are not the cost, small enough that memory stays flat.
-	copyBuffer = 1 << 20
+	copyBuffer = 32 << 10
 )
 
 // retryable marks a blob failure worth another try.
@@ -258,10 +258,13 @@ func (p *puller) blob(ctx context.Context, d descriptor) error {
 	if err != nil {
 		return fmt.Errorf("image %s: blob %s: %w", p.t.ref, d.Digest, err)
 	}
+	closed := false
 	defer func() {
 		// Whatever happened, no partial file outlives the attempt.
-		f.Close()
-		os.Remove(f.Name())
+		if !closed {
+			f.Close()
+			os.Remove(f.Name())
+		}
 	}()
 	dl := &download{p: p, d: d, f: f, h: sha256.New()}
 	retries := p.o.Retries
@@ -291,7 +294,13 @@ func (p *puller) blob(ctx context.Context, d descriptor) error {
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("image %s: blob %s: %w", p.t.ref, d.Digest, err)
 	}
-	if err := os.Rename(f.Name(), dst); err != nil {
+	closed = true
+	err = f.Close()
+	if err == nil {
+		err = os.Rename(f.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("image %s: blob %s: %w", p.t.ref, d.Digest, err)
 	}
 	p.out.Fetched += d.Size
@@ -338,8 +347,11 @@ func (dl *download) fetch(ctx context.Context) error {
 	case resp.StatusCode == http.StatusPartialContent && dl.done > 0:
 	case resp.StatusCode == http.StatusOK:
 		// A registry that ignores Range sends it all again: start over.
-		if err := dl.reset(); err != nil {
-			return err
+		// (Only then: truncating a file makes ext4 flush it on close.)
+		if dl.done > 0 {
+			if err := dl.reset(); err != nil {
+				return err
+			}
 		}
 	default:
 		err := fmt.Errorf("image %s: fetching blob %s: %w", ref, dg, transport.CheckError(resp, http.StatusOK))
@@ -348,27 +360,15 @@ func (dl *download) fetch(ctx context.Context) error {
 		}
 		return err
 	}
-	buf := make([]byte, copyBuffer)
-	src := io.LimitReader(resp.Body, dl.d.Size-dl.done+1)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			if _, err := dl.f.Write(buf[:n]); err != nil {
-				return fmt.Errorf("image %s: writing blob %s: %w", ref, dg, err)
-			}
-			dl.h.Write(buf[:n])
-			dl.done += int64(n)
-			if dl.done >= dl.next {
-				dl.p.report(Progress{Ref: ref, Digest: dg, Done: dl.done, Total: dl.d.Size})
-				dl.next = dl.done + ProgressEvery
-			}
+	// The file's ReadFrom copies with its own buffer; the tee hashes each
+	// chunk as it passes, while it is still in cache.
+	src := io.TeeReader(io.LimitReader(resp.Body, dl.d.Size-dl.done+1), dl)
+	if _, err := io.Copy(fileWriter{dl.f}, src); err != nil {
+		var werr writeError
+		if errors.As(err, &werr) {
+			return fmt.Errorf("image %s: writing blob %s: %w", ref, dg, werr.err)
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return retryable{fmt.Errorf("image %s: fetching blob %s: %w", ref, dg, rerr)}
-		}
+		return retryable{fmt.Errorf("image %s: fetching blob %s: %w", ref, dg, err)}
 	}
 	if dl.done != dl.d.Size {
 		err := fmt.Errorf("image %s: blob %s: got %d bytes, the manifest says %d", ref, dg, dl.done, dl.d.Size)
@@ -383,6 +383,33 @@ func (dl *download) fetch(ctx context.Context) error {
 	}
 	dl.p.report(Progress{Ref: ref, Digest: dg, Done: dl.done, Total: dl.d.Size, Complete: true})
 	return nil
+}
+
+// Write hashes and counts what passes to the file and reports progress.
+func (dl *download) Write(b []byte) (int, error) {
+	dl.h.Write(b)
+	dl.done += int64(len(b))
+	if dl.done >= dl.next {
+		dl.p.report(Progress{Ref: dl.p.t.ref, Digest: dl.d.Digest, Done: dl.done, Total: dl.d.Size})
+		dl.next = dl.done + ProgressEvery
+	}
+	return len(b), nil
+}
+
+// fileWriter tells write errors (the disk) from read errors (the network,
+// worth a retry).
+type fileWriter struct{ f *os.File }
+
+type writeError struct{ err error }
+
+func (w writeError) Error() string { return w.err.Error() }
+
+func (w fileWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil {
+		return n, writeError{err}
+	}
+	return n, nil
 }
 
 // reset discards what an attempt wrote.
