@@ -120,6 +120,12 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 	if c.Snapshot != "" {
 		args = append(args, `--aptopt=Acquire::Check-Valid-Until "false"`)
 	}
+	// Keep the package lists mmdebstrap fetched: the provisioners' first
+	// apt-get update then gets "not modified" for them instead of
+	// downloading every Packages index a second time (about 9 MB and a
+	// fifth of the provision step for bookworm). The image ends up with
+	// lists either way once a provisioner runs apt-get update.
+	args = append(args, "--skip=cleanup/apt/lists")
 	if c.AptCacheDir != "" {
 		// The cache is bind-mounted before anything is downloaded and
 		// unmounted before mmdebstrap's cleanup, which would empty it.
@@ -392,7 +398,10 @@ func (s *stepPack) Run(ctx context.Context, state multistep.StateBag) multistep.
 		ui.Say("Writing a qcow2 image " + out)
 		err = mkfs(raw)
 		if err == nil {
-			err = run("qemu-img", "convert", "-c", "-O", "qcow2", raw, out)
+			// -m and -W let qemu-img compress clusters on every core and
+			// write them as they finish; compression is most of the pack
+			// step, and the image reads the same (qemu-img compare).
+			err = run("qemu-img", "convert", "-c", "-m", "16", "-W", "-O", "qcow2", raw, out)
 		}
 		os.Remove(raw)
 		files = []string{out}

@@ -77,7 +77,7 @@ rm -f "$r/usr/sbin/policy-rc.d"
 			if err := b.cmd(ctx, "mkfs.ext4", "-q", "-F", "-L", "rootfs", "-d", rootfs, img, b.imageSize); err != nil {
 				return err
 			}
-			return b.cmd(ctx, "qemu-img", "convert", "-c", "-O", "qcow2", img, filepath.Join(b.dir, "rootfs.qcow2"))
+			return b.cmd(ctx, "qemu-img", "convert", "-c", "-m", "16", "-W", "-O", "qcow2", img, filepath.Join(b.dir, "rootfs.qcow2"))
 		}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
