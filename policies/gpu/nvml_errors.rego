@@ -24,7 +24,7 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 
 deny contains msg if {
 	some d in input.gpu.devices
-	some e in object.get(d, "errors", [])
+	some e in d.errors
 	msg := sprintf("%s: %s", [label(d), e])
 }
 
