@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -64,18 +63,7 @@ func TestProvisionSeedsNGCImages(t *testing.T) {
 
 	// The image holds one OCI layout that go-containerregistry reads back
 	// whole, pinned index and all, with the amd64 image complete.
-	lp, err := layout.FromPath(filepath.Join(root, ImagesDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ii, err := lp.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := ii.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lp, im := seedtest.ReadLayout(t, filepath.Join(root, ImagesDir))
 	if len(im.Manifests) != 2 {
 		t.Fatalf("index.json lists %d images, want 2", len(im.Manifests))
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -64,18 +63,7 @@ func TestPullByDigestWritesAValidLayout(t *testing.T) {
 
 	// go-containerregistry reads the layout back and finds every blob
 	// intact.
-	lp, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := lp.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lp, im := seedtest.ReadLayout(t, dir)
 	if len(im.Manifests) != 1 || im.Manifests[0].Digest.String() != dg ||
 		im.Manifests[0].Annotations[seed.AnnotationContainerdName] != cudaRef ||
 		im.Manifests[0].Annotations[seed.AnnotationRefName] != cudaRef {

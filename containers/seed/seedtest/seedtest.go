@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -109,11 +110,7 @@ func (r *Registry) Push(t testing.TB, repo, tag string, size, layers int64) v1.I
 // Write pushes img as repo:tag.
 func (r *Registry) Write(t testing.TB, repo, tag string, img v1.Image) {
 	t.Helper()
-	ref, err := name.NewTag(r.Host + "/" + repo + ":" + tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(r.tag(t, repo, tag), img); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -121,13 +118,37 @@ func (r *Registry) Write(t testing.TB, repo, tag string, img v1.Image) {
 // WriteIndex pushes idx as repo:tag.
 func (r *Registry) WriteIndex(t testing.TB, repo, tag string, idx v1.ImageIndex) {
 	t.Helper()
+	if err := remote.WriteIndex(r.tag(t, repo, tag), idx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *Registry) tag(t testing.TB, repo, tag string) name.Tag {
+	t.Helper()
 	ref, err := name.NewTag(r.Host + "/" + repo + ":" + tag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
+	return ref
+}
+
+// ReadLayout opens the OCI image layout at dir with go-containerregistry
+// and returns it with its index.json.
+func ReadLayout(t testing.TB, dir string) (layout.Path, *v1.IndexManifest) {
+	t.Helper()
+	lp, err := layout.FromPath(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	ii, err := lp.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lp, im
 }
 
 // Digest returns an image's manifest digest as a string.
