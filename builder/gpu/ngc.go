@@ -99,6 +99,14 @@ func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm pack
 	}
 
 	stage := path.Join(cfg.RemoteFolder, imagesStageName)
+	installed := false
+	defer func() {
+		// A half-uploaded layout must not stay behind in the image; best
+		// effort, since the build is failing for its own reason already.
+		if !installed {
+			_, _, _ = probe(ctx, comm, "rm -rf '"+stage+"'")
+		}
+	}()
 	blobs := seed.UniqueBlobs(pulled)
 	ui.Say(fmt.Sprintf("gpuhost-gpu: uploading %d blobs to %s", len(blobs), stage))
 	for _, b := range blobs {
@@ -120,7 +128,11 @@ func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm pack
 	if err := comm.Upload(scriptPath, strings.NewReader(imagesScript(stage, len(pulled))), nil); err != nil {
 		return fmt.Errorf("ngc_images: uploading %s: %w", scriptPath, err)
 	}
-	return runScript(ctx, ui, comm, cfg, scriptPath, "install ngc images")
+	if err := runScript(ctx, ui, comm, cfg, scriptPath, "install ngc images"); err != nil {
+		return err
+	}
+	installed = true
+	return nil
 }
 
 // imagesScript moves the staged layout into place whole (a layout from an

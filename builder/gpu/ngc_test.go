@@ -220,3 +220,35 @@ func TestPrepareRefusesUnpinnedAndForeignImages(t *testing.T) {
 		t.Errorf("allowed registry refused: %v", err)
 	}
 }
+
+// failingUpload is a target whose disk fills up after a few files.
+type failingUpload struct {
+	*dirComm
+	left int
+}
+
+func (f *failingUpload) Upload(dst string, r io.Reader, fi *os.FileInfo) error {
+	if f.left == 0 {
+		return fmt.Errorf("no space left on device")
+	}
+	f.left--
+	return f.dirComm.Upload(dst, r, fi)
+}
+
+func TestProvisionCleansUpAFailedUpload(t *testing.T) {
+	reg := seedtest.New(t)
+	raw, _, _ := twoBases(t, reg)
+	root := newTarget(t)
+	comm := &failingUpload{dirComm: &dirComm{root: root, planResult: func(io.Writer) int { return 0 }}, left: 3}
+	var p Provisioner
+	if err := p.Prepare(raw); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Provision(context.Background(), packersdk.TestUi(t), comm, nil)
+	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "/tmp/"+imagesStageName) {
+		t.Fatalf("err = %v, want the failed upload named", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "tmp", imagesStageName)); err == nil {
+		t.Error("the half-uploaded layout was left on the target")
+	}
+}
