@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
@@ -222,22 +220,7 @@ var benchPrefix = cmp.Or(os.Getenv("GPUHOST_BENCH_PREFIX"), "gpu/")
 // BenchmarkEvaluateGPUChecks evaluates only the GPU checks (policies/gpu)
 // over one DGX's facts: the cost they add per host (target: < 1 ms).
 func BenchmarkEvaluateGPUChecks(b *testing.B) {
-	only := fstest.MapFS{}
-	err := fs.WalkDir(policies.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasPrefix(p, benchPrefix) || !strings.Contains(p, "/")) {
-			return err
-		}
-		data, err := fs.ReadFile(policies.FS, p)
-		only[p] = &fstest.MapFile{Data: data}
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, err := engine.LoadFS(only, "gpu-only")
-	if err != nil {
-		b.Fatal(err)
-	}
+	src := gpuOnly(b, benchPrefix)
 	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams))
 	if err != nil {
 		b.Fatal(err)

@@ -14,10 +14,10 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 )
 
-// gpuEngine compiles the policies whose path starts with prefix (plus the
-// pack's top-level files: params and schema) into an engine.
-func gpuEngine(b testing.TB, prefix string) *engine.Engine {
-	b.Helper()
+// gpuOnly is the embedded pack cut down to the policies whose path starts
+// with prefix, plus its top-level files (params and their schema).
+func gpuOnly(tb testing.TB, prefix string) *engine.Source {
+	tb.Helper()
 	only := fstest.MapFS{}
 	err := fs.WalkDir(policies.FS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !(strings.HasPrefix(p, prefix) || !strings.Contains(p, "/")) {
@@ -28,12 +28,19 @@ func gpuEngine(b testing.TB, prefix string) *engine.Engine {
 		return err
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	src, err := engine.LoadFS(only, "gpu-only")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return src
+}
+
+// gpuEngine compiles the policies whose path starts with prefix.
+func gpuEngine(b testing.TB, prefix string) *engine.Engine {
+	b.Helper()
+	src := gpuOnly(b, prefix)
 	// No memo: every iteration is evaluated by OPA, as a fleet of hosts with
 	// differing GPU readings would be.
 	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams), engine.WithMemo(0))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -24,14 +23,7 @@ func TestRealFacts(t *testing.T) {
 	if len(files) == 0 {
 		t.Skip("no real host's facts in testdata/real; gpu-check.sh saves them")
 	}
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := gpuEngine(t, "gpu/")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
