@@ -112,13 +112,8 @@ func (p *puller) pull(ctx context.Context, pinned string) (*Pulled, error) {
 
 // manifest fetches a manifest by digest, checks its hash and stores it.
 func (p *puller) manifest(ctx context.Context, digest string) ([]byte, string, error) {
-	if body, err := os.ReadFile(p.l.BlobPath(digest)); err == nil && sha256Hex(body) == digest {
-		mt, err := mediaType(body, "")
-		if err == nil {
-			p.out.Blobs = append(p.out.Blobs, Blob{Digest: digest, Size: int64(len(body))})
-			p.out.Cached += int64(len(body))
-			return body, mt, nil
-		}
+	if body, mt, ok := p.cachedManifest(digest); ok {
+		return body, mt, nil
 	}
 	u := p.url("manifests", digest)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -154,6 +149,27 @@ func (p *puller) manifest(ctx context.Context, digest string) ([]byte, string, e
 	p.out.Blobs = append(p.out.Blobs, Blob{Digest: digest, Size: int64(len(body))})
 	p.out.Fetched += int64(len(body))
 	return body, mt, nil
+}
+
+// cachedManifest returns a manifest already in the layout, when it is
+// there, small enough and still hashes to its digest.
+func (p *puller) cachedManifest(digest string) ([]byte, string, bool) {
+	name := p.l.BlobPath(digest)
+	fi, err := os.Stat(name)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxManifest {
+		return nil, "", false
+	}
+	body, err := os.ReadFile(name)
+	if err != nil || sha256Hex(body) != digest {
+		return nil, "", false
+	}
+	mt, err := mediaType(body, "")
+	if err != nil {
+		return nil, "", false
+	}
+	p.out.Blobs = append(p.out.Blobs, Blob{Digest: digest, Size: int64(len(body))})
+	p.out.Cached += int64(len(body))
+	return body, mt, true
 }
 
 // mediaType takes the media type from the document, where OCI and Docker v2
