@@ -69,12 +69,12 @@ variable "plugin_version" {
 }
 
 source "gpuhost-rootfs" "debian_12" {
-  suite          = "bookworm"
-  distribution   = "debian"
-  variant        = "minbase"
-  components     = ["main", "contrib", "non-free", "non-free-firmware"]
-  mirror         = var.mirror
-  snapshot       = var.snapshot
+  suite        = "bookworm"
+  distribution = "debian"
+  variant      = "minbase"
+  components   = ["main", "contrib", "non-free", "non-free-firmware"]
+  mirror       = var.mirror
+  snapshot     = var.snapshot
   # nftables comes with the bootstrap, not a provisioner's apt-get: the
   # gpuhost-gpu manifest then lists it as baked, and no second apt-get
   # update runs. The hardening script configures and enables it.
