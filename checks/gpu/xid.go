@@ -129,10 +129,18 @@ func xidTime(s string, now time.Time) (time.Time, bool) {
 	return at(now.Year() - 1), true
 }
 
-// ParseXIDLog returns the XID events in a kernel log, oldest first. Events
-// with a readable time older than window before now are dropped; events
-// without one are kept, since they cannot be shown to be old.
+// ParseXIDLog returns the XID events in a kernel log, oldest first: the
+// newest maxXIDEvents of them, so a log flooded with Xids costs bounded
+// memory. Events with a readable time older than window before now are
+// dropped; events without one are kept, since they cannot be shown to be old.
 func ParseXIDLog(data []byte, now time.Time, window time.Duration) []facts.XIDEvent {
+	return parseXIDLog(data, now, window, false)
+}
+
+// parseXIDLog is ParseXIDLog for a log in either order. newestFirst says
+// the log is newest first (journalctl --reverse): then the first
+// maxXIDEvents are the ones kept, and they are returned in the log's order.
+func parseXIDLog(data []byte, now time.Time, window time.Duration, newestFirst bool) []facts.XIDEvent {
 	var out []facts.XIDEvent
 	marker := []byte(xidMarker)
 	for len(data) > 0 {
@@ -151,12 +159,22 @@ func ParseXIDLog(data []byte, now time.Time, window time.Duration) []facts.XIDEv
 		if ev, ok := ParseXID(string(data[start:end])); ok {
 			if t, ok := xidTime(ev.Time, now); !ok || window <= 0 || !t.Before(now.Add(-window)) {
 				out = append(out, ev)
+				switch {
+				case newestFirst && len(out) == maxXIDEvents:
+					return out
+				case len(out) == 2*maxXIDEvents:
+					// Drop the oldest half; amortised, each event moves once.
+					out = append(out[:0], out[maxXIDEvents:]...)
+				}
 			}
 		}
 		if end >= len(data) {
 			break
 		}
 		data = data[end+1:]
+	}
+	if len(out) > maxXIDEvents {
+		out = out[len(out)-maxXIDEvents:]
 	}
 	return out
 }

@@ -199,8 +199,8 @@ func (c *nvmlCollector) readJournal(ctx context.Context, env *collector.Env, now
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the journal: %w", err)
 	}
-	evs := ParseXIDLog(data, now, c.window)
 	// journalctl wrote newest first.
+	evs := parseXIDLog(data, now, c.window, true)
 	slices.Reverse(evs)
 	for i := range evs {
 		evs[i].Source = JournalSource

@@ -6,10 +6,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
@@ -87,5 +90,30 @@ func TestRunJournalctl(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, _, err := runJournalctl(ctx, "/", since, 1<<20); err == nil || !strings.Contains(err.Error(), "journalctl not found") {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// TestParseXIDLogKeepsNewest: a log flooded with Xids yields the newest
+// maxXIDEvents, oldest first, read in either order.
+func TestParseXIDLogKeepsNewest(t *testing.T) {
+	now := time.Date(2025, 3, 8, 12, 0, 0, 0, time.UTC)
+	var oldestFirst, newestFirst []byte
+	const n = 2*maxXIDEvents + 345
+	for i := range n {
+		line := []byte("2025-03-08T10:00:00+00:00 h kernel: NVRM: Xid (PCI:0000:03:00): " + strconv.Itoa(i) + ", x\n")
+		oldestFirst = append(oldestFirst, line...)
+		newestFirst = append(line, newestFirst...)
+	}
+	for name, evs := range map[string][]facts.XIDEvent{
+		"oldest first": parseXIDLog(oldestFirst, now, 0, false),
+		"newest first": func() []facts.XIDEvent {
+			evs := parseXIDLog(newestFirst, now, 0, true)
+			slices.Reverse(evs)
+			return evs
+		}(),
+	} {
+		if len(evs) != maxXIDEvents || evs[0].Code != n-maxXIDEvents || evs[len(evs)-1].Code != n-1 {
+			t.Errorf("%s: %d events, %d..%d", name, len(evs), evs[0].Code, evs[len(evs)-1].Code)
+		}
 	}
 }
