@@ -34,6 +34,8 @@ func Collectors() []collector.Collector {
 		firewallCollector{},
 		systemdCollector{},
 		manifestCollector{},
+		containersCollector{},
+		sbomCollector{},
 		tlsProbeCollector{},
 	}
 }

@@ -41,6 +41,9 @@ type app struct {
 	logLevel       string
 	cpuProfile     string
 	profile        *os.File
+	// trivyDB is an offline trivy vulnerability DB; when set, every command
+	// that collects facts also matches the target's OS packages against it.
+	trivyDB string
 }
 
 // startProfile starts CPU profiling when --cpuprofile is set; make bench and
@@ -110,7 +113,8 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
+	root.PersistentFlags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): commands that collect facts also match OS packages against it; never downloaded")
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.sbomCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
 	return root
 }
 

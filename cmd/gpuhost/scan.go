@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/policies"
@@ -208,6 +209,9 @@ func (a *app) collectOptions(h *hostFlags) checks.Options {
 	o := checks.Options{Log: a.log}
 	if h != nil {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
+	}
+	if a.trivyDB != "" {
+		o.Collectors = append(checks.All(), trivy.VulnerabilitiesCollector(a.trivyDB))
 	}
 	return o
 }
