@@ -68,18 +68,19 @@ build: check-go
 test: check-go deps packer-sdc
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	PACKER_SDC=$(PACKER_SDC) $(GO) test -count=1 ./...
+	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory build
 	$(GPUHOST) policy test --fail-under $(POLICY_COVERAGE)
 	$(MAKE) --no-print-directory e2e
 
 # The real thing, as root: Packer builds the Debian 12 stand-in image with
-# the plugin installed offline, and the builder's own end-to-end tests
-# (a minimal build, Ctrl-C and SIGKILL mid-build) prove no mount leaks.
+# the plugin installed offline, the builder's own end-to-end tests (a minimal
+# build, Ctrl-C and SIGKILL mid-build) prove no mount leaks, and the gate
+# publishes to a real docker-registry process.
 .PHONY: e2e
 e2e: check-go build-deps build packer plugin
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) \
-	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/
+	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))
