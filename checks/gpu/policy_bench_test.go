@@ -38,23 +38,23 @@ func gpuOnly(tb testing.TB, prefix string) *engine.Source {
 }
 
 // gpuEngine compiles the policies whose path starts with prefix.
-func gpuEngine(b testing.TB, prefix string) *engine.Engine {
-	b.Helper()
-	src := gpuOnly(b, prefix)
+func gpuEngine(tb testing.TB, prefix string) *engine.Engine {
+	tb.Helper()
+	src := gpuOnly(tb, prefix)
 	// No memo: every iteration is evaluated by OPA, as a fleet of hosts with
 	// differing GPU readings would be.
 	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams), engine.WithMemo(0))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return e
 }
 
 // fullDGXDocument is a collected mock DGX A100 plus the installed stack
 // (gpu_driver), so that every GPU check runs rather than being gated out.
-func fullDGXDocument(b testing.TB) *engine.Document {
-	b.Helper()
-	f := collectHost(b, dgxA100(), hostTree(b, "550.54.15", kernLog))
+func fullDGXDocument(tb testing.TB) *engine.Document {
+	tb.Helper()
+	f := collectHost(tb, dgxA100(), hostTree(tb, "550.54.15", kernLog))
 	f.GPUDriver = &facts.GPUDriver{
 		Packages:            []facts.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
 		Version:             "550.54.15",
@@ -70,7 +70,7 @@ func fullDGXDocument(b testing.TB) *engine.Document {
 	f.Record("gpu_driver", facts.StatusOK, "")
 	doc, _, err := engine.NewDocument(f)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return doc
 }
