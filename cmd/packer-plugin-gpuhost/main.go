@@ -1,6 +1,7 @@
 // Command packer-plugin-gpuhost is the gpuhost Packer plugin. Installed as
 // github.com/gpuhost/gpuhost, its components are `source "gpuhost-rootfs"`,
-// `provisioner "gpuhost-gpu"` and `post-processor "gpuhost-gate"`.
+// `provisioner "gpuhost-gpu"`, `post-processor "gpuhost-gate"` and
+// `data "gpuhost-ngc"`.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/builder/gate"
 	"github.com/gpuhost/gpuhost/builder/gpu"
+	"github.com/gpuhost/gpuhost/builder/ngc"
 	"github.com/gpuhost/gpuhost/builder/rootfs"
 	"github.com/gpuhost/gpuhost/builder/version"
 	"github.com/gpuhost/gpuhost/containers/trivy"
@@ -30,6 +32,7 @@ func run() error {
 	pps.RegisterProvisioner("gpu", new(gpu.Provisioner))
 	// The gate publishes an SBOM beside every image; trivy makes it.
 	pps.RegisterPostProcessor("gate", &gate.PostProcessor{SBOM: trivy.SBOM})
+	pps.RegisterDatasource("ngc", new(ngc.Datasource))
 	pps.SetVersion(version.PluginVersion)
 	return pps.Run()
 }
