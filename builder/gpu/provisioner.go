@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
@@ -56,6 +58,7 @@ const (
 	planName           = "gpuhost-gpu-plan.sh"
 	manifestStageName  = "gpuhost-gpu-manifest.json"
 	manifestScriptName = "gpuhost-gpu-manifest.sh"
+	sbomStageName      = "gpuhost-gpu-sbom.cdx.json"
 	// maxProbeOutput bounds what a small probe command may print: the
 	// target is not trusted to stop talking.
 	maxProbeOutput = 1 << 20
@@ -315,8 +318,8 @@ func BuildTime(now time.Time) (time.Time, error) {
 }
 
 // writeManifest mirrors the files the manifest reads from the target into a
-// local tree, builds the manifest there with the same code the CLI uses, and
-// installs it on the target.
+// local tree, builds the manifest and the CycloneDX SBOM there with the same
+// code the CLI uses, and installs both on the target.
 func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, cfg *Config, now time.Time) error {
 	tmp, err := os.MkdirTemp("", "gpuhost-gpu-manifest-")
 	if err != nil {
@@ -350,20 +353,36 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	if err != nil {
 		return err
 	}
+	if err := downloadOSRelease(comm, tmp); err != nil {
+		return err
+	}
+	bom, err := trivy.SBOMFS(ctx, fsys)
+	if err != nil {
+		return fmt.Errorf("sbom: %w", err)
+	}
 	stage := path.Join(cfg.RemoteFolder, manifestStageName)
 	if err := comm.Upload(stage, bytes.NewReader(data), nil); err != nil {
 		return fmt.Errorf("manifest: uploading to %s: %w", stage, err)
 	}
+	bomStage := path.Join(cfg.RemoteFolder, sbomStageName)
+	if err := comm.Upload(bomStage, bytes.NewReader(bom), nil); err != nil {
+		return fmt.Errorf("sbom: uploading to %s: %w", bomStage, err)
+	}
 	// Installing goes through execute_command like the plan, so that it has
-	// the same privileges; the rename makes the new manifest appear whole.
+	// the same privileges; the renames make each file appear whole.
 	script := fmt.Sprintf(`set -eu
-mkdir -p /etc/gpuhost
+mkdir -p /etc/gpuhost %[4]s
 cp '%[1]s' %[2]s.tmp
 chmod 0644 %[2]s.tmp
 mv -f %[2]s.tmp %[2]s
 rm -f '%[1]s'
 echo "gpuhost-gpu: manifest written to %[2]s"
-`, stage, manifest.Path)
+cp '%[3]s' %[5]s.tmp
+chmod 0644 %[5]s.tmp
+mv -f %[5]s.tmp %[5]s
+rm -f '%[3]s'
+echo "gpuhost-gpu: SBOM written to %[5]s"
+`, stage, manifest.Path, bomStage, path.Dir(system.SBOMPath), system.SBOMPath)
 	scriptPath := path.Join(cfg.RemoteFolder, manifestScriptName)
 	if err := comm.Upload(scriptPath, strings.NewReader(script), nil); err != nil {
 		return fmt.Errorf("manifest: uploading %s: %w", scriptPath, err)
@@ -416,6 +435,23 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	}
 	l.n -= int64(len(p))
 	return l.w.Write(p)
+}
+
+// downloadOSRelease fetches the target's os-release into the local mirror,
+// where the SBOM reads which distribution its packages belong to. Debian and
+// Ubuntu keep it in /usr/lib, with /etc/os-release a link to it.
+func downloadOSRelease(comm packersdk.Communicator, tmp string) error {
+	var errs []error
+	for _, name := range []string{"/usr/lib/os-release", "/etc/os-release"} {
+		dst := filepath.Join(tmp, filepath.FromSlash(name))
+		err := download(comm, name, dst)
+		if err == nil {
+			return nil
+		}
+		_ = os.Remove(dst)
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("sbom: the target has no readable os-release: %w", errors.Join(errs...))
 }
 
 func download(comm packersdk.Communicator, name, dst string) error {

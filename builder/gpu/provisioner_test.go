@@ -18,6 +18,7 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
@@ -251,8 +252,16 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 	if m.Build.Time != "2025-03-04T05:06:07Z" || m.Build.Template != "debian-12-gpu" {
 		t.Errorf("build %+v", m.Build)
 	}
+	// The SBOM lists the same inventory, where the sbom collector reads it.
+	bom, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(system.SBOMPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(bom, []byte(`"bomFormat": "CycloneDX"`)) || !bytes.Contains(bom, []byte("pkg:deb/debian/libnvidia-ml1@535.261.03-1")) {
+		t.Errorf("SBOM does not list libnvidia-ml1:\n%.600s", bom)
+	}
 	// Staged files are cleaned up on the target.
-	for _, name := range []string{planName, manifestStageName, manifestScriptName} {
+	for _, name := range []string{planName, manifestStageName, manifestScriptName, sbomStageName} {
 		if _, err := os.Stat(filepath.Join(root, "tmp", name)); err == nil && name != planName {
 			t.Errorf("/tmp/%s left on the target", name)
 		}
