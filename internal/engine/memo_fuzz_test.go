@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzDigestAgrees feeds untrusted JSON through both ways a document reaches
+// the engine: parsed straight to AST (collected facts) and decoded to Go
+// values (saved facts). Any value both accept must digest alike, or the memo
+// would answer one kind of document with the other's outcomes for a
+// different value, or never share them at all; neither may panic.
+func FuzzDigestAgrees(f *testing.F) {
+	for _, s := range []string{
+		`null`, `true`, `1`, `1.0`, `-0`, `1e3`, `"a"`, `"\u00e9"`, `"\ud83d\ude00"`, `[]`, `{}`,
+		`{"b":1,"a":[2,{"c":null}]}`, `["a","b"]`, `["ab"]`, `{"":""}`, `[[[[[]]]]]`, `"\xff"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		raw := append(append([]byte(`{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`), value...), '}')
+		fromAST, err := ParseDocument(raw, "fuzz")
+		if err != nil {
+			return
+		}
+		var decoded any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&decoded); err != nil {
+			t.Fatalf("OPA parsed %q, encoding/json did not: %v", raw, err)
+		}
+		fromJSON, err := DocumentFromValue(decoded, "fuzz")
+		if err != nil {
+			t.Fatalf("DocumentFromValue refused what ParseDocument took: %v", err)
+		}
+		paths := [][]string{{"x"}, {"x", "a"}, {"missing"}}
+		a, b := newPathDigests(fromAST, paths), newPathDigests(fromJSON, paths)
+		for id := range paths {
+			okA, okB := a.digest(id), b.digest(id)
+			if okA != okB || a.sums[id] != b.sums[id] {
+				t.Fatalf("path %v of %q: AST digest (%v) and JSON digest (%v) differ", paths[id], value, okA, okB)
+			}
+		}
+		// The lazily converted input must be the AST the parser made.
+		input, err := fromJSON.Input()
+		if err != nil {
+			t.Fatalf("converting %q: %v", raw, err)
+		}
+		if input.Compare(fromAST.Value) != 0 {
+			t.Fatalf("converted input %v, parsed %v", input, fromAST.Value)
+		}
+	})
+}
