@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -86,6 +87,16 @@ func rawImage(t *testing.T, rootfs string) string {
 
 func diskArtifact(t *testing.T, src string, withManifest bool) *fakeArtifact {
 	rootfs := copyRootfs(t, src, withManifest)
+	return (&fakeArtifact{files: []string{rawImage(t, rootfs)}, state: map[string]interface{}{}}).withRootfs(rootfs)
+}
+
+// diskArtifactWithoutSBOM is diskArtifact for an image baked without the
+// SBOM the provisioner writes, so the gate has to make one.
+func diskArtifactWithoutSBOM(t *testing.T, src string) *fakeArtifact {
+	rootfs := copyRootfs(t, src, true)
+	if err := os.Remove(filepath.Join(rootfs, filepath.FromSlash(system.SBOMPath))); err != nil {
+		t.Fatal(err)
+	}
 	return (&fakeArtifact{files: []string{rawImage(t, rootfs)}, state: map[string]interface{}{}}).withRootfs(rootfs)
 }
 
@@ -208,15 +219,7 @@ func TestPassingGatePublishesWithThreeReferrers(t *testing.T) {
 		if r.ArtifactType != publish.ArtifactTypeManifest {
 			continue
 		}
-		img, err := remote.Image(mustDigest(t, host+"/gpu/hardened@"+r.Digest.String()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, _ := img.Layers()
-		rc, _ := ls[0].Compressed()
-		got, _ := io.ReadAll(rc)
-		rc.Close()
-		if string(got) != bakedManifest {
+		if got := referrerContent(t, host+"/gpu/hardened@"+r.Digest.String()); string(got) != bakedManifest {
 			t.Errorf("manifest referrer holds %q", got)
 		}
 	}
@@ -242,6 +245,29 @@ func threeReferrers(t *testing.T, ref string, opts ...publish.Option) []v1.Descr
 		t.Errorf("referrers of %s: %v, want exactly %v", ref, types, want)
 	}
 	return refs
+}
+
+// referrerContent is the one blob a referrer manifest carries.
+func referrerContent(t *testing.T, ref string) []byte {
+	t.Helper()
+	img, err := remote.Image(mustDigest(t, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("referrer %s: %d layers, %v", ref, len(ls), err)
+	}
+	rc, err := ls[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func mustDigest(t *testing.T, s string) name.Digest {
@@ -285,7 +311,7 @@ func TestPublishNeedsAllEvidence(t *testing.T) {
 	host := newRegistry(t)
 	pub := map[string]interface{}{"params": params, "publish": map[string]interface{}{"repository": host + "/gpu/x"}}
 	noManifest := diskArtifact(t, hardened, false)
-	withManifest := diskArtifact(t, hardened, true)
+	withManifest := diskArtifactWithoutSBOM(t, hardened)
 	dirOnly := copyRootfs(t, hardened, true)
 	for _, tc := range []struct {
 		name   string
@@ -311,6 +337,34 @@ func TestPublishNeedsAllEvidence(t *testing.T) {
 	}
 	if repos := catalog(t, host); len(repos) != 0 {
 		t.Errorf("pushed %v", repos)
+	}
+}
+
+// TestPublishAttachesTheCarriedSBOM: an image that carries its SBOM is
+// published with that SBOM, even with its rootfs gone and no generator.
+func TestPublishAttachesTheCarriedSBOM(t *testing.T) {
+	host := newRegistry(t)
+	art := diskArtifact(t, hardened, true)
+	art = &fakeArtifact{files: art.files, state: map[string]interface{}{"rootfs": ""}}
+	p := configure(t, map[string]interface{}{"params": params, "reports": []string{"json"}, "publish": map[string]interface{}{"repository": host + "/gpu/carried"}})
+	p.SBOM = nil
+	u := newUI()
+	out, _, _, err := p.PostProcess(context.Background(), u, art)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, u.out)
+	}
+	res := out.State("published").(*publish.Result)
+	want, err := os.ReadFile(filepath.Join(hardened, filepath.FromSlash(system.SBOMPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range threeReferrers(t, host+"/gpu/carried@"+res.Image.Digest) {
+		if r.ArtifactType != publish.ArtifactTypeSBOM {
+			continue
+		}
+		if got := referrerContent(t, host+"/gpu/carried@"+r.Digest.String()); !bytes.Equal(got, want) {
+			t.Errorf("SBOM referrer is not the SBOM the image carries (%d bytes, want %d)", len(got), len(want))
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/manifest"
@@ -166,12 +167,6 @@ func (p *PostProcessor) canPublish(t target) error {
 	if t.disk == "" {
 		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the artifact has no disk image to push (use output_format raw or qcow2)")
 	}
-	if p.SBOM == nil {
-		return errors.New("gpuhost-gate: publish.repository is set, but this build of the plugin has no SBOM generator; nothing is pushed without an SBOM")
-	}
-	if t.rootfs == "" {
-		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the rootfs directory of %s is gone, so no SBOM can be made; keep it (the rootfs builder's remove_rootfs = false)", t.disk)
-	}
 	return nil
 }
 
@@ -282,17 +277,16 @@ func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, 
 	if err != nil {
 		return publish.Result{}, err
 	}
-	man, err := readManifest(t)
+	man, err := readFromTarget(t, manifest.Path)
 	if err != nil {
 		return publish.Result{}, err
 	}
-	ui.Say("gpuhost-gate: making the SBOM of " + t.rootfs)
-	sbom, err := p.SBOM(ctx, t.rootfs)
-	if err != nil {
-		return publish.Result{}, fmt.Errorf("making the SBOM of %s: %w", t.rootfs, err)
+	if man == nil {
+		return publish.Result{}, fmt.Errorf("publish: %s has no %s (the gpuhost-gpu provisioner writes it); nothing is pushed without it", t.base(), manifest.Path)
 	}
-	if len(sbom) == 0 {
-		return publish.Result{}, fmt.Errorf("making the SBOM of %s: empty", t.rootfs)
+	sbom, err := p.sbom(ctx, ui, t)
+	if err != nil {
+		return publish.Result{}, err
 	}
 	tag := cfg.Tag
 	if tag == "" {
@@ -335,14 +329,43 @@ func reportJSON(rep *reports.Report) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// maxManifest bounds the baked manifest: a full package inventory is a few
-// hundred KiB.
-const maxManifest = 16 << 20
+// maxEvidence bounds the manifest and the SBOM read from the image: a full
+// package inventory is a few MB, so this only stops a hostile file.
+const maxEvidence = 64 << 20
 
-// readManifest reads /etc/gpuhost/manifest.json from the disk image when
-// there is one (it is what ships), else from the rootfs, never following a
-// link out of either.
-func readManifest(t target) ([]byte, error) {
+// sbom is the SBOM the image carries (the provisioner writes it at bake
+// time, so the evidence matches what ships); an image without one gets one
+// made from its rootfs directory.
+func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t target) ([]byte, error) {
+	data, err := readFromTarget(t, system.SBOMPath)
+	if err != nil {
+		return nil, err
+	}
+	if data != nil {
+		ui.Say("gpuhost-gate: attaching the SBOM the image carries at " + system.SBOMPath)
+		return data, nil
+	}
+	if p.SBOM == nil {
+		return nil, fmt.Errorf("publish: %s carries no %s and this build of the plugin has no SBOM generator; nothing is pushed without an SBOM", t.base(), system.SBOMPath)
+	}
+	if t.rootfs == "" {
+		return nil, fmt.Errorf("publish: %s carries no %s and its rootfs directory is gone, so no SBOM can be made; keep it (the rootfs builder's remove_rootfs = false)", t.base(), system.SBOMPath)
+	}
+	ui.Say("gpuhost-gate: making the SBOM of " + t.rootfs)
+	data, err = p.SBOM(ctx, t.rootfs)
+	if err != nil {
+		return nil, fmt.Errorf("making the SBOM of %s: %w", t.rootfs, err)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("making the SBOM of %s: empty", t.rootfs)
+	}
+	return data, nil
+}
+
+// readFromTarget reads one file from the disk image when there is one (it is
+// what ships), else from the rootfs, never following a link out of either.
+// A file that is not there is (nil, nil).
+func readFromTarget(t target, name string) ([]byte, error) {
 	var fsys sysroot.FS
 	if t.disk != "" {
 		img, err := diskimage.Open(t.disk)
@@ -359,12 +382,12 @@ func readManifest(t target) ([]byte, error) {
 		defer closer.Close()
 		fsys = root
 	}
-	data, err := fsys.ReadFileLimit(manifest.Path, maxManifest)
+	data, err := fsys.ReadFileLimit(name, maxEvidence)
 	if sysroot.IsNotExist(err) {
-		return nil, fmt.Errorf("publish: %s has no %s (the gpuhost-gpu provisioner writes it); nothing is pushed without it", t.base(), fsys.Display(manifest.Path))
+		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fsys.Display(manifest.Path), err)
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
 	}
 	return data, nil
 }
