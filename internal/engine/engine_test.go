@@ -67,6 +67,12 @@ deny contains msg if {
 
 func newEngine(t *testing.T, files map[string]string, params map[string]any) *Engine {
 	t.Helper()
+	return newEngineWith(t, files, WithParams(params))
+}
+
+// newEngineWith compiles the given policy files with further options.
+func newEngineWith(t *testing.T, files map[string]string, opts ...Option) *Engine {
+	t.Helper()
 	fsys := fstest.MapFS{}
 	for k, v := range files {
 		fsys[k] = &fstest.MapFile{Data: []byte(v)}
@@ -75,7 +81,7 @@ func newEngine(t *testing.T, files map[string]string, params map[string]any) *En
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(context.Background(), WithSource(src), WithParams(params))
+	e, err := New(context.Background(), append([]Option{WithSource(src)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

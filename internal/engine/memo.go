@@ -428,6 +428,20 @@ func (d *pathDigests) digest(id int) bool {
 
 func appendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
 
+// appendText writes a tagged, length-prefixed string: numbers and strings.
+func appendText(b []byte, tag byte, s string) []byte {
+	b = append(b, tag)
+	b = appendLen(b, len(s))
+	return append(b, s...)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 't')
+	}
+	return append(b, 'f')
+}
+
 // appendCanonical writes v in a form where two values are written alike only
 // if they are equal: a type tag, then lengths before contents, and object
 // keys and set members in OPA's sorted order.
@@ -440,21 +454,13 @@ func appendCanonical(b []byte, v ast.Value, depth int) ([]byte, bool) {
 	case ast.Null:
 		b = append(b, 'n')
 	case ast.Boolean:
-		if v {
-			b = append(b, 't')
-		} else {
-			b = append(b, 'f')
-		}
+		b = appendBool(b, bool(v))
 	case ast.Number:
 		// Numbers compare by value in Rego but are written as text: two
 		// spellings of one number only cost a miss.
-		b = append(b, 'd')
-		b = appendLen(b, len(v))
-		b = append(b, v...)
+		b = appendText(b, 'd', string(v))
 	case ast.String:
-		b = append(b, 's')
-		b = appendLen(b, len(v))
-		b = append(b, v...)
+		b = appendText(b, 's', string(v))
 	case *ast.Array:
 		b = append(b, 'a')
 		b = appendLen(b, v.Len())
@@ -502,19 +508,11 @@ func appendCanonicalAny(b []byte, v any, depth int) ([]byte, bool) {
 	case nil:
 		b = append(b, 'n')
 	case bool:
-		if v {
-			b = append(b, 't')
-		} else {
-			b = append(b, 'f')
-		}
+		b = appendBool(b, v)
 	case json.Number:
-		b = append(b, 'd')
-		b = appendLen(b, len(v))
-		b = append(b, v...)
+		b = appendText(b, 'd', string(v))
 	case string:
-		b = append(b, 's')
-		b = appendLen(b, len(v))
-		b = append(b, v...)
+		b = appendText(b, 's', v)
 	case []any:
 		b = append(b, 'a')
 		b = appendLen(b, len(v))
@@ -530,9 +528,7 @@ func appendCanonicalAny(b []byte, v any, depth int) ([]byte, bool) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			b = append(b, 's')
-			b = appendLen(b, len(k))
-			b = append(b, k...)
+			b = appendText(b, 's', k)
 			if b, ok = appendCanonicalAny(b, v[k], depth+1); !ok {
 				break
 			}

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
@@ -95,19 +93,7 @@ deny contains m if {
 
 func memoEngine(t *testing.T, entries int, files map[string]string) *Engine {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	for k, v := range files {
-		fsys[k] = &fstest.MapFile{Data: []byte(v)}
-	}
-	src, err := LoadFS(fsys, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(context.Background(), WithSource(src), WithMemo(entries))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return newEngineWith(t, files, WithMemo(entries))
 }
 
 func TestReadSets(t *testing.T) {

@@ -41,14 +41,7 @@ func BenchmarkEvaluate(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	b.ReportAllocs()
-	reportCPU(b, func() {
-		for b.Loop() {
-			if _, err := sc.engine.Evaluate(ctx, doc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	measure(b, func() error { _, err := sc.engine.Evaluate(ctx, doc); return err })
 }
 
 // BenchmarkEvaluateFleet is the engine over a fleet of hosts built from one
@@ -59,17 +52,11 @@ func BenchmarkEvaluateFleet(b *testing.B) {
 	ctx := context.Background()
 	for _, file := range benchDocs {
 		docs := fleetDocs(b, file, 64)
-		b.Run(file, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			reportCPU(b, func() {
-				for b.Loop() {
-					if _, err := sc.engine.Evaluate(ctx, docs[i%len(docs)]); err != nil {
-						b.Fatal(err)
-					}
-					i++
-				}
-			})
+		i := 0
+		stage(b, file, func() error {
+			i++
+			_, err := sc.engine.Evaluate(ctx, docs[i%len(docs)])
+			return err
 		})
 	}
 }
@@ -102,21 +89,17 @@ func fleetDocs(b *testing.B, file string, n int) []*engine.Document {
 func BenchmarkSavedDocument(b *testing.B) {
 	sc, data := benchScanner(b, engine.WithMemo(0))
 	ctx := context.Background()
-	b.ReportAllocs()
-	reportCPU(b, func() {
-		for b.Loop() {
-			decoded, err := facts.DecodeJSON(data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			doc, err := engine.DocumentFromValue(decoded, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := sc.Document(ctx, doc, data); err != nil {
-				b.Fatal(err)
-			}
+	measure(b, func() error {
+		decoded, err := facts.DecodeJSON(data)
+		if err != nil {
+			return err
 		}
+		doc, err := engine.DocumentFromValue(decoded, "bench")
+		if err != nil {
+			return err
+		}
+		_, err = sc.Document(ctx, doc, data)
+		return err
 	})
 }
 
@@ -130,57 +113,38 @@ func BenchmarkSavedDocumentParts(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(file+"/validate", func(b *testing.B) {
-			b.ReportAllocs()
-			reportCPU(b, func() {
-				for b.Loop() {
-					if _, err := facts.DecodeJSON(data); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
 		decoded, err := facts.DecodeJSON(data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(file+"/convert", func(b *testing.B) {
-			b.ReportAllocs()
-			reportCPU(b, func() {
-				for b.Loop() {
-					if _, err := engine.DocumentFromValue(decoded, "bench"); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
 		doc, err := engine.DocumentFromValue(decoded, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(file+"/report", func(b *testing.B) {
-			b.ReportAllocs()
-			reportCPU(b, func() {
-				for b.Loop() {
-					if _, err := sc.Document(ctx, doc, data); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
 		rep, err := sc.Document(ctx, doc, data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(file+"/marshal", func(b *testing.B) {
-			b.ReportAllocs()
-			reportCPU(b, func() {
-				for b.Loop() {
-					if _, err := json.Marshal(rep); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
+		stage(b, file+"/validate", func() error { _, err := facts.DecodeJSON(data); return err })
+		stage(b, file+"/convert", func() error { _, err := engine.DocumentFromValue(decoded, "bench"); return err })
+		stage(b, file+"/report", func() error { _, err := sc.Document(ctx, doc, data); return err })
+		stage(b, file+"/marshal", func() error { _, err := json.Marshal(rep); return err })
 	}
+}
+
+// stage benchmarks one step of the pipeline as a sub-benchmark.
+func stage(b *testing.B, name string, step func() error) {
+	b.Run(name, func(b *testing.B) { measure(b, step) })
+}
+
+// measure runs step b.N times, reporting allocations and CPU time per op.
+func measure(b *testing.B, step func() error) {
+	b.ReportAllocs()
+	reportCPU(b, func() {
+		for b.Loop() {
+			if err := step(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
