@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -50,7 +52,9 @@ type Engine struct {
 	// by their indices. Checks the gate skips are left out of the query, so
 	// a rootfs never pays for the live GPU checks, nor a host without a
 	// GPU for the device checks.
-	combined sync.Map
+	combined   sync.Map
+	nCombined  atomic.Int64
+	maxQueries int64
 	// reads is, per check, what it reads from input; memo remembers
 	// outcomes by a digest of that (see memo.go). memo is nil when off.
 	reads     []*readSet
@@ -132,7 +136,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler}
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined}
 	e.digest = digestOf(raw, params)
 	if !o.memoSet {
 		o.memo = DefaultMemoEntries
@@ -370,9 +374,15 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		}
 		run = append(run, i)
 	}
+	gated := run
 	run, keys := e.recall(doc, run, out)
 	if len(run) == 0 {
 		return out, nil
+	}
+	if len(run) < len(gated) && !e.haveQuery(run) && e.nCombined.Load() >= e.maxQueries {
+		// Too many distinct sets of misses: evaluate the whole gated set,
+		// whose query is kept, rather than prepare one per host.
+		run = gated
 	}
 	input, err := doc.Input()
 	if err != nil {
@@ -418,23 +428,49 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	return out, nil
 }
 
+// maxCombined bounds the prepared queries kept, one per set of checks run
+// together. With the memo the set follows what each host misses, which a
+// varied fleet could make into very many sets.
+const maxCombined = 256
+
+// queryKey names a set of checks by their indices.
+func queryKey(run []int) string {
+	key := make([]byte, 0, 4*len(run))
+	for _, i := range run {
+		key = strconv.AppendInt(key, int64(i), 10)
+		key = append(key, ',')
+	}
+	return string(key)
+}
+
+func (e *Engine) haveQuery(run []int) bool {
+	_, ok := e.combined.Load(queryKey(run))
+	return ok
+}
+
 // queryFor returns the prepared query that evaluates exactly the checks at
-// the given indices, preparing it on first use.
+// the given indices, preparing it on first use and keeping it while fewer
+// than maxQueries are kept.
 func (e *Engine) queryFor(run []int) (*rego.PreparedEvalQuery, error) {
-	var key strings.Builder
+	key := queryKey(run)
+	if q, ok := e.combined.Load(key); ok {
+		return q.(*rego.PreparedEvalQuery), nil
+	}
 	subset := make([]Check, len(run))
 	for j, i := range run {
-		fmt.Fprintf(&key, "%d,", i)
 		subset[j] = e.checks[i]
-	}
-	if q, ok := e.combined.Load(key.String()); ok {
-		return q.(*rego.PreparedEvalQuery), nil
 	}
 	q, err := e.prepare(combinedQuery(subset))
 	if err != nil {
 		return nil, fmt.Errorf("preparing the query: %w", err)
 	}
-	actual, _ := e.combined.LoadOrStore(key.String(), &q)
+	if e.nCombined.Load() >= e.maxQueries {
+		return &q, nil
+	}
+	actual, loaded := e.combined.LoadOrStore(key, &q)
+	if !loaded {
+		e.nCombined.Add(1)
+	}
 	return actual.(*rego.PreparedEvalQuery), nil
 }
 

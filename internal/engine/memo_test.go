@@ -246,3 +246,39 @@ func TestDigestBoundsDepth(t *testing.T) {
 		t.Error("a document nested past the bound was digested")
 	}
 }
+
+// TestPreparedQueriesStayBounded makes every host miss a different set of
+// checks: past the bound the engine evaluates the whole gated set instead
+// of keeping one more prepared query, with the same results.
+func TestPreparedQueriesStayBounded(t *testing.T) {
+	tlsPolicy := strings.NewReplacer("GH-MEMO-002", "GH-MEMO-005", "memo.whole", "memo.tls",
+		`"big" if count(input) > 100`, `"no nginx" if count(input.tls.nginx) == 0`).Replace(wholePolicy)
+	files := map[string]string{"memo/reads.rego": readsPolicy, "memo/tls.rego": tlsPolicy}
+	cold := memoEngine(t, 0, files)
+	warm := memoEngine(t, 100, files)
+	warm.maxQueries = 1
+	hosts := []string{
+		memoJSON("a", `"x"`, false),
+		// Only GH-MEMO-001's inputs change: it alone misses.
+		memoJSON("b", `"y"`, false),
+		memoJSON("c", `"z"`, true),
+	}
+	for i, js := range hosts {
+		want := mustEval(t, cold, doc(t, js))
+		if got := mustEval(t, warm, doc(t, js)); !reflect.DeepEqual(got, want) {
+			t.Errorf("host %d: got %+v, want %+v", i, got, want)
+		}
+	}
+	// New keeps the query of every check; host b misses GH-MEMO-001 alone,
+	// a set that would be a second query.
+	if n := warm.nCombined.Load(); n != 1 {
+		t.Errorf("%d prepared queries kept, want the bound, 1", n)
+	}
+	unbounded := memoEngine(t, 100, files)
+	for _, js := range hosts {
+		mustEval(t, unbounded, doc(t, js))
+	}
+	if n := unbounded.nCombined.Load(); n < 2 {
+		t.Errorf("the hosts made %d distinct sets of misses; the test needs at least 2", n)
+	}
+}
