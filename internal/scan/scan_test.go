@@ -2,11 +2,14 @@ package scan
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policies"
@@ -98,6 +101,74 @@ func TestExitCode(t *testing.T) {
 	for _, c := range cases {
 		if got := ExitCode(c.reps, c.failOn); got != c.want {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestMemoMatchesEvaluationOnThePack runs the default pack over a mixed
+// fleet twice, with and without the engine's memo, in an order where hosts
+// of one shape follow hosts of another: every report must be the same.
+func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
+	src, err := engine.LoadFS(policies.FS, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := engine.New(context.Background(), engine.WithSource(src), engine.WithMemo(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := engine.New(context.Background(), engine.WithSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"testdata/hardened-facts.json", "testdata/weak-facts.json",
+		"../../policies/testdata/compliant-host.json", "../../policies/testdata/noncompliant-image.json"}
+	var fleet [][]byte
+	for round := range 2 {
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fleet = append(fleet, data)
+			// The same host with its identity changed reads alike to
+			// every check but gets its own report header.
+			fleet = append(fleet, []byte(strings.Replace(string(data), `"target":{`, fmt.Sprintf(`"target":{"hostname":"h%d",`, round), 1)))
+		}
+	}
+	for i, data := range fleet {
+		decoded, err := facts.DecodeJSON(data)
+		if err != nil {
+			// The policy fixtures need not carry every collector field the
+			// schema wants; parse those without it.
+			doc, perr := engine.ParseDocument(data, "fixture")
+			if perr != nil {
+				t.Fatalf("document %d: %v / %v", i, err, perr)
+			}
+			compare(t, i, cold, warm, doc, doc)
+			continue
+		}
+		a, _ := engine.DocumentFromValue(decoded, "fleet")
+		b, _ := engine.DocumentFromValue(decoded, "fleet")
+		compare(t, i, cold, warm, a, b)
+	}
+}
+
+func compare(t *testing.T, i int, cold, warm *engine.Engine, a, b *engine.Document) {
+	t.Helper()
+	want, err := cold.Evaluate(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := warm.Evaluate(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		for j := range want {
+			if !reflect.DeepEqual(got[j], want[j]) {
+				t.Errorf("document %d, %s: memo %s %q, evaluation %s %q", i, want[j].ID, got[j].Status, got[j].Messages, want[j].Status, want[j].Messages)
+			}
 		}
 	}
 }
