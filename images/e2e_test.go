@@ -134,6 +134,13 @@ func TestE2EDebian12(t *testing.T) {
 	if wants, _ := filepath.Glob(filepath.Join(rootfs, "etc/systemd/system/*.wants/nftables.service")); len(wants) == 0 {
 		t.Error("nftables.service is not enabled in the image (no *.wants/nftables.service link)")
 	}
+	// The builder bootstraps with dpkg's unsafe-io; the image must not keep it.
+	confs, _ := filepath.Glob(filepath.Join(rootfs, "etc/dpkg/dpkg.cfg.d/*"))
+	for _, c := range confs {
+		if b, err := os.ReadFile(c); err == nil && strings.Contains(string(b), "unsafe-io") {
+			t.Errorf("%s in the image sets dpkg unsafe-io", strings.TrimPrefix(c, rootfs))
+		}
+	}
 	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
 	gateImage(t, gpuhost, qcows[0])
 	bin, err := os.ReadFile(gpuhost)

@@ -218,7 +218,10 @@ func TestMmdebstrapArgsAptCache(t *testing.T) {
 	got := mmdebstrapArgs(c, "/w/rootfs")
 	want := []string{
 		"--mode=root", "--variant=minbase", "--components=main,contrib", "--include=curl,nvidia-smi=535.261.03-1",
-		"--skip=cleanup/apt/lists", "--dpkgopt=force-unsafe-io", "--skip=essential/unlink",
+		"--skip=cleanup/apt/lists",
+		`--setup-hook=mkdir -p "$1/etc/dpkg/dpkg.cfg.d" && echo force-unsafe-io >"$1/etc/dpkg/dpkg.cfg.d/99gpuhost-bootstrap-unsafe-io"`,
+		`--customize-hook=rm -f "$1/etc/dpkg/dpkg.cfg.d/99gpuhost-bootstrap-unsafe-io"`,
+		"--skip=essential/unlink",
 		`--setup-hook=mkdir -p "$1/var/cache/apt/archives" && mount --bind '/var/cache/gh' "$1/var/cache/apt/archives"`,
 		`--customize-hook=umount "$1/var/cache/apt/archives"`,
 		"bookworm", "/w/rootfs", "http://mirror.example.test/debian",

@@ -104,6 +104,10 @@ func (s *stepPrepareDirs) Cleanup(state multistep.StateBag) {
 	}
 }
 
+// unsafeIOConf is the dpkg configuration that lives only while mmdebstrap
+// runs.
+const unsafeIOConf = "etc/dpkg/dpkg.cfg.d/99gpuhost-bootstrap-unsafe-io"
+
 // mmdebstrapArgs returns mmdebstrap's arguments for c, building into rootfs.
 func mmdebstrapArgs(c *Config, rootfs string) []string {
 	args := []string{
@@ -128,9 +132,12 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 	args = append(args, "--skip=cleanup/apt/lists")
 	// dpkg fsyncs every file it unpacks; for a tree that is packed into an
 	// image afterwards (and rebuilt from scratch if the machine crashes)
-	// that buys nothing and costs a third of the bootstrap. mmdebstrap
-	// removes the option from the rootfs when it is done.
-	args = append(args, "--dpkgopt=force-unsafe-io")
+	// that buys nothing and costs a third of the bootstrap. A hook, not
+	// --dpkgopt, which mmdebstrap would leave in the image for good.
+	args = append(args,
+		`--setup-hook=mkdir -p "$1/etc/dpkg/dpkg.cfg.d" && echo force-unsafe-io >"$1/`+unsafeIOConf+`"`,
+		`--customize-hook=rm -f "$1/`+unsafeIOConf+`"`,
+	)
 	if c.AptCacheDir != "" {
 		// The cache is bind-mounted before anything is downloaded and
 		// unmounted before mmdebstrap's cleanup, which would empty it.
