@@ -31,35 +31,132 @@ const maxReported = 5
 
 var (
 	compileOnce sync.Once
-	compiled    *jsonschema.Schema
+	compiled    *validator
 	compileErr  error
 )
 
+// validator holds the compiled schema. Besides the whole schema it keeps
+// the schema split at the top level: a shell that checks only the root
+// object's own keywords (type, required, additionalProperties) and one
+// schema per top-level property. Validating each member against its own
+// schema and the object against the shell accepts exactly what the whole
+// schema accepts, because the root has no keyword that looks at a member in
+// context; the split lets a member that many hosts share, byte for byte
+// (the package inventory of one image), be parsed and validated once.
+type validator struct {
+	full  *jsonschema.Schema
+	shell *jsonschema.Schema            // nil when the schema cannot be split
+	props map[string]*jsonschema.Schema // by top-level property name
+	names map[string]string             // every property name in the schema
+	memo  *memberMemo                   // nil: no memo
+}
+
 // schema compiles SchemaJSON once; the compiled schema is safe for
 // concurrent use.
-func schema() (*jsonschema.Schema, error) {
+func schema() (*validator, error) {
 	compileOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-		if err != nil {
-			compileErr = fmt.Errorf("parsing embedded facts schema: %w", err)
-			return
-		}
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		c.AssertFormat()
-		// No loader: the schema is self-contained and must never reach
-		// the network or the file system.
-		c.UseLoader(noLoader{})
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			compileErr = fmt.Errorf("loading embedded facts schema: %w", err)
-			return
-		}
-		compiled, compileErr = c.Compile(schemaURL)
-		if compileErr != nil {
-			compileErr = fmt.Errorf("compiling embedded facts schema: %w", compileErr)
+		compiled, compileErr = compile(SchemaJSON)
+		if compiled != nil {
+			compiled.memo = newMemberMemo(memoBytes)
 		}
 	})
 	return compiled, compileErr
+}
+
+// splitKeywords are the root keywords the split knows how to honour; any
+// other keyword at the root and the schema is only ever used whole.
+var splitKeywords = map[string]bool{
+	"$schema": true, "$id": true, "title": true, "description": true, "$defs": true,
+	"type": true, "required": true, "additionalProperties": true, "properties": true,
+}
+
+func compile(schemaJSON []byte) (*validator, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("parsing embedded facts schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	// No loader: the schema is self-contained and must never reach
+	// the network or the file system.
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("loading embedded facts schema: %w", err)
+	}
+	v := &validator{names: map[string]string{}}
+	if v.full, err = c.Compile(schemaURL); err != nil {
+		return nil, fmt.Errorf("compiling embedded facts schema: %w", err)
+	}
+	collectNames(doc, v.names, 0)
+	root, _ := doc.(map[string]any)
+	props, _ := root["properties"].(map[string]any)
+	splittable := root != nil && props != nil && root["additionalProperties"] == false
+	shellProps := map[string]any{}
+	for k := range root {
+		splittable = splittable && splitKeywords[k]
+	}
+	for name := range props {
+		// The name goes into a URL fragment unescaped.
+		splittable = splittable && plainName(name)
+		shellProps[name] = true
+	}
+	if !splittable {
+		return v, nil
+	}
+	shell := map[string]any{"properties": shellProps}
+	for _, k := range []string{"$schema", "type", "required", "additionalProperties"} {
+		if x, ok := root[k]; ok {
+			shell[k] = x
+		}
+	}
+	if err := c.AddResource(shellURL, shell); err != nil {
+		return nil, fmt.Errorf("loading embedded facts schema: %w", err)
+	}
+	if v.shell, err = c.Compile(shellURL); err != nil {
+		return nil, fmt.Errorf("compiling embedded facts schema: %w", err)
+	}
+	v.props = map[string]*jsonschema.Schema{}
+	for name := range props {
+		if v.props[name], err = c.Compile(schemaURL + "#/properties/" + name); err != nil {
+			return nil, fmt.Errorf("compiling embedded facts schema: %w", err)
+		}
+	}
+	return v, nil
+}
+
+// shellURL names the split schema's shell inside the compiler.
+const shellURL = "https://github.com/gpuhost/gpuhost/checks/facts/schema-shell.json"
+
+func plainName(s string) bool {
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// collectNames gathers every key of every "properties" object in the schema.
+func collectNames(node any, names map[string]string, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch n := node.(type) {
+	case map[string]any:
+		if props, ok := n["properties"].(map[string]any); ok {
+			for name := range props {
+				names[name] = name
+			}
+		}
+		for _, x := range n {
+			collectNames(x, names, depth+1)
+		}
+	case []any:
+		for _, x := range n {
+			collectNames(x, names, depth+1)
+		}
+	}
 }
 
 type noLoader struct{}
@@ -95,25 +192,100 @@ func ValidateJSON(data []byte) error {
 
 // DecodeJSON parses a facts document and validates it against the schema,
 // returning the decoded value (objects as map[string]any, numbers as
-// json.Number) so that callers need not parse the same bytes twice.
+// json.Number) so that callers need not parse the same bytes twice. Parts of
+// the value may be shared with the values of other documents that hold the
+// same bytes there, so it must not be modified.
 func DecodeJSON(data []byte) (any, error) {
-	sch, err := schema()
+	v, err := schema()
 	if err != nil {
 		return nil, err
 	}
+	return v.decode(data)
+}
+
+// decode parses and validates data member by member (see validator). Any
+// failure on the way hands the document to decodeWhole, so that every error
+// is the reference parse's or the whole schema's, worded as it always was.
+func (v *validator) decode(data []byte) (any, error) {
+	if v.shell == nil {
+		return v.decodeWhole(data)
+	}
+	p := newParser(v.names)
+	defer p.release()
+	p.reset(data)
+	if p.dec.PeekKind() != '{' {
+		return v.decodeWhole(data)
+	}
+	if _, err := p.dec.ReadToken(); err != nil {
+		return v.decodeWhole(data)
+	}
+	obj := map[string]any{}
+	valid := true
+	for p.dec.PeekKind() != '}' {
+		name, err := p.str(true)
+		if err != nil {
+			return v.decodeWhole(data)
+		}
+		raw, err := p.dec.ReadValue()
+		if err != nil {
+			return v.decodeWhole(data)
+		}
+		if tree, ok := v.memo.get(name, raw); ok {
+			obj[name] = tree
+			continue
+		}
+		tree, err := parseJSON(raw, v.names)
+		if err != nil {
+			return v.decodeWhole(data)
+		}
+		obj[name] = tree
+		if sch := v.props[name]; sch != nil {
+			if sch.Validate(tree) != nil {
+				valid = false
+				continue
+			}
+			v.memo.put(name, raw, tree)
+		}
+	}
+	if _, err := p.dec.ReadToken(); err != nil {
+		return v.decodeWhole(data)
+	}
+	if err := p.end(); err != nil {
+		return v.decodeWhole(data)
+	}
+	if valid && v.shell.Validate(obj) == nil {
+		return obj, nil
+	}
+	if err := v.validateWhole(obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// decodeWhole is the reference path: encoding/json's parse and the whole
+// schema.
+func (v *validator) decodeWhole(data []byte) (any, error) {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("parsing facts document: %w", err)
 	}
-	err = sch.Validate(inst)
+	if err := v.validateWhole(inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// validateWhole holds inst to the whole schema and words its violations.
+func (v *validator) validateWhole(inst any) error {
+	err := v.full.Validate(inst)
 	if err == nil {
-		return inst, nil
+		return nil
 	}
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
-		return nil, fmt.Errorf("validating facts document: %w", err)
+		return fmt.Errorf("validating facts document: %w", err)
 	}
-	return nil, summarize(verr)
+	return summarize(verr)
 }
 
 // violation is one leaf of the validator's error tree.

@@ -1,0 +1,222 @@
+package facts
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/json/jsontext"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"unicode/utf8"
+)
+
+// jsonOptions are the syntax rules of encoding/json's Decoder, which
+// jsonschema.UnmarshalJSON (the reference parse) uses: a repeated name keeps
+// its last value, and invalid UTF-8 becomes U+FFFD rather than an error. A
+// document must parse the same here as there, or the schema would judge a
+// different value than the engine sees.
+var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// decoderPool keeps jsontext decoders, whose buffers and name tables are
+// the bulk of a small document's allocations.
+var decoderPool = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
+
+// parser turns JSON into the tree the validator and the engine take:
+// objects as map[string]any, arrays as []any, numbers as json.Number.
+type parser struct {
+	dec *jsontext.Decoder
+	rd  bytes.Reader
+	// names holds the schema's property names, so that the names every
+	// document repeats share one string instead of each allocating its own.
+	names map[string]string
+}
+
+func newParser(names map[string]string) *parser {
+	return &parser{dec: decoderPool.Get().(*jsontext.Decoder), names: names}
+}
+
+// release returns the decoder to the pool; p must not be used afterwards.
+func (p *parser) release() {
+	p.rd.Reset(nil)
+	p.dec.Reset(&p.rd)
+	decoderPool.Put(p.dec)
+	p.dec = nil
+}
+
+// reset points the parser at data.
+func (p *parser) reset(data []byte) {
+	p.rd.Reset(data)
+	p.dec.Reset(&p.rd, jsonOptions...)
+}
+
+// value reads one whole value. Nesting is bounded by the decoder, which
+// refuses more than 10,000 levels, as encoding/json does.
+func (p *parser) value() (any, error) {
+	switch p.dec.PeekKind() {
+	case '{':
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		obj := map[string]any{}
+		for p.dec.PeekKind() != '}' {
+			name, err := p.str(true)
+			if err != nil {
+				return nil, err
+			}
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			obj[name] = v
+		}
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	case '[':
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		arr := []any{}
+		for p.dec.PeekKind() != ']' {
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return arr, nil
+	case '"':
+		return p.str(false)
+	case '0':
+		raw, err := p.dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(raw), nil
+	default:
+		// null, true, false, or the decoder's error for anything else.
+		tok, err := p.dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		switch tok.Kind() {
+		case 'n':
+			return nil, nil
+		case 't', 'f':
+			return tok.Bool(), nil
+		}
+		return nil, fmt.Errorf("unexpected %v", tok.Kind())
+	}
+}
+
+// str reads a string. Most strings hold no escape and valid UTF-8, so their
+// text is the raw bytes between the quotes; the rest are unquoted by the
+// decoder itself so that every replacement rule stays its own.
+func (p *parser) str(name bool) (string, error) {
+	raw, err := p.dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if raw.Kind() != '"' {
+		return "", fmt.Errorf("want a string, got %v", raw.Kind())
+	}
+	text := raw[1 : len(raw)-1]
+	if bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text) {
+		if name {
+			if s, ok := p.names[string(text)]; ok {
+				return s, nil
+			}
+		}
+		return string(text), nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsonOptions...)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return "", err
+	}
+	return tok.String(), nil
+}
+
+// end reports whether only whitespace follows the value just read, as the
+// reference parse demands.
+func (p *parser) end() error {
+	if _, err := p.dec.ReadToken(); err != io.EOF {
+		return errors.New("invalid character after top-level value")
+	}
+	return nil
+}
+
+// parseJSON parses one whole document.
+func parseJSON(data []byte, names map[string]string) (any, error) {
+	p := newParser(names)
+	defer p.release()
+	p.reset(data)
+	v, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// memoBytes bounds the raw JSON the member memo keeps. The parsed trees it
+// holds are several times larger, so this also bounds their memory.
+const memoBytes = 8 << 20
+
+// memberMemo remembers top-level members that parsed and validated, keyed
+// by their exact bytes: the same bytes are the same value, so the same
+// verdict. Only valid members are kept; a document with a bad one always
+// goes through the whole schema. Safe for concurrent use.
+type memberMemo struct {
+	mu    sync.RWMutex
+	limit int
+	size  int
+	trees map[string]map[string]any // member name, then raw bytes
+}
+
+func newMemberMemo(limit int) *memberMemo {
+	return &memberMemo{limit: limit, trees: map[string]map[string]any{}}
+}
+
+// get returns the tree of a member seen before. A nil memo holds nothing.
+func (m *memberMemo) get(name string, raw []byte) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tree, ok := m.trees[name][string(raw)]
+	return tree, ok
+}
+
+// put remembers a valid member. When the memo would outgrow its limit it
+// starts over: members that differ on every host (the target, GPU
+// counters) fill it and never come back, while the shared ones return at
+// their next sighting.
+func (m *memberMemo) put(name string, raw []byte, tree any) {
+	if m == nil || len(raw) > m.limit {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.size+len(raw) > m.limit {
+		clear(m.trees)
+		m.size = 0
+	}
+	byRaw := m.trees[name]
+	if byRaw == nil {
+		byRaw = map[string]any{}
+		m.trees[name] = byRaw
+	}
+	if _, ok := byRaw[string(raw)]; !ok {
+		byRaw[string(raw)] = tree
+		m.size += len(raw)
+	}
+}

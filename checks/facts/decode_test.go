@@ -1,0 +1,118 @@
+package facts
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// agree decodes data on the member-by-member path, with and without the
+// memo, and on the reference path, and fails unless all three give the same
+// tree or the same error.
+func agree(t *testing.T, v *validator, data []byte) {
+	t.Helper()
+	want, wantErr := v.decodeWhole(data)
+	cold := *v
+	cold.memo = nil
+	for _, path := range []struct {
+		name string
+		v    *validator
+	}{{"cold", &cold}, {"memo", v}, {"memo again", v}} {
+		got, err := path.v.decode(data)
+		// The validator words a violation from map iteration, so two runs
+		// may list the same names in another order; the kind of error
+		// (parse or schema) must agree.
+		if (err == nil) != (wantErr == nil) || err != nil && errKind(err) != errKind(wantErr) {
+			t.Fatalf("%s: error %v, reference error %v\n%q", path.name, err, wantErr, data)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: decoded %#v, reference %#v\n%q", path.name, got, want, data)
+		}
+	}
+}
+
+func errKind(err error) string {
+	kind, _, _ := strings.Cut(err.Error(), ":")
+	return kind
+}
+
+func testValidator(t testing.TB) *validator {
+	v, err := compile(SchemaJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.shell == nil {
+		t.Fatal("the facts schema is not split; every document takes the slow path")
+	}
+	v.memo = newMemberMemo(1 << 20)
+	return v
+}
+
+func TestDecodeAgreesWithReference(t *testing.T) {
+	v := testValidator(t)
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no testdata documents")
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agree(t, v, data)
+	}
+	for _, s := range decodeSeeds {
+		agree(t, v, []byte(s))
+	}
+}
+
+// TestMemoBounded fills a small memo past its limit and checks it starts
+// over instead of growing.
+func TestMemoBounded(t *testing.T) {
+	m := newMemberMemo(100)
+	for i := range 50 {
+		m.put("x", []byte{byte(i), 1, 2, 3, 4, 5, 6, 7, 8, 9}, i)
+		if m.size > 100 {
+			t.Fatalf("memo holds %d bytes, limit 100", m.size)
+		}
+	}
+	if _, ok := m.get("x", []byte{49, 1, 2, 3, 4, 5, 6, 7, 8, 9}); !ok {
+		t.Error("the newest member is not in the memo")
+	}
+	if _, ok := m.get("x", []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}); ok {
+		t.Error("the oldest member survived a full memo")
+	}
+}
+
+// decodeSeeds are documents at the edges of the two parsers: repeated
+// names, escapes, invalid UTF-8, trailing data, members that are wrong only
+// in their second occurrence.
+var decodeSeeds = []string{
+	``, `{`, `[]`, `null`, `"x"`, `1`, `{}`, ` {} `, `{} {}`, `{} x`, `{}}`,
+	`{"schema":"gpuhost.facts/v1"}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"collectors":{"os":{"status":"ok"}}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{"os":{"status":"bad"}},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a\u00e9\ud800\"","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{}}`,
+	"{\"schema\":\"gpuhost.facts/v1\",\"target\":{\"kind\":\"host\",\"ref\":\"a\xff\xfe\",\"scanned_at\":\"2025-03-01T12:00:00Z\"},\"collectors\":{}}",
+	"{\"sch\\u0065ma\":\"gpuhost.facts/v1\",\"target\":{\"kind\":\"host\",\"ref\":\"\",\"scanned_at\":\"2025-03-01T12:00:00Z\"},\"collectors\":{},\"cgroup\":{\"version\":2.0,\"source\":\"x\"}}",
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"cgroup":{"version":1e400,"source":"x"}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"manifest":{"a":[1,-0.5e-3,true,false,null,{"b":{}}]}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"kernal":{}}`,
+}
+
+// FuzzDecodeJSON holds the fast path to the reference path on any input.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	if data, err := os.ReadFile(filepath.Join("testdata", "good-full.json")); err == nil {
+		f.Add(data)
+	}
+	v := testValidator(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		agree(t, v, data)
+	})
+}
