@@ -46,8 +46,30 @@ func testValidator(t testing.TB) *validator {
 	if v.shell == nil {
 		t.Fatal("the facts schema is not split; every document takes the slow path")
 	}
+	if v.fast == nil {
+		t.Fatal("the facts schema does not compile for fastCheck; every member takes the slow validator")
+	}
 	v.memo = newMemberMemo(1 << 20)
 	return v
+}
+
+// TestFastCheckAcceptsExample makes sure the fast path is taken: every
+// member of the example document is certain to fastCheck.
+func TestFastCheckAcceptsExample(t *testing.T) {
+	v := testValidator(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "good-full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := parseJSON(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, member := range doc.(map[string]any) {
+		if !v.fast[name].fastCheck(member, 0) {
+			t.Errorf("%s: fastCheck is not certain of a valid member", name)
+		}
+	}
 }
 
 func TestDecodeAgreesWithReference(t *testing.T) {
@@ -101,6 +123,13 @@ var decodeSeeds = []string{
 	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"cgroup":{"version":1e400,"source":"x"}}`,
 	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"manifest":{"a":[1,-0.5e-3,true,false,null,{"b":{}}]}}`,
 	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"kernal":{}}`,
+	`{"schema":{},"target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"cgroup":{"version":-1e-400,"source":"x"}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{},"cgroup":{"version":2.0,"source":"x"}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2016-12-31T23:59:60Z"},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-02-29T12:00:00Z"},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2024-02-29t12:00:00.5+23:59"},"collectors":{}}`,
+	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2024-02-29T12:00:00.5+24:00"},"collectors":{}}`,
 }
 
 // FuzzDecodeJSON holds the fast path to the reference path on any input.
