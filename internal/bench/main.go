@@ -28,8 +28,21 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures) or "rootfs" (scan rootfs and Lynis)`)
+	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file and exit, for profiling with gpuhost --cpuprofile")
 	flag.Parse()
-	if err := run(*gpuhost, *sample, *packages, *files, *docs, *runs); err != nil {
+	if *writeFleet != "" {
+		if err := writeRealisticFleet(*gpuhost, *sample, *docs, *writeFleet); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *only != "" && *only != "facts" && *only != "rootfs" {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts or rootfs, not %q\n", *only)
+		os.Exit(2)
+	}
+	if err := run(*gpuhost, *sample, *packages, *files, *docs, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,13 +69,17 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
+func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int, only string) error {
 	tmp, err := os.MkdirTemp("", "gpuhost-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
 	tree := filepath.Join(tmp, "rootfs")
+	if only == "facts" {
+		// The facts figures read only the tree's dpkg status.
+		nFiles = 0
+	}
 	if err := buildTree(tree, sample, nPackages, nFiles); err != nil {
 		return fmt.Errorf("building the tree: %w", err)
 	}
@@ -70,28 +87,69 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
 
 	var table []measurement
 
+	if only != "facts" {
+		m, err := measureScanRootfs(gpuhost, tree, runs)
+		if err != nil {
+			return err
+		}
+		table = append(table, m)
+	}
+	if only != "rootfs" {
+		ms, err := measureFleets(gpuhost, sample, tree, nDocs, runs)
+		if err != nil {
+			return err
+		}
+		table = append(table, ms...)
+	}
+	if only != "facts" {
+		if err := measureLynis(tmp, tree, runs, &table); err != nil {
+			return err
+		}
+	}
+
+	fmt.Printf("%-72s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
+	for _, m := range table {
+		fmt.Printf("%-72s %12s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond),
+			m.medianCPU().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
+	}
+	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s\n")
+	fmt.Printf("the machine may be shared: CPU time and documents per CPU-second move far less with load than wall time\n")
+	return nil
+}
+
+func measureScanRootfs(gpuhost, tree string, runs int) (measurement, error) {
 	scanRootfs := measurement{name: "gpuhost scan rootfs"}
 	var out []byte
 	for range runs {
 		res, err := timed("", true, gpuhost, "scan", "rootfs", tree, "--format", "json")
 		if err != nil && exitCode(err) != 1 {
-			return fmt.Errorf("gpuhost scan rootfs: %w\n%s", err, res.stderr)
+			return scanRootfs, fmt.Errorf("gpuhost scan rootfs: %w\n%s", err, res.stderr)
 		}
 		scanRootfs.add(res)
 		out = res.stdout
 	}
 	scanRootfs.finding = summarizeReport(out)
-	table = append(table, scanRootfs)
+	return scanRootfs, nil
+}
 
-	// Two fleets for scan facts: hosts shaped like the sample image (a
-	// dozen packages), and hosts with the generated tree's full 1,500-package
-	// inventory, whose documents are 60 times larger.
+// measureFleets times scan facts over fleets of saved documents. Two
+// shapes of host: the sample image (a dozen packages) and the generated
+// tree's full 1,500-package inventory, whose documents are 60 times larger.
+// Each shape comes as two fleets: "identical image", copies that differ in
+// target.ref only, and "realistic fleet", hosts baked from three images
+// whose GPUs, counters, sockets and a few drifted packages differ host by
+// host (see realisticFleet).
+func measureFleets(gpuhost, sample, tree string, nDocs, runs int) ([]measurement, error) {
+	var table []measurement
 	for _, fleet := range []struct {
 		label, dir string
 		n          int
+		make       func([]byte, int) ([]byte, error)
 	}{
-		{"sample-image hosts", sample, nDocs},
-		{"1,500-package hosts", tree, nDocs / 10},
+		{"identical image, sample-image hosts", sample, nDocs, manyDocs},
+		{"realistic fleet, sample-image hosts", sample, nDocs, realisticFleet},
+		{"identical image, 1,500-package hosts", tree, nDocs / 10, manyDocs},
+		{"realistic fleet, 1,500-package hosts", tree, nDocs / 10, realisticFleet},
 	} {
 		// The same fleet as a report stream (NDJSON, one report per host)
 		// and as the --summary table over all hosts.
@@ -102,15 +160,18 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
 			{"", []string{"--format", "json"}},
 			{" --summary", []string{"--summary"}},
 		} {
-			m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1), mode.args...)
+			m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1), fleet.make, mode.args...)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			m.name = fmt.Sprintf("gpuhost scan facts%s (%d %s)", mode.label, fleet.n, fleet.label)
+			m.name = fmt.Sprintf("gpuhost scan facts%s (%d docs, %s)", mode.label, fleet.n, fleet.label)
 			table = append(table, m)
 		}
 	}
+	return table, nil
+}
 
+func measureLynis(tmp, tree string, runs int, table *[]measurement) error {
 	if lynis, err := exec.LookPath("lynis"); err == nil {
 		m := measurement{name: "lynis audit system --rootdir"}
 		report := filepath.Join(tmp, "lynis-report.dat")
@@ -123,29 +184,22 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int) error {
 			m.add(res)
 		}
 		m.finding = summarizeLynis(report)
-		table = append(table, m)
+		*table = append(*table, m)
 	} else {
 		fmt.Println("lynis not found: install it (make bench does) to compare")
 	}
-
-	fmt.Printf("%-56s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
-	for _, m := range table {
-		fmt.Printf("%-56s %12s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond),
-			m.medianCPU().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
-	}
-	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s\n")
 	return nil
 }
 
 // measureScanFacts evaluates n saved documents of the target at dir in one
 // `scan facts` call with the given flags, runs times.
-func measureScanFacts(gpuhost, dir string, n, runs int, flags ...string) (measurement, error) {
+func measureScanFacts(gpuhost, dir string, n, runs int, makeDocs func([]byte, int) ([]byte, error), flags ...string) (measurement, error) {
 	var m measurement
 	doc, err := exec.Command(gpuhost, "facts", "rootfs", dir).Output()
 	if err != nil {
 		return m, fmt.Errorf("gpuhost facts rootfs %s: %w", dir, err)
 	}
-	ndjson, err := manyDocs(doc, n)
+	ndjson, err := makeDocs(doc, n)
 	if err != nil {
 		return m, err
 	}
@@ -154,6 +208,7 @@ func measureScanFacts(gpuhost, dir string, n, runs int, flags ...string) (measur
 		return m, err
 	}
 	defer os.Remove(input)
+	docKB := len(ndjson) / n / 1024
 	ndjson = nil
 	for range runs {
 		res, err := timed(input, false, gpuhost, append([]string{"scan", "facts"}, flags...)...)
@@ -163,7 +218,7 @@ func measureScanFacts(gpuhost, dir string, n, runs int, flags ...string) (measur
 		m.add(res)
 	}
 	m.finding = fmt.Sprintf("%.0f documents/s (%d KB each; %.0f per CPU-second)", float64(n)/m.median().Seconds(),
-		len(doc)/1024, float64(n)/m.medianCPU().Seconds())
+		docKB, float64(n)/m.medianCPU().Seconds())
 	return m, nil
 }
 

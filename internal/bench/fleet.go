@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+// realisticFleet turns one facts document into n hosts the way a GPU fleet
+// looks: baked from three images (the package inventory and configuration
+// shared within an image), while what a running GPU host reports differs
+// host by host: its name and scan time, eight GPUs with their own UUIDs,
+// bus ids and temperatures, error counters that are mostly zero, Xid events
+// on a few hosts, the PIDs behind its sockets, and on one host in twenty a
+// drifted package version or a released hold.
+func realisticFleet(doc []byte, n int) ([]byte, error) {
+	var base facts.Facts
+	if err := json.Unmarshal(doc, &base); err != nil {
+		return nil, fmt.Errorf("parsing facts: %w", err)
+	}
+	if len(base.Packages) == 0 {
+		return nil, fmt.Errorf("the facts document lists no packages to vary")
+	}
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range n {
+		f := base
+		image := i % 3
+		f.Target.Ref = fmt.Sprintf("gpu-node-%05d", i)
+		f.Target.Hostname = f.Target.Ref
+		f.Target.ScannedAt = start.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		f.Packages = hostPackages(base.Packages, image, i)
+		f.GPU = hostGPU(image, i)
+		f.Network = hostNetwork(base.Network, i)
+		if err := enc.Encode(&f); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// hostPackages is the image's inventory, drifted on one host in twenty.
+func hostPackages(base []facts.Package, image, host int) []facts.Package {
+	pkgs := make([]facts.Package, len(base))
+	copy(pkgs, base)
+	// Each image pins its own build of the first package and holds it.
+	pkgs[0].Version += fmt.Sprintf("+image%d", image)
+	pkgs[0].Held = true
+	switch host % 20 {
+	case 7:
+		last := &pkgs[len(pkgs)-1]
+		last.Version += "+drift1"
+	case 13:
+		pkgs[0].Held = false
+	}
+	return pkgs
+}
+
+// hostGPU is an eight-GPU host's live state.
+func hostGPU(image, host int) *facts.GPU {
+	temp := func(d int) *int { t := 31 + (host*7+d*3)%45; return &t }
+	on := true
+	g := &facts.GPU{
+		Available: true, DriverVersion: []string{"535.261.03", "550.163.01", "570.172.08"}[image],
+		CUDADriverVersion: []string{"12.2", "12.4", "12.8"}[image], DriverBranch: []int{535, 550, 570}[image],
+		KernelModuleType: "proprietary", XIDSource: "/var/log/kern.log",
+	}
+	g.NVMLVersion = "12." + g.DriverVersion
+	g.KernelModuleVersion = g.DriverVersion
+	for d := range 8 {
+		dev := facts.GPUDevice{
+			Index: d, Name: "NVIDIA H100 80GB HBM3",
+			UUID:            fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", host*8+d, host%65536, d, image, host*131+d),
+			PCIBusID:        fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
+			ECC:             &facts.ECC{Current: true, Pending: true},
+			RetiredPages:    &facts.RetiredPages{},
+			RemappedRows:    &facts.RemappedRows{},
+			PersistenceMode: &on,
+			MIG:             &facts.MIG{},
+			TemperatureC:    temp(d),
+			PCIe:            &facts.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
+			Architecture:    "hopper", MinDriverBranch: 525,
+		}
+		switch {
+		case host%50 == 3 && d == 2:
+			dev.ECC.UncorrectedAggregate = 2
+			dev.RemappedRows.Uncorrectable = 1
+		case host%37 == 5 && d == 6:
+			dev.RemappedRows.Correctable = 3
+			dev.RetiredPages.Count = 1
+		}
+		g.Devices = append(g.Devices, dev)
+	}
+	if host%100 == 42 {
+		g.XIDEvents = []facts.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
+			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}}
+	}
+	return g
+}
+
+// hostNetwork is the image's listeners, each with this host's PID.
+func hostNetwork(base *facts.Network, host int) *facts.Network {
+	n := &facts.Network{}
+	if base != nil {
+		*n = *base
+	}
+	n.Listening = append([]facts.Listener{}, n.Listening...)
+	n.Listening = append(n.Listening,
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 700 + host%300},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: 9400, Process: "dcgm-exporter", PID: 2000 + host%5000})
+	for i := range n.Listening {
+		n.Listening[i].PID = 600 + (host*13+i*7)%30000
+	}
+	return n
+}
+
+// writeRealisticFleet writes n realistic hosts of the target at dir to file.
+func writeRealisticFleet(gpuhost, dir string, n int, file string) error {
+	doc, err := exec.Command(gpuhost, "facts", "rootfs", dir).Output()
+	if err != nil {
+		return fmt.Errorf("gpuhost facts rootfs %s: %w", dir, err)
+	}
+	ndjson, err := realisticFleet(doc, n)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, ndjson, 0o600)
+}
