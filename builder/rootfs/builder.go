@@ -51,7 +51,9 @@ func plan(c *Config) []namedStep {
 	mount := &stepMount{Mounts: c.Mounts, AptCacheDir: c.AptCacheDir}
 	return []namedStep{
 		{"dirs", &stepPrepareDirs{}},
+		{"cache-lookup", &stepBootstrapCacheLookup{}},
 		{"mmdebstrap", &stepMmdebstrap{}},
+		{"cache-save", &stepBootstrapCacheSave{}},
 		{"policy-rc.d", policy},
 		{"mount", mount},
 		{"provision", &stepProvision{}},

@@ -55,6 +55,16 @@ type Config struct {
 	// `/var/cache/apt/archives` during the bootstrap and while provisioners run, so a rebuild
 	// downloads only what changed. The rootfs itself keeps no package files.
 	AptCacheDir string `mapstructure:"apt_cache_dir" required:"false"`
+	// A directory that keeps bootstrapped trees across builds, as zstd tarballs. Off when empty.
+	// Each entry is keyed by a SHA-256 of everything that decides what mmdebstrap makes: suite,
+	// variant, components, architecture, `extra_packages`, keyring, mirror or snapshot, the
+	// mmdebstrap version and arguments, and the mirror's current `InRelease` file, fetched at build
+	// time, so that an update of the mirror starts a fresh bootstrap. When that file cannot be
+	// fetched the cache is skipped, with the reason in the build's output. A rebuild that finds its
+	// key extracts the tree instead of running mmdebstrap; provisioners then run as before. The
+	// newest 4 entries are kept, and an entry whose checksum does not match is removed and not used.
+	// It must not be inside `output_dir` or `work_dir`, which a build removes.
+	BootstrapCacheDir string `mapstructure:"bootstrap_cache_dir" required:"false"`
 	// What the build produces: `dir` (the rootfs directory), `tar` (`rootfs.tar.zst`),
 	// `raw` (an ext4 file system image, `rootfs.raw`) or `qcow2` (the same, compressed, `rootfs.qcow2`).
 	// Defaults to `dir`.
@@ -237,7 +247,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	for _, p := range []struct {
 		name string
 		val  *string
-	}{{"output_dir", &c.OutputDir}, {"work_dir", &c.WorkDir}, {"apt_cache_dir", &c.AptCacheDir}} {
+	}{{"output_dir", &c.OutputDir}, {"work_dir", &c.WorkDir}, {"apt_cache_dir", &c.AptCacheDir}, {"bootstrap_cache_dir", &c.BootstrapCacheDir}} {
 		if *p.val == "" {
 			continue
 		}
@@ -255,6 +265,16 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 			bad("%s: must not be /", p.name)
 		}
 		*p.val = abs
+	}
+
+	if c.BootstrapCacheDir != "" {
+		for _, d := range []struct{ name, dir string }{{"output_dir", c.OutputDir}, {"work_dir", c.WorkDir}, {"apt_cache_dir", c.AptCacheDir}} {
+			// Inside output_dir, -force would remove the cache; inside the
+			// apt cache, provisioners would see it on /var/cache/apt/archives.
+			if d.dir != "" && within(c.BootstrapCacheDir, d.dir) {
+				bad("bootstrap_cache_dir: %s is inside %s %s", c.BootstrapCacheDir, d.name, d.dir)
+			}
+		}
 	}
 
 	if len(c.Mounts) == 0 {
@@ -312,4 +332,10 @@ func checkMirror(m string) error {
 		return fmt.Errorf("%q: use an http, https or file URL", m)
 	}
 	return nil
+}
+
+// within says whether path is dir or below it; both are clean absolute paths.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

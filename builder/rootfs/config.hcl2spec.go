@@ -28,6 +28,7 @@ type FlatConfig struct {
 	ExtraPackages       []string          `mapstructure:"extra_packages" required:"false" cty:"extra_packages" hcl:"extra_packages"`
 	WorkDir             *string           `mapstructure:"work_dir" required:"false" cty:"work_dir" hcl:"work_dir"`
 	AptCacheDir         *string           `mapstructure:"apt_cache_dir" required:"false" cty:"apt_cache_dir" hcl:"apt_cache_dir"`
+	BootstrapCacheDir   *string           `mapstructure:"bootstrap_cache_dir" required:"false" cty:"bootstrap_cache_dir" hcl:"bootstrap_cache_dir"`
 	OutputFormat        *string           `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
 	OutputDir           *string           `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
 	ImageSize           *string           `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
@@ -65,6 +66,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"extra_packages":             &hcldec.AttrSpec{Name: "extra_packages", Type: cty.List(cty.String), Required: false},
 		"work_dir":                   &hcldec.AttrSpec{Name: "work_dir", Type: cty.String, Required: false},
 		"apt_cache_dir":              &hcldec.AttrSpec{Name: "apt_cache_dir", Type: cty.String, Required: false},
+		"bootstrap_cache_dir":        &hcldec.AttrSpec{Name: "bootstrap_cache_dir", Type: cty.String, Required: false},
 		"output_format":              &hcldec.AttrSpec{Name: "output_format", Type: cty.String, Required: false},
 		"output_dir":                 &hcldec.AttrSpec{Name: "output_dir", Type: cty.String, Required: false},
 		"image_size":                 &hcldec.AttrSpec{Name: "image_size", Type: cty.String, Required: false},

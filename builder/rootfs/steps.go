@@ -168,6 +168,10 @@ func (s *stepMmdebstrap) Run(ctx context.Context, state multistep.StateBag) mult
 			return halt(state, fmt.Errorf("apt_cache_dir: %w", err))
 		}
 	}
+	if cacheHit(state) {
+		ui.Say(fmt.Sprintf("Bootstrapping %s %s (%s) from %s (extracted from the bootstrap cache)", c.Distribution, c.Suite, c.Variant, c.Mirror))
+		return multistep.ActionContinue
+	}
 	args := mmdebstrapArgs(c, rootfs)
 	ui.Say(fmt.Sprintf("Bootstrapping %s %s (%s) from %s", c.Distribution, c.Suite, c.Variant, c.Mirror))
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", makePrivate + `exec mmdebstrap "$@"`, "mmdebstrap"}, args...)...)
