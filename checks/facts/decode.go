@@ -6,6 +6,7 @@ import (
 	"encoding/json/jsontext"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"sync"
 	"unicode/utf8"
@@ -167,22 +168,32 @@ func parseJSON(data []byte, names map[string]string) (any, error) {
 }
 
 // memoBytes bounds the raw JSON the member memo keeps. The parsed trees it
-// holds are several times larger, so this also bounds their memory.
-const memoBytes = 8 << 20
+// holds are many times larger, so this also bounds their memory.
+const memoBytes = 2 << 20
+
+// maxSeen bounds the memo's admission set.
+const maxSeen = 1 << 14
 
 // memberMemo remembers top-level members that parsed and validated, keyed
 // by their exact bytes: the same bytes are the same value, so the same
 // verdict. Only valid members are kept; a document with a bad one always
-// goes through the whole schema. Safe for concurrent use.
+// goes through the whole schema. A member is kept from its second sighting
+// on: the members that differ on every host (the target, GPU counters)
+// would otherwise fill it with trees that never come back. Safe for
+// concurrent use.
 type memberMemo struct {
 	mu    sync.RWMutex
 	limit int
 	size  int
 	trees map[string]map[string]any // member name, then raw bytes
+	// seen holds a hash of each member met once; a collision only admits
+	// a member early, since lookups compare the bytes themselves.
+	seen map[uint64]struct{}
+	seed maphash.Seed
 }
 
 func newMemberMemo(limit int) *memberMemo {
-	return &memberMemo{limit: limit, trees: map[string]map[string]any{}}
+	return &memberMemo{limit: limit, trees: map[string]map[string]any{}, seen: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
 }
 
 // get returns the tree of a member seen before. A nil memo holds nothing.
@@ -196,16 +207,22 @@ func (m *memberMemo) get(name string, raw []byte) (any, bool) {
 	return tree, ok
 }
 
-// put remembers a valid member. When the memo would outgrow its limit it
-// starts over: members that differ on every host (the target, GPU
-// counters) fill it and never come back, while the shared ones return at
-// their next sighting.
+// put offers a valid member. When the memo would outgrow its limit it
+// starts over; the shared members return at their next sightings.
 func (m *memberMemo) put(name string, raw []byte, tree any) {
 	if m == nil || len(raw) > m.limit {
 		return
 	}
+	h := maphash.Bytes(m.seed, raw) ^ maphash.String(m.seed, name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.seen[h]; !ok {
+		if len(m.seen) >= maxSeen {
+			clear(m.seen)
+		}
+		m.seen[h] = struct{}{}
+		return
+	}
 	if m.size+len(raw) > m.limit {
 		clear(m.trees)
 		m.size = 0

@@ -19,7 +19,7 @@ func agree(t *testing.T, v *validator, data []byte) {
 	for _, path := range []struct {
 		name string
 		v    *validator
-	}{{"cold", &cold}, {"memo", v}, {"memo again", v}} {
+	}{{"cold", &cold}, {"memo", v}, {"memo again", v}, {"from the memo", v}} {
 		got, err := path.v.decode(data)
 		// The validator words a violation from map iteration, so two runs
 		// may list the same names in another order; the kind of error
@@ -90,11 +90,29 @@ func TestDecodeAgreesWithReference(t *testing.T) {
 	}
 }
 
+// TestMemoAdmitsOnSecondSighting checks that a member met once is not kept
+// and one met twice is.
+func TestMemoAdmitsOnSecondSighting(t *testing.T) {
+	m := newMemberMemo(1 << 10)
+	m.put("x", []byte("once"), 1)
+	if _, ok := m.get("x", []byte("once")); ok {
+		t.Error("a member met once was kept")
+	}
+	m.put("x", []byte("once"), 1)
+	if _, ok := m.get("x", []byte("once")); !ok {
+		t.Error("a member met twice was not kept")
+	}
+	if _, ok := m.get("y", []byte("once")); ok {
+		t.Error("a member was found under another name")
+	}
+}
+
 // TestMemoBounded fills a small memo past its limit and checks it starts
 // over instead of growing.
 func TestMemoBounded(t *testing.T) {
 	m := newMemberMemo(100)
 	for i := range 50 {
+		m.put("x", []byte{byte(i), 1, 2, 3, 4, 5, 6, 7, 8, 9}, i)
 		m.put("x", []byte{byte(i), 1, 2, 3, 4, 5, 6, 7, 8, 9}, i)
 		if m.size > 100 {
 			t.Fatalf("memo holds %d bytes, limit 100", m.size)

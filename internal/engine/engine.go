@@ -350,7 +350,7 @@ func (d *Document) Input() (ast.Value, error) {
 		if d.Value != nil {
 			return
 		}
-		v, err := ast.InterfaceToValue(d.decoded)
+		v, err := convertDecoded(d.decoded)
 		if err != nil {
 			d.convErr = fmt.Errorf("converting facts %s: %w", d.name, err)
 			return
