@@ -239,17 +239,18 @@ func TestPlan(t *testing.T) {
 		names = append(names, s.name)
 		types = append(types, reflect.TypeOf(s.step).Elem().Name())
 	}
-	want := []string{"dirs", "mmdebstrap", "policy-rc.d", "mount", "provision", "unmount", "pack"}
+	// The cache steps sit around mmdebstrap, before any provisioner.
+	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "policy-rc.d", "mount", "provision", "unmount", "pack"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("plan %v, want %v", names, want)
 	}
-	if types[3] != "stepMount" || types[4] != "stepProvision" || types[6] != "stepPack" {
+	if types[1] != "stepBootstrapCacheLookup" || types[3] != "stepBootstrapCacheSave" || types[5] != "stepMount" || types[6] != "stepProvision" || types[8] != "stepPack" {
 		t.Errorf("step types %v", types)
 	}
 	// The unmount step undoes the very mount and policy-rc.d steps of the plan.
 	steps := plan(c)
-	early := steps[5].step.(*stepEarlyCleanup)
-	if len(early.cleaners) != 2 || early.cleaners[0] != steps[3].step.(earlyCleaner) || early.cleaners[1] != steps[2].step.(earlyCleaner) {
+	early := steps[7].step.(*stepEarlyCleanup)
+	if len(early.cleaners) != 2 || early.cleaners[0] != steps[5].step.(earlyCleaner) || early.cleaners[1] != steps[4].step.(earlyCleaner) {
 		t.Errorf("unmount step cleans %v", early.cleaners)
 	}
 }
