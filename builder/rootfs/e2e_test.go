@@ -144,8 +144,11 @@ func TestE2EPackerBuild(t *testing.T) {
 	e := setupE2E(t)
 	out := filepath.Join(e.dir, "out")
 
+	// A fresh bootstrap cache: the first build misses and fills it, the
+	// second extracts the tree from it.
+	bootCache := filepath.Join(t.TempDir(), "bootstrap")
 	start := time.Now()
-	b, err := e.build(out, "output_format=tar").CombinedOutput()
+	b, err := e.build(out, "output_format=tar", "bootstrap_cache_dir="+bootCache).CombinedOutput()
 	if err != nil {
 		t.Fatalf("packer build: %v\n%s", err, b)
 	}
@@ -169,18 +172,35 @@ func TestE2EPackerBuild(t *testing.T) {
 	}
 	waitNoMounts(t, e.dir)
 	steps := stepSeconds(log)
-	if steps["mmdebstrap"] == "" || steps["total"] == "" {
+	if steps["mmdebstrap"] == "" || steps["cache-save"] == "" || steps["total"] == "" {
 		t.Errorf("no step timings in the output: %v", steps)
 	}
+	if !strings.Contains(log, "bootstrap cache miss ") || !strings.Contains(log, "Bootstrap cache written: "+bootCache) {
+		t.Errorf("the first build did not fill the bootstrap cache")
+	}
 	t.Logf("tar build steps (seconds): %v", steps)
+	status, err := os.ReadFile(filepath.Join(rootfs, "var/lib/dpkg/status"))
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	// A second build reuses the package cache and writes a qcow2 image.
+	// A second build reuses both caches and writes a qcow2 image.
 	start = time.Now()
-	b, err = e.build(out, "output_format=qcow2", "image_size=1G").CombinedOutput()
+	b, err = e.build(out, "output_format=qcow2", "image_size=1G", "bootstrap_cache_dir="+bootCache).CombinedOutput()
 	if err != nil {
 		t.Fatalf("packer build qcow2: %v\n%s", err, b)
 	}
 	t.Logf("warm qcow2 build took %s, steps %v", time.Since(start).Round(time.Second), stepSeconds(string(b)))
+	if !strings.Contains(string(b), "bootstrap cache hit ") {
+		t.Errorf("the second build did not use the bootstrap cache")
+	}
+	again, err := os.ReadFile(filepath.Join(rootfs, "var/lib/dpkg/status"))
+	if err != nil || !bytes.Equal(again, status) {
+		t.Errorf("the tree from the cache has other packages than the bootstrapped one (%v)", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(rootfs, "etc/hello")); err != nil || string(data) != "hello\n" {
+		t.Errorf("provisioners did not run on the cached tree: /etc/hello %q, %v", data, err)
+	}
 	info, err := exec.Command("qemu-img", "info", filepath.Join(out, "rootfs.qcow2")).Output()
 	if err != nil || !bytes.Contains(info, []byte("file format: qcow2")) {
 		t.Errorf("qemu-img info: %v\n%s", err, info)

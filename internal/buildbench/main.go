@@ -1,6 +1,8 @@
 // Command buildbench measures the image builder as a whole: a cold `packer
 // build` of the Debian 12 template with an empty apt cache, a warm rebuild
-// with the cache that build filled, and, in the same run, the plain way of
+// with the cache that build filled (a template that derives its
+// bootstrap_cache_dir from apt_cache_dir also reuses the bootstrapped tree
+// the cold build cached; the report says whether it did), and, in the same run, the plain way of
 // making the same rootfs (mmdebstrap, then apt-get in a chroot, then the same
 // ext4 and qcow2 packing) with its own empty cache. It prints the wall times,
 // the two ratios against their targets and the builder's step timings.

@@ -57,6 +57,22 @@ func TestParseBuildOutput(t *testing.T) {
 	}
 }
 
+func TestParseBootstrapCache(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	for text, want := range map[string]string{
+		"==> b.s: bootstrap cache hit " + key + " (/c/" + key + "-x.tar.zst)":   "hit",
+		"==> b.s: bootstrap cache miss " + key:                                  "miss",
+		"==> b.s: Bootstrap cache not used: cannot read the mirror's Release":   "not used: cannot read the mirror's Release",
+		"==> b.s: Bootstrapping debian bookworm (minbase) from http://m/debian": "",
+	} {
+		var r buildResult
+		_ = r.parse(linesOf(text))
+		if r.bootCache != want {
+			t.Errorf("%q: bootCache %q, want %q", text, r.bootCache, want)
+		}
+	}
+}
+
 func TestParseBuildOutputIncomplete(t *testing.T) {
 	for name, text := range map[string]string{
 		"no timings": "==> b.s: Bootstrapping debian bookworm (minbase) from http://mirror.invalid/debian\n",
@@ -174,8 +190,8 @@ func TestPrintReport(t *testing.T) {
 		{120 * time.Second, 90 * time.Second, true, []string{"1.20    <= 1.15  MISSED", "0.75    <= 0.60  MISSED"}},
 	} {
 		var b bytes.Buffer
-		cold := &buildResult{wall: tc.cold, steps: steps, phases: []timing{{"gpu: hold", time.Second}}}
-		warm := &buildResult{wall: tc.warm, steps: steps[:1]}
+		cold := &buildResult{wall: tc.cold, steps: steps, phases: []timing{{"gpu: hold", time.Second}}, bootCache: "miss"}
+		warm := &buildResult{wall: tc.warm, steps: steps[:1], bootCache: "hit"}
 		if missed := printReport(&b, o, cold, warm, plain, pkgs); missed != tc.missed {
 			t.Errorf("cold %s warm %s: missed = %v", tc.cold, tc.warm, missed)
 		}
@@ -183,6 +199,9 @@ func TestPrintReport(t *testing.T) {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("report lacks %q:\n%s", w, b.String())
 			}
+		}
+		if !strings.Contains(b.String(), "bootstrap cache: cold miss, warm hit") {
+			t.Errorf("report does not say what the bootstrap cache did:\n%s", b.String())
 		}
 		if !strings.Contains(b.String(), "identical in ours and plain (3)") {
 			t.Errorf("report does not say the packages are identical:\n%s", b.String())

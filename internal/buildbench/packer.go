@@ -44,6 +44,9 @@ type buildResult struct {
 	// suite, variant and mirror are from the builder's "Bootstrapping"
 	// line, so the plain build fetches from the very same archive.
 	suite, variant, mirror string
+	// bootCache is what the builder's bootstrap cache did: "hit", "miss",
+	// "not used: REASON", or "" when the template sets no cache.
+	bootCache string
 }
 
 func (p *packerRun) env() []string {
@@ -114,6 +117,7 @@ func runTimed(cmd *exec.Cmd, logFile string) ([]line, time.Duration, error) {
 
 var (
 	bootstrapRE = regexp.MustCompile(`Bootstrapping \S+ (\S+) \((\S+)\) from (\S+)`)
+	bootCacheRE = regexp.MustCompile(`^(?:bootstrap cache (hit|miss) [0-9a-f]{64}|Bootstrap cache (not used: .*))`)
 	stepRowRE   = regexp.MustCompile(`^(\S+)\s+([0-9]+(?:\.[0-9]+)?)$`)
 	// Where the time goes inside the steps: mmdebstrap's phases, each
 	// provisioner starting, each step of the gpuhost-gpu plan, packing.
@@ -145,6 +149,9 @@ func (r *buildResult) parse(lines []line) error {
 		text := uiText(l.text)
 		if m := bootstrapRE.FindStringSubmatch(text); m != nil && r.mirror == "" {
 			r.suite, r.variant, r.mirror = m[1], m[2], m[3]
+		}
+		if m := bootCacheRE.FindStringSubmatch(text); m != nil && r.bootCache == "" {
+			r.bootCache = m[1] + m[2]
 		}
 		if strings.HasPrefix(text, "Unmounting ") || strings.HasPrefix(text, "I: success in ") {
 			endPhase(l.at)

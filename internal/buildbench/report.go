@@ -146,6 +146,7 @@ func printReport(w io.Writer, o options, cold, warm *buildResult, plain *plainRe
 	fmt.Fprintf(w, "%-34s %6.2f %10s  %s\n", "ours cold / plain cold", overhead, fmt.Sprintf("<= %.2f", o.overheadMax), v1)
 	fmt.Fprintf(w, "%-34s %6.2f %10s  %s\n", "ours warm / ours cold", rebuild, fmt.Sprintf("<= %.2f", o.warmMax), v2)
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "bootstrap cache: cold %s, warm %s\n\n", cacheSays(cold), cacheSays(warm))
 
 	fmt.Fprintf(w, "%-34s %9s %9s\n", "our step timings (s)", "cold", "warm")
 	for _, row := range joinTimings(cold.steps, warm.steps) {
@@ -173,6 +174,14 @@ func printReport(w io.Writer, o options, cold, warm *buildResult, plain *plainRe
 		}
 	}
 	return m1 || m2
+}
+
+// cacheSays is what a build's bootstrap cache did, for the report.
+func cacheSays(r *buildResult) string {
+	if r.bootCache == "" {
+		return "off (the template sets no bootstrap_cache_dir)"
+	}
+	return r.bootCache
 }
 
 type timingRow struct{ name, a, b string }

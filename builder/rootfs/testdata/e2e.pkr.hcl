@@ -36,13 +36,19 @@ variable "apt_cache_dir" {
   default = ""
 }
 
+variable "bootstrap_cache_dir" {
+  type    = string
+  default = ""
+}
+
 source "gpuhost-rootfs" "e2e" {
-  suite         = "bookworm"
-  variant       = "minbase"
-  output_format = var.output_format
-  output_dir    = var.output_dir
-  apt_cache_dir = var.apt_cache_dir
-  image_size    = var.image_size
+  suite               = "bookworm"
+  variant             = "minbase"
+  output_format       = var.output_format
+  output_dir          = var.output_dir
+  apt_cache_dir       = var.apt_cache_dir
+  bootstrap_cache_dir = var.bootstrap_cache_dir
+  image_size          = var.image_size
 }
 
 build {
