@@ -293,11 +293,9 @@ func openVerified(e cacheEntry) (*os.File, error) {
 	return f, nil
 }
 
-// extractEntry makes rootfs, which must not exist, from the tarball f.
+// extractEntry fills rootfs, a directory the caller just made, from the
+// tarball f.
 func extractEntry(ctx context.Context, f *os.File, rootfs string) error {
-	if err := os.Mkdir(rootfs, 0o755); err != nil {
-		return err
-	}
 	// A fresh empty directory, a verified tarball this builder wrote, and
 	// GNU tar's refusal of ".." members keep extraction inside rootfs.
 	args := append([]string{"--extract", "--zstd", "--preserve-permissions", "--file", "-"}, tarXattrs...)
@@ -416,11 +414,19 @@ func (s *stepBootstrapCacheLookup) Run(ctx context.Context, state multistep.Stat
 		if e.key != key {
 			continue
 		}
+		// The dirs step removed any earlier rootfs; one that is there now
+		// is not ours to extract into or to remove.
+		if err := os.Mkdir(rootfs, 0o755); err != nil {
+			return skip("%v", err)
+		}
 		f, err := openVerified(e)
 		if err != nil {
 			ui.Error(fmt.Sprintf("Bootstrap cache entry discarded: %v", err))
 			if rerr := os.Remove(e.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				ui.Error(rerr.Error())
+			}
+			if rerr := os.Remove(rootfs); rerr != nil {
+				return halt(state, fmt.Errorf("removing the empty rootfs: %w", rerr))
 			}
 			continue
 		}
