@@ -86,30 +86,34 @@ IMAGE_DIR := $(OUT)/debian-12-gpu
 REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))
 
 .PHONY: demo
-demo: check-go deps build-deps build packer plugin
+demo: check-go deps build-deps build packer plugin crane
 	@mkdir -p $(OUT)
-	@echo "== baking images/debian-12-gpu.pkr.hcl with Packer =="
 	PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
-	cd images && PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins CHECKPOINT_DISABLE=1 $(PACKER) build -force \
-	  -var-file=pins.pkrvars.hcl -var output_dir=$(IMAGE_DIR) -var apt_cache_dir=$(CURDIR)/.cache/apt debian-12-gpu.pkr.hcl
-	@echo "== unpacking the image without mounting it (qemu-img, debugfs) =="
-	qemu-img convert -O raw $(IMAGE_DIR)/*.qcow2 $(OUT)/debian-12-gpu.raw
-	rm -rf $(OUT)/debian-12-gpu-rootfs && mkdir -p $(OUT)/debian-12-gpu-rootfs
-	debugfs -R "rdump / $(OUT)/debian-12-gpu-rootfs" $(OUT)/debian-12-gpu.raw 2>/dev/null
-	rm -f $(OUT)/debian-12-gpu.raw
-	@echo "== gating the baked image =="
-	$(GPUHOST) scan rootfs $(OUT)/debian-12-gpu-rootfs --params images/params-debian-12.yaml --no-color $(call REPORTS,debian-12-gpu) || test $$? -eq 1
+	PACKER=$(PACKER) CRANE=$(CRANE) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
+	  PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
+	@echo "== scanning the baked image without mounting it =="
+	$(GPUHOST) scan image $(IMAGE_DIR)/rootfs.qcow2 --params images/params-debian-12.yaml \
+	  --waivers images/waivers-debian-12.yaml --no-color $(call REPORTS,debian-12-gpu)
 	@echo "== scanning the sample rootfs trees =="
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-hardened --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,sample-rootfs) || test $$? -eq 1
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-weak --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,weak-rootfs) || test $$? -eq 1
 	@echo "== scanning this host =="
 	$(GPUHOST) scan host --no-color $(call REPORTS,host) || test $$? -eq 1
-	@echo; echo "image: $$(ls $(IMAGE_DIR)/*.qcow2)"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
+	@echo; echo "image: $(IMAGE_DIR)/rootfs.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
 
+# crane pushes the demo's base image to the local registry.
+CRANE := $(BIN)/crane
+.PHONY: crane
+crane: check-go
+	@test -x $(CRANE) || $(GO) build -trimpath -o $(CRANE) github.com/google/go-containerregistry/cmd/crane
+
+# Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench
-bench: check-go deps bench-deps build
+bench: check-go deps bench-deps build build-deps packer plugin
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/scan/ ./checks/... ./reports/
+	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/
 	$(GO) run ./internal/bench -gpuhost $(GPUHOST)
+	$(GO) run ./internal/buildbench -packer $(PACKER) -plugin $(PLUGIN)
 
 .PHONY: fuzz
 fuzz: check-go

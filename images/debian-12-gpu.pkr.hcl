@@ -68,6 +68,27 @@ variable "plugin_version" {
   default = "0.1.0"
 }
 
+variable "ngc_images" {
+  type = list(object({
+    ref    = string
+    digest = string
+  }))
+  default     = []
+  description = "Container bases to pre-seed into /var/lib/gpuhost/images, each pinned by digest (make demo passes one)."
+}
+
+variable "ngc_allowed_registries" {
+  type        = list(string)
+  default     = ["nvcr.io"]
+  description = "Registries ngc_images may come from."
+}
+
+variable "publish_repository" {
+  type        = string
+  default     = ""
+  description = "OCI repository (registry/repository, no tag) a passing image is pushed to with its evidence; empty pushes nothing."
+}
+
 source "gpuhost-rootfs" "debian_12" {
   suite        = "bookworm"
   distribution = "debian"
@@ -120,6 +141,14 @@ build {
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
+    ngc_allowed_registries      = var.ngc_allowed_registries
+    dynamic "ngc_images" {
+      for_each = var.ngc_images
+      content {
+        ref    = ngc_images.value.ref
+        digest = ngc_images.value.digest
+      }
+    }
     manifest {
       template       = "debian-12-gpu"
       mirror         = var.mirror
@@ -128,6 +157,17 @@ build {
     }
   }
 
-  # post-processor "gpuhost-gate" (scan the image, write reports, fail the
-  # build on policy failure) arrives in a later issue.
+  # The gate scans the qcow2 with the same pipeline as `gpuhost scan image`,
+  # writes its reports beside it and fails the build at fail_on. Only a
+  # passing image is pushed, with its report, manifest and SBOM attached as
+  # OCI referrers. The waivers cover what Debian 12 cannot provide.
+  post-processor "gpuhost-gate" {
+    params  = "${path.root}/params-debian-12.yaml"
+    waivers = "${path.root}/waivers-debian-12.yaml"
+    fail_on = "high"
+    publish {
+      repository = var.publish_repository
+      tag        = "debian-12-gpu-${formatdate("YYYYMMDD'T'hhmmss'Z'", timestamp())}"
+    }
+  }
 }
