@@ -102,3 +102,70 @@ func convertMember(member any) (ast.Value, error) {
 	sharedMembers.byAddr[addr] = sharedMember{decoded: member, value: v}
 	return v, nil
 }
+
+// maxCanonicalBytes bounds the canonical text kept for shared values.
+const maxCanonicalBytes = 4 << 20
+
+// sharedCanonical keeps the canonical text (appendCanonicalAny) of decoded
+// maps and slices met more than once, by address as sharedMembers does: a
+// check that reads one image's whole package inventory would otherwise
+// write the same sorted text for every host.
+var sharedCanonical = struct {
+	sync.Mutex
+	byAddr map[memberAddr]canonicalText
+	seen   map[memberAddr]struct{}
+	size   int
+}{byAddr: map[memberAddr]canonicalText{}, seen: map[memberAddr]struct{}{}}
+
+type canonicalText struct {
+	decoded any
+	// start is where the text began in its buffer: appendCanonicalAny
+	// gives up past maxDigestBytes of buffer, so the same value written
+	// after a longer prefix could fail where this did not.
+	start int
+	text  []byte
+	ok    bool
+}
+
+// appendCanonicalShared is appendCanonicalAny(b, v, 0), with the text of a
+// value met before taken from sharedCanonical.
+func appendCanonicalShared(b []byte, v any) ([]byte, bool) {
+	addr, ok := addrOf(v)
+	if !ok {
+		return appendCanonicalAny(b, v, 0)
+	}
+	sharedCanonical.Lock()
+	e, hit := sharedCanonical.byAddr[addr]
+	_, seen := sharedCanonical.seen[addr]
+	if !hit && !seen {
+		if len(sharedCanonical.seen) >= maxSeenAddrs {
+			clear(sharedCanonical.seen)
+		}
+		sharedCanonical.seen[addr] = struct{}{}
+	}
+	sharedCanonical.Unlock()
+	if hit && e.start == len(b) {
+		if !e.ok {
+			return b, false
+		}
+		return append(b, e.text...), true
+	}
+	start := len(b)
+	b, ok = appendCanonicalAny(b, v, 0)
+	if !seen {
+		return b, ok
+	}
+	text := append([]byte(nil), b[start:]...)
+	sharedCanonical.Lock()
+	defer sharedCanonical.Unlock()
+	if len(text) > maxCanonicalBytes {
+		return b, ok
+	}
+	if sharedCanonical.size+len(text) > maxCanonicalBytes {
+		clear(sharedCanonical.byAddr)
+		sharedCanonical.size = 0
+	}
+	sharedCanonical.byAddr[addr] = canonicalText{decoded: v, start: start, text: text, ok: ok}
+	sharedCanonical.size += len(text)
+	return b, ok
+}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -65,5 +67,27 @@ func TestConvertDecodedBounded(t *testing.T) {
 	sharedMembers.Unlock()
 	if n > maxShared {
 		t.Errorf("%d members kept, bound %d", n, maxShared)
+	}
+}
+
+// TestCanonicalSharedAgrees writes the same shared value three times (met,
+// kept, reused) and after a longer prefix, and wants appendCanonicalAny's
+// text every time.
+func TestCanonicalSharedAgrees(t *testing.T) {
+	v := map[string]any{"b": []any{"x", json.Number("1"), nil, true}, "a": map[string]any{"c": "d"}}
+	want, ok := appendCanonicalAny([]byte("p"), v, 0)
+	if !ok {
+		t.Fatal("not canonical")
+	}
+	for i := range 3 {
+		got, ok := appendCanonicalShared([]byte("p"), v)
+		if !ok || !bytes.Equal(got, want) {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+	}
+	long := bytes.Repeat([]byte("p"), maxDigestBytes)
+	_, wantOK := appendCanonicalAny(long, v, 0)
+	if _, ok := appendCanonicalShared(long, v); ok != wantOK {
+		t.Errorf("after a long prefix: ok %v, want %v", ok, wantOK)
 	}
 }

@@ -414,7 +414,7 @@ func (d *pathDigests) digest(id int) bool {
 		if !found {
 			d.buf = append(d.buf, 'u')
 		} else {
-			d.buf, ok = appendCanonicalAny(d.buf, v, 0)
+			d.buf, ok = appendCanonicalShared(d.buf, v)
 		}
 	}
 	if !ok {
