@@ -97,6 +97,25 @@ variable "plugin_version" {
   default = "0.1.0"
 }
 
+variable "ngc_base" {
+  type        = string
+  default     = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04"
+  description = "NGC base image pre-seeded into the image; the gpuhost-ngc data source pins its tag to a digest at build time, and the manifest records it."
+}
+
+variable "publish_repository" {
+  type        = string
+  default     = ""
+  description = "OCI repository a passing image is pushed to with its report, manifest and SBOM; empty pushes nothing."
+}
+
+# Resolves the base's tag to the digest the registry serves now (NGC_API_KEY
+# from the environment, never logged); the provisioner pulls exactly that
+# digest and verifies every blob.
+data "gpuhost-ngc" "base" {
+  ref = var.ngc_base
+}
+
 source "gpuhost-rootfs" "ubuntu_2204" {
   suite          = "jammy"
   distribution   = "ubuntu"
@@ -150,6 +169,10 @@ build {
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
+    ngc_images {
+      ref    = data.gpuhost-ngc.base.ref
+      digest = data.gpuhost-ngc.base.digest
+    }
     manifest {
       template       = "ubuntu-22.04-gpu"
       mirror         = var.mirror
@@ -158,6 +181,11 @@ build {
     }
   }
 
-  # post-processor "gpuhost-gate" (scan the image, write reports, fail the
-  # build on policy failure) arrives in a later issue.
+  # Nothing is published unless the image passes the pack at fail_on.
+  post-processor "gpuhost-gate" {
+    fail_on = "high"
+    publish {
+      repository = var.publish_repository
+    }
+  }
 }
