@@ -325,9 +325,8 @@ func saveEntry(ctx context.Context, dir, key, rootfs string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("tar %s: %w: %s", strings.Join(cmd.Args[1:], " "), err, bytesTail([]byte(stderr.String())))
 	}
-	if err := tmp.Sync(); err != nil {
-		return "", err
-	}
+	// No fsync: an entry torn by a crash fails its checksum and is
+	// discarded, and the cold build does not wait on the disk.
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
