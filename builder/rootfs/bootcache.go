@@ -157,10 +157,11 @@ func httpGetBounded(ctx context.Context, u string) ([]byte, error) {
 	return data, nil
 }
 
+// readFileBounded reads name, refusing one larger than limit bytes.
 func readFileBounded(name string, limit int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))

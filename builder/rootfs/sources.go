@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,21 +120,7 @@ func readAptSources(root string) ([]aptSource, error) {
 	return out, nil
 }
 
-func readBounded(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(data) > maxSourceBytes {
-		return nil, fmt.Errorf("reading %s: larger than %d bytes", name, maxSourceBytes)
-	}
-	return data, nil
-}
+func readBounded(name string) ([]byte, error) { return readFileBounded(name, maxSourceBytes) }
 
 // parseDeb822Sources reads stanzas of Types/URIs/Suites fields separated by
 // blank lines. Fields may continue on indented lines; "Enabled: no" stanzas
