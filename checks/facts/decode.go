@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"reflect"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonOptions are the syntax rules of encoding/json's Decoder, which
@@ -190,10 +192,53 @@ type memberMemo struct {
 	// a member early, since lookups compare the bytes themselves.
 	seen map[uint64]struct{}
 	seed maphash.Seed
+	// shared holds the address of every map or slice in trees, for
+	// SharedKey.
+	shared map[memberKey]struct{}
+}
+
+// memberKey identifies a decoded map or non-empty slice by its address.
+type memberKey struct {
+	p unsafe.Pointer
+	n int
+}
+
+// keyOf returns v's address; other values (and empty slices, which share
+// no storage) have none worth keeping.
+func keyOf(v any) (memberKey, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		return memberKey{p: reflect.ValueOf(x).UnsafePointer(), n: -1}, x != nil
+	case []any:
+		return memberKey{p: unsafe.Pointer(unsafe.SliceData(x)), n: len(x)}, len(x) > 0
+	}
+	return memberKey{}, false
+}
+
+// SharedKey reports whether v, a top-level member of a value DecodeJSON
+// returned, is shared with other documents (their bytes there were the
+// same), and if so returns a comparable key naming it. The member stays
+// what the key names for as long as the caller holds v, so a cache keyed by
+// it must hold v too. Callers use it to do per-member work once per image
+// rather than once per host.
+func SharedKey(v any) (any, bool) {
+	val, err := schema()
+	if err != nil || val.memo == nil {
+		return nil, false
+	}
+	k, ok := keyOf(v)
+	if !ok {
+		return nil, false
+	}
+	val.memo.mu.RLock()
+	defer val.memo.mu.RUnlock()
+	_, ok = val.memo.shared[k]
+	return k, ok
 }
 
 func newMemberMemo(limit int) *memberMemo {
-	return &memberMemo{limit: limit, trees: map[string]map[string]any{}, seen: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
+	return &memberMemo{limit: limit, trees: map[string]map[string]any{}, seen: map[uint64]struct{}{},
+		seed: maphash.MakeSeed(), shared: map[memberKey]struct{}{}}
 }
 
 // get returns the tree of a member seen before. A nil memo holds nothing.
@@ -225,6 +270,7 @@ func (m *memberMemo) put(name string, raw []byte, tree any) {
 	}
 	if m.size+len(raw) > m.limit {
 		clear(m.trees)
+		clear(m.shared)
 		m.size = 0
 	}
 	byRaw := m.trees[name]
@@ -235,5 +281,8 @@ func (m *memberMemo) put(name string, raw []byte, tree any) {
 	if _, ok := byRaw[string(raw)]; !ok {
 		byRaw[string(raw)] = tree
 		m.size += len(raw)
+		if k, ok := keyOf(tree); ok {
+			m.shared[k] = struct{}{}
+		}
 	}
 }

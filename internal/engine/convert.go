@@ -1,56 +1,29 @@
 package engine
 
 import (
-	"reflect"
 	"sync"
-	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
-// maxShared bounds the converted members kept for reuse, and maxSeenAddrs
-// the addresses met once.
-const (
-	maxShared    = 256
-	maxSeenAddrs = 4096
-)
+// maxShared bounds the converted members kept for reuse.
+const maxShared = 128
 
-// sharedMembers remembers OPA values converted from top-level members of
-// decoded documents. facts.DecodeJSON hands every host that carries a
-// member with the same bytes (one image's package inventory, say) the very
-// same decoded map or slice; its conversion is made once and shared, as
-// OPA values are read-only during evaluation. Entries are keyed by the
-// decoded value's address and hold the value itself, so the address cannot
-// be reused by another value while its entry exists. A member is kept from
-// its second sighting on, so that the members each host has to itself (its
-// GPUs, its sockets) do not crowd out the shared ones; seen holds bare
-// addresses, so a reused one only admits a member early.
+// sharedMembers remembers OPA values converted from top-level members that
+// facts.DecodeJSON shares between hosts (one image's package inventory,
+// say): each is converted once, as OPA values are read-only during
+// evaluation. Entries hold the decoded member, which keeps its
+// facts.SharedKey naming it.
 var sharedMembers = struct {
 	sync.Mutex
-	byAddr map[memberAddr]sharedMember
-	seen   map[memberAddr]struct{}
-}{byAddr: map[memberAddr]sharedMember{}, seen: map[memberAddr]struct{}{}}
-
-type memberAddr struct {
-	p unsafe.Pointer
-	n int
-}
+	byKey map[any]sharedMember
+}{byKey: map[any]sharedMember{}}
 
 type sharedMember struct {
 	decoded any
 	value   ast.Value
-}
-
-// addrOf identifies a decoded map or non-empty slice; other values (and
-// empty slices, which share no storage) have no identity worth keeping.
-func addrOf(v any) (memberAddr, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		return memberAddr{p: reflect.ValueOf(x).UnsafePointer(), n: -1}, x != nil
-	case []any:
-		return memberAddr{p: unsafe.Pointer(unsafe.SliceData(x)), n: len(x)}, len(x) > 0
-	}
-	return memberAddr{}, false
 }
 
 // convertDecoded converts a decoded document to OPA's input, reusing the
@@ -73,12 +46,12 @@ func convertDecoded(decoded any) (ast.Value, error) {
 }
 
 func convertMember(member any) (ast.Value, error) {
-	addr, ok := addrOf(member)
+	key, ok := facts.SharedKey(member)
 	if !ok {
 		return ast.InterfaceToValue(member)
 	}
 	sharedMembers.Lock()
-	e, hit := sharedMembers.byAddr[addr]
+	e, hit := sharedMembers.byKey[key]
 	sharedMembers.Unlock()
 	if hit {
 		return e.value, nil
@@ -89,33 +62,25 @@ func convertMember(member any) (ast.Value, error) {
 	}
 	sharedMembers.Lock()
 	defer sharedMembers.Unlock()
-	if _, ok := sharedMembers.seen[addr]; !ok {
-		if len(sharedMembers.seen) >= maxSeenAddrs {
-			clear(sharedMembers.seen)
-		}
-		sharedMembers.seen[addr] = struct{}{}
-		return v, nil
+	if len(sharedMembers.byKey) >= maxShared {
+		clear(sharedMembers.byKey)
 	}
-	if len(sharedMembers.byAddr) >= maxShared {
-		clear(sharedMembers.byAddr)
-	}
-	sharedMembers.byAddr[addr] = sharedMember{decoded: member, value: v}
+	sharedMembers.byKey[key] = sharedMember{decoded: member, value: v}
 	return v, nil
 }
 
 // maxCanonicalBytes bounds the canonical text kept for shared values.
 const maxCanonicalBytes = 4 << 20
 
-// sharedCanonical keeps the canonical text (appendCanonicalAny) of decoded
-// maps and slices met more than once, by address as sharedMembers does: a
-// check that reads one image's whole package inventory would otherwise
-// write the same sorted text for every host.
+// sharedCanonical keeps the canonical text (appendCanonicalAny) of shared
+// top-level members, keyed as sharedMembers is: a check that reads one
+// image's whole package inventory would otherwise write the same sorted
+// text for every host.
 var sharedCanonical = struct {
 	sync.Mutex
-	byAddr map[memberAddr]canonicalText
-	seen   map[memberAddr]struct{}
-	size   int
-}{byAddr: map[memberAddr]canonicalText{}, seen: map[memberAddr]struct{}{}}
+	byKey map[any]canonicalText
+	size  int
+}{byKey: map[any]canonicalText{}}
 
 type canonicalText struct {
 	decoded any
@@ -130,19 +95,12 @@ type canonicalText struct {
 // appendCanonicalShared is appendCanonicalAny(b, v, 0), with the text of a
 // value met before taken from sharedCanonical.
 func appendCanonicalShared(b []byte, v any) ([]byte, bool) {
-	addr, ok := addrOf(v)
+	key, ok := facts.SharedKey(v)
 	if !ok {
 		return appendCanonicalAny(b, v, 0)
 	}
 	sharedCanonical.Lock()
-	e, hit := sharedCanonical.byAddr[addr]
-	_, seen := sharedCanonical.seen[addr]
-	if !hit && !seen {
-		if len(sharedCanonical.seen) >= maxSeenAddrs {
-			clear(sharedCanonical.seen)
-		}
-		sharedCanonical.seen[addr] = struct{}{}
-	}
+	e, hit := sharedCanonical.byKey[key]
 	sharedCanonical.Unlock()
 	if hit && e.start == len(b) {
 		if !e.ok {
@@ -152,20 +110,17 @@ func appendCanonicalShared(b []byte, v any) ([]byte, bool) {
 	}
 	start := len(b)
 	b, ok = appendCanonicalAny(b, v, 0)
-	if !seen {
+	if len(b)-start > maxCanonicalBytes {
 		return b, ok
 	}
 	text := append([]byte(nil), b[start:]...)
 	sharedCanonical.Lock()
 	defer sharedCanonical.Unlock()
-	if len(text) > maxCanonicalBytes {
-		return b, ok
-	}
 	if sharedCanonical.size+len(text) > maxCanonicalBytes {
-		clear(sharedCanonical.byAddr)
+		clear(sharedCanonical.byKey)
 		sharedCanonical.size = 0
 	}
-	sharedCanonical.byAddr[addr] = canonicalText{decoded: v, start: start, text: text, ok: ok}
+	sharedCanonical.byKey[key] = canonicalText{decoded: v, start: start, text: text, ok: ok}
 	sharedCanonical.size += len(text)
 	return b, ok
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"testing"
 
@@ -53,28 +52,48 @@ func TestConvertDecodedShares(t *testing.T) {
 	}
 }
 
-func TestConvertDecodedBounded(t *testing.T) {
-	for i := range maxShared + 10 {
-		doc := map[string]any{"m": map[string]any{"i": i}}
-		for range 2 {
-			if _, err := convertDecoded(doc); err != nil {
-				t.Fatal(err)
-			}
+// sharedDoc decodes the example document until its members are shared.
+func sharedDoc(t *testing.T) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile("../../checks/facts/testdata/good-full.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	for range 3 {
+		if v, err = facts.DecodeJSON(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := facts.SharedKey(v.(map[string]any)["packages"]); !ok {
+		t.Fatal("packages is not shared after three decodings")
+	}
+	return v.(map[string]any)
+}
+
+// TestConvertDecodedKeepsOnlyShared checks that members of documents not
+// shared by facts.DecodeJSON never enter the cache.
+func TestConvertDecodedKeepsOnlyShared(t *testing.T) {
+	sharedMembers.Lock()
+	before := len(sharedMembers.byKey)
+	sharedMembers.Unlock()
+	for i := range 10 {
+		if _, err := convertDecoded(map[string]any{"m": map[string]any{"i": i}, "l": []any{i}}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	sharedMembers.Lock()
-	n := len(sharedMembers.byAddr)
+	after := len(sharedMembers.byKey)
 	sharedMembers.Unlock()
-	if n > maxShared {
-		t.Errorf("%d members kept, bound %d", n, maxShared)
+	if after > before {
+		t.Errorf("%d unshared members kept", after-before)
 	}
 }
 
-// TestCanonicalSharedAgrees writes the same shared value three times (met,
-// kept, reused) and after a longer prefix, and wants appendCanonicalAny's
-// text every time.
+// TestCanonicalSharedAgrees writes a shared member's text three times and
+// after a longer prefix, and wants appendCanonicalAny's text every time.
 func TestCanonicalSharedAgrees(t *testing.T) {
-	v := map[string]any{"b": []any{"x", json.Number("1"), nil, true}, "a": map[string]any{"c": "d"}}
+	v := sharedDoc(t)["packages"]
 	want, ok := appendCanonicalAny([]byte("p"), v, 0)
 	if !ok {
 		t.Fatal("not canonical")
