@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
@@ -342,22 +344,25 @@ func (a *app) readSaved(ctx context.Context, args []string, out chan<- savedDoc)
 			defer f.Close()
 			r = f
 		}
-		br := bufio.NewReaderSize(r, 1<<20)
-		dec := json.NewDecoder(io.LimitReader(br, 1<<40))
+		// jsontext only splits the stream into values (and refuses a
+		// document with a duplicated name, which two readers could take
+		// two ways); facts.DecodeJSON does the full check once per document.
+		dec := jsontext.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 		for i := 1; ; i++ {
-			var raw json.RawMessage
-			err := dec.Decode(&raw)
+			v, err := dec.ReadValue()
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
 				return fmt.Errorf("reading facts %s (document %d): %w", name, i, err)
 			}
-			if len(raw) > maxFactsDoc {
+			if len(v) > maxFactsDoc {
 				return fmt.Errorf("reading facts %s (document %d): larger than %d bytes", name, i, maxFactsDoc)
 			}
+			// The decoder reuses its buffer for the next value.
+			raw := bytes.Clone(v)
 			label := name
-			if i > 1 || dec.More() {
+			if i > 1 || dec.PeekKind() != jsontext.KindInvalid {
 				label = fmt.Sprintf("%s#%d", name, i)
 			}
 			select {
