@@ -63,7 +63,7 @@ type Config struct {
 	// fetched the cache is skipped, with the reason in the build's output. A rebuild that finds its
 	// key extracts the tree instead of running mmdebstrap; provisioners then run as before. The
 	// newest 4 entries are kept, and an entry whose checksum does not match is removed and not used.
-	// It must not be inside `output_dir` or `work_dir`, which a build removes.
+	// It must not be inside `output_dir` or `work_dir`, which a build removes, nor inside `apt_cache_dir`.
 	BootstrapCacheDir string `mapstructure:"bootstrap_cache_dir" required:"false"`
 	// What the build produces: `dir` (the rootfs directory), `tar` (`rootfs.tar.zst`),
 	// `raw` (an ext4 file system image, `rootfs.raw`) or `qcow2` (the same, compressed, `rootfs.qcow2`).
