@@ -101,9 +101,11 @@ source "gpuhost-rootfs" "debian_12" {
   # update runs. The hardening script configures and enables it.
   extra_packages = ["systemd", "ca-certificates", "nftables"]
   apt_cache_dir  = var.apt_cache_dir
-  output_format  = "qcow2"
-  output_dir     = var.output_dir
-  image_size     = var.image_size
+  # Beside the apt cache, not in it: that one is mounted into the build.
+  bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
+  output_format       = "qcow2"
+  output_dir          = var.output_dir
+  image_size          = var.image_size
 }
 
 build {
