@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -78,6 +79,11 @@ func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm pack
 			return
 		}
 		ui.Say(fmt.Sprintf("gpuhost-gpu: %s: blob %s: %s of %s", pr.Ref, shortDigest(pr.Digest), size(pr.Done), size(pr.Total)))
+	}
+	// On a terminal Packer draws a bar per blob; in a CI log the lines
+	// above are the progress.
+	o.Track = func(ref, digest string, done, total int64, body io.ReadCloser) io.ReadCloser {
+		return ui.TrackProgress(ref+" "+shortDigest(digest), done, total, body)
 	}
 	var pulled []*seed.Pulled
 	for _, img := range cfg.NGCImages {

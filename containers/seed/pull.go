@@ -378,7 +378,12 @@ func (dl *download) fetch(ctx context.Context) error {
 	}
 	// The file's ReadFrom copies with its own buffer; the tee hashes each
 	// chunk as it passes, while it is still in cache.
-	src := io.TeeReader(io.LimitReader(resp.Body, dl.d.Size-dl.done+1), dl)
+	body := resp.Body
+	if dl.p.o.Track != nil {
+		body = dl.p.o.Track(ref, dg, dl.done, dl.d.Size, body)
+		defer body.Close()
+	}
+	src := io.TeeReader(io.LimitReader(body, dl.d.Size-dl.done+1), dl)
 	if _, err := io.Copy(fileWriter{dl.f}, src); err != nil {
 		var werr writeError
 		if errors.As(err, &werr) {

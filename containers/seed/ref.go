@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -66,6 +67,10 @@ type Options struct {
 	// Progress, when set, is told how each blob is going: at most every
 	// ProgressEvery bytes and once when the blob is complete.
 	Progress func(Progress)
+	// Track, when set, may wrap each blob's response body as it streams,
+	// from byte done of total: Packer's UI draws its progress bar this way.
+	// It must return a reader of the same bytes.
+	Track func(ref, digest string, done, total int64, body io.ReadCloser) io.ReadCloser
 }
 
 // Progress reports one blob's download.
