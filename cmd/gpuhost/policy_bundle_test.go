@@ -1,37 +1,25 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testsign"
 )
 
 // rsaKeyFiles writes a fresh RSA private key and its public key as PEM files.
 func rsaKeyFiles(t *testing.T) (priv, pub string) {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	privPEM, pubPEM := testsign.RSAKeyPEM(t)
 	dir := t.TempDir()
 	priv, pub = filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")
-	if err := os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600); err != nil {
+	if err := os.WriteFile(priv, []byte(privPEM), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(pub, []byte(pubPEM), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return priv, pub
@@ -45,44 +33,7 @@ func rewriteTarGz(t *testing.T, src, dst string, edit func(name string, body []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body = edit(h.Name, body); body == nil {
-			continue
-		}
-		h.Size = int64(len(body))
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, out.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(dst, testsign.RewriteTarGz(t, data, edit), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

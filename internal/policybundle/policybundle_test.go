@@ -1,14 +1,7 @@
 package policybundle
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,24 +11,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/testsign"
 	"github.com/gpuhost/gpuhost/policies"
 )
-
-// keyPair returns a fresh RSA key as PKCS#1 private and PKIX public PEM.
-func keyPair(t *testing.T) (priv, pub string) {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
-	pub = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-	return priv, pub
-}
 
 func writeBundle(t *testing.T, data []byte) string {
 	t.Helper()
@@ -46,53 +24,8 @@ func writeBundle(t *testing.T, data []byte) string {
 	return p
 }
 
-// rewrite returns the bundle with edit applied to every entry; edit returns
-// the new content, or nil to drop the entry.
-func rewrite(t *testing.T, data []byte, edit func(name string, body []byte) []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = edit(h.Name, body)
-		if body == nil {
-			continue
-		}
-		h.Size = int64(len(body))
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 func TestSignedBundleVerifies(t *testing.T) {
-	priv, pub := keyPair(t)
+	priv, pub := testsign.RSAKeyPEM(t)
 	data, err := Build(policies.FS, "embedded", Options{SigningKey: priv})
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +107,8 @@ func TestSignedBundleVerifies(t *testing.T) {
 }
 
 func TestRefused(t *testing.T) {
-	priv, pub := keyPair(t)
-	_, otherPub := keyPair(t)
+	priv, pub := testsign.RSAKeyPEM(t)
+	_, otherPub := testsign.RSAKeyPEM(t)
 	data, err := Build(policies.FS, "embedded", Options{SigningKey: priv})
 	if err != nil {
 		t.Fatal(err)
@@ -187,13 +120,13 @@ func TestRefused(t *testing.T) {
 		want string
 	}{
 		"wrong key": {data, otherPub, "verification"},
-		"no signatures": {rewrite(t, data, func(name string, body []byte) []byte {
+		"no signatures": {testsign.RewriteTarGz(t, data, func(name string, body []byte) []byte {
 			if strings.HasSuffix(name, ".signatures.json") {
 				return nil
 			}
 			return body
 		}), pub, "signature"},
-		"one byte changed": {rewrite(t, data, func(name string, body []byte) []byte {
+		"one byte changed": {testsign.RewriteTarGz(t, data, func(name string, body []byte) []byte {
 			if !tampered && strings.HasSuffix(name, ".rego") {
 				tampered = true
 				body = bytes.Clone(body)
@@ -201,7 +134,7 @@ func TestRefused(t *testing.T) {
 			}
 			return body
 		}), pub, ".rego"},
-		"data changed": {rewrite(t, data, func(name string, body []byte) []byte {
+		"data changed": {testsign.RewriteTarGz(t, data, func(name string, body []byte) []byte {
 			if strings.HasSuffix(name, "data.json") {
 				return bytes.Replace(body, []byte("22"), []byte("23"), 1)
 			}
