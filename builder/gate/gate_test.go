@@ -23,6 +23,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/internal/policybundle"
+	"github.com/gpuhost/gpuhost/internal/testsign"
+	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -454,4 +457,31 @@ func TestQCOW2Artifact(t *testing.T) {
 		t.Errorf("layers %+v", m.Layers)
 	}
 	threeReferrers(t, host+"/gpu/q:v1")
+}
+
+// TestVerifiedPackRefusesUnsignedWaivers: a gate that verifies its policy
+// bundles takes only waivers signed with the same key, as the CLI does.
+func TestVerifiedPackRefusesUnsignedWaivers(t *testing.T) {
+	priv, pub := testsign.RSAKeyPEM(t)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "pub.pem")
+	if err := os.WriteFile(key, []byte(pub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var pack bytes.Buffer
+	if err := policybundle.Write(&pack, policies.FS, "embedded", policybundle.Options{SigningKey: priv}); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "pack.tar.gz")
+	if err := os.WriteFile(bundle, pack.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(dir, "waivers.yaml")
+	if err := os.WriteFile(w, []byte("- id: GH-SSH-001\n  target: \"*\"\n  justification: lab\n  approved_by: sec@example.com\n  ticket: SEC-1\n  expires: \"2099-01-01\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := new(PostProcessor).Configure(map[string]interface{}{"policy": []string{bundle}, "params": params, "waivers": w, "verification_key": key})
+	if err == nil || !strings.Contains(err.Error(), "waivers.yaml.sig") {
+		t.Errorf("err = %v, want a refusal naming the missing waivers.yaml.sig", err)
+	}
 }

@@ -18,11 +18,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
-	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/internal/waivers"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -173,50 +171,26 @@ func (p *PostProcessor) canPublish(t target) error {
 // newScanner compiles the policy pack the configuration names, the way the
 // CLI's --policy, --extend-policy, --params and --waivers do.
 func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
-	var key *engine.BundleKey
-	if cfg.VerificationKey != "" {
-		pem, err := os.ReadFile(cfg.VerificationKey)
-		if err != nil {
-			return nil, fmt.Errorf("reading verification_key: %w", err)
-		}
-		key = &engine.BundleKey{PEM: string(pem), Algorithm: cfg.VerificationAlg}
-	}
-	var opts []engine.Option
-	if len(cfg.Policy) == 0 {
-		src, err := engine.LoadFS(policies.FS, "embedded")
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, engine.WithSource(src))
-	}
-	for _, path := range append(append([]string(nil), cfg.Policy...), cfg.ExtendPolicy...) {
-		src, err := engine.LoadPath(path, key)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, engine.WithSource(src))
-	}
-	if cfg.Params != "" {
-		data, err := os.ReadFile(cfg.Params)
-		if err != nil {
-			return nil, fmt.Errorf("reading params: %w", err)
-		}
-		params, err := engine.ParseParams(data, cfg.Params)
-		if err == nil {
-			err = engine.ValidateParamsFor(params, cfg.Params, cfg.Policy, policies.ParamsSchema)
-		}
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, engine.WithParams(params))
-	}
-	e, err := engine.New(ctx, opts...)
+	pack := scan.Pack{Policies: cfg.Policy, Extend: cfg.ExtendPolicy, Params: cfg.Params,
+		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg}
+	e, err := pack.Engine(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var sopts []scan.Option
 	if cfg.Waivers != "" {
-		list, err := waivers.Load(cfg.Waivers)
+		// A gate that verifies its pack takes only waivers signed with the
+		// same key, as the CLI does.
+		key, err := pack.BundleKey()
+		if err != nil {
+			return nil, err
+		}
+		var list []waivers.Waiver
+		if key == nil {
+			list, err = waivers.Load(cfg.Waivers)
+		} else {
+			list, err = waivers.LoadVerified(cfg.Waivers, waivers.Key{PEM: key.PEM, Algorithm: key.Algorithm})
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,6 @@ import (
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -46,57 +45,20 @@ func (p *policyFlags) register(cmd *cobra.Command) {
 	f.StringVar(&p.verificationAlg, "verification-alg", "RS256", "signing algorithm of --verification-key")
 }
 
-func (p *policyFlags) sources() ([]*engine.Source, error) {
-	var key *engine.BundleKey
-	if p.verificationKey != "" {
-		pem, err := os.ReadFile(p.verificationKey)
-		if err != nil {
-			return nil, fmt.Errorf("reading --verification-key: %w", err)
-		}
-		key = &engine.BundleKey{PEM: string(pem), Algorithm: p.verificationAlg}
-	}
-	var out []*engine.Source
-	if len(p.policies) == 0 {
-		src, err := engine.LoadFS(policies.FS, "embedded")
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, src)
-	}
-	for _, path := range append(append([]string{}, p.policies...), p.extend...) {
-		src, err := engine.LoadPath(path, key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, src)
-	}
-	return out, nil
+// pack is the policy pack the flags name.
+func (p *policyFlags) pack() scan.Pack {
+	return scan.Pack{Policies: p.policies, Extend: p.extend, Params: p.params,
+		VerificationKey: p.verificationKey, VerificationAlg: p.verificationAlg}
 }
 
 func (p *policyFlags) engine(ctx context.Context) (*engine.Engine, error) {
-	srcs, err := p.sources()
-	if err != nil {
-		return nil, untrusted(err)
-	}
-	opts := make([]engine.Option, 0, len(srcs)+1)
-	for _, s := range srcs {
-		opts = append(opts, engine.WithSource(s))
-	}
-	if p.params != "" {
-		data, err := os.ReadFile(p.params)
-		if err != nil {
-			return nil, untrusted(fmt.Errorf("reading --params: %w", err))
+	// Name the flag, not just the file, when a file it names is missing.
+	for flag, file := range map[string]string{"--params": p.params, "--verification-key": p.verificationKey} {
+		if _, err := os.Stat(file); file != "" && err != nil {
+			return nil, untrusted(fmt.Errorf("reading %s: %w", flag, err))
 		}
-		params, err := engine.ParseParams(data, p.params)
-		if err != nil {
-			return nil, untrusted(err)
-		}
-		if err := engine.ValidateParamsFor(params, p.params, p.policies, policies.ParamsSchema); err != nil {
-			return nil, untrusted(err)
-		}
-		opts = append(opts, engine.WithParams(params))
 	}
-	e, err := engine.New(ctx, opts...)
+	e, err := p.pack().Engine(ctx)
 	if err != nil {
 		return nil, untrusted(err)
 	}

@@ -1,0 +1,74 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/policies"
+)
+
+// Pack names the policy pack a scan compiles: the CLI's --policy,
+// --extend-policy, --params and --verification-key, and the Packer gate's
+// settings of the same names, both go through it.
+type Pack struct {
+	// Policies replace the embedded pack; Extend adds to it. Each is a
+	// directory or an OPA bundle.
+	Policies, Extend []string
+	// Params is a YAML or JSON file read as data.gpuhost.params.
+	Params string
+	// VerificationKey is a PEM file every bundle must be signed with.
+	VerificationKey, VerificationAlg string
+}
+
+// BundleKey reads the verification key; nil when none is set.
+func (p Pack) BundleKey() (*engine.BundleKey, error) {
+	if p.VerificationKey == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(p.VerificationKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading verification key: %w", err)
+	}
+	return &engine.BundleKey{PEM: string(pem), Algorithm: p.VerificationAlg}, nil
+}
+
+// Engine loads, verifies and compiles the pack with its parameters, which
+// must validate against the params schema of the packs that read them.
+func (p Pack) Engine(ctx context.Context) (*engine.Engine, error) {
+	key, err := p.BundleKey()
+	if err != nil {
+		return nil, err
+	}
+	var opts []engine.Option
+	if len(p.Policies) == 0 {
+		src, err := engine.LoadFS(policies.FS, "embedded")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithSource(src))
+	}
+	for _, path := range append(append([]string{}, p.Policies...), p.Extend...) {
+		src, err := engine.LoadPath(path, key)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithSource(src))
+	}
+	if p.Params != "" {
+		data, err := os.ReadFile(p.Params)
+		if err != nil {
+			return nil, fmt.Errorf("reading params: %w", err)
+		}
+		params, err := engine.ParseParams(data, p.Params)
+		if err != nil {
+			return nil, err
+		}
+		if err := engine.ValidateParamsFor(params, p.Params, p.Policies, policies.ParamsSchema); err != nil {
+			return nil, err
+		}
+		opts = append(opts, engine.WithParams(params))
+	}
+	return engine.New(ctx, opts...)
+}
