@@ -3,8 +3,10 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -130,16 +132,50 @@ func (r *Report) Summarize() {
 		}
 	}
 	r.Summary = s
-	sort.SliceStable(r.Results, func(i, j int) bool {
-		a, b := r.Results[i], r.Results[j]
-		if ra, rb := statusRank(a.Status), statusRank(b.Status); ra != rb {
-			return ra < rb
+	sortResults(r.Results)
+}
+
+// sortResults orders results by status, severity and id, keeping the input
+// order of equal ones. It sorts small keys and moves each Result once: on a
+// fleet scan, sorting the 150-byte Results in place was 4% of the CPU.
+func sortResults(results []Result) {
+	keys := make([]resultKey, len(results))
+	sorted := true
+	for i := range results {
+		keys[i] = resultKey{statusRank(results[i].Status), SeverityRank(results[i].Severity), results[i].ID, i}
+		if i > 0 && keys[i-1].compare(keys[i]) > 0 {
+			sorted = false
 		}
-		if ra, rb := SeverityRank(a.Severity), SeverityRank(b.Severity); ra != rb {
-			return ra < rb
-		}
-		return a.ID < b.ID
-	})
+	}
+	if sorted {
+		return
+	}
+	slices.SortFunc(keys, resultKey.compare)
+	in := slices.Clone(results)
+	for i, k := range keys {
+		results[i] = in[k.at]
+	}
+}
+
+// resultKey is where a Result sorts; at, its place in the input, breaks
+// ties so that the sort is stable.
+type resultKey struct {
+	status, severity int
+	id               string
+	at               int
+}
+
+func (a resultKey) compare(b resultKey) int {
+	if c := cmp.Compare(a.status, b.status); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.severity, b.severity); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.at, b.at)
 }
 
 func statusRank(s string) int {

@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,4 +163,45 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, v, data)
 	})
+}
+
+// TestFastCheckIntegerBounds covers the int64 shortcut for minimum and
+// maximum against the big.Rat path it stands in for.
+func TestFastCheckIntegerBounds(t *testing.T) {
+	n, err := compileFast(map[string]any{"type": "integer", "minimum": json.Number("0"), "maximum": json.Number("65535")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.intBounds || n.minInt != 0 || n.maxInt != 65535 {
+		t.Fatalf("bounds %v %d %d, want int64 bounds 0..65535", n.intBounds, n.minInt, n.maxInt)
+	}
+	for num, want := range map[string]bool{
+		"0": true, "65535": true, "-0": true, "22": true,
+		"-1": false, "65536": false, "99999999999999999999": false, "-99999999999999999999": false,
+		// Not plain integers: left to the real validator.
+		"2.0": false, "1e3": false,
+	} {
+		if got := n.fastCheck(json.Number(num), 0); got != want {
+			t.Errorf("fastCheck(%s) = %v, want %v", num, got, want)
+		}
+	}
+	half, err := compileFast(map[string]any{"type": "number", "minimum": json.Number("0.5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if half.intBounds {
+		t.Fatal("a fractional bound must not take the int64 shortcut")
+	}
+	for num, want := range map[string]bool{"0.5": true, "1": true, "0": false, "0.49": false} {
+		if got := half.fastCheck(json.Number(num), 0); got != want {
+			t.Errorf("minimum 0.5: fastCheck(%s) = %v, want %v", num, got, want)
+		}
+	}
+	open, err := compileFast(map[string]any{"type": "integer", "minimum": json.Number("-5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !open.fastCheck(json.Number("9223372036854775807"), 0) || open.fastCheck(json.Number("-6"), 0) {
+		t.Error("a minimum alone must leave the top open and still bound the bottom")
+	}
 }

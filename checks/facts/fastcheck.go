@@ -3,6 +3,7 @@ package facts
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"regexp"
 	"strconv"
@@ -26,6 +27,11 @@ type node struct {
 	items    *node
 	minimum  *big.Rat
 	maximum  *big.Rat
+	// minInt and maxInt are the bounds again when both fit an int64 (an
+	// absent bound is the int64 limit), so that plain integers, nearly
+	// every number in a facts document, compare without big.Rat.
+	minInt, maxInt int64
+	intBounds      bool
 	enum     []string
 	hasEnum  bool
 	pattern  *regexp.Regexp
@@ -118,7 +124,29 @@ func (c *fastCompiler) node(s any, depth int) (*node, error) {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
 	}
+	if n.minimum != nil || n.maximum != nil {
+		n.minInt, n.maxInt, n.intBounds = int64Bounds(n.minimum, n.maximum)
+	}
 	return n, nil
+}
+
+// int64Bounds gives the bounds as int64s, with an absent bound at the int64
+// limit; ok is false when a bound is fractional or does not fit.
+func int64Bounds(minimum, maximum *big.Rat) (lo, hi int64, ok bool) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	for _, b := range []struct {
+		r   *big.Rat
+		dst *int64
+	}{{minimum, &lo}, {maximum, &hi}} {
+		if b.r == nil {
+			continue
+		}
+		if !b.r.IsInt() || !b.r.Num().IsInt64() {
+			return 0, 0, false
+		}
+		*b.dst = b.r.Num().Int64()
+	}
+	return lo, hi, true
 }
 
 // ref resolves "#/$defs/name" once, so that a recursive definition is one
@@ -240,6 +268,11 @@ func (n *node) fastCheck(v any, depth int) bool {
 			return false
 		}
 	case json.Number:
+		if n.intBounds {
+			if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				return i >= n.minInt && i <= n.maxInt
+			}
+		}
 		if n.minimum != nil || n.maximum != nil {
 			r, ok := new(big.Rat).SetString(string(x))
 			if !ok || n.minimum != nil && r.Cmp(n.minimum) < 0 || n.maximum != nil && r.Cmp(n.maximum) > 0 {

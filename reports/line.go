@@ -1,0 +1,309 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// LineEncoder writes reports as NDJSON: each one the json format's
+// gpuhost.report/v1 document on a single line, byte for byte what the json
+// renderer writes once its indentation is taken out.
+//
+// A fleet scan writes the same checks' titles, descriptions, remediations and
+// controls for every host; encoding them was a fifth of the CPU of
+// `scan facts --format json`. The encoder keeps each check's encoded static
+// text and writes only what varies per host (status, messages, waiver).
+// It is safe for concurrent use, so every worker can encode its own reports.
+type LineEncoder struct {
+	mu sync.Mutex
+	// checks is keyed by check id alone; the rest of the text is compared
+	// on a hit, which costs little because equal strings from the same
+	// check share their bytes.
+	checks map[string]*encodedCheck
+	// lastLen sizes the next line's buffer, so that a 40 KB line is not
+	// grown a dozen times.
+	lastLen atomic.Int64
+}
+
+// NewLineEncoder returns an empty LineEncoder.
+func NewLineEncoder() *LineEncoder {
+	return &LineEncoder{checks: map[string]*encodedCheck{}}
+}
+
+// maxEncodedChecks bounds the cache: a pack has tens of checks, but results
+// built outside the engine could all differ.
+const maxEncodedChecks = 4096
+
+// checkText is a result's text that comes from its check, not its target.
+type checkText struct {
+	id, title, description, severity, remediation, pkg, file string
+}
+
+// encodedCheck is a check's text as JSON, in the three runs that the
+// per-target fields (status, messages, waiver) separate.
+type encodedCheck struct {
+	text     checkText
+	controls map[string][]string
+	// head runs from the opening brace to `"status":`, middle from the comma
+	// after the messages through controls, and tail from package to the
+	// closing brace.
+	head, middle, tail []byte
+}
+
+// Append appends rep's line, with its newline, to dst.
+func (e *LineEncoder) Append(dst []byte, rep *Report) ([]byte, error) {
+	if dst == nil {
+		dst = make([]byte, 0, e.lastLen.Load()+e.lastLen.Load()/8)
+	}
+	start := len(dst)
+	dst = append(dst, `{"schema":`...)
+	dst = appendString(dst, rep.Schema)
+	dst = append(dst, `,"target":{"kind":`...)
+	dst = appendString(dst, rep.Target.Kind)
+	dst = append(dst, `,"ref":`...)
+	dst = appendString(dst, rep.Target.Ref)
+	dst = append(dst, `,"scanned_at":`...)
+	dst = appendString(dst, rep.Target.ScannedAt)
+	if rep.Target.Hostname != "" {
+		dst = append(dst, `,"hostname":`...)
+		dst = appendString(dst, rep.Target.Hostname)
+	}
+	dst = append(dst, `},"summary":{"total":`...)
+	dst = strconv.AppendInt(dst, int64(rep.Summary.Total), 10)
+	dst = append(dst, `,"by_status":`...)
+	dst = appendMap(dst, rep.Summary.ByStatus, appendInt)
+	dst = append(dst, `,"failed_by_severity":`...)
+	dst = appendMap(dst, rep.Summary.BySeverity, appendInt)
+	dst = append(dst, `},"results":`...)
+	if rep.Results == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range rep.Results {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = e.appendResult(dst, &rep.Results[i]); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"facts_digest":`...)
+	dst = appendString(dst, rep.FactsDigest)
+	dst = append(dst, `,"policy_digest":`...)
+	dst = appendString(dst, rep.PolicyDigest)
+	dst = append(dst, `,"tool_version":`...)
+	dst = appendString(dst, rep.ToolVersion)
+	if len(rep.Collectors) > 0 {
+		dst = append(dst, `,"collectors":`...)
+		dst = appendMap(dst, rep.Collectors, appendCollector)
+	}
+	dst = append(dst, "}\n"...)
+	e.lastLen.Store(int64(len(dst) - start))
+	return dst, nil
+}
+
+func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+
+func appendCollector(dst []byte, c CollectorStatus) []byte {
+	dst = append(dst, `{"status":`...)
+	dst = appendString(dst, c.Status)
+	if c.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = appendString(dst, c.Reason)
+	}
+	return append(dst, '}')
+}
+
+// appendMap appends m as an object with its names sorted, as the encoder
+// writes maps. Names that are not all printable ASCII, where encoders differ
+// in how they order and escape, are left to the encoder.
+func appendMap[V any](dst []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	names := make([]string, 0, len(m))
+	for name := range m {
+		if !plainASCII(name) {
+			b, _ := encodeCompact(m)
+			return append(dst, b...)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	dst = append(dst, '{')
+	for i, name := range names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, name)
+		dst = append(dst, ':')
+		dst = value(dst, m[name])
+	}
+	return append(dst, '}')
+}
+
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *LineEncoder) appendResult(dst []byte, r *Result) ([]byte, error) {
+	c := e.check(r)
+	if c == nil {
+		b, err := encodeCompact(r)
+		if err != nil {
+			return dst, fmt.Errorf("encoding result %s: %w", r.ID, err)
+		}
+		return append(dst, b...), nil
+	}
+	dst = append(dst, c.head...)
+	dst = appendString(dst, r.Status)
+	dst = append(dst, `,"messages":`...)
+	if r.Messages == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, m := range r.Messages {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, m)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, c.middle...)
+	if r.Waiver != nil {
+		w, err := encodeCompact(r.Waiver)
+		if err != nil {
+			return dst, fmt.Errorf("encoding the waiver of %s: %w", r.ID, err)
+		}
+		dst = append(dst, `,"waiver":`...)
+		dst = append(dst, w...)
+	}
+	return append(dst, c.tail...), nil
+}
+
+// check returns r's check text encoded, from the cache when r's controls are
+// the ones cached with it; nil when its text cannot be split around the
+// per-target fields, and r is then encoded whole.
+func (e *LineEncoder) check(r *Result) *encodedCheck {
+	text := checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File}
+	e.mu.Lock()
+	c, ok := e.checks[r.ID]
+	e.mu.Unlock()
+	if ok && c.text == text && sameControls(c.controls, r.Controls) {
+		return c
+	}
+	c = encodeCheck(r)
+	if c == nil {
+		return nil
+	}
+	e.mu.Lock()
+	if len(e.checks) >= maxEncodedChecks {
+		clear(e.checks)
+	}
+	e.checks[r.ID] = c
+	e.mu.Unlock()
+	return c
+}
+
+// sameControls compares two control maps, without walking them when they
+// are the same map, as a check's results share theirs.
+func sameControls(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+		return true
+	}
+	return maps.EqualFunc(a, b, slices.Equal)
+}
+
+// statusMarker and waiverMarker stand in for the per-target fields while a
+// check's text is encoded, so the encoder, not this file, decides how the
+// static fields are written; the markers are then cut out.
+const (
+	statusMarker = "\x00status\x00"
+	waiverMarker = "\x00waiver\x00"
+)
+
+func encodeCheck(r *Result) *encodedCheck {
+	probe := *r
+	probe.Status = statusMarker
+	probe.Messages = nil
+	probe.Waiver = &Waiver{Justification: waiverMarker}
+	b, err1 := encodeCompact(&probe)
+	quotedStatus, err2 := encodeCompact(statusMarker)
+	quotedWaiver, err3 := encodeCompact(probe.Waiver)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil
+	}
+	statusAt := bytes.Index(b, quotedStatus)
+	messagesAt := bytes.Index(b, []byte(`,"messages":null`))
+	waiverAt := bytes.Index(b, append([]byte(`,"waiver":`), quotedWaiver...))
+	// A check whose own text holds a marker (it would take a control
+	// character in a title) does not split cleanly; it is encoded whole.
+	if statusAt < 0 || messagesAt != statusAt+len(quotedStatus) || waiverAt < messagesAt ||
+		bytes.Count(b, quotedStatus) != 1 || bytes.Count(b, quotedWaiver) != 1 {
+		return nil
+	}
+	return &encodedCheck{
+		text:     checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File},
+		controls: r.Controls,
+		head:     b[:statusAt],
+		middle:   b[messagesAt+len(`,"messages":null`) : waiverAt],
+		tail:     b[waiverAt+len(`,"waiver":`)+len(quotedWaiver):],
+	}
+}
+
+// encodeCompact encodes v as the json renderer does (no HTML escaping), on
+// one line and without the trailing newline.
+func encodeCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// appendString appends s quoted. Printable ASCII, nearly every status and
+// message, is written here, with the two escapes JSON has only one way to
+// write; anything else (control characters, non-ASCII) goes through the
+// encoder, whose escaping rules stand.
+func appendString(dst []byte, s string) []byte {
+	start := len(dst)
+	dst = append(dst, '"')
+	from := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\':
+		case c < 0x20 || c >= utf8.RuneSelf:
+			// A Go string always encodes: invalid UTF-8 is replaced.
+			b, _ := encodeCompact(s)
+			return append(dst[:start], b...)
+		default:
+			dst = append(dst, s[from:i]...)
+			dst = append(dst, '\\', c)
+			from = i + 1
+		}
+	}
+	dst = append(dst, s[from:]...)
+	return append(dst, '"')
+}
