@@ -22,20 +22,20 @@ type node struct {
 	required   []string
 	// closed forbids names outside properties; extra, when set, is the
 	// schema of those names instead.
-	closed   bool
-	extra    *node
-	items    *node
-	minimum  *big.Rat
-	maximum  *big.Rat
+	closed  bool
+	extra   *node
+	items   *node
+	minimum *big.Rat
+	maximum *big.Rat
 	// minInt and maxInt are the bounds again when both fit an int64 (an
 	// absent bound is the int64 limit), so that plain integers, nearly
 	// every number in a facts document, compare without big.Rat.
 	minInt, maxInt int64
 	intBounds      bool
-	enum     []string
-	hasEnum  bool
-	pattern  *regexp.Regexp
-	dateTime bool
+	enum           []string
+	hasEnum        bool
+	pattern        *regexp.Regexp
+	dateTime       bool
 }
 
 // annotations are keywords that never change whether a value is valid.
