@@ -9,6 +9,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/reports"
 )
 
 // benchDocs are the two shapes measured: a hardened host (most checks pass)
@@ -128,7 +129,9 @@ func BenchmarkSavedDocumentParts(b *testing.B) {
 		stage(b, file+"/validate", func() error { _, err := facts.DecodeJSON(data); return err })
 		stage(b, file+"/convert", func() error { _, err := engine.DocumentFromValue(decoded, "bench"); return err })
 		stage(b, file+"/report", func() error { _, err := sc.Document(ctx, doc, data); return err })
-		stage(b, file+"/marshal", func() error { _, err := json.Marshal(rep); return err })
+		// As the NDJSON stream encodes: one encoder for the whole fleet.
+		lines := reports.NewLineEncoder()
+		stage(b, file+"/encode", func() error { _, err := lines.Append(nil, rep); return err })
 	}
 }
 
