@@ -5,19 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"maps"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
 // realisticFleet turns one facts document into n hosts the way a GPU fleet
-// looks: baked from three images (the package inventory and configuration
-// shared within an image), while what a running GPU host reports differs
-// host by host: its name and scan time, eight GPUs with their own UUIDs,
-// bus ids and temperatures, error counters that are mostly zero, Xid events
-// on a few hosts, the PIDs behind its sockets, and on one host in twenty a
-// drifted package version or a released hold.
+// looks when each host saved `gpuhost facts host` with its baseline, as the
+// agent's drift run does: live host documents, so every live check runs
+// (GPU, listeners, TLS probes) and the drift checks compare each host with
+// its image's manifest. The hosts are baked from three images (the package
+// inventory, configuration and manifest shared within an image), while what
+// a running GPU host reports differs host by host: its name and scan time,
+// eight GPUs with their own UUIDs, bus ids and temperatures, error counters
+// that are mostly zero, Xid events on a few hosts, the PIDs behind its
+// sockets, and on one host in twenty a drifted package version or a released
+// hold.
 func realisticFleet(doc []byte, n int) ([]byte, error) {
 	var base facts.Facts
 	if err := json.Unmarshal(doc, &base); err != nil {
@@ -25,6 +31,30 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 	}
 	if len(base.Packages) == 0 {
 		return nil, fmt.Errorf("the facts document lists no packages to vary")
+	}
+	base.Target.Kind = "host"
+	base.Collectors = maps.Clone(base.Collectors)
+	for _, c := range []string{"gpu", "network", "tls_probe", "manifest", "config_files"} {
+		base.Record(c, facts.StatusOK, "")
+	}
+	if base.TLS == nil {
+		base.TLS = &facts.TLS{}
+	}
+	tls := *base.TLS
+	tls.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
+	base.TLS = &tls
+	configFiles := []facts.ConfigFile{
+		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},
+		{Path: "/etc/default/grub", SHA256: strings.Repeat("cd", 32)},
+		{Path: "/etc/ssh/sshd_config", SHA256: strings.Repeat("ef", 32)},
+	}
+	var manifests [3]map[string]any
+	for image := range manifests {
+		kernel := ""
+		if base.Kernel != nil {
+			kernel = base.Kernel.Release
+		}
+		manifests[image] = imageManifest(base.Packages, kernel, image, configFiles)
 	}
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	var buf bytes.Buffer
@@ -38,11 +68,39 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		f.Packages = hostPackages(base.Packages, image, i)
 		f.GPU = hostGPU(image, i)
 		f.Network = hostNetwork(base.Network, i)
+		f.Manifest = manifests[image]
+		f.ConfigFiles = configFiles
 		if err := enc.Encode(&f); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// imageManifest is the baseline an image was baked with: its inventory,
+// the stack it pins and holds, and its configuration files' digests.
+func imageManifest(base []facts.Package, kernel string, image int, configFiles []facts.ConfigFile) map[string]any {
+	pkgs := hostPackages(base, image, 0)
+	inventory := make([]map[string]any, len(pkgs))
+	for i, p := range pkgs {
+		inventory[i] = map[string]any{"name": p.Name, "version": p.Version, "arch": p.Arch, "held": p.Held}
+	}
+	files := make([]map[string]any, len(configFiles))
+	for i, c := range configFiles {
+		files[i] = map[string]any{"path": c.Path, "sha256": c.SHA256}
+	}
+	return map[string]any{
+		"schema": "gpuhost.manifest/v1",
+		"pins": map[string]any{
+			"packages":   []map[string]any{{"name": pkgs[0].Name, "version": pkgs[0].Version, "held": true}},
+			"ngc_images": []any{},
+			"driver":     imageDrivers[image] + "-1",
+			"kernel":     kernel,
+		},
+		"packages":     inventory,
+		"config_files": files,
+		"build":        map[string]any{"plugin_version": "bench", "time": "2025-02-01T00:00:00Z", "template": fmt.Sprintf("image-%d", image)},
+	}
 }
 
 // hostPackages is the image's inventory, drifted on one host in twenty.
@@ -62,12 +120,15 @@ func hostPackages(base []facts.Package, image, host int) []facts.Package {
 	return pkgs
 }
 
+// imageDrivers is the NVIDIA driver each image pins.
+var imageDrivers = [3]string{"535.261.03", "550.163.01", "570.172.08"}
+
 // hostGPU is an eight-GPU host's live state.
 func hostGPU(image, host int) *facts.GPU {
 	temp := func(d int) *int { t := 31 + (host*7+d*3)%45; return &t }
 	on := true
 	g := &facts.GPU{
-		Available: true, DriverVersion: []string{"535.261.03", "550.163.01", "570.172.08"}[image],
+		Available: true, DriverVersion: imageDrivers[image],
 		CUDADriverVersion: []string{"12.2", "12.4", "12.8"}[image], DriverBranch: []int{535, 550, 570}[image],
 		KernelModuleType: "proprietary", XIDSource: "/var/log/kern.log",
 	}
@@ -120,7 +181,15 @@ func hostNetwork(base *facts.Network, host int) *facts.Network {
 	return n
 }
 
-// writeRealisticFleet writes n realistic hosts of the target at dir to file.
+// fleetParams is what a fleet of eight-GPU hosts is scanned with, so that
+// the count and MIG checks run too.
+const fleetParams = "gpu_expected_count: 8\ngpu_mig: false\n"
+
+// writeFleetParams writes fleetParams to file.
+func writeFleetParams(file string) error { return os.WriteFile(file, []byte(fleetParams), 0o600) }
+
+// writeRealisticFleet writes n realistic hosts of the target at dir to file,
+// and the params to scan them with to file.params.yaml.
 func writeRealisticFleet(gpuhost, dir string, n int, file string) error {
 	doc, err := exec.Command(gpuhost, "facts", "rootfs", dir).Output()
 	if err != nil {
@@ -130,5 +199,8 @@ func writeRealisticFleet(gpuhost, dir string, n int, file string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, ndjson, 0o600)
+	if err := os.WriteFile(file, ndjson, 0o600); err != nil {
+		return err
+	}
+	return writeFleetParams(file + ".params.yaml")
 }

@@ -29,7 +29,7 @@ func main() {
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
 	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures) or "rootfs" (scan rootfs and Lynis)`)
-	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file and exit, for profiling with gpuhost --cpuprofile")
+	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file, and the params to scan them with to FILE.params.yaml, and exit, for profiling with gpuhost --cpuprofile")
 	flag.Parse()
 	if *writeFleet != "" {
 		if err := writeRealisticFleet(*gpuhost, *sample, *docs, *writeFleet); err != nil {
@@ -135,21 +135,28 @@ func measureScanRootfs(gpuhost, tree string, runs int) (measurement, error) {
 // measureFleets times scan facts over fleets of saved documents. Two
 // shapes of host: the sample image (a dozen packages) and the generated
 // tree's full 1,500-package inventory, whose documents are 60 times larger.
-// Each shape comes as two fleets: "identical image", copies that differ in
-// target.ref only, and "realistic fleet", hosts baked from three images
-// whose GPUs, counters, sockets and a few drifted packages differ host by
-// host (see realisticFleet).
+// Each shape comes as two fleets: "identical image", copies of an image's
+// facts that differ in target.ref only, and "realistic fleet", live host
+// documents with their baselines, baked from three images, whose GPUs,
+// counters, sockets and a few drifted packages differ host by host (see
+// realisticFleet), scanned with fleet params.
 func measureFleets(gpuhost, sample, tree string, nDocs, runs int) ([]measurement, error) {
+	params := filepath.Join(os.TempDir(), fmt.Sprintf("gpuhost-bench-%d.params.yaml", os.Getpid()))
+	if err := writeFleetParams(params); err != nil {
+		return nil, err
+	}
+	defer os.Remove(params)
 	var table []measurement
 	for _, fleet := range []struct {
 		label, dir string
 		n          int
 		make       func([]byte, int) ([]byte, error)
+		flags      []string
 	}{
-		{"identical image, sample-image hosts", sample, nDocs, manyDocs},
-		{"realistic fleet, sample-image hosts", sample, nDocs, realisticFleet},
-		{"identical image, 1,500-package hosts", tree, nDocs / 10, manyDocs},
-		{"realistic fleet, 1,500-package hosts", tree, nDocs / 10, realisticFleet},
+		{"identical image, sample-image hosts", sample, nDocs, manyDocs, nil},
+		{"realistic fleet, sample-image hosts", sample, nDocs, realisticFleet, []string{"--params", params}},
+		{"identical image, 1,500-package hosts", tree, nDocs / 10, manyDocs, nil},
+		{"realistic fleet, 1,500-package hosts", tree, nDocs / 10, realisticFleet, []string{"--params", params}},
 	} {
 		// The same fleet as a report stream (NDJSON, one report per host)
 		// and as the --summary table over all hosts.
@@ -160,7 +167,7 @@ func measureFleets(gpuhost, sample, tree string, nDocs, runs int) ([]measurement
 			{"", []string{"--format", "json"}},
 			{" --summary", []string{"--summary"}},
 		} {
-			m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1), fleet.make, mode.args...)
+			m, err := measureScanFacts(gpuhost, fleet.dir, fleet.n, max(runs/5, 1), fleet.make, append(mode.args, fleet.flags...)...)
 			if err != nil {
 				return nil, err
 			}
