@@ -143,7 +143,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	if o.memo > 0 {
 		e.reads, e.readPaths = analyzeReads(compiler, checks)
-		e.memo = &memo{limit: o.memo}
+		e.memo = &memo{limit: o.memo, checks: make([]memoStats, len(checks))}
 	}
 
 	// Params are read as AST values: converting them from Go maps on every

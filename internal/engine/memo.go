@@ -62,6 +62,39 @@ type memo struct {
 	limit int
 	size  atomic.Int64
 	m     sync.Map
+	// checks counts, per check, how its lookups went.
+	checks []memoStats
+}
+
+// memoStats counts one check's lookups and hits. A check whose input
+// differs on every host (a GPU check reads each GPU's UUID and temperature)
+// never hits, and working out its key is then pure cost: digesting eight
+// GPUs for each of a dozen checks was a tenth of a live-host fleet scan.
+type memoStats struct {
+	lookups, hits atomic.Int64
+}
+
+// memoProbe is how many lookups a check gets before the memo judges it, and
+// memoMinHitRate the share of hits (one in memoMinHitRate) it must reach
+// to keep being looked up.
+const (
+	memoProbe      = 256
+	memoMinHitRate = 16
+)
+
+// worthLooking reports whether check i's lookups have hit often enough to
+// keep looking it up.
+func (m *memo) worthLooking(i int) bool {
+	s := &m.checks[i]
+	n := s.lookups.Load()
+	return n < memoProbe || s.hits.Load()*memoMinHitRate >= n
+}
+
+func (m *memo) count(i int, hit bool) {
+	m.checks[i].lookups.Add(1)
+	if hit {
+		m.checks[i].hits.Add(1)
+	}
 }
 
 func (m *memo) load(k memoKey) (*memoEntry, bool) {
@@ -550,7 +583,7 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 	left := run[:0:0]
 	for _, i := range run {
 		rs := e.reads[i]
-		if rs == nil {
+		if rs == nil || !e.memo.worthLooking(i) {
 			left = append(left, i)
 			continue
 		}
@@ -559,7 +592,9 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 			left = append(left, i)
 			continue
 		}
-		if m, hit := e.memo.load(k); hit {
+		m, hit := e.memo.load(k)
+		e.memo.count(i, hit)
+		if hit {
 			e.decide(&out[i], slices.Clone(m.deny), slices.Clone(m.skip))
 			continue
 		}

@@ -282,3 +282,33 @@ func TestPreparedQueriesStayBounded(t *testing.T) {
 		t.Errorf("the hosts made %d distinct sets of misses; the test needs at least 2", n)
 	}
 }
+
+// TestMemoStopsLookingUpChecksThatNeverHit runs a fleet whose every host
+// differs where GH-MEMO-001 reads: past the probe the check is no longer
+// looked up (nor stored), and its results still match evaluation.
+func TestMemoStopsLookingUpChecksThatNeverHit(t *testing.T) {
+	files := map[string]string{"memo/reads.rego": readsPolicy}
+	cold := memoEngine(t, 0, files)
+	warm := memoEngine(t, 10*memoProbe, files)
+	for i := range memoProbe + 20 {
+		d := memoDoc(t, "h", fmt.Sprintf("%q", fmt.Sprint("cipher-", i)), false)
+		if got, want := mustEval(t, warm, d), mustEval(t, cold, d); !reflect.DeepEqual(got, want) {
+			t.Fatalf("host %d: memo gave %+v, evaluation %+v", i, got, want)
+		}
+	}
+	if n := warm.memo.checks[0].lookups.Load(); n != memoProbe {
+		t.Errorf("%d lookups, want the check dropped after %d", n, memoProbe)
+	}
+	if n := warm.memo.size.Load(); n != memoProbe {
+		t.Errorf("memo holds %d entries, want only the probe's %d", n, memoProbe)
+	}
+
+	// A check whose hosts share their inputs keeps its place.
+	shared := memoEngine(t, 10*memoProbe, files)
+	for i := range memoProbe + 20 {
+		mustEval(t, shared, memoDoc(t, fmt.Sprint("h", i), `"aes128-cbc"`, false))
+	}
+	if n, hits := shared.memo.checks[0].lookups.Load(), shared.memo.checks[0].hits.Load(); n != memoProbe+20 || hits != n-1 {
+		t.Errorf("shared inputs: %d lookups, %d hits; want %d and %d", n, hits, memoProbe+20, memoProbe+19)
+	}
+}
