@@ -3,6 +3,8 @@ package scan
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"testing"
 
@@ -150,4 +152,49 @@ func measure(b *testing.B, step func() error) {
 			}
 		}
 	})
+}
+
+// BenchmarkDriftLargeInventory evaluates the whole pack, memo off, against a
+// host of 1,500 packages with its 1,500-package baseline, one package
+// drifted: the drift checks must stay linear in the inventory (a rule
+// looked up by a bound key inside a loop once made this 1,500 x 1,500).
+func BenchmarkDriftLargeInventory(b *testing.B) {
+	sc, data := benchScanner(b, engine.WithMemo(0))
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		b.Fatal(err)
+	}
+	live := make([]any, 1500)
+	baked := make([]any, 1500)
+	for i := range live {
+		p := map[string]any{"name": fmt.Sprintf("pkg%04d", i), "version": fmt.Sprintf("1.%d-1", i), "arch": "amd64", "held": i%100 == 0}
+		baked[i] = maps.Clone(p)
+		if i == 700 {
+			p["version"] = "1.700-1+drift"
+		}
+		live[i] = p
+	}
+	m["packages"] = live
+	m["manifest"] = map[string]any{"schema": "gpuhost.manifest/v1", "pins": map[string]any{"packages": []any{}, "ngc_images": []any{}},
+		"packages": baked, "build": map[string]any{"plugin_version": "bench", "time": "2025-02-01T00:00:00Z"}}
+	m["collectors"].(map[string]any)["manifest"] = map[string]any{"status": "ok"}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc, err := engine.ParseDocument(raw, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := sc.engine.Evaluate(ctx, doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range res {
+		if r.ID == "GH-DRIFT-001" && (r.Status != "fail" || len(r.Messages) != 1) {
+			b.Fatalf("GH-DRIFT-001: %s %q, want the one drifted package", r.Status, r.Messages)
+		}
+	}
+	measure(b, func() error { _, err := sc.engine.Evaluate(ctx, doc); return err })
 }

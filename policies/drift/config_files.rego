@@ -25,16 +25,20 @@ live[f.path] contains f.sha256 if some f in object.get(input, "config_files", []
 
 baked contains b.path if some b in baseline
 
+# Each rule takes live whole, once: live[path] with the path bound would
+# evaluate live's body over every file again for each baseline entry.
 deny contains msg if {
+	digests := live
 	some b in baseline
-	some sum in live[b.path]
+	some sum in digests[b.path]
 	sum != b.sha256
 	msg := sprintf("%s changed since the baseline: sha256 %s, baked %s", [b.path, substring(sum, 0, 12), substring(b.sha256, 0, 12)])
 }
 
 deny contains msg if {
+	digests := live
 	some b in baseline
-	not live[b.path]
+	not digests[b.path]
 	msg := sprintf("%s is in the baseline but gone", [b.path])
 }
 

@@ -32,8 +32,11 @@ baked_held contains b.name if {
 }
 
 # now describes a package that is not held: its live versions, or its absence.
-now(name) := sprintf("installed at %s but not held", [concat(", ", sort({sprintf("%s:%s %s", [p.name, p.arch, p.version]) | some p in live[name]}))]) if {
-	count(live[name]) > 0
+# It takes live whole (cached for the evaluation) rather than live[name],
+# which would go over every installed package again for each call.
+now(name) := sprintf("installed at %s but not held", [concat(", ", sort({sprintf("%s:%s %s", [p.name, p.arch, p.version]) | some p in versions[name]}))]) if {
+	versions := live
+	count(versions[name]) > 0
 } else := "no longer installed"
 
 deny contains msg if {
