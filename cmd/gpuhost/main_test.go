@@ -185,6 +185,18 @@ func TestSavedFactsRoundTrip(t *testing.T) {
 	if n := strings.Count(strings.TrimSpace(many.stdout), "\n") + 1; n != 5 {
 		t.Errorf("NDJSON: %d report lines, want 5", n)
 	}
+	// Each line is the json report of that document scanned alone, only
+	// without its indentation: the stream's encoder and the json renderer
+	// agree. (The same bytes go in, since facts_digest is their digest.)
+	var one bytes.Buffer
+	if err := json.Compact(&one, []byte(gpuhost(t, line, "scan", "facts", "--format", "json").stdout)); err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range strings.SplitAfter(many.stdout, "\n")[:5] {
+		if got != one.String()+"\n" {
+			t.Errorf("NDJSON line %d differs from the json report:\n got %s\nwant %s", i+1, got, one.String())
+		}
+	}
 
 	bad := gpuhost(t, line+`{"schema":"gpuhost.facts/v1","target":{"kind":"host"}}`+"\n", "scan", "facts", "--format", "json")
 	if bad.code != 2 || !strings.Contains(bad.stderr, "stdin#2") {
