@@ -1,17 +1,13 @@
 package gate
 
 import (
-	"bytes"
-	"cmp"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -133,36 +129,9 @@ func FuzzDefaultTag(f *testing.F) {
 // TestGeneratedFilesAreCurrent regenerates config.hcl2spec.go and
 // docs/post-processor-gate.mdx and compares them with the committed ones.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	sdc, err := filepath.Abs(cmp.Or(os.Getenv("PACKER_SDC"), "../../bin/packer-sdc"))
-	if _, serr := os.Stat(sdc); err != nil || serr != nil {
-		t.Skipf("packer-sdc is not built (make packer-sdc), so the generated files cannot be checked: %v", cmp.Or(err, serr))
-	}
-	tmp := t.TempDir()
-	// packer-sdc loads the package in its working directory and writes
-	// beside GOFILE, with hcl2spec.go in place of go.
-	spec := exec.Command(sdc, "mapstructure-to-hcl2", "-type", "Config,Publish")
-	spec.Env = append(os.Environ(), "GOFILE="+filepath.Join(tmp, "config.go"), "GOPACKAGE=gate")
-	if out, err := spec.CombinedOutput(); err != nil {
-		t.Fatalf("packer-sdc: %v\n%s", err, out)
-	}
-	same(t, filepath.Join(tmp, "config.hcl2spec.go"), "config.hcl2spec.go")
-
-	docs := filepath.Join(tmp, "post-processor-gate.mdx")
-	if out, err := exec.Command("go", "run", "./internal/gendocs", "-sdc", sdc, "-out", docs).CombinedOutput(); err != nil {
-		t.Fatalf("gendocs: %v\n%s", err, out)
-	}
-	same(t, docs, "../../docs/post-processor-gate.mdx")
-}
-
-// same fails the test when the fresh file differs from the committed one.
-func same(t *testing.T, fresh, committed string) {
-	t.Helper()
-	a, errA := os.ReadFile(fresh)
-	b, errB := os.ReadFile(committed)
-	if err := cmp.Or(errA, errB); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
-		t.Errorf("%s is stale: run go generate ./builder/gate", committed)
-	}
+	sdc := sdctest.Find(t)
+	const fix = "go generate ./builder/gate"
+	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish"), "config.hcl2spec.go", fix)
+	docs := sdctest.Docs(t, "post-processor-gate.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
+	sdctest.Same(t, docs, "../../docs/post-processor-gate.mdx", fix)
 }

@@ -1,16 +1,13 @@
 package ngc
 
 import (
-	"bytes"
 	"encoding/base64"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 )
@@ -96,51 +93,11 @@ func TestOutputSpecMatchesExecute(t *testing.T) {
 	}
 }
 
-// packerSDC returns bin/packer-sdc (or $PACKER_SDC), or skips.
-func packerSDC(t *testing.T) string {
-	t.Helper()
-	sdc := os.Getenv("PACKER_SDC")
-	if sdc == "" {
-		sdc = "../../bin/packer-sdc"
-	}
-	sdc, err := filepath.Abs(sdc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(sdc); err != nil {
-		t.Skipf("bin/packer-sdc is not built (make packer-sdc): %v", err)
-	}
-	return sdc
-}
-
-// TestGeneratedFilesAreCurrent regenerates the HCL2 spec and the docs into
-// a temp dir and compares them with the committed ones.
+// TestGeneratedFilesAreCurrent regenerates the HCL2 spec and the docs and
+// compares them with the committed ones.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	sdc := packerSDC(t)
-	tmp := t.TempDir()
-	cmd := exec.Command(sdc, "mapstructure-to-hcl2", "-type", "Config,DatasourceOutput")
-	cmd.Env = append(os.Environ(), "GOFILE="+filepath.Join(tmp, "datasource.go"), "GOPACKAGE=ngc")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("packer-sdc: %v\n%s", err, b)
-	}
-	docs := filepath.Join(tmp, "datasource-ngc.mdx")
-	if b, err := exec.Command("sh", "gendocs.sh", sdc, docs).CombinedOutput(); err != nil {
-		t.Fatalf("gendocs.sh: %v\n%s", err, b)
-	}
-	for fresh, committed := range map[string]string{
-		filepath.Join(tmp, "datasource.hcl2spec.go"): "datasource.hcl2spec.go",
-		docs: "../../docs/datasource-ngc.mdx",
-	} {
-		a, err := os.ReadFile(fresh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(committed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s is stale; run go generate ./builder/ngc/", committed)
-		}
-	}
+	sdc := sdctest.Find(t)
+	const fix = "go generate ./builder/ngc/"
+	sdctest.Same(t, sdctest.Spec(t, sdc, "datasource.go", "ngc", "Config,DatasourceOutput"), "datasource.hcl2spec.go", fix)
+	sdctest.Same(t, sdctest.Docs(t, "datasource-ngc.mdx", "sh", "gendocs.sh", sdc), "../../docs/datasource-ngc.mdx", fix)
 }
