@@ -14,7 +14,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -27,11 +26,7 @@ var fleetParams = map[string]any{
 
 func newScanner(t testing.TB) *scan.Scanner {
 	t.Helper()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams))
+	e, err := scan.Pack{}.Engine(context.Background(), engine.WithParams(fleetParams))
 	if err != nil {
 		t.Fatal(err)
 	}

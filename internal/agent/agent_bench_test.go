@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -18,11 +16,7 @@ import (
 // record the run in the history and update the metrics. The target
 // is under a second per run.
 func BenchmarkAgentRun(b *testing.B) {
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
+	e, err := scan.Pack{}.Engine(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/internal/waivers"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -263,11 +262,7 @@ func weakReport(t *testing.T) (*reports.Report, string) {
 // embeddedEngine compiles the pack the binary ships.
 func embeddedEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
+	e, err := scan.Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/internal/scan"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/policies.md from the default pack")
@@ -21,11 +21,7 @@ const committed = "../../docs/policies.md"
 
 func defaultPack(t *testing.T) *Catalog {
 	t.Helper()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
+	e, err := scan.Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,8 @@ func (p Pack) BundleKey() (*engine.BundleKey, error) {
 
 // Engine loads, verifies and compiles the pack with its parameters, which
 // must validate against the params schema of the packs that read them.
-func (p Pack) Engine(ctx context.Context) (*engine.Engine, error) {
+// Extra engine options (a memo size, params given in code) come last.
+func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engine, error) {
 	key, err := p.BundleKey()
 	if err != nil {
 		return nil, err
@@ -70,5 +71,5 @@ func (p Pack) Engine(ctx context.Context) (*engine.Engine, error) {
 		}
 		opts = append(opts, engine.WithParams(params))
 	}
-	return engine.New(ctx, opts...)
+	return engine.New(ctx, append(opts, extra...)...)
 }

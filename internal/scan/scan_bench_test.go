@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -20,11 +19,7 @@ var benchDocs = []string{"testdata/hardened-facts.json", "testdata/weak-facts.js
 
 func benchScanner(b *testing.B, opts ...engine.Option) (*Scanner, []byte) {
 	b.Helper()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), append([]engine.Option{engine.WithSource(src)}, opts...)...)
+	e, err := Pack{}.Engine(context.Background(), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

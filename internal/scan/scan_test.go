@@ -12,17 +12,12 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
-	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
 func newScanner(t *testing.T, opts ...Option) *Scanner {
 	t.Helper()
-	src, err := engine.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(context.Background(), engine.WithSource(src))
+	e, err := Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +104,11 @@ func TestExitCode(t *testing.T) {
 // fleet twice, with and without the engine's memo, in an order where hosts
 // of one shape follow hosts of another: every report must be the same.
 func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
-	src, err := engine.LoadFS(policies.FS, "embedded")
+	cold, err := Pack{}.Engine(context.Background(), engine.WithMemo(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cold, err := engine.New(context.Background(), engine.WithSource(src), engine.WithMemo(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm, err := engine.New(context.Background(), engine.WithSource(src))
+	warm, err := Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
