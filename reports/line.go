@@ -164,28 +164,10 @@ func plainASCII(s string) bool {
 
 func (e *LineEncoder) appendResult(dst []byte, r *Result) ([]byte, error) {
 	c := e.check(r)
-	if c == nil {
-		b, err := encodeCompact(r)
-		if err != nil {
-			return dst, fmt.Errorf("encoding result %s: %w", r.ID, err)
-		}
-		return append(dst, b...), nil
-	}
 	dst = append(dst, c.head...)
 	dst = appendString(dst, r.Status)
 	dst = append(dst, `,"messages":`...)
-	if r.Messages == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, m := range r.Messages {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, m)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendStrings(dst, r.Messages)
 	dst = append(dst, c.middle...)
 	if r.Waiver != nil {
 		w, err := encodeCompact(r.Waiver)
@@ -199,8 +181,7 @@ func (e *LineEncoder) appendResult(dst []byte, r *Result) ([]byte, error) {
 }
 
 // check returns r's check text encoded, from the cache when r's controls are
-// the ones cached with it; nil when its text cannot be split around the
-// per-target fields, and r is then encoded whole.
+// the ones cached with it.
 func (e *LineEncoder) check(r *Result) *encodedCheck {
 	text := checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File}
 	e.mu.Lock()
@@ -209,10 +190,7 @@ func (e *LineEncoder) check(r *Result) *encodedCheck {
 	if ok && c.text == text && sameControls(c.controls, r.Controls) {
 		return c
 	}
-	c = encodeCheck(r)
-	if c == nil {
-		return nil
-	}
+	c = encodeCheck(text, r.Controls)
 	e.mu.Lock()
 	if len(e.checks) >= maxEncodedChecks {
 		clear(e.checks)
@@ -234,41 +212,49 @@ func sameControls(a, b map[string][]string) bool {
 	return maps.EqualFunc(a, b, slices.Equal)
 }
 
-// statusMarker and waiverMarker stand in for the per-target fields while a
-// check's text is encoded, so the encoder, not this file, decides how the
-// static fields are written; the markers are then cut out.
-const (
-	statusMarker = "\x00status\x00"
-	waiverMarker = "\x00waiver\x00"
-)
+// encodeCheck writes a check's text in the json renderer's field order,
+// split where the per-target fields go.
+func encodeCheck(text checkText, controls map[string][]string) *encodedCheck {
+	c := &encodedCheck{text: text, controls: controls}
+	c.head = append(c.head, `{"id":`...)
+	c.head = appendString(c.head, text.id)
+	c.head = append(c.head, `,"title":`...)
+	c.head = appendString(c.head, text.title)
+	c.head = appendOptional(c.head, `,"description":`, text.description)
+	c.head = append(c.head, `,"severity":`...)
+	c.head = appendString(c.head, text.severity)
+	c.head = append(c.head, `,"status":`...)
+	c.middle = appendOptional(c.middle, `,"remediation":`, text.remediation)
+	if len(controls) > 0 {
+		c.middle = append(c.middle, `,"controls":`...)
+		c.middle = appendMap(c.middle, controls, appendStrings)
+	}
+	c.tail = appendOptional(c.tail, `,"package":`, text.pkg)
+	c.tail = appendOptional(c.tail, `,"file":`, text.file)
+	c.tail = append(c.tail, '}')
+	return c
+}
 
-func encodeCheck(r *Result) *encodedCheck {
-	probe := *r
-	probe.Status = statusMarker
-	probe.Messages = nil
-	probe.Waiver = &Waiver{Justification: waiverMarker}
-	b, err1 := encodeCompact(&probe)
-	quotedStatus, err2 := encodeCompact(statusMarker)
-	quotedWaiver, err3 := encodeCompact(probe.Waiver)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return nil
+// appendOptional writes an omitempty string field: nothing when s is empty.
+func appendOptional(dst []byte, name, s string) []byte {
+	if s == "" {
+		return dst
 	}
-	statusAt := bytes.Index(b, quotedStatus)
-	messagesAt := bytes.Index(b, []byte(`,"messages":null`))
-	waiverAt := bytes.Index(b, append([]byte(`,"waiver":`), quotedWaiver...))
-	// A check whose own text holds a marker (it would take a control
-	// character in a title) does not split cleanly; it is encoded whole.
-	if statusAt < 0 || messagesAt != statusAt+len(quotedStatus) || waiverAt < messagesAt ||
-		bytes.Count(b, quotedStatus) != 1 || bytes.Count(b, quotedWaiver) != 1 {
-		return nil
+	return appendString(append(dst, name...), s)
+}
+
+func appendStrings(dst []byte, list []string) []byte {
+	if list == nil {
+		return append(dst, "null"...)
 	}
-	return &encodedCheck{
-		text:     checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File},
-		controls: r.Controls,
-		head:     b[:statusAt],
-		middle:   b[messagesAt+len(`,"messages":null`) : waiverAt],
-		tail:     b[waiverAt+len(`,"waiver":`)+len(quotedWaiver):],
+	dst = append(dst, '[')
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
 	}
+	return append(dst, ']')
 }
 
 // encodeCompact encodes v as the json renderer does (no HTML escaping), on

@@ -72,11 +72,12 @@ func TestLineEncoderNeverReusesStaleCheckText(t *testing.T) {
 	}
 }
 
-// A title that holds the encoder's own marker cannot be split; the result is
-// encoded whole, and still correctly.
-func TestLineEncoderMarkerInCheckText(t *testing.T) {
-	for _, title := range []string{statusMarker, waiverMarker, `"status":` + statusMarker} {
-		rep := &Report{Schema: Schema, Results: []Result{{ID: "GH-X-1", Title: title, Severity: "low", Status: StatusFail}}}
+// Check text with control characters, JSON-looking fragments or characters
+// the encoder escapes is written as the renderer writes it.
+func TestLineEncoderOddCheckText(t *testing.T) {
+	for _, title := range []string{"\x00status\x00", `"status":"fail"`, "\u2028 <b> & \xff", `back\slash`} {
+		rep := &Report{Schema: Schema, Results: []Result{{ID: "GH-X-1", Title: title, Severity: "low", Status: StatusFail,
+			Controls: map[string][]string{title: {title}}}}}
 		if got, want := appendLine(t, NewLineEncoder(), rep), wantLine(t, rep); !bytes.Equal(got, want) {
 			t.Errorf("title %q:\n got %s\nwant %s", title, got, want)
 		}
