@@ -133,20 +133,20 @@ func (c *fastCompiler) node(s any, depth int) (*node, error) {
 // int64Bounds gives the bounds as int64s, with an absent bound at the int64
 // limit; ok is false when a bound is fractional or does not fit.
 func int64Bounds(minimum, maximum *big.Rat) (lo, hi int64, ok bool) {
-	lo, hi = math.MinInt64, math.MaxInt64
-	for _, b := range []struct {
-		r   *big.Rat
-		dst *int64
-	}{{minimum, &lo}, {maximum, &hi}} {
-		if b.r == nil {
-			continue
-		}
-		if !b.r.IsInt() || !b.r.Num().IsInt64() {
-			return 0, 0, false
-		}
-		*b.dst = b.r.Num().Int64()
+	lo, okLo := ratInt64(minimum, math.MinInt64)
+	hi, okHi := ratInt64(maximum, math.MaxInt64)
+	return lo, hi, okLo && okHi
+}
+
+// ratInt64 is r as an int64, or absent when r is nil.
+func ratInt64(r *big.Rat, absent int64) (int64, bool) {
+	if r == nil {
+		return absent, true
 	}
-	return lo, hi, true
+	if !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
 }
 
 // ref resolves "#/$defs/name" once, so that a recursive definition is one

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,16 +32,13 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		return nil, fmt.Errorf("the facts document lists no packages to vary")
 	}
 	base.Target.Kind = "host"
-	base.Collectors = maps.Clone(base.Collectors)
 	for _, c := range []string{"gpu", "network", "tls_probe", "manifest", "config_files"} {
 		base.Record(c, facts.StatusOK, "")
 	}
 	if base.TLS == nil {
 		base.TLS = &facts.TLS{}
 	}
-	tls := *base.TLS
-	tls.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
-	base.TLS = &tls
+	base.TLS.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
 	configFiles := []facts.ConfigFile{
 		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},
 		{Path: "/etc/default/grub", SHA256: strings.Repeat("cd", 32)},
