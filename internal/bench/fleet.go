@@ -121,7 +121,9 @@ var imageDrivers = [3]string{"535.261.03", "550.163.01", "570.172.08"}
 
 // hostGPU is an eight-GPU host's live state.
 func hostGPU(image, host int) *facts.GPU {
-	temp := func(d int) *int { t := 31 + (host*7+d*3)%45; return &t }
+	// Temperatures scatter as a real fleet's do: no two hosts read alike,
+	// so the temperature check is evaluated for every host.
+	temp := func(d int) *int { t := 31 + int(mix(uint64(host*8+d))%45); return &t }
 	on := true
 	g := &facts.GPU{
 		Available: true, DriverVersion: imageDrivers[image],
@@ -159,6 +161,14 @@ func hostGPU(image, host int) *facts.GPU {
 			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}}
 	}
 	return g
+}
+
+// mix scatters n (SplitMix64's finaliser).
+func mix(n uint64) uint64 {
+	n += 0x9e3779b97f4a7c15
+	n = (n ^ n>>30) * 0xbf58476d1ce4e5b9
+	n = (n ^ n>>27) * 0x94d049bb133111eb
+	return n ^ n>>31
 }
 
 // hostNetwork is the image's listeners, each with this host's PID.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"os"
 	"testing"
 
@@ -87,26 +86,5 @@ func TestConvertDecodedKeepsOnlyShared(t *testing.T) {
 	sharedMembers.Unlock()
 	if after > before {
 		t.Errorf("%d unshared members kept", after-before)
-	}
-}
-
-// TestCanonicalSharedAgrees writes a shared member's text three times and
-// after a longer prefix, and wants appendCanonicalAny's text every time.
-func TestCanonicalSharedAgrees(t *testing.T) {
-	v := sharedDoc(t)["packages"]
-	want, ok := appendCanonicalAny([]byte("p"), v, 0)
-	if !ok {
-		t.Fatal("not canonical")
-	}
-	for i := range 3 {
-		got, ok := appendCanonicalShared([]byte("p"), v)
-		if !ok || !bytes.Equal(got, want) {
-			t.Fatalf("round %d: %q, want %q", i, got, want)
-		}
-	}
-	long := bytes.Repeat([]byte("p"), maxDigestBytes)
-	_, wantOK := appendCanonicalAny(long, v, 0)
-	if _, ok := appendCanonicalShared(long, v); ok != wantOK {
-		t.Errorf("after a long prefix: ok %v, want %v", ok, wantOK)
 	}
 }

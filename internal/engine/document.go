@@ -91,7 +91,11 @@ func documentOf(v ast.Value, name string) (*Document, error) {
 		return nil, fmt.Errorf("parsing facts %s: schema is %q, want %q", name, s, facts.Schema)
 	}
 	doc := &Document{Value: v, Collectors: map[string]facts.CollectorStatus{}}
-	target, ok := obj.Get(ast.InternedTerm("target")).Value.(ast.Object)
+	tt := obj.Get(ast.InternedTerm("target"))
+	if tt == nil {
+		return nil, fmt.Errorf("parsing facts %s: target is missing", name)
+	}
+	target, ok := tt.Value.(ast.Object)
 	if !ok {
 		return nil, fmt.Errorf("parsing facts %s: target is missing", name)
 	}

@@ -58,12 +58,14 @@ type Engine struct {
 	// reads is, per check, what it reads from input; memo remembers
 	// outcomes by a digest of that (see memo.go). memo is nil when off.
 	reads     []*readSet
-	readPaths [][]string
-	memo      *memo
-	digest    string
-	params    map[string]any
-	modules   map[string]*ast.Module
-	compiler  *ast.Compiler
+	readItems []readItem
+	// sharedDigests keeps item digests of members hosts share.
+	sharedDigests *sharedDigests
+	memo          *memo
+	digest        string
+	params        map[string]any
+	modules       map[string]*ast.Module
+	compiler      *ast.Compiler
 }
 
 type options struct {
@@ -142,7 +144,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		o.memo = DefaultMemoEntries
 	}
 	if o.memo > 0 {
-		e.reads, e.readPaths = analyzeReads(compiler, checks)
+		e.reads, e.readItems = analyzeReads(compiler, checks)
+		e.sharedDigests = &sharedDigests{m: map[sharedItem]sharedSum{}}
 		e.memo = &memo{limit: o.memo, checks: make([]memoStats, len(checks))}
 	}
 

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -37,18 +37,28 @@ func WithMemo(entries int) Option {
 	return func(o *options) { o.memo = max(entries, 0); o.memoSet = true }
 }
 
-// readSet is what one check reads from input: a list of paths, or nil when
+// readSet is what one check reads from input (see reads.go), or nil when
 // the check cannot be memoized (it reads the whole input, reads it through a
 // path the analysis cannot follow, or calls a nondeterministic builtin).
+//
+// A check whose messages print values it otherwise only tests for presence
+// has two keys. The pass key digests those values' presence alone: hosts
+// that differ only there (a GPU's UUID in "GPU 3 (GPU-...) runs with ECC
+// off") share it, and it recalls only passes, whose empty sets print
+// nothing. The full key digests the values too, and recalls any outcome.
 type readSet struct {
-	paths [][]string
-	// ids index the engine's list of every path some check reads.
+	items []readItem
+	// ids index the engine's list of every item some check reads: the
+	// full key's items.
 	ids []int
+	// passIDs are the pass key's items; nil when the keys are one.
+	passIDs []int
 }
 
 // memoKey names one check's outcome for one digest of its inputs.
 type memoKey struct {
 	check int
+	pass  bool
 	sum   [sha256.Size]byte
 }
 
@@ -113,280 +123,80 @@ func (m *memo) store(k memoKey, e *memoEntry) {
 	m.m.Store(k, e)
 }
 
-// analyzeReads finds, for every check, the input paths its rules and every
-// rule they depend on read.
-func analyzeReads(compiler *ast.Compiler, checks []Check) ([]*readSet, [][]string) {
-	byPkg := map[string][]*ast.Rule{}
-	for _, m := range compiler.Modules {
-		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
-		byPkg[pkg] = append(byPkg[pkg], m.Rules...)
-	}
-	out := make([]*readSet, len(checks))
-	var all [][]string
-	index := map[string]int{}
-	for i, c := range checks {
-		rs := readsOf(compiler, byPkg[c.Package])
-		if rs == nil {
-			continue
-		}
-		for _, p := range rs.paths {
-			name := strings.Join(p, "\x00")
-			id, seen := index[name]
-			if !seen {
-				id = len(all)
-				index[name] = id
-				all = append(all, p)
-			}
-			rs.ids = append(rs.ids, id)
-		}
-		out[i] = rs
-	}
-	return out, all
-}
-
-func readsOf(compiler *ast.Compiler, roots []*ast.Rule) *readSet {
-	seen := map[*ast.Rule]bool{}
-	queue := slices.Clone(roots)
-	var paths [][]string
-	ok := true
-	for len(queue) > 0 && ok {
-		r := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		for n := r.Else; n != nil; n = n.Else {
-			queue = append(queue, n)
-		}
-		for dep := range compiler.Graph.Dependencies(r) {
-			if d, isRule := dep.(*ast.Rule); isRule {
-				queue = append(queue, d)
-			}
-		}
-		ok = collectInputPaths(r, &paths)
-	}
-	paths = normalizePaths(paths)
-	// A check that reads the whole document reads every host's own name:
-	// its outcomes would fill the memo and never be asked for again.
-	if !ok || len(paths) > 0 && len(paths[0]) == 0 {
-		return nil
-	}
-	return &readSet{paths: paths}
-}
-
-// collectInputPaths appends the input paths rule r reads. It returns false
-// when r reads input in a way whose extent cannot be told statically.
-//
-// The compiler has rewritten the rule: `object.get(input, "k", d)` arrives as
-// `__local1__ = input; object.get(__local1__, "k", d, __local2__)`. Local
-// names are unique, so a local bound to an input path is followed as an
-// alias of that path.
-func collectInputPaths(r *ast.Rule, paths *[][]string) bool {
-	aliases := map[ast.Var][]string{}
-	defs := map[*ast.Expr]bool{}
-	ast.WalkExprs(r, func(x *ast.Expr) bool {
-		if !x.IsEquality() || len(x.With) > 0 {
-			return false
-		}
-		a, b := x.Operand(0), x.Operand(1)
-		for range 2 {
-			if v, isVar := a.Value.(ast.Var); isVar && !v.Equal(ast.InputRootDocument.Value) {
-				if p, whole := inputPrefix(b, nil); whole {
-					aliases[v] = p
-					defs[x] = true
-				}
-			}
-			a, b = b, a
-		}
-		return false
-	})
-	ok := true
-	var vis *ast.GenericVisitor
-	vis = ast.NewGenericVisitor(func(x any) bool {
-		if !ok {
-			return true
-		}
-		switch x := x.(type) {
-		case *ast.Expr:
-			if defs[x] {
-				return true
-			}
-			for _, w := range x.With {
-				if isInputRooted(w.Target) {
-					ok = false
-				}
-			}
-			if !x.IsCall() {
-				return false
-			}
-			if b, found := ast.BuiltinMap[x.Operator().String()]; found && b.Nondeterministic {
-				ok = false
-				return true
-			}
-			args := x.Operands()
-			if !x.Operator().Equal(ast.ObjectGet.Ref()) || len(args) < 2 {
-				return false
-			}
-			base, whole := inputPrefix(args[0], aliases)
-			key, static := staticKey(args[1])
-			if !whole || !static {
-				return false
-			}
-			*paths = append(*paths, append(base, key...))
-			for _, t := range args[2:] {
-				vis.Walk(t)
-			}
-			return true
-		case ast.Call:
-			if len(x) > 0 {
-				if b, found := ast.BuiltinMap[x[0].String()]; found && b.Nondeterministic {
-					ok = false
-					return true
-				}
-			}
-		case ast.Var:
-			if x.Equal(ast.InputRootDocument.Value) {
-				// A bare input, not inside a ref the case below takes apart.
-				*paths = append(*paths, []string{})
-			} else if p, alias := aliases[x]; alias {
-				*paths = append(*paths, slices.Clone(p))
-			}
-		case ast.Ref:
-			base, rooted := refBase(x, aliases)
-			if !rooted {
-				return false
-			}
-			p, rest := refPath(x)
-			*paths = append(*paths, append(slices.Clone(base), p...))
-			for _, t := range x[rest:] {
-				vis.Walk(t)
-			}
-			return true
-		}
-		return false
-	})
-	vis.Walk(r)
-	return ok
-}
-
-// refBase returns the input path a ref starts from: none for input itself,
-// the alias's path for a local bound to an input path.
-func refBase(ref ast.Ref, aliases map[ast.Var][]string) ([]string, bool) {
-	if len(ref) == 0 {
-		return nil, false
-	}
-	if ref[0].Value.Compare(ast.InputRootDocument.Value) == 0 {
-		return nil, true
-	}
-	if v, isVar := ref[0].Value.(ast.Var); isVar {
-		p, alias := aliases[v]
-		return p, alias
-	}
-	return nil, false
-}
-
-func isInputRooted(t *ast.Term) bool {
-	switch v := t.Value.(type) {
-	case ast.Ref:
-		return len(v) > 0 && v[0].Value.Compare(ast.InputRootDocument.Value) == 0
-	case ast.Var:
-		return v.Equal(ast.InputRootDocument.Value)
-	}
-	return false
-}
-
-// inputPrefix returns the path of a term that is input, an input ref that is
-// ground strings all the way (input.a.b), or an alias of one.
-func inputPrefix(t *ast.Term, aliases map[ast.Var][]string) ([]string, bool) {
-	switch v := t.Value.(type) {
-	case ast.Var:
-		if v.Equal(ast.InputRootDocument.Value) {
-			return []string{}, true
-		}
-		p, alias := aliases[v]
-		return slices.Clone(p), alias
-	case ast.Ref:
-		base, rooted := refBase(v, aliases)
-		if !rooted {
-			return nil, false
-		}
-		p, rest := refPath(v)
-		return append(slices.Clone(base), p...), rest == len(v)
-	}
-	return nil, false
-}
-
-// staticKey reads object.get's key argument when it is a constant string or
-// array of strings.
-func staticKey(t *ast.Term) ([]string, bool) {
-	switch v := t.Value.(type) {
-	case ast.String:
-		return []string{string(v)}, true
-	case *ast.Array:
-		out := make([]string, 0, v.Len())
-		for i := range v.Len() {
-			s, isStr := v.Elem(i).Value.(ast.String)
-			if !isStr {
-				return nil, false
-			}
-			out = append(out, string(s))
-		}
-		return out, true
-	}
-	return nil, false
-}
-
-// normalizePaths sorts the paths and drops any a shorter one covers.
-func normalizePaths(paths [][]string) [][]string {
-	slices.SortFunc(paths, func(a, b []string) int { return slices.Compare(a, b) })
-	var out [][]string
-	for _, p := range paths {
-		if len(out) > 0 && hasPrefix(p, out[len(out)-1]) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func hasPrefix(p, prefix []string) bool {
-	return len(p) >= len(prefix) && slices.Equal(p[:len(prefix)], prefix)
-}
-
-// pathDigests digests the parts of one document the checks read, each path
+// itemDigests digests the parts of one document the checks read, each item
 // once however many checks read it. The document is an AST value, or the
-// decoded JSON it was made from; both are written alike (see appendCanonical
-// and appendCanonicalAny), so either finds the other's outcomes.
-type pathDigests struct {
+// decoded JSON it was made from; both are written alike (see appendItem and
+// appendItemAny), so either finds the other's outcomes.
+type itemDigests struct {
 	root    ast.Value
 	decoded any
-	paths   [][]string
+	items   []readItem
+	shared  *sharedDigests
 	buf     []byte
 	sums    [][sha256.Size]byte
 	state   []uint8 // 0: not yet, 1: done, 2: too large or deep
 }
 
-func newPathDigests(doc *Document, paths [][]string) *pathDigests {
-	d := &pathDigests{root: doc.Value, decoded: doc.decoded, paths: paths}
-	d.sums = make([][sha256.Size]byte, len(paths))
-	d.state = make([]uint8, len(paths))
+// sharedDigests keeps the digests of items inside the top-level members
+// facts.DecodeJSON shares between hosts (one image's sshd configuration,
+// say): an item there digests alike on every host of the image, so it is
+// worked out once. Entries hold the member, which keeps its
+// facts.SharedKey naming it.
+type sharedDigests struct {
+	mu sync.Mutex
+	m  map[sharedItem]sharedSum
+}
+
+type sharedItem struct {
+	item   int
+	member any
+}
+
+type sharedSum struct {
+	member any
+	sum    [sha256.Size]byte
+	ok     bool
+}
+
+// maxSharedDigests bounds sharedDigests; when full it starts over.
+const maxSharedDigests = 1 << 14
+
+func (s *sharedDigests) load(k sharedItem) (sharedSum, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, hit := s.m[k]
+	return e, hit
+}
+
+func (s *sharedDigests) store(k sharedItem, e sharedSum) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= maxSharedDigests {
+		clear(s.m)
+	}
+	s.m[k] = e
+}
+
+func newItemDigests(doc *Document, items []readItem, shared *sharedDigests) *itemDigests {
+	d := &itemDigests{root: doc.Value, decoded: doc.decoded, items: items, shared: shared}
+	d.sums = make([][sha256.Size]byte, len(items))
+	d.state = make([]uint8, len(items))
 	return d
 }
 
-// key returns the memo key of check i, or false when the input is too large
-// or too deep to digest.
-func (d *pathDigests) key(i int, rs *readSet) (memoKey, bool) {
-	k := memoKey{check: i}
-	if len(rs.ids) == 1 {
-		if !d.digest(rs.ids[0]) {
+// key returns the memo key of check i over the items ids, or false when the
+// input is too large or too deep to digest.
+func (d *itemDigests) key(i int, ids []int, pass bool) (memoKey, bool) {
+	k := memoKey{check: i, pass: pass}
+	if len(ids) == 1 {
+		if !d.digest(ids[0]) {
 			return memoKey{}, false
 		}
-		k.sum = d.sums[rs.ids[0]]
+		k.sum = d.sums[ids[0]]
 		return k, true
 	}
 	h := sha256.New()
-	for _, id := range rs.ids {
+	for _, id := range ids {
 		if !d.digest(id) {
 			return memoKey{}, false
 		}
@@ -396,67 +206,225 @@ func (d *pathDigests) key(i int, rs *readSet) (memoKey, bool) {
 	return k, true
 }
 
-func (d *pathDigests) digest(id int) bool {
+func (d *itemDigests) digest(id int) bool {
 	switch d.state[id] {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	p := d.paths[id]
+	it := d.items[id]
+	var sk sharedItem
+	if d.root == nil && d.shared != nil && len(it.path) > 0 && !it.path[0].each {
+		if obj, isObj := d.decoded.(map[string]any); isObj {
+			member := obj[it.path[0].key]
+			if key, shared := facts.SharedKey(member); shared {
+				sk = sharedItem{item: id, member: key}
+				if e, hit := d.shared.load(sk); hit {
+					return d.settle(id, e.sum, e.ok)
+				}
+				defer func() {
+					d.shared.store(sk, sharedSum{member: member, sum: d.sums[id], ok: d.state[id] == 1})
+				}()
+			}
+		}
+	}
 	d.buf = d.buf[:0]
-	// The path itself goes in, so that the same value read at two places
-	// digests differently.
-	for _, seg := range p {
-		d.buf = appendLen(d.buf, len(seg))
-		d.buf = append(d.buf, seg...)
+	// The item itself goes in, so that the same value read at two places,
+	// or read two ways, digests differently.
+	d.buf = append(d.buf, byte(it.mode))
+	for _, s := range it.path {
+		if s.each {
+			d.buf = append(d.buf, '*')
+			continue
+		}
+		d.buf = appendText(d.buf, '.', s.key)
 	}
 	ok := true
 	if d.root != nil {
-		v := d.root
-		for _, seg := range p {
-			obj, isObj := v.(ast.Object)
-			if !isObj {
-				v = nil
-				break
-			}
-			t := obj.Get(ast.InternedTerm(seg))
-			if t == nil {
-				v = nil
-				break
-			}
-			v = t.Value
-		}
-		if v == nil {
-			d.buf = append(d.buf, 'u')
-		} else {
-			d.buf, ok = appendCanonical(d.buf, v, 0)
-		}
+		d.buf, ok = appendItem(d.buf, d.root, it.path, it.mode, 0)
 	} else {
-		v, found := d.decoded, true
-		for _, seg := range p {
-			obj, isObj := v.(map[string]any)
-			if !isObj {
-				found = false
-				break
-			}
-			if v, found = obj[seg]; !found {
-				break
-			}
-		}
-		if !found {
-			d.buf = append(d.buf, 'u')
-		} else {
-			d.buf, ok = appendCanonicalShared(d.buf, v)
-		}
+		d.buf, ok = appendItemAny(d.buf, d.decoded, it.path, it.mode, 0)
 	}
+	return d.settle(id, sha256.Sum256(d.buf), ok)
+}
+
+func (d *itemDigests) settle(id int, sum [sha256.Size]byte, ok bool) bool {
 	if !ok {
 		d.state[id] = 2
 		return false
 	}
-	d.sums[id] = sha256.Sum256(d.buf)
+	d.sums[id] = sum
 	d.state[id] = 1
 	return true
+}
+
+// appendItem writes what a read of path, in mode, sees of v. A path that
+// does not resolve writes 'u' for a missing key, or the type of the value
+// it could not step into; a step into each member writes the collection's
+// size and then each member's part in order (an object's keys with them).
+func appendItem(b []byte, v ast.Value, path []step, mode readMode, depth int) ([]byte, bool) {
+	if depth > maxDigestDepth || len(b) > maxDigestBytes {
+		return b, false
+	}
+	if len(path) == 0 {
+		switch mode {
+		case readPresence:
+			return append(b, 'p'), true
+		case readLength:
+			switch c := v.(type) {
+			case *ast.Array:
+				return appendLen(append(b, 'a'), c.Len()), true
+			case ast.Object:
+				return appendLen(append(b, 'o'), c.Len()), true
+			case ast.Set:
+				return appendLen(append(b, 'e'), c.Len()), true
+			case ast.String:
+				return appendText(b, 's', string(c)), true
+			}
+			return append(b, 'T', typeTag(v)), true
+		}
+		return appendCanonical(b, v, 0)
+	}
+	s := path[0]
+	if !s.each {
+		obj, isObj := v.(ast.Object)
+		if !isObj {
+			return append(b, 'T', typeTag(v)), true
+		}
+		t := obj.Get(ast.InternedTerm(s.key))
+		if t == nil {
+			return append(b, 'u'), true
+		}
+		return appendItem(b, t.Value, path[1:], mode, depth+1)
+	}
+	ok := true
+	switch c := v.(type) {
+	case *ast.Array:
+		b = appendLen(append(b, 'a'), c.Len())
+		for i := 0; i < c.Len() && ok; i++ {
+			b, ok = appendItem(b, c.Elem(i).Value, path[1:], mode, depth+1)
+		}
+	case ast.Object:
+		b = appendLen(append(b, 'o'), c.Len())
+		c.Foreach(func(k, e *ast.Term) {
+			if ok {
+				b, ok = appendCanonical(b, k.Value, depth+1)
+			}
+			if ok {
+				b, ok = appendItem(b, e.Value, path[1:], mode, depth+1)
+			}
+		})
+	default:
+		// Not a collection (a set never comes from JSON): the whole value.
+		b, ok = appendCanonical(append(b, 'x'), v, depth)
+	}
+	return b, ok
+}
+
+// appendItemAny is appendItem for decoded JSON.
+func appendItemAny(b []byte, v any, path []step, mode readMode, depth int) ([]byte, bool) {
+	if depth > maxDigestDepth || len(b) > maxDigestBytes {
+		return b, false
+	}
+	tag, known := typeTagAny(v)
+	if !known {
+		return b, false
+	}
+	if len(path) == 0 {
+		switch mode {
+		case readPresence:
+			return append(b, 'p'), true
+		case readLength:
+			switch c := v.(type) {
+			case []any:
+				return appendLen(append(b, 'a'), len(c)), true
+			case map[string]any:
+				return appendLen(append(b, 'o'), len(c)), true
+			case string:
+				return appendText(b, 's', c), true
+			}
+			return append(b, 'T', tag), true
+		}
+		return appendCanonicalAny(b, v, 0)
+	}
+	s := path[0]
+	if !s.each {
+		obj, isObj := v.(map[string]any)
+		if !isObj {
+			return append(b, 'T', tag), true
+		}
+		e, found := obj[s.key]
+		if !found {
+			return append(b, 'u'), true
+		}
+		return appendItemAny(b, e, path[1:], mode, depth+1)
+	}
+	ok := true
+	switch c := v.(type) {
+	case []any:
+		b = appendLen(append(b, 'a'), len(c))
+		for i := 0; i < len(c) && ok; i++ {
+			b, ok = appendItemAny(b, c[i], path[1:], mode, depth+1)
+		}
+	case map[string]any:
+		b = appendLen(append(b, 'o'), len(c))
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = appendText(b, 's', k)
+			if b, ok = appendItemAny(b, c[k], path[1:], mode, depth+1); !ok {
+				break
+			}
+		}
+	default:
+		b, ok = appendCanonicalAny(append(b, 'x'), v, depth)
+	}
+	return b, ok
+}
+
+// typeTag names a value's type in a digest.
+func typeTag(v ast.Value) byte {
+	switch v.(type) {
+	case ast.Null:
+		return 'n'
+	case ast.Boolean:
+		return 'b'
+	case ast.Number:
+		return 'd'
+	case ast.String:
+		return 's'
+	case *ast.Array:
+		return 'a'
+	case ast.Object:
+		return 'o'
+	case ast.Set:
+		return 'e'
+	}
+	return 'x'
+}
+
+// typeTagAny is typeTag for decoded JSON; it reports false for a value that
+// decoded JSON never holds.
+func typeTagAny(v any) (byte, bool) {
+	switch v.(type) {
+	case nil:
+		return 'n', true
+	case bool:
+		return 'b', true
+	case json.Number:
+		return 'd', true
+	case string:
+		return 's', true
+	case []any:
+		return 'a', true
+	case map[string]any:
+		return 'o', true
+	}
+	return 0, false
 }
 
 func appendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
@@ -574,12 +542,12 @@ func appendCanonicalAny(b []byte, v any, depth int) ([]byte, bool) {
 
 // recall decides every check in run whose outcome the memo holds, and
 // returns the checks left to evaluate with the keys to remember them by.
-func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, map[int]memoKey) {
+func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, map[int]memoKeys) {
 	if e.memo == nil {
 		return run, nil
 	}
-	d := newPathDigests(doc, e.readPaths)
-	keys := make(map[int]memoKey, len(run))
+	d := newItemDigests(doc, e.readItems, e.sharedDigests)
+	keys := make(map[int]memoKeys, len(run))
 	left := run[:0:0]
 	for _, i := range run {
 		rs := e.reads[i]
@@ -587,15 +555,25 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 			left = append(left, i)
 			continue
 		}
-		k, ok := d.key(i, rs)
-		if !ok {
+		var k memoKeys
+		var hit *memoEntry
+		if rs.passIDs != nil {
+			if k.pass, k.hasPass = d.key(i, rs.passIDs, true); k.hasPass {
+				hit, _ = e.memo.load(k.pass)
+			}
+		}
+		if hit == nil {
+			if k.full, k.hasFull = d.key(i, rs.ids, false); k.hasFull {
+				hit, _ = e.memo.load(k.full)
+			}
+		}
+		if !k.hasPass && !k.hasFull {
 			left = append(left, i)
 			continue
 		}
-		m, hit := e.memo.load(k)
-		e.memo.count(i, hit)
-		if hit {
-			e.decide(&out[i], slices.Clone(m.deny), slices.Clone(m.skip))
+		e.memo.count(i, hit != nil)
+		if hit != nil {
+			e.decide(&out[i], slices.Clone(hit.deny), slices.Clone(hit.skip))
 			continue
 		}
 		keys[i] = k
@@ -604,26 +582,25 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 	return left, keys
 }
 
-// remember stores check i's outcome under the key recall gave it.
-func (e *Engine) remember(keys map[int]memoKey, i int, deny, skip []string) {
+// memoKeys are the keys one check's outcome on one document is stored by.
+type memoKeys struct {
+	pass, full       memoKey
+	hasPass, hasFull bool
+}
+
+// remember stores check i's outcome under the key recall gave it: a pass
+// under the pass key when the check has one, anything else under the full
+// key, which a document too large to digest fully may lack.
+func (e *Engine) remember(keys map[int]memoKeys, i int, deny, skip []string) {
 	k, ok := keys[i]
 	if !ok {
 		return
 	}
-	e.memo.store(k, &memoEntry{deny: slices.Clone(deny), skip: slices.Clone(skip)})
-}
-
-// refPath returns the leading string segments of a ref after its head, and
-// the index of the first segment that is not a string.
-func refPath(ref ast.Ref) ([]string, int) {
-	p := []string{}
-	i := 1
-	for ; i < len(ref); i++ {
-		s, isStr := ref[i].Value.(ast.String)
-		if !isStr {
-			break
-		}
-		p = append(p, string(s))
+	entry := &memoEntry{deny: slices.Clone(deny), skip: slices.Clone(skip)}
+	switch {
+	case k.hasPass && len(deny) == 0 && len(skip) == 0:
+		e.memo.store(k.pass, entry)
+	case k.hasFull:
+		e.memo.store(k.full, entry)
 	}
-	return p, i
 }

@@ -107,14 +107,73 @@ func TestReadSets(t *testing.T) {
 	for i, c := range e.checks {
 		got[c.ID] = e.reads[i]
 	}
-	want := [][]string{{"network", "firewall"}, {"packages"}, {"ssh", "ciphers"}, {"target", "kind"}, {"tls"}}
-	if rs := got["GH-MEMO-001"]; rs == nil || !reflect.DeepEqual(rs.paths, want) {
-		t.Errorf("reads: got %v, want %q", rs, want)
+	// target.kind is only printed; each cipher is the message itself, so
+	// only how many there are decides whether the check passes.
+	want := "[network.firewall packages ssh.ciphers[*]! target.kind! tls]"
+	if rs := got["GH-MEMO-001"]; rs == nil || fmt.Sprint(rs.items) != want {
+		t.Errorf("reads: got %v, want %s", rs.items, want)
+	}
+	if rs := got["GH-MEMO-001"]; rs == nil || rs.passIDs == nil {
+		t.Error("GH-MEMO-001 prints what it only tests for presence: it needs a pass key")
 	}
 	for _, id := range []string{"GH-MEMO-002", "GH-MEMO-003", "GH-MEMO-004"} {
 		if got[id] != nil {
-			t.Errorf("%s must not be memoized, got reads %v", id, got[id].paths)
+			t.Errorf("%s must not be memoized, got reads %v", id, got[id].items)
 		}
+	}
+}
+
+// fieldsPolicy reads input in the finer ways the analysis follows: fields of
+// each member, a count, a value printed and a value both printed and
+// tested, a value used as a rule's key, and a comprehension.
+const fieldsPolicy = `# METADATA
+# title: Fields
+# custom:
+#   id: GH-MEMO-006
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.fields
+
+by_path[f.path] contains f.sha256 if some f in input.files
+
+names := [p.name | some p in object.get(input, "packages", [])]
+
+deny contains msg if {
+	some d in input.gpu.devices
+	d.ecc.current == false
+	msg := sprintf("GPU %d (%s) runs with ECC off", [d.index, d.uuid])
+}
+
+deny contains msg if {
+	some d in input.gpu.devices
+	d.temperature > 80
+	msg := sprintf("GPU %d is at %d", [d.index, d.temperature])
+}
+
+deny contains "too few" if count(input.gpu.devices) < 2
+
+deny contains msg if {
+	msg := sprintf("%s", [input.target.ref])
+	msg == "bad"
+}
+
+deny contains sprintf("%d paths", [count(by_path)]) if count(by_path) > 5
+
+deny contains "no sshd" if not "openssh-server" in names
+`
+
+func TestFinerReadSets(t *testing.T) {
+	e := memoEngine(t, 10, map[string]string{"memo/fields.rego": fieldsPolicy})
+	// The UUID is only printed, the index printed twice, the temperature
+	// tested; the ref is printed into a message that is then tested; the
+	// paths are a rule's keys.
+	want := "[files[*]? files[*].path files[*].sha256 #gpu.devices gpu.devices[*]? " +
+		"gpu.devices[*].ecc.current gpu.devices[*].index! gpu.devices[*].temperature gpu.devices[*].uuid! " +
+		"packages? packages[*]? packages[*].name target.ref]"
+	if rs := e.reads[0]; rs == nil || fmt.Sprint(rs.items) != want {
+		t.Errorf("reads:\n got %v\nwant %s", rs.items, want)
 	}
 }
 
@@ -207,7 +266,7 @@ func TestCanonicalDigestSeparatesValues(t *testing.T) {
 		`{"v":{"b":1,"a":[2,{"c":null}]}}`, `{"v":1.50}`,
 	} {
 		raw := `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":` + js + `}`
-		fromAST := newPathDigests(doc(t, raw), [][]string{{"x", "v"}})
+		fromAST := newItemDigests(doc(t, raw), []readItem{valueAt("x", "v")}, nil)
 		if !fromAST.digest(0) {
 			t.Fatalf("%s: not digested", js)
 		}
@@ -232,17 +291,26 @@ func TestCanonicalDigestSeparatesValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fromJSON := newPathDigests(d, [][]string{{"x", "v"}})
+		fromJSON := newItemDigests(d, []readItem{valueAt("x", "v")}, nil)
 		if !fromJSON.digest(0) || fromJSON.sums[0] != sum {
 			t.Errorf("%s: decoded JSON digests differently from its AST", js)
 		}
 	}
 }
 
+// valueAt is a value read of the path through the given keys.
+func valueAt(keys ...string) readItem {
+	it := readItem{mode: readValue}
+	for _, k := range keys {
+		it.path = append(it.path, step{key: k})
+	}
+	return it
+}
+
 func TestDigestBoundsDepth(t *testing.T) {
 	deep := strings.Repeat("[", maxDigestDepth+10) + strings.Repeat("]", maxDigestDepth+10)
 	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`+deep+`}`)
-	if newPathDigests(d, [][]string{{"x"}}).digest(0) {
+	if newItemDigests(d, []readItem{valueAt("x")}, nil).digest(0) {
 		t.Error("a document nested past the bound was digested")
 	}
 }

@@ -22,20 +22,23 @@ pin := object.get(input, ["manifest", "pins", "driver"], "")
 # upstream drops the dpkg epoch and revision: 1:535.261.03-1 -> 535.261.03.
 upstream := split(regex.replace(pin, `^[0-9]+:`, ""), "-")[0]
 
-gpu := object.get(input, "gpu", {})
-
 skip contains "the baseline pins no driver" if {
 	input.manifest
 	pin == ""
 }
 
+# gpu is bound in each rule rather than once for the package: a rule's value
+# is opaque to the memo's read analysis, which would then count the whole of
+# input.gpu (every GPU's UUID and temperature) as read.
 skip contains sprintf("NVML is unavailable: %s", [object.get(gpu, "reason", "no GPU facts")]) if {
 	pin != ""
+	gpu := object.get(input, "gpu", {})
 	not gpu.available
 }
 
 deny contains msg if {
 	pin != ""
+	gpu := object.get(input, "gpu", {})
 	gpu.available
 	gpu.driver_version != upstream
 	msg := sprintf("NVML reports driver %s; the baseline pins %s", [gpu.driver_version, pin])

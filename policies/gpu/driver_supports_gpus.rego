@@ -19,8 +19,6 @@
 #   requires: [gpu]
 package gpuhost.gpu.driver_supports_gpus
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 default pin := null
 
 pin := data.gpuhost.params.gpu_driver_version
@@ -46,19 +44,19 @@ deny contains msg if {
 	b := branch
 	some d in input.gpu.devices
 	d.min_driver_branch > b
-	msg := sprintf("%s (%s, %s) needs driver branch %d or newer; the %s branch is %d", [label(d), d.name, d.architecture, d.min_driver_branch, source, b])
+	msg := sprintf("GPU %d (%s) (%s, %s) needs driver branch %d or newer; the %s branch is %d", [d.index, d.uuid, d.name, d.architecture, d.min_driver_branch, source, b])
 }
 
 deny contains msg if {
 	flavor == "proprietary"
 	some d in input.gpu.devices
 	d.open_module_required
-	msg := sprintf("%s (%s, %s) runs only on the open kernel modules; the proprietary module is loaded", [label(d), d.name, d.architecture])
+	msg := sprintf("GPU %d (%s) (%s, %s) runs only on the open kernel modules; the proprietary module is loaded", [d.index, d.uuid, d.name, d.architecture])
 }
 
 deny contains msg if {
 	flavor == "open"
 	some d in input.gpu.devices
 	d.open_module_supported == false
-	msg := sprintf("%s (%s, %s) is not supported by the open kernel modules, which are loaded", [label(d), d.name, d.architecture])
+	msg := sprintf("GPU %d (%s) (%s, %s) is not supported by the open kernel modules, which are loaded", [d.index, d.uuid, d.name, d.architecture])
 }

@@ -16,18 +16,16 @@
 #   requires: [gpu]
 package gpuhost.gpu.ecc_enabled
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.ecc.current == false
-	msg := sprintf("%s runs with ECC off", [label(d)])
+	msg := sprintf("GPU %d (%s) runs with ECC off", [d.index, d.uuid])
 }
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.ecc.pending != d.ecc.current
-	msg := sprintf("%s has an ECC mode change pending (current %v, pending %v)", [label(d), d.ecc.current, d.ecc.pending])
+	msg := sprintf("GPU %d (%s) has an ECC mode change pending (current %v, pending %v)", [d.index, d.uuid, d.ecc.current, d.ecc.pending])
 }

@@ -18,12 +18,10 @@
 #   requires: [gpu]
 package gpuhost.gpu.ecc_uncorrected
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.ecc.uncorrected_volatile > 0
-	msg := sprintf("%s has %d uncorrected ECC errors since the driver loaded (%d in its lifetime)", [label(d), d.ecc.uncorrected_volatile, d.ecc.uncorrected_aggregate])
+	msg := sprintf("GPU %d (%s) has %d uncorrected ECC errors since the driver loaded (%d in its lifetime)", [d.index, d.uuid, d.ecc.uncorrected_volatile, d.ecc.uncorrected_aggregate])
 }

@@ -17,8 +17,6 @@
 #   requires: [gpu]
 package gpuhost.gpu.mig_mode
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 default want := null
 
 want := data.gpuhost.params.gpu_mig
@@ -27,24 +25,18 @@ skip contains "params.gpu_mig is not set: no MIG mode is expected" if want == nu
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-# The GPUs not plainly in the wanted mode: one comparison per GPU, so that
-# the rules below look closer only at these.
-odd contains d if {
+deny contains msg if {
+	# Bound once here: a rule reference inside the loop is a lookup per GPU.
 	w := want
 	w != null
-	healthy := {"current": w, "pending": w}
 	some d in input.gpu.devices
-	d.mig != healthy
+	d.mig.current != w
+	msg := sprintf("GPU %d (%s) has MIG mode %v; want %v", [d.index, d.uuid, d.mig.current, w])
 }
 
 deny contains msg if {
-	some d in odd
-	d.mig.current != want
-	msg := sprintf("%s has MIG mode %v; want %v", [label(d), d.mig.current, want])
-}
-
-deny contains msg if {
-	some d in odd
+	want != null
+	some d in input.gpu.devices
 	d.mig.pending != d.mig.current
-	msg := sprintf("%s has a MIG mode change pending a reset (current %v, pending %v)", [label(d), d.mig.current, d.mig.pending])
+	msg := sprintf("GPU %d (%s) has a MIG mode change pending a reset (current %v, pending %v)", [d.index, d.uuid, d.mig.current, d.mig.pending])
 }

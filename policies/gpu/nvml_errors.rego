@@ -18,14 +18,12 @@
 #   requires: [gpu]
 package gpuhost.gpu.nvml_errors
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
 	some d in input.gpu.devices
 	some e in d.errors
-	msg := sprintf("%s: %s", [label(d), e])
+	msg := sprintf("GPU %d (%s): %s", [d.index, d.uuid, e])
 }
 
 deny contains input.gpu.reason if {

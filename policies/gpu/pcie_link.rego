@@ -17,24 +17,15 @@
 #   requires: [gpu]
 package gpuhost.gpu.pcie_link
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
-	some d in degraded
+	some d in input.gpu.devices
 	p := d.pcie
-	msg := sprintf("%s PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [label(d), p.gen_current, p.width_current, p.gen_max, p.width_max])
+	degraded(p)
+	msg := sprintf("GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max])
 }
 
-# A set rather than a function called per GPU: calls cost more than the
-# comparisons they hold.
-degraded contains d if {
-	some d in input.gpu.devices
-	d.pcie.gen_current < d.pcie.gen_max
-}
+degraded(p) if p.gen_current < p.gen_max
 
-degraded contains d if {
-	some d in input.gpu.devices
-	d.pcie.width_current < d.pcie.width_max
-}
+degraded(p) if p.width_current < p.width_max

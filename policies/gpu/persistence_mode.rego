@@ -16,12 +16,10 @@
 #   requires: [gpu]
 package gpuhost.gpu.persistence_mode
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.persistence_mode == false
-	msg := sprintf("%s runs with persistence mode off", [label(d)])
+	msg := sprintf("GPU %d (%s) runs with persistence mode off", [d.index, d.uuid])
 }

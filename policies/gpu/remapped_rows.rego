@@ -17,18 +17,16 @@
 #   requires: [gpu]
 package gpuhost.gpu.remapped_rows
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.remapped_rows.pending
-	msg := sprintf("%s has a row remap pending a GPU reset (%d uncorrectable rows remapped)", [label(d), d.remapped_rows.uncorrectable])
+	msg := sprintf("GPU %d (%s) has a row remap pending a GPU reset (%d uncorrectable rows remapped)", [d.index, d.uuid, d.remapped_rows.uncorrectable])
 }
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.remapped_rows.failed
-	msg := sprintf("%s failed to remap a row: it has no spare rows left", [label(d)])
+	msg := sprintf("GPU %d (%s) failed to remap a row: it has no spare rows left", [d.index, d.uuid])
 }

@@ -17,8 +17,6 @@
 #   requires: [gpu]
 package gpuhost.gpu.retired_pages
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 limit := object.get(data.gpuhost.params, "gpu_retired_pages_max", 63)
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
@@ -26,11 +24,11 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 deny contains msg if {
 	some d in input.gpu.devices
 	d.retired_pages.pending
-	msg := sprintf("%s has a page retirement pending a GPU reset", [label(d)])
+	msg := sprintf("GPU %d (%s) has a page retirement pending a GPU reset", [d.index, d.uuid])
 }
 
 deny contains msg if {
 	some d in input.gpu.devices
 	d.retired_pages.count >= limit
-	msg := sprintf("%s has %d retired pages; the limit is %d", [label(d), d.retired_pages.count, limit])
+	msg := sprintf("GPU %d (%s) has %d retired pages; the limit is %d", [d.index, d.uuid, d.retired_pages.count, limit])
 }

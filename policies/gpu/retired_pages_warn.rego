@@ -16,8 +16,6 @@
 #   requires: [gpu]
 package gpuhost.gpu.retired_pages_warn
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 warn := object.get(data.gpuhost.params, "gpu_retired_pages_warn", 15)
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
@@ -25,5 +23,5 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 deny contains msg if {
 	some d in input.gpu.devices
 	d.retired_pages.count >= warn
-	msg := sprintf("%s has %d retired pages (warning from %d)", [label(d), d.retired_pages.count, warn])
+	msg := sprintf("GPU %d (%s) has %d retired pages (warning from %d)", [d.index, d.uuid, d.retired_pages.count, warn])
 }

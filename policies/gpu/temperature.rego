@@ -16,8 +16,6 @@
 #   requires: [gpu]
 package gpuhost.gpu.temperature
 
-label(d) := sprintf("GPU %d (%s)", [d.index, d.uuid])
-
 default margin := 10
 
 margin := data.gpuhost.params.gpu_temperature_margin_c
@@ -29,5 +27,5 @@ deny contains msg if {
 	m := margin
 	some d in input.gpu.devices
 	d.temperature_c >= d.temperature_slowdown_c - m
-	msg := sprintf("%s is at %dC; it slows down at %dC and must stay %dC below", [label(d), d.temperature_c, d.temperature_slowdown_c, m])
+	msg := sprintf("GPU %d (%s) is at %dC; it slows down at %dC and must stay %dC below", [d.index, d.uuid, d.temperature_c, d.temperature_slowdown_c, m])
 }

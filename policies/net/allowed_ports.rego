@@ -39,9 +39,11 @@ deny contains msg if {
 	some l in object.get(input.network, "listening", [])
 	not loopback(l.address)
 	not l.port in data.gpuhost.params.allowed_ports
-	msg := sprintf("%s %s port %d%s is listening and not in allowed_ports", [l.proto, l.address, l.port, owner(l)])
+	msg := sprintf("%s %s port %d%s is listening and not in allowed_ports", [l.proto, l.address, l.port, owner(object.get(l, "process", ""))])
 }
 
-owner(l) := sprintf(" (%s)", [l.process]) if {
-	object.get(l, "process", "") != ""
-} else := ""
+# The process alone, not the whole listener: a listener's PID differs from
+# host to host, and what a check reads decides which hosts share its outcome.
+owner(process) := sprintf(" (%s)", [process]) if process != ""
+
+else := ""

@@ -1,0 +1,652 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// What a check reads from input decides which hosts can share its outcome.
+// Reading a whole array is coarse: a GPU check that looks at each GPU's ECC
+// mode also names the GPU in its message, so "the whole devices array" would
+// include every host's own UUIDs and temperatures and no two hosts would ever
+// share an outcome. The analysis below is finer in three ways, each chosen so
+// that equal digests still mean equal outcomes:
+//
+//   - a local bound to each member of a collection (some d in input.gpu.devices)
+//     reads only the fields taken from it, member by member;
+//   - count(x) reads only how many members x has;
+//   - a value that only goes into the text of a deny or skip message is read
+//     for its presence alone. Its value changes the message but never whether
+//     the message exists (sprintf cannot fail on its arguments), so such a
+//     read is enough to recall a pass, and only a pass: see readSet.
+
+// step is one step of a path into input: an object key, or each member of a
+// collection.
+type step struct {
+	key  string
+	each bool
+}
+
+// readMode is how much of the value at a path a check depends on. A larger
+// mode tells everything a smaller one does.
+type readMode uint8
+
+const (
+	// readPresence: whether the path resolves, and the type of whatever
+	// stops it from resolving.
+	readPresence readMode = iota + 1
+	// readPrinted: the value goes only into the text of a message. The
+	// pass key reads its presence; the full key reads its value.
+	readPrinted
+	// readLength: the value's type and, for a collection, its size.
+	readLength
+	// readValue: the whole value.
+	readValue
+)
+
+// readItem is one path a check reads, and how.
+type readItem struct {
+	path []step
+	mode readMode
+}
+
+// String writes the item the way the tests name it: gpu.devices[*].uuid?
+// for a presence read, gpu.devices[*].uuid! for a printed one, #packages for
+// a count.
+func (it readItem) String() string {
+	var b strings.Builder
+	if it.mode == readLength {
+		b.WriteByte('#')
+	}
+	for i, s := range it.path {
+		switch {
+		case s.each:
+			b.WriteString("[*]")
+		case i > 0:
+			b.WriteByte('.')
+			b.WriteString(s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	switch it.mode {
+	case readPresence:
+		b.WriteByte('?')
+	case readPrinted:
+		b.WriteByte('!')
+	}
+	return b.String()
+}
+
+func (it readItem) name() string { return it.String() + "\x00" + string(rune('0'+it.mode)) }
+
+func comparePaths(a, b []step) int {
+	for i := range min(len(a), len(b)) {
+		if a[i].each != b[i].each {
+			if a[i].each {
+				return 1
+			}
+			return -1
+		}
+		if c := strings.Compare(a[i].key, b[i].key); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+func pathHasPrefix(p, prefix []step) bool {
+	return len(p) >= len(prefix) && slices.Equal(p[:len(prefix)], prefix)
+}
+
+// normalizeItems sorts the items and drops any that another tells: a
+// presence read of a path read any other way, and any read of a path at or
+// under one read whole. A printed read and a count of one path both stay:
+// which tells more depends on the key.
+func normalizeItems(items []readItem) []readItem {
+	slices.SortFunc(items, func(a, b readItem) int {
+		if c := comparePaths(a.path, b.path); c != 0 {
+			return c
+		}
+		return int(b.mode) - int(a.mode)
+	})
+	var out []readItem
+	var values [][]step
+	for i, it := range items {
+		samePath := i > 0 && slices.Equal(items[i-1].path, it.path)
+		if samePath && (items[i-1].mode == it.mode || it.mode == readPresence) {
+			continue // a larger or equal mode of the same path came first
+		}
+		covered := false
+		for _, v := range values {
+			if pathHasPrefix(it.path, v) {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		out = append(out, it)
+		if it.mode == readValue {
+			values = append(values, it.path)
+		}
+	}
+	return out
+}
+
+// forKey is items as one of a check's keys reads them: printed values by
+// their presence for the pass key, whole for the full key.
+func forKey(items []readItem, pass bool) []readItem {
+	out := make([]readItem, len(items))
+	for i, it := range items {
+		out[i] = it
+		if it.mode == readPrinted {
+			out[i].mode = readValue
+			if pass {
+				out[i].mode = readPresence
+			}
+		}
+	}
+	return normalizeItems(out)
+}
+
+// analyzeReads finds, for every check, the input its rules and every rule
+// they depend on read, and lists every item some check reads once.
+func analyzeReads(compiler *ast.Compiler, checks []Check) ([]*readSet, []readItem) {
+	byPkg := map[string][]*ast.Rule{}
+	for _, m := range compiler.Modules {
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		byPkg[pkg] = append(byPkg[pkg], m.Rules...)
+	}
+	out := make([]*readSet, len(checks))
+	var all []readItem
+	index := map[string]int{}
+	idsOf := func(items []readItem) []int {
+		ids := make([]int, 0, len(items))
+		for _, it := range items {
+			name := it.name()
+			id, seen := index[name]
+			if !seen {
+				id = len(all)
+				index[name] = id
+				all = append(all, it)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	for i, c := range checks {
+		items, ok := readsOf(compiler, byPkg[c.Package])
+		if !ok {
+			continue
+		}
+		rs := &readSet{items: items, ids: idsOf(forKey(items, false))}
+		if slices.ContainsFunc(items, func(it readItem) bool { return it.mode == readPrinted }) {
+			rs.passIDs = idsOf(forKey(items, true))
+		}
+		out[i] = rs
+	}
+	return out, all
+}
+
+// readsOf analyses a check's rules and everything they depend on. It
+// returns false when the check reads the whole document, reads it through
+// something the analysis cannot follow, or calls a nondeterministic builtin.
+func readsOf(compiler *ast.Compiler, roots []*ast.Rule) ([]readItem, bool) {
+	output := map[*ast.Rule]bool{}
+	for _, r := range roots {
+		output[r] = isOutputRule(compiler, r)
+	}
+	seen := map[*ast.Rule]bool{}
+	queue := slices.Clone(roots)
+	var items []readItem
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		for n := r.Else; n != nil; n = n.Else {
+			queue = append(queue, n)
+		}
+		for dep := range compiler.Graph.Dependencies(r) {
+			if d, isRule := dep.(*ast.Rule); isRule {
+				queue = append(queue, d)
+			}
+		}
+		got, ok := analyzeRule(r, output[r])
+		if !ok {
+			return nil, false
+		}
+		items = append(items, got...)
+	}
+	items = normalizeItems(items)
+	// A check that reads the whole document reads every host's own name:
+	// its outcomes would fill the memo and never be asked for again.
+	if len(items) > 0 && len(items[0].path) == 0 {
+		return nil, false
+	}
+	return items, true
+}
+
+// isOutputRule reports whether r adds to its package's deny or skip set,
+// which the engine reads and no rule does: only then is a message's text
+// known to end in the outcome and nowhere else.
+func isOutputRule(compiler *ast.Compiler, r *ast.Rule) bool {
+	if r.Head.RuleKind() != ast.MultiValue || r.Head.Value != nil || len(r.Head.Args) > 0 {
+		return false
+	}
+	if name := r.Head.Ref().String(); name != "deny" && name != "skip" {
+		return false
+	}
+	return len(compiler.Graph.Dependents(r)) == 0
+}
+
+// ruleAnalysis is the state of analysing one compiled rule. The compiler
+// has rewritten it into single steps over unique locals:
+//
+//	__local1__ = input.gpu.devices[__local2__]   (some d in input.gpu.devices)
+//	__local3__ = __local1__.uuid                 (a ref hoisted out of a call)
+//	object.get(__local4__, "k", [], __local5__)  (a call's output is its last operand)
+//	sprintf("...", [__local3__], __local6__)
+//	__local7__ = __local6__                      (msg := sprintf(...))
+//
+// A local's first occurrence binds it, so a local first seen as one side of
+// an equality with an input ref is that part of input.
+type ruleAnalysis struct {
+	items []readItem
+	ok    bool
+	// origin is the input path a local stands for.
+	origin map[ast.Var][]step
+	// uses counts each local's occurrences in the whole rule.
+	uses map[ast.Var]int
+	// message holds the locals whose only use is the text of the rule's
+	// output message.
+	message map[ast.Var]bool
+	// role says how each expression binding a local or writing the message
+	// reads input, and local names the local it binds.
+	role  map[*ast.Expr]exprRole
+	local map[*ast.Expr]ast.Var
+}
+
+type exprRole uint8
+
+const (
+	roleUse      exprRole = iota
+	roleDefRef            // local = input ref: reads the path's presence
+	roleDefAlias          // local = local
+	roleDefGet            // object.get(base, "k", ground default, local)
+	roleMessage           // sprintf whose output is the message
+)
+
+func analyzeRule(r *ast.Rule, output bool) ([]readItem, bool) {
+	a := &ruleAnalysis{ok: true, origin: map[ast.Var][]step{}, uses: map[ast.Var]int{}, message: map[ast.Var]bool{},
+		role: map[*ast.Expr]exprRole{}, local: map[*ast.Expr]ast.Var{}}
+	ast.WalkVars(r, func(v ast.Var) bool {
+		a.uses[v]++
+		return false
+	})
+	a.refuseUnfollowable(r)
+	if !a.ok {
+		return nil, false
+	}
+	bound := map[ast.Var]bool{}
+	for _, t := range r.Head.Args {
+		ast.WalkVars(t, func(v ast.Var) bool { bound[v] = true; return false })
+	}
+	a.bindLocals(r.Body, bound)
+	if output {
+		a.findMessage(r)
+	}
+	for _, x := range r.Body {
+		a.readExpr(x)
+	}
+	if !(output && a.isMessageHead(r)) {
+		a.valueWalkTerm(r.Head.Key)
+	}
+	a.valueWalkTerm(r.Head.Value)
+	// live[f.path] contains f.sha256: the path is in the rule's ref.
+	for _, t := range r.Head.Reference[1:] {
+		a.valueWalkTerm(t)
+	}
+	for _, t := range r.Head.Args {
+		a.valueWalkTerm(t)
+	}
+	return a.items, a.ok
+}
+
+// refuseUnfollowable marks the rule unanalysable when it replaces input with
+// `with` or calls a builtin whose answer changes from call to call.
+func (a *ruleAnalysis) refuseUnfollowable(r *ast.Rule) {
+	nondeterministic := func(op string) bool {
+		b, found := ast.BuiltinMap[op]
+		return found && b.Nondeterministic
+	}
+	ast.WalkExprs(r, func(x *ast.Expr) bool {
+		for _, w := range x.With {
+			if isInputRooted(w.Target) {
+				a.ok = false
+			}
+		}
+		if x.IsCall() && nondeterministic(x.Operator().String()) {
+			a.ok = false
+		}
+		return !a.ok
+	})
+	ast.WalkTerms(r, func(t *ast.Term) bool {
+		if c, isCall := t.Value.(ast.Call); isCall && len(c) > 0 && nondeterministic(c[0].String()) {
+			a.ok = false
+		}
+		return !a.ok
+	})
+}
+
+// bindLocals finds, in body order, each local bound to a part of input,
+// in body and in the comprehensions and every bodies within it. bound holds
+// the locals bound before body runs.
+func (a *ruleAnalysis) bindLocals(body ast.Body, bound map[ast.Var]bool) {
+	unbound := func(t *ast.Term) (ast.Var, bool) {
+		v, isVar := t.Value.(ast.Var)
+		return v, isVar && !bound[v] && !v.Equal(ast.InputRootDocument.Value)
+	}
+	for _, x := range body {
+		if !x.Negated && len(x.With) == 0 {
+			switch {
+			case x.IsEquality():
+				lhs, rhs := x.Operand(0), x.Operand(1)
+				for range 2 {
+					if w, ok := unbound(lhs); ok {
+						if v, isVar := rhs.Value.(ast.Var); isVar && a.origin[v] != nil {
+							a.origin[w], a.role[x], a.local[x] = a.origin[v], roleDefAlias, w
+							break
+						}
+						if p, whole := a.refOrigin(rhs, true); whole {
+							a.origin[w], a.role[x], a.local[x] = p, roleDefRef, w
+							break
+						}
+					}
+					lhs, rhs = rhs, lhs
+				}
+			case x.IsCall() && x.Operator().Equal(ast.ObjectGet.Ref()) && len(x.Operands()) == 4:
+				args := x.Operands()
+				base, whole := a.refOrigin(args[0], false)
+				key, static := staticKey(args[1])
+				out, free := unbound(args[3])
+				if whole && static && free && args[2].IsGround() {
+					for _, k := range key {
+						base = append(base, step{key: k})
+					}
+					a.origin[out], a.role[x], a.local[x] = base, roleDefGet, out
+				}
+			}
+		}
+		// A closure inside x sees what was bound before x.
+		ast.WalkClosures(x, func(c any) bool {
+			inner := maps.Clone(bound)
+			switch c := c.(type) {
+			case *ast.ArrayComprehension:
+				a.bindLocals(c.Body, inner)
+			case *ast.SetComprehension:
+				a.bindLocals(c.Body, inner)
+			case *ast.ObjectComprehension:
+				a.bindLocals(c.Body, inner)
+			case *ast.Every:
+				a.bindLocals(c.Body, inner)
+			}
+			return true
+		})
+		ast.WalkVars(x, func(v ast.Var) bool { bound[v] = true; return false })
+	}
+}
+
+// refOrigin returns the input path t stands for: input itself, a local bound
+// to input, or a ref from either through constant keys and, when each is
+// set, locals used nowhere else (some d in xs: every member in turn).
+func (a *ruleAnalysis) refOrigin(t *ast.Term, each bool) ([]step, bool) {
+	switch v := t.Value.(type) {
+	case ast.Var:
+		if v.Equal(ast.InputRootDocument.Value) {
+			return []step{}, true
+		}
+		p, found := a.origin[v]
+		return slices.Clone(p), found
+	case ast.Ref:
+		p, rest, rooted := a.refPrefix(v, each)
+		return p, rooted && rest == len(v)
+	}
+	return nil, false
+}
+
+// refPrefix returns the input path a ref reads up to its first segment the
+// path cannot name, and that segment's index.
+func (a *ruleAnalysis) refPrefix(ref ast.Ref, each bool) ([]step, int, bool) {
+	if len(ref) == 0 {
+		return nil, 0, false
+	}
+	var p []step
+	switch h := ref[0].Value.(type) {
+	case ast.Var:
+		if h.Equal(ast.InputRootDocument.Value) {
+			p = []step{}
+		} else if o, found := a.origin[h]; found {
+			p = slices.Clone(o)
+		} else {
+			return nil, 0, false
+		}
+	default:
+		return nil, 0, false
+	}
+	i := 1
+	for ; i < len(ref); i++ {
+		switch s := ref[i].Value.(type) {
+		case ast.String:
+			p = append(p, step{key: string(s)})
+			continue
+		case ast.Var:
+			if each && a.uses[s] == 1 {
+				p = append(p, step{each: true})
+				continue
+			}
+		}
+		break
+	}
+	return p, i, true
+}
+
+// findMessage marks the locals that carry the text of an output rule's
+// message, from the head back through plain copies to the sprintf that
+// wrote it. Each must occur exactly twice: where it is bound and where it
+// is passed on.
+func (a *ruleAnalysis) findMessage(r *ast.Rule) {
+	if !a.isMessageCandidate(r) {
+		return
+	}
+	m := r.Head.Key.Value.(ast.Var)
+	a.message[m] = true
+	for changed := true; changed; {
+		changed = false
+		for _, x := range r.Body {
+			if a.role[x] != roleUse || x.Negated || len(x.With) > 0 {
+				continue
+			}
+			switch {
+			case x.IsEquality():
+				l, lok := x.Operand(0).Value.(ast.Var)
+				rv, rok := x.Operand(1).Value.(ast.Var)
+				if !lok || !rok {
+					continue
+				}
+				for _, pair := range [2][2]ast.Var{{l, rv}, {rv, l}} {
+					if a.message[pair[0]] && !a.message[pair[1]] && a.uses[pair[1]] == 2 {
+						a.message[pair[1]] = true
+						changed = true
+					}
+				}
+			case x.IsCall() && x.Operator().Equal(ast.Sprintf.Ref()) && len(x.Operands()) == 3:
+				if out, isVar := x.Operand(2).Value.(ast.Var); isVar && a.message[out] {
+					a.role[x] = roleMessage
+				}
+			}
+		}
+	}
+}
+
+func (a *ruleAnalysis) isMessageCandidate(r *ast.Rule) bool {
+	v, isVar := r.Head.Key.Value.(ast.Var)
+	return isVar && a.uses[v] == 2
+}
+
+func (a *ruleAnalysis) isMessageHead(r *ast.Rule) bool {
+	v, isVar := r.Head.Key.Value.(ast.Var)
+	return isVar && a.message[v]
+}
+
+func (a *ruleAnalysis) add(p []step, mode readMode) {
+	if len(p) == 0 && mode == readPresence {
+		return // input itself is always there
+	}
+	a.items = append(a.items, readItem{path: p, mode: mode})
+}
+
+// readExpr records what x reads, by the role bindLocals and findMessage
+// gave it.
+func (a *ruleAnalysis) readExpr(x *ast.Expr) {
+	bound := a.local[x]
+	switch a.role[x] {
+	case roleDefRef, roleDefGet, roleDefAlias:
+		// Binding fails when the path does not resolve (or, for object.get,
+		// when what it looks in is not an object: the digest writes the type
+		// of whatever stops a path); what the local then reads is recorded
+		// where it is used. A local that is the message itself is printed.
+		mode := readPresence
+		if a.message[bound] {
+			mode = readPrinted
+		}
+		a.add(slices.Clone(a.origin[bound]), mode)
+		return
+	case roleMessage:
+		a.valueWalk(x.Operand(0))
+		args, isArray := x.Operand(1).Value.(*ast.Array)
+		if !isArray {
+			a.valueWalk(x.Operand(1))
+			return
+		}
+		args.Foreach(func(t *ast.Term) {
+			if v, isVar := t.Value.(ast.Var); isVar && a.origin[v] != nil && a.uses[v] == 2 {
+				a.add(slices.Clone(a.origin[v]), readPrinted)
+				return
+			}
+			if p, whole := a.refOrigin(t, false); whole {
+				a.add(p, readPrinted)
+				return
+			}
+			a.valueWalk(t)
+		})
+		return
+	}
+	if x.IsEquality() {
+		if l, lok := x.Operand(0).Value.(ast.Var); lok && a.message[l] {
+			if r, rok := x.Operand(1).Value.(ast.Var); rok && a.message[r] {
+				return
+			}
+		}
+	}
+	if x.IsCall() && x.Operator().Equal(ast.Count.Ref()) && len(x.Operands()) == 2 {
+		if p, whole := a.refOrigin(x.Operand(0), false); whole {
+			a.add(p, readLength)
+			a.valueWalk(x.Operand(1))
+			return
+		}
+	}
+	switch t := x.Terms.(type) {
+	case *ast.Term:
+		a.valueWalk(t)
+	case []*ast.Term:
+		for _, t := range t {
+			a.valueWalk(t)
+		}
+	case *ast.SomeDecl, *ast.Every:
+		a.valueWalk(t)
+	}
+	for _, w := range x.With {
+		a.valueWalk(w)
+	}
+}
+
+// valueWalk records every part of input under t as read whole. A ref is
+// read up to the first segment it does not name by a constant; what follows
+// is walked in turn.
+func (a *ruleAnalysis) valueWalk(node any) {
+	if !a.ok {
+		return
+	}
+	var vis *ast.GenericVisitor
+	vis = ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.Expr:
+			// An expression inside a comprehension or every: it may bind a
+			// local to input like any other.
+			a.readExpr(x)
+			return true
+		case ast.Var:
+			if x.Equal(ast.InputRootDocument.Value) {
+				a.add([]step{}, readValue)
+			} else if p, found := a.origin[x]; found {
+				a.add(slices.Clone(p), readValue)
+			}
+		case ast.Ref:
+			p, rest, rooted := a.refPrefix(x, false)
+			if !rooted {
+				return false
+			}
+			a.add(p, readValue)
+			for _, t := range x[rest:] {
+				vis.Walk(t)
+			}
+			return true
+		}
+		return false
+	})
+	vis.Walk(node)
+}
+
+func (a *ruleAnalysis) valueWalkTerm(t *ast.Term) {
+	if t != nil {
+		a.valueWalk(t)
+	}
+}
+
+func isInputRooted(t *ast.Term) bool {
+	switch v := t.Value.(type) {
+	case ast.Ref:
+		return len(v) > 0 && v[0].Value.Compare(ast.InputRootDocument.Value) == 0
+	case ast.Var:
+		return v.Equal(ast.InputRootDocument.Value)
+	}
+	return false
+}
+
+// staticKey reads object.get's key argument when it is a constant string or
+// array of strings.
+func staticKey(t *ast.Term) ([]string, bool) {
+	switch v := t.Value.(type) {
+	case ast.String:
+		return []string{string(v)}, true
+	case *ast.Array:
+		out := make([]string, 0, v.Len())
+		for i := range v.Len() {
+			s, isStr := v.Elem(i).Value.(ast.String)
+			if !isStr {
+				return nil, false
+			}
+			out = append(out, string(s))
+		}
+		return out, true
+	}
+	return nil, false
+}
