@@ -68,3 +68,45 @@ func convertMember(member any) (ast.Value, error) {
 	sharedMembers.byKey[key] = sharedMember{decoded: member, value: v}
 	return v, nil
 }
+
+// convertUnder converts the parts of decoded under roots (sorted, none
+// under another) and the objects on the way to them, and nothing else.
+// Top-level members come from convertMember, so shared ones are reused.
+func convertUnder(decoded any, roots [][]string) (ast.Value, error) {
+	return convertUnderAt(decoded, roots, 0)
+}
+
+func convertUnderAt(v any, roots [][]string, depth int) (ast.Value, error) {
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		// Nothing under a non-object resolves: the value whole is exact.
+		return ast.InterfaceToValue(v)
+	}
+	var items [][2]*ast.Term
+	for i := 0; i < len(roots); {
+		key := roots[i][depth]
+		j := i + 1
+		for j < len(roots) && roots[j][depth] == key {
+			j++
+		}
+		member, found := obj[key]
+		if found {
+			var conv ast.Value
+			var err error
+			switch {
+			case len(roots[i]) == depth+1 && depth == 0:
+				conv, err = convertMember(member)
+			case len(roots[i]) == depth+1:
+				conv, err = ast.InterfaceToValue(member)
+			default:
+				conv, err = convertUnderAt(member, roots[i:j], depth+1)
+			}
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, ast.Item(ast.StringTerm(key), ast.NewTerm(conv)))
+		}
+		i = j
+	}
+	return ast.NewObject(items...), nil
+}

@@ -88,3 +88,23 @@ func TestConvertDecodedKeepsOnlyShared(t *testing.T) {
 		t.Errorf("%d unshared members kept", after-before)
 	}
 }
+
+// TestConvertUnder cuts a document down to the parts under some roots: the
+// objects on the way to them, and whatever stands where an object was
+// expected, whole.
+func TestConvertUnder(t *testing.T) {
+	decoded := map[string]any{
+		"gpu":      map[string]any{"devices": []any{map[string]any{"uuid": "GPU-1"}}, "reason": "", "other": true},
+		"network":  "not an object",
+		"packages": []any{"a"},
+		"target":   map[string]any{"kind": "host"},
+	}
+	got, err := convertUnder(decoded, [][]string{{"gpu", "devices"}, {"gpu", "missing"}, {"network", "listening"}, {"target"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ast.MustParseTerm(`{"gpu": {"devices": [{"uuid": "GPU-1"}]}, "network": "not an object", "target": {"kind": "host"}}`).Value
+	if got.Compare(want) != 0 {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -363,6 +363,22 @@ func (d *Document) Input() (ast.Value, error) {
 	return d.Value, d.convErr
 }
 
+// inputFor returns the document as OPA's input, or, when roots is not nil
+// and the document came decoded, only the parts of it under roots: most
+// hosts of a fleet are answered from the memo but for a check or two, and
+// converting the whole document for them cost more than evaluating them.
+// The cut-down value is not kept: another host's checks read other parts.
+func (d *Document) inputFor(roots [][]string) (ast.Value, error) {
+	if d.Value != nil || roots == nil {
+		return d.Input()
+	}
+	v, err := convertUnder(d.decoded, roots)
+	if err != nil {
+		return nil, fmt.Errorf("converting facts %s: %w", d.name, err)
+	}
+	return v, nil
+}
+
 // Evaluate runs every check against doc. It returns an error only when the
 // evaluation as a whole could not run; a check that errors on its own is
 // reported as a result with status error.
@@ -387,7 +403,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		// whose query is kept, rather than prepare one per host.
 		run = gated
 	}
-	input, err := doc.Input()
+	input, err := doc.inputFor(e.rootsOf(run))
 	if err != nil {
 		return nil, err
 	}
@@ -429,6 +445,27 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		out[i].Messages = []string{fmt.Sprintf("evaluating %s: %v", e.checks[i].File, err)}
 	}
 	return out, nil
+}
+
+// rootsOf returns the parts of input the checks in run read, or nil when
+// one of them is not analysed and must see all of it.
+func (e *Engine) rootsOf(run []int) [][]string {
+	if e.reads == nil {
+		return nil
+	}
+	var roots [][]string
+	for _, i := range run {
+		rs := e.reads[i]
+		if rs == nil {
+			return nil
+		}
+		roots = append(roots, rs.roots...)
+	}
+	roots = minimalPaths(roots)
+	if len(roots) > 0 && len(roots[0]) == 0 {
+		return nil // a check iterates over input's own members
+	}
+	return roots
 }
 
 // maxCombined bounds the prepared queries kept, one per set of checks run
