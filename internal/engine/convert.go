@@ -69,44 +69,129 @@ func convertMember(member any) (ast.Value, error) {
 	return v, nil
 }
 
-// convertUnder converts the parts of decoded under roots (sorted, none
-// under another) and the objects on the way to them, and nothing else.
-// Top-level members come from convertMember, so shared ones are reused.
-func convertUnder(decoded any, roots [][]string) (ast.Value, error) {
-	return convertUnderAt(decoded, roots, 0)
+// projection is the shape of the parts of input some checks read: the
+// members and fields on their paths, every member of a collection they
+// step into each of, and the values they read whole.
+type projection struct {
+	whole    bool
+	children map[string]*projection
+	each     *projection
 }
 
-func convertUnderAt(v any, roots [][]string, depth int) (ast.Value, error) {
-	obj, isObj := v.(map[string]any)
-	if !isObj {
-		// Nothing under a non-object resolves: the value whole is exact.
+// add marks path as read, whole or only for its presence.
+func (p *projection) add(path []step, whole bool) {
+	n := p
+	for _, s := range path {
+		if n.whole {
+			return
+		}
+		if s.each {
+			if n.each == nil {
+				n.each = &projection{}
+			}
+			n = n.each
+			continue
+		}
+		if n.children == nil {
+			n.children = map[string]*projection{}
+		}
+		c := n.children[s.key]
+		if c == nil {
+			c = &projection{}
+			n.children[s.key] = c
+		}
+		n = c
+	}
+	if whole {
+		*n = projection{whole: true}
+	}
+}
+
+// merged is a projection reading what a and b both read.
+func merged(a, b *projection) *projection {
+	if a.whole || b.whole {
+		return &projection{whole: true}
+	}
+	out := &projection{children: map[string]*projection{}}
+	for k, c := range a.children {
+		out.children[k] = c
+	}
+	for k, c := range b.children {
+		if prev, dup := out.children[k]; dup {
+			c = merged(prev, c)
+		}
+		out.children[k] = c
+	}
+	switch {
+	case a.each != nil && b.each != nil:
+		out.each = merged(a.each, b.each)
+	case a.each != nil:
+		out.each = a.each
+	default:
+		out.each = b.each
+	}
+	return out
+}
+
+// convert converts the parts of decoded JSON that p reads. A value read
+// whole, a value with nothing read inside it, and a value that is not the
+// collection p steps into are converted whole: those are exact. top marks
+// the document itself, whose members come from convertMember so that
+// shared ones are reused.
+func (p *projection) convert(v any, top bool) (ast.Value, error) {
+	if p.whole || (p.children == nil && p.each == nil) {
 		return ast.InterfaceToValue(v)
 	}
-	var items [][2]*ast.Term
-	for i := 0; i < len(roots); {
-		key := roots[i][depth]
-		j := i + 1
-		for j < len(roots) && roots[j][depth] == key {
-			j++
-		}
-		member, found := obj[key]
-		if found {
+	switch c := v.(type) {
+	case map[string]any:
+		var items [][2]*ast.Term
+		add := func(k string, e any, n *projection) error {
 			var conv ast.Value
 			var err error
-			switch {
-			case len(roots[i]) == depth+1 && depth == 0:
-				conv, err = convertMember(member)
-			case len(roots[i]) == depth+1:
-				conv, err = ast.InterfaceToValue(member)
-			default:
-				conv, err = convertUnderAt(member, roots[i:j], depth+1)
+			if top && (n.whole || (n.children == nil && n.each == nil)) {
+				conv, err = convertMember(e)
+			} else {
+				conv, err = n.convert(e, false)
 			}
+			if err != nil {
+				return err
+			}
+			items = append(items, ast.Item(ast.StringTerm(k), ast.NewTerm(conv)))
+			return nil
+		}
+		if p.each != nil {
+			for k, e := range c {
+				n := p.each
+				if named := p.children[k]; named != nil {
+					n = merged(named, p.each)
+				}
+				if err := add(k, e, n); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			for k, n := range p.children {
+				if e, found := c[k]; found {
+					if err := add(k, e, n); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		return ast.NewObject(items...), nil
+	case []any:
+		if p.each == nil {
+			return ast.InterfaceToValue(v)
+		}
+		terms := make([]*ast.Term, len(c))
+		for i, e := range c {
+			conv, err := p.each.convert(e, false)
 			if err != nil {
 				return nil, err
 			}
-			items = append(items, ast.Item(ast.StringTerm(key), ast.NewTerm(conv)))
+			terms[i] = ast.NewTerm(conv)
 		}
-		i = j
+		return ast.NewArray(terms...), nil
 	}
-	return ast.NewObject(items...), nil
+	return ast.InterfaceToValue(v)
 }

@@ -89,21 +89,35 @@ func TestConvertDecodedKeepsOnlyShared(t *testing.T) {
 	}
 }
 
-// TestConvertUnder cuts a document down to the parts under some roots: the
-// objects on the way to them, and whatever stands where an object was
-// expected, whole.
-func TestConvertUnder(t *testing.T) {
+// TestProjectionConvert cuts a document down to what some checks read:
+// the objects on the way, the fields read from each GPU, values read whole,
+// and whatever stands where an object was expected, whole.
+func TestProjectionConvert(t *testing.T) {
 	decoded := map[string]any{
-		"gpu":      map[string]any{"devices": []any{map[string]any{"uuid": "GPU-1"}}, "reason": "", "other": true},
+		"gpu": map[string]any{
+			"devices": []any{map[string]any{"uuid": "GPU-1", "temperature_c": 40, "ecc": map[string]any{"current": true}}, "odd"},
+			"reason":  "", "other": true,
+		},
 		"network":  "not an object",
 		"packages": []any{"a"},
 		"target":   map[string]any{"kind": "host"},
 	}
-	got, err := convertUnder(decoded, [][]string{{"gpu", "devices"}, {"gpu", "missing"}, {"network", "listening"}, {"target"}})
+	p := &projection{}
+	for _, it := range []readItem{
+		{path: []step{{key: "gpu"}, {key: "devices"}, {each: true}, {key: "uuid"}}, mode: readPresence},
+		{path: []step{{key: "gpu"}, {key: "devices"}, {each: true}, {key: "ecc"}}, mode: readValue},
+		{path: []step{{key: "gpu"}, {key: "missing"}}, mode: readValue},
+		{path: []step{{key: "network"}, {key: "listening"}}, mode: readValue},
+		{path: []step{{key: "target"}}, mode: readLength},
+	} {
+		p.add(it.path, it.mode != readPresence)
+	}
+	got, err := p.convert(decoded, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ast.MustParseTerm(`{"gpu": {"devices": [{"uuid": "GPU-1"}]}, "network": "not an object", "target": {"kind": "host"}}`).Value
+	want := ast.MustParseTerm(`{"gpu": {"devices": [{"uuid": "GPU-1", "ecc": {"current": true}}, "odd"]},
+		"network": "not an object", "target": {"kind": "host"}}`).Value
 	if got.Compare(want) != 0 {
 		t.Errorf("got %v, want %v", got, want)
 	}

@@ -59,6 +59,8 @@ type Engine struct {
 	// outcomes by a digest of that (see memo.go). memo is nil when off.
 	reads     []*readSet
 	readItems []readItem
+	// projections caches projectionOf by set of checks.
+	projections sync.Map
 	// sharedDigests keeps item digests of members hosts share.
 	sharedDigests *sharedDigests
 	memo          *memo
@@ -363,16 +365,16 @@ func (d *Document) Input() (ast.Value, error) {
 	return d.Value, d.convErr
 }
 
-// inputFor returns the document as OPA's input, or, when roots is not nil
-// and the document came decoded, only the parts of it under roots: most
+// inputFor returns the document as OPA's input, or, when p is not nil and
+// the document came decoded, only the parts of it p names: most
 // hosts of a fleet are answered from the memo but for a check or two, and
 // converting the whole document for them cost more than evaluating them.
 // The cut-down value is not kept: another host's checks read other parts.
-func (d *Document) inputFor(roots [][]string) (ast.Value, error) {
-	if d.Value != nil || roots == nil {
+func (d *Document) inputFor(p *projection) (ast.Value, error) {
+	if d.Value != nil || p == nil {
 		return d.Input()
 	}
-	v, err := convertUnder(d.decoded, roots)
+	v, err := p.convert(d.decoded, true)
 	if err != nil {
 		return nil, fmt.Errorf("converting facts %s: %w", d.name, err)
 	}
@@ -403,7 +405,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		// whose query is kept, rather than prepare one per host.
 		run = gated
 	}
-	input, err := doc.inputFor(e.rootsOf(run))
+	input, err := doc.inputFor(e.projectionOf(run))
 	if err != nil {
 		return nil, err
 	}
@@ -447,25 +449,35 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	return out, nil
 }
 
-// rootsOf returns the parts of input the checks in run read, or nil when
-// one of them is not analysed and must see all of it.
-func (e *Engine) rootsOf(run []int) [][]string {
+// projectionOf returns the parts of input the checks in run read, or nil
+// when one of them is not analysed and must see all of it. It is kept per
+// set of checks, as prepared queries are.
+func (e *Engine) projectionOf(run []int) *projection {
 	if e.reads == nil {
 		return nil
 	}
-	var roots [][]string
+	key := queryKey(run)
+	if p, ok := e.projections.Load(key); ok {
+		return p.(*projection)
+	}
+	p := &projection{}
 	for _, i := range run {
 		rs := e.reads[i]
 		if rs == nil {
-			return nil
+			p = nil
+			break
 		}
-		roots = append(roots, rs.roots...)
+		for _, it := range rs.full {
+			p.add(it.path, it.mode != readPresence)
+		}
 	}
-	roots = minimalPaths(roots)
-	if len(roots) > 0 && len(roots[0]) == 0 {
-		return nil // a check iterates over input's own members
+	if p != nil && (p.whole || p.each != nil) {
+		p = nil // a check iterates over input's own members
 	}
-	return roots
+	if e.nCombined.Load() < e.maxQueries {
+		e.projections.Store(key, p)
+	}
+	return p
 }
 
 // maxCombined bounds the prepared queries kept, one per set of checks run

@@ -53,11 +53,10 @@ type readSet struct {
 	ids []int
 	// passIDs are the pass key's items; nil when the keys are one.
 	passIDs []int
-	// roots are the parts of input the check can see at all: each item's
-	// path up to its first step into every member of a collection.
-	// Evaluating the check against input cut down to them gives the same
-	// outcome, so a host converts only what its unanswered checks read.
-	roots [][]string
+	// full are the full key's items: everything the check sees of input.
+	// Evaluating it against input cut down to them gives the same outcome,
+	// so a host converts only what its unanswered checks read.
+	full []readItem
 }
 
 // memoKey names one check's outcome for one digest of its inputs.

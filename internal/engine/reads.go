@@ -185,43 +185,13 @@ func analyzeReads(compiler *ast.Compiler, checks []Check) ([]*readSet, []readIte
 			continue
 		}
 		full := forKey(items, false)
-		rs := &readSet{items: items, ids: idsOf(full), roots: rootsOf(full)}
+		rs := &readSet{items: items, ids: idsOf(full), full: full}
 		if slices.ContainsFunc(items, func(it readItem) bool { return it.mode == readPrinted }) {
 			rs.passIDs = idsOf(forKey(items, true))
 		}
 		out[i] = rs
 	}
 	return out, all
-}
-
-// rootsOf cuts each item's path at its first step into each member, and
-// keeps the shortest of those that share a prefix.
-func rootsOf(items []readItem) [][]string {
-	var roots [][]string
-	for _, it := range items {
-		var p []string
-		for _, s := range it.path {
-			if s.each {
-				break
-			}
-			p = append(p, s.key)
-		}
-		roots = append(roots, p)
-	}
-	return minimalPaths(roots)
-}
-
-// minimalPaths sorts paths and drops any that a shorter one covers.
-func minimalPaths(paths [][]string) [][]string {
-	slices.SortFunc(paths, slices.Compare)
-	var out [][]string
-	for _, p := range paths {
-		if n := len(out); n > 0 && len(p) >= len(out[n-1]) && slices.Equal(p[:len(out[n-1])], out[n-1]) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // readsOf analyses a check's rules and everything they depend on. It
