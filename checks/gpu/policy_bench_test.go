@@ -2,6 +2,8 @@ package gpu_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -50,9 +52,9 @@ func gpuEngine(tb testing.TB, prefix string) *engine.Engine {
 	return e
 }
 
-// fullDGXDocument is a collected mock DGX A100 plus the installed stack
-// (gpu_driver), so that every GPU check runs rather than being gated out.
-func fullDGXDocument(tb testing.TB) *engine.Document {
+// fullDGXFacts is a collected mock DGX A100 plus the installed stack, as
+// fullDGXDocument evaluates it.
+func fullDGXFacts(tb testing.TB) *facts.Facts {
 	tb.Helper()
 	f := collectHost(tb, dgxA100(), hostTree(tb, "550.54.15", kernLog))
 	f.GPUDriver = &facts.GPUDriver{
@@ -68,7 +70,14 @@ func fullDGXDocument(tb testing.TB) *engine.Document {
 		MaxCUDA:             "12.4",
 	}
 	f.Record("gpu_driver", facts.StatusOK, "")
-	doc, _, err := engine.NewDocument(f)
+	return f
+}
+
+// fullDGXDocument is a collected mock DGX A100 plus the installed stack
+// (gpu_driver), so that every GPU check runs rather than being gated out.
+func fullDGXDocument(tb testing.TB) *engine.Document {
+	tb.Helper()
+	doc, _, err := engine.NewDocument(fullDGXFacts(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -116,6 +125,46 @@ func BenchmarkGPUPolicies(b *testing.B) { benchEvaluate(b, "gpu/", 19) }
 // BenchmarkGPUPolicyBaseline is the same evaluation with one trivial check:
 // the engine's fixed cost per query, for comparison.
 func BenchmarkGPUPolicyBaseline(b *testing.B) { benchEvaluate(b, "gpu/nouveau_blacklisted", 1) }
+
+// BenchmarkGPUPoliciesFleet evaluates the same checks as a fleet scan
+// does, with the memo on, over hosts that differ as a fleet's do: every
+// GPU's UUID and temperature, and no Xid logged. Per host, only the checks
+// that read what differs (the temperatures) are evaluated again.
+func BenchmarkGPUPoliciesFleet(b *testing.B) {
+	src := gpuOnly(b, "gpu/")
+	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams))
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := fullDGXFacts(b)
+	base.GPU.XIDEvents = nil
+	const hosts = 512
+	docs := make([]*engine.Document, hosts)
+	for h := range docs {
+		f := *base
+		g := *base.GPU
+		g.Devices = slices.Clone(g.Devices)
+		for i := range g.Devices {
+			d := &g.Devices[i]
+			d.UUID = fmt.Sprintf("GPU-%08x-%04x", h, i)
+			t := 30 + (h*131+i*17)%47
+			d.TemperatureC = &t
+		}
+		f.GPU = &g
+		if docs[h], _, err = engine.NewDocument(&f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := e.Evaluate(ctx, docs[i%hosts]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
 
 func BenchmarkGPUPolicyEach(b *testing.B) {
 	entries, _ := fs.ReadDir(policies.FS, "gpu")
