@@ -3,8 +3,8 @@ package gpu_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"io/fs"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
