@@ -14,12 +14,14 @@ import (
 	"unsafe"
 )
 
-// jsonOptions are the syntax rules of encoding/json's Decoder, which
-// jsonschema.UnmarshalJSON (the reference parse) uses: a repeated name keeps
-// its last value, and invalid UTF-8 becomes U+FFFD rather than an error. A
-// document must parse the same here as there, or the schema would judge a
-// different value than the engine sees.
-var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+// jsonOptions are the syntax rules a facts document is held to: those of
+// encoding/json's Decoder, which jsonschema.UnmarshalJSON (the reference
+// parse) uses, where invalid UTF-8 becomes U+FFFD rather than an error, but
+// with a repeated name refused. Two readers can take a repeated name two
+// ways (the first value or the last), so a document that has one could
+// pass the scan and mean something else to the next tool. decodeWhole
+// refuses it too, so that both paths agree.
+var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(true)}
 
 // decoderPool keeps jsontext decoders, whose buffers and name tables are
 // the bulk of a small document's allocations.
@@ -141,6 +143,178 @@ func (p *parser) str(name bool) (string, error) {
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return "", err
+	}
+	return tok.String(), nil
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at i. It only
+// finds the closing quote; what lies between is checked by whoever parses
+// the string.
+func skipString(data []byte, i int) (int, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return 0, false
+	}
+	var end ValueEnd
+	if n := end.Feed(data[i:]); n > 0 {
+		return i + n, true
+	}
+	return 0, false
+}
+
+// skipValue returns the index just past the value starting at i (see
+// ValueEnd). The bytes it spans are either ones the memo holds (parsed and
+// validated before) or parsed now.
+func skipValue(data []byte, i int) (int, bool) {
+	if i >= len(data) {
+		return 0, false
+	}
+	var end ValueEnd
+	if n := end.Feed(data[i:]); n > 0 {
+		return i + n, true
+	}
+	if end.Scalar() {
+		return len(data), true
+	}
+	return 0, false
+}
+
+// ValueEnd finds where one JSON value ends, fed its bytes in pieces: at the
+// bracket that closes it outside any string, at a string's closing quote,
+// or, for a number or literal, where its letters stop. It checks nothing
+// else: it cuts, and the parser that reads the bytes checks them. The zero
+// value is ready for a value's first byte.
+type ValueEnd struct {
+	started, scalar, inString, escaped bool
+	depth                              int
+	// fed counts the bytes of a scalar before this piece.
+	fed int
+}
+
+// Scalar reports whether the value is a number or literal, which ends only
+// with the input when nothing follows it.
+func (s *ValueEnd) Scalar() bool { return s.scalar }
+
+// structural marks the bytes that open or close a string or a collection.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+func isScalarByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '+' || c == '-' || c == '.'
+}
+
+// Feed scans the next piece of the value and returns the index in b just
+// past its end, or -1 when the value goes on past b.
+func (s *ValueEnd) Feed(b []byte) int {
+	i := 0
+	if !s.started && len(b) > 0 {
+		s.started = true
+		switch b[0] {
+		case '{', '[', '"':
+		default:
+			s.scalar = true
+		}
+	}
+	if s.scalar {
+		for ; i < len(b); i++ {
+			if !isScalarByte(b[i]) {
+				if i == 0 && s.fed == 0 {
+					return 1 // a stray byte is a value of its own
+				}
+				return i
+			}
+		}
+		s.fed += len(b)
+		return -1
+	}
+	for i < len(b) {
+		if s.inString {
+			if s.escaped {
+				s.escaped = false
+				i++
+				continue
+			}
+			// Two vector scans beat a byte loop: most strings hold no
+			// backslash before their closing quote.
+			j := bytes.IndexByte(b[i:], '"')
+			if j < 0 {
+				j = len(b) - i
+			}
+			if k := bytes.IndexByte(b[i:i+j], '\\'); k >= 0 {
+				s.escaped = true
+				i += k + 1
+				continue
+			}
+			if i += j; i == len(b) {
+				return -1
+			}
+			s.inString = false
+			i++
+			if s.depth == 0 {
+				return i
+			}
+			continue
+		}
+		for i < len(b) && !structural[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '"':
+			s.inString = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			// A stray closing bracket ends a value of its own, which the
+			// parser refuses, rather than running on to the input's end.
+			if s.depth--; s.depth <= 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// memberName reads a member name, raw with its quotes as skipString found
+// it. A name with no escape, control character or invalid UTF-8 is its own
+// bytes; anything else is unquoted, and checked, by the decoder.
+func memberName(raw []byte, names map[string]string) (string, error) {
+	text := raw[1 : len(raw)-1]
+	plain := bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text)
+	for _, c := range text {
+		if c < 0x20 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		if s, ok := names[string(text)]; ok {
+			return s, nil
+		}
+		return string(text), nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsonOptions...)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return "", err
+	}
+	if tok.Kind() != '"' {
+		return "", fmt.Errorf("want a string, got %v", tok.Kind())
 	}
 	return tok.String(), nil
 }

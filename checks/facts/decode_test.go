@@ -151,6 +151,68 @@ var decodeSeeds = []string{
 	`{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2024-02-29T12:00:00.5+24:00"},"collectors":{}}`,
 }
 
+// TestDecodeMemoHeldMembersInBadDocuments holds members in the memo and then
+// places their exact bytes in documents broken around them: a trailing
+// comma, a missing colon or brace, garbage after a value, a name with a raw
+// control character. Skipping a held member must never skip the checks on
+// what surrounds it.
+func TestDecodeMemoHeldMembersInBadDocuments(t *testing.T) {
+	v := testValidator(t)
+	const head = `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{}`
+	const cg = `"cgroup":{"version":2,"source":"x \"}\" ]"}`
+	good := head + "," + cg + "}"
+	for range 2 {
+		if _, err := v.decode([]byte(good)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := v.memo.get("cgroup", []byte(cg[9:])); !ok {
+		t.Fatal("the member is not held after two sightings")
+	}
+	for _, doc := range []string{
+		good,
+		head + "," + cg + ",}",
+		head + "," + cg + "}}",
+		head + "," + cg,
+		head + "," + cg + "} x",
+		head + "," + cg + "x}",
+		head + ",\"cgroup\"" + cg[8:] + "}",
+		head + ",\"cgroup\" " + cg[8:] + "}",
+		head + ",\"cgroup\"" + cg[9:] + "}",
+		head + ",\"cg\troup\"" + cg[8:] + "}",
+		head + ",\"cgr\\u006fup\"" + cg[8:] + "}",
+		head + " ,\r\n\t" + cg + " }\n",
+		head + "," + cg + "," + cg + "}",
+		head + "," + cg + ",\"cgroup\":[2]}",
+	} {
+		agree(t, v, []byte(doc))
+	}
+}
+
+// TestDecodeRefusesRepeatedNames: a repeated name, at the top or deep in a
+// member, is refused on both paths, also after the member's bytes without
+// the repetition were seen and held.
+func TestDecodeRefusesRepeatedNames(t *testing.T) {
+	v := testValidator(t)
+	const head = `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"a","scanned_at":"2025-03-01T12:00:00Z"},"collectors":{}`
+	for range 2 {
+		if _, err := v.decode([]byte(head + `,"cgroup":{"version":2,"source":"x"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, doc := range []string{
+		head + `,"cgroup":{"version":2,"version":1,"source":"x"}}`,
+		head + `,"cgroup":{"version":2,"source":"x"},"cgroup":{"version":1,"source":"x"}}`,
+		head + `,"cgroup":{"version":2,"source":"x"},"cgr\u006fup":{"version":2,"source":"x"}}`,
+	} {
+		for _, decode := range []func([]byte) (any, error){v.decode, v.decodeWhole} {
+			if _, err := decode([]byte(doc)); err == nil || !strings.Contains(err.Error(), "duplicate") {
+				t.Errorf("%s: error %v, want a duplicate name refused", doc, err)
+			}
+		}
+	}
+}
+
 // FuzzDecodeJSON holds the fast path to the reference path on any input.
 func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range decodeSeeds {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"sort"
@@ -214,55 +215,77 @@ func DecodeJSON(data []byte) (any, error) {
 // decode parses and validates data member by member (see validator). Any
 // failure on the way hands the document to decodeWhole, so that every error
 // is the reference parse's or the whole schema's, worded as it always was.
+//
+// The top-level object is read here, strictly, and each member's extent is
+// found by skipping over it (see skipValue) before anything parses it: a
+// member whose exact bytes the memo holds was parsed and validated whole
+// before, so hosts of one image pay for their package inventory and
+// baseline once, not once each. Any other member is parsed, and so checked,
+// on its own.
 func (v *validator) decode(data []byte) (any, error) {
 	if v.shell == nil {
 		return v.decodeWhole(data)
 	}
-	p := newParser(v.names)
-	defer p.release()
-	p.reset(data)
-	if p.dec.PeekKind() != '{' {
+	i := skipSpace(data, 0)
+	if i == len(data) || data[i] != '{' {
 		return v.decodeWhole(data)
 	}
-	if _, err := p.dec.ReadToken(); err != nil {
-		return v.decodeWhole(data)
-	}
+	i = skipSpace(data, i+1)
 	obj := map[string]any{}
 	valid := true
-	for p.dec.PeekKind() != '}' {
-		name, err := p.str(true)
-		if err != nil {
+	for first := true; ; first = false {
+		if first && i < len(data) && data[i] == '}' {
+			i++
+			break
+		}
+		end, ok := skipString(data, i)
+		if !ok {
 			return v.decodeWhole(data)
 		}
-		raw, err := p.dec.ReadValue()
-		if err != nil {
+		name, err := memberName(data[i:end], v.names)
+		if _, repeated := obj[name]; err != nil || repeated {
 			return v.decodeWhole(data)
 		}
+		i = skipSpace(data, end)
+		if i == len(data) || data[i] != ':' {
+			return v.decodeWhole(data)
+		}
+		i = skipSpace(data, i+1)
+		if end, ok = skipValue(data, i); !ok {
+			return v.decodeWhole(data)
+		}
+		raw := data[i:end]
 		if tree, ok := v.memo.get(name, raw); ok {
 			obj[name] = tree
+		} else {
+			tree, err := parseJSON(raw, v.names)
+			if err != nil {
+				return v.decodeWhole(data)
+			}
+			obj[name] = tree
+			if sch := v.props[name]; sch != nil {
+				switch fn := v.fast[name]; {
+				case fn != nil && fn.fastCheck(tree, 0):
+					v.memo.put(name, raw, tree)
+				case sch.Validate(tree) != nil:
+					valid = false
+				default:
+					v.memo.put(name, raw, tree)
+				}
+			}
+		}
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
 			continue
 		}
-		tree, err := parseJSON(raw, v.names)
-		if err != nil {
+		if i == len(data) || data[i] != '}' {
 			return v.decodeWhole(data)
 		}
-		obj[name] = tree
-		if sch := v.props[name]; sch != nil {
-			if fn := v.fast[name]; fn != nil && fn.fastCheck(tree, 0) {
-				v.memo.put(name, raw, tree)
-				continue
-			}
-			if sch.Validate(tree) != nil {
-				valid = false
-				continue
-			}
-			v.memo.put(name, raw, tree)
-		}
+		i++
+		break
 	}
-	if _, err := p.dec.ReadToken(); err != nil {
-		return v.decodeWhole(data)
-	}
-	if err := p.end(); err != nil {
+	if skipSpace(data, i) != len(data) {
 		return v.decodeWhole(data)
 	}
 	if valid && v.shell.Validate(obj) == nil {
@@ -279,6 +302,10 @@ func (v *validator) decode(data []byte) (any, error) {
 func (v *validator) decodeWhole(data []byte) (any, error) {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
+		return nil, fmt.Errorf("parsing facts document: %w", err)
+	}
+	// The reference parse keeps a repeated name's last value; see jsonOptions.
+	if _, err := jsontext.NewDecoder(bytes.NewReader(data), jsonOptions...).ReadValue(); err != nil {
 		return nil, fmt.Errorf("parsing facts document: %w", err)
 	}
 	if err := v.validateWhole(inst); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
@@ -305,25 +304,26 @@ func (a *app) readSaved(ctx context.Context, args []string, out chan<- savedDoc)
 			defer f.Close()
 			r = f
 		}
-		// jsontext only splits the stream into values (and refuses a
-		// document with a duplicated name, which two readers could take
-		// two ways); facts.DecodeJSON does the full check once per document.
-		dec := jsontext.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+		// The splitter only cuts the stream into documents; DecodeJSON
+		// checks each in full (and refuses a repeated name, which two
+		// readers could take two ways).
+		split := newValueSplitter(r, maxFactsDoc)
 		for i := 1; ; i++ {
-			v, err := dec.ReadValue()
+			v, err := split.next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
 				return fmt.Errorf("reading facts %s (document %d): %w", name, i, err)
 			}
-			if len(v) > maxFactsDoc {
-				return fmt.Errorf("reading facts %s (document %d): larger than %d bytes", name, i, maxFactsDoc)
-			}
-			// The decoder reuses its buffer for the next value.
+			// The splitter reuses its buffer for the next value.
 			raw := bytes.Clone(v)
 			label := name
-			if i > 1 || dec.PeekKind() != jsontext.KindInvalid {
+			more, err := split.more()
+			if err != nil {
+				return fmt.Errorf("reading facts %s (document %d): %w", name, i+1, err)
+			}
+			if i > 1 || more {
 				label = fmt.Sprintf("%s#%d", name, i)
 			}
 			select {
