@@ -130,21 +130,11 @@ func (p *parser) str(name bool) (string, error) {
 	if raw.Kind() != '"' {
 		return "", fmt.Errorf("want a string, got %v", raw.Kind())
 	}
-	text := raw[1 : len(raw)-1]
-	if bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text) {
-		if name {
-			if s, ok := p.names[string(text)]; ok {
-				return s, nil
-			}
-		}
-		return string(text), nil
+	names := p.names
+	if !name {
+		names = nil
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsonOptions...)
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return "", err
-	}
-	return tok.String(), nil
+	return unquote(raw, names)
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
@@ -290,10 +280,12 @@ func (s *ValueEnd) Feed(b []byte) int {
 	return -1
 }
 
-// memberName reads a member name, raw with its quotes as skipString found
-// it. A name with no escape, control character or invalid UTF-8 is its own
-// bytes; anything else is unquoted, and checked, by the decoder.
-func memberName(raw []byte, names map[string]string) (string, error) {
+// unquote reads a string, raw with its quotes. Most strings hold no
+// escape, control character or invalid UTF-8, so their text is the raw
+// bytes between the quotes (a name the schema knows shares its string);
+// the rest are unquoted by the decoder itself, which also checks them, so
+// that every replacement rule stays its own.
+func unquote(raw []byte, names map[string]string) (string, error) {
 	text := raw[1 : len(raw)-1]
 	plain := bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text)
 	for _, c := range text {

@@ -242,7 +242,7 @@ func (v *validator) decode(data []byte) (any, error) {
 		if !ok {
 			return v.decodeWhole(data)
 		}
-		name, err := memberName(data[i:end], v.names)
+		name, err := unquote(data[i:end], v.names)
 		if _, repeated := obj[name]; err != nil || repeated {
 			return v.decodeWhole(data)
 		}
