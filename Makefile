@@ -110,7 +110,7 @@ crane: check-go
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench
 bench: check-go deps bench-deps build build-deps packer plugin
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/scan/ ./checks/... ./reports/
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/scan/ ./internal/agent/ ./checks/... ./reports/
 	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/
 	$(GO) run ./internal/bench -gpuhost $(GPUHOST)
 	$(GO) run ./internal/buildbench -packer $(PACKER) -plugin $(PLUGIN)
