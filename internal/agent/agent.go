@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -188,6 +189,10 @@ func (a *Agent) loop(ctx context.Context) error {
 			defer wg.Done()
 			defer a.runMu.Unlock()
 			a.runOnce(ctx)
+			// The agent then sleeps for the interval: hand the run's garbage
+			// (facts, evaluation) back to the system now rather than as the
+			// scavenger gets round to it.
+			debug.FreeOSMemory()
 		}()
 	}
 	if a.cfg.RunAtStart {
