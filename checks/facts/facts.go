@@ -387,6 +387,16 @@ type XIDEvent struct {
 	// Source is where the event was read: a log file ("/var/log/kern.log.2.gz")
 	// or "journal".
 	Source string `json:"source,omitempty"`
+	// GPUs are the GPUs NVML lists at the event's PCI address. It is empty
+	// when NVML could not say: the driver is down, or the GPU fell off the
+	// bus and out of NVML's list.
+	GPUs []XIDGPU `json:"gpus,omitempty"`
+}
+
+// XIDGPU names a GPU an Xid event was logged for.
+type XIDGPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
 }
 
 // GPUDriver is the NVIDIA stack as installed, read from the package database

@@ -169,6 +169,7 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	for i := range count {
 		g.Devices = append(g.Devices, c.device(ctx, call, i))
 	}
+	attributeXIDs(g)
 	g.Available = true
 	if len(problems) > 0 {
 		g.Reason = "some NVML queries failed: " + strings.Join(problems, "; ")

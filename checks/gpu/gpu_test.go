@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,12 +72,15 @@ func TestHealthyDGXA100(t *testing.T) {
 	if d.Architecture != "ampere" || d.MinDriverBranch != 450 || d.OpenModuleSupported == nil || !*d.OpenModuleSupported {
 		t.Errorf("matrix: %q %d %v", d.Architecture, d.MinDriverBranch, d.OpenModuleSupported)
 	}
-	// The XID from Feb 20 is outside the 7-day window.
+	// The XID from Feb 20 is outside the 7-day window. Each event names the
+	// GPU NVML lists at its PCI address.
 	want := []facts.XIDEvent{
-		{Code: 79, PCIBusID: "0000:03:00", Time: "Mar  8 10:11:12", Message: "pid=1234, name=python, GPU has fallen off the bus.", Source: "/var/log/kern.log"},
-		{Code: 13, PCIBusID: "0000:04:00", Time: "Mar  8 10:12:00", Message: "pid=99, name=app, Graphics Exception", Source: "/var/log/kern.log"},
+		{Code: 79, PCIBusID: "0000:03:00", Time: "Mar  8 10:11:12", Message: "pid=1234, name=python, GPU has fallen off the bus.", Source: "/var/log/kern.log",
+			GPUs: []facts.XIDGPU{{Index: 3, UUID: g.Devices[3].UUID}}},
+		{Code: 13, PCIBusID: "0000:04:00", Time: "Mar  8 10:12:00", Message: "pid=99, name=app, Graphics Exception", Source: "/var/log/kern.log",
+			GPUs: []facts.XIDGPU{{Index: 4, UUID: g.Devices[4].UUID}}},
 	}
-	if !slices.Equal(g.XIDEvents, want) {
+	if !reflect.DeepEqual(g.XIDEvents, want) {
 		t.Errorf("xids %+v", g.XIDEvents)
 	}
 	if g.XIDSource != "/var/log/kern.log" || g.XIDError != "" {

@@ -87,11 +87,14 @@ func (c *nvmlCollector) readXIDs(ctx context.Context, env *collector.Env, g *fac
 	}
 
 	var read []string
-	seen := map[facts.XIDEvent]bool{}
+	type line struct {
+		code               int
+		pci, time, message string
+	}
+	seen := map[line]bool{}
 	add := func(ev facts.XIDEvent) {
 		// kern.log and syslog carry the same lines: one event, first source.
-		key := ev
-		key.Source = ""
+		key := line{ev.Code, ev.PCIBusID, ev.Time, ev.Message}
 		if !seen[key] {
 			seen[key] = true
 			g.XIDEvents = append(g.XIDEvents, ev)
@@ -291,3 +294,41 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *cappedBuffer) String() string { return b.buf.String() }
+
+// attributeXIDs names, for each event, the GPUs NVML lists at its PCI
+// address. Here, in Go, rather than in the policy: matching every event
+// against every GPU was most of the Xid check's cost per host, and a policy
+// that reads no GPU list is answered from the memo for every host that
+// logged nothing.
+func attributeXIDs(g *facts.GPU) {
+	at := map[[3]uint64][]facts.XIDGPU{}
+	for _, d := range g.Devices {
+		if key, ok := pciAddress(d.PCIBusID); ok {
+			at[key] = append(at[key], facts.XIDGPU{Index: d.Index, UUID: d.UUID})
+		}
+	}
+	for i := range g.XIDEvents {
+		if key, ok := pciAddress(g.XIDEvents[i].PCIBusID); ok {
+			g.XIDEvents[i].GPUs = at[key]
+		}
+	}
+}
+
+// pciAddress reads a PCI address as domain, bus and device numbers: the
+// kernel log writes 0000:07:00, NVML 00000000:07:00.0, in either case.
+func pciAddress(id string) ([3]uint64, bool) {
+	var key [3]uint64
+	id, _, _ = strings.Cut(id, ".")
+	parts := strings.Split(id, ":")
+	if len(parts) != 3 {
+		return key, false
+	}
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 16, 32)
+		if err != nil {
+			return key, false
+		}
+		key[i] = n
+	}
+	return key, true
+}

@@ -158,7 +158,8 @@ func hostGPU(image, host int) *facts.GPU {
 	}
 	if host%100 == 42 {
 		g.XIDEvents = []facts.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
-			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}}
+			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus.",
+			GPUs: []facts.XIDGPU{{Index: 2, UUID: g.Devices[2].UUID}}}}
 	}
 	return g
 }

@@ -24,31 +24,15 @@ critical := data.gpuhost.params.gpu_critical_xids
 
 skip contains sprintf("the kernel log could not be read: %s", [input.gpu.xid_error]) if input.gpu.xid_error != ""
 
-# The kernel log names a GPU by PCI domain:bus:device (0000:07:00), NVML by
-# domain:bus:device.function with an 8-digit domain (00000000:07:00.0): match
-# on bus and device.
-busdev(id) := concat(":", array.slice(parts, count(parts) - 2, count(parts))) if {
-	parts := split(lower(split(id, ".")[0]), ":")
-	count(parts) >= 2
-}
-
-# Work out the event's bus:device once and test each GPU's id against it with
-# one regex (case-insensitive: NVML writes hex digits in upper case), rather
-# than normalising every GPU's id for every event: a failing GPU can log
-# hundreds of Xids, and builtin calls are what policy evaluation pays for.
-gpu_at(bus) := concat(" and ", names) if {
-	at := busdev(bus)
-	regex.match(`^[0-9a-f]+:[0-9a-f]+$`, at)
-	pattern := sprintf(`(?i)^([^.]*:)?%s([.]|$)`, [at])
-	names := [sprintf("GPU %d (%s)", [d.index, d.uuid]) |
-		some d in input.gpu.devices
-		regex.match(pattern, d.pci_bus_id)
-	]
-	names != []
-} else := sprintf("the GPU at PCI %s", [bus])
+# The collector names the GPUs NVML lists at each event's PCI address; an
+# event from a GPU NVML no longer lists (one that fell off the bus) or from
+# a host where NVML failed keeps only its address.
+gpu_at(ev) := concat(" and ", [sprintf("GPU %d (%s)", [g.index, g.uuid]) | some g in ev.gpus]) if {
+	count(object.get(ev, "gpus", [])) > 0
+} else := sprintf("the GPU at PCI %s", [ev.pci_bus_id])
 
 deny contains msg if {
 	some ev in input.gpu.xid_events
 	meaning := critical[sprintf("%d", [ev.code])]
-	msg := sprintf("%s logged Xid %d (%s) at %s: %s", [gpu_at(ev.pci_bus_id), ev.code, meaning, object.get(ev, "time", "an unknown time"), object.get(ev, "message", "")])
+	msg := sprintf("%s logged Xid %d (%s) at %s: %s", [gpu_at(ev), ev.code, meaning, object.get(ev, "time", "an unknown time"), object.get(ev, "message", "")])
 }
