@@ -254,7 +254,7 @@ func TestSystemdUnits(t *testing.T) {
 	for _, file := range []string{"systemd/gpuhost-agent.service", "systemd/gpuhost-agentd.service"} {
 		u := unit(t, file)
 		exec := strings.Join(u["Service.ExecStart"], " ")
-		if !strings.Contains(exec, "gpuhost agent") || !strings.Contains(exec, "--db /var/lib/gpuhost/") {
+		if !strings.Contains(exec, "/gpuhost-agent agent") || !strings.Contains(exec, "--db /var/lib/gpuhost/") {
 			t.Errorf("%s: ExecStart %q", file, exec)
 		}
 		for _, kv := range []string{"NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/gpuhost", "StateDirectory=gpuhost"} {

@@ -113,8 +113,11 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.PersistentFlags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): commands that collect facts also match OS packages against it; never downloaded")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.planCommand(), a.manifestCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.sbomCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
+	if vulnerabilityMatching {
+		root.PersistentFlags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): commands that collect facts also match OS packages against it; never downloaded")
+	}
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
+	root.AddCommand(a.buildCommands()...)
 	return root
 }
 
@@ -124,6 +127,10 @@ func (a *app) versionCommand() *cobra.Command {
 		Short: "Print the gpuhost version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !fullBuild {
+				_, err := fmt.Fprintln(a.stdout, "gpuhost", version.String(), "(lean build: no plan, manifest, sbom or --trivy-db)")
+				return err
+			}
 			_, err := fmt.Fprintln(a.stdout, "gpuhost", version.String())
 			return err
 		},

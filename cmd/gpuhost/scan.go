@@ -19,7 +19,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
@@ -173,7 +172,7 @@ func (a *app) collectOptions(h *hostFlags) checks.Options {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
 	}
 	if a.trivyDB != "" {
-		o.Collectors = append(checks.All(), trivy.VulnerabilitiesCollector(a.trivyDB))
+		o.Collectors = append(checks.All(), vulnerabilityCollector(a.trivyDB))
 	}
 	return o
 }

@@ -20,15 +20,18 @@ import (
 // host, so the drift checks run; the listener on), waits for its first run
 // to complete, and reads the run's wall time from /metrics, the process's
 // CPU time so far, and its resident memory once idle after the run.
-func measureAgent(gpuhost, tmp string, runs int) (measurement, error) {
-	m := measurement{name: "gpuhost agent (one scan + drift run of this host; RSS idle after it)"}
+//
+// The agent is agentBin, the lean build a node runs (bin/gpuhost-agent),
+// and the baseline is written by the full gpuhost.
+func measureAgent(gpuhost, agentBin, tmp string, runs int) (measurement, error) {
+	m := measurement{name: filepath.Base(agentBin) + " agent (one scan + drift run of this host; RSS idle after it)"}
 	manifest := filepath.Join(tmp, "manifest.json")
 	if out, err := exec.Command(gpuhost, "manifest", "host", "-o", manifest).CombinedOutput(); err != nil {
 		return m, fmt.Errorf("gpuhost manifest host: %v: %s", err, out)
 	}
 	var idle, anon []int64
 	for i := range runs {
-		r, status, err := agentOnce(gpuhost, filepath.Join(tmp, fmt.Sprintf("agent-%d.db", i)), manifest)
+		r, status, err := agentOnce(agentBin, filepath.Join(tmp, fmt.Sprintf("agent-%d.db", i)), manifest)
 		if err != nil {
 			return m, err
 		}

@@ -23,6 +23,7 @@ import (
 
 func main() {
 	gpuhost := flag.String("gpuhost", "bin/gpuhost", "the gpuhost binary to measure")
+	agentBin := flag.String("agent", "bin/gpuhost-agent", "the lean build the agent figure runs (make build writes it)")
 	sample := flag.String("sample", "cmd/gpuhost/testdata/rootfs-weak", "configuration files copied into the generated tree")
 	packages := flag.Int("packages", 1500, "packages in the generated dpkg status")
 	files := flag.Int("files", 20000, "files in the generated tree")
@@ -42,7 +43,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs or agent, not %q\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*gpuhost, *sample, *packages, *files, *docs, *runs, *only); err != nil {
+	if err := run(*gpuhost, *agentBin, *sample, *packages, *files, *docs, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int, only string) error {
+func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, only string) error {
 	tmp, err := os.MkdirTemp("", "gpuhost-bench-")
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func run(gpuhost, sample string, nPackages, nFiles, nDocs, runs int, only string
 		table = append(table, ms...)
 	}
 	if only == "" || only == "agent" {
-		m, err := measureAgent(gpuhost, tmp, min(runs, 3))
+		m, err := measureAgent(gpuhost, agentBin, tmp, min(runs, 3))
 		if err != nil {
 			return err
 		}
