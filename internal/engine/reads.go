@@ -30,8 +30,9 @@ type step struct {
 	each bool
 }
 
-// readMode is how much of the value at a path a check depends on. A larger
-// mode tells everything a smaller one does.
+// readMode is how much of the value at a path a check depends on. A value
+// read tells everything the others do, and any read tells presence; a
+// printed read and a count tell different things (see normalizeItems).
 type readMode uint8
 
 const (
