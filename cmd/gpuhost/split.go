@@ -18,12 +18,12 @@ import (
 // cut somewhere and then refused by the decoder, naming it.
 type valueSplitter struct {
 	r       *bufio.Reader
-	max     int
+	limit   int
 	scratch []byte
 }
 
-func newValueSplitter(r io.Reader, max int) *valueSplitter {
-	return &valueSplitter{r: bufio.NewReaderSize(r, 1<<20), max: max}
+func newValueSplitter(r io.Reader, limit int) *valueSplitter {
+	return &valueSplitter{r: bufio.NewReaderSize(r, 1<<20), limit: limit}
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -78,8 +78,8 @@ func (s *valueSplitter) next() ([]byte, error) {
 		if n >= 0 {
 			take = n
 		}
-		if len(s.scratch)+take > s.max {
-			return nil, fmt.Errorf("larger than %d bytes", s.max)
+		if len(s.scratch)+take > s.limit {
+			return nil, fmt.Errorf("larger than %d bytes", s.limit)
 		}
 		s.scratch = append(s.scratch, chunk[:take]...)
 		if _, err := s.r.Discard(take); err != nil {
