@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,41 @@ func TestParseXIDLogKeepsNewest(t *testing.T) {
 	} {
 		if len(evs) != maxXIDEvents || evs[0].Code != n-maxXIDEvents || evs[len(evs)-1].Code != n-1 {
 			t.Errorf("%s: %d events, %d..%d", name, len(evs), evs[0].Code, evs[len(evs)-1].Code)
+		}
+	}
+}
+
+// TestAttributeXIDs matches events to GPUs by domain, bus and device as
+// numbers, whatever the width or case each side writes them in, and leaves
+// an event at an address NVML does not list, or an unreadable one, with no
+// GPU.
+func TestAttributeXIDs(t *testing.T) {
+	g := &facts.GPU{
+		Devices: []facts.GPUDevice{
+			{Index: 0, UUID: "GPU-0", PCIBusID: "00000000:07:00.0"},
+			{Index: 1, UUID: "GPU-1", PCIBusID: "00000001:07:00.0"},
+			{Index: 2, UUID: "GPU-2", PCIBusID: "00000000:B1:00.0"},
+		},
+		XIDEvents: []facts.XIDEvent{
+			{Code: 79, PCIBusID: "0000:07:00"},
+			{Code: 79, PCIBusID: "0001:07:00"},
+			{Code: 48, PCIBusID: "0000:b1:00"},
+			{Code: 48, PCIBusID: "0000:41:00"},
+			{Code: 48, PCIBusID: "07:00"},
+			{Code: 48, PCIBusID: "0000:0x.*:00"},
+			{Code: 48, PCIBusID: ""},
+		},
+	}
+	attributeXIDs(g)
+	want := [][]facts.XIDGPU{
+		{{Index: 0, UUID: "GPU-0"}},
+		{{Index: 1, UUID: "GPU-1"}},
+		{{Index: 2, UUID: "GPU-2"}},
+		nil, nil, nil, nil,
+	}
+	for i, ev := range g.XIDEvents {
+		if !reflect.DeepEqual(ev.GPUs, want[i]) {
+			t.Errorf("event at %q: GPUs %+v, want %+v", ev.PCIBusID, ev.GPUs, want[i])
 		}
 	}
 }
