@@ -380,3 +380,25 @@ func TestMemoStopsLookingUpChecksThatNeverHit(t *testing.T) {
 		t.Errorf("shared inputs: %d lookups, %d hits; want %d and %d", n, hits, memoProbe+20, memoProbe+19)
 	}
 }
+
+// TestItemsWithAlikeNamesStayApart reads input["a.b"] in one check and
+// input.a.b in another: the two must not share a digest.
+func TestItemsWithAlikeNamesStayApart(t *testing.T) {
+	policy := func(id, pkg, ref string) string {
+		return strings.NewReplacer("GH-MEMO-002", id, "memo.whole", pkg, `"big" if count(input) > 100`, `"odd" if `+ref+` == 1`).Replace(wholePolicy)
+	}
+	files := map[string]string{
+		"memo/dotted.rego": policy("GH-MEMO-007", "memo.dotted", `input["a.b"]`),
+		"memo/nested.rego": policy("GH-MEMO-008", "memo.nested", `input.a.b`),
+	}
+	e, cold := memoEngine(t, 100, files), memoEngine(t, 0, files)
+	if len(e.readItems) != 2 {
+		t.Fatalf("items %v: want input[\"a.b\"] and input.a.b apart", e.readItems)
+	}
+	for _, js := range []string{`{"a.b":1,"a":{"b":2}}`, `{"a.b":2,"a":{"b":1}}`} {
+		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},`+js[1:])
+		if got, want := mustEval(t, e, d), mustEval(t, cold, d); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: memo gave %+v, evaluation %+v", js, got, want)
+		}
+	}
+}

@@ -82,7 +82,19 @@ func (it readItem) String() string {
 	return b.String()
 }
 
-func (it readItem) name() string { return it.String() + "\x00" + string(rune('0'+it.mode)) }
+// name tells items apart for analyzeReads' list: String cannot, since a key
+// may hold a dot or a question mark (input["a.b"] against input.a.b).
+func (it readItem) name() string {
+	b := []byte{byte(it.mode)}
+	for _, s := range it.path {
+		if s.each {
+			b = append(b, '*')
+			continue
+		}
+		b = appendText(b, '.', s.key)
+	}
+	return string(b)
+}
 
 func comparePaths(a, b []step) int {
 	for i := range min(len(a), len(b)) {
