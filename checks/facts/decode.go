@@ -158,11 +158,7 @@ func skipString(data []byte, i int) (int, bool) {
 	if i >= len(data) || data[i] != '"' {
 		return 0, false
 	}
-	var end ValueEnd
-	if n := end.Feed(data[i:]); n > 0 {
-		return i + n, true
-	}
-	return 0, false
+	return skipValue(data, i)
 }
 
 // skipValue returns the index just past the value starting at i (see

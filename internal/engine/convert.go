@@ -107,6 +107,10 @@ func (p *projection) add(path []step, whole bool) {
 	}
 }
 
+// leaf reports whether p reads the value at its place whole: a read of the
+// whole value, or of its presence with nothing read inside it.
+func (p *projection) leaf() bool { return p.whole || (p.children == nil && p.each == nil) }
+
 // merged is a projection reading what a and b both read.
 func merged(a, b *projection) *projection {
 	if a.whole || b.whole {
@@ -139,7 +143,7 @@ func merged(a, b *projection) *projection {
 // the document itself, whose members come from convertMember so that
 // shared ones are reused.
 func (p *projection) convert(v any, top bool) (ast.Value, error) {
-	if p.whole || (p.children == nil && p.each == nil) {
+	if p.leaf() {
 		return ast.InterfaceToValue(v)
 	}
 	switch c := v.(type) {
@@ -148,7 +152,7 @@ func (p *projection) convert(v any, top bool) (ast.Value, error) {
 		add := func(k string, e any, n *projection) error {
 			var conv ast.Value
 			var err error
-			if top && (n.whole || (n.children == nil && n.each == nil)) {
+			if top && n.leaf() {
 				conv, err = convertMember(e)
 			} else {
 				conv, err = n.convert(e, false)
