@@ -48,7 +48,7 @@ type Engine struct {
 	checks  []Check
 	single  []rego.PreparedEvalQuery
 	prepare func(query string) (rego.PreparedEvalQuery, error)
-	// combined caches one prepared query per set of runnable checks, keyed
+	// combined caches one preparedSet per set of runnable checks, keyed
 	// by their indices. Checks the gate skips are left out of the query, so
 	// a rootfs never pays for the live GPU checks, nor a host without a
 	// GPU for the device checks.
@@ -59,8 +59,6 @@ type Engine struct {
 	// outcomes by a digest of that (see memo.go). memo is nil when off.
 	reads     []*readSet
 	readItems []readItem
-	// projections caches projectionOf by set of checks.
-	projections sync.Map
 	// sharedDigests keeps item digests of members hosts share.
 	sharedDigests *sharedDigests
 	memo          *memo
@@ -405,14 +403,15 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		// whose query is kept, rather than prepare one per host.
 		run = gated
 	}
-	input, err := doc.inputFor(e.projectionOf(run))
+	set, err := e.queryFor(run)
 	if err != nil {
 		return nil, err
 	}
-	q, err := e.queryFor(run)
+	input, err := doc.inputFor(set.input)
 	if err != nil {
 		return nil, err
 	}
+	q := set.query
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
 	if err == nil {
 		sets, perr := bindingSets(rs, len(run))
@@ -449,33 +448,31 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	return out, nil
 }
 
+// preparedSet is what evaluating one set of checks together needs: their
+// combined query, and the parts of input they read (see projectionOf).
+type preparedSet struct {
+	query *rego.PreparedEvalQuery
+	input *projection
+}
+
 // projectionOf returns the parts of input the checks in run read, or nil
-// when one of them is not analysed and must see all of it. It is kept per
-// set of checks, as prepared queries are.
+// when one of them is not analysed and must see all of it.
 func (e *Engine) projectionOf(run []int) *projection {
 	if e.reads == nil {
 		return nil
-	}
-	key := queryKey(run)
-	if p, ok := e.projections.Load(key); ok {
-		return p.(*projection)
 	}
 	p := &projection{}
 	for _, i := range run {
 		rs := e.reads[i]
 		if rs == nil {
-			p = nil
-			break
+			return nil
 		}
 		for _, it := range rs.full {
 			p.add(it.path, it.mode != readPresence)
 		}
 	}
-	if p != nil && (p.whole || p.each != nil) {
-		p = nil // a check iterates over input's own members
-	}
-	if e.nCombined.Load() < e.maxQueries {
-		e.projections.Store(key, p)
+	if p.whole || p.each != nil {
+		return nil // a check iterates over input's own members
 	}
 	return p
 }
@@ -501,12 +498,12 @@ func (e *Engine) haveQuery(run []int) bool {
 }
 
 // queryFor returns the prepared query that evaluates exactly the checks at
-// the given indices, preparing it on first use and keeping it while fewer
-// than maxQueries are kept.
-func (e *Engine) queryFor(run []int) (*rego.PreparedEvalQuery, error) {
+// the given indices, with what they read, preparing it on first use and
+// keeping it while fewer than maxQueries are kept.
+func (e *Engine) queryFor(run []int) (*preparedSet, error) {
 	key := queryKey(run)
-	if q, ok := e.combined.Load(key); ok {
-		return q.(*rego.PreparedEvalQuery), nil
+	if set, ok := e.combined.Load(key); ok {
+		return set.(*preparedSet), nil
 	}
 	subset := make([]Check, len(run))
 	for j, i := range run {
@@ -516,14 +513,15 @@ func (e *Engine) queryFor(run []int) (*rego.PreparedEvalQuery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preparing the query: %w", err)
 	}
+	set := &preparedSet{query: &q, input: e.projectionOf(run)}
 	if e.nCombined.Load() >= e.maxQueries {
-		return &q, nil
+		return set, nil
 	}
-	actual, loaded := e.combined.LoadOrStore(key, &q)
+	actual, loaded := e.combined.LoadOrStore(key, set)
 	if !loaded {
 		e.nCombined.Add(1)
 	}
-	return actual.(*rego.PreparedEvalQuery), nil
+	return actual.(*preparedSet), nil
 }
 
 func (e *Engine) base(c Check) reports.Result {
