@@ -160,6 +160,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 			rego.Store(store),
 			rego.StoreReadAST(true),
 			rego.StrictBuiltinErrors(true),
+			rego.GenerateJSON(asTerm),
 		).PrepareForEval(ctx)
 	}
 	all := make([]int, len(checks))
@@ -179,7 +180,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 }
 
 // combinedQuery builds one query whose single binding holds every check's
-// deny and skip sets, so a document costs one evaluation, not one per check.
+// deny and skip sets, in that order, so a document costs one evaluation,
+// not one per check.
 func combinedQuery(checks []Check) string {
 	var b strings.Builder
 	b.WriteString("x := [")
@@ -191,7 +193,7 @@ func combinedQuery(checks []Check) string {
 		if c.hasSkip {
 			skip = "data." + c.Package + ".skip"
 		}
-		fmt.Fprintf(&b, "[data.%s.deny, %s]", c.Package, skip)
+		fmt.Fprintf(&b, "data.%s.deny, %s", c.Package, skip)
 	}
 	b.WriteString("]")
 	return b.String()
@@ -412,17 +414,13 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		return nil, err
 	}
 	q := set.query
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
+	sets, err := evalSets(ctx, q, input, len(run))
 	if err == nil {
-		sets, perr := bindingSets(rs, len(run))
-		if perr == nil {
-			for j, i := range run {
-				e.decide(&out[i], sets[j][0], sets[j][1])
-				e.remember(keys, i, sets[j][0], sets[j][1])
-			}
-			return out, nil
+		for j, i := range run {
+			e.decide(&out[i], sets[j][0], sets[j][1])
+			e.remember(keys, i, sets[j][0], sets[j][1])
 		}
-		err = perr
+		return out, nil
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -430,14 +428,11 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	// One check broke the combined query; evaluate one by one so only the
 	// check at fault is reported as an error.
 	for _, i := range run {
-		rs, err := e.single[i].Eval(ctx, rego.EvalParsedInput(input))
+		sets, err := evalSets(ctx, &e.single[i], input, 1)
 		if err == nil {
-			var sets [][2][]string
-			if sets, err = bindingSets(rs, 1); err == nil {
-				e.decide(&out[i], sets[0][0], sets[0][1])
-				e.remember(keys, i, sets[0][0], sets[0][1])
-				continue
-			}
+			e.decide(&out[i], sets[0][0], sets[0][1])
+			e.remember(keys, i, sets[0][0], sets[0][1])
+			continue
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -569,39 +564,58 @@ func (e *Engine) decide(r *reports.Result, deny, skip []string) {
 	}
 }
 
-// bindingSets unpacks the combined query's binding: a list of [deny, skip]
-// pairs of string sets.
+// evalSets evaluates a combined query of n checks and returns each
+// check's deny and skip messages, sorted.
+func evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([][2][]string, error) {
+	cache := getRefCache()
+	defer putRefCache(cache)
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalVirtualCache(cache))
+	if err != nil {
+		return nil, err
+	}
+	return bindingSets(rs, n)
+}
+
+// bindingSets unpacks the combined query's binding, left as AST by
+// asTerm: a list holding each check's deny set, then its skip set.
 func bindingSets(rs rego.ResultSet, n int) ([][2][]string, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
 	}
-	list, ok := rs[0].Bindings["x"].([]any)
-	if !ok || len(list) != n {
-		return nil, fmt.Errorf("query returned %T, want a list of %d", rs[0].Bindings["x"], n)
+	t, _ := rs[0].Bindings["x"].(*ast.Term)
+	var list *ast.Array
+	if t != nil {
+		list, _ = t.Value.(*ast.Array)
+	}
+	if list == nil || list.Len() != 2*n {
+		return nil, fmt.Errorf("query returned %v, want a list of %d", rs[0].Bindings["x"], 2*n)
 	}
 	out := make([][2][]string, n)
-	for i, pair := range list {
-		p, ok := pair.([]any)
-		if !ok || len(p) != 2 {
-			return nil, fmt.Errorf("check %d returned %T", i, pair)
+	for k := range 2 * n {
+		set, ok := list.Elem(k).Value.(ast.Set)
+		if !ok {
+			return nil, fmt.Errorf("check %d: deny/skip is %v, want a set", k/2, list.Elem(k))
 		}
-		for j := range 2 {
-			set, ok := p[j].([]any)
-			if !ok {
-				return nil, fmt.Errorf("check %d: deny/skip is %T, want a set", i, p[j])
+		msgs := make([]string, 0, set.Len())
+		for _, m := range set.Slice() {
+			if s, ok := m.Value.(ast.String); ok {
+				msgs = append(msgs, string(s))
+				continue
 			}
-			msgs := make([]string, 0, len(set))
-			for _, m := range set {
-				if s, ok := m.(string); ok {
-					msgs = append(msgs, s)
-				} else {
-					b, _ := json.Marshal(m)
-					msgs = append(msgs, string(b))
-				}
+			v, err := ast.JSON(m.Value)
+			if err != nil {
+				return nil, fmt.Errorf("check %d: message %v: %w", k/2, m, err)
 			}
-			sort.Strings(msgs)
-			out[i][j] = msgs
+			b, _ := json.Marshal(v)
+			msgs = append(msgs, string(b))
 		}
+		sort.Strings(msgs)
+		out[k/2][k%2] = msgs
 	}
 	return out, nil
 }
+
+// asTerm leaves a query's results as OPA computed them: converting them to
+// Go values only for bindingSets to read them back cost more per host than
+// several checks.
+func asTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }

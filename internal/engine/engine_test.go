@@ -187,6 +187,34 @@ func TestRuntimeErrorIsIsolatedToItsCheck(t *testing.T) {
 	}
 }
 
+// A deny or skip message that is not a string is reported as its JSON text,
+// so a policy author's mistake still shows what the rule produced.
+func TestNonStringMessagesAreJSON(t *testing.T) {
+	e := newEngine(t, map[string]string{"ssh/odd.rego": `# METADATA
+# title: Odd messages
+# custom:
+#   id: GH-SSH-903
+#   severity: low
+#   remediation: none
+#   controls:
+#     nist-800-53: [AC-17]
+#   targets: [host]
+#   requires: [ssh]
+package gpuhost.ssh.odd
+
+deny contains {"port": 22, "why": ["a", 1.5]} if input.ssh.permit_root_login == "yes"
+
+deny contains 7 if input.ssh.permit_root_login == "yes"
+`}, nil)
+	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},
+	  "collectors":{"ssh":{"status":"ok"}},"ssh":{"permit_root_login":"yes"}}`)
+	r := mustEval(t, e, d)[0]
+	want := []string{"7", `{"port":22,"why":["a",1.5]}`}
+	if r.Status != reports.StatusFail || strings.Join(r.Messages, "|") != strings.Join(want, "|") {
+		t.Errorf("got %s %q, want fail %q", r.Status, r.Messages, want)
+	}
+}
+
 func TestCompileErrorNamesFileAndLine(t *testing.T) {
 	fsys := fstest.MapFS{"tls/bad.rego": {Data: []byte("package gpuhost.tls.bad\n\ndeny contains x if {\n  x := input.a +\n}\n")}}
 	src, err := LoadFS(fsys, "test")
