@@ -66,13 +66,17 @@ type Engine struct {
 	params        map[string]any
 	modules       map[string]*ast.Module
 	compiler      *ast.Compiler
+	// opaCache has evaluations use OPA's own virtual cache rather than a
+	// refCache, for tests to compare the two.
+	opaCache bool
 }
 
 type options struct {
-	sources []*Source
-	params  map[string]any
-	memo    int
-	memoSet bool
+	sources  []*Source
+	params   map[string]any
+	memo     int
+	memoSet  bool
+	opaCache bool
 }
 
 // Option configures New.
@@ -138,7 +142,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined}
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, opaCache: o.opaCache}
 	e.digest = digestOf(raw, params)
 	if !o.memoSet {
 		o.memo = DefaultMemoEntries
@@ -414,7 +418,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		return nil, err
 	}
 	q := set.query
-	sets, err := evalSets(ctx, q, input, len(run))
+	sets, err := e.evalSets(ctx, q, input, len(run))
 	if err == nil {
 		for j, i := range run {
 			e.decide(&out[i], sets[j][0], sets[j][1])
@@ -428,7 +432,7 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	// One check broke the combined query; evaluate one by one so only the
 	// check at fault is reported as an error.
 	for _, i := range run {
-		sets, err := evalSets(ctx, &e.single[i], input, 1)
+		sets, err := e.evalSets(ctx, &e.single[i], input, 1)
 		if err == nil {
 			e.decide(&out[i], sets[0][0], sets[0][1])
 			e.remember(keys, i, sets[0][0], sets[0][1])
@@ -566,10 +570,14 @@ func (e *Engine) decide(r *reports.Result, deny, skip []string) {
 
 // evalSets evaluates a combined query of n checks and returns each
 // check's deny and skip messages, sorted.
-func evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([][2][]string, error) {
-	cache := getRefCache()
-	defer putRefCache(cache)
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalVirtualCache(cache))
+func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([][2][]string, error) {
+	opts := []rego.EvalOption{rego.EvalParsedInput(input)}
+	if !e.opaCache {
+		cache := getRefCache()
+		defer putRefCache(cache)
+		opts = append(opts, rego.EvalVirtualCache(cache))
+	}
+	rs, err := q.Eval(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

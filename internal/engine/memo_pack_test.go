@@ -27,15 +27,18 @@ import (
 var packFleetParams = map[string]any{"gpu_expected_count": 4, "gpu_mig": false}
 
 // packEngines are the embedded pack with the memo off (every check
-// evaluated) and on, built once for the tests and the fuzz target.
+// evaluated, as OPA alone would) and on, built once for the tests and the
+// fuzz target.
 var packEngines = sync.OnceValues(func() ([2]*Engine, error) {
 	var out [2]*Engine
 	src, err := LoadFS(policies.FS, "embedded")
 	if err != nil {
 		return out, err
 	}
-	for i, entries := range []int{0, 1 << 16} {
-		if out[i], err = New(context.Background(), WithSource(src), WithParams(packFleetParams), WithMemo(entries)); err != nil {
+	// The cold engine is OPA as it comes: no memo, and OPA's own virtual
+	// cache, so the tests hold refCache to it as well.
+	for i, opts := range [][]Option{{WithMemo(0), withOPACache()}, {WithMemo(1 << 16)}} {
+		if out[i], err = New(context.Background(), append(opts, WithSource(src), WithParams(packFleetParams))...); err != nil {
 			return out, err
 		}
 	}
