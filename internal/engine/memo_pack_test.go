@@ -251,12 +251,7 @@ func stringsOf(docs []map[string]any) []string {
 			}
 		})
 	}
-	out := make([]string, 0, len(seen))
-	for s := range seen {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeys(seen)
 }
 
 // agree evaluates doc cold and warm, as parsed AST and as decoded JSON, and
