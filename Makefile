@@ -25,8 +25,12 @@ export GOEXPERIMENT := jsonv2
 
 # Debian packages each goal uses. Installed only when missing.
 # chromium renders the HTML reports in the browser test; docker-registry is
-# the real registry the publish gate's end-to-end test pushes to.
-APT_TEST := ca-certificates git chromium docker-registry
+# the real registry the publish gate's end-to-end test pushes to. The live
+# checks are compared with peers on real daemons: nginx, openssh-server,
+# openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
+# Installing never starts a daemon: apt-install denies it through policy-rc.d.
+APT_TEST := ca-certificates git chromium docker-registry iproute2 \
+  nginx openssh-server openssl nftables testssl.sh sslscan ssh-audit
 APT_BENCH := lynis time
 
 .PHONY: help
@@ -51,7 +55,10 @@ define apt-install
 	  echo "installing:$$missing"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq || { echo "error: apt-get update failed; is a Debian mirror reachable?" >&2; exit 1; }; \
-	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null || { echo "error: apt-get install$$missing failed" >&2; exit 1; }; \
+	  made_policy=""; if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1; fi; \
+	  rc=0; apt-get install -y -qq --no-install-recommends $$missing >/dev/null || rc=$$?; \
+	  if [ -n "$$made_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
+	  [ $$rc = 0 ] || { echo "error: apt-get install$$missing failed" >&2; exit 1; }; \
 	fi
 endef
 
