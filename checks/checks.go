@@ -28,7 +28,7 @@ import (
 var order = []string{
 	"os", "kernel", "packages", "cgroup", "systemd", "encryption",
 	"network", "firewall", "tls", "ssh", "container_runtime", "manifest",
-	"containers", "sbom", "gpu_driver", "gpu", "tls_probe",
+	"containers", "sbom", "gpu_driver", "pci", "gpu", "tls_probe",
 }
 
 // All returns every collector, in run order.

@@ -30,7 +30,7 @@ var (
 	collectors = []string{
 		"os", "kernel", "packages", "cgroup", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
-		"gpu", "gpu_driver", "config_files", "containers", "sbom", "vulnerabilities",
+		"gpu", "gpu_driver", "pci", "config_files", "containers", "sbom", "vulnerabilities",
 	}
 	severities  = []string{"critical", "high", "medium", "low", "info"}
 	targetKinds = []string{"rootfs", "image", "host", "facts", "oci"}
@@ -154,6 +154,7 @@ type checkMeta struct {
 	Controls    map[string][]string `json:"controls"`
 	Targets     []string            `json:"targets"`
 	Requires    []string            `json:"requires"`
+	Judges      []string            `json:"judges"`
 }
 
 // TestMetadata holds every check to the policy contract in DESIGN.md.
@@ -229,10 +230,10 @@ func TestMetadata(t *testing.T) {
 				t.Errorf("%s: unknown target kind %q", p, k)
 			}
 		}
-		if len(meta.Requires) == 0 {
-			t.Errorf("%s: requires lists no collector", p)
+		if len(meta.Requires)+len(meta.Judges) == 0 {
+			t.Errorf("%s: requires and judges list no collector", p)
 		}
-		for _, c := range meta.Requires {
+		for _, c := range slices.Concat(meta.Requires, meta.Judges) {
 			if !slices.Contains(collectors, c) {
 				t.Errorf("%s: requires unknown collector %q", p, c)
 			}

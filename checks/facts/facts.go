@@ -44,6 +44,7 @@ type Facts struct {
 	Systemd          *Systemd          `json:"systemd,omitempty"`
 	ContainerRuntime *ContainerRuntime `json:"container_runtime,omitempty"`
 	GPU              *GPU              `json:"gpu,omitempty"`
+	PCI              *PCI              `json:"pci,omitempty"`
 	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
 	Containers       *Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any    `json:"manifest,omitempty"`
@@ -291,6 +292,26 @@ type GPU struct {
 	// XIDError says why they could not be read, and then XIDEvents proves nothing.
 	XIDSource string `json:"xid_source,omitempty"`
 	XIDError  string `json:"xid_error,omitempty"`
+}
+
+// PCI lists the NVIDIA functions on the host's PCI bus, read from sysfs
+// without NVML, so that a host whose driver or NVML is down still shows which
+// GPUs it has.
+type PCI struct {
+	Devices []PCIDevice `json:"devices"`
+}
+
+// PCIDevice is one NVIDIA PCI function. Class is the 24-bit class code as
+// sysfs prints it (0x030200 is a 3D controller, 0x030000 a VGA one, 0x068000
+// an NVSwitch bridge); GPU is true for the display classes (0x03xxxx).
+type PCIDevice struct {
+	Address  string `json:"address"`
+	Vendor   string `json:"vendor"`
+	Device   string `json:"device"`
+	Class    string `json:"class"`
+	GPU      bool   `json:"gpu"`
+	Driver   string `json:"driver,omitempty"`
+	NUMANode *int   `json:"numa_node,omitempty"`
 }
 
 // GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU

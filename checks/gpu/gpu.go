@@ -25,10 +25,11 @@ const DefaultCallTimeout = 5 * time.Second
 const procVersion = "/proc/driver/nvidia/version"
 
 // Collectors returns the GPU collectors in run order: "gpu_driver" reads the
-// packages, kernel and systemd facts, so it runs after those; "gpu" depends on
-// nothing else and loads the real NVML library at run time.
+// packages, kernel and systemd facts, so it runs after those; "pci" reads
+// sysfs alone; "gpu" depends on nothing else and loads the real NVML library
+// at run time.
 func Collectors() []collector.Collector {
-	return []collector.Collector{NewDriverCollector(), NewCollector(nvml.New())}
+	return []collector.Collector{NewDriverCollector(), NewPCICollector(), NewCollector(nvml.New())}
 }
 
 // Option tunes the NVML collector.

@@ -110,15 +110,18 @@ func hostTree(t testing.TB, module, kernLog string) string {
 // the live host does, and returns the facts with the collector's status.
 func collectHost(t testing.TB, lib nvml.Interface, dir string, opts ...gpu.Option) *facts.Facts {
 	t.Helper()
+	// The journal of the machine running the tests is not the mock host's.
+	opts = append([]gpu.Option{gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)}, opts...)
+	return collectHostWith(t, dir, gpu.NewCollector(lib, opts...))
+}
+
+// collectHostWith runs the given collectors over dir as a live host.
+func collectHostWith(t testing.TB, dir string, cs ...collector.Collector) *facts.Facts {
+	t.Helper()
 	fsys, closer, err := sysroot.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	// The journal of the machine running the tests is not the mock host's.
-	opts = append([]gpu.Option{gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)}, opts...)
-	return checks.Collect(context.Background(), &collector.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", checks.Options{
-		Collectors: []collector.Collector{gpu.NewCollector(lib, opts...)},
-		Now:        now,
-	})
+	return checks.Collect(context.Background(), &collector.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
@@ -159,16 +161,54 @@ func TestPipelineDriverMismatch(t *testing.T) {
 	}
 }
 
-// TestPipelineNoDriver: a host without the NVIDIA library skips every live
-// GPU check with NVML's reason.
+// TestPipelineNoDriver: a host without the NVIDIA library skips every
+// device check with NVML's reason, while the host's params say it has eight
+// GPUs: that is itself a failure (GH-GPU-020), and the kernel log is still
+// judged (GH-GPU-014), since it needs no NVML.
 func TestPipelineNoDriver(t *testing.T) {
 	srv := dgxA100()
 	srv.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
-	res := scanFacts(t, newScanner(t), collectHost(t, srv, hostTree(t, "", "")))
+	res := scanFacts(t, newScanner(t), collectHost(t, srv, hostTree(t, "", cleanLog)))
 	for _, id := range liveChecks {
-		if r := res[id]; r.Status != reports.StatusSkip || !strings.Contains(strings.Join(r.Messages, "\n"), "ERROR_LIBRARY_NOT_FOUND") {
-			t.Errorf("%s: %s %q", id, r.Status, r.Messages)
+		r := res[id]
+		switch id {
+		case "GH-GPU-014":
+			if r.Status != reports.StatusPass {
+				t.Errorf("%s on a log without critical Xids: %s %q", id, r.Status, r.Messages)
+			}
+		default:
+			if r.Status != reports.StatusSkip || !strings.Contains(strings.Join(r.Messages, "\n"), "ERROR_LIBRARY_NOT_FOUND") {
+				t.Errorf("%s: %s %q", id, r.Status, r.Messages)
+			}
 		}
+	}
+	if r := res["GH-GPU-020"]; r.Status != reports.StatusFail || !strings.Contains(r.Messages[0], "params.gpu_expected_count is 8") {
+		t.Errorf("GH-GPU-020: %s %q", r.Status, r.Messages)
+	}
+}
+
+// TestPipelinePCIGPUsWithNVMLDown: NVML fails on a host whose PCI bus shows
+// NVIDIA GPUs. The GPU checks fail, naming NVML's error and the functions,
+// and the count comes from the bus.
+func TestPipelinePCIGPUsWithNVMLDown(t *testing.T) {
+	srv := dgxA100()
+	srv.InitFunc = func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }
+	dir := hostTree(t, "", "Mar  8 10:11:12 dgx-01 kernel: NVRM: Xid (PCI:0000:07:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")
+	addSysfs(t, dir, map[string][3]string{
+		"0000:07:00.0": {"0x10de", "0x20b2", "0x030200"},
+		"0000:0f:00.0": {"0x10de", "0x20b2", "0x030200"},
+	}, nil)
+	f := collectHostWith(t, dir, gpu.NewPCICollector(), gpu.NewCollector(srv, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)))
+	res := scanFacts(t, newScanner(t), f)
+	if r := res["GH-GPU-020"]; r.Status != reports.StatusFail || len(r.Messages) != 1 ||
+		!strings.Contains(r.Messages[0], "ERROR_DRIVER_NOT_LOADED") || !strings.Contains(r.Messages[0], "0000:07:00.0 0x10de:0x20b2, 0000:0f:00.0 0x10de:0x20b2") {
+		t.Errorf("GH-GPU-020: %s %q", r.Status, r.Messages)
+	}
+	if r := res["GH-GPU-011"]; r.Status != reports.StatusFail || len(r.Messages) != 1 || r.Messages[0] != "NVML is unavailable; the PCI bus shows 2 NVIDIA GPUs; want 8" {
+		t.Errorf("GH-GPU-011: %s %q", r.Status, r.Messages)
+	}
+	if r := res["GH-GPU-014"]; r.Status != reports.StatusFail || len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0], "the GPU at PCI 0000:07:00 logged Xid 79") {
+		t.Errorf("GH-GPU-014: %s %q", r.Status, r.Messages)
 	}
 }
 

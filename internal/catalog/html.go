@@ -66,6 +66,9 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em;bac
 <table>
 <tr><th>Targets</th><td>{{orNone .Targets}}</td></tr>
 <tr><th>Collectors</th><td>{{orNone .Requires}}</td></tr>
+{{- with .Judges}}
+<tr><th>Judged when absent</th><td>{{join . ", "}}</td></tr>
+{{- end}}
 <tr><th>Parameters</th><td>{{params .Params}}</td></tr>
 <tr><th>Controls</th><td>{{controls .Controls}}</td></tr>
 <tr><th>Policy</th><td><code>{{.Package}}</code> in <code>{{.File}}</code></td></tr>

@@ -86,6 +86,9 @@ func renderMarkdown(w io.Writer, c *Catalog) error {
 		fmt.Fprintf(bw, "| Severity | %s |\n", mdText(e.Severity))
 		fmt.Fprintf(bw, "| Targets | %s |\n", mdText(orNone(e.Targets)))
 		fmt.Fprintf(bw, "| Collectors | %s |\n", mdCodes(e.Requires))
+		if len(e.Judges) > 0 {
+			fmt.Fprintf(bw, "| Judged when absent | %s |\n", mdCodes(e.Judges))
+		}
 		fmt.Fprintf(bw, "| Parameters | %s |\n", paramsCell(e.Params))
 		fmt.Fprintf(bw, "| Controls | %s |\n", mdText(controlsOrNone(e.Controls)))
 		fmt.Fprintf(bw, "| Policy | %s in %s |\n\n", mdCode(e.Package), mdCode(e.File))

@@ -38,9 +38,13 @@ type Check struct {
 	Controls    map[string][]string `json:"controls"`
 	Targets     []string            `json:"targets"`
 	Requires    []string            `json:"requires"`
-	Package     string              `json:"package"`
-	File        string              `json:"file"`
-	hasSkip     bool
+	// Judges lists collectors the check reads and whose absence it judges
+	// itself: a check that must fail when NVML is down cannot be skipped
+	// because NVML is down. Only a collector error stops it.
+	Judges  []string `json:"judges,omitempty"`
+	Package string   `json:"package"`
+	File    string   `json:"file"`
+	hasSkip bool
 }
 
 // Engine evaluates a compiled policy pack. It is safe for concurrent use.
@@ -298,6 +302,9 @@ func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
 	}
 	c.Targets = toStrings(a.Custom["targets"])
 	c.Requires = toStrings(a.Custom["requires"])
+	if _, ok := a.Custom["judges"]; ok {
+		c.Judges = toStrings(a.Custom["judges"])
+	}
 	if len(c.Targets) == 0 {
 		return bad("custom.targets is missing")
 	}
@@ -552,6 +559,11 @@ func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
 			return reports.StatusError, fmt.Sprintf("collector %s failed: %s", name, st.Reason), false
 		default:
 			return reports.StatusSkip, fmt.Sprintf("%s %s: %s", name, strings.ReplaceAll(st.Status, "_", " "), st.Reason), false
+		}
+	}
+	for _, name := range c.Judges {
+		if st, found := doc.Collectors[name]; found && st.Status == facts.StatusError {
+			return reports.StatusError, fmt.Sprintf("collector %s failed: %s", name, st.Reason), false
 		}
 	}
 	return "", "", true

@@ -266,3 +266,36 @@ func TestDigestFollowsParams(t *testing.T) {
 		t.Errorf("digests %s and %s should differ", a.Digest(), b.Digest())
 	}
 }
+
+// A check that judges a collector's absence itself (custom.judges) is
+// evaluated when that collector is unavailable or did not run, so it can
+// fail a host whose NVML is down; a collector error still stops it.
+func TestJudgedCollectorsAreNotGates(t *testing.T) {
+	e := newEngine(t, map[string]string{"gpu/up.rego": `# METADATA
+# title: NVML is up
+# custom:
+#   id: GH-GPU-901
+#   severity: critical
+#   remediation: Load the driver.
+#   controls:
+#     nist-800-53: [SI-4]
+#   targets: [host]
+#   requires: []
+#   judges: [gpu]
+package gpuhost.gpu.up
+
+deny contains "NVML is down" if object.get(input, ["collectors", "gpu", "status"], "") != "ok"
+`}, nil)
+	for status, want := range map[string]string{
+		`"gpu":{"status":"unavailable","reason":"no driver"}`: reports.StatusFail,
+		`"gpu":{"status":"not_applicable","reason":"x"}`:      reports.StatusFail,
+		``:                      reports.StatusFail,
+		`"gpu":{"status":"ok"}`: reports.StatusPass,
+		`"gpu":{"status":"error","reason":"crashed"}`: reports.StatusError,
+	} {
+		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},"collectors":{`+status+`}}`)
+		if r := mustEval(t, e, d)[0]; r.Status != want {
+			t.Errorf("collectors {%s}: got %s %v, want %s", status, r.Status, r.Messages, want)
+		}
+	}
+}

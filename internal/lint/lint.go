@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,6 +210,20 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 		add(p, line, RuleMetadata, "custom.requires is not a list")
 		ok = false
 	}
+	// judges is optional: the collectors whose absence the check judges
+	// itself rather than being skipped for it.
+	if j, present := meta.Custom["judges"]; present {
+		list, isList := j.([]any)
+		req, _ := meta.Custom["requires"].([]any)
+		switch {
+		case !isList:
+			add(p, line, RuleMetadata, "custom.judges is not a list")
+			ok = false
+		case overlaps(list, req):
+			add(p, line, RuleMetadata, "custom.judges names a collector custom.requires already needs")
+			ok = false
+		}
+	}
 	if !hasDeny {
 		add(p, pkgLine, RuleMetadata, "check %s has no deny rule", id)
 		ok = false
@@ -260,4 +275,13 @@ func firstLine(err error) string {
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+func overlaps(a, b []any) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,9 +1,12 @@
 # METADATA
 # title: The host has the expected number of GPUs
 # description: >-
-#   NVML must see exactly params.gpu_expected_count GPUs. A missing GPU has usually fallen off the
-#   bus or failed to initialise, and the scheduler would advertise capacity the node does not have.
-#   Skips when params.gpu_expected_count is not set.
+#   The host must have exactly params.gpu_expected_count GPUs. NVML's count is used when NVML
+#   answers; when it cannot (no driver loaded, NVML failing), the NVIDIA display functions on the
+#   PCI bus are counted instead, so a host whose driver is down is still judged. A missing GPU has
+#   usually fallen off the bus or failed to initialise, and the scheduler would advertise capacity
+#   the node does not have. Skips when params.gpu_expected_count is not set, or when neither NVML
+#   nor the PCI bus could be read.
 # scope: package
 # custom:
 #   id: GH-GPU-011
@@ -14,18 +17,43 @@
 #   controls:
 #     nist-800-53: [CM-8, SI-4]
 #   targets: [host, facts]
-#   requires: [gpu]
+#   requires: []
+#   judges: [gpu, pci]
 package gpuhost.gpu.gpu_count
 
 want := object.get(data.gpuhost.params, "gpu_expected_count", null)
 
+nvml_up if {
+	input.collectors.gpu.status == "ok"
+	input.gpu.available == true
+}
+
+pci_read if input.collectors.pci.status == "ok"
+
 skip contains "params.gpu_expected_count is not set" if want == null
 
-skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
+skip contains msg if {
+	not nvml_up
+	not pci_read
+	msg := sprintf("neither NVML (%s) nor the PCI bus (%s) could be read", [
+		object.get(input, ["gpu", "reason"], object.get(input, ["collectors", "gpu", "reason"], "did not run")),
+		object.get(input, ["collectors", "pci", "reason"], "did not run"),
+	])
+}
 
 deny contains msg if {
 	want != null
+	nvml_up
 	have := count(object.get(input.gpu, "devices", []))
 	have != want
 	msg := sprintf("NVML sees %d GPUs; want %d", [have, want])
+}
+
+deny contains msg if {
+	want != null
+	not nvml_up
+	pci_read
+	have := count([d | some d in object.get(input.pci, "devices", []); d.gpu])
+	have != want
+	msg := sprintf("NVML is unavailable; the PCI bus shows %d NVIDIA GPUs; want %d", [have, want])
 }

@@ -4,7 +4,9 @@
 #   The NVIDIA driver writes an Xid line to the kernel log for each GPU fault. The codes in
 #   params.gpu_critical_xids (double-bit ECC, row remap and page retirement events, NVLink errors,
 #   a GPU fallen off the bus, contained and uncontained ECC, GSP timeouts) mean hardware trouble;
-#   application faults such as Xid 13 and 31 are left out. Skips when no kernel log could be read.
+#   application faults such as Xid 13 and 31 are left out. The kernel log is read without NVML, so
+#   the check judges a host whose NVML is down too; an event from such a host names the GPU by its
+#   PCI address. Skips when no kernel log could be read.
 # scope: package
 # custom:
 #   id: GH-GPU-014
@@ -15,7 +17,8 @@
 #   controls:
 #     nist-800-53: [SI-4, IR-4]
 #   targets: [host, facts]
-#   requires: [gpu]
+#   requires: []
+#   judges: [gpu]
 package gpuhost.gpu.xid_events
 
 default critical := {}
@@ -23,6 +26,8 @@ default critical := {}
 critical := data.gpuhost.params.gpu_critical_xids
 
 skip contains sprintf("the kernel log could not be read: %s", [input.gpu.xid_error]) if input.gpu.xid_error != ""
+
+skip contains "the kernel log was not read: the gpu collector did not run" if not input.gpu
 
 # The collector names the GPUs NVML lists at each event's PCI address; an
 # event from a GPU NVML no longer lists (one that fell off the bus) or from

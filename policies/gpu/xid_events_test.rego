@@ -38,3 +38,13 @@ test_fail_two_gpus_at_one_address if {
 test_pass_no_critical_codes if {
 	check.deny == set() with input as host([{"code": 79, "pci_bus_id": "0000:07:00"}]) with data.gpuhost.params as {}
 }
+
+test_nvml_down_still_judged if {
+	doc := {"gpu": {"available": false, "reason": "NVML init failed: Driver Not Loaded", "xid_source": "/var/log/kern.log", "devices": [], "xid_events": [{"code": 79, "pci_bus_id": "0000:07:00", "time": "Mar  8 10:11:12", "message": "pid=1"}]}}
+	check.deny == {"the GPU at PCI 0000:07:00 logged Xid 79 (GPU has fallen off the bus) at Mar  8 10:11:12: pid=1"} with input as doc with data.gpuhost.params as params
+	check.skip == set() with input as doc with data.gpuhost.params as params
+}
+
+test_skip_no_gpu_facts if {
+	check.skip == {"the kernel log was not read: the gpu collector did not run"} with input as {"collectors": {}} with data.gpuhost.params as params
+}

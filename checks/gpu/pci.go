@@ -1,0 +1,114 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// pciDevices is where the kernel lists every PCI function.
+const pciDevices = "/sys/bus/pci/devices"
+
+// nvidiaVendor is NVIDIA's PCI vendor id as sysfs prints it.
+const nvidiaVendor = "0x10de"
+
+// Bounds on the sysfs walk. A sysfs attribute reports a size of one page
+// whatever it holds, so that is the read limit; a host has far fewer PCI
+// functions than maxPCIFunctions.
+const (
+	sysfsAttrMax    = 4096
+	maxPCIFunctions = 4096
+)
+
+type pciCollector struct{}
+
+var _ collector.Collector = pciCollector{}
+
+// NewPCICollector returns the "pci" collector: the NVIDIA functions on the
+// host's PCI bus, read from sysfs. It needs neither the driver nor NVML, so
+// a host whose GPUs NVML cannot reach still says it has them.
+func NewPCICollector() collector.Collector { return pciCollector{} }
+
+func (pciCollector) Name() string { return "pci" }
+
+// Collect fills f.PCI on a live host. A missing /sys/bus/pci is unavailable
+// (a container without the host's sysfs), never "no GPUs".
+func (pciCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	if !env.Live {
+		return collector.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
+	}
+	entries, err := env.FS.ReadDir(pciDevices)
+	switch {
+	case sysroot.IsNotExist(err):
+		return collector.Unavailable(fmt.Sprintf("%s does not exist (is the host's /sys mounted?)", env.FS.Display(pciDevices)))
+	case err != nil:
+		return fmt.Errorf("listing PCI functions: %w", err)
+	}
+	if len(entries) > maxPCIFunctions {
+		return fmt.Errorf("listing PCI functions: %s has %d entries, over the limit of %d", env.FS.Display(pciDevices), len(entries), maxPCIFunctions)
+	}
+	out := &facts.PCI{Devices: []facts.PCIDevice{}}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("listing PCI functions: %w", err)
+		}
+		d, ok, err := readPCIFunction(env.FS, path.Join(pciDevices, e.Name()))
+		if err != nil {
+			return err
+		}
+		if ok {
+			d.Address = e.Name()
+			out.Devices = append(out.Devices, d)
+		}
+	}
+	f.PCI = out
+	return nil
+}
+
+// readPCIFunction reads one function's ids; ok is false when it is not
+// NVIDIA's. A function that vanished while being read (hot unplug) is
+// skipped, since it is no longer on the bus.
+func readPCIFunction(fsys sysroot.FS, dir string) (d facts.PCIDevice, ok bool, err error) {
+	attr := func(name string) (string, error) {
+		b, err := fsys.ReadFileLimit(path.Join(dir, name), sysfsAttrMax)
+		if err != nil {
+			return "", err
+		}
+		return strings.ToLower(strings.TrimSpace(string(b))), nil
+	}
+	vendor, err := attr("vendor")
+	switch {
+	case sysroot.IsNotExist(err):
+		return d, false, nil
+	case err != nil:
+		return d, false, fmt.Errorf("reading PCI function %s: %w", path.Base(dir), err)
+	}
+	if vendor != nvidiaVendor {
+		return d, false, nil
+	}
+	d.Vendor = vendor
+	if d.Device, err = attr("device"); err != nil {
+		return d, false, fmt.Errorf("reading PCI function %s: %w", path.Base(dir), err)
+	}
+	if d.Class, err = attr("class"); err != nil {
+		return d, false, fmt.Errorf("reading PCI function %s: %w", path.Base(dir), err)
+	}
+	d.GPU = strings.HasPrefix(d.Class, "0x03")
+	if n, err := attr("numa_node"); err == nil {
+		if v, err := strconv.Atoi(n); err == nil && v >= 0 {
+			d.NUMANode = &v
+		}
+	}
+	if rl, isLink := fsys.(interface{ Readlink(string) (string, error) }); isLink {
+		if target, err := rl.Readlink(path.Join(dir, "driver")); err == nil {
+			d.Driver = path.Base(target)
+		}
+	}
+	return d, true, nil
+}

@@ -1,0 +1,133 @@
+package gpu_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// sysfsTree lays out PCI functions as the kernel does: the real directories
+// under /sys/devices, and /sys/bus/pci/devices holding relative links to
+// them, with each bound driver as a link into /sys/bus/pci/drivers.
+func sysfsTree(t *testing.T, fns map[string][3]string, drivers map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	addSysfs(t, root, fns, drivers)
+	return root
+}
+
+// addSysfs adds the PCI functions to an existing tree.
+func addSysfs(t *testing.T, root string, fns map[string][3]string, drivers map[string]string) {
+	t.Helper()
+	bus := filepath.Join(root, "sys/bus/pci/devices")
+	must(t, os.MkdirAll(bus, 0o755))
+	for addr, ids := range fns {
+		dev := filepath.Join(root, "sys/devices/pci0000:00", addr)
+		must(t, os.MkdirAll(dev, 0o755))
+		for i, name := range []string{"vendor", "device", "class"} {
+			must(t, os.WriteFile(filepath.Join(dev, name), []byte(ids[i]+"\n"), 0o444))
+		}
+		must(t, os.WriteFile(filepath.Join(dev, "numa_node"), []byte("1\n"), 0o444))
+		if drv, ok := drivers[addr]; ok {
+			must(t, os.MkdirAll(filepath.Join(root, "sys/bus/pci/drivers", drv), 0o755))
+			must(t, os.Symlink("../../../bus/pci/drivers/"+drv, filepath.Join(dev, "driver")))
+		}
+		must(t, os.Symlink("../../../devices/pci0000:00/"+addr, filepath.Join(bus, addr)))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func collectPCI(t *testing.T, root string, live bool) (*facts.Facts, error) {
+	t.Helper()
+	fsys, closer, err := sysroot.Open(root)
+	must(t, err)
+	t.Cleanup(func() { closer.Close() })
+	f := facts.New(facts.KindHost, "h", time.Now())
+	return f, gpu.NewPCICollector().Collect(context.Background(), &collector.Env{FS: fsys, Live: live}, f)
+}
+
+func TestPCIListsNVIDIAFunctions(t *testing.T) {
+	root := sysfsTree(t, map[string][3]string{
+		"0000:00:1f.0": {"0x8086", "0x0d57", "0x060000"},
+		"0000:07:00.0": {"0x10de", "0x20B2", "0x030200"},
+		"0000:07:00.1": {"0x10de", "0x1aef", "0x040300"},
+		"0000:0f:00.0": {"0x10de", "0x20b2", "0x030200"},
+		"0000:c1:00.0": {"0x10de", "0x1af1", "0x068000"},
+	}, map[string]string{"0000:07:00.0": "nvidia"})
+	f, err := collectPCI(t, root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := facts.Validate(f); err != nil {
+		t.Fatal(err)
+	}
+	var gpus, others []string
+	for _, d := range f.PCI.Devices {
+		if d.GPU {
+			gpus = append(gpus, d.Address+"="+d.Device+"/"+d.Driver)
+		} else {
+			others = append(others, d.Address)
+		}
+		if d.NUMANode == nil || *d.NUMANode != 1 {
+			t.Errorf("%s: numa node %v, want 1", d.Address, d.NUMANode)
+		}
+	}
+	if got := strings.Join(gpus, " "); got != "0000:07:00.0=0x20b2/nvidia 0000:0f:00.0=0x20b2/" {
+		t.Errorf("GPUs: %s", got)
+	}
+	if got := strings.Join(others, " "); got != "0000:07:00.1 0000:c1:00.0" {
+		t.Errorf("other NVIDIA functions: %s", got)
+	}
+}
+
+func TestPCIWithoutSysfsIsUnavailable(t *testing.T) {
+	_, err := collectPCI(t, t.TempDir(), true)
+	var o *collector.Outcome
+	if !errors.As(err, &o) || o.Status != facts.StatusUnavailable {
+		t.Fatalf("got %v, want unavailable", err)
+	}
+	if _, err := collectPCI(t, t.TempDir(), false); !errors.As(err, &o) || o.Status != facts.StatusNotApplicable {
+		t.Fatalf("offline: got %v, want not_applicable", err)
+	}
+}
+
+// A link that leaves the tree is resolved inside it, as a chroot would:
+// the build machine's own PCI bus is never read.
+func TestPCIStaysInsideTheRoot(t *testing.T) {
+	root := t.TempDir()
+	bus := filepath.Join(root, "sys/bus/pci/devices")
+	must(t, os.MkdirAll(bus, 0o755))
+	must(t, os.Symlink("/sys/devices/pci0000:00/0000:00:00.0", filepath.Join(bus, "0000:00:00.0")))
+	f, err := collectPCI(t, root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.PCI.Devices) != 0 {
+		t.Fatalf("read a function from outside the root: %+v", f.PCI.Devices)
+	}
+}
+
+func TestPCIHostileAttributeIsAnError(t *testing.T) {
+	root := sysfsTree(t, map[string][3]string{"0000:07:00.0": {"0x10de", "0x20b2", "0x030200"}}, nil)
+	class := filepath.Join(root, "sys/devices/pci0000:00/0000:07:00.0/class")
+	must(t, os.Remove(class))
+	must(t, os.WriteFile(class, make([]byte, 1<<20), 0o444))
+	if _, err := collectPCI(t, root, true); err == nil || !strings.Contains(err.Error(), "0000:07:00.0") {
+		t.Fatalf("got %v, want an error naming the function", err)
+	}
+}
