@@ -301,3 +301,47 @@ func TestTLSProbeReportsATLSListenerThatTimesOut(t *testing.T) {
 		t.Errorf("error %q, want a timeout named as such", p.Error)
 	}
 }
+
+// BenchmarkProbe50Listeners probes 50 Go TLS servers on loopback, each
+// accepting TLS 1.0 to 1.3 with an RSA 2048 certificate, with the default
+// concurrency: the whole probe of a busy host.
+func BenchmarkProbe50Listeners(b *testing.B) {
+	_, _, cert := writeCert(b, b.TempDir(), certSpec{key: "rsa2048", sans: true})
+	f := newFacts(facts.KindHost)
+	f.Network = &facts.Network{}
+	for range 50 {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+			MinVersion: tls.VersionTLS10, Certificates: []tls.Certificate{cert},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ln.Close() })
+		go acceptHandshakes(ln)
+		f.Network.Listening = append(f.Network.Listening,
+			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+	}
+	env := newEnv(b, b.TempDir(), true)
+	env.ProbeConcurrency = defaultProbeConcurrency
+	for b.Loop() {
+		if err := collectOne(b, env, f, "tls_probe"); err != nil {
+			b.Fatal(err)
+		}
+		if len(f.TLS.Probes) != 50 || !f.TLS.Probes[0].TLS10Accepted || f.TLS.Probes[0].Certificate == nil {
+			b.Fatalf("probes %d, first %+v", len(f.TLS.Probes), f.TLS.Probes[0])
+		}
+	}
+}
+
+func acceptHandshakes(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_ = c.(*tls.Conn).Handshake()
+		}()
+	}
+}
