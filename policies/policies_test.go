@@ -158,6 +158,23 @@ type checkMeta struct {
 }
 
 // TestMetadata holds every check to the policy contract in DESIGN.md.
+// isLibrary reports whether m is a helper package the checks import: no
+// package METADATA and no deny rule, which is how the engine tells one.
+// It still needs its own tests (TestRegoTests).
+func isLibrary(m *ast.Module) bool {
+	for _, a := range m.Annotations {
+		if a.Scope == "package" {
+			return false
+		}
+	}
+	for _, r := range m.Rules {
+		if r.Head.Name.String() == "deny" || r.Head.Ref()[0].Value.String() == "deny" {
+			return false
+		}
+	}
+	return true
+}
+
 func TestMetadata(t *testing.T) {
 	mods := loadModules(t)
 	seen := map[string]string{}
@@ -175,7 +192,7 @@ func TestMetadata(t *testing.T) {
 		if got := m.Package.Path.String(); got != wantPkg {
 			t.Errorf("%s: package %s, want %s", p, got, strings.TrimPrefix(wantPkg, "data."))
 		}
-		if isTestFile(p) {
+		if isTestFile(p) || isLibrary(m) {
 			continue
 		}
 		checks++

@@ -141,12 +141,45 @@ type NginxTLS struct {
 	Protocols []string `json:"protocols"`
 }
 
-// TLSProbe is the result of handshaking with a listening port.
+// TLSProbe is the result of handshaking with a listening port. A version
+// counts as accepted when the server's ServerHello chose it, even where the
+// handshake then failed (a server that demands a client certificate still
+// speaks that version to anyone who connects).
 type TLSProbe struct {
-	Address       string `json:"address"`
-	TLS12Accepted bool   `json:"tls12_accepted"`
-	TLS13Accepted bool   `json:"tls13_accepted"`
-	Error         string `json:"error,omitempty"`
+	Address string `json:"address"`
+	// Loopback is true when the listener is bound to a loopback address
+	// only, so nothing off the host can reach it.
+	Loopback      bool `json:"loopback"`
+	TLS10Accepted bool `json:"tls10_accepted"`
+	TLS11Accepted bool `json:"tls11_accepted"`
+	TLS12Accepted bool `json:"tls12_accepted"`
+	TLS13Accepted bool `json:"tls13_accepted"`
+	// WeakSuites are the TLS 1.2-and-older cipher suites the server agreed
+	// to when offered only suites without forward secrecy (static RSA key
+	// exchange) or only CBC suites with SHA-1 MACs, by their IANA names.
+	WeakSuites  []string        `json:"weak_suites"`
+	Certificate *TLSCertificate `json:"certificate,omitempty"`
+	// Error says why the listener, which answered in TLS or sits on a port
+	// TLS services use, could not be fully probed: a handshake timed out,
+	// the connect was filtered, or the peer reset. Its verdicts are then
+	// incomplete.
+	Error string `json:"error,omitempty"`
+}
+
+// TLSCertificate describes the leaf certificate a TLS listener presented.
+type TLSCertificate struct {
+	Subject string `json:"subject"`
+	Issuer  string `json:"issuer"`
+	// NotAfter is RFC 3339 in UTC.
+	NotAfter string `json:"not_after"`
+	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
+	KeyType            string   `json:"key_type"`
+	KeyBits            int      `json:"key_bits"`
+	SignatureAlgorithm string   `json:"signature_algorithm"`
+	SANs               []string `json:"sans"`
+	// SelfSigned is true when the issuer is the subject and the
+	// certificate's own key verifies its signature.
+	SelfSigned bool `json:"self_signed"`
 }
 
 // SSH holds sshd's effective settings after Include and drop-ins, with

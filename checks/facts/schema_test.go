@@ -32,7 +32,10 @@ func fullFacts() *Facts {
 	f.TLS = &TLS{
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
 		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}}},
-		Probes:  []TLSProbe{{Address: "0.0.0.0:443", TLS12Accepted: false, TLS13Accepted: true, Error: "tls: protocol version not supported"}},
+		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
+			Subject: "CN=node", Issuer: "CN=CA", NotAfter: "2027-01-31T00:00:00Z", KeyType: "EC", KeyBits: 256,
+			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
+		}, Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
 	}
 	f.SSH = &SSH{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},

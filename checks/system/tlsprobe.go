@@ -4,14 +4,17 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
@@ -21,7 +24,23 @@ import (
 const (
 	defaultProbeTimeout     = 2 * time.Second
 	defaultProbeConcurrency = 16
+	// perPortHandshakes bounds the probe's connections open at once to one
+	// listener, so a small service never sees a burst from the scanner.
+	perPortHandshakes = 2
 )
+
+// probeVersions are the protocol versions each listener is asked for, newest
+// first: the certificate is taken from the newest version that shows one.
+var probeVersions = []uint16{tls.VersionTLS13, tls.VersionTLS12, tls.VersionTLS11, tls.VersionTLS10}
+
+// tlsPorts are ports TLS services use by convention. A listener on one of
+// them that never answers is reported as an error rather than taken for a
+// silent non-TLS service, so a filtered HTTPS port cannot pass unprobed.
+var tlsPorts = map[int]bool{
+	443: true, 465: true, 636: true, 853: true, 989: true, 990: true, 992: true, 993: true,
+	994: true, 995: true, 2376: true, 2379: true, 2380: true, 4443: true, 5061: true,
+	5986: true, 6443: true, 8443: true, 9443: true, 10250: true, 10257: true, 10259: true,
+}
 
 type tlsProbeCollector struct{}
 
@@ -44,31 +63,40 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 	if limit <= 0 {
 		limit = defaultProbeConcurrency
 	}
-	targets := probeTargets(f.Network.Listening)
+	p := &prober{timeout: timeout, sem: make(chan struct{}, limit)}
+	probes, err := p.all(ctx, probeTargets(f.Network.Listening), logger(env).Debug)
+	if err != nil {
+		return err
+	}
+	if f.TLS == nil {
+		f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}}
+	}
+	f.TLS.Probes = probes
+	return nil
+}
+
+// prober runs handshakes under one limit shared by every listener.
+type prober struct {
+	timeout time.Duration
+	sem     chan struct{}
+}
+
+// all probes every target at once (the shared limit does the bounding) and
+// returns the TLS listeners sorted by address.
+func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(string, ...any)) ([]facts.TLSProbe, error) {
 	results := make([]*facts.TLSProbe, len(targets))
-	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
-	log := logger(env)
 	for i, t := range targets {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return fmt.Errorf("probing TLS: %w", ctx.Err())
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i] = probe(ctx, t, timeout)
+		wg.Go(func() {
+			results[i] = p.listener(ctx, t)
 			if results[i] == nil {
-				log.Debug("not a TLS port", "address", t.listen)
+				debug("not a TLS port", "address", t.listen)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("probing TLS: %w", err)
+		return nil, fmt.Errorf("probing TLS: %w", err)
 	}
 	probes := []facts.TLSProbe{}
 	for _, r := range results {
@@ -77,16 +105,14 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 		}
 	}
 	slices.SortFunc(probes, func(a, b facts.TLSProbe) int { return cmp.Compare(a.Address, b.Address) })
-	if f.TLS == nil {
-		f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}}
-	}
-	f.TLS.Probes = probes
-	return nil
+	return probes, nil
 }
 
 type probeTarget struct {
-	listen string // the listener as reported: address:port
-	dial   string // where to connect
+	listen   string // the listener as reported: address:port
+	dial     string // where to connect
+	port     int
+	loopback bool
 }
 
 // probeTargets turns TCP listeners into dial addresses, mapping the
@@ -114,60 +140,157 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 			continue
 		}
 		seen[listen] = true
-		out = append(out, probeTarget{listen: listen, dial: net.JoinHostPort(dial.String(), strconv.Itoa(l.Port))})
+		out = append(out, probeTarget{
+			listen:   listen,
+			dial:     net.JoinHostPort(dial.String(), strconv.Itoa(l.Port)),
+			port:     l.Port,
+			loopback: addr.Unmap().IsLoopback(),
+		})
 	}
 	return out
 }
 
-// probe handshakes once pinned to TLS 1.2 and once pinned to TLS 1.3. It
-// returns nil when the port shows no sign of speaking TLS: neither
-// handshake succeeded and neither drew a TLS alert (SSH's banner, an HTTP
-// error page, a silent DNS server and a closed port all land here).
-func probe(ctx context.Context, t probeTarget, timeout time.Duration) *facts.TLSProbe {
-	ok12, tls12, err12 := handshake(ctx, t.dial, tls.VersionTLS12, timeout)
-	ok13, tls13, err13 := handshake(ctx, t.dial, tls.VersionTLS13, timeout)
-	if !ok12 && !ok13 && !tls12 && !tls13 {
-		return nil
-	}
-	p := &facts.TLSProbe{Address: t.listen, TLS12Accepted: ok12, TLS13Accepted: ok13}
-	// A refusal by alert is the expected answer to a disallowed version;
-	// anything else (a reset, a timeout) is worth showing.
-	var msgs []string
-	if !ok12 && !tls12 && err12 != nil {
-		msgs = append(msgs, "tls1.2: "+err12.Error())
-	}
-	if !ok13 && !tls13 && err13 != nil {
-		msgs = append(msgs, "tls1.3: "+err13.Error())
-	}
-	p.Error = strings.Join(msgs, "; ")
-	return p
+// attempt is what one handshake pinned to one version learned.
+type attempt struct {
+	version  uint16
+	accepted bool // the ServerHello chose the pinned version
+	spoke    bool // the peer answered in TLS at all (a hello or an alert)
+	cert     *x509.Certificate
+	suite    uint16 // the suite of a completed handshake
+	err      error
 }
 
-// handshake reports whether a client pinned to version completed a
-// handshake at exactly that version, and whether the peer answered in TLS
-// at all (success or an alert).
-func handshake(ctx context.Context, addr string, version uint16, timeout time.Duration) (ok, spokeTLS bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// listener probes one target at every version, and for its weak cipher
+// suites where it accepts TLS 1.2 or older. It returns nil when the port
+// shows no sign of speaking TLS and is not a conventional TLS port: SSH's
+// banner, an HTTP error page, a silent DNS server and a closed port all
+// land there.
+func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
+	attempts := make([]attempt, len(probeVersions))
+	perPort := make(chan struct{}, perPortHandshakes)
+	var wg sync.WaitGroup
+	for i, v := range probeVersions {
+		wg.Go(func() {
+			perPort <- struct{}{}
+			defer func() { <-perPort }()
+			attempts[i] = p.handshake(ctx, t.dial, v, everySuite)
+		})
+	}
+	wg.Wait()
+	spoke := slices.ContainsFunc(attempts, func(a attempt) bool { return a.spoke })
+	if !spoke && !tlsPorts[t.port] {
+		return nil
+	}
+	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
+	var problems []string
+	for _, a := range attempts {
+		switch a.version {
+		case tls.VersionTLS10:
+			r.TLS10Accepted = a.accepted
+		case tls.VersionTLS11:
+			r.TLS11Accepted = a.accepted
+		case tls.VersionTLS12:
+			r.TLS12Accepted = a.accepted
+		case tls.VersionTLS13:
+			r.TLS13Accepted = a.accepted
+		}
+		if r.Certificate == nil && a.cert != nil {
+			r.Certificate = certificateFacts(a.cert)
+		}
+		if !a.spoke && a.err != nil {
+			problems = append(problems, versionName(a.version)+": "+unreachable(a.err, p.timeout))
+		}
+	}
+	if legacy := newestLegacy(attempts); legacy != 0 {
+		suites, err := p.weakSuites(ctx, t.dial, legacy)
+		r.WeakSuites = suites
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	r.Error = strings.Join(problems, "; ")
+	return r
+}
+
+// newestLegacy is the newest accepted version below TLS 1.3, where cipher
+// suites are still the server's choice from the client's list; 0 if none.
+func newestLegacy(attempts []attempt) uint16 {
+	for _, a := range attempts {
+		if a.accepted && a.version < tls.VersionTLS13 {
+			return a.version
+		}
+	}
+	return 0
+}
+
+// unreachable says how a handshake that drew no TLS answer failed, in
+// words an operator can act on.
+func unreachable(err error, timeout time.Duration) string {
+	var oe *net.OpError
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+	switch {
+	case errors.As(err, &oe) && oe.Op == "dial" && timedOut:
+		return fmt.Sprintf("filtered: the TCP connect got no answer within %s", timeout)
+	case timedOut:
+		return fmt.Sprintf("timed out: connected, but no ServerHello within %s", timeout)
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset by the peer during the handshake"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: the listener is gone or refuses this address"
+	default:
+		return err.Error()
+	}
+}
+
+// handshake connects to addr pinned to version, offering suites (they only
+// matter below TLS 1.3), and reports what the server chose.
+func (p *prober) handshake(ctx context.Context, addr string, version uint16, suites []uint16) attempt {
+	a := attempt{version: version}
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		a.err = ctx.Err()
+		return a
+	}
+	defer func() { <-p.sem }()
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return false, false, err
+		a.err = err
+		return a
 	}
 	defer conn.Close()
 	c := tls.Client(conn, &tls.Config{
-		MinVersion: version,
-		MaxVersion: version,
-		// The probe asks which protocol versions the port accepts, not
-		// whom it belongs to: the certificate is often self-signed or
-		// issued for a name we cannot know from a socket, and no data is
-		// sent after the handshake.
+		MinVersion:   version,
+		MaxVersion:   version,
+		CipherSuites: suites,
+		// The probe asks which versions and suites the port accepts and
+		// what certificate it shows, not whom it belongs to: the
+		// certificate is judged by policy, and no data is sent.
 		InsecureSkipVerify: true, //nolint:gosec // protocol probe, see above
+		// The server's certificate arrives before it asks for ours, so
+		// it is kept even when the handshake then fails for want of a
+		// client certificate.
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) > 0 {
+				a.cert, _ = x509.ParseCertificate(raw[0])
+			}
+			return nil
+		},
 	})
-	if err := c.HandshakeContext(ctx); err != nil {
-		return false, tlsAnswer(err), err
+	err = c.HandshakeContext(ctx)
+	// Version is set from the ServerHello, before anything that can fail
+	// later (a demanded client certificate); the client refuses a hello at
+	// any other version, so equality means the server chose it.
+	a.accepted = c.ConnectionState().Version == version
+	a.spoke = err == nil || a.accepted || tlsAnswer(err)
+	a.err = err
+	if err == nil {
+		a.suite = c.ConnectionState().CipherSuite
 	}
-	return c.ConnectionState().Version == version, true, nil
+	return a
 }
 
 // tlsAnswer tells whether a failed handshake still heard TLS from the peer:
@@ -188,4 +311,18 @@ func tlsAnswer(err error) bool {
 		return true
 	}
 	return strings.HasPrefix(err.Error(), "tls: ")
+}
+
+func versionName(v uint16) string {
+	switch v {
+	case tls.VersionTLS10:
+		return "tls1.0"
+	case tls.VersionTLS11:
+		return "tls1.1"
+	case tls.VersionTLS12:
+		return "tls1.2"
+	case tls.VersionTLS13:
+		return "tls1.3"
+	}
+	return fmt.Sprintf("0x%04x", v)
 }

@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
@@ -109,5 +111,20 @@ func TestTLSProbeCancelled(t *testing.T) {
 	}
 	if err := c.Collect(ctx, newEnv(t, t.TempDir(), true), f); err == nil {
 		t.Errorf("cancelled probe succeeded: %+v", f.TLS)
+	}
+}
+
+// A connect that draws no answer is named filtered, apart from a stalled
+// handshake, so an operator knows to look at the firewall first.
+func TestUnreachableSaysWhich(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for err, want := range map[error]string{
+		dial: "filtered: the TCP connect got no answer within 2s",
+		read: "timed out: connected, but no ServerHello within 2s",
+	} {
+		if got := unreachable(err, 2*time.Second); got != want {
+			t.Errorf("%v: got %q, want %q", err, got, want)
+		}
 	}
 }

@@ -30,21 +30,26 @@ const checkRoot = "gpuhost."
 
 // Check is one policy package's metadata, as its METADATA block declares it.
 type Check struct {
-	ID          string              `json:"id"`
-	Title       string              `json:"title"`
-	Description string              `json:"description,omitempty"`
-	Severity    string              `json:"severity"`
-	Remediation string              `json:"remediation"`
-	Controls    map[string][]string `json:"controls"`
-	Targets     []string            `json:"targets"`
-	Requires    []string            `json:"requires"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	Severity    string `json:"severity"`
+	// SeverityParam names the parameter that sets Severity, when the
+	// METADATA gives one (custom.severity_param): a site decides how much
+	// a finding weighs there, and every report shows the weight it chose.
+	SeverityParam string              `json:"severity_param,omitempty"`
+	Remediation   string              `json:"remediation"`
+	Controls      map[string][]string `json:"controls"`
+	Targets       []string            `json:"targets"`
+	Requires      []string            `json:"requires"`
 	// Judges lists collectors the check reads and whose absence it judges
 	// itself: a check that must fail when NVML is down cannot be skipped
 	// because NVML is down. Only a collector error stops it.
-	Judges  []string `json:"judges,omitempty"`
-	Package string   `json:"package"`
-	File    string   `json:"file"`
-	hasSkip bool
+	Judges   []string `json:"judges,omitempty"`
+	Package  string   `json:"package"`
+	File     string   `json:"file"`
+	hasSkip  bool
+	hasError bool
 }
 
 // Engine evaluates a compiled policy pack. It is safe for concurrent use.
@@ -146,6 +151,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := paramSeverities(checks, params); err != nil {
+		return nil, err
+	}
 	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, opaCache: o.opaCache}
 	e.digest = digestOf(raw, params)
 	if !o.memoSet {
@@ -188,8 +196,8 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 }
 
 // combinedQuery builds one query whose single binding holds every check's
-// deny and skip sets, in that order, so a document costs one evaluation,
-// not one per check.
+// deny, skip and error sets, in that order, so a document costs one
+// evaluation, not one per check.
 func combinedQuery(checks []Check) string {
 	var b strings.Builder
 	b.WriteString("x := [")
@@ -201,7 +209,11 @@ func combinedQuery(checks []Check) string {
 		if c.hasSkip {
 			skip = "data." + c.Package + ".skip"
 		}
-		fmt.Fprintf(&b, "data.%s.deny, %s", c.Package, skip)
+		errs := "set()"
+		if c.hasError {
+			errs = "data." + c.Package + ".error"
+		}
+		fmt.Fprintf(&b, "data.%s.deny, %s, %s", c.Package, skip, errs)
 	}
 	b.WriteString("]")
 	return b.String()
@@ -223,13 +235,15 @@ func extractChecks(modules map[string]*ast.Module) ([]Check, error) {
 				meta = a
 			}
 		}
-		hasDeny, hasSkip := false, false
+		hasDeny, hasSkip, hasError := false, false, false
 		for _, r := range m.Rules {
 			switch r.Head.Ref()[0].Value.String() {
 			case "deny":
 				hasDeny = true
 			case "skip":
 				hasSkip = true
+			case "error":
+				hasError = true
 			}
 		}
 		if meta == nil {
@@ -253,7 +267,7 @@ func extractChecks(modules map[string]*ast.Module) ([]Check, error) {
 			continue
 		}
 		seen[c.ID] = name
-		c.hasSkip = hasSkip
+		c.hasSkip, c.hasError = hasSkip, hasError
 		checks = append(checks, c)
 	}
 	if len(problems) > 0 {
@@ -283,6 +297,7 @@ func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
 	}
 	str := func(k string) string { s, _ := a.Custom[k].(string); return s }
 	c.ID, c.Severity, c.Remediation = str("id"), str("severity"), str("remediation")
+	c.SeverityParam = str("severity_param")
 	switch {
 	case c.ID == "":
 		return bad("custom.id is missing")
@@ -309,6 +324,24 @@ func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
 		return bad("custom.targets is missing")
 	}
 	return c, nil
+}
+
+// paramSeverities sets the severity of each check that takes it from a
+// parameter. A missing or unknown value is a compile error: a check that
+// fails closed cannot be left weighing nothing.
+func paramSeverities(checks []Check, params map[string]any) error {
+	for i, c := range checks {
+		if c.SeverityParam == "" {
+			continue
+		}
+		v, ok := params[c.SeverityParam].(string)
+		if !ok || !reports.ValidSeverity(v) {
+			return &CompileError{Err: fmt.Errorf("%s: check %s takes its severity from parameter %s, which is %v; want one of %s",
+				c.File, c.ID, c.SeverityParam, params[c.SeverityParam], strings.Join(reports.Severities, ", "))}
+		}
+		checks[i].Severity = v
+	}
+	return nil
 }
 
 func toStrings(v any) []string {
@@ -428,8 +461,8 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	sets, err := e.evalSets(ctx, q, input, len(run))
 	if err == nil {
 		for j, i := range run {
-			e.decide(&out[i], sets[j][0], sets[j][1])
-			e.remember(keys, i, sets[j][0], sets[j][1])
+			e.decide(&out[i], sets[j])
+			e.remember(keys, i, sets[j])
 		}
 		return out, nil
 	}
@@ -441,8 +474,8 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	for _, i := range run {
 		sets, err := e.evalSets(ctx, &e.single[i], input, 1)
 		if err == nil {
-			e.decide(&out[i], sets[0][0], sets[0][1])
-			e.remember(keys, i, sets[0][0], sets[0][1])
+			e.decide(&out[i], sets[0])
+			e.remember(keys, i, sets[0])
 			continue
 		}
 		if ctx.Err() != nil {
@@ -569,20 +602,31 @@ func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
 	return "", "", true
 }
 
-func (e *Engine) decide(r *reports.Result, deny, skip []string) {
+// outcome is what one check's rules said about one document.
+type outcome struct {
+	deny, skip, errs []string
+}
+
+// decide turns a check's sets into its status. A check that says it could
+// not decide (its error set: facts it needs were not to be had for part of
+// the target) is an error even where it also denies, since what it could
+// not see may be worse; its failures stay in the messages after the errors.
+func (e *Engine) decide(r *reports.Result, o outcome) {
 	switch {
-	case len(skip) > 0:
-		r.Status, r.Messages = reports.StatusSkip, skip
-	case len(deny) > 0:
-		r.Status, r.Messages = reports.StatusFail, deny
+	case len(o.skip) > 0:
+		r.Status, r.Messages = reports.StatusSkip, o.skip
+	case len(o.errs) > 0:
+		r.Status, r.Messages = reports.StatusError, append(slices.Clone(o.errs), o.deny...)
+	case len(o.deny) > 0:
+		r.Status, r.Messages = reports.StatusFail, o.deny
 	default:
 		r.Status = reports.StatusPass
 	}
 }
 
 // evalSets evaluates a combined query of n checks and returns each
-// check's deny and skip messages, sorted.
-func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([][2][]string, error) {
+// check's deny, skip and error messages, sorted.
+func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([]outcome, error) {
 	opts := []rego.EvalOption{rego.EvalParsedInput(input)}
 	if !e.opaCache {
 		cache := getRefCache()
@@ -597,8 +641,12 @@ func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input 
 }
 
 // bindingSets unpacks the combined query's binding, left as AST by
-// asTerm: a list holding each check's deny set, then its skip set.
-func bindingSets(rs rego.ResultSet, n int) ([][2][]string, error) {
+// asTerm: a list holding each check's deny set, then its skip set, then its
+// error set.
+// setsPerCheck is how many sets combinedQuery binds for each check.
+const setsPerCheck = 3
+
+func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
 	}
@@ -607,14 +655,14 @@ func bindingSets(rs rego.ResultSet, n int) ([][2][]string, error) {
 	if t != nil {
 		list, _ = t.Value.(*ast.Array)
 	}
-	if list == nil || list.Len() != 2*n {
-		return nil, fmt.Errorf("query returned %v, want a list of %d", rs[0].Bindings["x"], 2*n)
+	if list == nil || list.Len() != setsPerCheck*n {
+		return nil, fmt.Errorf("query returned %v, want a list of %d", rs[0].Bindings["x"], setsPerCheck*n)
 	}
-	out := make([][2][]string, n)
-	for k := range 2 * n {
+	out := make([]outcome, n)
+	for k := range setsPerCheck * n {
 		set, ok := list.Elem(k).Value.(ast.Set)
 		if !ok {
-			return nil, fmt.Errorf("check %d: deny/skip is %v, want a set", k/2, list.Elem(k))
+			return nil, fmt.Errorf("check %d: deny/skip/error is %v, want a set", k/setsPerCheck, list.Elem(k))
 		}
 		msgs := make([]string, 0, set.Len())
 		for _, m := range set.Slice() {
@@ -624,13 +672,21 @@ func bindingSets(rs rego.ResultSet, n int) ([][2][]string, error) {
 			}
 			v, err := ast.JSON(m.Value)
 			if err != nil {
-				return nil, fmt.Errorf("check %d: message %v: %w", k/2, m, err)
+				return nil, fmt.Errorf("check %d: message %v: %w", k/setsPerCheck, m, err)
 			}
 			b, _ := json.Marshal(v)
 			msgs = append(msgs, string(b))
 		}
 		sort.Strings(msgs)
-		out[k/2][k%2] = msgs
+		o := &out[k/setsPerCheck]
+		switch k % setsPerCheck {
+		case 0:
+			o.deny = msgs
+		case 1:
+			o.skip = msgs
+		default:
+			o.errs = msgs
+		}
 	}
 	return out, nil
 }

@@ -299,3 +299,99 @@ deny contains "NVML is down" if object.get(input, ["collectors", "gpu", "status"
 		}
 	}
 }
+
+// probePolicy denies what it saw and errors for what it could not see.
+const probePolicy = `# METADATA
+# title: Probed ports are sound
+# custom:
+#   id: GH-TLS-901
+#   severity: high
+#   remediation: Fix it.
+#   controls:
+#     nist-800-53: [SC-8]
+#   targets: [host]
+#   requires: [tls_probe]
+package gpuhost.tls.probed
+
+deny contains sprintf("%s is weak", [p.address]) if {
+	some p in input.tls.probes
+	p.weak
+}
+
+error contains sprintf("%s could not be probed: %s", [p.address, p.error]) if {
+	some p in input.tls.probes
+	p.error
+}
+`
+
+// An error set makes the check an error, never a pass, and keeps its
+// failures in the messages; the memo recalls the same verdicts.
+func TestErrorRuleMakesTheCheckAnError(t *testing.T) {
+	probes := func(ps string) *Document {
+		return doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},
+		  "collectors":{"tls_probe":{"status":"ok"}},"tls":{"probes":[`+ps+`]}}`)
+	}
+	cases := []struct {
+		probes, status string
+		messages       []string
+	}{
+		{`{"address":"a:1","error":"timed out"}`, reports.StatusError, []string{"a:1 could not be probed: timed out"}},
+		{`{"address":"a:1","error":"timed out"},{"address":"b:2","weak":true}`, reports.StatusError,
+			[]string{"a:1 could not be probed: timed out", "b:2 is weak"}},
+		{`{"address":"b:2","weak":true}`, reports.StatusFail, []string{"b:2 is weak"}},
+		{`{"address":"c:3"}`, reports.StatusPass, []string{}},
+	}
+	for _, memo := range []int{0, 100} {
+		e := newEngineWith(t, map[string]string{"tls/probed.rego": probePolicy}, WithMemo(memo))
+		for range 2 {
+			for _, c := range cases {
+				r := mustEval(t, e, probes(c.probes))[0]
+				if r.Status != c.status || strings.Join(r.Messages, "|") != strings.Join(c.messages, "|") {
+					t.Errorf("memo %d, probes %s: got %s %q, want %s %q", memo, c.probes, r.Status, r.Messages, c.status, c.messages)
+				}
+			}
+		}
+	}
+}
+
+const loopbackPolicy = `# METADATA
+# title: Loopback listeners
+# custom:
+#   id: GH-TLS-902
+#   severity: medium
+#   severity_param: loopback_severity
+#   remediation: Fix it.
+#   controls:
+#     nist-800-53: [SC-8]
+#   targets: [host]
+#   requires: []
+package gpuhost.tls.loopback
+
+deny contains "weak" if input.weak
+`
+
+// A check may take its severity from a parameter, and a bad value stops
+// the engine rather than leaving the check without a weight.
+func TestSeverityFromParameter(t *testing.T) {
+	files := map[string]string{"tls/loopback.rego": loopbackPolicy}
+	e := newEngine(t, files, map[string]any{"loopback_severity": "low"})
+	d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},"collectors":{},"weak":true}`)
+	if r := mustEval(t, e, d)[0]; r.Severity != "low" || r.Status != reports.StatusFail {
+		t.Errorf("got %s %s, want a low fail", r.Severity, r.Status)
+	}
+	if c := e.Checks()[0]; c.Severity != "low" || c.SeverityParam != "loopback_severity" {
+		t.Errorf("check %+v", c)
+	}
+	for _, bad := range []map[string]any{{}, {"loopback_severity": "urgent"}, {"loopback_severity": 3}} {
+		fsys := fstest.MapFS{"tls/loopback.rego": {Data: []byte(loopbackPolicy)}}
+		src, err := LoadFS(fsys, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(context.Background(), WithSource(src), WithParams(bad))
+		var ce *CompileError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "parameter loopback_severity") {
+			t.Errorf("params %v: got %v, want a CompileError naming the parameter", bad, err)
+		}
+	}
+}

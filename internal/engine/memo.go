@@ -14,7 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 )
 
-// A check's deny and skip sets are a pure function of the parts of the input
+// A check's deny, skip and error sets are a pure function of the parts of the input
 // its rules read: the params and the compiled pack are fixed for an engine's
 // life. Hosts of one fleet share most of those parts (the same sshd, TLS and
 // runtime configuration baked into one image), so the engine remembers each
@@ -66,9 +66,7 @@ type memoKey struct {
 	sum   [sha256.Size]byte
 }
 
-type memoEntry struct {
-	deny, skip []string
-}
+type memoEntry = outcome
 
 // memo is a bounded, concurrent map of outcomes. When it fills it starts
 // over: stale entries are never wrong, only the hit rate suffers.
@@ -577,7 +575,7 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 		}
 		e.memo.count(i, hit != nil)
 		if hit != nil {
-			e.decide(&out[i], slices.Clone(hit.deny), slices.Clone(hit.skip))
+			e.decide(&out[i], outcome{deny: slices.Clone(hit.deny), skip: slices.Clone(hit.skip), errs: slices.Clone(hit.errs)})
 			continue
 		}
 		keys[i] = k
@@ -595,14 +593,14 @@ type memoKeys struct {
 // remember stores check i's outcome under the key recall gave it: a pass
 // under the pass key when the check has one, anything else under the full
 // key, which a document too large to digest fully may lack.
-func (e *Engine) remember(keys map[int]memoKeys, i int, deny, skip []string) {
+func (e *Engine) remember(keys map[int]memoKeys, i int, o outcome) {
 	k, ok := keys[i]
 	if !ok {
 		return
 	}
-	entry := &memoEntry{deny: slices.Clone(deny), skip: slices.Clone(skip)}
+	entry := &memoEntry{deny: slices.Clone(o.deny), skip: slices.Clone(o.skip), errs: slices.Clone(o.errs)}
 	switch {
-	case k.hasPass && len(deny) == 0 && len(skip) == 0:
+	case k.hasPass && len(o.deny) == 0 && len(o.skip) == 0 && len(o.errs) == 0:
 		e.memo.store(k.pass, entry)
 	case k.hasFull:
 		e.memo.store(k.full, entry)

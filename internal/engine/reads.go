@@ -18,7 +18,7 @@ import (
 //   - a local bound to each member of a collection (some d in input.gpu.devices)
 //     reads only the fields taken from it, member by member;
 //   - count(x) reads only how many members x has;
-//   - a value that only goes into the text of a deny or skip message is read
+//   - a value that only goes into the text of a deny, skip or error message is read
 //     for its presence alone. Its value changes the message but never whether
 //     the message exists (sprintf cannot fail on its arguments), so such a
 //     read is enough to recall a pass, and only a pass: see readSet.
@@ -248,14 +248,14 @@ func readsOf(compiler *ast.Compiler, roots []*ast.Rule) ([]readItem, bool) {
 	return items, true
 }
 
-// isOutputRule reports whether r adds to its package's deny or skip set,
+// isOutputRule reports whether r adds to its package's deny, skip or error set,
 // which the engine reads and no rule does: only then is a message's text
 // known to end in the outcome and nowhere else.
 func isOutputRule(compiler *ast.Compiler, r *ast.Rule) bool {
 	if r.Head.RuleKind() != ast.MultiValue || r.Head.Value != nil || len(r.Head.Args) > 0 {
 		return false
 	}
-	if name := r.Head.Ref().String(); name != "deny" && name != "skip" {
+	if name := r.Head.Ref().String(); name != "deny" && name != "skip" && name != "error" {
 		return false
 	}
 	return len(compiler.Graph.Dependents(r)) == 0

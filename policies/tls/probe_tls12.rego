@@ -1,9 +1,12 @@
 # METADATA
-# title: No listening TLS port accepts a TLS 1.2 handshake
+# title: No internet-facing TLS port accepts a TLS 1.2 handshake
 # description: >-
 #   Ground truth on a live host: each listening TLS port was probed with a client pinned
-#   to TLS 1.2, which must fail. Applies only when TLSv1.2 is in params.weak_tls_protocols.
-#   Skips on offline targets and when no port was probed.
+#   to TLS 1.2, and the port accepts it when its ServerHello chose TLS 1.2, even if the
+#   handshake then failed (a server that demands a client certificate still speaks TLS 1.2).
+#   Applies only when TLSv1.2 is in params.weak_tls_protocols. Loopback-only listeners are
+#   judged by GH-TLS-007. A listener whose probe was cut short (timed out, filtered, reset)
+#   makes this check an error. Skips on offline targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-003
@@ -17,31 +20,17 @@
 #   requires: [tls_probe]
 package gpuhost.tls.probe_tls12
 
-offline_kinds := {"rootfs", "image", "oci"}
+import data.gpuhost.tls.probe_lib as lib
 
-probes := object.get(object.get(input, "tls", {}), "probes", [])
-
-tls12_weak if {
-	some w in data.gpuhost.params.weak_tls_protocols
-	lower(w) == "tlsv1.2"
-}
-
-skip contains msg if {
-	input.target.kind in offline_kinds
-	msg := sprintf("TLS probes need a live host; target kind is %s", [input.target.kind])
-}
-
-skip contains "no listening TLS port was probed" if {
-	count(probes) == 0
-}
+skip contains msg if some msg in lib.skip
 
 skip contains "TLSv1.2 is not in weak_tls_protocols" if {
-	not tls12_weak
+	not lib.tls12_weak
 }
 
-deny contains msg if {
-	tls12_weak
-	some p in probes
-	p.tls12_accepted
-	msg := sprintf("%s accepts a TLS 1.2 handshake", [p.address])
+error contains msg if some msg in lib.errors(false)
+
+deny contains f.msg if {
+	some f in lib.tls12
+	not f.loopback
 }

@@ -4,25 +4,37 @@ import data.gpuhost.tls.probe_tls12 as check
 
 params := {"weak_tls_protocols": ["SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2"]}
 
-facts(probes) := {"target": {"kind": "host"}, "tls": {"nginx": [], "probes": probes}}
+facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
+
+probe(addr, loopback, v12, v13) := {
+	"address": addr, "loopback": loopback, "tls10_accepted": false, "tls11_accepted": false,
+	"tls12_accepted": v12, "tls13_accepted": v13, "weak_suites": [],
+}
 
 test_pass_tls13_only if {
-	f := facts([
-		{"address": "10.0.0.5:443", "tls12_accepted": false, "tls13_accepted": true},
-		{"address": "10.0.0.5:9443", "tls12_accepted": false, "tls13_accepted": false, "error": "not TLS"},
-	])
+	f := facts([probe("10.0.0.5:443", false, false, true)])
 	check.deny == set() with input as f with data.gpuhost.params as params
 	check.skip == set() with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
 }
 
 test_fail_tls12_accepted if {
 	f := facts([
-		{"address": "10.0.0.5:443", "tls12_accepted": true, "tls13_accepted": true},
-		{"address": "[::]:8443", "tls12_accepted": true, "tls13_accepted": false},
-		{"address": "10.0.0.5:9443", "tls12_accepted": false, "tls13_accepted": true},
+		probe("10.0.0.5:443", false, true, true),
+		probe("[::]:8443", false, true, false),
+		probe("10.0.0.5:9443", false, false, true),
+		probe("127.0.0.1:8443", true, true, true),
 	])
 	check.deny == {"10.0.0.5:443 accepts a TLS 1.2 handshake", "[::]:8443 accepts a TLS 1.2 handshake"} with input as f
 		with data.gpuhost.params as params
+}
+
+test_error_when_a_listener_timed_out if {
+	timed_out := object.union(probe("10.0.0.5:443", false, true, false), {"error": "tls1.3: timed out: connected, but no ServerHello within 2s"})
+	f := facts([timed_out, object.union(probe("127.0.0.1:9000", true, false, false), {"error": "tls1.2: reset by the peer during the handshake"})])
+	check.error == {"10.0.0.5:443 could not be fully probed, so its verdict is unknown: tls1.3: timed out: connected, but no ServerHello within 2s"} with input as f
+		with data.gpuhost.params as params
+	check.deny == {"10.0.0.5:443 accepts a TLS 1.2 handshake"} with input as f with data.gpuhost.params as params
 }
 
 test_skip_offline if {
@@ -35,7 +47,7 @@ test_skip_no_probes if {
 }
 
 test_skip_when_site_allows_tls12 if {
-	f := facts([{"address": "10.0.0.5:443", "tls12_accepted": true, "tls13_accepted": true}])
+	f := facts([probe("10.0.0.5:443", false, true, true)])
 	check.skip == {"TLSv1.2 is not in weak_tls_protocols"} with input as f with data.gpuhost.params as {"weak_tls_protocols": ["TLSv1.1"]}
 	check.deny == set() with input as f with data.gpuhost.params as {"weak_tls_protocols": ["TLSv1.1"]}
 }

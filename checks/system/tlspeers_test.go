@@ -1,0 +1,347 @@
+package system
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// certSpec says what kind of certificate a test peer presents.
+type certSpec struct {
+	key      string // rsa1024, rsa2048, p256
+	sha1     bool
+	notAfter time.Time
+	sans     bool
+}
+
+// writeCert writes a self-signed certificate and its key as PEM into dir
+// and returns both paths and the parsed certificate.
+func writeCert(t testing.TB, dir string, s certSpec) (certPath, keyPath string, tlsCert tls.Certificate) {
+	t.Helper()
+	var key crypto.Signer
+	var err error
+	switch s.key {
+	case "rsa1024":
+		key, err = rsa.GenerateKey(rand.Reader, 1024) //nolint:gosec // a weak key is what the test is about
+	case "rsa2048":
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	default:
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.notAfter.IsZero() {
+		s.notAfter = time.Now().Add(365 * 24 * time.Hour)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "probe-peer"},
+		NotBefore:    s.notAfter.Add(-2 * 365 * 24 * time.Hour),
+		NotAfter:     s.notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if s.sans {
+		tmpl.DNSNames = []string{"localhost"}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
+	if s.sha1 {
+		tmpl.SignatureAlgorithm = x509.SHA1WithRSA
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	if err := os.WriteFile(certPath, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsCert, err = tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath, tlsCert
+}
+
+// freePort finds a loopback port nothing listens on now. Another process
+// may take it before the peer binds it; sServer retries then.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// sServer starts `openssl s_server` on a free loopback port with the given
+// certificate and extra arguments, and returns the port once it accepts.
+func sServer(t *testing.T, cert certSpec, args ...string) int {
+	t.Helper()
+	openssl := testutil.Tool(t, "openssl", "openssl")
+	certPath, keyPath, _ := writeCert(t, t.TempDir(), cert)
+	for range 5 {
+		port := freePort(t)
+		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),
+			"-cert", certPath, "-key", keyPath}, args...)
+		p := testutil.Start(t, exec.Command(openssl, argv...))
+		ok := false
+		p.WaitFor(t, 10*time.Second, "a listening s_server", func() bool {
+			ok = dialable(port)
+			return ok || p.Exited()
+		})
+		if ok {
+			return port
+		}
+		if !strings.Contains(p.Output(), "in use") {
+			t.Fatalf("s_server %v exited:\n%s", argv, p.Output())
+		}
+	}
+	t.Fatal("no free port for s_server after 5 tries")
+	return 0
+}
+
+func dialable(port int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// probeOne runs the collector against one loopback listener.
+func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
+	t.Helper()
+	f := newFacts(facts.KindHost)
+	f.Network = &facts.Network{Listening: []facts.Listener{{Proto: "tcp", Address: "127.0.0.1", Port: port}}}
+	env := newEnv(t, t.TempDir(), true)
+	env.ProbeTimeout = timeout
+	if err := collectOne(t, env, f, "tls_probe"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.TLS.Probes) != 1 {
+		t.Fatalf("probes %+v, want one", f.TLS.Probes)
+	}
+	if err := facts.Validate(*f); err != nil {
+		t.Errorf("probe facts do not validate: %v", err)
+	}
+	return f.TLS.Probes[0]
+}
+
+type versions struct{ v10, v11, v12, v13 bool }
+
+func accepted(p facts.TLSProbe) versions {
+	return versions{p.TLS10Accepted, p.TLS11Accepted, p.TLS12Accepted, p.TLS13Accepted}
+}
+
+func TestTLSProbeCountsAServerThatDemandsAClientCertificate(t *testing.T) {
+	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-tls1_2", "-Verify", "1")
+	p := probeOne(t, port, 2*time.Second)
+	if got := accepted(p); got != (versions{v12: true}) {
+		t.Errorf("accepted %+v, want only TLS 1.2 (the ServerHello chose it before the client certificate was refused)", got)
+	}
+	if p.Error != "" {
+		t.Errorf("error %q: a refusal for want of a client certificate is an answer", p.Error)
+	}
+	if c := p.Certificate; c == nil || c.Subject != "CN=probe-peer" || c.KeyType != "RSA" || c.KeyBits != 2048 || !c.SelfSigned {
+		t.Errorf("certificate %+v, want the peer's RSA 2048 self-signed leaf", c)
+	}
+}
+
+func TestTLSProbeLegacyOnlyServerAgreesWithSslscan(t *testing.T) {
+	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-no_tls1_2", "-no_tls1_3", "-cipher", "DEFAULT@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	if got := accepted(p); got != (versions{v10: true, v11: true}) {
+		t.Errorf("probe accepted %+v, want TLS 1.0 and 1.1 only", got)
+	}
+	if len(p.WeakSuites) == 0 {
+		t.Errorf("a TLS 1.1 server with OpenSSL's default suites showed no CBC-SHA1 suite")
+	}
+	sslscan := testutil.Tool(t, "sslscan", "sslscan")
+	out := testutil.Run(t, 60*time.Second, sslscan, "--no-colour", "--no-ciphersuites", "--no-heartbleed", "--no-groups",
+		"127.0.0.1:"+strconv.Itoa(port))
+	want := sslscanProtocols(t, out)
+	if got := accepted(p); got != want {
+		t.Errorf("probe %+v, sslscan %+v:\n%s", got, want, out)
+	}
+}
+
+// sslscanProtocols reads sslscan's "TLSv1.2   enabled" lines.
+func sslscanProtocols(t *testing.T, out string) versions {
+	t.Helper()
+	seen := map[string]bool{}
+	var v versions
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 || (fields[1] != "enabled" && fields[1] != "disabled") {
+			continue
+		}
+		on := fields[1] == "enabled"
+		switch fields[0] {
+		case "TLSv1.0":
+			v.v10 = on
+		case "TLSv1.1":
+			v.v11 = on
+		case "TLSv1.2":
+			v.v12 = on
+		case "TLSv1.3":
+			v.v13 = on
+		default:
+			continue
+		}
+		seen[fields[0]] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("sslscan named %d of the 4 TLS versions:\n%s", len(seen), out)
+	}
+	return v
+}
+
+func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
+	expired := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	port := sServer(t, certSpec{key: "rsa1024", sha1: true, notAfter: expired},
+		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	want := facts.TLSCertificate{
+		Subject: "CN=probe-peer", Issuer: "CN=probe-peer", NotAfter: expired.UTC().Format(time.RFC3339),
+		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,
+	}
+	if c := p.Certificate; c == nil || fmt.Sprint(*c) != fmt.Sprint(want) {
+		t.Errorf("certificate %+v, want %+v", c, want)
+	}
+}
+
+func TestTLSProbeOffersStaticRSASuitesToOpenSSL(t *testing.T) {
+	// Only static-RSA suites: the server can agree to nothing else, so
+	// a handshake shows that Go's client really offered them.
+	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	want := []string{"TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_GCM_SHA384"}
+	if !p.TLS12Accepted || strings.Join(p.WeakSuites, ",") != strings.Join(want, ",") {
+		t.Errorf("probe %+v, want TLS 1.2 with weak suites %v", p, want)
+	}
+}
+
+// stallServer answers the first connection by relaying it to a Go TLS
+// server and holds every later one open in silence, as a listener behind a
+// stalled worker pool does.
+func stallServer(t *testing.T) int {
+	t.Helper()
+	backend := tlsServer(t, tls.VersionTLS12, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		first := true
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !first {
+				t.Cleanup(func() { c.Close() })
+				continue
+			}
+			first = false
+			go relay(c, "127.0.0.1:"+strconv.Itoa(backend))
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func relay(c net.Conn, to string) {
+	defer c.Close()
+	b, err := net.Dial("tcp", to)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	go func() { _, _ = io.Copy(b, c) }()
+	_, _ = io.Copy(c, b)
+}
+
+func TestTLSProbeReportsATLSListenerThatTimesOut(t *testing.T) {
+	port := stallServer(t)
+	p := probeOne(t, port, 300*time.Millisecond)
+	if !strings.Contains(p.Error, "timed out: connected, but no ServerHello within 300ms") {
+		t.Errorf("error %q, want a timeout named as such", p.Error)
+	}
+}
+
+// BenchmarkProbe50Listeners probes 50 Go TLS servers on loopback, each
+// accepting TLS 1.0 to 1.3 with an RSA 2048 certificate, with the default
+// concurrency: the whole probe of a busy host.
+func BenchmarkProbe50Listeners(b *testing.B) {
+	_, _, cert := writeCert(b, b.TempDir(), certSpec{key: "rsa2048", sans: true})
+	f := newFacts(facts.KindHost)
+	f.Network = &facts.Network{}
+	for range 50 {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+			MinVersion: tls.VersionTLS10, Certificates: []tls.Certificate{cert},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ln.Close() })
+		go acceptHandshakes(ln)
+		f.Network.Listening = append(f.Network.Listening,
+			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+	}
+	env := newEnv(b, b.TempDir(), true)
+	env.ProbeConcurrency = defaultProbeConcurrency
+	for b.Loop() {
+		if err := collectOne(b, env, f, "tls_probe"); err != nil {
+			b.Fatal(err)
+		}
+		if len(f.TLS.Probes) != 50 || !f.TLS.Probes[0].TLS10Accepted || f.TLS.Probes[0].Certificate == nil {
+			b.Fatalf("probes %d, first %+v", len(f.TLS.Probes), f.TLS.Probes[0])
+		}
+	}
+}
+
+func acceptHandshakes(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_ = c.(*tls.Conn).Handshake()
+		}()
+	}
+}

@@ -1,0 +1,36 @@
+# METADATA
+# title: Internet-facing TLS 1.2 ports offer only forward-secret AEAD suites
+# description: >-
+#   Where params allow TLS 1.2 (TLSv1.2 is not in weak_tls_protocols), each port that accepts
+#   TLS 1.2 or older was offered only suites without forward secrecy (static RSA key exchange)
+#   and then only CBC suites with SHA-1 MACs, and must agree to none. One message per suite.
+#   When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this check skips. Loopback-
+#   only listeners are judged by GH-TLS-007. A listener whose probe was cut short makes this
+#   check an error. Skips on offline targets and when no port was probed.
+# scope: package
+# custom:
+#   id: GH-TLS-006
+#   severity: high
+#   remediation: >-
+#     Restrict the listed service's TLS 1.2 suites to ECDHE with AES-GCM or ChaCha20-Poly1305
+#     (OpenSSL CipherString "ECDHE+AESGCM:ECDHE+CHACHA20", nginx ssl_ciphers), then restart it.
+#   controls:
+#     nist-800-53: [SC-8, SC-13]
+#   targets: [host, facts]
+#   requires: [tls_probe]
+package gpuhost.tls.probe_cipher_suites
+
+import data.gpuhost.tls.probe_lib as lib
+
+skip contains msg if some msg in lib.skip
+
+skip contains "TLSv1.2 is in weak_tls_protocols: GH-TLS-003 fails every port that accepts it" if {
+	lib.tls12_weak
+}
+
+error contains msg if some msg in lib.errors(false)
+
+deny contains f.msg if {
+	some f in lib.suites
+	not f.loopback
+}

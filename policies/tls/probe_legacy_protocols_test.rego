@@ -1,0 +1,39 @@
+package gpuhost.tls.probe_legacy_protocols_test
+
+import data.gpuhost.tls.probe_legacy_protocols as check
+
+facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
+
+probe(addr, loopback, v10, v11) := {
+	"address": addr, "loopback": loopback, "tls10_accepted": v10, "tls11_accepted": v11,
+	"tls12_accepted": true, "tls13_accepted": false, "weak_suites": [],
+}
+
+test_pass_modern if {
+	f := facts([probe("10.0.0.5:443", false, false, false)])
+	check.deny == set() with input as f with data.gpuhost.params.weak_tls_protocols as []
+	check.skip == set() with input as f with data.gpuhost.params.weak_tls_protocols as []
+}
+
+# TLS 1.0 and 1.1 fail even where params allow every version.
+test_fail_legacy_whatever_params_allow if {
+	f := facts([
+		probe("10.0.0.5:443", false, true, true),
+		probe("0.0.0.0:8443", false, false, true),
+		probe("127.0.0.1:9443", true, true, true),
+	])
+	check.deny == {
+		"10.0.0.5:443 accepts TLS 1.0",
+		"10.0.0.5:443 accepts TLS 1.1",
+		"0.0.0.0:8443 accepts TLS 1.1",
+	} with input as f with data.gpuhost.params.weak_tls_protocols as []
+}
+
+test_error_when_filtered if {
+	p := object.union(probe("10.0.0.5:443", false, false, false), {"error": "tls1.0: filtered: the TCP connect got no answer within 2s"})
+	check.error == {"10.0.0.5:443 could not be fully probed, so its verdict is unknown: tls1.0: filtered: the TCP connect got no answer within 2s"} with input as facts([p])
+}
+
+test_skip_offline if {
+	check.skip == {"TLS probes need a live host; target kind is rootfs", "no listening TLS port was probed"} with input as {"target": {"kind": "rootfs"}}
+}

@@ -1,0 +1,22 @@
+package gpuhost.tls.probe_lib_test
+
+import data.gpuhost.tls.probe_lib as lib
+
+probe(addr, loopback) := {
+	"address": addr, "loopback": loopback, "tls10_accepted": false, "tls11_accepted": false,
+	"tls12_accepted": false, "tls13_accepted": true, "weak_suites": [],
+}
+
+test_label_names_loopback if {
+	lib.label(probe("127.0.0.1:8443", true)) == "loopback-only 127.0.0.1:8443"
+	lib.label(probe("0.0.0.0:8443", false)) == "0.0.0.0:8443"
+}
+
+test_errors_split_by_scope if {
+	f := {"target": {"kind": "host"}, "tls": {"probes": [
+		object.union(probe("127.0.0.1:1", true), {"error": "tls1.2: reset by the peer during the handshake"}),
+		probe("10.0.0.5:443", false),
+	]}}
+	lib.errors(true) == {"loopback-only 127.0.0.1:1 could not be fully probed, so its verdict is unknown: tls1.2: reset by the peer during the handshake"} with input as f
+	lib.errors(false) == set() with input as f
+}

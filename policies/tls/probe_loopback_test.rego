@@ -1,0 +1,57 @@
+package gpuhost.tls.probe_loopback_test
+
+import data.gpuhost.tls.probe_loopback as check
+
+params := {"weak_tls_protocols": ["TLSv1", "TLSv1.1", "TLSv1.2"], "tls_cert_min_days": 30, "tls_loopback_severity": "low"}
+
+facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
+
+self_signed := {
+	"subject": "CN=sidecar", "issuer": "CN=sidecar", "not_after": "2025-06-01T00:00:00Z", "key_type": "EC", "key_bits": 256,
+	"signature_algorithm": "ECDSA-SHA256", "sans": ["localhost"], "self_signed": true,
+}
+
+sidecar := {
+	"address": "127.0.0.1:15000", "loopback": true, "tls10_accepted": true, "tls11_accepted": false,
+	"tls12_accepted": true, "tls13_accepted": true, "weak_suites": ["TLS_RSA_WITH_AES_128_GCM_SHA256"],
+	"certificate": self_signed,
+}
+
+public := object.union(sidecar, {"address": "0.0.0.0:443", "loopback": false})
+
+test_pass_sound_sidecar if {
+	ok := object.union(sidecar, {
+		"tls10_accepted": false, "tls12_accepted": false, "weak_suites": [],
+		"certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z"}),
+	})
+	check.deny == set() with input as facts([ok]) with data.gpuhost.params as params
+}
+
+# Loopback findings are named as such; self-signing is allowed there, and
+# wildcard listeners are left to GH-TLS-003..006.
+test_fail_names_loopback if {
+	check.deny == {
+		"loopback-only 127.0.0.1:15000 accepts TLS 1.0",
+		"loopback-only 127.0.0.1:15000 accepts a TLS 1.2 handshake",
+		`loopback-only 127.0.0.1:15000: certificate "CN=sidecar" expired on 2025-06-01T00:00:00Z`,
+	} with input as facts([sidecar, public]) with data.gpuhost.params as params
+}
+
+test_fail_suites_where_tls12_allowed if {
+	check.deny == {
+		"loopback-only 127.0.0.1:15000 accepts TLS 1.0",
+		"loopback-only 127.0.0.1:15000 accepts TLS_RSA_WITH_AES_128_GCM_SHA256: no forward secrecy (static RSA key exchange)",
+		`loopback-only 127.0.0.1:15000: certificate "CN=sidecar" expired on 2025-06-01T00:00:00Z`,
+	} with input as facts([sidecar]) with data.gpuhost.params as object.union(params, {"weak_tls_protocols": ["TLSv1"]})
+}
+
+test_error_names_loopback if {
+	stalled := object.union(sidecar, {"error": "tls1.3: timed out: connected, but no ServerHello within 2s"})
+	check.error == {"loopback-only 127.0.0.1:15000 could not be fully probed, so its verdict is unknown: tls1.3: timed out: connected, but no ServerHello within 2s"} with input as facts([stalled, object.union(public, {"error": "x"})])
+		with data.gpuhost.params as params
+}
+
+test_fail_closed_without_params if {
+	check.deny == {"parameter tls_loopback_severity is not set"} with input as facts([]) with data.gpuhost.params as {}
+	check.skip == {"no listening TLS port was probed"} with input as facts([]) with data.gpuhost.params as {}
+}
