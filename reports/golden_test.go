@@ -138,7 +138,13 @@ func TestTable(t *testing.T) {
 			t.Errorf("table lacks %q", want)
 		}
 	}
+	if !strings.HasPrefix(plain, "Coverage: ") {
+		t.Errorf("the table does not open with coverage:\n%s", plain)
+	}
 	lines := strings.Split(plain, "\n")
+	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ID ") {
+		lines = lines[1:]
+	}
 	// Every row puts the status column at the same offset.
 	col := strings.Index(lines[0], "STATUS")
 	for _, l := range lines[1:14] {

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -197,4 +198,36 @@ func byStatus(rep *Report, status string) []Result {
 		}
 	}
 	return out
+}
+
+// coverageLine is coverage in one sentence, the same words in every format.
+func coverageLine(c Coverage) string {
+	line := fmt.Sprintf("Coverage: %d of %d applicable checks evaluated", c.Evaluated, c.Checks)
+	var missed []string
+	for _, sev := range Severities {
+		if n := c.NotEvaluated[sev]; n > 0 {
+			missed = append(missed, fmt.Sprintf("%d %s", n, sev))
+		}
+	}
+	if len(missed) > 0 {
+		line += "; not evaluated: " + strings.Join(missed, ", ")
+	}
+	return line
+}
+
+// gapLine names one important check that reached no verdict, and why.
+func gapLine(g Gap) string {
+	return fmt.Sprintf("%s (%s) %s: %s", g.ID, g.Severity, g.Status, g.Reason)
+}
+
+// criticalGaps counts the critical checks that reached no verdict: a
+// headline must not call a report clean while any did.
+func criticalGaps(c Coverage) int {
+	n := 0
+	for _, g := range c.Gaps {
+		if g.Severity == "critical" {
+			n++
+		}
+	}
+	return n
 }

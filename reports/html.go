@@ -50,6 +50,8 @@ type htmlView struct {
 	Collectors []htmlCollector
 	Verdict    string
 	VerdictCSS string
+	Coverage   string
+	Gaps       []string
 }
 
 type htmlStatusCount struct {
@@ -112,11 +114,19 @@ func (*htmlRenderer) Render(w io.Writer, rep *Report) error {
 	for _, st := range Statuses {
 		v.Statuses = append(v.Statuses, htmlStatusCount{Status: st, Count: s.ByStatus[st], Color: statusFill[st]})
 	}
-	switch {
+	cov := coverageOf(rep)
+	v.Coverage = coverageLine(cov)
+	for _, g := range cov.Gaps {
+		v.Gaps = append(v.Gaps, gapLine(g))
+	}
+	switch n := criticalGaps(cov); {
 	case s.ByStatus[StatusError] > 0:
 		v.Verdict, v.VerdictCSS = "Scan incomplete: some checks errored", "error"
 	case s.ByStatus[StatusFail] > 0:
 		v.Verdict, v.VerdictCSS = fmt.Sprintf("%d failing check(s)", s.ByStatus[StatusFail]), "fail"
+	case n > 0:
+		// No failure is no pass while critical checks never ran.
+		v.Verdict, v.VerdictCSS = fmt.Sprintf("Incomplete: %d critical check(s) did not run", n), "error"
 	default:
 		v.Verdict, v.VerdictCSS = "No failing checks", "pass"
 	}
@@ -280,7 +290,12 @@ svg text.seg{fill:#fff;font-weight:600;text-anchor:middle}
 </dl>
 </header>
 <main>
-<h2>Summary</h2>
+<h2>Coverage</h2>
+<p class="coverage">{{.Coverage}}</p>
+{{if .Gaps}}<ul class="gaps">
+{{range .Gaps}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}<h2>Summary</h2>
 <div class="cards">
 {{range .Statuses}}<div class="card" style="border-left-color:{{.Color}}"><b>{{.Count}}</b>{{.Status}}</div>
 {{end}}<div class="card"><b>{{.Summary.Total}}</b>total</div>

@@ -75,6 +75,7 @@ func (*junit) Render(w io.Writer, rep *Report) error {
 		{"facts_digest", rep.FactsDigest},
 		{"policy_digest", rep.PolicyDigest},
 		{"tool_version", rep.ToolVersion},
+		{"coverage", coverageLine(coverageOf(rep))},
 	} {
 		if p.Value != "" {
 			suite.Properties = append(suite.Properties, p)

@@ -53,8 +53,7 @@ type encodedCheck struct {
 	text     checkText
 	controls map[string][]string
 	// head runs from the opening brace to `"status":`, middle from the comma
-	// after the messages through controls, and tail from package to the
-	// closing brace.
+	// after the messages through controls, and tail is package and file.
 	head, middle, tail []byte
 }
 
@@ -82,7 +81,14 @@ func (e *LineEncoder) Append(dst []byte, rep *Report) ([]byte, error) {
 	dst = appendMap(dst, rep.Summary.ByStatus, appendInt)
 	dst = append(dst, `,"failed_by_severity":`...)
 	dst = appendMap(dst, rep.Summary.BySeverity, appendInt)
-	dst = append(dst, `},"results":`...)
+	// Coverage varies per host and is small: the encoder writes it.
+	cov, err := encodeCompact(rep.Coverage)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `},"coverage":`...)
+	dst = append(dst, cov...)
+	dst = append(dst, `,"results":`...)
 	if rep.Results == nil {
 		dst = append(dst, "null"...)
 	} else {
@@ -177,7 +183,11 @@ func (e *LineEncoder) appendResult(dst []byte, r *Result) ([]byte, error) {
 		dst = append(dst, `,"waiver":`...)
 		dst = append(dst, w...)
 	}
-	return append(dst, c.tail...), nil
+	dst = append(dst, c.tail...)
+	if r.OutOfScope {
+		dst = append(dst, `,"out_of_scope":true`...)
+	}
+	return append(dst, '}'), nil
 }
 
 // check returns r's check text encoded, from the cache when r's controls are
@@ -231,7 +241,6 @@ func encodeCheck(text checkText, controls map[string][]string) *encodedCheck {
 	}
 	c.tail = appendOptional(c.tail, `,"package":`, text.pkg)
 	c.tail = appendOptional(c.tail, `,"file":`, text.file)
-	c.tail = append(c.tail, '}')
 	return c
 }
 

@@ -50,6 +50,14 @@ func (*markdown) Render(w io.Writer, rep *Report) error {
 		bw.WriteString(strings.Join(meta, " · ") + "\n\n")
 	}
 
+	cov := coverageOf(rep)
+	bw.WriteString(mdText(coverageLine(cov)) + "\n\n")
+	for _, g := range cov.Gaps {
+		bw.WriteString("- " + mdText(gapLine(g)) + "\n")
+	}
+	if len(cov.Gaps) > 0 {
+		bw.WriteString("\n")
+	}
 	mdRow(bw, []string{"Status", "Count"})
 	mdRow(bw, []string{"---", "---:"})
 	for _, st := range Statuses {

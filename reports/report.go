@@ -48,6 +48,7 @@ type Report struct {
 	Schema       string   `json:"schema"`
 	Target       Target   `json:"target"`
 	Summary      Summary  `json:"summary"`
+	Coverage     Coverage `json:"coverage"`
 	Results      []Result `json:"results"`
 	FactsDigest  string   `json:"facts_digest"`
 	PolicyDigest string   `json:"policy_digest"`
@@ -86,6 +87,9 @@ type Result struct {
 	Package string `json:"package,omitempty"`
 	// File is the policy file, relative to the policy root.
 	File string `json:"file,omitempty"`
+	// OutOfScope marks a skip because the check does not apply to this kind
+	// of target (a live probe on an image): that is no gap in coverage.
+	OutOfScope bool `json:"out_of_scope,omitempty"`
 }
 
 // Waiver is the waiver that applied to a result, or that would have applied
@@ -114,25 +118,81 @@ type Summary struct {
 	BySeverity map[string]int `json:"failed_by_severity"`
 }
 
-// Summarize fills r.Summary from r.Results and sorts the results: failures
-// first, then by severity, then by id, so every format lists them alike.
+// Coverage says how much of the pack could judge the target. A report
+// whose critical checks did not run proves little however few checks fail,
+// so every format shows this before any result.
+type Coverage struct {
+	// Checks is how many checks apply to the target's kind; Evaluated is
+	// how many of them reached a verdict (pass, fail or waived).
+	Checks    int `json:"checks"`
+	Evaluated int `json:"evaluated"`
+	// NotEvaluated counts, by severity, the applicable checks that were
+	// skipped or errored.
+	NotEvaluated map[string]int `json:"not_evaluated_by_severity"`
+	// Gaps are the critical and high checks that were skipped or errored,
+	// with why.
+	Gaps []Gap `json:"gaps"`
+}
+
+// Gap is one important check that reached no verdict.
+type Gap struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Severity string `json:"severity"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason"`
+}
+
+// gapSeverity is the lowest severity whose unevaluated checks are listed.
+const gapSeverity = "high"
+
+// Summarize fills r.Summary and r.Coverage from r.Results and sorts the
+// results: failures first, then by severity, then by id, so every format
+// lists them alike.
 func (r *Report) Summarize() {
-	s := Summary{ByStatus: map[string]int{}, BySeverity: map[string]int{}}
-	for _, st := range Statuses {
-		s.ByStatus[st] = 0
-	}
+	sortResults(r.Results)
+	r.Summary = tally(r)
+	r.Coverage = coverageOf(r)
+}
+
+// coverageOf works the coverage out from the results, which it expects
+// sorted, so that renderers given a report nobody summarized still show it.
+func coverageOf(r *Report) Coverage {
+	c := Coverage{NotEvaluated: map[string]int{}, Gaps: []Gap{}}
 	for _, sev := range Severities {
-		s.BySeverity[sev] = 0
+		c.NotEvaluated[sev] = 0
 	}
 	for _, res := range r.Results {
-		s.Total++
-		s.ByStatus[res.Status]++
-		if res.Status == StatusFail {
-			s.BySeverity[res.Severity]++
+		if res.OutOfScope {
+			continue
+		}
+		c.Checks++
+		switch res.Status {
+		case StatusSkip, StatusError:
+			c.NotEvaluated[res.Severity]++
+			if SeverityRank(res.Severity) <= SeverityRank(gapSeverity) {
+				c.Gaps = append(c.Gaps, Gap{ID: res.ID, Title: res.Title, Severity: res.Severity, Status: res.Status, Reason: strings.Join(res.Messages, "; ")})
+			}
+		default:
+			c.Evaluated++
 		}
 	}
-	r.Summary = s
-	sortResults(r.Results)
+	slices.SortStableFunc(c.Gaps, func(a, b Gap) int {
+		return cmp.Or(cmp.Compare(SeverityRank(a.Severity), SeverityRank(b.Severity)), strings.Compare(a.ID, b.ID))
+	})
+	return c
+}
+
+// NotEvaluated reports whether an applicable check at or above threshold
+// was skipped or errored: the test behind --fail-on-skip.
+func (r *Report) NotEvaluated(threshold string) bool {
+	limit := SeverityRank(threshold)
+	for _, res := range r.Results {
+		if !res.OutOfScope && (res.Status == StatusSkip || res.Status == StatusError) && SeverityRank(res.Severity) <= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // sortResults orders results by status, severity and id, keeping the input

@@ -77,6 +77,19 @@ type (
 	}
 	sarifInvocation struct {
 		ExecutionSuccessful bool `json:"executionSuccessful"`
+		// ToolExecutionNotifications name every applicable check that
+		// reached no verdict, so code scanning shows what was not judged.
+		ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+		Properties                 map[string]any      `json:"properties,omitempty"`
+	}
+	sarifNotification struct {
+		Level          string       `json:"level"`
+		Message        sarifText    `json:"message"`
+		AssociatedRule sarifRuleRef `json:"associatedRule"`
+	}
+	sarifRuleRef struct {
+		ID    string `json:"id"`
+		Index int    `json:"index"`
 	}
 	sarifResult struct {
 		RuleID              string             `json:"ruleId"`
@@ -143,6 +156,26 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 		results = append(results, sarifResultFor(rep, res, index[res.ID]))
 	}
 
+	var notes []sarifNotification
+	for _, res := range rep.Results {
+		if res.OutOfScope || (res.Status != StatusSkip && res.Status != StatusError) {
+			continue
+		}
+		level := "note"
+		switch {
+		case res.Status == StatusError:
+			level = "error"
+		case SeverityRank(res.Severity) <= SeverityRank(gapSeverity):
+			level = "warning"
+		}
+		notes = append(notes, sarifNotification{
+			Level:          level,
+			Message:        sarifText{Text: res.ID + " (" + res.Severity + ") " + res.Status + ": " + strings.Join(res.Messages, "; ")},
+			AssociatedRule: sarifRuleRef{ID: res.ID, Index: index[res.ID]},
+		})
+	}
+	cov := coverageOf(rep)
+
 	props := map[string]string{}
 	if rep.FactsDigest != "" {
 		props["facts_digest"] = rep.FactsDigest
@@ -162,9 +195,13 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 			}},
 			AutomationDetails: sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/"},
 			// An errored check means the scan cannot be trusted as a whole.
-			Invocations: []sarifInvocation{{ExecutionSuccessful: !rep.Errored()}},
-			Results:     results,
-			Properties:  props,
+			Invocations: []sarifInvocation{{
+				ExecutionSuccessful:        !rep.Errored(),
+				ToolExecutionNotifications: notes,
+				Properties:                 map[string]any{"coverage": coverageLine(cov)},
+			}},
+			Results:    results,
+			Properties: props,
 		}},
 	}
 	enc := json.NewEncoder(w)

@@ -64,6 +64,12 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 	}
 
 	bw := bufio.NewWriter(w)
+	cov := coverageOf(rep)
+	bw.WriteString(oneLine(coverageLine(cov)) + "\n")
+	for _, g := range cov.Gaps {
+		bw.WriteString("  " + truncate(oneLine(gapLine(g)), maxMessageWidth+maxTitleWidth) + "\n")
+	}
+	bw.WriteString("\n")
 	t.writeRow(bw, header, widths, "")
 	for i, row := range rows {
 		t.writeRow(bw, row, widths, rep.Results[i].Status)

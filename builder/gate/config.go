@@ -68,6 +68,11 @@ type Config struct {
 	// scan that cannot be trusted (a check or collector error) always fails
 	// the build.
 	FailOn string `mapstructure:"fail_on"`
+	// Also fail the build when a check at this severity or above could not
+	// be evaluated (skipped for missing facts, or errored), so that an image
+	// cannot pass on checks that never ran. Unset: skips never fail it.
+	// Checks that do not apply to the artifact's kind are not counted.
+	FailOnSkip string `mapstructure:"fail_on_skip"`
 	// The report formats written beside the artifact, as
 	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
 	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
@@ -135,6 +140,9 @@ var (
 func (c *Config) validate() []string {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if c.FailOnSkip != "" && !reports.ValidSeverity(c.FailOnSkip) {
+		add("fail_on_skip: %q is not one of %s", c.FailOnSkip, strings.Join(reports.Severities, ", "))
+	}
 	if !reports.ValidSeverity(c.FailOn) {
 		add("fail_on: %q is not one of %s", c.FailOn, strings.Join(reports.Severities, ", "))
 	}

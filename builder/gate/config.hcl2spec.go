@@ -25,6 +25,7 @@ type FlatConfig struct {
 	Params              *string           `mapstructure:"params" cty:"params" hcl:"params"`
 	Waivers             *string           `mapstructure:"waivers" cty:"waivers" hcl:"waivers"`
 	FailOn              *string           `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
+	FailOnSkip          *string           `mapstructure:"fail_on_skip" cty:"fail_on_skip" hcl:"fail_on_skip"`
 	Reports             []string          `mapstructure:"reports" cty:"reports" hcl:"reports"`
 	Publish             *FlatPublish      `mapstructure:"publish" cty:"publish" hcl:"publish"`
 }
@@ -56,6 +57,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"params":                     &hcldec.AttrSpec{Name: "params", Type: cty.String, Required: false},
 		"waivers":                    &hcldec.AttrSpec{Name: "waivers", Type: cty.String, Required: false},
 		"fail_on":                    &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
+		"fail_on_skip":               &hcldec.AttrSpec{Name: "fail_on_skip", Type: cty.String, Required: false},
 		"reports":                    &hcldec.AttrSpec{Name: "reports", Type: cty.List(cty.String), Required: false},
 		"publish":                    &hcldec.BlockSpec{TypeName: "publish", Nested: hcldec.ObjectSpec((*FlatPublish)(nil).HCL2Spec())},
 	}

@@ -14,6 +14,7 @@ import (
 func TestDecodeListsEveryProblem(t *testing.T) {
 	_, err := Decode(map[string]interface{}{
 		"fail_on":          "severe",
+		"fail_on_skip":     "all",
 		"reports":          []string{"json", "pdf", "json"},
 		"policy":           []string{""},
 		"verification_key": "",
@@ -29,6 +30,7 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		`fail_on: "severe" is not one of critical, high, medium, low, info`,
+		`fail_on_skip: "all" is not one of critical, high, medium, low, info`,
 		`reports[1]: "pdf" is not one of`,
 		`reports[2]: "json" is listed twice`,
 		`policy[0]: empty path`,
@@ -90,7 +92,7 @@ func TestDecodeDefaults(t *testing.T) {
 func TestConfigSpecCoversEveryField(t *testing.T) {
 	var p PostProcessor
 	spec := p.ConfigSpec()
-	for _, key := range []string{"policy", "extend_policy", "verification_key", "verification_alg", "params", "waivers", "fail_on", "reports", "publish"} {
+	for _, key := range []string{"policy", "extend_policy", "verification_key", "verification_alg", "params", "waivers", "fail_on", "fail_on_skip", "reports", "publish"} {
 		if _, ok := spec[key]; !ok {
 			t.Errorf("HCL2 spec lacks %s", key)
 		}

@@ -140,14 +140,18 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 		}
 		out.reports = append(out.reports, path)
 	}
-	say(ui, rep, cfg.FailOn)
+	th := scan.Thresholds{FailOn: cfg.FailOn, FailOnSkip: cfg.FailOnSkip}
+	say(ui, rep, th)
 	ui.Say("gpuhost-gate: reports: " + strings.Join(out.reports, ", "))
 
-	switch scan.ExitCode([]*reports.Report{rep}, cfg.FailOn) {
+	switch scan.ExitCode([]*reports.Report{rep}, th) {
 	case scan.ExitUntrusted:
 		return nil, true, true, fmt.Errorf("gpuhost-gate: the scan of %s cannot be trusted (a check or collector errored); nothing published", t.base())
 	case scan.ExitFail:
-		return nil, true, true, fmt.Errorf("gpuhost-gate: %s fails policy at or above %s; nothing published", t.base(), cfg.FailOn)
+		if rep.Failed(cfg.FailOn) {
+			return nil, true, true, fmt.Errorf("gpuhost-gate: %s fails policy at or above %s; nothing published", t.base(), cfg.FailOn)
+		}
+		return nil, true, true, fmt.Errorf("gpuhost-gate: checks of %s at or above %s could not be evaluated (fail_on_skip); nothing published", t.base(), cfg.FailOnSkip)
 	}
 	if cfg.Publish.Repository == "" {
 		return out, true, true, nil
@@ -209,14 +213,16 @@ func collect(ctx context.Context, t target) (*facts.Facts, error) {
 }
 
 // say prints the summary and every failure at or above the threshold.
-func say(ui packersdk.Ui, rep *reports.Report, failOn string) {
-	s := rep.Summary
-	ui.Say(fmt.Sprintf("gpuhost-gate: %d checks: %d failed, %d errors, %d waived, %d skipped, %d passed (fail_on %s)",
+func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
+	s, c := rep.Summary, rep.Coverage
+	ui.Say(fmt.Sprintf("gpuhost-gate: %d checks: %d failed, %d errors, %d waived, %d skipped, %d passed (fail_on %s); %d of %d applicable checks evaluated",
 		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
-		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], failOn))
+		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], th.FailOn, c.Evaluated, c.Checks))
 	for _, r := range rep.Results {
-		blocking := r.Status == reports.StatusError ||
-			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(failOn))
+		unevaluated := th.FailOnSkip != "" && !r.OutOfScope && r.Status == reports.StatusSkip &&
+			reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOnSkip)
+		blocking := r.Status == reports.StatusError || unevaluated ||
+			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOn))
 		if !blocking {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/internal/agent"
+	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
@@ -46,11 +47,12 @@ func (a *app) agentCommand() *cobra.Command {
 				return untrusted(err)
 			}
 			cfg.Retain.MaxAge = keep
-			sc, err := sf.scanner(cmd.Context())
+			// Runs repeat on one host: the memo answers what did not change.
+			sc, err := sf.scanner(cmd.Context(), engine.WithMemo(engine.DefaultMemoEntries))
 			if err != nil {
 				return err
 			}
-			cfg.FailOn = sf.failOn
+			cfg.FailOn, cfg.FailOnSkip = sf.failOn, sf.failOnSkip
 			cfg.Log = a.log
 			cfg.Scan = a.agentScan(sc, baseline, rootfs, &hf)
 			if once {
@@ -73,6 +75,7 @@ func (a *app) agentCommand() *cobra.Command {
 	f := cmd.Flags()
 	sf.waivers.register(cmd)
 	f.StringVar(&sf.failOn, "fail-on", "high", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.StringVar(&sf.failOnSkip, "fail-on-skip", "", "a run's exit code is also 1 when a check at or above this severity was skipped or errored")
 	hf.register(cmd)
 	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
 	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -294,5 +295,39 @@ func TestPolicyCommands(t *testing.T) {
 	o = gpuhost(t, "", "version")
 	if o.code != 0 || !strings.HasPrefix(o.stdout, "gpuhost ") {
 		t.Errorf("version: %q", o.stdout)
+	}
+}
+
+// TestFailOnSkip: the hardened rootfs fails nothing at high, but its CVE
+// check (critical) cannot run without a vulnerability DB. The report says so
+// in its coverage, and --fail-on-skip critical turns that into exit 1.
+func TestFailOnSkip(t *testing.T) {
+	o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--format", "json")
+	if o.code != 0 {
+		t.Fatalf("without --fail-on-skip: exit %d\n%s", o.code, o.stderr)
+	}
+	rep := jsonReport(t, o)
+	var gap *reports.Gap
+	for i := range rep.Coverage.Gaps {
+		if rep.Coverage.Gaps[i].ID == "GH-SC-001" {
+			gap = &rep.Coverage.Gaps[i]
+		}
+	}
+	if gap == nil || gap.Severity != "critical" || gap.Status != reports.StatusSkip || !strings.Contains(gap.Reason, "vulnerabilities") {
+		t.Fatalf("coverage does not name the skipped CVE check: %+v", rep.Coverage)
+	}
+	if rep.Coverage.Evaluated >= rep.Coverage.Checks || rep.Coverage.NotEvaluated["critical"] < 1 {
+		t.Errorf("coverage counts: %+v", rep.Coverage)
+	}
+	for _, r := range rep.Results {
+		if r.OutOfScope && slices.ContainsFunc(rep.Coverage.Gaps, func(g reports.Gap) bool { return g.ID == r.ID }) {
+			t.Errorf("%s does not apply to a rootfs but is counted as a gap", r.ID)
+		}
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--fail-on-skip", "critical"); o.code != 1 {
+		t.Errorf("--fail-on-skip critical: exit %d, want 1\n%s", o.code, o.stderr)
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--fail-on-skip", "severe"); o.code != 2 || !strings.Contains(o.stderr, "--fail-on-skip") {
+		t.Errorf("a bad --fail-on-skip: exit %d, stderr %q", o.code, o.stderr)
 	}
 }

@@ -48,14 +48,14 @@ func (p *policyFlags) pack() scan.Pack {
 		VerificationKey: p.verificationKey, VerificationAlg: p.verificationAlg}
 }
 
-func (p *policyFlags) engine(ctx context.Context) (*engine.Engine, error) {
+func (p *policyFlags) engine(ctx context.Context, extra ...engine.Option) (*engine.Engine, error) {
 	// Name the flag, not just the file, when a file it names is missing.
 	for flag, file := range map[string]string{"--params": p.params, "--verification-key": p.verificationKey} {
 		if _, err := os.Stat(file); file != "" && err != nil {
 			return nil, untrusted(fmt.Errorf("reading %s: %w", flag, err))
 		}
 	}
-	e, err := p.pack().Engine(ctx)
+	e, err := p.pack().Engine(ctx, extra...)
 	if err != nil {
 		return nil, untrusted(err)
 	}
@@ -67,9 +67,12 @@ type scanFlags struct {
 	policyFlags
 	waivers waiverFlags
 	failOn  string
-	format  string
-	reports []string
-	noColor bool
+	// failOnSkip, when set, fails the scan on a check at or above it that
+	// could not be evaluated.
+	failOnSkip string
+	format     string
+	reports    []string
+	noColor    bool
 }
 
 func (s *scanFlags) register(cmd *cobra.Command) {
@@ -77,6 +80,7 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	s.waivers.register(cmd)
 	f.StringVar(&s.failOn, "fail-on", "high", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.StringVar(&s.failOnSkip, "fail-on-skip", "", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
 	f.StringVar(&s.format, "format", "", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.StringArrayVar(&s.reports, "report", nil, "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
@@ -85,6 +89,9 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 func (s *scanFlags) validate() error {
 	if !reports.ValidSeverity(s.failOn) {
 		return untrusted(fmt.Errorf("--fail-on %q: want one of %s", s.failOn, strings.Join(reports.Severities, ", ")))
+	}
+	if s.failOnSkip != "" && !reports.ValidSeverity(s.failOnSkip) {
+		return untrusted(fmt.Errorf("--fail-on-skip %q: want one of %s", s.failOnSkip, strings.Join(reports.Severities, ", ")))
 	}
 	if s.format != "" {
 		if _, err := reports.Lookup(s.format); err != nil {
@@ -99,11 +106,13 @@ func (s *scanFlags) validate() error {
 	return nil
 }
 
-func (s *scanFlags) scanner(ctx context.Context) (*scan.Scanner, error) {
+// scanner builds the pipeline. A single scan takes the plain engine path;
+// fleet evaluation (scan facts, the agent's repeated runs) passes the memo.
+func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.Scanner, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	e, err := s.engine(ctx)
+	e, err := s.engine(ctx, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +153,15 @@ func (a *app) emit(s *scanFlags, rep *reports.Report) error {
 		}
 		a.log.Info("report written", "format", format, "path", path)
 	}
-	return exitFor([]*reports.Report{rep}, s.failOn)
+	return exitFor([]*reports.Report{rep}, s.thresholds())
 }
 
-func exitFor(reps []*reports.Report, failOn string) error {
-	if code := scan.ExitCode(reps, failOn); code != scan.ExitPass {
+func (s *scanFlags) thresholds() scan.Thresholds {
+	return scan.Thresholds{FailOn: s.failOn, FailOnSkip: s.failOnSkip}
+}
+
+func exitFor(reps []*reports.Report, t scan.Thresholds) error {
+	if code := scan.ExitCode(reps, t); code != scan.ExitPass {
 		return &exitError{code: code}
 	}
 	return nil
@@ -238,7 +251,7 @@ func (a *app) scanCommand() *cobra.Command {
 					return err
 				}
 			}
-			sc, err := ff.scanner(cmd.Context())
+			sc, err := ff.scanner(cmd.Context(), engine.WithMemo(engine.DefaultMemoEntries))
 			if err != nil {
 				return err
 			}
@@ -482,7 +495,7 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results, readErr := a.evaluateStream(ctx, sc, args, workers, nil)
-	sum := scan.NewFleetSummary(s.failOn)
+	sum := scan.NewFleetSummary(s.thresholds())
 	var firstErr error
 	// Hosts are added in input order, so the failing hosts a row names are
 	// the first ones in the input, run after run.
@@ -552,7 +565,7 @@ type manyWriter struct {
 }
 
 func (m *manyWriter) write(r savedResult) error {
-	m.code = max(m.code, scan.ExitCode([]*reports.Report{r.rep}, m.flags.failOn))
+	m.code = max(m.code, scan.ExitCode([]*reports.Report{r.rep}, m.flags.thresholds()))
 	if r.line != nil {
 		_, err := m.w.Write(r.line)
 		return err

@@ -42,6 +42,9 @@ type Config struct {
 	RunAtStart bool
 	// FailOn is the --fail-on threshold for the run's exit code ("high" when empty).
 	FailOn string
+	// FailOnSkip, when set, makes a run whose check at or above it could not
+	// be evaluated exit 1 as well.
+	FailOnSkip string
 	// DBPath is the SQLite history. Required.
 	DBPath string
 	// Retain bounds the history.
@@ -99,6 +102,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if !reports.ValidSeverity(cfg.FailOn) {
 		return nil, fmt.Errorf("agent: --fail-on %q: want one of %s", cfg.FailOn, strings.Join(reports.Severities, ", "))
+	}
+	if cfg.FailOnSkip != "" && !reports.ValidSeverity(cfg.FailOnSkip) {
+		return nil, fmt.Errorf("agent: --fail-on-skip %q: want one of %s", cfg.FailOnSkip, strings.Join(reports.Severities, ", "))
 	}
 	if cfg.Jitter == 0 {
 		cfg.Jitter = 0.1
@@ -233,7 +239,7 @@ func (a *Agent) runOnce(ctx context.Context) *RunRecord {
 		r.ExitCode, r.Error = scan.ExitUntrusted, err.Error()
 		a.log.Error("scan failed", "error", err)
 	} else {
-		r.ExitCode = scan.ExitCode([]*reports.Report{rep}, a.cfg.FailOn)
+		r.ExitCode = scan.ExitCode([]*reports.Report{rep}, scan.Thresholds{FailOn: a.cfg.FailOn, FailOnSkip: a.cfg.FailOnSkip})
 		r.Target = rep.Target.Kind + ":" + rep.Target.Ref
 		r.PolicyDigest, r.FactsDigest, r.Summary = rep.PolicyDigest, rep.FactsDigest, rep.Summary
 	}

@@ -76,16 +76,14 @@ type Engine struct {
 	modules       map[string]*ast.Module
 	compiler      *ast.Compiler
 	// opaCache has evaluations use OPA's own virtual cache rather than a
-	// refCache, for tests to compare the two.
+	// refCache: everywhere but fleet evaluation.
 	opaCache bool
 }
 
 type options struct {
-	sources  []*Source
-	params   map[string]any
-	memo     int
-	memoSet  bool
-	opaCache bool
+	sources []*Source
+	params  map[string]any
+	memo    int
 }
 
 // Option configures New.
@@ -154,11 +152,11 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err := paramSeverities(checks, params); err != nil {
 		return nil, err
 	}
-	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, opaCache: o.opaCache}
+	// The plain path, a single scan and so the Packer gate, is OPA as it
+	// comes. The fleet speed-ups (the memo and the flat virtual cache) are
+	// on only when the caller asks for the memo.
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, opaCache: o.memo == 0}
 	e.digest = digestOf(raw, params)
-	if !o.memoSet {
-		o.memo = DefaultMemoEntries
-	}
 	if o.memo > 0 {
 		e.reads, e.readItems = analyzeReads(compiler, checks)
 		e.sharedDigests = &sharedDigests{m: map[sharedItem]sharedSum{}}
@@ -433,6 +431,11 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	var run []int
 	for i, c := range e.checks {
 		out[i] = e.base(c)
+		if !slices.Contains(c.Targets, doc.Kind) {
+			out[i].Status, out[i].OutOfScope = reports.StatusSkip, true
+			out[i].Messages = []string{fmt.Sprintf("not applicable to %s targets (applies to %s)", doc.Kind, strings.Join(c.Targets, ", "))}
+			continue
+		}
 		if status, msg, ok := e.gate(c, doc); !ok {
 			out[i].Status, out[i].Messages = status, []string{msg}
 			continue
@@ -577,11 +580,9 @@ func (e *Engine) base(c Check) reports.Result {
 	}
 }
 
-// gate decides, before evaluation, whether a check can run on this document.
+// gate decides, before evaluation, whether a check that applies to this
+// document's kind of target can run on it.
 func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
-	if !slices.Contains(c.Targets, doc.Kind) {
-		return reports.StatusSkip, fmt.Sprintf("not applicable to %s targets (applies to %s)", doc.Kind, strings.Join(c.Targets, ", ")), false
-	}
 	for _, name := range c.Requires {
 		st, found := doc.Collectors[name]
 		switch {

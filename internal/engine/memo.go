@@ -21,7 +21,7 @@ import (
 // check's outcome keyed by a digest of exactly what the check reads, and
 // evaluates only the checks whose inputs it has not seen.
 
-// DefaultMemoEntries bounds the memo New keeps when WithMemo is not given.
+// DefaultMemoEntries is the memo size fleet evaluation asks for.
 const DefaultMemoEntries = 1 << 16
 
 // Bounds on the work spent digesting untrusted input: past them a check is
@@ -31,10 +31,12 @@ const (
 	maxDigestBytes = 64 << 20
 )
 
-// WithMemo sets how many check outcomes the engine remembers; 0 turns the
-// memo off, so every check is evaluated against every document.
+// WithMemo has the engine remember up to entries check outcomes, for fleet
+// evaluation where hosts share most of their inputs. Without it (or with 0)
+// every check is evaluated against every document by the plain prepared
+// query.
 func WithMemo(entries int) Option {
-	return func(o *options) { o.memo = max(entries, 0); o.memoSet = true }
+	return func(o *options) { o.memo = max(entries, 0) }
 }
 
 // readSet is what one check reads from input (see reads.go), or nil when

@@ -37,7 +37,7 @@ var packEngines = sync.OnceValues(func() ([2]*Engine, error) {
 	}
 	// The cold engine is OPA as it comes: no memo, and OPA's own virtual
 	// cache, so the tests hold refCache to it as well.
-	for i, opts := range [][]Option{{WithMemo(0), withOPACache()}, {WithMemo(1 << 16)}} {
+	for i, opts := range [][]Option{{WithMemo(0)}, {WithMemo(1 << 16)}} {
 		if out[i], err = New(context.Background(), append(opts, WithSource(src), WithParams(packFleetParams))...); err != nil {
 			return out, err
 		}

@@ -39,10 +39,6 @@ type cacheEntry struct {
 
 var _ topdown.VirtualCache = (*refCache)(nil)
 
-// withOPACache has the engine use OPA's own virtual cache, the reference
-// the tests hold refCache to.
-func withOPACache() Option { return func(o *options) { o.opaCache = true } }
-
 var refCaches = sync.Pool{New: func() any { return &refCache{} }}
 
 // getRefCache returns an empty cache with one frame; release it with

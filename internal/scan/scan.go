@@ -94,16 +94,26 @@ func targetOf(doc *engine.Document) reports.Target {
 	return t
 }
 
+// Thresholds decide a scan's exit code. FailOn is the lowest severity at
+// which a failing check fails the scan; FailOnSkip, when set, is the lowest
+// at which an applicable check that reached no verdict (skipped, or errored)
+// fails it too, so a gate cannot pass on checks that never ran.
+type Thresholds struct {
+	FailOn     string
+	FailOnSkip string
+}
+
 // ExitCode folds reports into one exit code: 2 when any scan could not be
 // trusted (a check errored, or a collector failed on bad input), else 1 when
-// any check fails at or above failOn, else 0.
-func ExitCode(reps []*reports.Report, failOn string) int {
+// any check fails at or above t.FailOn or goes unevaluated at or above
+// t.FailOnSkip, else 0.
+func ExitCode(reps []*reports.Report, t Thresholds) int {
 	code := ExitPass
 	for _, r := range reps {
 		if Untrusted(r) {
 			return ExitUntrusted
 		}
-		if r.Failed(failOn) {
+		if r.Failed(t.FailOn) || (t.FailOnSkip != "" && r.NotEvaluated(t.FailOnSkip)) {
 			code = ExitFail
 		}
 	}

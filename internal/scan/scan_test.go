@@ -94,7 +94,26 @@ func TestExitCode(t *testing.T) {
 		{"collector error", []*reports.Report{{Collectors: map[string]reports.CollectorStatus{"ssh": {Status: "error"}}}}, "high", ExitUntrusted},
 	}
 	for _, c := range cases {
-		if got := ExitCode(c.reps, c.failOn); got != c.want {
+		if got := ExitCode(c.reps, Thresholds{FailOn: c.failOn}); got != c.want {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
+		}
+	}
+	skip := func(sev string, outOfScope bool) *reports.Report {
+		return rep(reports.Result{Severity: sev, Status: reports.StatusSkip, OutOfScope: outOfScope})
+	}
+	for _, c := range []struct {
+		name       string
+		rep        *reports.Report
+		failOnSkip string
+		want       int
+	}{
+		{"skips count for nothing by default", skip("critical", false), "", ExitPass},
+		{"critical skip at critical", skip("critical", false), "critical", ExitFail},
+		{"high skip under critical", skip("high", false), "critical", ExitPass},
+		{"high skip at high", skip("high", false), "high", ExitFail},
+		{"out of scope is no gap", skip("critical", true), "critical", ExitPass},
+	} {
+		if got := ExitCode([]*reports.Report{c.rep}, Thresholds{FailOn: "high", FailOnSkip: c.failOnSkip}); got != c.want {
 			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
 		}
 	}

@@ -26,6 +26,7 @@ const maxExamples = 5
 type FleetSummary struct {
 	Schema       string `json:"schema"`
 	FailOn       string `json:"fail_on"`
+	FailOnSkip   string `json:"fail_on_skip,omitempty"`
 	Hosts        int    `json:"hosts"`
 	HostsFailing int    `json:"hosts_failing"`
 	// HostsUntrusted counts hosts whose scan cannot be trusted: a check
@@ -52,12 +53,13 @@ type CheckSummary struct {
 	Failing []string `json:"failing"`
 }
 
-// NewFleetSummary starts an empty summary; failOn is the --fail-on
-// threshold that decides which hosts count as failing.
-func NewFleetSummary(failOn string) *FleetSummary {
+// NewFleetSummary starts an empty summary; t decides which hosts count as
+// failing, as it decides a single scan's exit code.
+func NewFleetSummary(t Thresholds) *FleetSummary {
 	return &FleetSummary{
 		Schema:        SummarySchema,
-		FailOn:        failOn,
+		FailOn:        t.FailOn,
+		FailOnSkip:    t.FailOnSkip,
 		PolicyDigests: []string{},
 		ToolVersion:   version.String(),
 		Checks:        []CheckSummary{},
@@ -70,7 +72,7 @@ func (s *FleetSummary) Add(rep *reports.Report) {
 	s.Hosts++
 	if Untrusted(rep) {
 		s.HostsUntrusted++
-	} else if rep.Failed(s.FailOn) {
+	} else if ExitCode([]*reports.Report{rep}, Thresholds{s.FailOn, s.FailOnSkip}) == ExitFail {
 		s.HostsFailing++
 	}
 	if !slices.Contains(s.PolicyDigests, rep.PolicyDigest) && len(s.PolicyDigests) < maxExamples {

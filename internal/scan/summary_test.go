@@ -18,7 +18,7 @@ func hostReport(ref string, statuses ...string) *reports.Report {
 }
 
 func TestFleetSummary(t *testing.T) {
-	s := NewFleetSummary("high")
+	s := NewFleetSummary(Thresholds{FailOn: "high"})
 	s.Add(hostReport("h1", reports.StatusFail, reports.StatusPass))
 	s.Add(hostReport("h2", reports.StatusPass, reports.StatusFail))
 	s.Add(hostReport("h3\x1b[31m\tx", reports.StatusFail, reports.StatusWaived))
