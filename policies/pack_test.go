@@ -197,8 +197,11 @@ func TestNoncompliantImage(t *testing.T) {
 		}
 	}
 	libs := libraryPackages(t)
+	// This image carries its whole NVIDIA stack, at the wrong versions;
+	// TestEmptyGPUImage is the image without one.
+	hasStack := map[string]bool{"gpuhost.pin.nvidia_stack": true}
 	for pkg, msgs := range deny {
-		if liveOnly[pkg] || libs[pkg] {
+		if liveOnly[pkg] || libs[pkg] || hasStack[pkg] {
 			continue
 		}
 		if offline[pkg] {
@@ -214,5 +217,32 @@ func TestNoncompliantImage(t *testing.T) {
 			t.Errorf("%s passes a non-compliant image", pkg)
 		}
 		t.Logf("%s: %q", pkg, msgs)
+	}
+}
+
+// TestEmptyGPUImage: with the default params (the gpu profile, nothing
+// pinned), an image with no NVIDIA driver, no CUDA and no container toolkit
+// fails the pin checks instead of passing on having nothing to check; the
+// cpu profile is the explicit way out.
+func TestEmptyGPUImage(t *testing.T) {
+	doc := map[string]any{
+		"schema":     "gpuhost.facts/v1",
+		"target":     map[string]any{"kind": "image", "ref": "empty.qcow2", "scanned_at": "2026-12-01T00:00:00Z"},
+		"collectors": map[string]any{"packages": map[string]any{"status": "ok"}, "gpu_driver": map[string]any{"status": "ok"}},
+		"packages":   []any{map[string]any{"name": "bash", "version": "5.2.15-2+b7", "arch": "amd64", "held": false}},
+		"gpu_driver": map[string]any{"packages": []any{}, "modules": map[string]any{}, "nouveau_blacklisted": false, "persistenced_enabled": false, "fabricmanager_enabled": false},
+	}
+	deny, _ := evalPack(t, doc, nil)
+	if got := deny["gpuhost.pin.nvidia_stack"]; len(got) != 3 {
+		t.Errorf("GH-PIN-005 on an empty image: %q, want the driver, CUDA and the toolkit named", got)
+	}
+	if got := deny["gpuhost.pin.versions"]; len(got) != 1 || !strings.Contains(got[0], "params.pins is empty") {
+		t.Errorf("GH-PIN-001 on an empty image: %q", got)
+	}
+	deny, skip := evalPack(t, doc, map[string]any{"profile": "cpu"})
+	for _, pkg := range []string{"gpuhost.pin.nvidia_stack", "gpuhost.pin.versions"} {
+		if len(deny[pkg]) > 0 || len(skip[pkg]) == 0 {
+			t.Errorf("%s under the cpu profile: deny %q, skip %q", pkg, deny[pkg], skip[pkg])
+		}
 	}
 }

@@ -31,7 +31,7 @@ func factsLine(t *testing.T, rootfs, ref string) string {
 
 func TestSummaryCountsHostsPerCheck(t *testing.T) {
 	weak1, strong, weak2 := factsLine(t, weak, "weak-1"), factsLine(t, hardened, "strong"), factsLine(t, weak, "weak-2")
-	o := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--summary", "--format", "json")
+	o := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--params", params, "--summary", "--format", "json")
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1 (the weak hosts fail high checks)\nstderr: %s", o.code, o.stderr)
 	}
@@ -57,7 +57,7 @@ func TestSummaryCountsHostsPerCheck(t *testing.T) {
 		t.Errorf("rows are not sorted by failing hosts: first %+v", sum.Checks[0])
 	}
 
-	table := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--summary")
+	table := gpuhost(t, weak1+strong+weak2, "scan", "facts", "--params", params, "--summary")
 	if table.code != 1 || !strings.HasPrefix(table.stdout, "3 hosts: 2 failing at or above high, 0 untrusted") {
 		t.Errorf("table: exit %d, stdout starts %q", table.code, firstLine(table.stdout))
 	}
@@ -70,17 +70,17 @@ func TestSummaryCountsHostsPerCheck(t *testing.T) {
 
 func TestSummaryExitCodeCoversEveryHost(t *testing.T) {
 	strong := factsLine(t, hardened, "strong")
-	if o := gpuhost(t, strong+strong, "scan", "facts", "--summary"); o.code != 0 {
+	if o := gpuhost(t, strong+strong, "scan", "facts", "--params", params, "--summary"); o.code != 0 {
 		t.Errorf("hardened fleet: exit %d, want 0\n%s", o.code, o.stderr)
 	}
 	// The weak host's failures are high at most: under --fail-on critical
 	// the fleet passes.
 	w := factsLine(t, weak, "weak")
-	if o := gpuhost(t, strong+w, "scan", "facts", "--summary", "--fail-on", "critical"); o.code != 0 {
+	if o := gpuhost(t, strong+w, "scan", "facts", "--params", params, "--summary", "--fail-on", "critical"); o.code != 0 {
 		t.Errorf("--fail-on critical: exit %d, want 0\n%s", o.code, o.stdout)
 	}
 	bad := `{"schema":"gpuhost.facts/v1","target":{"kind":"host"}}` + "\n"
-	if o := gpuhost(t, strong+bad, "scan", "facts", "--summary"); o.code != 2 || !strings.Contains(o.stderr, "stdin#2") {
+	if o := gpuhost(t, strong+bad, "scan", "facts", "--params", params, "--summary"); o.code != 2 || !strings.Contains(o.stderr, "stdin#2") {
 		t.Errorf("a bad document: exit %d, stderr %q; want 2 naming stdin#2", o.code, o.stderr)
 	}
 }
@@ -91,7 +91,7 @@ func TestSummaryRefusesPerHostOutputs(t *testing.T) {
 		"sarif":  {"--format", "sarif"},
 		"report": {"--report", "json=" + t.TempDir() + "/r.json"},
 	} {
-		o := gpuhost(t, strong, append([]string{"scan", "facts", "--summary"}, args...)...)
+		o := gpuhost(t, strong, append([]string{"scan", "facts", "--params", params, "--summary"}, args...)...)
 		if o.code != 2 || !strings.Contains(o.stderr, "--summary") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming --summary", name, o.code, o.stderr)
 		}

@@ -3,7 +3,8 @@
 # description: >-
 #   Every package named in params.pins must be installed, and every installed instance
 #   (each architecture) must carry exactly the pinned dpkg version, epoch and revision included.
-#   Skips when params.pins is empty.
+#   An empty params.pins fails under the default GPU profile, since a GPU image pins its NVIDIA
+#   stack; it skips only when params.profile is cpu.
 # scope: package
 # custom:
 #   id: GH-PIN-001
@@ -24,7 +25,18 @@ packages := object.get(input, "packages", [])
 
 installed contains p.name if some p in packages
 
-skip contains "params.pins is empty: nothing is pinned" if count(pins) == 0
+profile := object.get(data.gpuhost.params, "profile", "gpu")
+
+skip contains "params.pins is empty and params.profile is cpu: nothing is pinned" if {
+	count(pins) == 0
+	profile == "cpu"
+}
+
+# A GPU image with nothing pinned would pass by having nothing to check.
+deny contains "params.pins is empty: a GPU image must pin its driver, CUDA and container toolkit versions" if {
+	count(pins) == 0
+	profile == "gpu"
+}
 
 deny contains msg if {
 	some name, want in pins

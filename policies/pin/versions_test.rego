@@ -39,9 +39,16 @@ test_fail_nothing_installed if {
 	} with input as {"target": {"kind": "rootfs"}} with data.gpuhost.params as params
 }
 
-test_skip_no_pins if {
+test_fail_no_pins_on_a_gpu_image if {
 	f := {"target": {"kind": "image"}, "packages": [pkg("bash", "5.2.15-2+b7", "amd64")]}
-	check.skip == {"params.pins is empty: nothing is pinned"} with input as f with data.gpuhost.params as {"pins": {}}
-	check.skip == {"params.pins is empty: nothing is pinned"} with input as f with data.gpuhost.params as {}
-	check.deny == set() with input as f with data.gpuhost.params as {"pins": {}}
+	want := {"params.pins is empty: a GPU image must pin its driver, CUDA and container toolkit versions"}
+	check.deny == want with input as f with data.gpuhost.params as {"pins": {}}
+	check.deny == want with input as f with data.gpuhost.params as {}
+	check.skip == set() with input as f with data.gpuhost.params as {}
+}
+
+test_skip_no_pins_cpu_profile if {
+	f := {"target": {"kind": "image"}, "packages": [pkg("bash", "5.2.15-2+b7", "amd64")]}
+	check.skip == {"params.pins is empty and params.profile is cpu: nothing is pinned"} with input as f with data.gpuhost.params as {"profile": "cpu"}
+	check.deny == set() with input as f with data.gpuhost.params as {"profile": "cpu"}
 }
