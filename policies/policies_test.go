@@ -157,7 +157,6 @@ type checkMeta struct {
 	Judges      []string            `json:"judges"`
 }
 
-// TestMetadata holds every check to the policy contract in DESIGN.md.
 // isLibrary reports whether m is a helper package the checks import: no
 // package METADATA and no deny rule, which is how the engine tells one.
 // It still needs its own tests (TestRegoTests).
@@ -175,6 +174,7 @@ func isLibrary(m *ast.Module) bool {
 	return true
 }
 
+// TestMetadata holds every check to the policy contract in DESIGN.md.
 func TestMetadata(t *testing.T) {
 	mods := loadModules(t)
 	seen := map[string]string{}
@@ -350,3 +350,4 @@ func jsonRoundTrip(t *testing.T, v any) any {
 	}
 	return out
 }
+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
@@ -36,7 +37,7 @@ func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	if err != nil {
 		return err
 	}
-	nginx, err := CollectNginx(env.FS)
+	nginx, err := collectNginxFor(env)
 	if err != nil {
 		return err
 	}
@@ -70,22 +71,50 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 	}, nil
 }
 
+// collectNginxFor reads, on a live host, the configuration of every running
+// nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
+func collectNginxFor(env *collector.Env) ([]facts.NginxTLS, error) {
+	if !env.Live {
+		return CollectNginx(env.FS)
+	}
+	masters, err := nginxMasters(env.FS)
+	if err != nil {
+		return nil, err
+	}
+	if len(masters) == 0 {
+		return CollectNginx(env.FS)
+	}
+	out := []facts.NginxTLS{}
+	for _, m := range masters {
+		cfg, err := LoadNginxAt(env.FS, m.conf, path.Dir(m.conf))
+		if err != nil {
+			return nil, fmt.Errorf("reading the configuration of nginx pid %d: %w", m.pid, err)
+		}
+		out = append(out, nginxFacts(cfg, "process", m.pid)...)
+	}
+	return out, nil
+}
+
 // CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
 // and its includes, plus nginx's default for TLS servers that set none. It
 // is empty, not nil, when nginx is not configured.
 func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
-	out := []facts.NginxTLS{}
 	if !exists(fsys, NginxConfigPath) {
-		return out, nil
+		return []facts.NginxTLS{}, nil
 	}
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
 		return nil, err
 	}
+	return nginxFacts(cfg, "file", 0), nil
+}
+
+func nginxFacts(cfg *NginxConfig, source string, pid int) []facts.NginxTLS {
+	out := []facts.NginxTLS{}
 	for _, s := range cfg.TLSSettings() {
-		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols})
+		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
 	}
-	return out, nil
+	return out
 }
 
 // sshCollector fills ssh from sshd_config and its includes.
@@ -99,14 +128,34 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !exists(env.FS, SSHDConfigPath) {
-		return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config)")
+	var file *facts.SSH
+	if exists(env.FS, SSHDConfigPath) {
+		cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
+		if err != nil {
+			return err
+		}
+		file = cfg.Facts(env.FS.Display(SSHDConfigPath))
+		file.HostKeys = fileHostKeys(env.FS, cfg)
 	}
-	cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
-	if err != nil {
-		return err
+	var daemons []facts.SSHDaemon
+	if env.Live {
+		var err error
+		if daemons, err = liveSSHDaemons(ctx, env, f.Network); err != nil {
+			return err
+		}
 	}
-	f.SSH = cfg.Facts(env.FS.Display(SSHDConfigPath))
+	if len(daemons) == 0 {
+		if file == nil {
+			return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
+		}
+		// No daemon runs: the file is what the next start will use.
+		daemons = []facts.SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []facts.SSHWire{}}}
+	}
+	if file == nil {
+		file = &facts.SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
+	}
+	file.Daemons = daemons
+	f.SSH = file
 	return nil
 }
 

@@ -53,7 +53,13 @@ func ParseNginx(data []byte) (*NginxConfig, error) {
 // LoadNginx reads name from src and expands its include directives, whose
 // globs are relative to /etc/nginx. An include cycle is an error.
 func LoadNginx(src Source, name string) (*NginxConfig, error) {
-	l := &nginxLoader{src: src, cfg: &NginxConfig{}}
+	return LoadNginxAt(src, name, nginxPrefix)
+}
+
+// LoadNginxAt is LoadNginx with relative include paths resolved against
+// prefix: nginx takes them from the directory of the file its -c names.
+func LoadNginxAt(src Source, name, prefix string) (*NginxConfig, error) {
+	l := &nginxLoader{src: src, cfg: &NginxConfig{}, prefix: prefix}
 	dirs, err := l.load(name, nil)
 	if err != nil {
 		return nil, err
@@ -63,9 +69,10 @@ func LoadNginx(src Source, name string) (*NginxConfig, error) {
 }
 
 type nginxLoader struct {
-	src   Source
-	cfg   *NginxConfig
-	count int
+	src    Source
+	cfg    *NginxConfig
+	count  int
+	prefix string
 }
 
 // load parses one file and splices its includes in. stack holds the files
@@ -106,7 +113,7 @@ func (l *nginxLoader) expand(dirs []*NginxDirective, stack []string) ([]*NginxDi
 			if len(d.Args) != 1 {
 				return nil, fmt.Errorf("parsing %s:%d: include takes one argument", d.File, d.Line)
 			}
-			files, err := globSorted(l.src, nginxPrefix, d.Args[0])
+			files, err := globSorted(l.src, l.prefix, d.Args[0])
 			if err != nil {
 				return nil, fmt.Errorf("parsing %s:%d: %w", d.File, d.Line, err)
 			}

@@ -48,7 +48,7 @@ var sshdAliases = map[string]string{
 }
 
 // SSHDConfig is sshd_config's global settings after Include, first value
-// winning, with Match blocks left out.
+// winning, and its Match blocks.
 type SSHDConfig struct {
 	// Values maps a lower-case keyword to the arguments it first had.
 	Values map[string][]string
@@ -57,6 +57,11 @@ type SSHDConfig struct {
 	Explicit []string
 	// Files lists the files read, the main one first, with display paths.
 	Files []string
+	// Match lists the Match blocks in the order sshd reads them.
+	Match []facts.SSHMatch
+	// HostKeys lists every HostKey outside Match: unlike most keywords,
+	// each one adds a key.
+	HostKeys []string
 }
 
 // ParseSSHD parses one sshd_config buffer; Include lines are not followed.
@@ -71,22 +76,44 @@ func ParseSSHD(data []byte) (*SSHDConfig, error) {
 // LoadSSHD reads name from src and follows Include lines (globs, relative to
 // /etc/ssh), to a bounded depth.
 func LoadSSHD(src Source, name string) (*SSHDConfig, error) {
+	return LoadSSHDWith(src, name, nil)
+}
+
+// LoadSSHDWith is LoadSSHD for a daemon started with "-o keyword=value"
+// options: sshd reads them before the file, so they win over it.
+func LoadSSHDWith(src Source, name string, options []string) (*SSHDConfig, error) {
 	data, err := readText(src, name)
 	if err != nil {
 		return nil, err
 	}
 	p := newSSHDParser(src)
+	for i, o := range options {
+		if err := p.line(sshdCommandLine, i+1, o, 0); err != nil {
+			return nil, fmt.Errorf("parsing sshd option %q: %w", o, err)
+		}
+	}
 	if err := p.parse(name, data, 0); err != nil {
 		return nil, err
 	}
 	return p.finish(), nil
 }
 
+// sshdCommandLine names the origin of "-o" options in Match settings.
+const sshdCommandLine = "(command line)"
+
+// maxSSHDMatch bounds the Match blocks and the settings one configuration
+// records.
+const maxSSHDMatch = 4096
+
 type sshdParser struct {
 	src      Source
 	cfg      *SSHDConfig
 	explicit map[string]bool
-	inMatch  bool
+	// match is the index in cfg.Match of the block the lines now belong
+	// to, plus one; 0 outside Match. An index, not a pointer, because the
+	// slice moves as it grows while an include's caller still holds it.
+	match    int
+	settings int
 }
 
 func newSSHDParser(src Source) *sshdParser {
@@ -106,17 +133,17 @@ func (p *sshdParser) parse(name string, data []byte, depth int) error {
 	display := p.src.Display(name)
 	p.cfg.Files = append(p.cfg.Files, display)
 	// As in sshd, a Match opened in an included file ends with that file.
-	saved := p.inMatch
-	defer func() { p.inMatch = saved }()
+	saved := p.match
+	defer func() { p.match = saved }()
 	for i, line := range strings.Split(string(data), "\n") {
-		if err := p.line(name, line, depth); err != nil {
+		if err := p.line(display, i+1, line, depth); err != nil {
 			return fmt.Errorf("parsing %s:%d: %w", display, i+1, err)
 		}
 	}
 	return nil
 }
 
-func (p *sshdParser) line(name, line string, depth int) error {
+func (p *sshdParser) line(file string, lineNo int, line string, depth int) error {
 	s := strings.Trim(line, " \t\r\f\v")
 	if s == "" || s[0] == '#' {
 		return nil
@@ -140,28 +167,48 @@ func (p *sshdParser) line(name, line string, depth int) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%s: missing argument", keyword)
 	}
+	if canon, ok := sshdAliases[keyword]; ok {
+		if p.match == 0 {
+			p.explicit[keyword] = true
+		}
+		keyword = canon
+	}
 	switch keyword {
 	case "match":
-		p.inMatch = true
-		return nil
+		return p.openMatch(file, lineNo, args)
 	case "include":
-		if p.inMatch {
-			// Whatever the files say applies only under the Match.
-			return nil
-		}
+		// Inside a Match, what the files say applies under that Match.
 		return p.include(args, depth)
 	}
-	if p.inMatch {
-		return nil
+	if p.match != 0 {
+		return p.matchSetting(file, lineNo, keyword, args)
 	}
 	p.explicit[keyword] = true
-	if canon, ok := sshdAliases[keyword]; ok {
-		keyword = canon
-		p.explicit[keyword] = true
+	if keyword == "hostkey" {
+		p.cfg.HostKeys = append(p.cfg.HostKeys, args[0])
+		return nil
 	}
 	if _, seen := p.cfg.Values[keyword]; !seen {
 		p.cfg.Values[keyword] = args
 	}
+	return nil
+}
+
+func (p *sshdParser) openMatch(file string, lineNo int, args []string) error {
+	if len(p.cfg.Match) >= maxSSHDMatch {
+		return fmt.Errorf("more than %d Match blocks", maxSSHDMatch)
+	}
+	p.cfg.Match = append(p.cfg.Match, facts.SSHMatch{File: file, Line: lineNo, Criteria: strings.Join(args, " "), Settings: []facts.SSHSetting{}})
+	p.match = len(p.cfg.Match)
+	return nil
+}
+
+func (p *sshdParser) matchSetting(file string, lineNo int, keyword string, args []string) error {
+	if p.settings++; p.settings > maxSSHDMatch {
+		return fmt.Errorf("more than %d settings under Match", maxSSHDMatch)
+	}
+	m := &p.cfg.Match[p.match-1]
+	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: args[0], File: file, Line: lineNo})
 	return nil
 }
 
@@ -248,15 +295,19 @@ func (c *SSHDConfig) first(keyword, def string) string {
 // Facts turns the settings into the ssh facts, with OpenSSH's defaults for
 // what the files leave unset. configPath is the display path of sshd_config.
 func (c *SSHDConfig) Facts(configPath string) *facts.SSH {
+	return &facts.SSH{SSHSettings: c.Settings(configPath), Source: "file"}
+}
+
+// Settings is what Facts fills, for one daemon or the file.
+func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 	root := c.first("permitrootlogin", "prohibit-password")
 	if root == "without-password" {
 		// The old spelling of the same setting.
 		root = "prohibit-password"
 	}
-	files := append([]string{}, c.Files...)
-	return &facts.SSH{
+	return facts.SSHSettings{
 		ConfigPath:                   configPath,
-		Files:                        files,
+		Files:                        append([]string{}, c.Files...),
 		PermitRootLogin:              root,
 		PasswordAuthentication:       c.first("passwordauthentication", "yes"),
 		KbdInteractiveAuthentication: c.first("kbdinteractiveauthentication", "yes"),
@@ -265,6 +316,7 @@ func (c *SSHDConfig) Facts(configPath string) *facts.SSH {
 		KexAlgorithms:                c.algorithms("kexalgorithms", DefaultSSHKexAlgorithms),
 		MACs:                         c.algorithms("macs", DefaultSSHMACs),
 		Explicit:                     append([]string{}, c.Explicit...),
+		Match:                        slices.Clone(c.Match),
 	}
 }
 

@@ -31,18 +31,33 @@ func fullFacts() *Facts {
 	f.Cgroup = &Cgroup{Version: 2, Source: "statfs"}
 	f.TLS = &TLS{
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
-		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}}},
+		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
 		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
 			Subject: "CN=node", Issuer: "CN=CA", NotAfter: "2027-01-31T00:00:00Z", KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
 		}, Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
 	}
-	f.SSH = &SSH{
+	sshSettings := SSHSettings{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},
 		PermitRootLogin: "no", PasswordAuthentication: "no", KbdInteractiveAuthentication: "no", PermitEmptyPasswords: "no",
 		Ciphers: []string{"aes256-gcm@openssh.com"}, KexAlgorithms: []string{"curve25519-sha256"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"},
 		Explicit: []string{"permitrootlogin"},
+		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
+			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},
+		}}},
+		HostKeys: []SSHHostKey{
+			{Type: "ssh-rsa", Bits: 2048, Fingerprint: "SHA256:abc", Source: "wire", Address: "0.0.0.0:22"},
+			{Type: "ssh-ed25519", Bits: 256, Source: "file", File: "/etc/ssh/ssh_host_ed25519_key", Error: "reading host key: not found"},
+		},
 	}
+	f.SSH = &SSH{SSHSettings: sshSettings, Source: "file", Daemons: []SSHDaemon{{
+		SSHSettings: sshSettings, PID: 812, Source: "process", Listen: []string{"0.0.0.0:22"},
+		Wire: []SSHWire{{
+			Address: "0.0.0.0:22", Source: "wire", Version: "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3",
+			KexAlgorithms: []string{"curve25519-sha256"}, HostKeyAlgorithms: []string{"rsa-sha2-512"},
+			Ciphers: []string{"aes256-gcm@openssh.com"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"}, Error: "",
+		}},
+	}}}
 	f.Encryption = &Encryption{
 		Crypttab: []CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
 		Root:     &RootEncryption{Encrypted: true, Source: "sysfs", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}},
@@ -195,8 +210,7 @@ func TestSchemaCoversEveryField(t *testing.T) {
 			required[r.(string)] = true
 		}
 		seen := map[string]bool{}
-		for i := 0; i < typ.NumField(); i++ {
-			fld := typ.Field(i)
+		for _, fld := range jsonFields(typ) {
 			name, opts, _ := strings.Cut(fld.Tag.Get("json"), ",")
 			seen[name] = true
 			prop, ok := props[name].(map[string]any)
@@ -224,11 +238,26 @@ func TestSchemaCoversEveryField(t *testing.T) {
 
 func jsonKeys(typ reflect.Type) []string {
 	var out []string
-	for i := 0; i < typ.NumField(); i++ {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+	for _, fld := range jsonFields(typ) {
+		name, _, _ := strings.Cut(fld.Tag.Get("json"), ",")
 		out = append(out, name)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// jsonFields lists a struct's fields as encoding/json sees them: those of
+// an untagged embedded struct take its place.
+func jsonFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := 0; i < typ.NumField(); i++ {
+		fld := typ.Field(i)
+		if fld.Anonymous && fld.Tag.Get("json") == "" && fld.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(fld.Type)...)
+			continue
+		}
+		out = append(out, fld)
+	}
 	return out
 }
 

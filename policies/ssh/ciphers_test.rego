@@ -14,13 +14,22 @@ test_pass_strong if {
 test_fail_weak if {
 	f := facts(["aes256-ctr", "aes128-cbc", "arcfour256", "ARCFOUR", "rijndael-cbc@lysator.liu.se"])
 	check.deny == {
-		"sshd (/etc/ssh/sshd_config) offers weak cipher aes128-cbc",
-		"sshd (/etc/ssh/sshd_config) offers weak cipher arcfour256",
-		"sshd (/etc/ssh/sshd_config) offers weak cipher ARCFOUR",
-		"sshd (/etc/ssh/sshd_config) offers weak cipher rijndael-cbc@lysator.liu.se",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher aes128-cbc in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher arcfour256 in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher ARCFOUR in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak cipher rijndael-cbc@lysator.liu.se in its configuration",
 	} with input as f with data.gpuhost.params as params
 }
 
 test_fail_closed_without_params if {
 	check.deny == {"parameter ssh_weak_ciphers is not set"} with input as facts(["aes128-cbc"]) with data.gpuhost.params as {}
+}
+
+test_fail_on_the_wire_not_the_file if {
+	d := {
+		"pid": 812, "source": "process", "config_path": "/etc/ssh/sshd_config", "listen": ["0.0.0.0:22"],
+		"ciphers": ["aes256-gcm@openssh.com"],
+		"wire": [{"address": "0.0.0.0:22", "source": "wire", "ciphers": ["aes256-gcm@openssh.com", "3des-cbc"]}],
+	}
+	check.deny == {"sshd pid 812 (0.0.0.0:22; /etc/ssh/sshd_config) offers weak cipher 3des-cbc on the wire at 0.0.0.0:22"} with input as {"ssh": {"daemons": [d]}} with data.gpuhost.params as params
 }

@@ -14,9 +14,9 @@ test_pass_strong if {
 test_fail_weak if {
 	f := facts(["curve25519-sha256", "diffie-hellman-group14-sha1", "diffie-hellman-group-exchange-sha1", "gss-group14-sha1-toWM5Slw5Ew8Mqkay+al2g=="])
 	check.deny == {
-		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm diffie-hellman-group14-sha1",
-		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm diffie-hellman-group-exchange-sha1",
-		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm gss-group14-sha1-toWM5Slw5Ew8Mqkay+al2g==",
+		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm diffie-hellman-group14-sha1 in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm diffie-hellman-group-exchange-sha1 in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak key exchange algorithm gss-group14-sha1-toWM5Slw5Ew8Mqkay+al2g== in its configuration",
 	} with input as f with data.gpuhost.params as params
 }
 

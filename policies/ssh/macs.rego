@@ -1,7 +1,7 @@
 # METADATA
 # title: sshd offers no weak MACs
 # description: >-
-#   None of the MACs sshd offers (its effective MACs list, after Include files and with OpenSSH
+#   None of the MACs sshd offers (what it offers on the wire, read from its KEXINIT on a live host; otherwise its effective MACs list, after Include files and with OpenSSH
 #   defaults for an unset keyword) may match params.ssh_weak_macs. A pattern ending in "*" matches
 #   every name that starts with what precedes the "*".
 # scope: package
@@ -18,25 +18,15 @@
 #   requires: [ssh]
 package gpuhost.ssh.macs
 
-# The patterns, lowered once per evaluation rather than once per offered
-# algorithm: exact names as a set, and the prefixes of those ending in "*".
-weak_names := {lower(p) | some p in data.gpuhost.params.ssh_weak_macs}
-
-weak_prefixes := {lower(trim_suffix(p, "*")) | some p in data.gpuhost.params.ssh_weak_macs; endswith(p, "*")}
-
-weak(name) if lower(name) in weak_names
-
-weak(name) if {
-	some prefix in weak_prefixes
-	startswith(lower(name), prefix)
-}
+import data.gpuhost.ssh.lib
 
 deny contains "parameter ssh_weak_macs is not set" if {
 	not data.gpuhost.params.ssh_weak_macs
 }
 
 deny contains msg if {
-	some name in object.get(input.ssh, "macs", [])
-	weak(name)
-	msg := sprintf("sshd (%s) offers weak MAC %s", [input.ssh.config_path, name])
+	some d in lib.daemons
+	some o in lib.offered(d, "macs")
+	lib.matches(o.name, data.gpuhost.params.ssh_weak_macs)
+	msg := sprintf("%s offers weak MAC %s %s", [lib.name(d), o.name, o.where])
 }

@@ -14,11 +14,11 @@ test_pass_strong if {
 test_fail_weak if {
 	f := facts(["hmac-sha2-256", "hmac-sha1", "hmac-sha1-etm@openssh.com", "umac-64@openssh.com", "hmac-md5-96", "UMAC-128@openssh.com"])
 	check.deny == {
-		"sshd (/etc/ssh/sshd_config) offers weak MAC UMAC-128@openssh.com",
-		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-sha1",
-		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-sha1-etm@openssh.com",
-		"sshd (/etc/ssh/sshd_config) offers weak MAC umac-64@openssh.com",
-		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-md5-96",
+		"sshd (/etc/ssh/sshd_config) offers weak MAC UMAC-128@openssh.com in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-sha1 in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-sha1-etm@openssh.com in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak MAC umac-64@openssh.com in its configuration",
+		"sshd (/etc/ssh/sshd_config) offers weak MAC hmac-md5-96 in its configuration",
 	} with input as f with data.gpuhost.params as params
 }
 

@@ -2,7 +2,8 @@
 # title: sshd accepts keys only, not passwords
 # description: >-
 #   sshd's effective PasswordAuthentication and KbdInteractiveAuthentication (formerly
-#   ChallengeResponseAuthentication) must both be "no", so that no password can be guessed
+#   ChallengeResponseAuthentication) must both be "no" for every running sshd, and no Match block
+#   (User, Group, Address or any other) may turn either back on, so that no password can be guessed
 #   over the network.
 # scope: package
 # custom:
@@ -10,12 +11,15 @@
 #   severity: high
 #   remediation: >-
 #     Set "PasswordAuthentication no" and "KbdInteractiveAuthentication no" in
-#     /etc/ssh/sshd_config (and drop-ins under sshd_config.d that override them), then reload ssh.
+#     /etc/ssh/sshd_config (and drop-ins under sshd_config.d that override them), remove them from every Match block, then
+#     reload ssh.
 #   controls:
 #     nist-800-53: [AC-17, IA-2, IA-5]
 #   targets: [rootfs, image, host, facts]
 #   requires: [ssh]
 package gpuhost.ssh.password_authentication
+
+import data.gpuhost.ssh.lib
 
 settings := {
 	"PasswordAuthentication": "password_authentication",
@@ -23,8 +27,17 @@ settings := {
 }
 
 deny contains msg if {
+	some d in lib.daemons
 	some keyword, field in settings
-	v := object.get(input.ssh, field, "")
+	v := object.get(d, field, "")
 	lower(v) != "no"
-	msg := sprintf("%s is %q in the sshd configuration (%s); want no", [keyword, v, input.ssh.config_path])
+	msg := sprintf("%s: %s is %q; want no", [lib.name(d), keyword, v])
+}
+
+deny contains msg if {
+	some d in lib.daemons
+	some keyword, _ in settings
+	some s in lib.match_settings(d, lower(keyword))
+	lower(s.value) != "no"
+	msg := sprintf("%s: %s turns %s back to %q at %s; want no", [lib.name(d), s.block, keyword, s.value, s.at])
 }

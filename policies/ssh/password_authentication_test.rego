@@ -13,16 +13,38 @@ test_pass_both_no if {
 }
 
 test_fail_password if {
-	check.deny == {"PasswordAuthentication is \"yes\" in the sshd configuration (/etc/ssh/sshd_config); want no"} with input as facts("yes", "no")
+	check.deny == {"sshd (/etc/ssh/sshd_config): PasswordAuthentication is \"yes\"; want no"} with input as facts("yes", "no")
 }
 
 test_fail_both if {
 	check.deny == {
-		"PasswordAuthentication is \"yes\" in the sshd configuration (/etc/ssh/sshd_config); want no",
-		"KbdInteractiveAuthentication is \"yes\" in the sshd configuration (/etc/ssh/sshd_config); want no",
+		"sshd (/etc/ssh/sshd_config): PasswordAuthentication is \"yes\"; want no",
+		"sshd (/etc/ssh/sshd_config): KbdInteractiveAuthentication is \"yes\"; want no",
 	} with input as facts("yes", "yes")
 }
 
 test_fail_missing_field if {
-	check.deny == {"KbdInteractiveAuthentication is \"\" in the sshd configuration (/etc/ssh/sshd_config); want no"} with input as {"target": {"kind": "host"}, "ssh": {"config_path": "/etc/ssh/sshd_config", "password_authentication": "no"}}
+	check.deny == {"sshd (/etc/ssh/sshd_config): KbdInteractiveAuthentication is \"\"; want no"} with input as {"target": {"kind": "host"}, "ssh": {"config_path": "/etc/ssh/sshd_config", "password_authentication": "no"}}
+}
+
+daemon(pw, match) := {
+	"pid": 812, "source": "process", "config_path": "/tmp/weak/sshd_config", "listen": ["127.0.0.1:2222"],
+	"password_authentication": pw, "kbd_interactive_authentication": "no",
+	"match": match,
+}
+
+match_user := [{"file": "/tmp/weak/sshd_config", "line": 12, "criteria": "User x", "settings": [
+	{"keyword": "passwordauthentication", "value": "yes", "file": "/tmp/weak/sshd_config", "line": 13},
+	{"keyword": "kbdinteractiveauthentication", "value": "no", "file": "/tmp/weak/sshd_config", "line": 14},
+]}]
+
+test_fail_match_turns_passwords_back_on if {
+	f := {"target": {"kind": "host"}, "ssh": {"daemons": [daemon("no", match_user)]}}
+	check.deny == {"sshd pid 812 (127.0.0.1:2222; /tmp/weak/sshd_config): Match User x (/tmp/weak/sshd_config:12) turns PasswordAuthentication back to \"yes\" at /tmp/weak/sshd_config:13; want no"} with input as f
+}
+
+test_every_daemon_is_judged if {
+	hardened := object.union(daemon("no", []), {"pid": 900, "listen": ["127.0.0.1:22"], "config_path": "/etc/ssh/sshd_config"})
+	f := {"target": {"kind": "host"}, "ssh": {"daemons": [hardened, daemon("yes", [])]}}
+	check.deny == {"sshd pid 812 (127.0.0.1:2222; /tmp/weak/sshd_config): PasswordAuthentication is \"yes\"; want no"} with input as f
 }

@@ -15,8 +15,18 @@
 #   requires: [ssh]
 package gpuhost.ssh.permit_empty_passwords
 
+import data.gpuhost.ssh.lib
+
 deny contains msg if {
-	v := object.get(input.ssh, "permit_empty_passwords", "")
+	some d in lib.daemons
+	v := object.get(d, "permit_empty_passwords", "")
 	lower(v) != "no"
-	msg := sprintf("PermitEmptyPasswords is %q in the sshd configuration (%s); want no", [v, input.ssh.config_path])
+	msg := sprintf("%s: PermitEmptyPasswords is %q; want no", [lib.name(d), v])
+}
+
+deny contains msg if {
+	some d in lib.daemons
+	some s in lib.match_settings(d, "permitemptypasswords")
+	lower(s.value) != "no"
+	msg := sprintf("%s: %s sets PermitEmptyPasswords %q at %s; want no", [lib.name(d), s.block, s.value, s.at])
 }

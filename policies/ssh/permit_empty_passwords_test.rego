@@ -9,5 +9,13 @@ test_pass_no if {
 }
 
 test_fail_yes if {
-	check.deny == {"PermitEmptyPasswords is \"yes\" in the sshd configuration (/etc/ssh/sshd_config); want no"} with input as facts("yes")
+	check.deny == {"sshd (/etc/ssh/sshd_config): PermitEmptyPasswords is \"yes\"; want no"} with input as facts("yes")
+}
+
+test_fail_match if {
+	d := {"pid": 5, "listen": ["127.0.0.1:2222"], "config_path": "/x", "permit_empty_passwords": "no", "match": [{
+		"file": "/x", "line": 3, "criteria": "Address 10.0.0.0/8",
+		"settings": [{"keyword": "permitemptypasswords", "value": "yes", "file": "/x", "line": 4}],
+	}]}
+	check.deny == {"sshd pid 5 (127.0.0.1:2222; /x): Match Address 10.0.0.0/8 (/x:3) sets PermitEmptyPasswords \"yes\" at /x:4; want no"} with input as {"ssh": {"daemons": [d]}}
 }

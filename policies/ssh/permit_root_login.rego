@@ -18,24 +18,33 @@
 #   requires: [ssh]
 package gpuhost.ssh.permit_root_login
 
-value := lower(input.ssh.permit_root_login)
+import data.gpuhost.ssh.lib
 
-# Where the value came from, for the message: OpenSSH's default is prohibit-password.
-origin := sprintf("set in %s", [input.ssh.config_path]) if {
-	"permitrootlogin" in object.get(input.ssh, "explicit", [])
+known := {"no", "yes", "prohibit-password", "without-password", "forced-commands-only"}
+
+# Where a daemon's value came from, for the message: OpenSSH's default is prohibit-password.
+origin(d) := sprintf("set in %s", [d.config_path]) if {
+	"permitrootlogin" in object.get(d, "explicit", [])
 } else := "OpenSSH default"
 
+# Why a value other than "no" lets root in.
+why("yes") := "root may log in with a password"
+
+why(v) := "root may still log in with a key" if v in {"prohibit-password", "without-password", "forced-commands-only"}
+
+why(v) := "an unrecognised value" if not v in known
+
 deny contains msg if {
-	value == "yes"
-	msg := sprintf("PermitRootLogin is yes (%s): root may log in with a password", [origin])
+	some d in lib.daemons
+	v := lower(d.permit_root_login)
+	v != "no"
+	msg := sprintf("%s: PermitRootLogin is %s (%s): %s; want no", [lib.name(d), d.permit_root_login, origin(d), why(v)])
 }
 
 deny contains msg if {
-	value in {"prohibit-password", "without-password", "forced-commands-only"}
-	msg := sprintf("PermitRootLogin is %s (%s): root may still log in with a key; want no", [input.ssh.permit_root_login, origin])
-}
-
-deny contains msg if {
-	not value in {"no", "yes", "prohibit-password", "without-password", "forced-commands-only"}
-	msg := sprintf("PermitRootLogin has the unrecognised value %q (%s); want no", [input.ssh.permit_root_login, origin])
+	some d in lib.daemons
+	some s in lib.match_settings(d, "permitrootlogin")
+	v := lower(s.value)
+	v != "no"
+	msg := sprintf("%s: %s sets PermitRootLogin %s at %s: %s; want no", [lib.name(d), s.block, s.value, s.at, why(v)])
 }

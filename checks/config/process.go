@@ -1,0 +1,199 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	// maxCmdline bounds /proc/PID/cmdline (the kernel allows up to
+	// ARG_MAX, far more than a daemon's command line needs).
+	maxCmdline = 64 << 10
+	// maxProcScan bounds the processes looked at for running daemons.
+	maxProcScan = 4096
+	// nginxDefaultPrefix is Debian's compiled-in nginx prefix, which a
+	// relative -c is resolved against when no -p is given.
+	nginxDefaultPrefix = "/usr/share/nginx"
+)
+
+// readCmdline returns the arguments of a process. Daemons that rewrite
+// their title ("sshd: /usr/sbin/sshd -D [listener] ...", "nginx: master
+// process /usr/sbin/nginx -c /x.conf") leave one string; that is split at
+// spaces after the title's prefix, so a path with a space in it reads
+// wrong there, as it does in ps.
+func readCmdline(fsys sysroot.FS, pid int) ([]string, error) {
+	name := "/proc/" + strconv.Itoa(pid) + "/cmdline"
+	data, err := fsys.ReadFileLimit(name, maxCmdline)
+	if err != nil {
+		return nil, fmt.Errorf("reading the command line of pid %d: %w", pid, err)
+	}
+	return splitCmdline(string(data)), nil
+}
+
+// splitCmdline parses a /proc/PID/cmdline buffer as readCmdline describes.
+func splitCmdline(data string) []string {
+	argv := strings.Split(strings.TrimRight(data, "\x00"), "\x00")
+	if len(argv) == 1 {
+		s := argv[0]
+		for _, prefix := range []string{"sshd: ", "nginx: master process "} {
+			if rest, ok := strings.CutPrefix(s, prefix); ok {
+				if i := strings.Index(rest, " [listener]"); i >= 0 {
+					rest = rest[:i]
+				}
+				return strings.Fields(rest)
+			}
+		}
+		if strings.HasPrefix(s, "nginx: ") {
+			// A worker, cache manager or cache loader: no configuration of
+			// its own.
+			return nil
+		}
+	}
+	if len(argv) == 1 && argv[0] == "" {
+		return nil
+	}
+	return argv
+}
+
+// getopt walks argv[1:] as POSIX getopt does with the given options that
+// take an argument, calling set for each of those. Flags without an
+// argument are skipped; the walk stops at the first non-option.
+func getopt(argv []string, withArg string, set func(opt byte, val string)) error {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return nil
+		}
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			if strings.IndexByte(withArg, c) < 0 {
+				continue
+			}
+			val := a[j+1:]
+			if val == "" {
+				if i+1 >= len(argv) {
+					return fmt.Errorf("option -%c needs an argument", c)
+				}
+				i++
+				val = argv[i]
+			}
+			set(c, val)
+			break
+		}
+	}
+	return nil
+}
+
+// sshdOptionsWithArg are sshd's getopt options that take an argument.
+const sshdOptionsWithArg = "CEbcfghkop"
+
+// SSHDCommandLine returns the configuration file an sshd command line names
+// (the default when it names none) and its -o options, in order.
+func SSHDCommandLine(argv []string) (string, []string, error) {
+	file := SSHDConfigPath
+	var opts []string
+	err := getopt(argv, sshdOptionsWithArg, func(c byte, v string) {
+		switch c {
+		case 'f':
+			file = v
+		case 'o':
+			opts = append(opts, v)
+		}
+	})
+	return file, opts, err
+}
+
+// nginxOptionsWithArg are nginx's options that take an argument.
+const nginxOptionsWithArg = "cegps"
+
+// NginxCommandLine returns the configuration file an nginx command line
+// names, absolute: a relative -c is taken from the prefix (-p, else the
+// compiled-in one). It is /etc/nginx/nginx.conf when there is no -c.
+func NginxCommandLine(argv []string) (string, error) {
+	file, prefix := "", nginxDefaultPrefix
+	err := getopt(argv, nginxOptionsWithArg, func(c byte, v string) {
+		switch c {
+		case 'c':
+			file = v
+		case 'p':
+			prefix = v
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	if file == "" {
+		return NginxConfigPath, nil
+	}
+	if !path.IsAbs(file) {
+		file = path.Join(prefix, file)
+	}
+	return path.Clean(file), nil
+}
+
+// absoluteFor makes a path a process named relative to its working
+// directory absolute, through /proc/PID/cwd.
+func absoluteFor(fsys sysroot.FS, pid int, name string) (string, error) {
+	if path.IsAbs(name) {
+		return path.Clean(name), nil
+	}
+	rl, ok := fsys.(interface{ Readlink(string) (string, error) })
+	if !ok {
+		return "", fmt.Errorf("pid %d names %q relative to a working directory that cannot be read", pid, name)
+	}
+	cwd, err := rl.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	if err != nil {
+		return "", fmt.Errorf("reading the working directory of pid %d: %w", pid, err)
+	}
+	if !path.IsAbs(cwd) {
+		return "", errors.New("working directory is not absolute")
+	}
+	return path.Join(cwd, name), nil
+}
+
+// nginxMaster is a running nginx master and the configuration it loaded.
+type nginxMaster struct {
+	pid  int
+	conf string
+}
+
+// nginxMasters lists the running nginx masters, by pid. Processes that end
+// during the walk, or whose files cannot be read, are left out.
+func nginxMasters(fsys sysroot.FS) ([]nginxMaster, error) {
+	entries, err := fsys.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	var out []nginxMaster
+	seen := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if seen++; seen > maxProcScan {
+			break
+		}
+		comm, err := fsys.ReadFileLimit("/proc/"+e.Name()+"/comm", 256)
+		if err != nil || strings.TrimSpace(string(comm)) != "nginx" {
+			continue
+		}
+		argv, err := readCmdline(fsys, pid)
+		if err != nil || len(argv) == 0 || path.Base(argv[0]) != "nginx" {
+			continue
+		}
+		conf, err := NginxCommandLine(argv)
+		if err != nil {
+			continue
+		}
+		out = append(out, nginxMaster{pid: pid, conf: conf})
+	}
+	slices.SortFunc(out, func(a, b nginxMaster) int { return a.pid - b.pid })
+	return out, nil
+}

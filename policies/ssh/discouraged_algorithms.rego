@@ -1,0 +1,57 @@
+# METADATA
+# title: sshd offers no algorithms ssh-audit warns about
+# description: >-
+#   sshd should not offer key exchanges on the NIST P-curves (ecdh-sha2-nistp*), ECDSA host keys
+#   (ecdsa-sha2-nistp*), nor the other names in params.ssh_discouraged_kex,
+#   params.ssh_discouraged_host_key_algorithms and params.ssh_discouraged_macs, which ssh-audit
+#   flags. On a live host the lists are those the daemon offers on the wire; otherwise its
+#   configuration (host key algorithms then come from the host key files it names).
+# scope: package
+# custom:
+#   id: GH-SSH-008
+#   severity: low
+#   remediation: >-
+#     Remove them, e.g. "KexAlgorithms -ecdh-sha2-nistp*", "HostKeyAlgorithms -ecdsa-sha2-nistp*" and
+#     no ECDSA HostKey line in /etc/ssh/sshd_config; check with "sshd -T" and reload ssh.
+#   controls:
+#     nist-800-53: [SC-13]
+#   targets: [rootfs, image, host, facts]
+#   requires: [ssh]
+package gpuhost.ssh.discouraged_algorithms
+
+import data.gpuhost.ssh.lib
+
+params := {
+	"kex_algorithms": ["ssh_discouraged_kex", "key exchange"],
+	"macs": ["ssh_discouraged_macs", "MAC"],
+}
+
+deny contains sprintf("parameter %s is not set", [p]) if {
+	some p in ["ssh_discouraged_kex", "ssh_discouraged_macs", "ssh_discouraged_host_key_algorithms"]
+	not data.gpuhost.params[p]
+}
+
+deny contains msg if {
+	some d in lib.daemons
+	some field, p in params
+	some o in lib.offered(d, field)
+	lib.matches(o.name, data.gpuhost.params[p[0]])
+	msg := sprintf("%s offers discouraged %s %s %s", [lib.name(d), p[1], o.name, o.where])
+}
+
+# Host key algorithms: the wire's list where it was read, else the types of
+# the host keys the configuration names.
+host_key_algorithms(d) := lib.offered(d, "host_key_algorithms") if {
+	count(lib.wire(d)) > 0
+} else := {{"name": k.type, "where": sprintf("in host key %s", [k.file])} |
+	some k in object.get(d, "host_keys", [])
+	k.source == "file"
+	k.type != ""
+}
+
+deny contains msg if {
+	some d in lib.daemons
+	some o in host_key_algorithms(d)
+	lib.matches(o.name, data.gpuhost.params.ssh_discouraged_host_key_algorithms)
+	msg := sprintf("%s offers discouraged host key algorithm %s %s", [lib.name(d), o.name, o.where])
+}

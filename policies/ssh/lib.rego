@@ -1,0 +1,44 @@
+# Helpers the sshd checks share. No METADATA and no deny: a library, not a check.
+package gpuhost.ssh.lib
+
+# Every sshd to judge: each running daemon of a live host, or the
+# configuration file of an image. Facts saved before daemons were collected
+# have only the top-level settings, which then stand for the one daemon.
+daemons := d if {
+	d := object.get(input.ssh, "daemons", [])
+	count(d) > 0
+} else := [input.ssh]
+
+# The daemon as messages name it: pid, listeners and configuration file.
+name(d) := sprintf("sshd pid %d (%s; %s)", [d.pid, concat(", ", d.listen), d.config_path]) if {
+	d.pid
+} else := sprintf("sshd (%s)", [d.config_path])
+
+# Whether an algorithm matches one of the patterns, ignoring case; a
+# pattern ending in "*" matches every name that starts with what precedes it.
+matches(alg, patterns) if lower(alg) in {lower(p) | some p in patterns}
+
+matches(alg, patterns) if {
+	some p in patterns
+	endswith(p, "*")
+	startswith(lower(alg), lower(trim_suffix(p, "*")))
+}
+
+# The listeners of a daemon whose KEXINIT was read.
+wire(d) := [w | some w in object.get(d, "wire", []); object.get(w, "error", "") == ""]
+
+# What a daemon offers of one list (a facts field), each name with where it
+# was seen: on the wire where it was read, otherwise in its configuration.
+offered(d, field) := {{"name": n, "where": sprintf("on the wire at %s", [w.address])} |
+	some w in wire(d)
+	some n in object.get(w, field, [])
+} if {
+	count(wire(d)) > 0
+} else := {{"name": n, "where": "in its configuration"} | some n in object.get(d, field, [])}
+
+# The settings of keyword (lower case) under the daemon's Match blocks.
+match_settings(d, keyword) := {{"block": sprintf("Match %s (%s:%d)", [m.criteria, m.file, m.line]), "value": s.value, "at": sprintf("%s:%d", [s.file, s.line])} |
+	some m in object.get(d, "match", [])
+	some s in m.settings
+	s.keyword == keyword
+}
