@@ -350,4 +350,3 @@ func jsonRoundTrip(t *testing.T, v any) any {
 	}
 	return out
 }
-
