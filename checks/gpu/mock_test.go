@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,8 +59,13 @@ func healthy(s *server.Server) {
 		dev.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
 		dev.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 		dev.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
+		// A100 SXM parts have 12 NVLinks; Hopper and Blackwell SXM, 18.
+		links := 12
+		if !strings.Contains(dev.Config.Name, "A100") {
+			links = 18
+		}
 		dev.GetNvLinkStateFunc = func(link int) (nvml.EnableState, nvml.Return) {
-			if link >= 12 {
+			if link >= links {
 				return 0, nvml.ERROR_INVALID_ARGUMENT
 			}
 			return nvml.FEATURE_ENABLED, nvml.SUCCESS

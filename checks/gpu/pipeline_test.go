@@ -58,7 +58,7 @@ const cleanLog = "Mar  8 10:12:00 dgx-01 kernel: [ 1300.0] NVRM: Xid (PCI:0000:0
 var liveChecks = []string{
 	"GH-GPU-001", "GH-GPU-002", "GH-GPU-003", "GH-GPU-004", "GH-GPU-005", "GH-GPU-006",
 	"GH-GPU-007", "GH-GPU-008", "GH-GPU-009", "GH-GPU-010", "GH-GPU-011", "GH-GPU-012",
-	"GH-GPU-014", "GH-GPU-018", "GH-GPU-019",
+	"GH-GPU-014", "GH-GPU-018", "GH-GPU-019", "GH-GPU-021",
 }
 
 func TestPipelineHealthyDGX(t *testing.T) {
@@ -115,6 +115,17 @@ func TestPipelineFaults(t *testing.T) {
 		{"hot", "GH-GPU-012", "550.54.15", func(_ *server.Server, d *server.Device) {
 			d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 85, nvml.SUCCESS }
 		}, "is at 85C"},
+		{"nvlink down", "GH-GPU-021", "550.54.15", func(_ *server.Server, d *server.Device) {
+			d.GetNvLinkStateFunc = func(link int) (nvml.EnableState, nvml.Return) {
+				switch {
+				case link >= 12:
+					return 0, nvml.ERROR_INVALID_ARGUMENT
+				case link == 5:
+					return nvml.FEATURE_DISABLED, nvml.SUCCESS
+				}
+				return nvml.FEATURE_ENABLED, nvml.SUCCESS
+			}
+		}, "NVLink 5 is not active; 12 active links are wanted on Mock NVIDIA A100-SXM4-40GB"},
 		{"query fails", "GH-GPU-019", "550.54.15", func(_ *server.Server, d *server.Device) {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, false, false, nvml.ERROR_CORRUPTED_INFOROM }
 		}, "remapped_rows: GetRemappedRows: ERROR_CORRUPTED_INFOROM"},
