@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
+	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
 )
 
@@ -383,6 +384,10 @@ func (c *Config) validate() []string {
 
 	if v := c.CUDA.Version; v != "" && !cudaRe.MatchString(v) {
 		add("cuda.version: %q is not a CUDA version such as 12.8 or 12.8.1-1", v)
+	} else if v != "" && branchRe.MatchString(d.Branch) {
+		if msg := cudaTooNew(d.Branch, v); msg != "" {
+			add("cuda.version: %s", msg)
+		}
 	}
 	tk := c.ContainerToolkit.Version
 	if tk != "" && !debVersion.MatchString(tk) {
@@ -583,4 +588,21 @@ func DecodeJSON(data []byte) (*Config, error) {
 		return nil, errors.New("the configuration is not a JSON object")
 	}
 	return Decode(raw)
+}
+
+// cudaTooNew says why a CUDA pin cannot run on a driver branch, or "" when
+// it can: the matrix (checks/gpu) is the one the gate judges images by, so
+// a plan it would fail is refused before anything is baked.
+func cudaTooNew(branch, cuda string) string {
+	b, _ := strconv.Atoi(branch)
+	m := cudaRe.FindStringSubmatch(cuda)
+	want := m[1] + "." + m[2]
+	limit, known := gpucheck.MaxCUDA(b)
+	switch {
+	case known && gpucheck.CompareVersions(want, limit) > 0:
+		return fmt.Sprintf("CUDA %s needs a newer driver than branch %s, which supports CUDA up to %s; pin CUDA %s or older, or a newer driver branch", want, branch, limit, limit)
+	case !known && b < gpucheck.OldestBranch():
+		return fmt.Sprintf("driver branch %s is older than any the compatibility matrix knows (%d and later), so CUDA %s cannot be checked against it", branch, gpucheck.OldestBranch(), want)
+	}
+	return ""
 }

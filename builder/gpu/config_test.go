@@ -145,3 +145,26 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)
 }
+
+// TestCUDANewerThanTheDriverIsRefused: the compatibility matrix the gate
+// judges images by is applied before baking, naming both pins and the
+// newest CUDA the branch allows.
+func TestCUDANewerThanTheDriverIsRefused(t *testing.T) {
+	cfg := func(driver, cuda string) string {
+		return `{"driver": {"version": "` + driver + `"}, "cuda": {"version": "` + cuda + `"}, "container_toolkit": {"version": "1.17.8-1"},
+		"keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}}`
+	}
+	_, err := DecodeJSON([]byte(cfg("535.261.03-0ubuntu1", "12.8.1-1")))
+	want := "cuda.version: CUDA 12.8 needs a newer driver than branch 535, which supports CUDA up to 12.2; pin CUDA 12.2 or older, or a newer driver branch"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CUDA 12.8 on 535: err = %v, want %q", err, want)
+	}
+	for _, ok := range []string{"12.2", "12.2.2-1", "11.8"} {
+		if _, err := DecodeJSON([]byte(cfg("535.261.03-0ubuntu1", ok))); err != nil {
+			t.Errorf("CUDA %s on 535 refused: %v", ok, err)
+		}
+	}
+	if _, err := DecodeJSON([]byte(cfg("440.118.02-0ubuntu1", "11.0"))); err == nil || !strings.Contains(err.Error(), "driver branch 440 is older than any the compatibility matrix knows") {
+		t.Errorf("an unknown old branch: err = %v", err)
+	}
+}

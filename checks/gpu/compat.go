@@ -45,6 +45,9 @@ var cudaByBranch = []struct {
 	{580, "13.0"},
 }
 
+// OldestBranch is the oldest driver branch the matrix knows.
+func OldestBranch() int { return cudaByBranch[0].branch }
+
 // MaxCUDA returns the newest CUDA version (MAJOR.MINOR) that driver branch
 // supports. ok is false for a branch older than the table, and for one newer
 // than its last row: such a branch supports at least that row's CUDA, but

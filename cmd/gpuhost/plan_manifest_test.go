@@ -51,6 +51,12 @@ func TestPlanCommandRejectsBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "distro.id") {
 		t.Errorf("err = %v", err)
 	}
+	// A CUDA pin the driver branch cannot run is refused before any plan.
+	keys := `"keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}`
+	_, err = runCmd(t, (*app).planCommand, `{"driver": {"version": "550.163.01-0ubuntu1"}, "cuda": {"version": "12.8.1-1"}, "container_toolkit": {"version": "1.17.8-1"}, `+keys+`, "distro": {"id": "ubuntu", "version_id": "22.04", "codename": "jammy"}}`, "--config", "-")
+	if err == nil || !strings.Contains(err.Error(), "CUDA 12.8 needs a newer driver than branch 550, which supports CUDA up to 12.4") {
+		t.Errorf("CUDA 12.8 on branch 550: err = %v", err)
+	}
 }
 
 func TestManifestRootfsCommand(t *testing.T) {
