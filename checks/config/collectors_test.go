@@ -526,3 +526,41 @@ func BenchmarkCollectorsHardened(b *testing.B) {
 		}
 	}
 }
+
+// TestNvidiaBinaryMustBeExecutable: a runtime's BinaryName counts only when
+// it is an executable regular file inside the target, looked up on the
+// shim's PATH when it is a bare command; a link out of the tree never
+// reaches the build machine's own binary.
+func TestNvidiaBinaryMustBeExecutable(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("usr/bin/nvidia-container-runtime", 0o755)
+	write("usr/bin/not-executable", 0o644)
+	if err := os.Symlink("/bin/sh", filepath.Join(dir, "usr/bin/escapes")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, closer, err := sysroot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	for name, want := range map[string]bool{
+		"/usr/bin/nvidia-container-runtime": true,
+		"nvidia-container-runtime":          true,
+		"/usr/bin/not-executable":           false,
+		"/usr/bin/missing":                  false,
+		"/usr/bin/escapes":                  false,
+	} {
+		if got := executableIn(fsys, name); got != want {
+			t.Errorf("executableIn(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -345,9 +345,33 @@ func LoadContainerd(src Source, name string) (*facts.Containerd, error) {
 		Imports:             imports,
 		NvidiaRuntime:       s.NvidiaRuntime,
 		NvidiaBinary:        s.NvidiaBinary,
+		NvidiaBinaryPresent: s.NvidiaBinary != "" && executableIn(src, s.NvidiaBinary),
 		DefaultRuntime:      s.DefaultRuntime,
 		SystemdCgroup:       s.SystemdCgroup,
 		NvidiaSystemdCgroup: s.NvidiaSystemdCgroup,
 		CDIEnabled:          s.CDIEnabled,
 	}, nil
+}
+
+// binaryPath is where the runc shim finds a BinaryName that is not a path:
+// the PATH containerd's systemd unit runs with.
+var binaryPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// executableIn reports whether name (a path, or a command looked up on
+// binaryPath) is an executable regular file inside the target: a runtime
+// configured in containerd whose binary is missing starts no container.
+func executableIn(src Source, name string) bool {
+	candidates := []string{name}
+	if !strings.Contains(name, "/") {
+		candidates = candidates[:0]
+		for _, dir := range binaryPath {
+			candidates = append(candidates, path.Join(dir, name))
+		}
+	}
+	for _, c := range candidates {
+		if st, err := src.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }

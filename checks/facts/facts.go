@@ -354,12 +354,15 @@ type ContainerRuntime struct {
 
 // Containerd is the effective config after conf.d drop-ins are merged.
 type Containerd struct {
-	ConfigPath     string   `json:"config_path"`
-	ConfigVersion  int      `json:"config_version"`
-	Imports        []string `json:"imports"`
-	NvidiaRuntime  bool     `json:"nvidia_runtime"`
-	NvidiaBinary   string   `json:"nvidia_binary,omitempty"`
-	DefaultRuntime string   `json:"default_runtime"`
+	ConfigPath    string   `json:"config_path"`
+	ConfigVersion int      `json:"config_version"`
+	Imports       []string `json:"imports"`
+	NvidiaRuntime bool     `json:"nvidia_runtime"`
+	NvidiaBinary  string   `json:"nvidia_binary,omitempty"`
+	// NvidiaBinaryPresent says whether NvidiaBinary is an executable file
+	// in the target, found as containerd's shim would find it.
+	NvidiaBinaryPresent bool   `json:"nvidia_binary_present"`
+	DefaultRuntime      string `json:"default_runtime"`
 	// SystemdCgroup is the runc (or default runtime) option; nil when unset.
 	SystemdCgroup       *bool `json:"systemd_cgroup"`
 	NvidiaSystemdCgroup *bool `json:"nvidia_systemd_cgroup"`
