@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -262,5 +264,39 @@ func TestPlanPinsWholeDriverSource(t *testing.T) {
 	}
 	if strings.Contains(renderCase(t, "ubuntu-22.04-cuda-repo-open-580"), "preferences.d") {
 		t.Error("cuda-repo relies on nvidia-driver-pinning, not its own preferences")
+	}
+}
+
+// TestPlanCDIUnit: with containerd.cdi the plan installs a unit that
+// generates the CDI spec at every boot, before containerd, and the unit is
+// one systemd accepts.
+func TestPlanCDIUnit(t *testing.T) {
+	plan := renderCase(t, "ubuntu-22.04-cuda-repo-open-580")
+	if !hasLine(plan, "enable_unit gpuhost-cdi.service") {
+		t.Fatal("the CDI unit is not enabled")
+	}
+	_, rest, ok := strings.Cut(plan, "cat >/etc/systemd/system/gpuhost-cdi.service <<UNIT\n")
+	unit, _, ok2 := strings.Cut(rest, "\nUNIT\n")
+	if !ok || !ok2 {
+		t.Fatal("no unit text in the plan")
+	}
+	for _, want := range []string{"Before=containerd.service", "Type=oneshot", "ExecStart=$nvidia_ctk cdi generate --output=/var/run/cdi/nvidia.yaml", "WantedBy=multi-user.target"} {
+		if !hasLine(unit, want) {
+			t.Errorf("the unit lacks %q:\n%s", want, unit)
+		}
+	}
+	// The plan fills in nvidia-ctk's path on the target; any executable
+	// stands in for it here.
+	analyze := testutil.Tool(t, "systemd-analyze", "systemd")
+	stand, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gpuhost-cdi.service")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(unit, "$nvidia_ctk", stand)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }

@@ -231,6 +231,30 @@ fi
 } >/etc/containerd/conf.d/99-zz-gpuhost.toml
 chmod 0644 /etc/containerd/conf.d/99-zz-gpuhost.toml
 
+step "CDI spec at boot"
+# The spec names the host's GPUs and device nodes, which only the booted
+# host has: it is generated at every boot, before containerd starts, into
+# the runtime directory containerd reads.
+command -v nvidia-ctk >/dev/null 2>&1 || die "containerd.cdi needs nvidia-ctk, which the container toolkit did not install"
+nvidia_ctk=$(command -v nvidia-ctk)
+cat >/etc/systemd/system/gpuhost-cdi.service <<UNIT
+# Written by the gpuhost-gpu provisioner.
+[Unit]
+Description=Generate the NVIDIA CDI spec for this host's GPUs
+After=systemd-modules-load.service nvidia-persistenced.service
+Before=containerd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=$nvidia_ctk cdi generate --output=/var/run/cdi/nvidia.yaml
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+chmod 0644 /etc/systemd/system/gpuhost-cdi.service
+enable_unit gpuhost-cdi.service
+
 step "blacklist nouveau"
 # The NVIDIA driver and nouveau cannot drive the same GPU; only the full
 # driver packages ship this file, so the userspace-only sources need it too.
