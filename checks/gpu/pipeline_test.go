@@ -125,7 +125,7 @@ func TestPipelineFaults(t *testing.T) {
 				}
 				return nvml.FEATURE_ENABLED, nvml.SUCCESS
 			}
-		}, "NVLink 5 is not active; 12 active links are wanted on Mock NVIDIA A100-SXM4-40GB"},
+		}, "NVLink 5 not active; 12 active links are wanted on Mock NVIDIA A100-SXM4-40GB"},
 		{"query fails", "GH-GPU-019", "550.54.15", func(_ *server.Server, d *server.Device) {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, false, false, nvml.ERROR_CORRUPTED_INFOROM }
 		}, "remapped_rows: GetRemappedRows: ERROR_CORRUPTED_INFOROM"},

@@ -146,6 +146,10 @@ func hostGPU(image, host int) *facts.GPU {
 			PCIe:            &facts.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
 			Architecture:    "hopper", MinDriverBranch: 525,
 		}
+		// An H100 SXM has 18 NVLinks; one host in 61 has one down.
+		for l := range 18 {
+			dev.NVLink = append(dev.NVLink, facts.NVLink{Link: l, Active: !(host%61 == 7 && d == 4 && l == 9)})
+		}
 		switch {
 		case host%50 == 3 && d == 2:
 			dev.ECC.UncorrectedAggregate = 2

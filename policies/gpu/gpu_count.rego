@@ -32,13 +32,20 @@ pci_read if input.collectors.pci.status == "ok"
 
 skip contains "params.gpu_expected_count is not set" if want == null
 
+default nvml_reason := "did not run"
+
+nvml_reason := input.gpu.reason
+
+nvml_reason := input.collectors.gpu.reason if not input.gpu.reason
+
+default pci_reason := "did not run"
+
+pci_reason := input.collectors.pci.reason
+
 skip contains msg if {
 	not nvml_up
 	not pci_read
-	msg := sprintf("neither NVML (%s) nor the PCI bus (%s) could be read", [
-		object.get(input, ["gpu", "reason"], object.get(input, ["collectors", "gpu", "reason"], "did not run")),
-		object.get(input, ["collectors", "pci", "reason"], "did not run"),
-	])
+	msg := sprintf("neither NVML (%s) nor the PCI bus (%s) could be read", [nvml_reason, pci_reason])
 }
 
 deny contains msg if {
@@ -53,7 +60,7 @@ deny contains msg if {
 	want != null
 	not nvml_up
 	pci_read
-	have := count([d | some d in object.get(input.pci, "devices", []); d.gpu])
+	have := count([d | some d in input.pci.devices; d.gpu])
 	have != want
 	msg := sprintf("NVML is unavailable; the PCI bus shows %d NVIDIA GPUs; want %d", [have, want])
 }

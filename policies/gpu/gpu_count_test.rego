@@ -42,3 +42,8 @@ test_skip_nothing_readable if {
 	doc := {"collectors": {"gpu": {"status": "unavailable", "reason": "x"}, "pci": {"status": "unavailable", "reason": "no sysfs"}}, "gpu": {"available": false, "reason": "x"}}
 	check.skip == {"neither NVML (x) nor the PCI bus (no sysfs) could be read"} with input as doc with data.gpuhost.params as {"gpu_expected_count": 8}
 }
+
+test_skip_reasons_from_the_collectors if {
+	doc := {"collectors": {"gpu": {"status": "error", "reason": "NVML hung"}}}
+	check.skip == {"neither NVML (NVML hung) nor the PCI bus (did not run) could be read"} with input as doc with data.gpuhost.params as {"gpu_expected_count": 8}
+}

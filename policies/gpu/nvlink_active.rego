@@ -5,7 +5,8 @@
 #   Hopper and Blackwell SXM parts). A link that is down halves collective bandwidth or splits an
 #   NVLink domain, and jobs run slowly rather than fail. params.gpu_nvlink_links maps a part of
 #   the GPU's name to the links that must be active; every GPU whose name contains a key must
-#   report that many links, all active. Each message names the GPU's index, UUID and the link.
+#   report that many links, all active. Each message names the GPU's index and UUID and the links that
+#   are down.
 #   Skips when no GPU matches a key (PCIe parts without bridges have no links to check).
 # scope: package
 # custom:
@@ -24,11 +25,11 @@ default expected := {}
 
 expected := data.gpuhost.params.gpu_nvlink_links
 
-# want[i] is how many links GPU i must have active; the longest matching
-# key wins, so a site can set one SKU apart from its family.
-want[i] := n if {
-	some i, d in input.gpu.devices
-	keys := [k | some k, _ in expected; contains(d.name, k)]
+# links_for(name) is how many links a GPU of that name must have active;
+# the longest matching key wins, so a site can set one SKU apart from its
+# family.
+links_for(name) := n if {
+	keys := [k | some k, _ in expected; contains(name, k)]
 	count(keys) > 0
 	longest := max({count(k) | some k in keys})
 	some k in keys
@@ -36,19 +37,19 @@ want[i] := n if {
 	n := expected[k]
 }
 
-skip contains "no GPU's name matches a key of params.gpu_nvlink_links" if count(want) == 0
-
-deny contains msg if {
-	some i, n in want
-	n > 0
-	d := input.gpu.devices[i]
-	some link in numbers.range(0, n - 1)
-	not link_active(d, link)
-	msg := sprintf("GPU %d (%s): NVLink %d is not active; %d active links are wanted on %s", [d.index, d.uuid, link, n, d.name])
+matched if {
+	some d in input.gpu.devices
+	links_for(d.name)
 }
 
-link_active(d, link) if {
-	some l in d.nvlink
-	l.link == link
-	l.active == true
+skip contains "no GPU's name matches a key of params.gpu_nvlink_links" if not matched
+
+deny contains msg if {
+	some d in input.gpu.devices
+	n := links_for(d.name)
+	n > 0
+	missing := {l | some l in numbers.range(0, n - 1)} - {l.link | some l in d.nvlink; l.active == true}
+	count(missing) > 0
+	down := [sprintf("%d", [l]) | some l in sort(missing)]
+	msg := sprintf("GPU %d (%s): NVLink %s not active; %d active links are wanted on %s", [d.index, d.uuid, concat(", ", down), n, d.name])
 }

@@ -27,7 +27,12 @@ critical := data.gpuhost.params.gpu_critical_xids
 
 skip contains sprintf("the kernel log could not be read: %s", [input.gpu.xid_error]) if input.gpu.xid_error != ""
 
-skip contains "the kernel log was not read: the gpu collector did not run" if not input.gpu
+# The collector names the log it read (xid_source) or why it read none
+# (xid_error); with neither, it did not run.
+skip contains "the kernel log was not read: the gpu collector did not run" if {
+	not input.gpu.xid_source
+	not input.gpu.xid_error
+}
 
 # The collector names the GPUs NVML lists at each event's PCI address; an
 # event from a GPU NVML no longer lists (one that fell off the bus) or from
