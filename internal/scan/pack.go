@@ -3,7 +3,13 @@ package scan
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agnivade/levenshtein"
 
 	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/policies"
@@ -70,6 +76,62 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 			return nil, err
 		}
 		opts = append(opts, engine.WithParams(params))
+		e, err := engine.New(ctx, append(opts, extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseUnknownParams(e, params, p.Params); err != nil {
+			return nil, err
+		}
+		return e, nil
 	}
 	return engine.New(ctx, append(opts, extra...)...)
+}
+
+// refuseUnknownParams fails on a top-level params key that no check of the
+// compiled pack reads: a typo in a pin ("pinz") would otherwise disable the
+// check it meant to configure without a word. A pack whose check reads
+// params with a key known only at run time accepts every key.
+func refuseUnknownParams(e *engine.Engine, params map[string]any, file string) error {
+	read := map[string]bool{}
+	for _, c := range e.Checks() {
+		for _, k := range e.ParamsUsed(c) {
+			if k == engine.ParamsAll {
+				return nil
+			}
+			read[k] = true
+		}
+	}
+	var unknown []string
+	for k := range params {
+		if !read[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	known := slices.Sorted(maps.Keys(read))
+	msgs := make([]string, 0, len(unknown))
+	for _, k := range unknown {
+		msg := fmt.Sprintf("%q", k)
+		if near := nearest(k, known); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		msgs = append(msgs, msg)
+	}
+	return fmt.Errorf("--params %s: no check reads %s", file, strings.Join(msgs, ", "))
+}
+
+// nearest is the known key closest to k, when it is close enough to be the
+// one meant.
+func nearest(k string, known []string) string {
+	best, bestDist := "", len(k)/3+1
+	for _, c := range known {
+		if d := levenshtein.ComputeDistance(k, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
 }

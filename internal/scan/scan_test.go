@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,5 +181,25 @@ func compare(t *testing.T, i int, cold, warm *engine.Engine, a, b *engine.Docume
 				t.Errorf("document %d, %s: memo %s %q, evaluation %s %q", i, want[j].ID, got[j].Status, got[j].Messages, want[j].Status, want[j].Messages)
 			}
 		}
+	}
+}
+
+// TestUnknownParamsAreRefused: a params key no check reads is a typo that
+// would silently disable what it meant to configure; it is refused, named,
+// with the nearest key the pack reads.
+func TestUnknownParamsAreRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "params.yaml")
+	if err := os.WriteFile(path, []byte("pinz:\n  libnvidia-ml1: 535.261.03-1\nallowed_ports: [22]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Pack{Params: path}.Engine(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `no check reads "pinz" (did you mean "pins"?)`) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := os.WriteFile(path, []byte("pins:\n  libnvidia-ml1: 535.261.03-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Pack{Params: path}).Engine(context.Background()); err != nil {
+		t.Fatalf("known keys refused: %v", err)
 	}
 }

@@ -21,21 +21,26 @@ package gpuhost.ssh.discouraged_algorithms
 
 import data.gpuhost.ssh.lib
 
+# Each list is read by its constant key, so that the pack's tooling (the
+# catalog, the unknown-params check) sees which parameters the check reads.
 params := {
-	"kex_algorithms": ["ssh_discouraged_kex", "key exchange"],
-	"macs": ["ssh_discouraged_macs", "MAC"],
+	"kex_algorithms": [data.gpuhost.params.ssh_discouraged_kex, "key exchange"],
+	"macs": [data.gpuhost.params.ssh_discouraged_macs, "MAC"],
 }
 
-deny contains sprintf("parameter %s is not set", [p]) if {
-	some p in ["ssh_discouraged_kex", "ssh_discouraged_macs", "ssh_discouraged_host_key_algorithms"]
-	not data.gpuhost.params[p]
+deny contains "parameter ssh_discouraged_kex is not set" if not data.gpuhost.params.ssh_discouraged_kex
+
+deny contains "parameter ssh_discouraged_macs is not set" if not data.gpuhost.params.ssh_discouraged_macs
+
+deny contains "parameter ssh_discouraged_host_key_algorithms is not set" if {
+	not data.gpuhost.params.ssh_discouraged_host_key_algorithms
 }
 
 deny contains msg if {
 	some d in lib.daemons
 	some field, p in params
 	some o in lib.offered(d, field)
-	lib.matches(o.name, data.gpuhost.params[p[0]])
+	lib.matches(o.name, p[0])
 	msg := sprintf("%s offers discouraged %s %s %s", [lib.name(d), p[1], o.name, o.where])
 }
 

@@ -21,10 +21,9 @@ package gpuhost.ssh.host_keys
 
 import data.gpuhost.ssh.lib
 
-deny contains sprintf("parameter %s is not set", [p]) if {
-	some p in ["ssh_min_rsa_bits", "ssh_weak_host_key_algorithms"]
-	not data.gpuhost.params[p]
-}
+deny contains "parameter ssh_min_rsa_bits is not set" if not data.gpuhost.params.ssh_min_rsa_bits
+
+deny contains "parameter ssh_weak_host_key_algorithms is not set" if not data.gpuhost.params.ssh_weak_host_key_algorithms
 
 where(k) := sprintf("on the wire at %s", [k.address]) if k.source == "wire"
 
