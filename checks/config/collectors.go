@@ -41,6 +41,11 @@ func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	if err != nil {
 		return err
 	}
+	if len(nginx) == 0 && !exists(env.FS, NginxConfigPath) {
+		if err := missingButInstalled(env.FS, f, NginxConfigPath); err != nil {
+			return err
+		}
+	}
 	if f.TLS == nil {
 		f.TLS = &facts.TLS{}
 	}
@@ -146,6 +151,9 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	}
 	if len(daemons) == 0 {
 		if file == nil {
+			if err := missingButInstalled(env.FS, f, SSHDConfigPath); err != nil {
+				return err
+			}
 			return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
 		}
 		// No daemon runs: the file is what the next start will use.
@@ -254,6 +262,35 @@ func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]facts.CDISpec, err
 // asked before loading because a missing include also reads as "not exist",
 // and that must be an error, not an absent configuration. Any answer other
 // than a clear absence lets the loader report the problem.
+// shippedBy names, per configuration file, the packages that install it.
+var shippedBy = map[string][]string{
+	SSHDConfigPath:  {"openssh-server"},
+	NginxConfigPath: {"nginx", "nginx-common", "nginx-core", "nginx-light", "nginx-full", "nginx-extras"},
+}
+
+// missingButInstalled says why a configuration file that is absent cannot
+// mean "not installed": a package that ships it is installed, so the file
+// was removed or replaced by a link to nothing, and the daemon runs on
+// settings nobody can read. It returns nil when the absence is honest.
+func missingButInstalled(fsys sysroot.FS, f *facts.Facts, name string) error {
+	for _, p := range f.Packages {
+		if !slices.Contains(shippedBy[name], p.Name) {
+			continue
+		}
+		what := "is missing"
+		if st, err := fsys.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			what = "is a symbolic link to nothing in the target"
+			if rl, ok := fsys.(interface{ Readlink(string) (string, error) }); ok {
+				if to, err := rl.Readlink(name); err == nil {
+					what = fmt.Sprintf("is a symbolic link to %s, which does not exist in the target", to)
+				}
+			}
+		}
+		return fmt.Errorf("%s %s, but package %s %s, which installs it, is installed", fsys.Display(name), what, p.Name, p.Version)
+	}
+	return nil
+}
+
 func exists(fsys sysroot.FS, name string) bool {
 	_, err := fsys.Stat(name)
 	return !sysroot.IsNotExist(err)

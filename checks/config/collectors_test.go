@@ -564,3 +564,44 @@ func TestNvidiaBinaryMustBeExecutable(t *testing.T) {
 		}
 	}
 }
+
+// TestInstalledDaemonWithoutItsConfigIsAnError: an sshd or nginx package
+// that is installed while its configuration is gone (deleted, or a link to
+// nothing) is no "not installed": the collector fails, naming the file, the
+// link and the package, so the checks report error instead of skipping.
+func TestInstalledDaemonWithoutItsConfigIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		collector collector.Collector
+		file, pkg string
+	}{
+		{sshCollector{}, SSHDConfigPath, "openssh-server"},
+		{tlsCollector{}, NginxConfigPath, "nginx"},
+	} {
+		dir := t.TempDir()
+		link := filepath.Join(dir, tc.file)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/nonexistent/config", link); err != nil {
+			t.Fatal(err)
+		}
+		fsys, closer, err := sysroot.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := facts.New(facts.KindRootfs, dir, time.Now())
+		err = tc.collector.Collect(context.Background(), &collector.Env{FS: fsys}, f)
+		closer.Close()
+		var o *collector.Outcome
+		if err != nil && !errors.As(err, &o) {
+			t.Errorf("%s, no package: got %v, want the honest absence", tc.file, err)
+		}
+		fsys, closer, _ = sysroot.Open(dir)
+		f.Packages = []facts.Package{{Name: tc.pkg, Version: "1.0-1", Arch: "amd64"}}
+		err = tc.collector.Collect(context.Background(), &collector.Env{FS: fsys}, f)
+		closer.Close()
+		if err == nil || errors.As(err, &o) || !strings.Contains(err.Error(), "link to /nonexistent/config") || !strings.Contains(err.Error(), tc.pkg) {
+			t.Errorf("%s with %s installed: got %v, want an error naming the link and the package", tc.file, tc.pkg, err)
+		}
+	}
+}
