@@ -1,11 +1,13 @@
 package system
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
@@ -58,6 +60,24 @@ type offlineResolver struct {
 type imageLUKS struct {
 	Device string
 	Header luksHeader
+}
+
+// imageLUKSHeaders reads the LUKS header of each of an image's partitions
+// that has one. A partition that starts with the LUKS magic but whose header
+// does not parse is an error: the root may lie on it.
+func imageLUKSHeaders(devices []collector.BlockDevice) ([]imageLUKS, error) {
+	var out []imageLUKS
+	for _, d := range devices {
+		h, err := readLUKSHeader(d.R, d.Size)
+		if errors.Is(err, errNotLUKS) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the LUKS header of %s: %w", d.Name, err)
+		}
+		out = append(out, imageLUKS{Device: d.Name, Header: h})
+	}
+	return out, nil
 }
 
 func newOfflineResolver(fsys sysroot.FS, ct []facts.CrypttabEntry, luks []imageLUKS) (*offlineResolver, error) {

@@ -45,7 +45,11 @@ func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *fac
 			return err
 		}
 	} else {
-		if err := offlineEncryption(fsys, e, nil); err != nil {
+		luks, err := imageLUKSHeaders(env.Devices)
+		if err != nil {
+			return err
+		}
+		if err := offlineEncryption(fsys, e, luks); err != nil {
 			return err
 		}
 	}
