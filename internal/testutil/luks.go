@@ -12,7 +12,8 @@ import (
 // LUKSFormat formats a 20 MiB file in a temp dir as a LUKS volume of type
 // typ (luks1, luks2) with cipher and a key of keyBits, using cryptsetup
 // (which formats a file without a loop device) and a cheap PBKDF so that
-// tests stay fast. It returns the file and the UUID cryptsetup gave it.
+// tests stay fast. It returns the file and the UUID cryptsetup gave it; the
+// key file is "key" beside it.
 func LUKSFormat(t testing.TB, typ, cipher string, keyBits int) (file, uuid string) {
 	t.Helper()
 	cs := Tool(t, "cryptsetup", "cryptsetup-bin")
