@@ -25,7 +25,7 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 	}
 	devices := make([]collector.BlockDevice, 0, len(parts))
 	for _, p := range parts {
-		devices = append(devices, collector.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), Size: p.Size, R: p.R})
+		devices = append(devices, collector.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
 	}
 	f := Collect(ctx, &collector.Env{FS: img.FS(), Devices: devices}, facts.KindImage, file, o)
 	if err := img.Err(); err != nil {

@@ -19,14 +19,14 @@ import (
 
 // lvmOnLUKSTree is the rootfs of an Ubuntu "LVM with encryption" install:
 // / on ubuntu-vg/ubuntu-lv, whose PV is the crypttab mapping dm_crypt-0 of
-// the LUKS volume uuid.
-func lvmOnLUKSTree(t *testing.T, uuid string) string {
+// the LUKS volume that crypttab names as dev.
+func lvmOnLUKSTree(t *testing.T, dev func(uuid string) string, uuid string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tree")
 	files := map[string]string{
 		"etc/os-release": "ID=ubuntu\nVERSION_ID=\"24.04\"\n",
 		"etc/fstab":      "/dev/disk/by-id/dm-uuid-LVM-Xy12abcd34ef56gh78ij90kl12mn34opSt56UvWx78Yz90Ab12Cd34Ef56Gh78Ij / ext4 defaults 0 1\n",
-		"etc/crypttab":   "dm_crypt-0 UUID=" + uuid + " none luks,discard\n",
+		"etc/crypttab":   "dm_crypt-0 " + dev(uuid) + " none luks,discard\n",
 		"etc/lvm/backup/ubuntu-vg": "contents = \"Text Format Volume Group\"\nversion = 1\n\nubuntu-vg {\n" +
 			"\tid = \"Xy12ab-cd34-ef56-gh78-ij90-kl12-mn34op\"\n\tseqno = 2\n" +
 			"\tphysical_volumes {\n\t\tpv0 {\n\t\t\tid = \"Ab12Cd\"\n\t\t\tdevice = \"/dev/mapper/dm_crypt-0\"\t# Hint only\n\t\t}\n\t}\n" +
@@ -46,14 +46,15 @@ func lvmOnLUKSTree(t *testing.T, uuid string) string {
 }
 
 // luksImage builds a GPT disk whose first partition is the ext4 tree and
-// whose second is a LUKS2 volume cryptsetup formatted with keyBits.
-func luksImage(t *testing.T, keyBits int) string {
+// whose second is a LUKS2 volume cryptsetup formatted with keyBits, which
+// the tree's crypttab names as dev gives it.
+func luksImage(t *testing.T, keyBits int, dev func(uuid string) string) string {
 	t.Helper()
 	mkfs := testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
 	vol, uuid := testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", keyBits)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root.raw")
-	testutil.Run(t, time.Minute, mkfs, "-q", "-d", lvmOnLUKSTree(t, uuid), root, "16M")
+	testutil.Run(t, time.Minute, mkfs, "-q", "-d", lvmOnLUKSTree(t, dev, uuid), root, "16M")
 
 	img := filepath.Join(dir, "disk.raw")
 	const start, mib = 2048, 2048 // sectors
@@ -64,7 +65,7 @@ func luksImage(t *testing.T, keyBits int) string {
 	defer d.Close()
 	table := &gpt.Table{LogicalSectorSize: 512, PhysicalSectorSize: 512, ProtectiveMBR: true, Partitions: []*gpt.Partition{
 		{Index: 1, Start: start, End: start + 16*mib - 1, Type: gpt.LinuxFilesystem, Name: "root"},
-		{Index: 2, Start: start + 16*mib, End: start + 36*mib - 1, Type: gpt.LinuxFilesystem, Name: "crypt"},
+		{Index: 2, Start: start + 16*mib, End: start + 36*mib - 1, Type: gpt.LinuxFilesystem, Name: "crypt", GUID: "5E1C0F7A-2B7E-4D5E-9A4E-1F0C2E3D4B5A"},
 	}}
 	if err := d.Partition(table); err != nil {
 		t.Fatal(err)
@@ -98,8 +99,13 @@ func TestImageLUKSCipher(t *testing.T) {
 	for _, tc := range []struct {
 		bits   int
 		status string
-	}{{512, "pass"}, {256, "fail"}} {
-		f, err := Image(ctx, luksImage(t, tc.bits), Options{Now: time.Now()})
+		dev    func(string) string
+	}{
+		{512, "pass", func(uuid string) string { return "UUID=" + uuid }},
+		{256, "fail", func(string) string { return "PARTLABEL=crypt" }},
+		{512, "pass", func(string) string { return "/dev/disk/by-partuuid/5e1c0f7a-2b7e-4d5e-9a4e-1f0c2e3d4b5a" }},
+	} {
+		f, err := Image(ctx, luksImage(t, tc.bits, tc.dev), Options{Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,8 @@ type Env struct {
 type BlockDevice struct {
 	// Name says which, as the image's partition table numbers it.
 	Name string
+	// PartUUID and PartLabel are what the partition table calls it.
+	PartUUID, PartLabel string
 	// Size bounds every read of R.
 	Size int64
 	R    io.ReaderAt

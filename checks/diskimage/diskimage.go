@@ -257,6 +257,9 @@ type Partition struct {
 	// Index is the partition's number in the table, from 1.
 	Index       int
 	Start, Size int64
+	// UUID and Label are the table's partition GUID and name (GPT), which
+	// crypttab and fstab name as PARTUUID= and PARTLABEL=.
+	UUID, Label string
 	// R reads the partition; reads past Size fail.
 	R io.ReaderAt
 }
@@ -285,7 +288,7 @@ func (im *Image) Partitions() (parts []Partition, err error) {
 		if s <= 0 || l <= 0 || s >= im.disk.size || l > im.disk.size-s {
 			continue
 		}
-		parts = append(parts, Partition{Index: p.GetIndex(), Start: s, Size: l, R: io.NewSectionReader(im.disk, s, l)})
+		parts = append(parts, Partition{Index: p.GetIndex(), Start: s, Size: l, UUID: p.UUID(), Label: p.Label(), R: io.NewSectionReader(im.disk, s, l)})
 	}
 	return parts, nil
 }

@@ -58,8 +58,9 @@ type offlineResolver struct {
 
 // imageLUKS is a LUKS header found on a partition of a disk image.
 type imageLUKS struct {
-	Device string
-	Header luksHeader
+	Device              string
+	PartUUID, PartLabel string
+	Header              luksHeader
 }
 
 // imageLUKSHeaders reads the LUKS header of each of an image's partitions
@@ -75,7 +76,7 @@ func imageLUKSHeaders(devices []collector.BlockDevice) ([]imageLUKS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the LUKS header of %s: %w", d.Name, err)
 		}
-		out = append(out, imageLUKS{Device: d.Name, Header: h})
+		out = append(out, imageLUKS{Device: d.Name, PartUUID: d.PartUUID, PartLabel: d.PartLabel, Header: h})
 	}
 	return out, nil
 }
@@ -194,18 +195,18 @@ func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntr
 	return true
 }
 
-// headerFor finds the LUKS header a crypttab device names by UUID.
+// headerFor finds the LUKS header a crypttab device names: by the UUID in
+// the header, or by the partition table's GUID or name.
 func (r *offlineResolver) headerFor(dev string) (imageLUKS, bool) {
-	uuid, ok := strings.CutPrefix(dev, "UUID=")
-	if !ok {
-		uuid, ok = strings.CutPrefix(dev, "/dev/disk/by-uuid/")
-	}
-	if !ok || uuid == "" {
-		return imageLUKS{}, false
-	}
 	for _, l := range r.luks {
-		if strings.EqualFold(l.Header.UUID, uuid) {
-			return l, true
+		for _, id := range []struct{ prefix, value string }{
+			{"UUID=", l.Header.UUID}, {"/dev/disk/by-uuid/", l.Header.UUID},
+			{"PARTUUID=", l.PartUUID}, {"/dev/disk/by-partuuid/", l.PartUUID},
+			{"PARTLABEL=", l.PartLabel}, {"/dev/disk/by-partlabel/", l.PartLabel},
+		} {
+			if v, ok := strings.CutPrefix(dev, id.prefix); ok && v != "" && strings.EqualFold(v, id.value) {
+				return l, true
+			}
 		}
 	}
 	return imageLUKS{}, false
