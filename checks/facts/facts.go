@@ -345,11 +345,14 @@ type CryptParams struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Swap is one swap area, from /proc/swaps (host) or fstab (image).
+// Swap is one swap area, from /proc/swaps (host) or fstab (image). Hops is
+// the walk from its device (a swap file's: the device under the file) down
+// to the disks, as for the root.
 type Swap struct {
 	Device    string `json:"device"`
 	Encrypted bool   `json:"encrypted"`
 	Kind      string `json:"kind,omitempty"`
+	Hops      []Hop  `json:"hops,omitempty"`
 }
 
 // Network holds listening sockets (live only) and the firewall.

@@ -170,11 +170,23 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) e
 	if err != nil {
 		return err
 	}
+	var mounts []mount
+	for _, ent := range entries {
+		if ent.Type != "swap" {
+			mounts = append(mounts, mount{Point: ent.File, Source: ent.Spec})
+		}
+	}
 	for _, ent := range entries {
 		switch {
 		case ent.Type == "swap":
-			enc := r.resolve(&chain{}, ent.Spec, "fstab", 0)
-			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab"})
+			spec := ent.Spec
+			// A swap file lies on whatever device holds its directory.
+			if m, ok := mountFor(mounts, spec); ok && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "/dev/") {
+				spec = m.Source
+			}
+			c := &chain{}
+			enc := r.resolve(c, spec, "fstab", 0)
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops})
 		case ent.File == "/":
 			c := &chain{}
 			enc := r.resolve(c, ent.Spec, "fstab", 0)
@@ -280,10 +292,14 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 			s.Kind = "zram"
 		case s.Kind == "file":
 			if m, ok := mountFor(mounts, dev); ok {
-				_, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				var c *chain
+				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				s.Hops = c.hops
 			}
 		default:
-			_, s.Encrypted = devChain(fsys, "", dev)
+			var c *chain
+			c, s.Encrypted = devChain(fsys, "", dev)
+			s.Hops = c.hops
 		}
 		e.Swap = append(e.Swap, s)
 	}

@@ -347,3 +347,40 @@ func TestParseLVMMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Swap areas are followed as / is: a swap file takes the chain of the
+// filesystem that holds it.
+func TestOfflineSwapChains(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{
+		"etc/fstab": "/dev/mapper/ubuntu--vg-ubuntu--lv / ext4 defaults 0 1\n/dev/sdb1 /data ext4 defaults 0 2\n" +
+			"/swap.img none swap sw 0 0\n/data/swap none swap sw 0 0\n/dev/mapper/cryptswap none swap sw 0 0\n",
+		"etc/crypttab":             "dm_crypt-0 UUID=4f1c-22 none luks\ncryptswap /dev/sda2 /dev/urandom swap,cipher=aes-xts-plain64,size=512\n",
+		"etc/lvm/backup/ubuntu-vg": ubuntuVG("/dev/mapper/dm_crypt-0"),
+	})
+	f := newFacts(facts.KindImage)
+	if err := collectOne(t, newEnv(t, dir, false), f, "encryption"); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		dev   string
+		enc   bool
+		kinds string
+	}{
+		{"/swap.img", true, "lvm:lvm-metadata,crypt:crypttab,unknown:crypttab"},
+		{"/data/swap", false, "partition:fstab"},
+		{"/dev/mapper/cryptswap", true, "crypt:crypttab,partition:crypttab"},
+	}
+	if len(f.Encryption.Swap) != len(want) {
+		t.Fatalf("swap %+v", f.Encryption.Swap)
+	}
+	for i, w := range want {
+		s := f.Encryption.Swap[i]
+		if s.Device != w.dev || s.Encrypted != w.enc || hopKinds(s.Hops) != w.kinds {
+			t.Errorf("swap %s: encrypted=%v hops %s, want %v %s", s.Device, s.Encrypted, hopKinds(s.Hops), w.enc, w.kinds)
+		}
+	}
+	if c := f.Encryption.Swap[2].Hops[0].Crypt; c == nil || c.KeyBits != 512 || c.Type != "plain" {
+		t.Errorf("cryptswap %+v", c)
+	}
+}

@@ -67,6 +67,7 @@ func liveHost() map[string]any {
 		"sys/devices/virtual/block/dm-0/uevent":                       "MAJOR=253\nMINOR=0\nDEVNAME=dm-0\n",
 		"sys/devices/virtual/block/dm-0/dm/uuid":                      "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-dm_crypt-0\n",
 		"sys/devices/virtual/block/dm-2/dm/uuid":                      "CRYPT-PLAIN-cryptswap\n",
+		"sys/devices/virtual/block/dm-2/dm/name":                      "cryptswap\n",
 		"sys/dev/block/253:1":                                         symlink("../../devices/virtual/block/dm-1"),
 		"sys/class/block/dm-2":                                        symlink("../../devices/virtual/block/dm-2"),
 		"sys/fs/cgroup/cgroup.controllers":                            "cpuset cpu io memory pids\n",
@@ -82,6 +83,7 @@ func TestLiveHostGolden(t *testing.T) {
 	writeTree(t, dir, liveHost())
 	fakeDMTables(t, map[string]string{
 		"dm_crypt-0": "0 2097152 crypt aes-xts-plain64 :64:logon:cryptsetup:0123-d0 0 252:3 32768 1 allow_discards\n",
+		"cryptswap":  "0 1998848 crypt aes-xts-plain64 " + strings.Repeat("0", 64) + " 0 252:4 0\n",
 	})
 	env := newEnv(t, dir, true)
 	f := newFacts(facts.KindHost)
@@ -116,7 +118,8 @@ func TestLiveHostGolden(t *testing.T) {
 		t.Fatalf("swap %+v", f.Encryption.Swap)
 	}
 	for i, s := range wantSwap {
-		if f.Encryption.Swap[i] != s {
+		got := f.Encryption.Swap[i]
+		if got.Device != s.Device || got.Encrypted != s.Encrypted || got.Kind != s.Kind {
 			t.Errorf("swap[%d] = %+v, want %+v", i, f.Encryption.Swap[i], s)
 		}
 	}

@@ -1,13 +1,14 @@
 # METADATA
-# title: The root's encryption uses a strong cipher and key
+# title: Encryption under / and swap uses a strong cipher and key
 # description: >-
-#   Every crypt device on the chain under / must use a real cipher with a key of at least
-#   params.encryption_min_key_bits bits of strength. XTS splits its key in two, so a 512-bit
-#   aes-xts-plain64 key is AES-256 and a 256-bit one is AES-128. cipher_null fails, and so does
-#   plain dm-crypt that crypttab sets up without a hash= for its passphrase. On a live host the
-#   cipher and key size come from the kernel's dm-crypt table; in an image, from a LUKS header
-#   the image carries or the crypttab options. Skips when / has no crypt device (GH-ENC-001
-#   fails then) or when an image does not say which cipher its volumes use.
+#   Every crypt device on the chain under / or under a swap area must use a real cipher with a
+#   key of at least params.encryption_min_key_bits bits of strength. XTS splits its key in two,
+#   so a 512-bit aes-xts-plain64 key is AES-256 and a 256-bit one is AES-128. cipher_null fails,
+#   and so does plain dm-crypt that crypttab sets up without a hash= for its passphrase (a random
+#   key from /dev/urandom, as for swap, has no passphrase). On a live host the cipher and key
+#   size come from the kernel's dm-crypt table; in an image, from a LUKS header the image
+#   carries or the crypttab options. Skips when nothing is encrypted (GH-ENC-001 and GH-ENC-002
+#   fail then) or when an image does not say which cipher its volumes use.
 # scope: package
 # custom:
 #   id: GH-ENC-003
@@ -15,7 +16,7 @@
 #   remediation: >-
 #     Re-encrypt the volume with a 512-bit AES-XTS key (cryptsetup reencrypt --cipher
 #     aes-xts-plain64 --key-size 512), or for plain dm-crypt set cipher=aes-xts-plain64,size=512
-#     and a hash= in /etc/crypttab.
+#     and, with a passphrase, a hash= in /etc/crypttab.
 #   controls:
 #     nist-800-53: [SC-28, SC-13]
 #   targets: [rootfs, image, host, facts]
@@ -24,13 +25,32 @@ package gpuhost.enc.cipher_strength
 
 min_bits := object.get(data.gpuhost.params, "encryption_min_key_bits", 256)
 
-root := object.get(object.get(input, "encryption", {}), "root", null)
+enc := object.get(input, "encryption", {})
+
+root := object.get(enc, "root", null)
 
 live if input.target.kind == "host"
 
-crypt_hops := [h | some h in object.get(root, "hops", []); h.kind == "crypt"] if root != null
+# Every crypt device met under / and under each swap area; one reached both
+# ways (a swap file on /) counts once.
+crypt_hops contains h if {
+	root != null
+	some h in object.get(root, "hops", [])
+	h.kind == "crypt"
+}
 
-else := []
+crypt_hops contains h if {
+	some s in object.get(enc, "swap", [])
+	some h in object.get(s, "hops", [])
+	h.kind == "crypt"
+}
+
+# A mapping keyed from /dev/urandom has no passphrase to hash.
+random_key(h) if {
+	some e in object.get(enc, "crypttab", [])
+	e.name == h.name
+	e.key_file in {"/dev/urandom", "/dev/random"}
+}
 
 params(h) := object.get(h, "crypt", {})
 
@@ -55,7 +75,7 @@ aes_note(h) := sprintf(", which is AES-%d", [strength(h)]) if startswith(cipher(
 
 aes_note(h) := "" if not startswith(cipher(h), "aes")
 
-skip contains "/ has no crypt device on its chain (GH-ENC-001 reports that)" if count(crypt_hops) == 0
+skip contains "no crypt device under / or swap (GH-ENC-001 and GH-ENC-002 report that)" if count(crypt_hops) == 0
 
 skip contains sprintf("the image does not say which cipher %s uses: %s", [name(h), object.get(params(h), "error", "")]) if {
 	not live
@@ -93,5 +113,6 @@ deny contains msg if {
 	p.type == "plain"
 	p.source == "file"
 	object.get(p, "hash", "") == ""
+	not random_key(h)
 	msg := sprintf("%s is plain dm-crypt with cipher %s and a %d-bit key but no hash= in /etc/crypttab for its passphrase", [name(h), cipher(h), p.key_bits])
 }

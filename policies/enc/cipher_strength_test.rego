@@ -64,6 +64,31 @@ test_skip_image_without_cipher if {
 }
 
 test_skip_no_crypt_device if {
-	check.skip == {"/ has no crypt device on its chain (GH-ENC-001 reports that)"} with input as facts("host", []) with data.gpuhost.params as {}
-	check.skip == {"/ has no crypt device on its chain (GH-ENC-001 reports that)"} with input as {"target": {"kind": "rootfs"}, "encryption": {"crypttab": [], "swap": []}} with data.gpuhost.params as {}
+	check.skip == {"no crypt device under / or swap (GH-ENC-001 and GH-ENC-002 report that)"} with input as facts("host", []) with data.gpuhost.params as {}
+	check.skip == {"no crypt device under / or swap (GH-ENC-001 and GH-ENC-002 report that)"} with input as {"target": {"kind": "rootfs"}, "encryption": {"crypttab": [], "swap": []}} with data.gpuhost.params as {}
+}
+
+swap_hop(params) := {"device": "dm-2", "kind": "crypt", "name": "cryptswap", "learned": "sysfs", "depth": 0, "crypt": params}
+
+with_swap(f, crypttab, swap) := object.union(f, {"encryption": object.union(f.encryption, {"crypttab": crypttab, "swap": swap})})
+
+test_fail_weak_swap if {
+	f := with_swap(facts("host", []), [], [{"device": "/dev/dm-2", "encrypted": true, "kind": "partition", "hops": [swap_hop({"type": "plain", "cipher": "aes-xts-plain64", "key_bits": 256, "source": "kernel"})]}])
+	check.deny == {"dm-2 (cryptswap) uses aes-xts-plain64 with a 256-bit key, which is AES-128; at least 256 bits of strength are required"} with input as f with data.gpuhost.params as {}
+	check.skip == set() with input as f with data.gpuhost.params as {}
+}
+
+# A swap file on / meets the root's crypt device again: one message.
+test_swap_file_on_root_counts_once if {
+	weak := crypt_hop({"type": "luks2", "cipher": "aes-xts-plain64", "key_bits": 256, "source": "kernel"})
+	f := with_swap(facts("host", [weak]), [], [{"device": "/swap.img", "encrypted": true, "kind": "file", "hops": [{"device": "dm-1", "kind": "lvm", "learned": "sysfs", "depth": 0}, weak]}])
+	check.deny == {"dm-0 (cryptroot) uses aes-xts-plain64 with a 256-bit key, which is AES-128; at least 256 bits of strength are required"} with input as f with data.gpuhost.params as {}
+}
+
+test_random_key_swap_needs_no_hash if {
+	hop := {"device": "/dev/mapper/cryptswap", "kind": "crypt", "name": "cryptswap", "learned": "crypttab", "depth": 0, "crypt": {"type": "plain", "cipher": "aes-xts-plain64", "key_bits": 512, "source": "file"}}
+	random := with_swap(facts("image", []), [{"name": "cryptswap", "device": "/dev/sda2", "key_file": "/dev/urandom", "options": ["swap"]}], [{"device": "/dev/mapper/cryptswap", "encrypted": true, "kind": "fstab", "hops": [hop]}])
+	check.deny == set() with input as random with data.gpuhost.params as {}
+	passphrase := with_swap(facts("image", []), [{"name": "cryptswap", "device": "/dev/sda2", "key_file": "none", "options": ["plain"]}], [{"device": "/dev/mapper/cryptswap", "encrypted": true, "kind": "fstab", "hops": [hop]}])
+	check.deny == {"/dev/mapper/cryptswap (cryptswap) is plain dm-crypt with cipher aes-xts-plain64 and a 512-bit key but no hash= in /etc/crypttab for its passphrase"} with input as passphrase with data.gpuhost.params as {}
 }
