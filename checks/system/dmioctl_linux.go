@@ -42,19 +42,32 @@ func kernelDMTable(root, name string) ([]dmTarget, error) {
 	if len(name) == 0 || len(name) >= dmNameLen {
 		return nil, fmt.Errorf("device-mapper name %q is not one the kernel takes", name)
 	}
-	ctl := filepath.Join(root, "dev/mapper/control")
-	st, err := os.Stat(ctl)
+	// os.Root keeps every link on the way inside the scanned root, so a
+	// tree cannot point the scan at another node.
+	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening the device-mapper control node: %w", err)
 	}
-	if st.Mode()&os.ModeCharDevice == 0 {
-		return nil, fmt.Errorf("%s is not a character device", ctl)
+	defer r.Close()
+	// Checked before opening, which is read-write: a plain file in a
+	// scanned tree is never opened for writing.
+	if st, err := r.Lstat("dev/mapper/control"); err != nil {
+		return nil, fmt.Errorf("opening the device-mapper control node: %w", err)
+	} else if st.Mode()&os.ModeCharDevice == 0 {
+		return nil, fmt.Errorf("%s is not a character device", filepath.Join(root, "dev/mapper/control"))
 	}
-	f, err := os.OpenFile(ctl, os.O_RDWR|unix.O_CLOEXEC, 0)
+	f, err := r.OpenFile("dev/mapper/control", os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening the device-mapper control node: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("opening the device-mapper control node: %w", err)
+	}
+	if st.Mode()&os.ModeCharDevice == 0 {
+		return nil, fmt.Errorf("%s is not a character device", filepath.Join(root, "dev/mapper/control"))
+	}
 	buf := make([]byte, dmTableBuffer)
 	defer clear(buf)
 	le := binary.NativeEndian

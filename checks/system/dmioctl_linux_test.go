@@ -73,8 +73,8 @@ func TestParseDMTableStatus(t *testing.T) {
 	}
 }
 
-// Names the kernel cannot take are refused before any ioctl, and a tree
-// without a control node says so.
+// Names the kernel cannot take are refused before any ioctl, and the
+// control node must be a character device inside the scanned root.
 func TestKernelDMTableRefusesBadNames(t *testing.T) {
 	for _, name := range []string{"", strings.Repeat("n", dmNameLen)} {
 		if _, err := kernelDMTable("/", name); err == nil {
@@ -83,5 +83,16 @@ func TestKernelDMTableRefusesBadNames(t *testing.T) {
 	}
 	if _, err := kernelDMTable(t.TempDir(), "x"); err == nil || !strings.Contains(err.Error(), "control node") {
 		t.Errorf("tree without /dev/mapper/control: %v", err)
+	}
+	plain := t.TempDir()
+	writeTree(t, plain, map[string]any{"dev/mapper/control": "not a device\n"})
+	if _, err := kernelDMTable(plain, "x"); err == nil || !strings.Contains(err.Error(), "not a character device") {
+		t.Errorf("plain file as the control node: %v", err)
+	}
+	// A link, even to a real character device, is not followed.
+	linked := t.TempDir()
+	writeTree(t, linked, map[string]any{"dev/mapper/control": symlink("/dev/null")})
+	if _, err := kernelDMTable(linked, "x"); err == nil || !strings.Contains(err.Error(), "not a character device") {
+		t.Errorf("link as the control node: %v", err)
 	}
 }
