@@ -30,7 +30,7 @@ export GOEXPERIMENT := jsonv2
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
-  nginx openssh-server openssl nftables testssl.sh sslscan ssh-audit systemd
+  nginx openssh-server openssl nftables testssl.sh sslscan ssh-audit systemd cryptsetup-bin
 APT_BENCH := lynis time
 
 .PHONY: help

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
@@ -18,7 +19,15 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 		return nil, err
 	}
 	defer img.Close()
-	f := Collect(ctx, &collector.Env{FS: img.FS()}, facts.KindImage, file, o)
+	parts, err := img.Partitions()
+	if err != nil {
+		return nil, err
+	}
+	devices := make([]collector.BlockDevice, 0, len(parts))
+	for _, p := range parts {
+		devices = append(devices, collector.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
+	}
+	f := Collect(ctx, &collector.Env{FS: img.FS(), Devices: devices}, facts.KindImage, file, o)
 	if err := img.Err(); err != nil {
 		return nil, err
 	}

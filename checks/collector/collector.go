@@ -6,6 +6,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -25,6 +26,20 @@ type Env struct {
 	// run at once.
 	ProbeTimeout     time.Duration
 	ProbeConcurrency int
+	// Devices are the raw partitions of a disk image, for collectors that
+	// read on-disk headers (a LUKS volume's); nil for other targets.
+	Devices []BlockDevice
+}
+
+// BlockDevice is a raw device of a disk image.
+type BlockDevice struct {
+	// Name says which, as the image's partition table numbers it.
+	Name string
+	// PartUUID and PartLabel are what the partition table calls it.
+	PartUUID, PartLabel string
+	// Size bounds every read of R.
+	Size int64
+	R    io.ReaderAt
 }
 
 // Collector fills the top-level keys it owns. It returns nil when it

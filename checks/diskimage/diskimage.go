@@ -251,3 +251,44 @@ func (c *checkedReader) Err() error {
 	defer c.mu.Unlock()
 	return c.err
 }
+
+// Partition is one entry of the image's partition table.
+type Partition struct {
+	// Index is the partition's number in the table, from 1.
+	Index       int
+	Start, Size int64
+	// UUID and Label are the table's partition GUID and name (GPT), which
+	// crypttab and fstab name as PARTUUID= and PARTLABEL=.
+	UUID, Label string
+	// R reads the partition; reads past Size fail.
+	R io.ReaderAt
+}
+
+// Partitions lists the partitions of the image's GPT or MBR table, those
+// that lie within the disk; none when the filesystem fills the whole disk.
+// Reads through them count towards Err like those of the filesystem.
+func (im *Image) Partitions() (parts []Partition, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			parts, err = nil, fmt.Errorf("reading the partition table of image %s: corrupt table (%v)", im.file, p)
+		}
+	}()
+	if im.Offset == 0 {
+		return nil, nil
+	}
+	table, err := partition.Read(&storage{ra: im.disk, size: im.disk.size}, sectorSize, sectorSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading the partition table of image %s: %w", im.file, err)
+	}
+	for _, p := range table.GetPartitions() {
+		if p == nil {
+			continue
+		}
+		s, l := p.GetStart(), p.GetSize()
+		if s <= 0 || l <= 0 || s >= im.disk.size || l > im.disk.size-s {
+			continue
+		}
+		parts = append(parts, Partition{Index: p.GetIndex(), Start: s, Size: l, UUID: p.UUID(), Label: p.Label(), R: io.NewSectionReader(im.disk, s, l)})
+	}
+	return parts, nil
+}

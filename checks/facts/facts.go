@@ -297,19 +297,62 @@ type CrypttabEntry struct {
 }
 
 // RootEncryption says whether / sits on an encrypting device-mapper target.
-// Chain lists the block devices from / down to the disk.
+// Chain lists the block devices from / down to the disk; Hops describes the
+// same walk, one entry per device met, in the same order. Encrypted is true
+// only when every path from / down to a disk passes a crypt device.
 type RootEncryption struct {
 	Encrypted bool     `json:"encrypted"`
 	Source    string   `json:"source"`
 	Device    string   `json:"device,omitempty"`
 	Chain     []string `json:"chain"`
+	Hops      []Hop    `json:"hops,omitempty"`
 }
 
-// Swap is one swap area, from /proc/swaps (host) or fstab (image).
+// Hop is one block device on the way from / down to a disk.
+type Hop struct {
+	// Device is the kernel name (dm-0, sda3) live, or the name the image's
+	// files use (/dev/mapper/vg-root, UUID=...) offline.
+	Device string `json:"device"`
+	// Kind is lvm, crypt, verity, integrity, dm, raid, partition, disk,
+	// loop or unknown.
+	Kind string `json:"kind"`
+	// Name is the device-mapper name, the LVM vg/lv, or the crypttab name.
+	Name string `json:"name,omitempty"`
+	// Learned says where the hop was read: sysfs, fstab, crypttab,
+	// lvm-metadata or luks-header.
+	Learned string `json:"learned"`
+	// Depth is how many hops lie between this one and the device under /.
+	Depth int `json:"depth"`
+	// Crypt holds the cipher of a crypt hop.
+	Crypt *CryptParams `json:"crypt,omitempty"`
+}
+
+// CryptParams is the cipher of an encrypting device, never its key.
+type CryptParams struct {
+	// Type is luks1, luks2, plain, bitlk, tcrypt, fvault2, or "" when unknown.
+	Type string `json:"type"`
+	// Cipher is the dm-crypt cipher spec, such as aes-xts-plain64; "" when
+	// it could not be read.
+	Cipher string `json:"cipher"`
+	// KeyBits is the size of the whole key; an XTS key holds two.
+	KeyBits int `json:"key_bits"`
+	// Hash is the passphrase hash of plain mode, where it is known.
+	Hash string `json:"hash,omitempty"`
+	// Source is kernel (the dm-crypt table), process (dmsetup) or file
+	// (crypttab options, a LUKS header).
+	Source string `json:"source"`
+	// Error says why the cipher could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Swap is one swap area, from /proc/swaps (host) or fstab (image). Hops is
+// the walk from its device (a swap file's: the device under the file) down
+// to the disks, as for the root.
 type Swap struct {
 	Device    string `json:"device"`
 	Encrypted bool   `json:"encrypted"`
 	Kind      string `json:"kind,omitempty"`
+	Hops      []Hop  `json:"hops,omitempty"`
 }
 
 // Network holds listening sockets (live only) and the firewall.

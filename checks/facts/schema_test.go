@@ -60,8 +60,12 @@ func fullFacts() *Facts {
 	}}}
 	f.Encryption = &Encryption{
 		Crypttab: []CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
-		Root:     &RootEncryption{Encrypted: true, Source: "sysfs", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}},
-		Swap:     []Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
+		Root: &RootEncryption{Encrypted: true, Source: "dm", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}, Hops: []Hop{
+			{Device: "dm-0", Kind: "crypt", Name: "cryptroot", Learned: "sysfs", Depth: 0,
+				Crypt: &CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel"}},
+			{Device: "nvme0n1p3", Kind: "partition", Learned: "sysfs", Depth: 1},
+		}},
+		Swap: []Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
 	}
 	f.Network = &Network{
 		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},

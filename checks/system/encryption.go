@@ -22,9 +22,6 @@ const (
 	maxChainNodes = 256
 )
 
-// encryptingPrefixes are dm uuid prefixes of targets that encrypt data.
-var encryptingPrefixes = []string{"CRYPT-LUKS1-", "CRYPT-LUKS2-", "CRYPT-PLAIN-", "CRYPT-BITLK-", "CRYPT-TCRYPT-", "CRYPT-FVAULT2-"}
-
 type encryptionCollector struct{}
 
 var _ collector.Collector = encryptionCollector{}
@@ -48,7 +45,11 @@ func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *fac
 			return err
 		}
 	} else {
-		if err := offlineEncryption(fsys, e); err != nil {
+		luks, err := imageLUKSHeaders(env.Devices)
+		if err != nil {
+			return err
+		}
+		if err := offlineEncryption(fsys, e, luks); err != nil {
 			return err
 		}
 	}
@@ -149,26 +150,11 @@ func unescapeOctal(s string) string {
 	return b.String()
 }
 
-func crypttabNames(ct []facts.CrypttabEntry) map[string]bool {
-	names := map[string]bool{}
-	for _, c := range ct {
-		names[c.Name] = true
-	}
-	return names
-}
-
-// mappedByCrypttab tells whether dev is a mapping crypttab creates.
-func mappedByCrypttab(dev string, names map[string]bool) bool {
-	name, ok := strings.CutPrefix(dev, "/dev/mapper/")
-	if !ok {
-		name, ok = strings.CutPrefix(dev, "/dev/disk/by-id/dm-name-")
-	}
-	return ok && names[name]
-}
-
-// offlineEncryption judges swap and / from fstab against crypttab: an image
-// has no active mappings to look at, only intent.
-func offlineEncryption(fsys sysroot.FS, e *facts.Encryption) error {
+// offlineEncryption follows swap and / from fstab through the LVM metadata
+// backups and crypttab, reading the cipher from crypttab options or from a
+// LUKS header the image carries: an image has no active mappings, only what
+// its files set up.
+func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) error {
 	data, ok, err := readOptional(fsys, "/etc/fstab")
 	if err != nil {
 		return fmt.Errorf("reading fstab: %w", err)
@@ -180,20 +166,31 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 	if err != nil {
 		return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/fstab"), err)
 	}
-	names := crypttabNames(e.Crypttab)
+	r, err := newOfflineResolver(fsys, e.Crypttab, luks)
+	if err != nil {
+		return err
+	}
+	var mounts []mount
+	for _, ent := range entries {
+		if ent.Type != "swap" {
+			mounts = append(mounts, mount{Point: ent.File, Source: ent.Spec})
+		}
+	}
 	for _, ent := range entries {
 		switch {
 		case ent.Type == "swap":
-			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: mappedByCrypttab(ent.Spec, names), Kind: "fstab"})
-		case ent.File == "/":
-			// LVM on LUKS cannot be told apart offline: /dev/mapper/vg-root
-			// is not a crypttab name, so it reads as not encrypted.
-			e.Root = &facts.RootEncryption{
-				Encrypted: mappedByCrypttab(ent.Spec, names),
-				Source:    "fstab",
-				Device:    ent.Spec,
-				Chain:     []string{ent.Spec},
+			spec := ent.Spec
+			// A swap file lies on whatever device holds its directory.
+			if m, ok := mountFor(mounts, spec); ok && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "/dev/") {
+				spec = m.Source
 			}
+			c := &chain{}
+			enc := r.resolve(c, spec, "fstab", 0)
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops})
+		case ent.File == "/":
+			c := &chain{}
+			enc := r.resolve(c, ent.Spec, "fstab", 0)
+			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops}
 		}
 	}
 	return nil
@@ -260,8 +257,8 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 		return fmt.Errorf("parsing %s: %w", fsys.Display(mi), err)
 	}
 	if m, ok := mountFor(mounts, "/"); ok {
-		chain, enc := devChain(fsys, m.MajMin, m.Source)
-		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: chain}
+		c, enc := devChain(fsys, m.MajMin, m.Source)
+		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
 	}
 
 	const sw = "/proc/swaps"
@@ -295,10 +292,14 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 			s.Kind = "zram"
 		case s.Kind == "file":
 			if m, ok := mountFor(mounts, dev); ok {
-				_, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				var c *chain
+				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				s.Hops = c.hops
 			}
 		default:
-			_, s.Encrypted = devChain(fsys, "", dev)
+			var c *chain
+			c, s.Encrypted = devChain(fsys, "", dev)
+			s.Hops = c.hops
 		}
 		e.Swap = append(e.Swap, s)
 	}
@@ -306,11 +307,11 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 }
 
 // devChain walks from a block device down its device-mapper slaves and
-// returns the device names met and whether every path to a disk passes
-// through an encrypting target. The device is found by maj:min under
-// /sys/dev/block, or else by its /dev name under /sys/class/block.
-func devChain(fsys sysroot.FS, majmin, devPath string) ([]string, bool) {
-	chain := []string{}
+// returns the devices met and whether every path to a disk passes through
+// an encrypting target. The device is found by maj:min under /sys/dev/block,
+// or else by its /dev name under /sys/class/block.
+func devChain(fsys sysroot.FS, majmin, devPath string) (*chain, bool) {
+	c := &chain{names: []string{}}
 	base := ""
 	if majmin != "" {
 		if _, err := fsys.Stat("/sys/dev/block/" + majmin); err == nil {
@@ -333,36 +334,58 @@ func devChain(fsys sysroot.FS, majmin, devPath string) ([]string, bool) {
 		}
 	}
 	if base == "" {
-		return chain, false
+		return c, false
 	}
-	w := &chainWalker{fsys: fsys, seen: map[string]bool{}}
-	enc := w.walk(base, path.Base(base), 0, &chain)
-	return chain, enc
+	w := &chainWalker{fsys: fsys, seen: map[string]bool{}, table: dmTables(fsys.Root())}
+	enc := w.walk(c, base, path.Base(base), 0)
+	return c, enc
+}
+
+// dmTables is how the walk reads device-mapper tables; tests of fake sysfs
+// trees replace it.
+var dmTables = dmTableReader
+
+// dmTableReader returns how tables are read for a host rooted at root: the
+// kernel's ioctl, or, where that cannot be had on the real root, dmsetup.
+func dmTableReader(root string) func(string) ([]dmTarget, string, error) {
+	return func(name string) ([]dmTarget, string, error) {
+		t, err := kernelDMTable(root, name)
+		if err == nil {
+			return t, "kernel", nil
+		}
+		if root != "/" {
+			return nil, "kernel", err
+		}
+		t, derr := dmsetupTable(name)
+		if derr != nil {
+			return nil, "kernel", fmt.Errorf("%w; dmsetup: %v", err, derr)
+		}
+		return t, "process", nil
+	}
 }
 
 type chainWalker struct {
 	fsys  sysroot.FS
 	seen  map[string]bool
-	nodes int
+	table func(name string) ([]dmTarget, string, error)
 }
 
-func (w *chainWalker) walk(p, fallbackName string, depth int, chain *[]string) bool {
-	w.nodes++
+func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
 	name := w.devName(p, fallbackName)
-	*chain = append(*chain, name)
-	if depth >= maxChainDepth || w.nodes > maxChainNodes || w.seen[name] {
+	if c.full(depth) || w.seen[name] {
+		c.add(facts.Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
 		return false
 	}
 	w.seen[name] = true
-	encrypting := false
-	if uuid, err := w.fsys.ReadFileLimit(p+"/dm/uuid", 4096); err == nil {
-		u := strings.TrimSpace(string(uuid))
-		for _, pre := range encryptingPrefixes {
-			if strings.HasPrefix(u, pre) {
-				encrypting = true
-			}
-		}
+	h := facts.Hop{Device: name, Learned: "sysfs", Depth: depth}
+	uuid := w.sysfsLine(p + "/dm/uuid")
+	h.Name = w.sysfsLine(p + "/dm/name")
+	h.Kind = w.kind(p, name, uuid)
+	if h.Kind == "crypt" {
+		h.Crypt = w.crypt(h.Name, uuid)
 	}
+	c.add(h)
+	encrypting := h.Kind == "crypt"
 	slaves, err := w.fsys.ReadDir(p + "/slaves")
 	if err != nil || len(slaves) == 0 {
 		return encrypting
@@ -373,11 +396,67 @@ func (w *chainWalker) walk(p, fallbackName string, depth int, chain *[]string) b
 			all = false
 			continue
 		}
-		if !w.walk(p+"/slaves/"+s.Name(), s.Name(), depth+1, chain) {
+		if !w.walk(c, p+"/slaves/"+s.Name(), s.Name(), depth+1) {
 			all = false
 		}
 	}
 	return encrypting || all
+}
+
+func (w *chainWalker) sysfsLine(p string) string {
+	data, err := w.fsys.ReadFileLimit(p, 4096)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// kind tells what the device at p is, from its dm uuid prefix or, for a
+// device outside device-mapper, its name and sysfs attributes.
+func (w *chainWalker) kind(p, name, uuid string) string {
+	for pre := range encryptingTypes {
+		if strings.HasPrefix(uuid, pre) {
+			return "crypt"
+		}
+	}
+	switch {
+	case strings.HasPrefix(uuid, "LVM-"):
+		return "lvm"
+	case strings.HasPrefix(uuid, "CRYPT-VERITY-"):
+		return "verity"
+	case strings.HasPrefix(uuid, "CRYPT-INTEGRITY-"):
+		return "integrity"
+	case uuid != "" || strings.HasPrefix(name, "dm-"):
+		return "dm"
+	case strings.HasPrefix(name, "md"):
+		return "raid"
+	case strings.HasPrefix(name, "loop"):
+		return "loop"
+	}
+	if _, err := w.fsys.Stat(p + "/partition"); err == nil {
+		return "partition"
+	}
+	return "disk"
+}
+
+// crypt reads the cipher of an encrypting mapping from its table.
+func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
+	typ := ""
+	for pre, t := range encryptingTypes {
+		if strings.HasPrefix(uuid, pre) {
+			typ = t
+		}
+	}
+	if name == "" {
+		return &facts.CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
+	}
+	targets, source, err := w.table(name)
+	if err != nil {
+		return &facts.CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
+	}
+	cp := cryptFromTable(targets, source)
+	cp.Type = typ
+	return cp
 }
 
 // devName is the kernel name of the device at p (dm-0, sda3).

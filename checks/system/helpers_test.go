@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -137,4 +138,23 @@ func wantStatus(t *testing.T, f *facts.Facts, name, status string) {
 	if got.Status != status {
 		t.Errorf("collector %s: status %q (%s), want %q", name, got.Status, got.Reason, status)
 	}
+}
+
+// fakeDMTables answers device-mapper table reads from tables, in the
+// format `dmsetup table` prints, for fake sysfs trees that have no kernel
+// behind them.
+func fakeDMTables(t testing.TB, tables map[string]string) {
+	t.Helper()
+	old := dmTables
+	dmTables = func(string) func(string) ([]dmTarget, string, error) {
+		return func(name string) ([]dmTarget, string, error) {
+			table, ok := tables[name]
+			if !ok {
+				return nil, "kernel", fmt.Errorf("no device-mapper device %s", name)
+			}
+			targets, err := parseDMSetupTable([]byte(table))
+			return targets, "kernel", err
+		}
+	}
+	t.Cleanup(func() { dmTables = old })
 }

@@ -206,9 +206,9 @@ func TestLiveRootOnPlainPartition(t *testing.T) {
 		t.Errorf("root %+v", r)
 	}
 	// dm-verity protects integrity, not confidentiality.
-	chain, enc := devChain(newEnv(t, dir, true).FS, "254:0", "")
-	if enc || strings.Join(chain, ",") != "254:0,sda2" {
-		t.Errorf("verity chain %v encrypted=%v", chain, enc)
+	c, enc := devChain(newEnv(t, dir, true).FS, "254:0", "")
+	if enc || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
+		t.Errorf("verity chain %+v encrypted=%v", c.hops, enc)
 	}
 }
 
@@ -220,9 +220,9 @@ func TestSlavesCycleIsBounded(t *testing.T) {
 		"sys/devices/a/slaves/x": symlink("../../a"),
 		"sys/dev/block/253:5":    symlink("../../devices/a"),
 	})
-	chain, _ := devChain(newEnv(t, dir, true).FS, "253:5", "")
-	if len(chain) > maxChainDepth+2 {
-		t.Errorf("chain of %d through a cycle", len(chain))
+	c, _ := devChain(newEnv(t, dir, true).FS, "253:5", "")
+	if len(c.names) > maxChainDepth+2 {
+		t.Errorf("chain of %d through a cycle", len(c.names))
 	}
 }
 

@@ -1,18 +1,19 @@
 # METADATA
 # title: Root filesystem is encrypted at rest
 # description: >-
-#   On a live host, / must sit on an encrypting device-mapper target (LUKS, plain dm-crypt,
-#   BitLocker), as read from the block device chain. In an image or rootfs the check reads
-#   intent instead - / must be mounted from /dev/mapper/<name> for a name in /etc/crypttab,
-#   or, where that cannot be told offline (root device unknown, or a device-mapper device such
-#   as an LVM volume that may sit on a crypttab mapping), /etc/crypttab must have an entry.
+#   The device under / must lead to an encrypting device (LUKS, plain dm-crypt, BitLocker) on
+#   every path down to a disk. On a live host the chain is read from sysfs (the device-mapper
+#   slaves of the device / is mounted from). In an image or rootfs it is followed from the fstab
+#   entry for / through the LVM metadata backups (/etc/lvm/backup) to a mapping /etc/crypttab
+#   opens; a crypttab entry that / does not lead to does not count.
 # scope: package
 # custom:
 #   id: GH-ENC-001
 #   severity: high
 #   remediation: >-
 #     Install the image onto a LUKS2 volume (cryptsetup luksFormat, listed in /etc/crypttab and
-#     unlocked in the initramfs, for example by TPM2 or a network key) and mount / from the mapping.
+#     unlocked in the initramfs, for example by TPM2 or a network key) and mount / from the mapping,
+#     directly or through an LVM volume group whose physical volumes are the mapping.
 #   controls:
 #     nist-800-53: [SC-28, SC-28(1)]
 #   targets: [rootfs, image, host, facts]
@@ -27,44 +28,27 @@ crypttab := object.get(enc, "crypttab", [])
 
 live if input.target.kind == "host"
 
-mapping_names contains e.name if some e in crypttab
-
 root_device := root.device if {
 	root != null
 	object.get(root, "device", "") != ""
 }
 
-# Observed: the collector walked the device chain and found an encrypting target.
+# The collector walked the chain and every path down from / met a crypt device.
 encrypted if root.encrypted == true
 
-# Configured: / is mounted from a crypttab mapping.
+# Facts saved before chains were followed offline: / mounted straight from a
+# crypttab mapping is a crypt device itself.
 encrypted if {
 	not live
-	some name in mapping_names
-	root_device in {sprintf("/dev/mapper/%s", [name]), sprintf("/dev/disk/by-id/dm-name-%s", [name])}
+	some e in crypttab
+	root_device in {sprintf("/dev/mapper/%s", [e.name]), sprintf("/dev/disk/by-id/dm-name-%s", [e.name])}
 }
 
-# Configured, weaker: the root device is unknown but crypttab sets up a mapping.
-encrypted if {
-	not live
-	not root_device
-	count(crypttab) > 0
-}
+hop_text(h) := sprintf("%s (%s)", [h.device, h.kind])
 
-# Configured, weaker: / is on a device-mapper device that is not itself a crypttab
-# mapping, as with LVM on LUKS (Ubuntu's encrypted layout); offline the stack cannot
-# be walked, so a crypttab entry is taken as the encrypting layer.
-encrypted if {
-	not live
-	dm_device(root_device)
-	count(crypttab) > 0
-}
-
-dm_device(d) if startswith(d, "/dev/mapper/")
-
-dm_device(d) if startswith(d, "/dev/disk/by-id/dm-")
-
-chain := concat(" -> ", object.get(root, "chain", [])) if root != null
+chain := concat(" -> ", [hop_text(h) | some h in root.hops]) if {
+	count(object.get(root, "hops", [])) > 0
+} else := concat(" -> ", object.get(root, "chain", [])) if root != null
 
 deny contains msg if {
 	live
@@ -77,19 +61,28 @@ deny contains msg if {
 	live
 	not encrypted
 	root != null
-	msg := sprintf("/ is on %s, which is not an encrypting device-mapper target (chain: %s)", [object.get(root, "device", "an unknown device"), chain])
+	msg := sprintf("/ is on %s, and not every path down from it passes an encrypting device-mapper target (chain: %s)", [object.get(root, "device", "an unknown device"), chain])
 }
 
 deny contains msg if {
 	not live
 	not encrypted
 	root_device
-	msg := sprintf("/ is mounted from %s, which is not a mapping listed in /etc/crypttab", [root_device])
+	msg := sprintf("/ is mounted from %s, and not every path down from it passes a mapping listed in /etc/crypttab (chain: %s)", [root_device, chain])
 }
 
 deny contains msg if {
 	not live
 	not encrypted
 	not root_device
+	count(crypttab) == 0
 	msg := "/etc/crypttab has no entries, so no encrypted volume is set up for /"
+}
+
+deny contains msg if {
+	not live
+	not encrypted
+	not root_device
+	count(crypttab) > 0
+	msg := "/etc/fstab names no device for /, so / cannot be followed to a mapping listed in /etc/crypttab"
 }
