@@ -33,6 +33,25 @@ func LUKSFormat(t testing.TB, typ, cipher string, keyBits int) (file, uuid strin
 	if typ == "luks2" {
 		args = append(args, "--pbkdf", "pbkdf2")
 	}
+	undo := keepDevMapperAsItWas()
+	defer undo()
 	Run(t, time.Minute, cs, append(args, vol)...)
 	return vol, strings.TrimSpace(Run(t, time.Minute, cs, "luksUUID", vol))
+}
+
+// keepDevMapperAsItWas returns a function that removes /dev/mapper/control
+// (and /dev/mapper) if they did not exist when it was called: cryptsetup,
+// run as root, makes them even on a kernel without device-mapper, and a test
+// leaves the machine as it found it.
+func keepDevMapperAsItWas() func() {
+	_, dirErr := os.Lstat("/dev/mapper")
+	_, ctlErr := os.Lstat("/dev/mapper/control")
+	return func() {
+		if os.IsNotExist(ctlErr) {
+			_ = os.Remove("/dev/mapper/control")
+		}
+		if os.IsNotExist(dirErr) {
+			_ = os.Remove("/dev/mapper")
+		}
+	}
 }
