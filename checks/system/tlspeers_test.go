@@ -1,22 +1,11 @@
 package system
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,72 +15,8 @@ import (
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
-// certSpec says what kind of certificate a test peer presents.
-type certSpec struct {
-	key      string // rsa1024, rsa2048, p256
-	sha1     bool
-	notAfter time.Time
-	sans     bool
-}
-
-// writeCert writes a self-signed certificate and its key as PEM into dir
-// and returns both paths and the parsed certificate.
-func writeCert(t testing.TB, dir string, s certSpec) (certPath, keyPath string, tlsCert tls.Certificate) {
-	t.Helper()
-	var key crypto.Signer
-	var err error
-	switch s.key {
-	case "rsa1024":
-		key, err = rsa.GenerateKey(rand.Reader, 1024) //nolint:gosec // a weak key is what the test is about
-	case "rsa2048":
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	default:
-		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.notAfter.IsZero() {
-		s.notAfter = time.Now().Add(365 * 24 * time.Hour)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "probe-peer"},
-		NotBefore:    s.notAfter.Add(-2 * 365 * 24 * time.Hour),
-		NotAfter:     s.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if s.sans {
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	if s.sha1 {
-		tmpl.SignatureAlgorithm = x509.SHA1WithRSA
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	if err := os.WriteFile(certPath, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tlsCert, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPath, keyPath, tlsCert
-}
+// loopbackCert is a sound self-signed certificate for a loopback peer.
+var loopbackCert = testutil.CertSpec{Key: "rsa2048", DNS: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
 
 // freePort finds a loopback port nothing listens on now. Another process
 // may take it before the peer binds it; sServer retries then.
@@ -107,10 +32,10 @@ func freePort(t testing.TB) int {
 
 // sServer starts `openssl s_server` on a free loopback port with the given
 // certificate and extra arguments, and returns the port once it accepts.
-func sServer(t *testing.T, cert certSpec, args ...string) int {
+func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
 	t.Helper()
 	openssl := testutil.Tool(t, "openssl", "openssl")
-	certPath, keyPath, _ := writeCert(t, t.TempDir(), cert)
+	certPath, keyPath, _ := testutil.WriteCert(t, t.TempDir(), cert)
 	for range 5 {
 		port := freePort(t)
 		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),
@@ -167,7 +92,7 @@ func accepted(p facts.TLSProbe) versions {
 }
 
 func TestTLSProbeCountsAServerThatDemandsAClientCertificate(t *testing.T) {
-	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-tls1_2", "-Verify", "1")
+	port := sServer(t, loopbackCert, "-tls1_2", "-Verify", "1")
 	p := probeOne(t, port, 2*time.Second)
 	if got := accepted(p); got != (versions{v12: true}) {
 		t.Errorf("accepted %+v, want only TLS 1.2 (the ServerHello chose it before the client certificate was refused)", got)
@@ -181,7 +106,7 @@ func TestTLSProbeCountsAServerThatDemandsAClientCertificate(t *testing.T) {
 }
 
 func TestTLSProbeLegacyOnlyServerAgreesWithSslscan(t *testing.T) {
-	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-no_tls1_2", "-no_tls1_3", "-cipher", "DEFAULT@SECLEVEL=0")
+	port := sServer(t, loopbackCert, "-no_tls1_2", "-no_tls1_3", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	if got := accepted(p); got != (versions{v10: true, v11: true}) {
 		t.Errorf("probe accepted %+v, want TLS 1.0 and 1.1 only", got)
@@ -231,7 +156,7 @@ func sslscanProtocols(t *testing.T, out string) versions {
 
 func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 	expired := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
-	port := sServer(t, certSpec{key: "rsa1024", sha1: true, notAfter: expired},
+	port := sServer(t, testutil.CertSpec{Key: "rsa1024", SHA1: true, NotAfter: expired},
 		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	want := facts.TLSCertificate{
@@ -246,7 +171,7 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 func TestTLSProbeOffersStaticRSASuitesToOpenSSL(t *testing.T) {
 	// Only static-RSA suites: the server can agree to nothing else, so
 	// a handshake shows that Go's client really offered them.
-	port := sServer(t, certSpec{key: "rsa2048", sans: true}, "-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0")
+	port := sServer(t, loopbackCert, "-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	want := []string{"TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_GCM_SHA384"}
 	if !p.TLS12Accepted || strings.Join(p.WeakSuites, ",") != strings.Join(want, ",") {
@@ -306,7 +231,7 @@ func TestTLSProbeReportsATLSListenerThatTimesOut(t *testing.T) {
 // accepting TLS 1.0 to 1.3 with an RSA 2048 certificate, with the default
 // concurrency: the whole probe of a busy host.
 func BenchmarkProbe50Listeners(b *testing.B) {
-	_, _, cert := writeCert(b, b.TempDir(), certSpec{key: "rsa2048", sans: true})
+	_, _, cert := testutil.WriteCert(b, b.TempDir(), loopbackCert)
 	f := newFacts(facts.KindHost)
 	f.Network = &facts.Network{}
 	for range 50 {
