@@ -100,7 +100,7 @@ func TestTLSProbeCountsAServerThatDemandsAClientCertificate(t *testing.T) {
 	if p.Error != "" {
 		t.Errorf("error %q: a refusal for want of a client certificate is an answer", p.Error)
 	}
-	if c := p.Certificate; c == nil || c.Subject != "CN=probe-peer" || c.KeyType != "RSA" || c.KeyBits != 2048 || !c.SelfSigned {
+	if c := p.Certificate; c == nil || c.Subject != "CN=gpuhost test peer" || c.KeyType != "RSA" || c.KeyBits != 2048 || !c.SelfSigned {
 		t.Errorf("certificate %+v, want the peer's RSA 2048 self-signed leaf", c)
 	}
 }
@@ -160,7 +160,7 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	want := facts.TLSCertificate{
-		Subject: "CN=probe-peer", Issuer: "CN=probe-peer", NotAfter: expired.UTC().Format(time.RFC3339),
+		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer", NotAfter: expired.UTC().Format(time.RFC3339),
 		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,
 	}
 	if c := p.Certificate; c == nil || fmt.Sprint(*c) != fmt.Sprint(want) {
