@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,12 +47,26 @@ func (a *app) factsCommand() *cobra.Command {
 	return cmd
 }
 
-// printFacts writes the document. Collector failures are data in the
-// document, and also logged, but printing the facts still succeeds: the
-// verdict belongs to `scan`.
+// printFacts writes the document, collector failures included as data,
+// and then exits 2 when a collector failed, as a scan of the same target
+// would: facts saved from a target that could not be read are no evidence
+// for a later scan facts.
 func (a *app) printFacts(f *facts.Facts) error {
 	a.logCollectorProblems(f)
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(f)
+	if err := enc.Encode(f); err != nil {
+		return untrusted(fmt.Errorf("writing facts: %w", err))
+	}
+	var failed []string
+	for name, st := range f.Collectors {
+		if st.Status == facts.StatusError {
+			failed = append(failed, name)
+		}
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		return untrusted(fmt.Errorf("collectors failed on this target: %s (their reasons are in the document)", strings.Join(failed, ", ")))
+	}
+	return nil
 }

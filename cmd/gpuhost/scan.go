@@ -587,5 +587,10 @@ func evaluateSaved(ctx context.Context, sc *scan.Scanner, d savedDoc) (*reports.
 	if err != nil {
 		return nil, err
 	}
+	// Every collector records its outcome; a document with none was not
+	// collected by gpuhost, or was cut down, and proves nothing.
+	if len(doc.Collectors) == 0 {
+		return nil, fmt.Errorf("facts %s: collectors is empty: the document records no collector's outcome, so no check could be judged on it", d.name)
+	}
 	return sc.Document(ctx, doc, d.data)
 }

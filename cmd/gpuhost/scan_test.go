@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,4 +103,37 @@ func TestSummaryRefusesPerHostOutputs(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// TestSavedFactsWithoutCollectorsAreRefused: a saved host document with an
+// empty collectors map evaluated to a page of skips and exit 0; it is no
+// evidence, so the scan cannot be trusted (exit 2), naming the document.
+func TestSavedFactsWithoutCollectorsAreRefused(t *testing.T) {
+	doc := `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"2026-12-01T00:00:00Z"},"collectors":{}}` + "\n"
+	o := gpuhost(t, doc, "scan", "facts", "--params", params)
+	if o.code != 2 || !strings.Contains(o.stderr, "collectors is empty") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the empty collectors", o.code, o.stderr)
+	}
+}
+
+// TestFactsExitsTwoWhenACollectorFailed: facts of a target a collector
+// could not read are still printed, and the command exits 2 as a scan would.
+func TestFactsExitsTwoWhenACollectorFailed(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"etc/ssh", "var/lib/dpkg"} {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/nonexistent", filepath.Join(dir, "etc/ssh/sshd_config")); err != nil {
+		t.Fatal(err)
+	}
+	status := "Package: openssh-server\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:9.2p1-2+deb12u6\n\n"
+	if err := os.WriteFile(filepath.Join(dir, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := gpuhost(t, "", "facts", "rootfs", dir)
+	if o.code != 2 || !strings.Contains(o.stderr, "ssh") || !strings.Contains(o.stdout, `"status": "error"`) {
+		t.Errorf("exit %d, stderr %q; want 2, the document printed with the ssh collector's error", o.code, o.stderr)
+	}
 }
