@@ -25,6 +25,14 @@ type Env struct {
 	// run at once.
 	ProbeTimeout     time.Duration
 	ProbeConcurrency int
+	// NetNS is the network namespace file (/run/netns/NAME, /proc/PID/ns/net)
+	// whose kernel state a live scan reads, such as the nftables ruleset;
+	// empty means the scanner's own.
+	NetNS string
+	// UnitState reports a systemd unit's ActiveState on a live host; nil
+	// asks the host's systemd. It returns "unknown" and a reason when no
+	// service manager answers.
+	UnitState func(ctx context.Context, unit string) (state, reason string)
 }
 
 // Collector fills the top-level keys it owns. It returns nil when it

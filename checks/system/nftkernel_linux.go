@@ -1,0 +1,532 @@
+package system
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
+
+// readKernelRuleset reads the nftables ruleset of a network namespace (the
+// scanner's own when netns is empty) over netlink. iptables-nft keeps its
+// tables there too, so this covers ufw and iptables alike.
+func readKernelRuleset(netns string) (*fwRuleset, error) {
+	var opts []nftables.ConnOption
+	if netns != "" {
+		ns, err := os.Open(netns)
+		if err != nil {
+			return nil, fmt.Errorf("opening the network namespace: %w", err)
+		}
+		defer ns.Close()
+		opts = append(opts, nftables.WithNetNSFd(int(ns.Fd())))
+	}
+	conn, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink: %w", err)
+	}
+	k := &kernelReader{conn: conn}
+	if err := k.read(); err != nil {
+		return nil, fmt.Errorf("reading the nftables ruleset: %w", err)
+	}
+	return &k.rs, nil
+}
+
+type kernelReader struct {
+	conn     *nftables.Conn
+	rs       fwRuleset
+	elements int
+	// setPorts and setProtos hold the sets of each table by name, as ports
+	// (2-byte keys) or as protocol numbers (1-byte keys).
+	setPorts  map[string]*portSet
+	setProtos map[string]int
+}
+
+func familyName(f nftables.TableFamily) string {
+	switch f {
+	case nftables.TableFamilyINet:
+		return "inet"
+	case nftables.TableFamilyIPv4:
+		return "ip"
+	case nftables.TableFamilyIPv6:
+		return "ip6"
+	}
+	return ""
+}
+
+func (k *kernelReader) read() error {
+	tables, err := k.conn.ListTables()
+	if err != nil {
+		return err
+	}
+	if len(tables) > maxTableEntries {
+		return fmt.Errorf("more than %d tables", maxTableEntries)
+	}
+	k.setPorts, k.setProtos = map[string]*portSet{}, map[string]int{}
+	for _, t := range tables {
+		if familyName(t.Family) == "" {
+			continue
+		}
+		if err := k.readSets(t); err != nil {
+			return err
+		}
+	}
+	chains, err := k.conn.ListChains()
+	if err != nil {
+		return err
+	}
+	for _, ch := range chains {
+		fam := familyName(ch.Table.Family)
+		if fam == "" {
+			continue
+		}
+		c, err := k.rs.chain(fam, ch.Table.Name, ch.Name)
+		if err != nil {
+			return err
+		}
+		c.input = ch.Hooknum != nil && *ch.Hooknum == *nftables.ChainHookInput && ch.Type == nftables.ChainTypeFilter
+		if ch.Policy != nil && *ch.Policy == nftables.ChainPolicyDrop {
+			c.policy = "drop"
+		}
+		rules, err := k.conn.GetRules(ch.Table, ch)
+		if err != nil {
+			return fmt.Errorf("listing the rules of %s: %w", c.ref(), err)
+		}
+		for _, r := range rules {
+			if err := k.rs.addRule(c, k.rule(c, r)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readSets reads every set of a table; interval sets come back as start
+// keys and end keys one past the last member.
+func (k *kernelReader) readSets(t *nftables.Table) error {
+	sets, err := k.conn.GetSets(t)
+	if err != nil {
+		return fmt.Errorf("listing the sets of %s %s: %w", familyName(t.Family), t.Name, err)
+	}
+	for _, s := range sets {
+		if s.IsMap || s.Concatenation {
+			continue
+		}
+		elems, err := k.conn.GetSetElements(s)
+		if err != nil {
+			return fmt.Errorf("listing set %s: %w", s.Name, err)
+		}
+		if k.elements += len(elems); k.elements > maxSetElements {
+			return fmt.Errorf("more than %d set elements", maxSetElements)
+		}
+		key := chainKey(familyName(t.Family), t.Name, s.Name)
+		switch keyLen(elems) {
+		case 1:
+			k.setProtos[key] = protoBits(elems)
+		case 2:
+			k.setPorts[key] = portElements(elems, s.Interval)
+		}
+	}
+	return nil
+}
+
+// keyLen is the common key length of the elements, 0 when they differ.
+func keyLen(elems []nftables.SetElement) int {
+	n := -1
+	for _, e := range elems {
+		if n >= 0 && len(e.Key) != n {
+			return 0
+		}
+		n = len(e.Key)
+	}
+	return n
+}
+
+func protoBits(elems []nftables.SetElement) int {
+	m := 0
+	for _, e := range elems {
+		m |= protoBit(e.Key[0])
+	}
+	return m
+}
+
+func protoBit(b byte) int {
+	switch b {
+	case 6:
+		return protoTCP
+	case 17:
+		return protoUDP
+	}
+	return 0
+}
+
+func portElements(elems []nftables.SetElement, interval bool) *portSet {
+	var ps portSet
+	type bound struct {
+		port int
+		end  bool
+	}
+	var bounds []bound
+	for _, e := range elems {
+		p := int(binary.BigEndian.Uint16(e.Key))
+		if !interval {
+			ps.add(p, p)
+			continue
+		}
+		bounds = append(bounds, bound{p, e.IntervalEnd})
+	}
+	slices.SortFunc(bounds, func(a, b bound) int {
+		if a.port != b.port {
+			return a.port - b.port
+		}
+		if a.end == b.end {
+			return 0
+		}
+		if a.end {
+			return -1
+		}
+		return 1
+	})
+	open := -1
+	for _, b := range bounds {
+		switch {
+		case !b.end && open < 0:
+			open = b.port
+		case b.end && open >= 0:
+			ps.add(open, b.port-1)
+			open = -1
+		}
+	}
+	if open >= 0 {
+		ps.add(open, 65535)
+	}
+	return &ps
+}
+
+// reg is what a rule has loaded into a register.
+type reg struct {
+	kind string // l4proto, dport, ctstate, iif, iifname, or a description
+	mask uint32
+}
+
+// rule reduces one kernel rule, tracking what each register holds so that
+// a comparison is understood only when its register was loaded by an
+// expression this reader knows; the netlink library skips expressions it
+// cannot decode, and their comparisons then land here as unknown.
+func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
+	r := fwRule{ref: c.ref() + " handle " + strconv.FormatUint(nr.Handle, 10), protos: protoAny}
+	regs := map[uint32]reg{}
+	var text []string
+	unknown := func(what string) {
+		r.unknown = append(r.unknown, what)
+		text = append(text, what)
+	}
+	for _, e := range nr.Exprs {
+		if r.verdict != "" {
+			break
+		}
+		switch e := e.(type) {
+		case *expr.Meta:
+			if !e.SourceRegister {
+				regs[e.Register] = reg{kind: metaKind(e.Key)}
+			}
+		case *expr.Payload:
+			if e.OperationType == expr.PayloadLoad {
+				regs[e.DestRegister] = reg{kind: payloadKind(c.family, e)}
+			}
+		case *expr.Ct:
+			if !e.SourceRegister {
+				kind := "ct key " + strconv.Itoa(int(e.Key))
+				if e.Key == expr.CtKeySTATE {
+					kind = "ctstate"
+				}
+				regs[e.Register] = reg{kind: kind}
+			}
+		case *expr.Bitwise:
+			src, ok := regs[e.SourceRegister]
+			if ok && src.kind == "ctstate" && len(e.Mask) == 4 {
+				regs[e.DestRegister] = reg{kind: "ctstate", mask: binary.NativeEndian.Uint32(e.Mask)}
+			} else {
+				regs[e.DestRegister] = reg{kind: src.kind + " (masked)"}
+			}
+		case *expr.Cmp:
+			text = append(text, k.cmp(&r, regs[e.Register], e, unknown)...)
+		case *expr.Range:
+			rg := regs[e.Register]
+			if rg.kind != "dport" || len(e.FromData) != 2 || len(e.ToData) != 2 {
+				unknown("range on " + kindName(rg))
+				continue
+			}
+			var ps portSet
+			ps.add(int(binary.BigEndian.Uint16(e.FromData)), int(binary.BigEndian.Uint16(e.ToData)))
+			if e.Op == expr.CmpOpNeq {
+				ps = complement(ps)
+			}
+			r.restrictPorts(&ps)
+			text = append(text, fmt.Sprintf("dport %s%d-%d", negWord(e.Op == expr.CmpOpNeq), binary.BigEndian.Uint16(e.FromData), binary.BigEndian.Uint16(e.ToData)))
+		case *expr.Lookup:
+			k.lookup(&r, c, regs[e.SourceRegister], e, unknown, &text)
+		case *expr.Verdict:
+			switch e.Kind {
+			case expr.VerdictAccept:
+				r.verdict = "accept"
+			case expr.VerdictDrop:
+				r.verdict = "drop"
+			case expr.VerdictReturn:
+				r.verdict = "return"
+			case expr.VerdictJump:
+				r.verdict, r.target = "jump", e.Chain
+			case expr.VerdictGoto:
+				r.verdict, r.target = "goto", e.Chain
+			case expr.VerdictContinue:
+				continue
+			default:
+				unknown("verdict " + strconv.Itoa(int(e.Kind)))
+				r.verdict = "accept"
+			}
+			text = append(text, strings.TrimSpace(r.verdict+" "+r.target))
+		case *expr.Reject:
+			r.verdict = "drop"
+			text = append(text, "reject")
+		case *expr.Counter, *expr.Log:
+		case *expr.Limit:
+			if e.Over {
+				unknown("limit over")
+			}
+		case *expr.Target:
+			switch e.Name {
+			case "REJECT":
+				r.verdict = "drop"
+				text = append(text, "reject")
+			case "LOG", "NFLOG":
+			default:
+				unknown("xt target " + e.Name)
+			}
+		case *expr.Match:
+			unknown("xt match " + e.Name)
+		default:
+			unknown(strings.TrimPrefix(fmt.Sprintf("%T", e), "*expr."))
+		}
+	}
+	// nft prints "tcp dport 22" for the protocol check and the port load
+	// that "tcp dport" compiles to.
+	r.text = strings.Join(text, " ")
+	for _, p := range []string{"tcp", "udp"} {
+		r.text = strings.ReplaceAll(r.text, "meta l4proto "+p+" "+p+" dport", p+" dport")
+	}
+	return r
+}
+
+func protoName(b byte) string {
+	switch b {
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	}
+	return strconv.Itoa(int(b))
+}
+
+func complement(ps portSet) portSet {
+	var all portSet
+	all.fill()
+	all.andNot(&ps)
+	return all
+}
+
+func negWord(neg bool) string {
+	if neg {
+		return "!= "
+	}
+	return ""
+}
+
+func kindName(rg reg) string {
+	if rg.kind == "" {
+		return "a value the netlink library did not decode"
+	}
+	return rg.kind
+}
+
+func metaKind(k expr.MetaKey) string {
+	switch k {
+	case expr.MetaKeyL4PROTO:
+		return "l4proto"
+	case expr.MetaKeyIIF:
+		return "iif"
+	case expr.MetaKeyIIFNAME:
+		return "iifname"
+	}
+	return "meta key " + strconv.Itoa(int(k))
+}
+
+func payloadKind(family string, p *expr.Payload) string {
+	switch {
+	case p.Base == expr.PayloadBaseTransportHeader && p.Offset == 2 && p.Len == 2:
+		return "dport"
+	case p.Base == expr.PayloadBaseTransportHeader && p.Offset == 0 && p.Len == 2:
+		return "sport"
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip" && p.Offset == 9 && p.Len == 1:
+		return "l4proto"
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip6" && p.Offset == 6 && p.Len == 1:
+		return "l4proto"
+	case p.Base == expr.PayloadBaseNetworkHeader && p.Offset == 12 && p.Len == 4:
+		return "ip saddr"
+	case p.Base == expr.PayloadBaseNetworkHeader && p.Offset == 8 && p.Len == 16:
+		return "ip6 saddr"
+	}
+	return fmt.Sprintf("payload base %d offset %d len %d", p.Base, p.Offset, p.Len)
+}
+
+// ctNew are the conntrack states a new connection can be in: new and
+// untracked.
+const ctNew = 1<<3 | 1<<6
+
+func (k *kernelReader) cmp(r *fwRule, rg reg, e *expr.Cmp, unknown func(string)) []string {
+	eq, neq := e.Op == expr.CmpOpEq, e.Op == expr.CmpOpNeq
+	switch {
+	case rg.kind == "l4proto" && len(e.Data) == 1 && (eq || neq):
+		m := protoBit(e.Data[0])
+		if neq {
+			m = protoAny &^ m
+		}
+		r.protos &= m
+		return []string{"meta l4proto " + negWord(neq) + protoName(e.Data[0])}
+	case rg.kind == "dport" && len(e.Data) == 2:
+		p := int(binary.BigEndian.Uint16(e.Data))
+		var ps portSet
+		switch e.Op {
+		case expr.CmpOpEq:
+			ps.add(p, p)
+		case expr.CmpOpNeq:
+			ps.add(p, p)
+			ps = complement(ps)
+		case expr.CmpOpLt:
+			ps.add(0, p-1)
+		case expr.CmpOpLte:
+			ps.add(0, p)
+		case expr.CmpOpGt:
+			ps.add(p+1, 65535)
+		case expr.CmpOpGte:
+			ps.add(p, 65535)
+		}
+		r.restrictPorts(&ps)
+		return []string{protoWord(r.protos) + " dport " + cmpWord(e.Op) + strconv.Itoa(p)}
+	case rg.kind == "ctstate" && rg.mask != 0 && neq && allZero(e.Data):
+		if rg.mask&ctNew == 0 {
+			r.inert = true
+		}
+		return []string{"ct state " + ctStates(rg.mask)}
+	case (rg.kind == "iif" && eq && len(e.Data) == 4 && binary.NativeEndian.Uint32(e.Data) == 1) ||
+		(rg.kind == "iifname" && eq && strings.TrimRight(string(e.Data), "\x00") == "lo"):
+		// Interface index 1 is the loopback in every namespace.
+		r.inert = true
+		return []string{"iif lo"}
+	}
+	what := kindName(rg) + " " + cmpWord(e.Op) + fmt.Sprintf("%x", e.Data)
+	unknown(what)
+	return nil
+}
+
+func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unknown func(string), text *[]string) {
+	key := chainKey(c.family, c.table, e.SetName)
+	name := "@" + e.SetName
+	if strings.HasPrefix(e.SetName, "__set") {
+		name = "{ anonymous set }"
+	}
+	switch rg.kind {
+	case "dport":
+		ps, ok := k.setPorts[key]
+		if !ok {
+			unknown("dport lookup in " + name + ", which holds no ports")
+			return
+		}
+		s := *ps
+		if e.Invert {
+			s = complement(s)
+		}
+		r.restrictPorts(&s)
+		*text = append(*text, protoWord(r.protos)+" dport "+negWord(e.Invert)+renderPorts(ps, name))
+	case "l4proto":
+		m, ok := k.setProtos[key]
+		if !ok {
+			unknown("l4proto lookup in " + name)
+			return
+		}
+		if e.Invert {
+			m = protoAny &^ m
+		}
+		r.protos &= m
+		*text = append(*text, "meta l4proto "+negWord(e.Invert)+name)
+	default:
+		unknown(kindName(rg) + " lookup in " + name)
+	}
+}
+
+// renderPorts shows an anonymous set by its members, a named one by name.
+func renderPorts(ps *portSet, name string) string {
+	if strings.HasPrefix(name, "@") {
+		return name
+	}
+	var parts []string
+	for _, rg := range ps.ranges() {
+		if rg[0] == rg[1] {
+			parts = append(parts, strconv.Itoa(rg[0]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", rg[0], rg[1]))
+		}
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+func protoWord(m int) string {
+	switch m {
+	case protoTCP:
+		return "tcp"
+	case protoUDP:
+		return "udp"
+	}
+	return "th"
+}
+
+func cmpWord(op expr.CmpOp) string {
+	switch op {
+	case expr.CmpOpNeq:
+		return "!= "
+	case expr.CmpOpLt:
+		return "< "
+	case expr.CmpOpLte:
+		return "<= "
+	case expr.CmpOpGt:
+		return "> "
+	case expr.CmpOpGte:
+		return ">= "
+	}
+	return ""
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func ctStates(mask uint32) string {
+	var out []string
+	for i, n := range []string{"invalid", "established", "related", "new"} {
+		if mask&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if mask&(1<<6) != 0 {
+		out = append(out, "untracked")
+	}
+	return strings.Join(out, ",")
+}
