@@ -1,16 +1,22 @@
 package system
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/policies"
 )
 
 // netnsRuleset drops by default and admits through a named interval set
@@ -249,4 +255,180 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("%v in %s", err, raw)
 	}
+}
+
+// liveFirewallFacts runs the firewall collector as a live scan of the
+// namespace would, with /etc/nftables.conf holding conf, and the same tree
+// scanned offline. The tree has no /run/systemd/system, so the unit state
+// comes from the collector's own answer for a host without systemd.
+func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.Facts) {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{
+		"etc/nftables.conf": conf,
+		"etc/systemd/system/multi-user.target.wants/nftables.service": symlink("/lib/systemd/system/nftables.service"),
+	})
+	env := newEnv(t, dir, true)
+	env.NetNS, env.UnitState = netns, nil
+	live = newFacts(facts.KindHost)
+	collect(t, env, live, "firewall")
+	offline = newFacts(facts.KindRootfs)
+	collect(t, newEnv(t, dir, false), offline, "firewall")
+	for _, f := range []*facts.Facts{live, offline} {
+		wantStatus(t, f, "firewall", facts.StatusOK)
+	}
+	return live, offline
+}
+
+func TestNftCollectorLiveInNetns(t *testing.T) {
+	netns, _ := loadNetns(t, netnsRuleset)
+	live, offline := liveFirewallFacts(t, netns, netnsRuleset)
+	want := []int{22, 53, 80, 123, 443, 8000, 8002, 9090}
+	fw, off := live.Network.Firewall, offline.Network.Firewall
+	if fw.Source != "kernel" || fw.KernelError != "" || fw.DefaultInputPolicy != "drop" || !equalInts(fw.AllowedPorts, want) {
+		t.Errorf("live firewall %+v; want the kernel's drop policy and %v", fw, want)
+	}
+	if off.Source != "file" || off.Path != "/etc/nftables.conf" || !equalInts(off.AllowedPorts, want) || !off.Enabled {
+		t.Errorf("offline firewall %+v; want the file's %v, enabled by its wants link", off, want)
+	}
+	// No systemd runs in the test's tree: the wants link does not make
+	// the live firewall enabled, and the facts say why.
+	if fw.Enabled || fw.Unit == nil || fw.Unit.State != "unknown" || !strings.Contains(fw.Unit.Reason, "systemd is not running") {
+		t.Errorf("live enabled %v unit %+v; want unknown because systemd is not running", fw.Enabled, fw.Unit)
+	}
+	if err := facts.Validate(*live); err != nil {
+		t.Errorf("live facts: %v", err)
+	}
+}
+
+// acceptRuleset leaves the input policy at accept: a rule for ssh changes
+// nothing, every port is open.
+const acceptRuleset = `table inet filter {
+	chain input {
+		type filter hook input priority filter; policy accept;
+		tcp dport 22 accept
+	}
+}
+`
+
+func TestNftPolicyAcceptFailsNet003(t *testing.T) {
+	netns, _ := loadNetns(t, acceptRuleset)
+	live, _ := liveFirewallFacts(t, netns, acceptRuleset)
+	if fw := live.Network.Firewall; fw.DefaultInputPolicy != "accept" || fw.Source != "kernel" {
+		t.Fatalf("firewall %+v; want the kernel's accept policy", fw)
+	}
+	r := evaluatePack(t, live)["GH-NET-003"]
+	if r.Status != "fail" || !slices.Contains(r.Messages, "the nftables firewall's input policy is accept: every port is open") {
+		t.Errorf("GH-NET-003 %s %q; want a failure for the accept policy", r.Status, r.Messages)
+	}
+}
+
+// joinRuleset admits 8080 through a named set behind a jump and drops
+// everything else but ssh.
+const joinRuleset = `table inet filter {
+	set web { type inet_service; elements = { 8080 } }
+	chain services {
+		tcp dport @web accept
+	}
+	chain input {
+		type filter hook input priority filter; policy drop;
+		iif lo accept
+		tcp dport 22 accept
+		jump services
+	}
+}
+`
+
+func TestNftJoinFailsAdmittedListener(t *testing.T) {
+	netns, nft := loadNetns(t, joinRuleset)
+	py := testutil.Tool(t, "python3", "python3")
+	inNetns := nft[:len(nft)-1]
+	// One listener the ruleset admits and one it drops, both inside the
+	// namespace; the host's /proc/net cannot see them, their own can.
+	var listening []facts.Listener
+	for _, port := range []int{8080, 8443} {
+		p := testutil.Start(t, exec.Command(inNetns[0], append(slices.Clone(inNetns[1:]), py, "-m", "http.server", "--bind", "0.0.0.0", strconv.Itoa(port))...))
+		var l facts.Listener
+		p.WaitFor(t, 20*time.Second, fmt.Sprintf("a listener on %d", port), func() bool {
+			l = procListener(t, p.Cmd.Process.Pid, port)
+			return l.Port == port
+		})
+		listening = append(listening, l)
+	}
+	live, _ := liveFirewallFacts(t, netns, joinRuleset)
+	live.Network.Listening = listening
+	live.Record("network", facts.StatusOK, "")
+	results := evaluatePack(t, live)
+	r := results["GH-NET-004"]
+	if r.Status != "fail" || len(r.Messages) != 1 {
+		t.Fatalf("GH-NET-004 %s %q; want one failure for 8080", r.Status, r.Messages)
+	}
+	msg := r.Messages[0]
+	for _, want := range []string{"tcp 0.0.0.0 port 8080 (python3)", "inet filter services handle ", "tcp dport @web accept"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("GH-NET-004 message %q lacks %q", msg, want)
+		}
+	}
+	// 8443 is dropped: not reachable, so only GH-NET-001 names it.
+	if r := results["GH-NET-001"]; r.Status != "fail" || !strings.Contains(strings.Join(r.Messages, "|"), "port 8443") {
+		t.Errorf("GH-NET-001 %s %q; want 8443 reported as listening", r.Status, r.Messages)
+	}
+	// Without systemd in the scanned tree, whether the unit is active is
+	// not known, and GH-NET-002 says so instead of passing or failing.
+	if r := results["GH-NET-002"]; r.Status != "error" || !strings.Contains(strings.Join(r.Messages, "|"), "systemd is not running") {
+		t.Errorf("GH-NET-002 %s %q; want an error: systemd is not running", r.Status, r.Messages)
+	}
+}
+
+// procListener finds the socket listening on port in the network namespace
+// of pid, through /proc/PID/net/tcp, and names its process.
+func procListener(t *testing.T, pid, port int) facts.Listener {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return facts.Listener{}
+	}
+	socks, err := parseProcNet(data, "tcp", "0A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range socks {
+		if int(s.Port) == port {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			return facts.Listener{Proto: "tcp", Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
+		}
+	}
+	return facts.Listener{}
+}
+
+type packResult struct {
+	Status   string
+	Messages []string
+}
+
+// evaluatePack runs the default pack with its default params over f.
+func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
+	t.Helper()
+	ctx := context.Background()
+	src, err := engine.LoadFS(policies.FS, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(ctx, engine.WithSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := engine.NewDocument(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := e.Evaluate(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]packResult{}
+	for _, r := range results {
+		out[r.ID] = packResult{Status: r.Status, Messages: r.Messages}
+	}
+	return out
 }
