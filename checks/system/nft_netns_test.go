@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/internal/testutil"
-	"github.com/gpuhost/gpuhost/policies"
 )
 
 // netnsRuleset drops by default and admits through a named interval set
@@ -406,28 +405,21 @@ type packResult struct {
 	Messages []string
 }
 
-// evaluatePack runs the default pack with its default params over f.
+// evaluatePack scans f with the default pack and params, as "gpuhost scan
+// facts" does.
 func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
 	t.Helper()
 	ctx := context.Background()
-	src, err := engine.LoadFS(policies.FS, "embedded")
+	e, err := scan.Pack{}.Engine(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(ctx, engine.WithSource(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _, err := engine.NewDocument(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, err := e.Evaluate(ctx, doc)
+	rep, err := scan.New(e).Facts(ctx, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]packResult{}
-	for _, r := range results {
+	for _, r := range rep.Results {
 		out[r.ID] = packResult{Status: r.Status, Messages: r.Messages}
 	}
 	return out
