@@ -335,7 +335,8 @@ type Firewall struct {
 	// on a live host, that its unit is active; Unit says how it was told.
 	Enabled bool `json:"enabled"`
 	// DefaultInputPolicy is "accept" when a port no rule admits still
-	// reaches an accepting policy, and otherwise the strictest policy.
+	// reaches an accepting policy, and otherwise the strictest policy (drop
+	// when rules leave no port to an accepting one).
 	DefaultInputPolicy string `json:"default_input_policy"`
 	// AllowedPorts are the TCP and UDP ports that rules admit on the input
 	// path, following jumps, gotos and sets.

@@ -295,7 +295,7 @@ func statement(toks []nftToken, pos int, decl bool) (stmt, block []nftToken, nex
 			if err != nil {
 				return nil, nil, pos, err
 			}
-			if decl && len(stmt) > 0 && isDeclaration(stmt[0].text) {
+			if decl && len(stmt) > 0 && isDeclaration(stmt[0].text) && !flatRule(stmt) {
 				return stmt, toks[pos+1 : end], end + 1, nil
 			}
 			// An anonymous set: keep its elements, drop the newlines.
@@ -311,6 +311,12 @@ func statement(toks []nftToken, pos int, decl bool) (stmt, block []nftToken, nex
 		}
 	}
 	return stmt, nil, pos, nil
+}
+
+// flatRule tells "add rule ..." and "add element ..." apart from other
+// flat declarations: their braces are sets, not blocks.
+func flatRule(stmt []nftToken) bool {
+	return len(stmt) >= 2 && (stmt[1].text == "rule" || stmt[1].text == "element")
 }
 
 func isDeclaration(w string) bool {

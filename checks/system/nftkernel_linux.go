@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -166,43 +165,17 @@ func protoBit(b byte) int {
 
 func portElements(elems []nftables.SetElement, interval bool) *portSet {
 	var ps portSet
-	type bound struct {
-		port int
-		end  bool
-	}
-	var bounds []bound
+	var bounds []setBound
 	for _, e := range elems {
 		p := int(binary.BigEndian.Uint16(e.Key))
 		if !interval {
 			ps.add(p, p)
 			continue
 		}
-		bounds = append(bounds, bound{p, e.IntervalEnd})
+		bounds = append(bounds, setBound{p, e.IntervalEnd})
 	}
-	slices.SortFunc(bounds, func(a, b bound) int {
-		if a.port != b.port {
-			return a.port - b.port
-		}
-		if a.end == b.end {
-			return 0
-		}
-		if a.end {
-			return -1
-		}
-		return 1
-	})
-	open := -1
-	for _, b := range bounds {
-		switch {
-		case !b.end && open < 0:
-			open = b.port
-		case b.end && open >= 0:
-			ps.add(open, b.port-1)
-			open = -1
-		}
-	}
-	if open >= 0 {
-		ps.add(open, 65535)
+	if interval {
+		ps = intervalPorts(bounds)
 	}
 	return &ps
 }

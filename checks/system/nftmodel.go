@@ -297,7 +297,8 @@ func (e *evaluator) noteUnknown(r *fwRule) {
 type fwVerdict struct {
 	hasInput bool
 	// policy is "accept" when some port reaches an accepting policy, and
-	// otherwise the strictest policy of the input chains.
+	// otherwise the strictest policy of the input chains (drop when rules
+	// leave no port to accepting policies).
 	policy  string
 	ports   []int
 	admits  []facts.FirewallAdmit
@@ -356,7 +357,13 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 			e.keep(p.bit, &passed)
 		}
 	}
-	if !byPolicy {
+	switch {
+	case byPolicy || !v.hasInput:
+	case strictest == "accept":
+		// Accepting policies that no packet reaches: a catch-all drop
+		// rule (the iptables habit) is the effective policy.
+		v.policy = "drop"
+	default:
 		v.policy = strictest
 	}
 	v.ports = explicit.list()
@@ -465,4 +472,43 @@ func (s *portSet) ranges() [][2]int {
 		p = q
 	}
 	return out
+}
+
+// setBound is one element of an interval set as the kernel holds it: the
+// first port of a run, or (end) the port one past its last.
+type setBound struct {
+	port int
+	end  bool
+}
+
+// intervalPorts turns interval set bounds, in any order, into ports.
+func intervalPorts(bounds []setBound) portSet {
+	var ps portSet
+	slices.SortFunc(bounds, func(a, b setBound) int {
+		if a.port != b.port {
+			return a.port - b.port
+		}
+		// An end and a start at one port: the end closes the run before.
+		switch {
+		case a.end == b.end:
+			return 0
+		case a.end:
+			return -1
+		}
+		return 1
+	})
+	open := -1
+	for _, b := range bounds {
+		switch {
+		case !b.end && open < 0:
+			open = b.port
+		case b.end && open >= 0:
+			ps.add(open, b.port-1)
+			open = -1
+		}
+	}
+	if open >= 0 {
+		ps.add(open, 65535)
+	}
+	return ps
 }
