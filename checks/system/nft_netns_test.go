@@ -424,3 +424,50 @@ func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
 	}
 	return out
 }
+
+// unmodeledRuleset holds conditions the model does not evaluate: a source
+// address, a fib lookup, a negated ct state and a rate above a limit.
+const unmodeledRuleset = `table inet filter {
+	chain input {
+		type filter hook input priority filter; policy drop;
+		ip saddr 192.0.2.0/24 drop
+		ip saddr 10.0.0.0/8 tcp dport 5432 accept
+		ip saddr 10.1.0.0/16 accept
+		fib daddr type broadcast drop
+		tcp dport 22 accept
+	}
+}
+`
+
+func TestNftKernelUnmodeledRulesInNetns(t *testing.T) {
+	netns, _ := loadNetns(t, unmodeledRuleset)
+	rs, err := readKernelRuleset(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := rs.verdict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := parseNftVerdict([]byte(unmodeledRuleset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]fwVerdict{"kernel": kernel, "file": file} {
+		if !equalInts(v.ports, []int{22, 5432}) || v.policy != "drop" {
+			t.Errorf("%s: %s %v, want drop with 22 and the source-restricted 5432", name, v.policy, v.ports)
+		}
+		may := 0
+		for _, u := range v.unknown {
+			if u.MayAccept {
+				may++
+				if !strings.Contains(u.Rule, "accept") {
+					t.Errorf("%s: %+v may accept but is no accept rule", name, u)
+				}
+			}
+		}
+		if len(v.unknown) != 4 || may != 1 {
+			t.Errorf("%s: unmodeled %+v, want 4 rules of which 1 may accept", name, v.unknown)
+		}
+	}
+}

@@ -517,6 +517,10 @@ func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
 		if next == "l4proto" {
 			return protoMatch(r, words, i+2)
 		}
+		if next == "nfproto" && (at(words, i+2) == "ipv4" || at(words, i+2) == "ipv6") {
+			r.family = map[string]string{"ipv4": "ip", "ipv6": "ip6"}[words[i+2]]
+			return i + 3
+		}
 		if next == "iif" || next == "iifname" {
 			return iifMatch(r, words, i+2)
 		}

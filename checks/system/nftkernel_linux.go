@@ -3,6 +3,7 @@ package system
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -209,8 +210,16 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 			}
 		case *expr.Payload:
 			if e.OperationType == expr.PayloadLoad {
-				regs[e.DestRegister] = reg{kind: payloadKind(c.family, e)}
+				fam := c.family
+				if r.family != "" {
+					fam = r.family
+				}
+				regs[e.DestRegister] = reg{kind: payloadKind(fam, e)}
 			}
+		case *expr.Fib:
+			regs[e.Register] = reg{kind: "fib"}
+		case *expr.Exthdr:
+			regs[e.DestRegister] = reg{kind: "exthdr"}
 		case *expr.Ct:
 			if !e.SourceRegister {
 				kind := "ct key " + strconv.Itoa(int(e.Key))
@@ -333,6 +342,8 @@ func metaKind(k expr.MetaKey) string {
 		return "iif"
 	case expr.MetaKeyIIFNAME:
 		return "iifname"
+	case expr.MetaKeyNFPROTO:
+		return "nfproto"
 	}
 	return "meta key " + strconv.Itoa(int(k))
 }
@@ -347,10 +358,15 @@ func payloadKind(family string, p *expr.Payload) string {
 		return "l4proto"
 	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip6" && p.Offset == 6 && p.Len == 1:
 		return "l4proto"
-	case p.Base == expr.PayloadBaseNetworkHeader && p.Offset == 12 && p.Len == 4:
+	// A prefix match loads only the prefix's bytes.
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip" && p.Offset == 12 && p.Len <= 4:
 		return "ip saddr"
-	case p.Base == expr.PayloadBaseNetworkHeader && p.Offset == 8 && p.Len == 16:
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip" && p.Offset == 16 && p.Len <= 4:
+		return "ip daddr"
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip6" && p.Offset == 8 && p.Len <= 16:
 		return "ip6 saddr"
+	case p.Base == expr.PayloadBaseNetworkHeader && family == "ip6" && p.Offset == 24 && p.Len <= 16:
+		return "ip6 daddr"
 	}
 	return fmt.Sprintf("payload base %d offset %d len %d", p.Base, p.Offset, p.Len)
 }
@@ -399,10 +415,34 @@ func (k *kernelReader) cmp(r *fwRule, rg reg, e *expr.Cmp, unknown func(string))
 		// Interface index 1 is the loopback in every namespace.
 		r.inert = true
 		return []string{"iif lo"}
+	case rg.kind == "nfproto" && eq && len(e.Data) == 1 && (e.Data[0] == nfprotoIPv4 || e.Data[0] == nfprotoIPv6):
+		r.family = "ip"
+		if e.Data[0] == nfprotoIPv6 {
+			r.family = "ip6"
+		}
+		return []string{"meta nfproto " + map[string]string{"ip": "ipv4", "ip6": "ipv6"}[r.family]}
 	}
-	what := kindName(rg) + " " + cmpWord(e.Op) + fmt.Sprintf("%x", e.Data)
-	unknown(what)
+	unknown(kindName(rg) + " " + cmpWord(e.Op) + renderValue(rg.kind, e.Data))
 	return nil
+}
+
+// NFPROTO_IPV4 and NFPROTO_IPV6.
+const (
+	nfprotoIPv4 = 2
+	nfprotoIPv6 = 10
+)
+
+// renderValue shows an address prefix as one ("10.0.0.0/8") and anything
+// else in hex.
+func renderValue(kind string, data []byte) string {
+	size := map[string]int{"ip saddr": 4, "ip daddr": 4, "ip6 saddr": 16, "ip6 daddr": 16}[kind]
+	if size == 0 || len(data) > size {
+		return fmt.Sprintf("0x%x", data)
+	}
+	full := make([]byte, size)
+	copy(full, data)
+	addr, _ := netip.AddrFromSlice(full)
+	return netip.PrefixFrom(addr, 8*len(data)).String()
 }
 
 func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unknown func(string), text *[]string) {

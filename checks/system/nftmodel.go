@@ -52,6 +52,9 @@ type fwRule struct {
 	// inert rules never see a new connection from another host (ct state
 	// established, iif lo).
 	inert bool
+	// family, when set ("ip" or "ip6"), limits an inet rule to IPv4 or
+	// IPv6 (meta nfproto).
+	family string
 	// set, when not empty, is the key of a named set the destination port
 	// is looked up in (negated with setNeg); resolve folds it into ports.
 	set     string
@@ -206,7 +209,7 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 		if e.visits++; e.visits > maxRuleVisits {
 			return res, fmt.Errorf("evaluating the ruleset took more than %d rule visits", maxRuleVisits)
 		}
-		if r.inert || r.protos&proto == 0 || undecided.empty() {
+		if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || undecided.empty() {
 			continue
 		}
 		m := undecided
