@@ -69,18 +69,7 @@ func TestNftKernelRulesetInNetns(t *testing.T) {
 	netns, nft := loadNetns(t, netnsRuleset)
 	want := []int{22, 53, 80, 123, 443, 8000, 8002, 9090}
 
-	rs, err := readKernelRuleset(netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := rs.verdict()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := parseNftVerdict([]byte(netnsRuleset))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kernel, file := kernelAndFile(t, netns, netnsRuleset)
 	listed := nftJSONPorts(t, testutil.Run(t, 30*time.Second, nft[0], append(nft[1:], "-j", "list", "ruleset")...))
 	for name, got := range map[string][]int{"kernel": kernel.ports, "file": file.ports, "nft -j": listed} {
 		if !equalInts(got, want) {
@@ -105,6 +94,23 @@ func TestNftKernelRulesetInNetns(t *testing.T) {
 	if back, err := parseNftVerdict([]byte(text)); err != nil || !equalInts(back.ports, want) {
 		t.Errorf("nft list ruleset parsed back: %v %v\n%s", back.ports, err, text)
 	}
+}
+
+// kernelAndFile evaluates the namespace's ruleset read from the kernel and
+// the text it was loaded from.
+func kernelAndFile(t *testing.T, netns, text string) (kernel, file fwVerdict) {
+	t.Helper()
+	rs, err := readKernelRuleset(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kernel, err = rs.verdict(); err != nil {
+		t.Fatal(err)
+	}
+	if file, err = parseNftVerdict([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	return kernel, file
 }
 
 func admitOf(admits []facts.FirewallAdmit, proto string, port int) string {
@@ -441,18 +447,7 @@ const unmodeledRuleset = `table inet filter {
 
 func TestNftKernelUnmodeledRulesInNetns(t *testing.T) {
 	netns, _ := loadNetns(t, unmodeledRuleset)
-	rs, err := readKernelRuleset(netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := rs.verdict()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := parseNftVerdict([]byte(unmodeledRuleset))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kernel, file := kernelAndFile(t, netns, unmodeledRuleset)
 	for name, v := range map[string]fwVerdict{"kernel": kernel, "file": file} {
 		if !equalInts(v.ports, []int{22, 5432}) || v.policy != "drop" {
 			t.Errorf("%s: %s %v, want drop with 22 and the source-restricted 5432", name, v.policy, v.ports)
