@@ -466,3 +466,62 @@ func TestNftKernelUnmodeledRulesInNetns(t *testing.T) {
 		}
 	}
 }
+
+// largeRuleset has chains input and c0..c(n-1): input jumps to each, and
+// each holds rules accepting ports from a named set and single ports.
+func largeRuleset(chains, rulesPerChain int) string {
+	var b strings.Builder
+	b.WriteString("table inet filter {\n\tset many { type inet_service; flags interval; elements = { ")
+	for i := 0; i < 1000; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", 20000+2*i)
+	}
+	b.WriteString(" } }\n")
+	for c := 0; c < chains; c++ {
+		fmt.Fprintf(&b, "\tchain c%d {\n\t\ttcp dport @many accept\n", c)
+		for r := 0; r < rulesPerChain; r++ {
+			fmt.Fprintf(&b, "\t\ttcp dport %d accept\n", 1000+c*rulesPerChain+r)
+		}
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("\tchain input {\n\t\ttype filter hook input priority filter; policy drop;\n")
+	for c := 0; c < chains; c++ {
+		fmt.Fprintf(&b, "\t\tjump c%d\n", c)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// BenchmarkNftKernelRead reads and evaluates 5,050 rules and a 1,000-element
+// set from a namespace's kernel; BenchmarkNftFileParse parses the same text.
+func BenchmarkNftKernelRead(b *testing.B) {
+	text := largeRuleset(50, 100)
+	prefix := testutil.Netns(b)
+	nftPath := testutil.Tool(b, "nft", "nftables")
+	file := filepath.Join(b.TempDir(), "large.nft")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	testutil.Run(b, 60*time.Second, prefix[0], append(slices.Clone(prefix[1:]), nftPath, "-f", file)...)
+	netns := "/run/netns/" + prefix[len(prefix)-1]
+	for b.Loop() {
+		rs, err := readKernelRuleset(netns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := rs.verdict(); err != nil || len(v.ports) != 6000 {
+			b.Fatalf("%d ports, %v", len(v.ports), err)
+		}
+	}
+}
+
+func BenchmarkNftFileParse(b *testing.B) {
+	text := []byte(largeRuleset(50, 100))
+	for b.Loop() {
+		if v, err := parseNftVerdict(text); err != nil || len(v.ports) != 6000 {
+			b.Fatalf("%d ports, %v", len(v.ports), err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package system
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -45,7 +46,7 @@ type fwRule struct {
 	// protos are the protocols the rule can match; 0 matches none.
 	protos int
 	// ports is nil when the rule does not look at the destination port.
-	ports *portSet
+	ports *portList
 	// verdict is accept, drop, jump, goto, return, or "" to continue.
 	verdict string
 	target  string
@@ -64,15 +65,29 @@ type fwRule struct {
 	unknown []string
 }
 
+// portList is a rule's ports as sorted runs: most rules name a port or
+// two, and a bitmap per rule would cost more than the whole ruleset.
+type portList struct {
+	runs [][2]int
+}
+
 // restrictPorts narrows the ports the rule matches; two port conditions
 // in one rule must both hold.
 func (r *fwRule) restrictPorts(ports *portSet) {
-	if r.ports == nil {
-		cp := *ports
-		r.ports = &cp
-		return
+	if r.ports != nil {
+		var both portSet
+		r.ports.into(&both)
+		both.and(ports)
+		ports = &both
 	}
-	r.ports.and(ports)
+	r.ports = &portList{runs: ports.ranges()}
+}
+
+// into sets the list's ports in s, which must be empty.
+func (l *portList) into(s *portSet) {
+	for _, run := range l.runs {
+		s.setRange(run[0], run[1])
+	}
 }
 
 // fwChain is one chain; base chains carry their hook's policy.
@@ -175,21 +190,18 @@ func (rs *fwRuleset) addRule(c *fwChain, r fwRule) error {
 	return nil
 }
 
-// admission records which rule first admitted which ports.
-type admission struct {
-	family string
-	proto  int
-	ports  portSet
-	ref    string
-}
-
-// evaluator walks chains for one protocol at a time.
+// evaluator walks chains for one family and protocol at a time.
 type evaluator struct {
 	rs      *fwRuleset
 	family  string
 	visits  int
-	admits  []admission
 	unknown map[string]facts.FirewallRule
+	// owner[family][proto][port] is 1 + the index in refs of the first rule
+	// (or policy) that admitted the port; 0 when none did.
+	owner  [2][2]*[65536]uint16
+	refs   []string
+	refIdx map[string]uint16
+	bufs   []*portSet
 }
 
 // chainResult splits the ports that entered a chain by outcome: accepted by
@@ -212,9 +224,13 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 		if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || undecided.empty() {
 			continue
 		}
-		m := undecided
-		if r.ports != nil {
-			m.and(r.ports)
+		m := e.scratch(depth)
+		if r.ports == nil {
+			*m = undecided
+		} else {
+			*m = portSet{}
+			r.ports.into(m)
+			m.and(&undecided)
 		}
 		if m.empty() {
 			continue
@@ -233,26 +249,26 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				// unknown, never folded into the port list.
 				continue
 			}
-			e.admit(proto, &m, r.ref+": "+r.text)
-			res.accepted.or(&m)
+			e.admit(proto, m, r.ref+": "+r.text)
+			res.accepted.or(m)
 			if sure {
-				undecided.andNot(&m)
+				undecided.andNot(m)
 			}
 		case "drop", "reject":
 			if sure {
-				undecided.andNot(&m)
+				undecided.andNot(m)
 			}
 		case "return":
 			if sure {
-				res.returned.or(&m)
-				undecided.andNot(&m)
+				res.returned.or(m)
+				undecided.andNot(m)
 			}
 		case "jump", "goto":
 			t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
 			if !ok {
 				return res, fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
 			}
-			sub, err := e.eval(t, proto, &m, depth+1)
+			sub, err := e.eval(t, proto, m, depth+1)
 			if err != nil {
 				return res, err
 			}
@@ -260,7 +276,7 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 			if !sure {
 				continue
 			}
-			undecided.andNot(&m)
+			undecided.andNot(m)
 			if r.verdict == "jump" {
 				undecided.or(&sub.returned)
 			} else {
@@ -272,14 +288,52 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 	return res, nil
 }
 
+// scratch is the matched-ports buffer of one jump depth; a deeper chain
+// has its own, so a caller's survives the call.
+func (e *evaluator) scratch(depth int) *portSet {
+	for len(e.bufs) <= depth {
+		e.bufs = append(e.bufs, new(portSet))
+	}
+	return e.bufs[depth]
+}
+
 func (e *evaluator) admit(proto int, ports *portSet, ref string) {
-	for i := range e.admits {
-		if a := &e.admits[i]; a.family == e.family && a.proto == proto && a.ref == ref {
-			a.ports.or(ports)
+	idx, ok := e.refIdx[ref]
+	if !ok {
+		if e.refIdx == nil {
+			e.refIdx = map[string]uint16{}
+		}
+		if len(e.refs) >= 65535 {
 			return
 		}
+		e.refs = append(e.refs, ref)
+		idx = uint16(len(e.refs))
+		e.refIdx[ref] = idx
 	}
-	e.admits = append(e.admits, admission{family: e.family, proto: proto, ports: *ports, ref: ref})
+	owner := e.ownerOf(proto)
+	for w, word := range ports {
+		for word != 0 {
+			bit := bits.TrailingZeros64(word)
+			word &^= 1 << bit
+			if p := w*64 + bit; owner[p] == 0 {
+				owner[p] = idx
+			}
+		}
+	}
+}
+
+func (e *evaluator) ownerOf(proto int) *[65536]uint16 {
+	f, pr := 0, 0
+	if e.family == "ip6" {
+		f = 1
+	}
+	if proto == protoUDP {
+		pr = 1
+	}
+	if e.owner[f][pr] == nil {
+		e.owner[f][pr] = new([65536]uint16)
+	}
+	return e.owner[f][pr]
 }
 
 func (e *evaluator) noteUnknown(r *fwRule) {
@@ -381,9 +435,10 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 // keep trims the admissions of proto to the ports that got through every
 // base chain; an accept in one base chain is not the last word.
 func (e *evaluator) keep(proto int, passed *portSet) {
-	for i := range e.admits {
-		if e.admits[i].family == e.family && e.admits[i].proto == proto {
-			e.admits[i].ports.and(passed)
+	owner := e.ownerOf(proto)
+	for p := range owner {
+		if owner[p] != 0 && !passed.has(p) {
+			owner[p] = 0
 		}
 	}
 }
@@ -398,30 +453,34 @@ func chainList(chains []*fwChain) string {
 	return strings.Join(names, ", ")
 }
 
-// facts renders the admissions as port ranges, the first rule that admits
-// a port winning.
+// facts renders the admissions as port ranges, IPv4's first rule for a
+// port winning over IPv6's.
 func (e *evaluator) facts() []facts.FirewallAdmit {
 	out := []facts.FirewallAdmit{}
-	for _, p := range protoNames {
-		var seen portSet
-		for _, a := range e.admits {
-			if a.proto != p.bit {
+	for pr, p := range protoNames {
+		ip, ip6 := e.owner[0][pr], e.owner[1][pr]
+		ownerAt := func(port int) uint16 {
+			if ip != nil && ip[port] != 0 {
+				return ip[port]
+			}
+			if ip6 != nil {
+				return ip6[port]
+			}
+			return 0
+		}
+		for port := 0; port < 65536; port++ {
+			idx := ownerAt(port)
+			if idx == 0 {
 				continue
 			}
-			ports := a.ports
-			ports.andNot(&seen)
-			seen.or(&a.ports)
-			for _, r := range ports.ranges() {
-				out = append(out, facts.FirewallAdmit{Proto: p.name, From: r[0], To: r[1], Rule: a.ref})
+			end := port
+			for end+1 < 65536 && ownerAt(end+1) == idx {
+				end++
 			}
+			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1]})
+			port = end
 		}
 	}
-	slices.SortStableFunc(out, func(a, b facts.FirewallAdmit) int {
-		if a.Proto != b.Proto {
-			return strings.Compare(a.Proto, b.Proto)
-		}
-		return a.From - b.From
-	})
 	return out
 }
 
@@ -460,21 +519,49 @@ func (s *portSet) or(o *portSet) {
 
 func (s *portSet) has(p int) bool { return s[p/64]&(1<<(p%64)) != 0 }
 
-// ranges returns the set as inclusive [from, to] runs.
+// ranges returns the set as inclusive [from, to] runs, a word at a time
+// where words are empty or full.
 func (s *portSet) ranges() [][2]int {
 	var out [][2]int
-	for p := 0; p < 65536; p++ {
-		if !s.has(p) {
+	start := -1
+	for w, word := range s {
+		switch {
+		case word == 0 && start < 0, word == ^uint64(0) && start >= 0:
+			continue
+		case word == 0:
+			out = append(out, [2]int{start, w*64 - 1})
+			start = -1
 			continue
 		}
-		q := p
-		for q+1 < 65536 && s.has(q+1) {
-			q++
+		for b := 0; b < 64; b++ {
+			in := word&(1<<b) != 0
+			switch {
+			case in && start < 0:
+				start = w*64 + b
+			case !in && start >= 0:
+				out = append(out, [2]int{start, w*64 + b - 1})
+				start = -1
+			}
 		}
-		out = append(out, [2]int{p, q})
-		p = q
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, 65535})
 	}
 	return out
+}
+
+// setRange adds lo..hi a word at a time.
+func (s *portSet) setRange(lo, hi int) {
+	for lo <= hi {
+		w, b := lo/64, lo%64
+		if b == 0 && hi-lo >= 63 {
+			s[w] = ^uint64(0)
+			lo += 64
+			continue
+		}
+		s[w] |= 1 << b
+		lo++
+	}
 }
 
 // setBound is one element of an interval set as the kernel holds it: the
