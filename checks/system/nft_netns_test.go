@@ -525,3 +525,67 @@ func BenchmarkNftFileParse(b *testing.B) {
 		}
 	}
 }
+
+// ufwRules is what ufw loads through iptables-nft, cut down: the kernel
+// holds it in table ip filter, where gpuhost reads it like any ruleset.
+const ufwRules = `*filter
+:INPUT DROP [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT ACCEPT [0:0]
+:ufw-user-input - [0:0]
+-A INPUT -i lo -j ACCEPT
+-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A INPUT -j ufw-user-input
+-A ufw-user-input -p tcp --dport 22 -j ACCEPT
+-A ufw-user-input -p udp --dport 60000:60002 -j ACCEPT
+-A ufw-user-input -p tcp -m multiport --dports 80,443,8000:8002 -j ACCEPT
+COMMIT
+`
+
+func TestNftKernelReadsIptablesNft(t *testing.T) {
+	prefix := testutil.Netns(t)
+	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
+	cmd := exec.Command(prefix[0], append(slices.Clone(prefix[1:]), restore)...)
+	cmd.Stdin = strings.NewReader(ufwRules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
+	}
+	rs, err := readKernelRuleset("/run/netns/" + prefix[len(prefix)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rs.verdict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{22, 80, 443, 8000, 8001, 8002, 60000, 60001, 60002}
+	if v.policy != "drop" || !equalInts(v.ports, want) || len(v.unknown) != 0 {
+		t.Errorf("kernel: %s %v %+v, want drop with %v and nothing unmodeled", v.policy, v.ports, v.unknown, want)
+	}
+	if a := admitOf(v.admits, "tcp", 443); !strings.HasPrefix(a, "ip filter ufw-user-input handle ") || !strings.Contains(a, "tcp dport { 80, 443, 8000-8002 } accept") {
+		t.Errorf("443 admitted by %q, want the multiport rule of ufw-user-input", a)
+	}
+	// An xtables match the model does not read is listed as a rule that
+	// may accept, not dropped from view.
+	prefix2 := testutil.Netns(t)
+	cmd = exec.Command(prefix2[0], append(slices.Clone(prefix2[1:]), restore)...)
+	cmd.Stdin = strings.NewReader(strings.Replace(ufwRules, "-A INPUT -j ufw-user-input", "-A INPUT -m addrtype --dst-type LOCAL -j ACCEPT", 1))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
+	}
+	rs, err = readKernelRuleset("/run/netns/" + prefix2[len(prefix2)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = rs.verdict(); err != nil || len(v.unknown) != 1 || !v.unknown[0].MayAccept || !strings.Contains(v.unknown[0].Reason, "addrtype") {
+		t.Errorf("unmodeled %+v (%v), want the addrtype rule, which may accept", v.unknown, err)
+	}
+	// ufw's own files list the same rules; offline they are read as such.
+	var ps portSet
+	if err := parseUfwRules([]byte(ufwRules), &ps); err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.list(); !equalInts(got, want) {
+		t.Errorf("ufw file parse %v, want %v", got, want)
+	}
+}

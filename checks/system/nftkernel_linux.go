@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/google/nftables/xt"
 )
 
 // readKernelRuleset reads the nftables ruleset of a network namespace (the
@@ -289,7 +290,11 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 				unknown("xt target " + e.Name)
 			}
 		case *expr.Match:
-			unknown("xt match " + e.Name)
+			if t, ok := xtMatch(&r, e); ok {
+				text = append(text, t)
+			} else {
+				unknown("xt match " + e.Name)
+			}
 		default:
 			unknown(strings.TrimPrefix(fmt.Sprintf("%T", e), "*expr."))
 		}
@@ -542,4 +547,56 @@ func ctStates(mask uint32) string {
 		out = append(out, "untracked")
 	}
 	return strings.Join(out, ",")
+}
+
+// xtMatch reads the two xtables matches iptables-nft (and so ufw) leaves
+// in the kernel for the input path: conntrack's state and multiport's
+// destination ports. Anything else in them is left unmodeled.
+func xtMatch(r *fwRule, m *expr.Match) (string, bool) {
+	switch info := m.Info.(type) {
+	case *xt.ConntrackMtinfo3:
+		return ctMatch(r, &info.ConntrackMtinfoBase, info.StateMask)
+	case *xt.ConntrackMtinfo2:
+		return ctMatch(r, &info.ConntrackMtinfoBase, info.StateMask)
+	case *xt.ConntrackMtinfo1:
+		return ctMatch(r, &info.ConntrackMtinfoBase, uint16(info.StateMask))
+	case *xt.Unknown:
+		if m.Name == "multiport" && m.Rev == 1 {
+			return multiportMatch(r, *info)
+		}
+	}
+	return "", false
+}
+
+func ctMatch(r *fwRule, base *xt.ConntrackMtinfoBase, states uint16) (string, bool) {
+	if base.MatchFlags&^uint16(xt.ConntrackState|xt.ConntrackStateAlias) != 0 || base.InvertFlags != 0 {
+		return "", false
+	}
+	if uint32(states)&ctNew == 0 {
+		r.inert = true
+	}
+	return "ct state " + ctStates(uint32(states)), true
+}
+
+// multiportMatch decodes struct xt_multiport_v1: flags, count, 15 ports,
+// 15 range flags and invert, ports in host byte order.
+func multiportMatch(r *fwRule, b []byte) (string, bool) {
+	// XT_MULTIPORT_DESTINATION is 1.
+	const dst, maxPorts = 1, 15
+	if len(b) < 2+2*maxPorts+maxPorts+1 || b[0] != dst || int(b[1]) > maxPorts || b[2+3*maxPorts] != 0 {
+		return "", false
+	}
+	n := int(b[1])
+	port := func(i int) int { return int(binary.NativeEndian.Uint16(b[2+2*i:])) }
+	var ps portSet
+	for i := 0; i < n; i++ {
+		if b[2+2*maxPorts+i] != 0 && i+1 < n {
+			ps.add(port(i), port(i+1))
+			i++
+			continue
+		}
+		ps.add(port(i), port(i))
+	}
+	r.restrictPorts(&ps)
+	return protoWord(r.protos) + " dport " + renderPorts(&ps, ""), true
 }
