@@ -604,7 +604,10 @@ func operand(words []string, i int) (vals []string, neg bool, next int) {
 
 func (p *nftParser) dport(r *fwRule, c *fwChain, words []string, i int) int {
 	if at(words, i) == "vmap" || at(words, i) == "map" {
+		// A verdict map may accept any of its ports: unmodeled, and
+		// flagged as possibly accepting.
 		r.unknown = append(r.unknown, "dport "+words[i])
+		r.verdict = "accept"
 		return len(words)
 	}
 	vals, neg, next := operand(words, i)
@@ -666,6 +669,9 @@ func iifMatch(r *fwRule, words []string, i int) int {
 // ctStateMatch: a rule for established, related or invalid packets never
 // sees a new connection, so it admits no port.
 func ctStateMatch(r *fwRule, words []string, i int) int {
+	if at(words, i) == "vmap" {
+		return ctStateVmap(r, words, i+1)
+	}
 	vals, neg, next := operand(words, i)
 	var states []string
 	for _, v := range vals {
@@ -684,4 +690,23 @@ func ctStateMatch(r *fwRule, words []string, i int) int {
 		r.inert = true
 	}
 	return next
+}
+
+// ctStateVmap reads "ct state vmap { established : accept, invalid : drop }":
+// a rule whose map sends no state of a new connection on never sees one.
+func ctStateVmap(r *fwRule, words []string, i int) int {
+	vals, _, _ := operand(words, i)
+	for j := 0; j+2 < len(vals); j += 3 {
+		if vals[j+1] != ":" {
+			break
+		}
+		isNew := vals[j] == "new" || vals[j] == "untracked"
+		if isNew && vals[j+2] != "drop" && vals[j+2] != "continue" {
+			r.unknown = append(r.unknown, "ct state vmap for "+vals[j])
+			r.verdict = "accept"
+			return len(words)
+		}
+	}
+	r.inert = true
+	return len(words)
 }

@@ -45,6 +45,9 @@ type kernelReader struct {
 	// (2-byte keys) or as protocol numbers (1-byte keys).
 	setPorts  map[string]*portSet
 	setProtos map[string]int
+	// ctMaps holds verdict maps keyed by ct state: the states whose verdict
+	// may let a packet on (accept, jump, goto), as a mask.
+	ctMaps map[string]uint32
 }
 
 func familyName(f nftables.TableFamily) string {
@@ -67,7 +70,7 @@ func (k *kernelReader) read() error {
 	if len(tables) > maxTableEntries {
 		return fmt.Errorf("more than %d tables", maxTableEntries)
 	}
-	k.setPorts, k.setProtos = map[string]*portSet{}, map[string]int{}
+	k.setPorts, k.setProtos, k.ctMaps = map[string]*portSet{}, map[string]int{}, map[string]uint32{}
 	for _, t := range tables {
 		if familyName(t.Family) == "" {
 			continue
@@ -114,7 +117,7 @@ func (k *kernelReader) readSets(t *nftables.Table) error {
 		return fmt.Errorf("listing the sets of %s %s: %w", familyName(t.Family), t.Name, err)
 	}
 	for _, s := range sets {
-		if s.IsMap || s.Concatenation {
+		if s.Concatenation {
 			continue
 		}
 		elems, err := k.conn.GetSetElements(s)
@@ -125,6 +128,12 @@ func (k *kernelReader) readSets(t *nftables.Table) error {
 			return fmt.Errorf("more than %d set elements", maxSetElements)
 		}
 		key := chainKey(familyName(t.Family), t.Name, s.Name)
+		if s.IsMap {
+			if keyLen(elems) == 4 {
+				k.ctMaps[key] = passingStates(elems)
+			}
+			continue
+		}
 		switch keyLen(elems) {
 		case 1:
 			k.setProtos[key] = protoBits(elems)
@@ -145,6 +154,38 @@ func keyLen(elems []nftables.SetElement) int {
 		n = len(e.Key)
 	}
 	return n
+}
+
+// passingStates ORs the keys (ct state masks) whose verdict is not drop or
+// continue; a verdict that cannot be decoded counts as passing.
+func passingStates(elems []nftables.SetElement) uint32 {
+	var m uint32
+	for _, e := range elems {
+		switch code, ok := verdictCode(e.Val); {
+		case ok && (code == 0 || code == -1):
+		default:
+			m |= binary.NativeEndian.Uint32(e.Key)
+		}
+	}
+	return m
+}
+
+// verdictCode reads NFTA_VERDICT_CODE from a verdict's netlink attributes
+// (length and type in host order, payload padded to four bytes, the code
+// big-endian).
+func verdictCode(b []byte) (int32, bool) {
+	for len(b) >= 4 {
+		n := int(binary.NativeEndian.Uint16(b))
+		typ := binary.NativeEndian.Uint16(b[2:]) & 0x3fff
+		if n < 4 || n > len(b) {
+			return 0, false
+		}
+		if typ == 1 && n == 8 {
+			return int32(binary.BigEndian.Uint32(b[4:8])), true
+		}
+		b = b[min((n+3)&^3, len(b)):]
+	}
+	return 0, false
 }
 
 func protoBits(elems []nftables.SetElement) int {
@@ -252,7 +293,11 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 			r.restrictPorts(&ps)
 			text = append(text, fmt.Sprintf("dport %s%d-%d", negWord(e.Op == expr.CmpOpNeq), binary.BigEndian.Uint16(e.FromData), binary.BigEndian.Uint16(e.ToData)))
 		case *expr.Lookup:
-			k.lookup(&r, c, regs[e.SourceRegister], e, unknown, &text)
+			var dest reg
+			k.lookup(&r, c, regs[e.SourceRegister], e, unknown, &text, &dest)
+			if dest.kind != "" {
+				regs[e.DestRegister] = dest
+			}
 		case *expr.Verdict:
 			switch e.Kind {
 			case expr.VerdictAccept:
@@ -450,11 +495,21 @@ func renderValue(kind string, data []byte) string {
 	return netip.PrefixFrom(addr, 8*len(data)).String()
 }
 
-func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unknown func(string), text *[]string) {
+func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unknown func(string), text *[]string, dest *reg) {
 	key := chainKey(c.family, c.table, e.SetName)
 	name := "@" + e.SetName
-	if strings.HasPrefix(e.SetName, "__set") {
+	if strings.HasPrefix(e.SetName, "__set") || strings.HasPrefix(e.SetName, "__map") {
 		name = "{ anonymous set }"
+	}
+	if e.IsDestRegSet && e.DestRegister == 0 {
+		// Register 0 is the verdict: a verdict map.
+		k.verdictMap(r, rg, key, unknown, text)
+		return
+	}
+	if e.IsDestRegSet {
+		// A data map loads a value a later expression may compare.
+		*dest = reg{kind: "a value mapped from " + kindName(rg)}
+		return
 	}
 	switch rg.kind {
 	case "dport":
@@ -483,6 +538,20 @@ func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unk
 	default:
 		unknown(kindName(rg) + " lookup in " + name)
 	}
+}
+
+// verdictMap reads "ct state vmap { established : accept, ... }": when no
+// state a new connection can be in maps to a passing verdict, the rule
+// never sees one. Any other verdict map may accept and stays unmodeled.
+func (k *kernelReader) verdictMap(r *fwRule, rg reg, key string, unknown func(string), text *[]string) {
+	passing, ok := k.ctMaps[key]
+	if ok && rg.kind == "ctstate" && rg.mask == 0 && passing&ctNew == 0 {
+		r.inert = true
+		*text = append(*text, "ct state vmap { "+ctStates(passing)+" : accept }")
+		return
+	}
+	unknown("verdict map on " + kindName(rg))
+	r.verdict = "accept"
 }
 
 // renderPorts shows an anonymous set by its members, a named one by name.

@@ -25,6 +25,7 @@ func TestNftFileSetsAndJumps(t *testing.T) {
 		{"negated set", "table inet f {\n set no { type inet_service; elements = { 1-65534 } }\n chain i { type filter hook input priority 0; policy drop; tcp dport != @no accept }\n}\n", "drop", []int{0, 65535}},
 		{"unreachable chain opens nothing", "table inet f {\n chain spare { tcp dport 7777 accept }\n chain i { type filter hook input priority 0; policy drop; }\n}\n", "drop", []int{}},
 		{"accept policy with a catch-all drop", "table inet f { chain i { type filter hook input priority 0; policy accept; tcp dport 22 accept; drop } }\n", "drop", []int{22}},
+		{"ct state vmap for established", "table inet f { chain i { type filter hook input priority 0; policy drop;\n ct state vmap { established : accept, related : accept, invalid : drop }\n tcp dport 22 accept } }\n", "drop", []int{22}},
 		{"insert goes first", "table inet f { chain i { type filter hook input priority 0; policy drop; tcp dport 22 accept; } }\ninsert rule inet f i tcp dport 22 drop\n", "drop", []int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,21 +51,22 @@ func TestNftUnmodeledRules(t *testing.T) {
 		"ip saddr 192.0.2.0/24 drop\n" +
 		"ip saddr 10.0.0.0/8 tcp dport 5432 accept\n" +
 		"ip saddr 10.1.0.0/16 accept\n" +
-		"tcp dport 22 accept\n} }\n"))
+		"tcp dport 22 accept\n" +
+		"ct state vmap { new : accept }\n} }\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !equalInts(v.ports, []int{22, 5432}) {
 		t.Errorf("ports %v, want 22 and the source-restricted 5432", v.ports)
 	}
-	want := map[string]bool{"line 2": false, "line 3": false, "line 4": true}
+	want := map[string]bool{"line 2": false, "line 3": false, "line 4": true, "line 6": true}
 	if len(v.unknown) != len(want) {
 		t.Fatalf("unmodeled %+v, want %d rules", v.unknown, len(want))
 	}
 	for _, u := range v.unknown {
 		line := strings.SplitN(u.Rule, ":", 2)[0]
 		may, ok := want[line]
-		if !ok || u.MayAccept != may || !strings.Contains(u.Reason, "ip saddr") {
+		if !ok || u.MayAccept != may || !strings.Contains(u.Reason, "ip saddr") && !strings.Contains(u.Reason, "vmap for new") {
 			t.Errorf("unmodeled %+v", u)
 		}
 	}
