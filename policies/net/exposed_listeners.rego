@@ -55,11 +55,12 @@ proto(l) := "tcp" if startswith(l.proto, "tcp")
 
 proto(l) := "udp" if startswith(l.proto, "udp")
 
-# admitted_by names what lets a listener in: no firewall, the first rule
-# whose admitted range holds its port, or an accepting input policy.
-admitted_by(l) := "no firewall, which admits every port" if {
+# admitted_by ends the message with what lets a listener in: no firewall,
+# the first rule whose admitted range holds its port, or an accepting input
+# policy. It is undefined for a listener the ruleset drops.
+admitted_by(l) := ": no firewall is configured" if {
 	fw.backend == "none"
-} else := rules[0] if {
+} else := concat("", [" by ", rules[0]]) if {
 	rules := [a.rule |
 		some a in object.get(fw, "admits", [])
 		a.proto == proto(l)
@@ -67,7 +68,7 @@ admitted_by(l) := "no firewall, which admits every port" if {
 		l.port <= a.to
 	]
 	count(rules) > 0
-} else := sprintf("the %s firewall's input policy, which is accept", [fw.backend]) if {
+} else := sprintf(": the %s firewall's input policy is accept", [fw.backend]) if {
 	lower(fw.default_input_policy) == "accept"
 }
 
@@ -75,7 +76,7 @@ deny contains msg if {
 	not fw.kernel_error
 	some l in exposed
 	by := admitted_by(l)
-	msg := sprintf("%s %s port %d%s is admitted by %s and is not in allowed_ports", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
+	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
 }
 
 error contains msg if {

@@ -20,7 +20,7 @@ fw(extra) := object.union(
 facts(listening, firewall) := {"target": {"kind": "host"}, "network": {"listening": listening, "firewall": firewall}}
 
 test_fail_listener_admitted_by_rule if {
-	check.deny == {"tcp 0.0.0.0 port 8080 (python3) is admitted by inet filter services handle 7: tcp dport @web accept and is not in allowed_ports"} with input as facts([web], fw({}))
+	check.deny == {"tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is admitted by inet filter services handle 7: tcp dport @web accept"} with input as facts([web], fw({}))
 		with data.gpuhost.params as params
 }
 
@@ -41,9 +41,9 @@ test_pass_allowed_loopback_and_dropped if {
 
 test_fail_policy_accept_and_no_firewall if {
 	l := {"proto": "tcp6", "address": "::", "port": 9000}
-	check.deny == {"tcp6 :: port 9000 is admitted by the nftables firewall's input policy, which is accept and is not in allowed_ports"} with input as facts([l], fw({"default_input_policy": "accept"}))
+	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: the nftables firewall's input policy is accept"} with input as facts([l], fw({"default_input_policy": "accept"}))
 		with data.gpuhost.params as params
-	check.deny == {"tcp6 :: port 9000 is admitted by no firewall, which admits every port and is not in allowed_ports"} with input as facts([l], {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
+	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: no firewall is configured"} with input as facts([l], {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
 		with data.gpuhost.params as params
 }
 
