@@ -582,12 +582,25 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	if v, err = rs.verdict(); err != nil || len(v.unknown) != 1 || !v.unknown[0].MayAccept || !strings.Contains(v.unknown[0].Reason, "addrtype") {
 		t.Errorf("unmodeled %+v (%v), want the addrtype rule, which may accept", v.unknown, err)
 	}
-	// ufw's own files list the same rules; offline they are read as such.
-	var ps portSet
-	if err := parseUfwRules([]byte(ufwRules), &ps); err != nil {
-		t.Fatal(err)
+	// A host with ufw enabled: live, the kernel's rules under ufw's name
+	// and unit; offline, ufw's own files, which hold the same rules.
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{
+		"etc/ufw/ufw.conf":   "ENABLED=yes\n",
+		"etc/default/ufw":    "DEFAULT_INPUT_POLICY=\"DROP\"\n",
+		"etc/ufw/user.rules": ufwRules,
+	})
+	env := newEnv(t, dir, true)
+	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
+	live := newFacts(facts.KindHost)
+	collect(t, env, live, "firewall")
+	offline := newFacts(facts.KindRootfs)
+	collect(t, newEnv(t, dir, false), offline, "firewall")
+	fw, off := live.Network.Firewall, offline.Network.Firewall
+	if fw.Backend != "ufw" || fw.Source != "kernel" || !equalInts(fw.AllowedPorts, want) || fw.Unit == nil || fw.Unit.Name != "ufw.service" || fw.Unit.State != "unknown" {
+		t.Errorf("live %+v unit %+v; want ufw's rules from the kernel and ufw.service unknown", fw, fw.Unit)
 	}
-	if got := ps.list(); !equalInts(got, want) {
-		t.Errorf("ufw file parse %v, want %v", got, want)
+	if off.Backend != "ufw" || off.Source != "file" || !off.Enabled || !equalInts(off.AllowedPorts, want) {
+		t.Errorf("offline %+v; want ufw's files, enabled, with %v", off, want)
 	}
 }

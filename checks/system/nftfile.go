@@ -2,6 +2,7 @@ package system
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -487,7 +488,7 @@ func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
 		return i + 2
 	case "log":
 		i++
-		for i+1 < len(words) && slicesContains([]string{"prefix", "level", "group", "snaplen", "queue-threshold", "flags"}, words[i]) {
+		for i+1 < len(words) && slices.Contains([]string{"prefix", "level", "group", "snaplen", "queue-threshold", "flags"}, words[i]) {
 			i += 2
 		}
 		return i
@@ -567,15 +568,6 @@ func at(words []string, i int) string {
 		return words[i]
 	}
 	return ""
-}
-
-func slicesContains(list []string, w string) bool {
-	for _, l := range list {
-		if l == w {
-			return true
-		}
-	}
-	return false
 }
 
 // operand returns the value at words[i]: one word, or the words of an
