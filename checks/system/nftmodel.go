@@ -259,8 +259,9 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				undecided.andNot(m)
 			}
 		case "return":
+			// Some packets may go back to the caller, which may accept them.
+			res.returned.or(m)
 			if sure {
-				res.returned.or(m)
 				undecided.andNot(m)
 			}
 		case "jump", "goto":
@@ -273,14 +274,17 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				return res, err
 			}
 			res.accepted.or(&sub.accepted)
+			if r.verdict == "goto" {
+				// What the target lets through goes back to this chain's
+				// caller, whether or not every packet took the goto.
+				res.returned.or(&sub.returned)
+			}
 			if !sure {
 				continue
 			}
 			undecided.andNot(m)
 			if r.verdict == "jump" {
 				undecided.or(&sub.returned)
-			} else {
-				res.returned.or(&sub.returned)
 			}
 		}
 	}
@@ -344,9 +348,11 @@ func (e *evaluator) noteUnknown(r *fwRule) {
 		return
 	}
 	e.unknown[r.ref] = facts.FirewallRule{
-		Rule:      r.ref + ": " + r.text,
-		Reason:    "cannot evaluate " + strings.Join(r.unknown, ", "),
-		MayAccept: r.verdict == "accept" && r.ports == nil || r.verdict == "jump" || r.verdict == "goto",
+		Rule:   r.ref + ": " + r.text,
+		Reason: "cannot evaluate " + strings.Join(r.unknown, ", "),
+		// A jump or goto under an unknown condition is followed, and what
+		// its target accepts is counted: only a portless accept escapes.
+		MayAccept: r.verdict == "accept" && r.ports == nil,
 	}
 }
 

@@ -72,6 +72,23 @@ func TestNftUnmodeledRules(t *testing.T) {
 	}
 }
 
+// An unknown condition on a return or goto may send packets back to a
+// caller that accepts them; the model must not read it as a no-op.
+func TestNftUnknownReturnAndGoto(t *testing.T) {
+	for name, in := range map[string]string{
+		"return": "table inet f {\n chain svc { ip saddr 10.0.0.0/8 return; tcp dport 22 drop }\n chain i { type filter hook input priority 0; policy drop; jump svc; tcp dport 22 accept }\n}\n",
+		"goto":   "table inet f {\n chain web { tcp dport 81 drop }\n chain svc { ip saddr 10.0.0.0/8 goto web; tcp dport 80 drop }\n chain i { type filter hook input priority 0; policy drop; jump svc; tcp dport 80 accept }\n}\n",
+	} {
+		v, err := parseNftVerdict([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.ports) != 1 || len(v.unknown) != 1 || v.unknown[0].MayAccept {
+			t.Errorf("%s: ports %v unmodeled %+v; want the port the caller accepts, one rule that is followed", name, v.ports, v.unknown)
+		}
+	}
+}
+
 func TestNftEvaluationBounds(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
 		"jump loop":     {"table inet f {\n chain a { jump b }\n chain b { jump a }\n chain i { type filter hook input priority 0; policy drop; jump a }\n}\n", "nested deeper than"},
