@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -159,8 +160,21 @@ func TestSystemctlWithoutRunningSystemd(t *testing.T) {
 		t.Skip("systemd runs here; this test is for machines where it does not")
 	}
 	state, reason := systemctlState(context.Background(), "systemctl", "nftables.service")
-	if state != "unknown" || !strings.Contains(reason, "asking systemd for nftables.service") {
-		t.Errorf("%q %q; want unknown with systemctl's failure", state, reason)
+	if state != "unknown" || !strings.Contains(reason, "asking systemd for nftables.service: ") || strings.HasSuffix(reason, "exit status 1") {
+		t.Errorf("%q %q; want unknown with what systemctl said", state, reason)
+	}
+	// A host mounted elsewhere (a DaemonSet's /host) that looks booted with
+	// systemd is asked over its own system bus; here that socket is absent.
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]any{"run/systemd/system/": nil})
+	env := newEnv(t, dir, true)
+	env.UnitState = nil
+	state, reason = unitState(context.Background(), env, "nftables.service")
+	if state != "unknown" || !strings.Contains(reason, "No such file or directory") {
+		t.Errorf("host root %s: %q %q; want unknown, its bus socket missing", dir, state, reason)
+	}
+	if got := busLabel("nftables.service"); got != "nftables_2eservice" {
+		t.Errorf("bus label %q", got)
 	}
 }
 
@@ -177,6 +191,6 @@ func TestNftIntervalPorts(t *testing.T) {
 }
 
 func unitDirExists(p string) bool {
-	_, err := exec.Command("test", "-d", p).Output()
-	return err == nil
+	info, err := os.Stat(p)
+	return err == nil && info.IsDir()
 }
