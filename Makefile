@@ -28,9 +28,11 @@ export GOEXPERIMENT := jsonv2
 # the real registry the publish gate's end-to-end test pushes to. The live
 # checks are compared with peers on real daemons: nginx, openssh-server,
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
+# iptables loads a ufw-style ruleset through iptables-nft in the firewall
+# tests' network namespaces; python3 listens there.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
-  nginx openssh-server openssl nftables testssl.sh sslscan ssh-audit systemd cryptsetup-bin
+  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin
 APT_BENCH := lynis time
 
 .PHONY: help

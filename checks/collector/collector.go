@@ -29,6 +29,14 @@ type Env struct {
 	// Devices are the raw partitions of a disk image, for collectors that
 	// read on-disk headers (a LUKS volume's); nil for other targets.
 	Devices []BlockDevice
+	// NetNS is the network namespace file (/run/netns/NAME, /proc/PID/ns/net)
+	// whose kernel state a live scan reads, such as the nftables ruleset;
+	// empty means the scanner's own.
+	NetNS string
+	// UnitState reports a systemd unit's ActiveState on a live host; nil
+	// asks the host's systemd. It returns "unknown" and a reason when no
+	// service manager answers.
+	UnitState func(ctx context.Context, unit string) (state, reason string)
 }
 
 // BlockDevice is a raw device of a disk image.

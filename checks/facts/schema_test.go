@@ -69,7 +69,10 @@ func fullFacts() *Facts {
 	}
 	f.Network = &Network{
 		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
-		Firewall:  &Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "/etc/nftables.conf"},
+		Firewall: &Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
+			Unit:      &UnitState{Name: "nftables.service", State: "active"},
+			Admits:    []FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
+			Unmodeled: []FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
 	}
 	f.Systemd = &Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
 	f.ContainerRuntime = &ContainerRuntime{

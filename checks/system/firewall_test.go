@@ -16,9 +16,9 @@ func TestParseNftables(t *testing.T) {
 		hasInput bool
 	}{
 		{"debian default", "#!/usr/sbin/nft -f\nflush ruleset\ntable inet filter {\n\tchain input {\n\t\ttype filter hook input priority filter;\n\t}\n\tchain forward {\n\t\ttype filter hook forward priority filter; policy drop;\n\t}\n}\n", "accept", []int{}, true},
-		{"sets, ranges, names", "table ip fw {\n set allowed { type inet_service; elements = { 1, 2 } }\n chain in { type filter hook input priority 0; policy DROP;\n  tcp dport { ssh, https, 8000-8002 } ct state new accept\n  udp dport 53 accept\n  tcp dport 25 drop\n  tcp dport != 23 accept\n  meta l4proto { tcp, udp } th dport 9 accept comment \"x\"\n }\n}\n", "drop", []int{9, 22, 53, 443, 8000, 8001, 8002}, true},
+		{"sets, ranges, names", "table ip fw {\n set allowed { type inet_service; elements = { 1, 2 } }\n chain in { type filter hook input priority 0; policy DROP;\n  tcp dport { ssh, https, 8000-8002 } ct state new accept\n  udp dport 53 accept\n  tcp dport 25 drop\n  tcp dport != 23 drop\n  meta l4proto { tcp, udp } th dport 9 accept comment \"x\"\n }\n}\n", "drop", []int{9, 22, 53, 443, 8000, 8001, 8002}, true},
 		{"flat syntax", "add table inet f\nadd chain inet f input { type filter hook input priority 0 ; policy reject ; }\nadd rule inet f input tcp dport 22 accept\n", "reject", []int{22}, true},
-		{"two tables strictest wins", "table inet a { chain i { type filter hook input priority 0; policy accept; tcp dport 80 accept; } }\ntable ip6 b { chain i { type filter hook input priority 10; policy drop; tcp dport 443 accept } }\n", "drop", []int{80, 443}, true},
+		{"two tables strictest wins", "table inet a { chain i { type filter hook input priority 0; policy accept; tcp dport 80 accept; } }\ntable ip6 b { chain i { type filter hook input priority 10; policy drop; tcp dport 443 accept } }\n", "accept", []int{80, 443}, true},
 		{"netdev ignored", "table netdev n { chain i { type filter hook ingress device eth0 priority 0; policy drop; } }\n", "accept", []int{}, false},
 		{"output only", "table inet f { chain o { type filter hook output priority 0; policy drop; } }\n", "accept", []int{}, false},
 		{"continuation", "table inet f { chain i { type filter \\\n hook input priority 0; policy drop; } }\n", "drop", []int{}, true},
@@ -73,7 +73,7 @@ func TestUfwDisabledFallsBackToNftables(t *testing.T) {
 	fw := f.Network.Firewall
 	// nftables.service is not enabled: the rules are there, but not loaded
 	// at boot.
-	if fw.Backend != "nftables" || fw.Enabled || fw.DefaultInputPolicy != "drop" || !equalInts(fw.AllowedPorts, []int{22}) || fw.Source != "/etc/nftables.conf" {
+	if fw.Backend != "nftables" || fw.Enabled || fw.DefaultInputPolicy != "drop" || !equalInts(fw.AllowedPorts, []int{22}) || fw.Source != "file" || fw.Path != "/etc/nftables.conf" {
 		t.Errorf("firewall %+v", fw)
 	}
 }

@@ -2,6 +2,7 @@ package system
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,18 +84,40 @@ func FuzzNftables(f *testing.F) {
 	f.Add([]byte("table inet filter { chain input { type filter hook input priority 0; policy drop; tcp dport { 22, 443 } accept } }\n"))
 	f.Add([]byte("define P = 22\nadd chain inet f input { type filter hook input priority 0 ; }\nadd rule inet f input tcp dport $P accept\n"))
 	f.Add([]byte("include \"x\"\n{{}}\n"))
+	f.Add([]byte("table inet f { set s { type inet_service; elements = { 1-3 } }\n chain c { tcp dport @s accept; return }\n chain i { type filter hook input priority 0; policy drop; jump c; goto c } }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		policy, ports, _, err := ParseNftables(data)
+		v, err := parseNftVerdict(data)
 		if err != nil {
 			return
 		}
-		if policy == "" {
+		if v.policy == "" {
 			t.Error("empty policy")
 		}
-		for i, p := range ports {
-			if p < 0 || p > 65535 || (i > 0 && ports[i-1] >= p) {
-				t.Errorf("bad port list %v", ports)
+		for i, p := range v.ports {
+			if p < 0 || p > 65535 || (i > 0 && v.ports[i-1] >= p) {
+				t.Errorf("bad port list %v", v.ports)
 				break
+			}
+		}
+		// Every port a rule admits is in the list; the rest of what is
+		// admitted must come from an accepting policy.
+		for _, a := range v.admits {
+			if a.From > a.To || (a.Proto != "tcp" && a.Proto != "udp") {
+				t.Fatalf("bad admit %+v", a)
+			}
+			if strings.HasPrefix(a.Rule, "policy accept") {
+				if v.policy != "accept" {
+					t.Errorf("admitted by policy %+v under policy %q", a, v.policy)
+				}
+				continue
+			}
+			if !slices.Contains(v.ports, a.From) || !slices.Contains(v.ports, a.To) {
+				t.Errorf("admit %+v outside ports", a)
+			}
+		}
+		for _, u := range v.unknown {
+			if u.Rule == "" || u.Reason == "" {
+				t.Errorf("unmodeled rule without a name or reason: %+v", u)
 			}
 		}
 	})

@@ -68,8 +68,18 @@ func newEnv(t testing.TB, dir string, live bool) *collector.Env {
 		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ProbeTimeout:     2 * time.Second,
 		ProbeConcurrency: 4,
+		// A fake host has no kernel ruleset and no service manager of its
+		// own; the test machine's must not leak into its facts.
+		NetNS: noNetNS,
+		UnitState: func(context.Context, string) (string, string) {
+			return "unknown", "the fake host has no service manager"
+		},
 	}
 }
+
+// noNetNS is a namespace path that does not exist, so that a fake live host
+// takes the path of a host whose kernel ruleset cannot be read.
+const noNetNS = "/nonexistent/netns"
 
 // collect runs the named collector (or all, in order, when names is empty)
 // the way the orchestrator does, recording outcomes.

@@ -17,16 +17,10 @@
 #   requires: [network]
 package gpuhost.net.allowed_ports
 
-offline_kinds := {"rootfs", "image", "oci"}
-
-loopback(addr) if startswith(addr, "127.")
-
-loopback(addr) if addr in {"::1", "[::1]", "localhost"}
-
-loopback(addr) if startswith(addr, "::ffff:127.")
+import data.gpuhost.net.lib
 
 skip contains msg if {
-	input.target.kind in offline_kinds
+	input.target.kind in lib.offline_kinds
 	msg := sprintf("listening sockets are only observed on a live host; target kind is %s", [input.target.kind])
 }
 
@@ -37,13 +31,7 @@ deny contains "parameter allowed_ports is not set" if {
 deny contains msg if {
 	data.gpuhost.params.allowed_ports
 	some l in object.get(input.network, "listening", [])
-	not loopback(l.address)
+	not lib.loopback(l.address)
 	not l.port in data.gpuhost.params.allowed_ports
-	msg := sprintf("%s %s port %d%s is listening and not in allowed_ports", [l.proto, l.address, l.port, owner(object.get(l, "process", ""))])
+	msg := sprintf("%s %s port %d%s is listening and not in allowed_ports", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", ""))])
 }
-
-# The process alone, not the whole listener: a listener's PID differs from
-# host to host, and what a check reads decides which hosts share its outcome.
-owner(process) := sprintf(" (%s)", [process]) if process != ""
-
-else := ""

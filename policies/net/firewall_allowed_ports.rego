@@ -1,8 +1,10 @@
 # METADATA
 # title: Firewall opens only allowed ports
 # description: >-
-#   Every port the firewall configuration accepts inbound must be in params.allowed_ports.
-#   This is the configured counterpart of GH-NET-001 and works on offline targets.
+#   Every port the firewall accepts inbound must be in params.allowed_ports: the ports its rules
+#   admit on the input path (following jumps, gotos and sets), read from the kernel on a live host
+#   and from /etc/nftables.conf or ufw offline. An input policy of accept fails, since then every
+#   port is open. A rule gpuhost cannot evaluate that may accept more is an error, not a pass.
 #   Skips when no firewall is configured (GH-NET-002 reports that).
 # scope: package
 # custom:
@@ -17,13 +19,9 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_allowed_ports
 
-found := object.get(object.get(input, "network", {}), "firewall", null)
+import data.gpuhost.net.lib
 
-# The collector reports backend "none" when neither ufw nor nftables is set up.
-fw := found if {
-	found != null
-	found.backend != "none"
-} else := null
+fw := lib.firewall
 
 skip contains "no firewall is configured" if fw == null
 
@@ -37,4 +35,17 @@ deny contains msg if {
 	some port in object.get(fw, "allowed_ports", [])
 	not port in data.gpuhost.params.allowed_ports
 	msg := sprintf("the %s firewall accepts inbound port %d, which is not in allowed_ports", [fw.backend, port])
+}
+
+deny contains msg if {
+	fw != null
+	lower(fw.default_input_policy) == "accept"
+	msg := sprintf("the %s firewall's input policy is accept: every port is open", [fw.backend])
+}
+
+error contains msg if {
+	fw != null
+	some r in object.get(fw, "unmodeled", [])
+	r.may_accept
+	msg := sprintf("%s may accept ports that cannot be listed (%s)", [r.rule, r.reason])
 }

@@ -29,3 +29,20 @@ test_skip_no_firewall if {
 test_fail_closed_without_params if {
 	check.deny == {"parameter allowed_ports is not set"} with input as facts([22]) with data.gpuhost.params as {}
 }
+
+test_fail_policy_accept if {
+	f := {"target": {"kind": "host"}, "network": {"listening": [], "firewall": {"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22], "source": "kernel"}}}
+	check.deny == {"the nftables firewall's input policy is accept: every port is open"} with input as f with data.gpuhost.params as params
+}
+
+test_error_unmodeled_rule_that_may_accept if {
+	f := {"target": {"kind": "host"}, "network": {"listening": [], "firewall": {
+		"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "kernel",
+		"unmodeled": [
+			{"rule": "inet filter input handle 9: ip saddr 10.0.0.0/8 accept", "reason": "cannot evaluate ip saddr", "may_accept": true},
+			{"rule": "inet filter input handle 3: ip saddr 192.0.2.1 drop", "reason": "cannot evaluate ip saddr", "may_accept": false},
+		],
+	}}}
+	check.error == {"inet filter input handle 9: ip saddr 10.0.0.0/8 accept may accept ports that cannot be listed (cannot evaluate ip saddr)"} with input as f with data.gpuhost.params as params
+	check.deny == set() with input as f with data.gpuhost.params as params
+}

@@ -2,7 +2,9 @@
 # title: Firewall drops inbound traffic by default
 # description: >-
 #   An nftables or ufw firewall must be enabled and its input policy must be drop or reject,
-#   so that only explicitly allowed ports are reachable.
+#   so that only explicitly allowed ports are reachable. Offline, enabled means the unit is wanted
+#   at boot; on a live host it means systemd reports the unit active, and the policy is the one the
+#   kernel holds. A live host whose service manager cannot be asked is an error, not a pass.
 # scope: package
 # custom:
 #   id: GH-NET-002
@@ -16,23 +18,31 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_default_drop
 
-found := object.get(object.get(input, "network", {}), "firewall", null)
+import data.gpuhost.net.lib
 
-# The collector reports backend "none" when neither ufw nor nftables is set up.
-fw := found if {
-	found != null
-	found.backend != "none"
-} else := null
+fw := lib.firewall
 
 deny contains "no firewall (nftables or ufw) is configured" if {
 	fw == null
 }
 
+unit_unknown if fw.unit.state == "unknown"
+
+error contains msg if {
+	unit_unknown
+	msg := sprintf("cannot tell whether %s is active: %s", [fw.unit.name, object.get(fw.unit, "reason", "no reason given")])
+}
+
 deny contains msg if {
 	fw != null
 	not fw.enabled
-	msg := sprintf("the %s firewall is configured but not enabled", [fw.backend])
+	not unit_unknown
+	msg := sprintf("the %s firewall is configured but not enabled%s", [fw.backend, unit_note])
 }
+
+unit_note := sprintf(" (%s is %s)", [fw.unit.name, fw.unit.state]) if fw.unit
+
+else := ""
 
 deny contains msg if {
 	fw != null

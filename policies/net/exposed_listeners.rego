@@ -1,0 +1,89 @@
+# METADATA
+# title: No listener the firewall lets in is outside allowed_ports
+# description: >-
+#   Joins the listening sockets with the firewall's ruleset on a live host: a socket listening on
+#   an address other than loopback, whose port is not in params.allowed_ports and which the input
+#   path admits (a rule, the input policy, or no firewall at all), fails, naming the port, the
+#   process and the rule that lets it in. A listener the ruleset drops is not reachable and passes
+#   here (GH-NET-001 still reports it). When the kernel's ruleset could not be read, or a rule that
+#   cannot be evaluated may admit the port, the check is an error.
+# scope: package
+# custom:
+#   id: GH-NET-004
+#   severity: high
+#   remediation: >-
+#     Stop the process or bind it to 127.0.0.1, or remove the named rule (or set the input policy to
+#     drop) so that the port is no longer admitted; add the port to allowed_ports only if it is
+#     meant to be reachable.
+#   controls:
+#     nist-800-53: [SC-7, CM-7]
+#   targets: [host, facts]
+#   requires: [network, firewall]
+package gpuhost.net.exposed_listeners
+
+import data.gpuhost.net.lib
+
+fw := lib.found
+
+skip contains msg if {
+	input.target.kind in lib.offline_kinds
+	msg := sprintf("listening sockets are only observed on a live host; target kind is %s", [input.target.kind])
+}
+
+deny contains "parameter allowed_ports is not set" if {
+	not data.gpuhost.params.allowed_ports
+}
+
+error contains "no firewall facts: which listeners are admitted is unknown" if fw == null
+
+error contains msg if {
+	fw.kernel_error
+	msg := sprintf("the kernel's ruleset could not be read (%s): which listeners it admits is unknown", [fw.kernel_error])
+}
+
+# exposed holds the listeners on addresses other than loopback whose port is
+# not allowed.
+exposed contains l if {
+	data.gpuhost.params.allowed_ports
+	fw != null
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+}
+
+proto(l) := "tcp" if startswith(l.proto, "tcp")
+
+proto(l) := "udp" if startswith(l.proto, "udp")
+
+# admitted_by ends the message with what lets a listener in: no firewall,
+# the first rule whose admitted range holds its port, or an accepting input
+# policy. It is undefined for a listener the ruleset drops.
+admitted_by(l) := ": no firewall is configured" if {
+	fw.backend == "none"
+} else := concat("", [" by ", rules[0]]) if {
+	rules := [a.rule |
+		some a in object.get(fw, "admits", [])
+		a.proto == proto(l)
+		a.from <= l.port
+		l.port <= a.to
+	]
+	count(rules) > 0
+} else := sprintf(": the %s firewall's input policy is accept", [fw.backend]) if {
+	lower(fw.default_input_policy) == "accept"
+}
+
+deny contains msg if {
+	not fw.kernel_error
+	some l in exposed
+	by := admitted_by(l)
+	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
+}
+
+error contains msg if {
+	not fw.kernel_error
+	some l in exposed
+	not admitted_by(l)
+	some r in object.get(fw, "unmodeled", [])
+	r.may_accept
+	msg := sprintf("%s %s port %d%s may be admitted by %s (%s)", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), r.rule, r.reason])
+}

@@ -1,0 +1,78 @@
+package gpuhost.net.exposed_listeners_test
+
+import data.gpuhost.net.exposed_listeners as check
+
+params := {"allowed_ports": [22]}
+
+web := {"proto": "tcp", "address": "0.0.0.0", "port": 8080, "process": "python3"}
+
+fw(extra) := object.union(
+	{
+		"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": [22, 8080], "source": "kernel",
+		"admits": [
+			{"proto": "tcp", "from": 22, "to": 22, "rule": "inet filter input handle 4: tcp dport 22 accept"},
+			{"proto": "tcp", "from": 8080, "to": 8080, "rule": "inet filter services handle 7: tcp dport @web accept"},
+		],
+	},
+	extra,
+)
+
+facts(listening, firewall) := {"target": {"kind": "host"}, "network": {"listening": listening, "firewall": firewall}}
+
+test_fail_listener_admitted_by_rule if {
+	check.deny == {"tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is admitted by inet filter services handle 7: tcp dport @web accept"} with input as facts([web], fw({}))
+		with data.gpuhost.params as params
+}
+
+test_pass_allowed_loopback_and_dropped if {
+	f := facts(
+		[
+			{"proto": "tcp", "address": "0.0.0.0", "port": 22, "process": "sshd"},
+			{"proto": "tcp", "address": "127.0.0.1", "port": 8080, "process": "python3"},
+			{"proto": "udp6", "address": "::", "port": 5353, "process": "avahi-daemon"},
+			{"proto": "tcp6", "address": "::", "port": 9000},
+		],
+		fw({}),
+	)
+	check.deny == set() with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
+	check.skip == set() with input as f with data.gpuhost.params as params
+}
+
+test_fail_policy_accept_and_no_firewall if {
+	l := {"proto": "tcp6", "address": "::", "port": 9000}
+	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: the nftables firewall's input policy is accept"} with input as facts([l], fw({"default_input_policy": "accept"}))
+		with data.gpuhost.params as params
+	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: no firewall is configured"} with input as facts([l], {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
+		with data.gpuhost.params as params
+}
+
+test_udp_listener_needs_a_udp_admit if {
+	l := {"proto": "udp", "address": "0.0.0.0", "port": 8080}
+	check.deny == set() with input as facts([l], fw({})) with data.gpuhost.params as params
+}
+
+test_error_kernel_unreadable if {
+	f := facts([web], fw({"source": "file", "kernel_error": "opening netlink: operation not permitted"}))
+	check.error == {"the kernel's ruleset could not be read (opening netlink: operation not permitted): which listeners it admits is unknown"} with input as f
+		with data.gpuhost.params as params
+	check.deny == set() with input as f with data.gpuhost.params as params
+}
+
+test_error_unmodeled_may_admit if {
+	l := {"proto": "tcp", "address": "10.0.0.5", "port": 5432, "process": "postgres"}
+	f := facts([l], fw({"unmodeled": [{"rule": "inet filter input handle 9: ip saddr 10.0.0.0/8 accept", "reason": "cannot evaluate ip saddr", "may_accept": true}]}))
+	check.error == {"tcp 10.0.0.5 port 5432 (postgres) may be admitted by inet filter input handle 9: ip saddr 10.0.0.0/8 accept (cannot evaluate ip saddr)"} with input as f
+		with data.gpuhost.params as params
+}
+
+test_error_without_firewall_facts if {
+	check.error == {"no firewall facts: which listeners are admitted is unknown"} with input as {"target": {"kind": "host"}, "network": {"listening": [web]}}
+		with data.gpuhost.params as params
+}
+
+test_skip_offline_and_params if {
+	check.skip == {"listening sockets are only observed on a live host; target kind is image"} with input as {"target": {"kind": "image"}, "network": {"listening": []}}
+		with data.gpuhost.params as params
+	check.deny == {"parameter allowed_ports is not set"} with input as facts([web], fw({})) with data.gpuhost.params as {}
+}
