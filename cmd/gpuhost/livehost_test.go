@@ -135,6 +135,37 @@ func (h *liveHost) sshd(t *testing.T, config string) string {
 	return conf
 }
 
+// nft loads ruleset into the namespace's kernel: an input policy of drop,
+// with the ports it admits in a named set that a jumped-to chain accepts.
+func (h *liveHost) nft(t *testing.T, ports string) string {
+	t.Helper()
+	nft := testutil.Tool(t, "nft", "nftables")
+	ruleset := fmt.Sprintf(`table inet filter {
+	set services {
+		type inet_service
+		elements = { %s }
+	}
+	chain input {
+		type filter hook input priority filter; policy drop;
+		iif "lo" accept
+		ct state established,related accept
+		jump allowed
+	}
+	chain allowed {
+		tcp dport @services accept
+	}
+}
+`, ports)
+	path := filepath.Join(h.dir, "nftables.conf")
+	if err := os.WriteFile(path, []byte(ruleset), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.cmd(nft, "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("nft -f: %v\n%s", err, out)
+	}
+	return path
+}
+
 // scan runs `gpuhost scan host` inside the namespace and returns its report
 // by check id.
 func (h *liveHost) scan(t *testing.T) (map[string]reports.Result, int) {
@@ -195,12 +226,13 @@ MACs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com
 
 // liveChecks are the checks the live host's daemons decide; each names the
 // listener, file and line, or rule, that fails it.
-var liveChecks = []string{"GH-TLS-002", "GH-TLS-003", "GH-TLS-004", "GH-TLS-005", "GH-TLS-007", "GH-SSH-002", "GH-SSH-004", "GH-SSH-005", "GH-SSH-006"}
+var liveChecks = []string{"GH-TLS-002", "GH-TLS-003", "GH-TLS-004", "GH-TLS-005", "GH-TLS-007", "GH-SSH-002", "GH-SSH-004", "GH-SSH-005", "GH-SSH-006", "GH-NET-003", "GH-NET-004"}
 
 // TestLiveHostVerdicts builds a live host in a network namespace with the
-// daemons a security review trips over, scans it with `gpuhost scan host`
-// from inside, and expects each to fail its check naming what is at fault;
-// then the same host, hardened, passes those checks.
+// daemons a security review trips over and an nftables ruleset that admits
+// their ports through a named set behind a jump, scans it with `gpuhost
+// scan host` from inside, and expects each to fail its check naming what is
+// at fault; then the same host, hardened, passes those checks.
 func TestLiveHostVerdicts(t *testing.T) {
 	ca := testutil.NewCA(t)
 	sound := testutil.CertSpec{Key: "rsa2048", CA: ca, DNS: []string{"gpu-node"}, IPs: []net.IP{net.ParseIP(publicAddr), net.IPv4(127, 0, 0, 1)}}
@@ -216,6 +248,7 @@ func TestLiveHostVerdicts(t *testing.T) {
 		h.sServer(t, legacyPort, cert, key, "-no_tls1_2", "-no_tls1_3", "-cipher", "DEFAULT@SECLEVEL=0")
 		h.sServer(t, expiredPort, oldCert, oldKey, "-tls1_3")
 		sshConf := h.sshd(t, weakSSHD)
+		h.nft(t, fmt.Sprintf("%d, %d, %d, %d", mtlsPort, legacyPort, expiredPort, sshPort))
 
 		res, code := h.scan(t)
 		if code != 1 && code != 2 {
@@ -232,6 +265,8 @@ func TestLiveHostVerdicts(t *testing.T) {
 			"GH-SSH-004": {"aes128-cbc"},
 			"GH-SSH-005": {"diffie-hellman-group14-sha1"},
 			"GH-SSH-006": {"hmac-sha1"},
+			"GH-NET-003": {fmt.Sprint(mtlsPort), fmt.Sprint(sshPort)},
+			"GH-NET-004": {"192.0.2.1 port 9443 (openssl)", "inet filter allowed", "@services"},
 		} {
 			r := res[id]
 			msgs := strings.Join(r.Messages, "\n")
@@ -255,6 +290,7 @@ func TestLiveHostVerdicts(t *testing.T) {
 			h.sServer(t, port, cert, key, "-tls1_3")
 		}
 		h.sshd(t, hardenedSSHD)
+		h.nft(t, "22")
 		res, _ := h.scan(t)
 		for _, id := range liveChecks {
 			if r := res[id]; r.Status != reports.StatusPass {
