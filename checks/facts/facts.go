@@ -656,6 +656,16 @@ type GPUDriver struct {
 // Containers lists pre-seeded container images found in the target.
 type Containers struct {
 	Images []ContainerImage `json:"images"`
+	// Damaged are the images the layout lists whose blobs are missing or do
+	// not hash to their digests: not seeded, whatever their names say.
+	Damaged []DamagedImage `json:"damaged,omitempty"`
+}
+
+// DamagedImage is a listed image that is not whole, and why.
+type DamagedImage struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	Reason string `json:"reason"`
 }
 
 // ContainerImage is one pre-seeded base.

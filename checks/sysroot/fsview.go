@@ -108,6 +108,28 @@ func (v *fsView) ReadFileLimit(name string, max int64) ([]byte, error) {
 	return data, nil
 }
 
+func (v *fsView) Stream(name string, max int64) (io.ReadCloser, error) {
+	p, err := v.resolve(name, true)
+	if err != nil {
+		return nil, v.wrap(name, err)
+	}
+	info, err := v.lstat(p)
+	if err != nil {
+		return nil, v.wrap(name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading %s: %w (%s)", v.where(name), ErrNotRegular, fileKind(info.Mode()))
+	}
+	if info.Size() > max {
+		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", v.where(name), ErrTooLarge, info.Size(), max)
+	}
+	f, err := v.fsys.Open(p)
+	if err != nil {
+		return nil, v.wrap(name, err)
+	}
+	return &bounded{rc: f, left: max, where: v.where(name)}, nil
+}
+
 func (v *fsView) Stat(name string) (fs.FileInfo, error) {
 	p, err := v.resolve(name, true)
 	if err != nil {

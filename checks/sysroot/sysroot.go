@@ -43,6 +43,10 @@ type FS interface {
 	ReadFile(name string) ([]byte, error)
 	// ReadFileLimit reads a regular file of at most max bytes.
 	ReadFileLimit(name string, max int64) ([]byte, error)
+	// Stream opens a regular file of at most max bytes for reading in
+	// pieces, for files too large to hold (a container layer to hash). A
+	// file that grows past max while read fails the read with ErrTooLarge.
+	Stream(name string, max int64) (io.ReadCloser, error)
 	// Stat follows symlinks, as long as they stay inside the root.
 	Stat(name string) (fs.FileInfo, error)
 	// Lstat does not follow a final symlink.
@@ -143,6 +147,52 @@ func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+func (r *rootFS) Stream(name string, max int64) (io.ReadCloser, error) {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	f, err := r.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, r.wrap(name, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, r.wrap(name, err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, fileKind(info.Mode()))
+	}
+	if info.Size() > max {
+		f.Close()
+		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.hostPath(name), ErrTooLarge, info.Size(), max)
+	}
+	return &bounded{rc: f, left: max, where: r.hostPath(name)}, nil
+}
+
+// bounded fails a read that goes past the limit instead of returning less.
+type bounded struct {
+	rc    io.ReadCloser
+	left  int64
+	where string
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("reading %s: %w", b.where, ErrTooLarge)
+	}
+	return n, err
+}
+
+func (b *bounded) Close() error { return b.rc.Close() }
 
 func (r *rootFS) Stat(name string) (fs.FileInfo, error) {
 	p, err := r.resolve(name, true)

@@ -44,8 +44,8 @@ type containersCollector struct{}
 var _ collector.Collector = containersCollector{}
 
 // ContainersCollector returns the "containers" collector: the images listed
-// in the pre-seeded OCI layout (SeededImagesDir/index.json) whose manifest
-// blob is present, as facts.Containers. A target with no layout has no
+// in the pre-seeded OCI layout (SeededImagesDir/index.json), each verified
+// blob by blob against its digest, as facts.Containers. A target with no layout has no
 // images, which is a fact, not an outage.
 func ContainersCollector() collector.Collector { return containersCollector{} }
 
@@ -66,23 +66,22 @@ func (containersCollector) Collect(_ context.Context, env *collector.Env, f *fac
 		return fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
 	}
 	images := []facts.ContainerImage{}
+	var damaged []facts.DamagedImage
+	verify := newSeedVerifier(env.FS)
 	for _, e := range entries {
-		blob := SeededImagesDir + "/blobs/sha256/" + strings.TrimPrefix(e.Digest, "sha256:")
-		fi, err := env.FS.Stat(blob)
+		problem, err := verify.image(e.Digest, 0)
 		switch {
-		case err == nil && fi.Mode().IsRegular():
-			images = append(images, facts.ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
-		case err == nil || sysroot.IsNotExist(err):
-			// Listed but not there: the image is not seeded, and the
-			// drift policy says so by its absence.
-			if env.Log != nil {
-				env.Log.Debug("seeded image without its manifest blob", "ref", e.Ref, "blob", env.FS.Display(blob))
-			}
+		case err != nil:
+			return fmt.Errorf("verifying seeded image %s: %w", e.Ref, err)
+		case problem != "":
+			// Listed but not whole: the image is not seeded, the checks
+			// that pin it say so by its absence, and the facts say why.
+			damaged = append(damaged, facts.DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
 		default:
-			return fmt.Errorf("reading %s: %w", env.FS.Display(blob), err)
+			images = append(images, facts.ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
 		}
 	}
-	f.Containers = &facts.Containers{Images: images}
+	f.Containers = &facts.Containers{Images: images, Damaged: damaged}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,9 @@ import (
 )
 
 // seededTree is a rootfs with the layout the seeder writes: index.json from
-// the seeder itself, and the manifest blobs of the images given as present.
+// the seeder itself and, for the images given as present, a real manifest
+// whose config and one layer (the body) are blobs that hash to their
+// digests. The missing images are listed with no blob at all.
 func seededTree(t *testing.T, present, missing map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -24,11 +27,14 @@ func seededTree(t *testing.T, present, missing map[string]string) string {
 	tree := map[string]any{"var/lib/gpuhost/images/oci-layout": string(seed.LayoutFile())}
 	add := func(images map[string]string, write bool) {
 		for ref, body := range images {
-			s := sha256.Sum256([]byte(body))
-			h := hex.EncodeToString(s[:])
-			pulled = append(pulled, &seed.Pulled{Ref: ref, Digest: "sha256:" + h, MediaType: seed.MediaOCIManifest, Size: int64(len(body))})
+			manifest, blobs := imageOf(body)
+			d := digestOf(manifest)
+			pulled = append(pulled, &seed.Pulled{Ref: ref, Digest: d, MediaType: seed.MediaOCIManifest, Size: int64(len(manifest))})
 			if write {
-				tree["var/lib/gpuhost/images/blobs/sha256/"+h] = body
+				blobs[d] = manifest
+				for digest, b := range blobs {
+					tree["var/lib/gpuhost/images/blobs/sha256/"+strings.TrimPrefix(digest, "sha256:")] = b
+				}
 			}
 		}
 	}
@@ -41,6 +47,24 @@ func seededTree(t *testing.T, present, missing map[string]string) string {
 	tree["var/lib/gpuhost/images/index.json"] = idx
 	writeTree(t, dir, tree)
 	return dir
+}
+
+// imageOf is an OCI image whose one layer is body: its manifest, and its
+// config and layer blobs by digest.
+func imageOf(body string) (manifest string, blobs map[string]string) {
+	config := `{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["` + digestOf(body) + `"]}}`
+	desc := func(mt, b string) string {
+		return fmt.Sprintf(`{"mediaType":%q,"digest":%q,"size":%d}`, mt, digestOf(b), len(b))
+	}
+	manifest = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":` +
+		desc("application/vnd.oci.image.config.v1+json", config) + `,"layers":[` + desc("application/vnd.oci.image.layer.v1.tar", body) + `]}`
+	return manifest, map[string]string{digestOf(config): config, digestOf(body): body}
+}
+
+// manifestDigest is the digest of imageOf(body)'s manifest.
+func manifestDigest(body string) string {
+	m, _ := imageOf(body)
+	return digestOf(m)
 }
 
 func digestOf(body string) string {
@@ -65,11 +89,14 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []facts.ContainerImage{
-			{Ref: "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("ab", 32), Digest: digestOf(`{"schemaVersion":2,"b":2}`), Source: SeededImagesDir},
-			{Ref: "nvcr.io/nvidia/pytorch:24.08-py3", Digest: digestOf(`{"schemaVersion":2,"a":1}`), Source: SeededImagesDir},
+			{Ref: "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("ab", 32), Digest: manifestDigest(`{"schemaVersion":2,"b":2}`), Source: SeededImagesDir},
+			{Ref: "nvcr.io/nvidia/pytorch:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"a":1}`), Source: SeededImagesDir},
 		}
 		got, _ := json.Marshal(f.Containers)
-		exp, _ := json.Marshal(facts.Containers{Images: want})
+		exp, _ := json.Marshal(facts.Containers{Images: want, Damaged: []facts.DamagedImage{{
+			Ref: "nvcr.io/nvidia/tritonserver:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"c":3}`),
+			Reason: "manifest blob " + manifestDigest(`{"schemaVersion":2,"c":3}`) + " is missing",
+		}}})
 		if string(got) != string(exp) {
 			t.Errorf("live=%v: containers\n%s\nwant (triton's blob is missing, so it is not seeded)\n%s", live, got, exp)
 		}
@@ -156,7 +183,7 @@ func TestContainersHostileLayout(t *testing.T) {
 	t.Run("a manifest blob that is a directory", func(t *testing.T) {
 		body := `{"schemaVersion":2}`
 		dir := seededTree(t, nil, map[string]string{"nvcr.io/nvidia/cuda:12": body})
-		writeTree(t, dir, map[string]any{"var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(digestOf(body), "sha256:") + "/": nil})
+		writeTree(t, dir, map[string]any{"var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(manifestDigest(body), "sha256:") + "/": nil})
 		f := newFacts(facts.KindRootfs)
 		if err := ContainersCollector().Collect(context.Background(), newEnv(t, dir, false), f); err != nil {
 			t.Fatal(err)
@@ -189,5 +216,38 @@ func TestParseImageIndexPrefersContainerdName(t *testing.T) {
 	}
 	if strings.Join(refs, "|") != "|nvcr.io/nvidia/cuda:12|nvcr.io/nvidia/pytorch:24.08-py3" {
 		t.Errorf("refs %q", refs)
+	}
+}
+
+// TestContainersVerifiesEveryBlob: an image counts as seeded only when its
+// manifest, config and layers are all there and hash to their digests; an
+// empty file named after a layer's digest, a changed byte or a short blob
+// make it damaged, named with the blob at fault.
+func TestContainersVerifiesEveryBlob(t *testing.T) {
+	const ref, body = "nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04", "layer bytes"
+	layer := "var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(digestOf(body), "sha256:")
+	for name, tc := range map[string]struct {
+		content string
+		want    string
+	}{
+		"whole":        {body, ""},
+		"empty layer":  {"", "is 0 bytes; its descriptor says 11"},
+		"one byte off": {"layer bytez", "does not hash to its digest"},
+		"short":        {"layer", "is 5 bytes; its descriptor says 11"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := seededTree(t, map[string]string{ref: body}, nil)
+			writeTree(t, dir, map[string]any{layer: tc.content})
+			f := newFacts(facts.KindRootfs)
+			if err := ContainersCollector().Collect(context.Background(), newEnv(t, dir, false), f); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want == "" && (len(f.Containers.Images) != 1 || len(f.Containers.Damaged) != 0):
+				t.Errorf("a whole image: %+v", f.Containers)
+			case tc.want != "" && (len(f.Containers.Images) != 0 || len(f.Containers.Damaged) != 1 || !strings.Contains(f.Containers.Damaged[0].Reason, tc.want)):
+				t.Errorf("containers %+v, want the image damaged: %q", f.Containers, tc.want)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@
 #   registry in params.allowed_registries (["nvcr.io"] by default), and every pin must carry a
 #   sha256 digest; when a manifest is present, every seeded image must be one it pins by digest,
 #   so nothing rides along unpinned. A reference without a registry host means Docker Hub.
+#   A listed base whose blobs are missing or do not hash to their digests fails as damaged.
 #   Whether the pinned bases are all still there is GH-DRIFT-007's job. Skips when no base is
 #   seeded or pinned.
 # scope: package
@@ -49,9 +50,20 @@ is_host(s) if contains(s, ":")
 
 is_host("localhost")
 
+damaged := object.get(input, ["containers", "damaged"], [])
+
 skip contains "no NGC base is seeded or pinned" if {
 	count(images) == 0
 	count(pins) == 0
+	count(damaged) == 0
+}
+
+# A listed image whose blobs are missing or do not hash to their digests is
+# not seeded, whatever its name: the first boot would import nothing, or a
+# tampered layer.
+deny contains msg if {
+	some d in damaged
+	msg := sprintf("seeded image %s (%s) is damaged: %s", [d.ref, d.digest, d.reason])
 }
 
 deny contains msg if {

@@ -62,3 +62,12 @@ test_fail_localhost_is_a_registry if {
 	f := {"target": {"kind": "image"}, "containers": {"images": [img("localhost/nvidia/cuda:12", d1)]}}
 	check.deny == {"localhost/nvidia/cuda:12 comes from localhost, which is not an allowed registry (nvcr.io)"} with input as f with data.gpuhost.params as params
 }
+
+test_fail_damaged_image if {
+	f := {
+		"target": {"kind": "image"},
+		"containers": {"images": [], "damaged": [{"ref": "nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04", "digest": d1, "reason": "blob sha256:00 does not hash to its digest"}]},
+	}
+	check.deny == {sprintf("seeded image nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04 (%s) is damaged: blob sha256:00 does not hash to its digest", [d1])} with input as f with data.gpuhost.params as params
+	check.skip == set() with input as f with data.gpuhost.params as params
+}
