@@ -78,34 +78,7 @@ func (v *fsView) ReadFile(name string) ([]byte, error) {
 }
 
 func (v *fsView) ReadFileLimit(name string, max int64) ([]byte, error) {
-	p, err := v.resolve(name, true)
-	if err != nil {
-		return nil, v.wrap(name, err)
-	}
-	info, err := v.lstat(p)
-	if err != nil {
-		return nil, v.wrap(name, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading %s: %w (%s)", v.where(name), ErrNotRegular, fileKind(info.Mode()))
-	}
-	if info.Size() > max {
-		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", v.where(name), ErrTooLarge, info.Size(), max)
-	}
-	f, err := v.fsys.Open(p)
-	if err != nil {
-		return nil, v.wrap(name, err)
-	}
-	defer f.Close()
-	// The size came from metadata the image wrote; the read is bounded too.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, v.wrap(name, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("reading %s: %w (limit %d)", v.where(name), ErrTooLarge, max)
-	}
-	return data, nil
+	return readAll(v.Stream(name, max))
 }
 
 func (v *fsView) Stream(name string, max int64) (io.ReadCloser, error) {
@@ -127,7 +100,8 @@ func (v *fsView) Stream(name string, max int64) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, v.wrap(name, err)
 	}
-	return &bounded{rc: f, left: max, where: v.where(name)}, nil
+	// The size came from metadata the image wrote; the read is bounded too.
+	return &bounded{rc: f, left: max, max: max, where: v.where(name)}, nil
 }
 
 func (v *fsView) Stat(name string) (fs.FileInfo, error) {

@@ -115,6 +115,10 @@ func (r *rootFS) ReadFile(name string) ([]byte, error) {
 }
 
 func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
+	return readAll(r.Stream(name, max))
+}
+
+func (r *rootFS) Stream(name string, max int64) (io.ReadCloser, error) {
 	p, err := r.resolve(name, true)
 	if err != nil {
 		return nil, r.wrap(name, err)
@@ -126,58 +130,37 @@ func (r *rootFS) ReadFileLimit(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, r.wrap(name, err)
 	}
-	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, r.wrap(name, err)
 	}
 	if !info.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, fileKind(info.Mode()))
 	}
 	if info.Size() > max {
+		f.Close()
 		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.hostPath(name), ErrTooLarge, info.Size(), max)
 	}
 	// Files in /proc report size 0, so the limit is enforced on the read too.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, r.wrap(name, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("reading %s: %w (limit %d)", r.hostPath(name), ErrTooLarge, max)
-	}
-	return data, nil
+	return &bounded{rc: f, left: max, max: max, where: r.hostPath(name)}, nil
 }
 
-func (r *rootFS) Stream(name string, max int64) (io.ReadCloser, error) {
-	p, err := r.resolve(name, true)
+// readAll reads what Stream opened, whole.
+func readAll(rc io.ReadCloser, err error) ([]byte, error) {
 	if err != nil {
-		return nil, r.wrap(name, err)
+		return nil, err
 	}
-	f, err := r.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, r.wrap(name, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, r.wrap(name, err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, fileKind(info.Mode()))
-	}
-	if info.Size() > max {
-		f.Close()
-		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", r.hostPath(name), ErrTooLarge, info.Size(), max)
-	}
-	return &bounded{rc: f, left: max, where: r.hostPath(name)}, nil
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 // bounded fails a read that goes past the limit instead of returning less.
 type bounded struct {
-	rc    io.ReadCloser
-	left  int64
-	where string
+	rc        io.ReadCloser
+	left, max int64
+	where     string
 }
 
 func (b *bounded) Read(p []byte) (int, error) {
@@ -187,7 +170,10 @@ func (b *bounded) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
 	if b.left < 0 {
-		return n, fmt.Errorf("reading %s: %w", b.where, ErrTooLarge)
+		return n, fmt.Errorf("reading %s: %w (limit %d)", b.where, ErrTooLarge, b.max)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("reading %s: %w", b.where, err)
 	}
 	return n, err
 }
