@@ -177,6 +177,9 @@ type TLSCertificate struct {
 	Issuer  string `json:"issuer"`
 	// NotAfter is RFC 3339 in UTC.
 	NotAfter string `json:"not_after"`
+	// SecondsLeft is how long the certificate had left when it was probed;
+	// zero or less once it expired.
+	SecondsLeft int64 `json:"seconds_left"`
 	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
 	KeyType            string   `json:"key_type"`
 	KeyBits            int      `json:"key_bits"`

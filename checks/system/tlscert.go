@@ -13,13 +13,16 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
-// certificateFacts describes a listener's leaf certificate for policy.
-func certificateFacts(c *x509.Certificate) *facts.TLSCertificate {
+// certificateFacts describes a listener's leaf certificate for policy, as
+// of now: the seconds left before it expires are counted here, by the clock
+// the probe ran at, so that the checks read no clock of their own.
+func certificateFacts(c *x509.Certificate, now time.Time) *facts.TLSCertificate {
 	kind, bits := publicKeyFacts(c.PublicKey)
 	return &facts.TLSCertificate{
 		Subject:            c.Subject.String(),
 		Issuer:             c.Issuer.String(),
 		NotAfter:           c.NotAfter.UTC().Format(time.RFC3339),
+		SecondsLeft:        int64(c.NotAfter.Sub(now) / time.Second),
 		KeyType:            kind,
 		KeyBits:            bits,
 		SignatureAlgorithm: c.SignatureAlgorithm.String(),

@@ -195,7 +195,7 @@ func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
 			r.TLS13Accepted = a.accepted
 		}
 		if r.Certificate == nil && a.cert != nil {
-			r.Certificate = certificateFacts(a.cert)
+			r.Certificate = certificateFacts(a.cert, time.Now())
 		}
 		if !a.spoke && a.err != nil {
 			problems = append(problems, versionName(a.version)+": "+unreachable(a.err, p.timeout))

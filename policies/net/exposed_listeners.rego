@@ -43,29 +43,21 @@ error contains msg if {
 
 # exposed holds the listeners on addresses other than loopback whose port is
 # not allowed.
-exposed contains l if {
-	data.gpuhost.params.allowed_ports
-	fw != null
-	some l in object.get(input.network, "listening", [])
-	not lib.loopback(l.address)
-	not l.port in data.gpuhost.params.allowed_ports
-}
+# Each rule reads a listener's fields where it tests them, rather than
+# collecting whole listeners (their pids differ from host to host), so that
+# fleet scans can share a verdict across hosts.
+proto(p) := "tcp" if startswith(p, "tcp")
 
-proto(l) := "tcp" if startswith(l.proto, "tcp")
+proto(p) := "udp" if startswith(p, "udp")
 
-proto(l) := "udp" if startswith(l.proto, "udp")
-
-# admitted_by ends the message with what lets a listener in: no firewall,
-# the first rule whose admitted range holds its port, or an accepting input
-# policy. It is undefined for a listener the ruleset drops.
-admitted_by(l) := ": no firewall is configured" if {
+admitted_by(p, port) := ": no firewall is configured" if {
 	fw.backend == "none"
 } else := concat("", [" by ", rules[0]]) if {
 	rules := [a.rule |
 		some a in object.get(fw, "admits", [])
-		a.proto == proto(l)
-		a.from <= l.port
-		l.port <= a.to
+		a.proto == proto(p)
+		a.from <= port
+		port <= a.to
 	]
 	count(rules) > 0
 } else := sprintf(": the %s firewall's input policy is accept", [fw.backend]) if {
@@ -74,15 +66,23 @@ admitted_by(l) := ": no firewall is configured" if {
 
 deny contains msg if {
 	not fw.kernel_error
-	some l in exposed
-	by := admitted_by(l)
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	by := admitted_by(l.proto, l.port)
 	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
 }
 
 error contains msg if {
 	not fw.kernel_error
-	some l in exposed
-	not admitted_by(l)
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	not admitted_by(l.proto, l.port)
 	some r in object.get(fw, "unmodeled", [])
 	r.may_accept
 	msg := sprintf("%s %s port %d%s may be admitted by %s (%s)", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), r.rule, r.reason])

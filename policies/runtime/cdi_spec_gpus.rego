@@ -4,8 +4,9 @@
 #   When containerd's CRI plugin has CDI enabled, GPUs reach containers only through the
 #   nvidia.com/gpu CDI spec (the gpuhost-gpu provisioner installs a unit that regenerates it at
 #   every boot with "nvidia-ctk cdi generate"). A missing spec makes every GPU request fail; a
-#   stale one, written before a GPU was added or replaced, hides GPUs from the scheduler. Every
-#   GPU NVML lists must be named in a spec, by index or UUID. Skips when CDI is not enabled.
+#   stale one, written before a GPU was added, hides GPUs from the scheduler. The specs must name
+#   at least as many GPUs as NVML sees ("all" and MIG devices aside). Skips when CDI is not
+#   enabled.
 # scope: package
 # custom:
 #   id: GH-RT-005
@@ -23,9 +24,13 @@ cdi_enabled if input.container_runtime.containerd.cdi_enabled == true
 
 specs := [s | some s in object.get(input.container_runtime, "cdi_specs", []); s.kind == "nvidia.com/gpu"]
 
+# Whole GPUs the specs name: by index or UUID, not "all", not a MIG
+# device ("0:1").
 named contains name if {
 	some s in specs
 	some name in s.devices
+	name != "all"
+	not contains(name, ":")
 }
 
 skip contains "containerd does not enable CDI" if not cdi_enabled
@@ -41,8 +46,6 @@ deny contains "CDI is enabled but no nvidia.com/gpu CDI spec is in /etc/cdi or /
 deny contains msg if {
 	cdi_enabled
 	count(specs) > 0
-	some d in input.gpu.devices
-	not sprintf("%d", [d.index]) in named
-	not d.uuid in named
-	msg := sprintf("GPU %d (%s) is in no CDI spec (%s)", [d.index, d.uuid, concat(", ", sort([s.file | some s in specs]))])
+	count(named) < count(input.gpu.devices)
+	msg := sprintf("the CDI specs (%s) name %d GPUs; NVML sees %d", [concat(", ", sort([s.file | some s in specs])), count(named), count(input.gpu.devices)])
 }

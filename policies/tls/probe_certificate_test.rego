@@ -7,7 +7,7 @@ params := {"tls_cert_min_days": 30}
 facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
 
 good_cert := {
-	"subject": "CN=node", "issuer": "CN=CA", "not_after": "2027-01-01T00:00:00Z", "key_type": "EC", "key_bits": 256,
+	"subject": "CN=node", "issuer": "CN=CA", "not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000, "key_type": "EC", "key_bits": 256,
 	"signature_algorithm": "ECDSA-SHA256", "sans": ["node"], "self_signed": false,
 }
 
@@ -27,7 +27,7 @@ test_pass_good_certificate if {
 
 test_fail_every_problem if {
 	bad := {
-		"subject": "CN=old", "issuer": "CN=old", "not_after": "2025-12-01T00:00:00Z", "key_type": "RSA", "key_bits": 1024,
+		"subject": "CN=old", "issuer": "CN=old", "not_after": "2025-12-01T00:00:00Z", "seconds_left": -2678400, "key_type": "RSA", "key_bits": 1024,
 		"signature_algorithm": "SHA1-RSA", "sans": [], "self_signed": true,
 	}
 	check.deny == {
@@ -40,7 +40,7 @@ test_fail_every_problem if {
 }
 
 test_fail_expiring_and_small_ec if {
-	soon := object.union(good_cert, {"not_after": "2026-01-20T00:00:00Z", "key_bits": 224})
+	soon := object.union(good_cert, {"not_after": "2026-01-20T00:00:00Z", "seconds_left": 1641600, "key_bits": 224})
 	check.deny == {
 		`0.0.0.0:443: certificate "CN=node" expires on 2026-01-20T00:00:00Z, within tls_cert_min_days (30)`,
 		`0.0.0.0:443: certificate "CN=node" has a 224-bit EC key; want 256 or more`,

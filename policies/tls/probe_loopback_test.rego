@@ -7,7 +7,7 @@ params := {"weak_tls_protocols": ["TLSv1", "TLSv1.1", "TLSv1.2"], "tls_cert_min_
 facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
 
 self_signed := {
-	"subject": "CN=sidecar", "issuer": "CN=sidecar", "not_after": "2025-06-01T00:00:00Z", "key_type": "EC", "key_bits": 256,
+	"subject": "CN=sidecar", "issuer": "CN=sidecar", "not_after": "2025-06-01T00:00:00Z", "seconds_left": -18489600, "key_type": "EC", "key_bits": 256,
 	"signature_algorithm": "ECDSA-SHA256", "sans": ["localhost"], "self_signed": true,
 }
 
@@ -22,7 +22,7 @@ public := object.union(sidecar, {"address": "0.0.0.0:443", "loopback": false})
 test_pass_sound_sidecar if {
 	ok := object.union(sidecar, {
 		"tls10_accepted": false, "tls12_accepted": false, "weak_suites": [],
-		"certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z"}),
+		"certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000}),
 	})
 	check.deny == set() with input as facts([ok]) with data.gpuhost.params as params
 }
