@@ -150,10 +150,19 @@ func TestE2EDebian12(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rootfs, "gpuhost"), bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A bare chroot has no /proc or /sys, so some host collectors fail and
+	// facts exits 2 while still printing the document; what this test reads
+	// is the gpu collector's view of NVML inside the image.
 	cmd := exec.Command("chroot", rootfs, "/gpuhost", "facts", "host")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	factsOut, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("gpuhost facts host in the image: %v", err)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		t.Logf("gpuhost facts host in the image exited 2 (collectors that need /proc or /sys): %s", lastLine(stderr.String()))
+	case err != nil:
+		t.Fatalf("gpuhost facts host in the image: %v\n%s", err, stderr.String())
 	}
 	var got struct {
 		GPU struct {
@@ -274,4 +283,12 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatalf("%v (make packer plugin builds it)", err)
 	}
 	return abs
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
