@@ -124,7 +124,9 @@ demo: check-go deps build-deps build packer plugin crane
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-hardened --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,sample-rootfs) || test $$? -eq 1
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-weak --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,weak-rootfs) || test $$? -eq 1
 	@echo "== scanning this host =="
-	$(GPUHOST) scan host --no-color $(call REPORTS,host) || test $$? -eq 1
+	@# This machine is no GPU host: findings (1) are expected, and checks it
+	@# cannot answer, such as a unit's state without systemd, make it 2.
+	$(GPUHOST) scan host --no-color $(call REPORTS,host) || { rc=$$?; test $$rc -le 2 && echo "note: the scan of this build machine exited $$rc (1: findings, 2: checks it could not judge here); see $(OUT)/host.table"; }
 	@echo; echo "image: $(IMAGE_DIR)/rootfs.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
 
 # crane pushes the demo's base image to the local registry.
