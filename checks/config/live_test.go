@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,17 +22,6 @@ import (
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )
-
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // collectLive runs the network, tls and ssh collectors over "/" as a live
 // host, as `gpuhost facts host` does.
@@ -73,7 +61,7 @@ func startSSHD(t *testing.T, keys [][]string, config func(dir string, port int) 
 		args := append([]string{"-q", "-N", "", "-f", filepath.Join(dir, k[0])}, k[1:]...)
 		testutil.Run(t, 30*time.Second, keygen, args...)
 	}
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	conf := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(conf, []byte(config(dir, port)), 0o600); err != nil {
 		t.Fatal(err)
@@ -95,18 +83,11 @@ func daemonOf(t *testing.T, f *facts.Facts, pid int) facts.SSHDaemon {
 	return facts.SSHDaemon{}
 }
 
-// withPrivateRun returns unshare's arguments to run argv with an empty /run
-// of its own (a temporary directory) holding the /run/sshd sshd insists on.
-// unshare and sh exec, so the pid is that of the program.
+// withPrivateRun returns unshare's arguments to run argv with a private,
+// empty /run of its own.
 func withPrivateRun(t *testing.T, argv ...string) []string {
 	t.Helper()
-	run := t.TempDir()
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	script := fmt.Sprintf("mount --make-rprivate / && mount --bind '%s' /run && mkdir -m 0755 /run/sshd && exec %s", run, strings.Join(quoted, " "))
-	return []string{"--mount", "sh", "-c", script}
+	return testutil.PrivateRun(t.TempDir(), argv...)
 }
 
 // sshdT returns sshd's effective settings for conf ("sshd -T"), the first
@@ -373,13 +354,9 @@ func TestLiveNginxMaster(t *testing.T) {
 	testutil.Root(t)
 	nginx := testutil.Tool(t, "nginx", "nginx")
 	dir := t.TempDir()
-	port := freePort(t)
-	var temps strings.Builder
-	for _, k := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
-		fmt.Fprintf(&temps, "\t%s_temp_path %s;\n", k, filepath.Join(dir, k))
-	}
+	port := testutil.FreePort(t)
 	conf := filepath.Join(dir, "nginx.conf")
-	body := fmt.Sprintf("error_log stderr;\nevents {}\nhttp {\n\taccess_log off;\n%s\tinclude sites/*.conf;\n}\n", temps.String())
+	body := fmt.Sprintf("error_log stderr;\nevents {}\nhttp {\n\taccess_log off;\n%s\tinclude sites/*.conf;\n}\n", testutil.NginxTempPaths(dir))
 	site := fmt.Sprintf("server {\n\tlisten 127.0.0.1:%d;\n\tssl_protocols TLSv1 TLSv1.2;\n}\n", port)
 	if err := os.MkdirAll(filepath.Join(dir, "sites"), 0o755); err != nil {
 		t.Fatal(err)

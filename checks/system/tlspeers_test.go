@@ -18,18 +18,6 @@ import (
 // loopbackCert is a sound self-signed certificate for a loopback peer.
 var loopbackCert = testutil.CertSpec{Key: "rsa2048", DNS: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
 
-// freePort finds a loopback port nothing listens on now. Another process
-// may take it before the peer binds it; sServer retries then.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // sServer starts `openssl s_server` on a free loopback port with the given
 // certificate and extra arguments, and returns the port once it accepts.
 func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
@@ -37,7 +25,7 @@ func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
 	openssl := testutil.Tool(t, "openssl", "openssl")
 	certPath, keyPath, _ := testutil.WriteCert(t, t.TempDir(), cert)
 	for range 5 {
-		port := freePort(t)
+		port := testutil.FreePort(t)
 		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),
 			"-cert", certPath, "-key", keyPath}, args...)
 		p := testutil.Start(t, exec.Command(openssl, argv...))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,10 +67,8 @@ func newLiveHost(t *testing.T) *liveHost {
 
 // cmd runs argv inside the namespace.
 func (h *liveHost) cmd(argv ...string) *exec.Cmd {
-	return exec.Command(h.ns[0], append(slicesClone(h.ns[1:]), argv...)...)
+	return exec.Command(h.ns[0], append(slices.Clone(h.ns[1:]), argv...)...)
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // listening waits until addr accepts inside the namespace, or the daemon
 // exits.
@@ -87,13 +86,9 @@ func (h *liveHost) nginx(t *testing.T, protocols string, cert, key string) strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var temps strings.Builder
-	for _, k := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
-		fmt.Fprintf(&temps, "\t%s_temp_path %s;\n", k, filepath.Join(dir, k))
-	}
 	conf := filepath.Join(dir, "nginx.conf")
 	text := fmt.Sprintf("error_log stderr;\nevents {}\nhttp {\n\taccess_log off;\n%s\tserver {\n\t\tlisten 127.0.0.1:%d ssl;\n\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n\t\tssl_protocols %s;\n\t}\n}\n",
-		temps.String(), nginxPort, cert, key, protocols)
+		testutil.NginxTempPaths(dir), nginxPort, cert, key, protocols)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +124,7 @@ func (h *liveHost) sshd(t *testing.T, config string) string {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(config, publicAddr, sshPort, filepath.Join(dir, "host_ed25519"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := fmt.Sprintf("mount --bind '%s' /run && mkdir -p -m 0755 /run/sshd && exec '%s' -D -e -f '%s' -o PidFile=none", run, sshd, conf)
-	p := testutil.Start(t, h.cmd(unshare, "--mount", "sh", "-c", script))
+	p := testutil.Start(t, h.cmd(append([]string{unshare}, testutil.PrivateRun(run, sshd, "-D", "-e", "-f", conf, "-o", "PidFile=none")...)...))
 	p.WaitLine(t, 20*time.Second, fmt.Sprintf("Server listening on %s port %d", publicAddr, sshPort))
 	return conf
 }

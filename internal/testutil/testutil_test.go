@@ -24,7 +24,7 @@ func TestStartWaitsForALineAndKillsByPID(t *testing.T) {
 	}
 }
 
-func TestWaitForNoticesExit(t *testing.T) {
+func TestExitedAndOutputSurviveTheExit(t *testing.T) {
 	sh := Tool(t, "sh", "dash")
 	p := Start(t, exec.Command(sh, "-c", "echo bye; exit 3"))
 	start := time.Now()

@@ -1,0 +1,44 @@
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FreePort returns a loopback port nothing listens on now. Another process
+// may take it before the test's daemon binds it.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// PrivateRun returns unshare's arguments to run argv in a mount namespace
+// whose /run is the directory run, holding the /run/sshd Debian's sshd
+// insists on, so the machine's own /run is never touched. unshare and sh
+// exec, so the process's pid is that of the program.
+func PrivateRun(run string, argv ...string) []string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	script := fmt.Sprintf("mount --make-rprivate / && mount --bind '%s' /run && mkdir -p -m 0755 /run/sshd && exec %s", run, strings.Join(quoted, " "))
+	return []string{"--mount", "sh", "-c", script}
+}
+
+// NginxTempPaths are the http-level directives that keep nginx's temporary
+// files in dir instead of /var/lib/nginx.
+func NginxTempPaths(dir string) string {
+	var b strings.Builder
+	for _, k := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		fmt.Fprintf(&b, "\t%s_temp_path %s;\n", k, filepath.Join(dir, k))
+	}
+	return b.String()
+}
