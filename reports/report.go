@@ -167,8 +167,8 @@ func coverageOf(r *Report) Coverage {
 			continue
 		}
 		c.Checks++
-		switch res.Status {
-		case StatusSkip, StatusError:
+		switch {
+		case res.Unevaluated():
 			c.NotEvaluated[res.Severity]++
 			if SeverityRank(res.Severity) <= SeverityRank(gapSeverity) {
 				c.Gaps = append(c.Gaps, Gap{ID: res.ID, Title: res.Title, Severity: res.Severity, Status: res.Status, Reason: strings.Join(res.Messages, "; ")})
@@ -183,12 +183,18 @@ func coverageOf(r *Report) Coverage {
 	return c
 }
 
+// Unevaluated reports whether the check applies to the target but reached
+// no verdict: it was skipped or errored.
+func (r Result) Unevaluated() bool {
+	return !r.OutOfScope && (r.Status == StatusSkip || r.Status == StatusError)
+}
+
 // NotEvaluated reports whether an applicable check at or above threshold
 // was skipped or errored: the test behind --fail-on-skip.
 func (r *Report) NotEvaluated(threshold string) bool {
 	limit := SeverityRank(threshold)
 	for _, res := range r.Results {
-		if !res.OutOfScope && (res.Status == StatusSkip || res.Status == StatusError) && SeverityRank(res.Severity) <= limit {
+		if res.Unevaluated() && SeverityRank(res.Severity) <= limit {
 			return true
 		}
 	}

@@ -158,7 +158,7 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 
 	var notes []sarifNotification
 	for _, res := range rep.Results {
-		if res.OutOfScope || (res.Status != StatusSkip && res.Status != StatusError) {
+		if !res.Unevaluated() {
 			continue
 		}
 		level := "note"

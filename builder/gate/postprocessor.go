@@ -219,7 +219,7 @@ func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
 		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
 		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], th.FailOn, c.Evaluated, c.Checks))
 	for _, r := range rep.Results {
-		unevaluated := th.FailOnSkip != "" && !r.OutOfScope && r.Status == reports.StatusSkip &&
+		unevaluated := th.FailOnSkip != "" && r.Unevaluated() &&
 			reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOnSkip)
 		blocking := r.Status == reports.StatusError || unevaluated ||
 			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOn))
