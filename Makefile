@@ -138,10 +138,10 @@ crane: check-go
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench
 bench: check-go deps bench-deps build build-deps packer plugin
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/scan/ ./internal/agent/ ./checks/... ./reports/
+	$(GO) test -run='^$$' -bench=. -benchmem ./scan/ ./agent/ ./engine/ ./checks/... ./reports/
 	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/
-	$(GO) run ./internal/bench -gpuhost $(GPUHOST) -agent $(AGENT)
-	$(GO) run ./internal/buildbench -packer $(PACKER) -plugin $(PLUGIN)
+	$(GO) run ./tools/bench -gpuhost $(GPUHOST) -agent $(AGENT)
+	$(GO) run ./tools/buildbench -packer $(PACKER) -plugin $(PLUGIN)
 
 .PHONY: fuzz
 fuzz: check-go

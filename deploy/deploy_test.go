@@ -15,7 +15,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/gpuhost/gpuhost/internal/agent"
+	"github.com/gpuhost/gpuhost/agent"
 )
 
 type doc = map[string]any

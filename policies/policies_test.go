@@ -19,7 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/gpuhost/gpuhost/internal/lint"
+	"github.com/gpuhost/gpuhost/policy/lint"
 )
 
 // minCoverage is the share of policy (non-test) lines the Rego tests must

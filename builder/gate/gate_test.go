@@ -23,9 +23,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
-	"github.com/gpuhost/gpuhost/internal/policybundle"
-	"github.com/gpuhost/gpuhost/internal/testsign"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/bundle"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -469,7 +469,7 @@ func TestVerifiedPackRefusesUnsignedWaivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pack bytes.Buffer
-	if err := policybundle.Write(&pack, policies.FS, "embedded", policybundle.Options{SigningKey: priv}); err != nil {
+	if err := bundle.Write(&pack, policies.FS, "embedded", bundle.Options{SigningKey: priv}); err != nil {
 		t.Fatal(err)
 	}
 	bundle := filepath.Join(dir, "pack.tar.gz")

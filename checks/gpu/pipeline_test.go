@@ -14,9 +14,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // fleetParams are what a DGX fleet would pin.

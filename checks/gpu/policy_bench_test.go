@@ -11,7 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )

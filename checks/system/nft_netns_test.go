@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // netnsRuleset drops by default and admits through a named interval set

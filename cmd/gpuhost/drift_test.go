@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // drift runs the drift command as run() runs a registered one: the root

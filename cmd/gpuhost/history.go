@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/agent"
+	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/reports/diff"
 )

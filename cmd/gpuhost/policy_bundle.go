@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/policybundle"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/bundle"
 )
 
 // policyBundleCommand is `gpuhost policy bundle`: a pack directory (or the
@@ -25,7 +25,7 @@ func (a *app) policyBundleCommand() *cobra.Command {
 			if output == "" {
 				return untrusted(errors.New("-o is required: a bundle is binary"))
 			}
-			opts := policybundle.Options{Algorithm: alg, Revision: revision}
+			opts := bundle.Options{Algorithm: alg, Revision: revision}
 			if keyFile != "" {
 				key, err := os.ReadFile(keyFile)
 				if err != nil {
@@ -47,7 +47,7 @@ func (a *app) policyBundleCommand() *cobra.Command {
 				}
 				fsys, name = os.DirFS(dir), dir
 			}
-			data, err := policybundle.Build(fsys, name, opts)
+			data, err := bundle.Build(fsys, name, opts)
 			if err != nil {
 				return untrusted(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/internal/testsign"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 )
 
 // rsaKeyFiles writes a fresh RSA private key and its public key as PEM files.

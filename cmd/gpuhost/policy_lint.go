@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/lint"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/lint"
 )
 
 // policyLintCommand is `gpuhost policy lint`: exit 0 for a clean pack, 1

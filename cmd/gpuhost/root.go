@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/internal/version"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // exitError carries an exit code up to main; nothing below main exits.

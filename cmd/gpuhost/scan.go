@@ -19,9 +19,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // policyFlags chooses the policy pack and its parameters.

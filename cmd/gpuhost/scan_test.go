@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // factsLine collects a rootfs's facts as one compact NDJSON line whose

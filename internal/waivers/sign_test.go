@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/internal/testsign"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 )
 
 func rsaKeys(t *testing.T) (priv, pub Key) {

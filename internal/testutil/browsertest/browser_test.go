@@ -17,11 +17,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/internal/catalog"
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/policy/catalog"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // chromium is Debian's package; CI installs it, so there a missing binary is
@@ -228,7 +228,7 @@ func weakReport(t *testing.T) (*reports.Report, string) {
 	t.Helper()
 	ctx := context.Background()
 	e := embeddedEngine(t)
-	f, err := checks.Rootfs(ctx, filepath.Join("..", "..", "cmd", "gpuhost", "testdata", "rootfs-weak"), checks.Options{})
+	f, err := checks.Rootfs(ctx, filepath.Join("..", "..", "..", "cmd", "gpuhost", "testdata", "rootfs-weak"), checks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestReportInChromium(t *testing.T) {
 // stay inert (no dialog, no console error, the CSP never tripped).
 func TestHostileReportInChromium(t *testing.T) {
 	bctx := browser(t)
-	data, err := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "report.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "reports", "testdata", "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

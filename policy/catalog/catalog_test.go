@@ -10,8 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/scan"
+	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/policies.md from the default pack")
@@ -29,7 +29,7 @@ func defaultPack(t *testing.T) *Catalog {
 }
 
 // TestCommittedCatalogIsCurrent fails when a policy changed and
-// docs/policies.md was not regenerated: go test ./internal/catalog -update.
+// docs/policies.md was not regenerated: go test ./policy/catalog -update.
 func TestCommittedCatalogIsCurrent(t *testing.T) {
 	var buf bytes.Buffer
 	if err := Render(&buf, defaultPack(t), "markdown"); err != nil {
@@ -43,10 +43,10 @@ func TestCommittedCatalogIsCurrent(t *testing.T) {
 	}
 	want, err := os.ReadFile(committed)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/catalog -update)", err)
+		t.Fatalf("%v (run go test ./policy/catalog -update)", err)
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("%s is stale: the default pack renders differently; run go test ./internal/catalog -update and commit it", committed)
+		t.Errorf("%s is stale: the default pack renders differently; run go test ./policy/catalog -update and commit it", committed)
 	}
 }
 

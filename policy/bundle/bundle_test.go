@@ -1,4 +1,4 @@
-package policybundle
+package bundle
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
-	"github.com/gpuhost/gpuhost/internal/testsign"
+	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 // mdText keeps pack text (a third-party bundle is not trusted) from adding

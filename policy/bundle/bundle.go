@@ -1,9 +1,9 @@
-// Package policybundle writes a policy pack as a signed OPA bundle: the Rego
+// Package bundle writes a policy pack as a signed OPA bundle: the Rego
 // modules (tests left out), the pack's parameter defaults as data under
 // gpuhost.params, a manifest that claims the gpuhost root, and a
 // .signatures.json whose JWT lists the SHA-256 of every file, as OPA signs
 // bundles. engine.LoadPath with a key, and OPA itself, verify it.
-package policybundle
+package bundle
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 // KeyID is the key id the signature names; engine.LoadPath verifies with a

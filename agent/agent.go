@@ -17,8 +17,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // ScanFunc performs one scan (collect, evaluate) and returns its report. An

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/internal/scan"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // BenchmarkAgentRun is one full agent run on the machine running the

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 // The page is one self-contained file: inline CSS, no scripts, no external

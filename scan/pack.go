@@ -11,7 +11,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 // Entry is one check and the parameters it reads.

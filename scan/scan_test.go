@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/engine"
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -133,7 +133,7 @@ func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{"testdata/hardened-facts.json", "testdata/weak-facts.json",
-		"../../policies/testdata/compliant-host.json", "../../policies/testdata/noncompliant-image.json"}
+		"../policies/testdata/compliant-host.json", "../policies/testdata/noncompliant-image.json"}
 	var fleet [][]byte
 	for round := range 2 {
 		for _, f := range files {
