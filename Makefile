@@ -111,15 +111,25 @@ e2e: check-go build-deps build packer plugin
 IMAGE_DIR := $(OUT)/debian-12-gpu
 REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))
 
+# The vulnerability DB the demo and the bake's gate match packages against:
+# trivy's own cannot be downloaded here, so a few real Debian 12 advisories
+# are written into its layout (images/trivy-db-demo.yaml).
+TRIVY_DB := $(OUT)/trivy-db
+.PHONY: trivy-db
+trivy-db: check-go
+	@mkdir -p $(TRIVY_DB)
+	$(GO) run ./tools/trivydb -o $(TRIVY_DB) images/trivy-db-demo.yaml
+
 .PHONY: demo
-demo: check-go deps build-deps build packer plugin crane
+demo: check-go deps build-deps build packer plugin crane trivy-db
 	@mkdir -p $(OUT)
 	PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
 	PACKER=$(PACKER) CRANE=$(CRANE) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
-	  PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
+	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
 	$(GPUHOST) scan image $(IMAGE_DIR)/rootfs.qcow2 --params images/params-debian-12.yaml \
-	  --waivers images/waivers-debian-12.yaml --no-color $(call REPORTS,debian-12-gpu)
+	  --waivers images/waivers-debian-12.yaml --trivy-db $(TRIVY_DB) --fail-on-skip critical \
+	  --no-color $(call REPORTS,debian-12-gpu)
 	@echo "== scanning the sample rootfs trees =="
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-hardened --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,sample-rootfs) || test $$? -eq 1
 	$(GPUHOST) scan rootfs cmd/gpuhost/testdata/rootfs-weak --params cmd/gpuhost/testdata/params-demo.yaml --no-color $(call REPORTS,weak-rootfs) || test $$? -eq 1
@@ -137,11 +147,11 @@ crane: check-go
 
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench
-bench: check-go deps bench-deps build build-deps packer plugin
+bench: check-go deps bench-deps build build-deps packer plugin trivy-db
 	$(GO) test -run='^$$' -bench=. -benchmem ./scan/ ./agent/ ./engine/ ./checks/... ./reports/
 	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/
 	$(GO) run ./tools/bench -gpuhost $(GPUHOST) -agent $(AGENT)
-	$(GO) run ./tools/buildbench -packer $(PACKER) -plugin $(PLUGIN)
+	$(GO) run ./tools/buildbench -packer $(PACKER) -plugin $(PLUGIN) -var trivy_db=$(TRIVY_DB)
 
 .PHONY: fuzz
 fuzz: check-go

@@ -438,6 +438,10 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		}
 		if status, msg, ok := e.gate(c, doc); !ok {
 			out[i].Status, out[i].Messages = status, []string{msg}
+			out[i].OutOfScope = status == statusAbsent
+			if out[i].OutOfScope {
+				out[i].Status = reports.StatusSkip
+			}
 			continue
 		}
 		run = append(run, i)
@@ -580,6 +584,14 @@ func (e *Engine) base(c Check) reports.Result {
 	}
 }
 
+// statusAbsent is gate's answer when a required collector found nothing
+// of what the check judges (no sshd installed, none running): the check is
+// skipped as not applicable to this target, which is no gap in coverage,
+// unlike facts that could not be had. Collectors say not_applicable only
+// when what the packages and units say agrees; a package that is installed
+// with its file missing is their error instead.
+const statusAbsent = "absent"
+
 // gate decides, before evaluation, whether a check that applies to this
 // document's kind of target can run on it.
 func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
@@ -591,6 +603,8 @@ func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
 		case st.Status == facts.StatusOK:
 		case st.Status == facts.StatusError:
 			return reports.StatusError, fmt.Sprintf("collector %s failed: %s", name, st.Reason), false
+		case st.Status == facts.StatusNotApplicable:
+			return statusAbsent, fmt.Sprintf("%s not applicable: %s", name, st.Reason), false
 		default:
 			return reports.StatusSkip, fmt.Sprintf("%s %s: %s", name, strings.ReplaceAll(st.Status, "_", " "), st.Reason), false
 		}

@@ -300,6 +300,38 @@ deny contains "NVML is down" if object.get(input, ["collectors", "gpu", "status"
 	}
 }
 
+// TestAbsentSubjectIsNoGap: a required collector that found nothing to
+// judge (not_applicable: no sshd installed or running) skips its checks as
+// not applicable, out of coverage; one whose facts could not be had
+// (unavailable, or not run) is a skip that counts as a gap.
+func TestAbsentSubjectIsNoGap(t *testing.T) {
+	e := newEngine(t, map[string]string{"ssh/root.rego": `# METADATA
+# title: No root login
+# custom:
+#   id: GH-SSH-901
+#   severity: critical
+#   remediation: Set PermitRootLogin no.
+#   controls:
+#     nist-800-53: [AC-6]
+#   targets: [host]
+#   requires: [ssh]
+package gpuhost.ssh.root
+
+deny contains "root may log in" if input.ssh.permit_root_login == "yes"
+`}, nil)
+	for status, wantOut := range map[string]bool{
+		`"ssh":{"status":"not_applicable","reason":"sshd is not installed and none runs"}`: true,
+		`"ssh":{"status":"unavailable","reason":"no /proc"}`:                               false,
+		``: false,
+	} {
+		d := doc(t, `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"h","scanned_at":"x"},"collectors":{`+status+`}}`)
+		r := mustEval(t, e, d)[0]
+		if r.Status != reports.StatusSkip || r.OutOfScope != wantOut || r.Unevaluated() == wantOut {
+			t.Errorf("collectors {%s}: %s out_of_scope=%v unevaluated=%v %v; want skip, out_of_scope=%v", status, r.Status, r.OutOfScope, r.Unevaluated(), r.Messages, wantOut)
+		}
+	}
+}
+
 // probePolicy denies what it saw and errors for what it could not see.
 const probePolicy = `# METADATA
 # title: Probed ports are sound

@@ -89,6 +89,11 @@ variable "publish_repository" {
   description = "OCI repository (registry/repository, no tag) a passing image is pushed to with its evidence; empty pushes nothing."
 }
 
+variable "trivy_db" {
+  type        = string
+  description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
+}
+
 source "gpuhost-rootfs" "debian_12" {
   suite        = "bookworm"
   distribution = "debian"
@@ -167,6 +172,10 @@ build {
     params  = "${path.root}/params-debian-12.yaml"
     waivers = "${path.root}/waivers-debian-12.yaml"
     fail_on = "high"
+    # A critical check that did not run fails the build too: without a
+    # vulnerability DB, GH-SC-001 would be skipped and the image pass.
+    fail_on_skip = "critical"
+    trivy_db     = var.trivy_db
     publish {
       repository = var.publish_repository
       tag        = "debian-12-gpu-${formatdate("YYYYMMDD'T'hhmmss'Z'", timestamp())}"

@@ -7,10 +7,10 @@
 # registry with its report, manifest and SBOM as referrers.
 #
 # The Makefile passes the tools in: PACKER, CRANE, OUT, IMAGE_DIR,
-# APT_CACHE_DIR and PACKER_PLUGIN_PATH. DEMO_REGISTRY picks the address.
+# APT_CACHE_DIR, TRIVY_DB and PACKER_PLUGIN_PATH. DEMO_REGISTRY picks the address.
 set -euo pipefail
 
-: "${PACKER:?}" "${CRANE:?}" "${OUT:?}" "${IMAGE_DIR:?}" "${APT_CACHE_DIR:?}" "${PACKER_PLUGIN_PATH:?}"
+: "${PACKER:?}" "${CRANE:?}" "${OUT:?}" "${IMAGE_DIR:?}" "${APT_CACHE_DIR:?}" "${TRIVY_DB:?}" "${PACKER_PLUGIN_PATH:?}"
 registry=${DEMO_REGISTRY:-127.0.0.1:5055}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$OUT/demo-registry
@@ -73,6 +73,7 @@ log="$OUT/packer-build.log"
 		-var "ngc_images=[{ref = \"$base\", digest = \"$digest\"}]" \
 		-var "ngc_allowed_registries=[\"nvcr.io\", \"$registry\"]" \
 		-var "publish_repository=$repository" \
+		-var "trivy_db=$TRIVY_DB" \
 		debian-12-gpu.pkr.hcl
 ) 2>&1 | tee "$log"
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 )
 
 // TestE2EDebian12 runs `packer build images/debian-12-gpu.pkr.hcl` as root:
@@ -24,7 +25,8 @@ import (
 // checks what the issue asks: the manifest pins libnvidia-ml1 held at the
 // pin, containerd sets SystemdCgroup, the hardening is in place (nftables
 // default-drop input enabled, OpenSSL MinProtocol TLSv1.3), the gate with
-// the Debian 12 waivers passes, and no mount is left behind.
+// the Debian 12 waivers and the demo's vulnerability DB passes (and fails
+// when the DB says openssl has a newer fix), and no mount is left behind.
 func TestE2EDebian12(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("end-to-end image bake: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
@@ -53,10 +55,15 @@ func TestE2EDebian12(t *testing.T) {
 		return b
 	}
 	run(packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost")
+	demoDB, err := trivy.ReadFixture("trivy-db-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbDir := writeDB(t, demoDB)
 	start := time.Now()
 	log := run(packer, "build", "-force", "-var-file=pins.pkrvars.hcl",
 		"-var", "output_dir="+filepath.Join(out, "image"), "-var", "apt_cache_dir="+cache,
-		"debian-12-gpu.pkr.hcl")
+		"-var", "trivy_db="+dbDir, "debian-12-gpu.pkr.hcl")
 	t.Logf("packer build took %s", time.Since(start).Round(time.Second))
 	if err := os.WriteFile(filepath.Join(out, "build.log"), log, 0o644); err != nil {
 		t.Fatal(err)
@@ -97,7 +104,11 @@ func TestE2EDebian12(t *testing.T) {
 		t.Errorf("manifest schema %q", manifest.Schema)
 	}
 	found := false
+	var openssl string
 	for _, p := range manifest.Packages {
+		if p.Name == "openssl" {
+			openssl = p.Version
+		}
 		if p.Name == "libnvidia-ml1" {
 			found = true
 			if p.Version != "535.261.03-1" || !p.Held {
@@ -142,7 +153,21 @@ func TestE2EDebian12(t *testing.T) {
 		}
 	}
 	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
-	gateImage(t, gpuhost, qcows[0])
+	gateImage(t, gpuhost, qcows[0], dbDir)
+	// The same scan with a DB in which openssl's fix is one revision newer
+	// than the image's: GH-SC-001 judges the baked packages, so it fails.
+	if openssl == "" {
+		t.Error("the manifest lists no openssl")
+	} else {
+		poisoned := demoDB
+		published := time.Now().AddDate(0, -2, 0)
+		poisoned.Advisories = append(slices.Clone(demoDB.Advisories), trivy.FixtureAdvisory{Bucket: "debian 12", Package: "openssl", ID: "CVE-2099-0001", Fixed: openssl + "+1"})
+		poisoned.Vulnerabilities = append(slices.Clone(demoDB.Vulnerabilities), trivy.FixtureVulnerability{ID: "CVE-2099-0001", Title: "e2e: a fix newer than the image", Severity: map[string]string{"nvd": "CRITICAL"}, Published: &published})
+		status, code := scanImage(t, gpuhost, qcows[0], writeDB(t, poisoned))
+		if code != 1 || status["GH-SC-001"] != "fail" {
+			t.Errorf("with openssl's fix newer than the image's %s: exit %d, GH-SC-001 %q; want exit 1 and a fail", openssl, code, status["GH-SC-001"])
+		}
+	}
 	bin, err := os.ReadFile(gpuhost)
 	if err != nil {
 		t.Fatal(err)
@@ -219,16 +244,49 @@ func checkHardening(t *testing.T, cat func(string) []byte) {
 }
 
 // gateImage scans the baked image as the gate does, with the Debian 12
-// params and waivers: it must exit 0, with every check passed, skipped or
-// waived, and exactly the three waivers used.
-func gateImage(t *testing.T, gpuhost, qcow string) {
+// params and waivers and the demo's vulnerability DB: it must exit 0, with
+// every check passed, skipped or waived, exactly the expected waivers used,
+// and no critical check left unevaluated.
+func gateImage(t *testing.T, gpuhost, qcow, dbDir string) {
+	t.Helper()
+	status, code := scanImage(t, gpuhost, qcow, dbDir)
+	if code != 0 {
+		t.Errorf("gpuhost scan image with the Debian 12 waivers exited %d; want 0", code)
+	}
+	var waived []string
+	for id, st := range status {
+		if st == "waived" {
+			waived = append(waived, id)
+		}
+	}
+	slices.Sort(waived)
+	if want := []string{"GH-ENC-001", "GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(waived, want) {
+		t.Errorf("waived %v; want %v", waived, want)
+	}
+	// What the template hardens must pass on its own, not be skipped; so
+	// must the CVE check, which the demo's DB lets run.
+	for _, id := range []string{"GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002", "GH-SC-001"} {
+		if status[id] != "pass" {
+			t.Errorf("%s is %q in the baked image; want pass", id, status[id])
+		}
+	}
+}
+
+// scanImage runs `gpuhost scan image` as the gate does (the Debian 12
+// params and waivers, the DB in dbDir, failing on a critical check that
+// did not run) and returns each check's status and the exit code. A check
+// that is neither passed, skipped nor waived is reported.
+func scanImage(t *testing.T, gpuhost, qcow, dbDir string) (map[string]string, int) {
 	t.Helper()
 	cmd := exec.Command(gpuhost, "scan", "image", qcow, "--params", "params-debian-12.yaml",
-		"--waivers", "waivers-debian-12.yaml", "--format", "json")
+		"--waivers", "waivers-debian-12.yaml", "--trivy-db", dbDir, "--fail-on-skip", "critical", "--format", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	code := 0
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		t.Errorf("gpuhost scan image with the Debian 12 waivers exited %d; want 0\n%s", exit.ExitCode(), exit.Stderr)
+		code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatalf("gpuhost scan image: %v", err)
 	}
@@ -240,30 +298,26 @@ func gateImage(t *testing.T, gpuhost, qcow string) {
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
-		t.Fatalf("the scan's JSON report: %v", err)
+		t.Fatalf("the scan's JSON report (exit %d): %v\n%s", code, err, stderr.String())
 	}
 	status := map[string]string{}
-	var waived []string
 	for _, r := range report.Results {
 		status[r.ID] = r.Status
-		switch r.Status {
-		case "pass", "skip":
-		case "waived":
-			waived = append(waived, r.ID)
-		default:
+		if code == 0 && r.Status != "pass" && r.Status != "skip" && r.Status != "waived" {
 			t.Errorf("%s is %s: %v", r.ID, r.Status, r.Messages)
 		}
 	}
-	slices.Sort(waived)
-	if want := []string{"GH-ENC-001", "GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(waived, want) {
-		t.Errorf("waived %v; want %v", waived, want)
+	return status, code
+}
+
+// writeDB writes fx as a trivy DB in a temporary directory.
+func writeDB(t *testing.T, fx trivy.Fixture) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := trivy.WriteDB(dir, fx); err != nil {
+		t.Fatal(err)
 	}
-	// What the template hardens must pass on its own, not be skipped.
-	for _, id := range []string{"GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002"} {
-		if status[id] != "pass" {
-			t.Errorf("%s is %q in the baked image; want pass", id, status[id])
-		}
-	}
+	return dir
 }
 
 func envOr(key, def string) string {

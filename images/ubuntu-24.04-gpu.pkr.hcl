@@ -109,6 +109,11 @@ variable "publish_repository" {
   description = "OCI repository a passing image is pushed to with its report, manifest and SBOM; empty pushes nothing."
 }
 
+variable "trivy_db" {
+  type        = string
+  description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
+}
+
 # Resolves the base's tag to the digest the registry serves now (NGC_API_KEY
 # from the environment, never logged); the provisioner pulls exactly that
 # digest and verifies every blob.
@@ -183,7 +188,9 @@ build {
 
   # Nothing is published unless the image passes the pack at fail_on.
   post-processor "gpuhost-gate" {
-    fail_on = "high"
+    fail_on      = "high"
+    fail_on_skip = "critical"
+    trivy_db     = var.trivy_db
     publish {
       repository = var.publish_repository
     }

@@ -87,8 +87,9 @@ type Result struct {
 	Package string `json:"package,omitempty"`
 	// File is the policy file, relative to the policy root.
 	File string `json:"file,omitempty"`
-	// OutOfScope marks a skip because the check does not apply to this kind
-	// of target (a live probe on an image): that is no gap in coverage.
+	// OutOfScope marks a skip because the check does not apply to this
+	// target: a live probe on an image, or an sshd check where no sshd is
+	// installed or running. That is no gap in coverage.
 	OutOfScope bool `json:"out_of_scope,omitempty"`
 }
 

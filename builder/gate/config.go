@@ -11,6 +11,7 @@ package gate
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
@@ -73,6 +74,12 @@ type Config struct {
 	// cannot pass on checks that never ran. Unset: skips never fail it.
 	// Checks that do not apply to the artifact's kind are not counted.
 	FailOnSkip string `mapstructure:"fail_on_skip"`
+	// An offline trivy vulnerability DB directory (`trivy.db` and
+	// `metadata.json`, as `trivy --download-db-only` leaves them) that the
+	// image's OS packages are matched against, as `gpuhost --trivy-db` does.
+	// Never downloaded. Unset: no vulnerability facts, so GH-SC-001 is
+	// skipped, which `fail_on_skip = "critical"` turns into a failed build.
+	TrivyDB string `mapstructure:"trivy_db"`
 	// The report formats written beside the artifact, as
 	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
 	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
@@ -164,6 +171,13 @@ func (c *Config) validate() []string {
 			if strings.TrimSpace(p) == "" {
 				add("%s[%d]: empty path", f.field, i)
 			}
+		}
+	}
+	if c.TrivyDB != "" {
+		if st, err := os.Stat(c.TrivyDB); err != nil {
+			add("trivy_db: %s", lower(err.Error()))
+		} else if !st.IsDir() {
+			add("trivy_db: %s is not a directory", c.TrivyDB)
 		}
 	}
 	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {

@@ -26,6 +26,7 @@ type FlatConfig struct {
 	Waivers             *string           `mapstructure:"waivers" cty:"waivers" hcl:"waivers"`
 	FailOn              *string           `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
 	FailOnSkip          *string           `mapstructure:"fail_on_skip" cty:"fail_on_skip" hcl:"fail_on_skip"`
+	TrivyDB             *string           `mapstructure:"trivy_db" cty:"trivy_db" hcl:"trivy_db"`
 	Reports             []string          `mapstructure:"reports" cty:"reports" hcl:"reports"`
 	Publish             *FlatPublish      `mapstructure:"publish" cty:"publish" hcl:"publish"`
 }
@@ -58,6 +59,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"waivers":                    &hcldec.AttrSpec{Name: "waivers", Type: cty.String, Required: false},
 		"fail_on":                    &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
 		"fail_on_skip":               &hcldec.AttrSpec{Name: "fail_on_skip", Type: cty.String, Required: false},
+		"trivy_db":                   &hcldec.AttrSpec{Name: "trivy_db", Type: cty.String, Required: false},
 		"reports":                    &hcldec.AttrSpec{Name: "reports", Type: cty.List(cty.String), Required: false},
 		"publish":                    &hcldec.BlockSpec{TypeName: "publish", Nested: hcldec.ObjectSpec((*FlatPublish)(nil).HCL2Spec())},
 	}

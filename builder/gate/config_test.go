@@ -15,6 +15,7 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 	_, err := Decode(map[string]interface{}{
 		"fail_on":          "severe",
 		"fail_on_skip":     "all",
+		"trivy_db":         "config_test.go",
 		"reports":          []string{"json", "pdf", "json"},
 		"policy":           []string{""},
 		"verification_key": "",
@@ -31,6 +32,7 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 	for _, want := range []string{
 		`fail_on: "severe" is not one of critical, high, medium, low, info`,
 		`fail_on_skip: "all" is not one of critical, high, medium, low, info`,
+		`trivy_db: config_test.go is not a directory`,
 		`reports[1]: "pdf" is not one of`,
 		`reports[2]: "json" is listed twice`,
 		`policy[0]: empty path`,
@@ -92,7 +94,7 @@ func TestDecodeDefaults(t *testing.T) {
 func TestConfigSpecCoversEveryField(t *testing.T) {
 	var p PostProcessor
 	spec := p.ConfigSpec()
-	for _, key := range []string{"policy", "extend_policy", "verification_key", "verification_alg", "params", "waivers", "fail_on", "fail_on_skip", "reports", "publish"} {
+	for _, key := range []string{"policy", "extend_policy", "verification_key", "verification_alg", "params", "waivers", "fail_on", "fail_on_skip", "trivy_db", "reports", "publish"} {
 		if _, ok := spec[key]; !ok {
 			t.Errorf("HCL2 spec lacks %s", key)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"
@@ -483,5 +484,65 @@ func TestVerifiedPackRefusesUnsignedWaivers(t *testing.T) {
 	err := new(PostProcessor).Configure(map[string]interface{}{"policy": []string{bundle}, "params": params, "waivers": w, "verification_key": key})
 	if err == nil || !strings.Contains(err.Error(), "waivers.yaml.sig") {
 		t.Errorf("err = %v, want a refusal naming the missing waivers.yaml.sig", err)
+	}
+}
+
+// TestTrivyDBJudgesTheImage: with fail_on_skip = "critical" the gate needs
+// vulnerability facts, and with trivy_db it matches the image's packages:
+// the demo's DB passes today's openssl, a DB where openssl's fix is newer
+// than the image's fails the build on GH-SC-001.
+func TestTrivyDBJudgesTheImage(t *testing.T) {
+	demo, err := trivy.ReadFixture("../../images/trivy-db-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poisoned := demo
+	published := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	poisoned.Advisories = append(slices.Clone(demo.Advisories), trivy.FixtureAdvisory{Bucket: "debian 12", Package: "openssl", ID: "CVE-2099-0001", Fixed: "3.0.99-1"})
+	poisoned.Vulnerabilities = append(slices.Clone(demo.Vulnerabilities), trivy.FixtureVulnerability{ID: "CVE-2099-0001", Title: "test", Severity: map[string]string{"nvd": "CRITICAL"}, Published: &published})
+	db := func(fx trivy.Fixture) string {
+		dir := t.TempDir()
+		if err := trivy.WriteDB(dir, fx); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name, db, wantErr string
+	}{
+		{"no DB", "", "GH-SC-001"},
+		{"demo DB", db(demo), ""},
+		{"fix newer than the image", db(poisoned), "GH-SC-001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rootfs := copyRootfs(t, hardened, true)
+			art := (&fakeArtifact{files: []string{rootfs}, state: map[string]interface{}{}}).withRootfs(rootfs)
+			raw := map[string]interface{}{"params": params, "fail_on_skip": "critical", "reports": []string{"json"}}
+			if tc.db != "" {
+				raw["trivy_db"] = tc.db
+			}
+			p := &PostProcessor{SBOM: fakeSBOM, Vulnerabilities: trivy.VulnerabilitiesCollector}
+			if err := p.Configure(raw); err != nil {
+				t.Fatal(err)
+			}
+			u := newUI()
+			_, _, _, err := p.PostProcess(context.Background(), u, art)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("gate failed: %v\n%s", err, u.out)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("gate passed; want a failure naming %s\n%s", tc.wantErr, u.out)
+			case tc.wantErr != "" && !strings.Contains(u.out.String()+err.Error(), tc.wantErr):
+				t.Fatalf("gate failed without naming %s: %v\n%s", tc.wantErr, err, u.out)
+			}
+		})
+	}
+}
+
+func TestTrivyDBNeedsMatching(t *testing.T) {
+	p := &PostProcessor{SBOM: fakeSBOM}
+	err := p.Configure(map[string]interface{}{"params": params, "trivy_db": t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "trivy_db") {
+		t.Fatalf("Configure = %v; want a refusal naming trivy_db", err)
 	}
 }

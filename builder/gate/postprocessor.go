@@ -13,6 +13,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
@@ -37,6 +38,10 @@ type PostProcessor struct {
 	// SBOM makes the SBOM that is published with the image. Publishing
 	// fails when it is nil: an image is never pushed without its SBOM.
 	SBOM SBOMFunc
+	// Vulnerabilities makes the collector that matches packages against
+	// the trivy DB in trivy_db. A configuration naming trivy_db is refused
+	// when it is nil.
+	Vulnerabilities func(dbDir string) collector.Collector
 	// Now is the clock for the default tag; time.Now when nil.
 	Now func() time.Time
 }
@@ -53,6 +58,9 @@ func (p *PostProcessor) Configure(raws ...interface{}) error {
 	c, err := Decode(raws...)
 	if err != nil {
 		return err
+	}
+	if c.TrivyDB != "" && p.Vulnerabilities == nil {
+		return errors.New("gpuhost-gate: trivy_db is set, but this build of the plugin has no vulnerability matching")
 	}
 	sc, err := newScanner(context.Background(), c)
 	if err != nil {
@@ -120,7 +128,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 		return nil, true, true, errors.New("gpuhost-gate: not configured")
 	}
 	ui.Say("gpuhost-gate: scanning " + t.base())
-	f, err := collect(ctx, t)
+	f, err := collect(ctx, t, p.collectOptions())
 	if err != nil {
 		return nil, true, true, fmt.Errorf("gpuhost-gate: scanning %s: %w", t.base(), err)
 	}
@@ -205,11 +213,19 @@ func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
 
 // collect gathers the facts: from the disk image when there is one (it is
 // what ships), else from the rootfs directory.
-func collect(ctx context.Context, t target) (*facts.Facts, error) {
+func collect(ctx context.Context, t target, o checks.Options) (*facts.Facts, error) {
 	if t.disk != "" {
-		return checks.Image(ctx, t.disk, checks.Options{})
+		return checks.Image(ctx, t.disk, o)
 	}
-	return checks.Rootfs(ctx, t.rootfs, checks.Options{})
+	return checks.Rootfs(ctx, t.rootfs, o)
+}
+
+// collectOptions adds the vulnerability collector when trivy_db is set.
+func (p *PostProcessor) collectOptions() checks.Options {
+	if p.config.TrivyDB == "" {
+		return checks.Options{}
+	}
+	return checks.Options{Collectors: append(checks.All(), p.Vulnerabilities(p.config.TrivyDB))}
 }
 
 // say prints the summary and every failure at or above the threshold.

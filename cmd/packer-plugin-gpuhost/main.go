@@ -31,7 +31,7 @@ func run() error {
 	pps.RegisterBuilder("rootfs", new(rootfs.Builder))
 	pps.RegisterProvisioner("gpu", new(gpu.Provisioner))
 	// The gate publishes an SBOM beside every image; trivy makes it.
-	pps.RegisterPostProcessor("gate", &gate.PostProcessor{SBOM: trivy.SBOM})
+	pps.RegisterPostProcessor("gate", &gate.PostProcessor{SBOM: trivy.SBOM, Vulnerabilities: trivy.VulnerabilitiesCollector})
 	pps.RegisterDatasource("ngc", new(ngc.Datasource))
 	pps.SetVersion(version.PluginVersion)
 	return pps.Run()

@@ -37,6 +37,7 @@ type options struct {
 	include, components  string
 	installExtra         string
 	imageSize            string
+	vars                 []string
 	rounds               int
 	timeout              time.Duration
 	failOnMissedTarget   bool
@@ -49,6 +50,13 @@ func main() {
 	flag.StringVar(&o.plugin, "plugin", "bin/packer-plugin-gpuhost", "the gpuhost plugin binary, installed offline into a private plugin directory")
 	flag.StringVar(&o.template, "template", "images/debian-12-gpu.pkr.hcl", "the template our build bakes")
 	flag.StringVar(&o.varFile, "var-file", "images/pins.pkrvars.hcl", "the template's variable file")
+	flag.Func("var", "a template variable as name=value, passed to packer build as -var (repeatable; the Debian template needs trivy_db)", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("%q is not name=value", v)
+		}
+		o.vars = append(o.vars, v)
+		return nil
+	})
 	flag.StringVar(&o.work, "work", "", "work directory (default: a new one under /var/tmp, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory: build logs, rootfs trees and images")
 	flag.StringVar(&o.include, "include", "systemd,ca-certificates,nftables", "the template's extra_packages, which the plain build passes to mmdebstrap --include")
@@ -107,7 +115,7 @@ func run(o options, w io.Writer) (missed bool, err error) {
 	}
 	fmt.Fprintf(w, "work directory: %s\n", work)
 
-	p := &packerRun{packer: o.packer, plugin: o.plugin, template: o.template, varFile: o.varFile,
+	p := &packerRun{packer: o.packer, plugin: o.plugin, template: o.template, varFile: o.varFile, vars: o.vars,
 		pluginPath: filepath.Join(work, "plugins"), timeout: o.timeout}
 	if err := p.install(); err != nil {
 		return false, err

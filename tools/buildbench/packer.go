@@ -18,8 +18,10 @@ import (
 // directory.
 type packerRun struct {
 	packer, plugin, template, varFile string
-	pluginPath                        string
-	timeout                           time.Duration
+	// vars are extra `-var name=value` arguments (the gate's trivy_db).
+	vars       []string
+	pluginPath string
+	timeout    time.Duration
 }
 
 // line is one line of a build's output and when it arrived.
@@ -69,9 +71,11 @@ func (p *packerRun) build(out, cache string) (*buildResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	logFile := out + ".log"
-	cmd := exec.CommandContext(ctx, p.packer, "build", "-force",
-		"-var-file="+p.varFile, "-var", "output_dir="+out, "-var", "apt_cache_dir="+cache,
-		filepath.Base(p.template))
+	args := []string{"build", "-force", "-var-file=" + p.varFile, "-var", "output_dir=" + out, "-var", "apt_cache_dir=" + cache}
+	for _, v := range p.vars {
+		args = append(args, "-var", v)
+	}
+	cmd := exec.CommandContext(ctx, p.packer, append(args, filepath.Base(p.template))...)
 	cmd.Dir = filepath.Dir(p.template)
 	cmd.Env = p.env()
 	lines, wall, err := runTimed(cmd, logFile)
