@@ -10,17 +10,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // maxToken bounds the token file: a bearer token is a line, not a document.
 const maxToken = 4096
 
 func readToken(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.Read(path, maxToken)
 	if err != nil {
 		return nil, fmt.Errorf("reading --token-file: %w", err)
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,9 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/gpuhost/gpuhost/internal/boundedyaml"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // DefaultParamsFile is the name of a pack's parameter defaults, at its root.
@@ -20,6 +24,14 @@ const DefaultParamsFile = "params.default.yaml"
 // maxPolicyFile bounds one policy file; a pack of megabyte-sized Rego files is
 // not something a reviewer could read, so it is refused rather than loaded.
 const maxPolicyFile = 4 << 20
+
+// maxPackBytes bounds a whole pack, a directory or a bundle's files once
+// decompressed: a bundle's gzip can hold far more than its size says, and
+// its data files are decoded into memory.
+const maxPackBytes = 16 << 20
+
+// maxPackFiles bounds the entries of a pack.
+const maxPackFiles = 10_000
 
 // Source is one policy pack: Rego modules and the defaults of its parameters.
 type Source struct {
@@ -35,6 +47,7 @@ type Source struct {
 // LoadFS reads every *.rego file and params.default.yaml from fsys.
 func LoadFS(fsys fs.FS, name string) (*Source, error) {
 	src := &Source{Name: name, Modules: map[string][]byte{}}
+	var total int64
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -53,6 +66,9 @@ func LoadFS(fsys fs.FS, name string) (*Source, error) {
 			data, err := readBounded(fsys, p)
 			if err != nil {
 				return err
+			}
+			if total += int64(len(data)); total > maxPackBytes {
+				return fmt.Errorf("the pack's files add up to more than %d bytes", maxPackBytes)
 			}
 			src.Modules[p] = data
 		case p == DefaultParamsFile:
@@ -93,6 +109,39 @@ func readBounded(fsys fs.FS, p string) ([]byte, error) {
 	return data, nil
 }
 
+// checkBundleSize reads the gzipped tarball r through once, before OPA
+// does, and refuses it when its files decompress to more than
+// maxPackBytes in all, or number more than maxPackFiles. OPA's reader bounds
+// each file only.
+func checkBundleSize(r io.Reader) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("not a gzipped tarball: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	var total int64
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the tarball: %w", err)
+		}
+		if n >= maxPackFiles {
+			return fmt.Errorf("more than %d files", maxPackFiles)
+		}
+		// Count what the entry really holds, not what its header claims.
+		got, err := io.Copy(io.Discard, io.LimitReader(tr, maxPackBytes-total+1))
+		if err != nil {
+			return fmt.Errorf("reading %s in the tarball: %w", hdr.Name, err)
+		}
+		if total += got; total > maxPackBytes {
+			return fmt.Errorf("its files decompress to more than %d bytes", maxPackBytes)
+		}
+	}
+}
+
 // BundleKey verifies a signed OPA bundle.
 type BundleKey struct {
 	// PEM is the public key (or the HMAC secret for HS algorithms).
@@ -118,15 +167,21 @@ func LoadPath(p string, key *BundleKey) (*Source, error) {
 }
 
 func loadBundle(p string, key *BundleKey) (*Source, error) {
-	f, err := os.Open(p)
+	f, err := userfile.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("loading bundle: %w", err)
 	}
 	defer f.Close()
+	if err := checkBundleSize(f); err != nil {
+		return nil, fmt.Errorf("loading bundle %s: %w", p, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("loading bundle %s: %w", p, err)
+	}
 	r := bundle.NewReader(f).
 		WithProcessAnnotations(true).
 		WithRegoVersion(ast.RegoV1).
-		WithSizeLimitBytes(64 << 20)
+		WithSizeLimitBytes(maxPolicyFile)
 	if key != nil {
 		alg := key.Algorithm
 		if alg == "" {
@@ -164,8 +219,8 @@ func loadBundle(p string, key *BundleKey) (*Source, error) {
 // level must be a mapping.
 func ParseParams(data []byte, name string) (map[string]any, error) {
 	var params map[string]any
-	if err := yaml.Unmarshal(data, &params); err != nil {
-		return nil, fmt.Errorf("parsing params %s: %w", name, err)
+	if err := boundedyaml.Decode(name, data, &params); err != nil {
+		return nil, fmt.Errorf("parsing params: %w", err)
 	}
 	if params == nil {
 		params = map[string]any{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/policies"
 )
 
@@ -33,7 +33,7 @@ func (p Pack) BundleKey() (*engine.BundleKey, error) {
 	if p.VerificationKey == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(p.VerificationKey)
+	pem, err := userfile.Read(p.VerificationKey, userfile.MaxKey)
 	if err != nil {
 		return nil, fmt.Errorf("reading verification key: %w", err)
 	}
@@ -64,7 +64,7 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 		opts = append(opts, engine.WithSource(src))
 	}
 	if p.Params != "" {
-		data, err := os.ReadFile(p.Params)
+		data, err := userfile.Read(p.Params, userfile.MaxConfig)
 		if err != nil {
 			return nil, fmt.Errorf("reading params: %w", err)
 		}

@@ -8,11 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )
 
 // ParseDockerDaemon parses /etc/docker/daemon.json. display names the file in
@@ -105,11 +104,11 @@ type cdiDoc struct {
 // errors and becomes File. Aliases are refused: CDI specs have no use for
 // them, and expanding them is how a small file becomes a huge one.
 func ParseCDISpec(display string, data []byte) (*facts.CDISpec, error) {
-	file, err := parser.ParseBytes(data, 0)
+	body, err := boundedyaml.Parse(display, data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %s", display, firstLine(err.Error()))
+		return nil, fmt.Errorf("parsing %w", err)
 	}
-	if len(file.Docs) != 1 || file.Docs[0] == nil || file.Docs[0].Body == nil {
+	if body == nil {
 		return nil, fmt.Errorf("parsing %s: want exactly one YAML document", display)
 	}
 	var alias *ast.AliasNode
@@ -118,7 +117,7 @@ func ParseCDISpec(display string, data []byte) (*facts.CDISpec, error) {
 			alias = a
 		}
 		return alias == nil
-	}), file.Docs[0].Body)
+	}), body)
 	if alias != nil {
 		line := 0
 		if tk := alias.GetToken(); tk != nil && tk.Position != nil {
@@ -127,8 +126,8 @@ func ParseCDISpec(display string, data []byte) (*facts.CDISpec, error) {
 		return nil, fmt.Errorf("parsing %s:%d: YAML aliases are not allowed in a CDI spec", display, line)
 	}
 	var doc cdiDoc
-	if err := yaml.NodeToValue(file.Docs[0].Body, &doc); err != nil {
-		return nil, fmt.Errorf("parsing %s: %s", display, firstLine(err.Error()))
+	if err := boundedyaml.Value(display, body, &doc); err != nil {
+		return nil, fmt.Errorf("parsing %w", err)
 	}
 	spec := &facts.CDISpec{File: display, Kind: doc.Kind, Devices: []string{}}
 	for _, dev := range doc.Devices {
@@ -146,10 +145,3 @@ func (f visitFunc) Visit(n ast.Node) ast.Visitor {
 	return nil
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i])
-	}
-	return s
-}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // maxBaseline bounds the baseline manifest read: a full CUDA image's
@@ -118,7 +117,7 @@ func (a *app) driftFacts(ctx context.Context, dir string, live bool, hf *hostFla
 // readBaseline reads and checks a manifest, and returns it in the shape the
 // facts document carries it: a JSON object, numbers kept exact.
 func readBaseline(path string) (map[string]any, error) {
-	data, err := readBounded(path, maxBaseline)
+	data, err := userfile.Read(path, maxBaseline)
 	if err != nil {
 		return nil, fmt.Errorf("reading baseline: %w", err)
 	}
@@ -144,7 +143,7 @@ func readBaseline(path string) (map[string]any, error) {
 // readFactsFile reads one saved facts document and holds it to the schema
 // before it is trusted as a Facts value.
 func readFactsFile(path string) (*facts.Facts, error) {
-	data, err := readBounded(path, maxFactsDoc)
+	data, err := userfile.Read(path, maxFactsDoc)
 	if err != nil {
 		return nil, fmt.Errorf("reading facts: %w", err)
 	}
@@ -159,28 +158,4 @@ func readFactsFile(path string) (*facts.Facts, error) {
 		f.Collectors = map[string]facts.CollectorStatus{}
 	}
 	return &f, nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return data, nil
 }

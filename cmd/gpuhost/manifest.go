@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/internal/version"
 )
 
@@ -71,7 +71,7 @@ func (a *app) manifestCommand() *cobra.Command {
 func (a *app) writeManifest(cmd *cobra.Command, dir string, f *manifestFlags) error {
 	opts := manifest.Options{Time: time.Now()}
 	if f.config != "" {
-		data, err := os.ReadFile(f.config)
+		data, err := userfile.Read(f.config, userfile.MaxConfig)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", f.config, err)
 		}

@@ -5,11 +5,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // planCommand prints the script the gpuhost-gpu provisioner would run for a
@@ -31,7 +31,7 @@ func (a *app) planCommand() *cobra.Command {
 			if configPath == "-" {
 				data, err = io.ReadAll(io.LimitReader(a.stdin, 1<<20))
 			} else {
-				data, err = os.ReadFile(configPath)
+				data, err = userfile.Read(configPath, userfile.MaxConfig)
 			}
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", configPath, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"
 )
@@ -27,7 +28,7 @@ func (a *app) policyBundleCommand() *cobra.Command {
 			}
 			opts := bundle.Options{Algorithm: alg, Revision: revision}
 			if keyFile != "" {
-				key, err := os.ReadFile(keyFile)
+				key, err := userfile.Read(keyFile, userfile.MaxKey)
 				if err != nil {
 					return untrusted(fmt.Errorf("reading --signing-key: %w", err))
 				}

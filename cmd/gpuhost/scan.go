@@ -20,6 +20,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -309,7 +310,7 @@ func (a *app) readSaved(ctx context.Context, args []string, out chan<- savedDoc)
 		if name == "-" {
 			r, name = a.stdin, "stdin"
 		} else {
-			f, err := os.Open(name)
+			f, err := userfile.Open(name)
 			if err != nil {
 				return fmt.Errorf("reading facts: %w", err)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -47,7 +47,7 @@ func (w *waiverFlags) verification(pf *policyFlags) (*waivers.Key, string, error
 	if file == "" {
 		return nil, "", nil
 	}
-	pem, err := os.ReadFile(file)
+	pem, err := userfile.Read(file, userfile.MaxKey)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the waiver verification key: %w", err)
 	}
@@ -155,11 +155,11 @@ func (a *app) waiversSignCommand() *cobra.Command {
 			if keyFile == "" {
 				return untrusted(errors.New("--signing-key is required"))
 			}
-			pem, err := os.ReadFile(keyFile)
+			pem, err := userfile.Read(keyFile, userfile.MaxKey)
 			if err != nil {
 				return untrusted(fmt.Errorf("reading --signing-key: %w", err))
 			}
-			data, err := os.ReadFile(args[0])
+			data, err := userfile.Read(args[0], waivers.MaxFile)
 			if err != nil {
 				return untrusted(fmt.Errorf("reading waivers: %w", err))
 			}

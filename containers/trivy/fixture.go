@@ -11,6 +11,9 @@ import (
 	dbtypes "github.com/aquasecurity/trivy-db/pkg/types"
 	"github.com/goccy/go-yaml"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gpuhost/gpuhost/internal/boundedyaml"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // Fixture is a small vulnerability DB written as YAML: the advisories and
@@ -55,13 +58,13 @@ type FixtureVulnerability struct {
 // ReadFixture parses the YAML fixture in file. Unknown keys are refused, so
 // a misspelt field does not silently drop an advisory.
 func ReadFixture(file string) (Fixture, error) {
-	data, err := os.ReadFile(file)
+	data, err := userfile.Read(file, userfile.MaxConfig)
 	if err != nil {
 		return Fixture{}, fmt.Errorf("reading DB fixture: %w", err)
 	}
 	var fx Fixture
-	if err := yaml.UnmarshalWithOptions(data, &fx, yaml.DisallowUnknownField()); err != nil {
-		return Fixture{}, fmt.Errorf("parsing DB fixture %s: %w", file, err)
+	if err := boundedyaml.Decode(file, data, &fx, yaml.DisallowUnknownField()); err != nil {
+		return Fixture{}, fmt.Errorf("parsing DB fixture: %w", err)
 	}
 	return fx, nil
 }

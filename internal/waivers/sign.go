@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // keyID is the key id a signature names. It is the one policybundle signs
@@ -101,12 +103,12 @@ func Verify(data, sig []byte, key Key) error {
 // them. A missing, malformed or wrong signature is an error: with a key,
 // unverified waivers are never loaded.
 func LoadVerified(file string, key Key) ([]Waiver, error) {
-	data, err := readBounded(file, maxFile)
+	data, err := userfile.Read(file, MaxFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading waivers: %w", err)
 	}
 	sigFile := SignatureFile(file)
-	sig, err := readBounded(sigFile, maxSignature)
+	sig, err := userfile.Read(sigFile, maxSignature)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("verifying waivers %s: no signature %s (sign the file with `gpuhost waivers sign`)", file, sigFile)
 	}

@@ -5,10 +5,7 @@
 package waivers
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -16,6 +13,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/gpuhost/gpuhost/internal/boundedyaml"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -26,7 +25,8 @@ const dateLayout = "2006-01-02"
 // Bounds on a waiver file, which anyone with write access to a repository
 // may have edited: its size, its entries, and each scope list.
 const (
-	maxFile       = 4 << 20
+	// MaxFile bounds a waiver file's size.
+	MaxFile       = 4 << 20
 	maxEntries    = 10000
 	maxScopeItems = 100
 )
@@ -62,42 +62,18 @@ type Scope struct {
 // Load reads and validates a waiver file, without checking any signature.
 // Every problem in the file is reported at once, each naming the entry.
 func Load(file string) ([]Waiver, error) {
-	data, err := readBounded(file, maxFile)
+	data, err := userfile.Read(file, MaxFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading waivers: %w", err)
 	}
 	return Parse(data, file)
 }
 
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(file string, limit int64) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", file)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", file, limit)
-	}
-	return data, nil
-}
-
 // Parse validates waiver YAML; name is used in errors.
 func Parse(data []byte, name string) ([]Waiver, error) {
-	list, err := decode(data)
+	list, err := decode(data, name)
 	if err != nil {
-		return nil, fmt.Errorf("parsing waivers %s: %w", name, err)
+		return nil, fmt.Errorf("parsing waivers: %w", err)
 	}
 	if len(list) > maxEntries {
 		return nil, fmt.Errorf("parsing waivers %s: %d entries, more than %d", name, len(list), maxEntries)
@@ -120,20 +96,10 @@ func Parse(data []byte, name string) ([]Waiver, error) {
 	return list, nil
 }
 
-// decode reads the YAML list. The YAML library has panicked on odd input
-// (a bare tag before a scalar, found by FuzzParse); a panic there is bad
-// input, not a crash.
-func decode(data []byte) (list []Waiver, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			list, err = nil, fmt.Errorf("malformed YAML (the decoder failed: %v)", r)
-		}
-	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
-	if err := dec.Decode(&list); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return list, nil
+// decode reads the YAML list within boundedyaml's limits.
+func decode(data []byte, name string) (list []Waiver, err error) {
+	err = boundedyaml.Decode(name, data, &list, yaml.DisallowUnknownField())
+	return list, err
 }
 
 // validate checks one entry and fills its parsed expiry.
