@@ -11,7 +11,6 @@ package gate
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -174,10 +174,8 @@ func (c *Config) validate() []string {
 		}
 	}
 	if c.TrivyDB != "" {
-		if st, err := os.Stat(c.TrivyDB); err != nil {
-			add("trivy_db: %s", lower(err.Error()))
-		} else if !st.IsDir() {
-			add("trivy_db: %s is not a directory", c.TrivyDB)
+		if err := userfile.CheckDir(c.TrivyDB); err != nil {
+			add("trivy_db: %s", err)
 		}
 	}
 	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {

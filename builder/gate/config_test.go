@@ -32,7 +32,7 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 	for _, want := range []string{
 		`fail_on: "severe" is not one of critical, high, medium, low, info`,
 		`fail_on_skip: "all" is not one of critical, high, medium, low, info`,
-		`trivy_db: config_test.go is not a directory`,
+		`trivy_db: config_test.go is a regular file, not a directory`,
 		`reports[1]: "pdf" is not one of`,
 		`reports[2]: "json" is listed twice`,
 		`policy[0]: empty path`,

@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // FromFS returns a view of fsys with the guarantees Open gives over a
@@ -91,7 +93,7 @@ func (v *fsView) Stream(name string, max int64) (io.ReadCloser, error) {
 		return nil, v.wrap(name, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading %s: %w (%s)", v.where(name), ErrNotRegular, fileKind(info.Mode()))
+		return nil, fmt.Errorf("reading %s: %w (%s)", v.where(name), ErrNotRegular, userfile.Kind(info.Mode()))
 	}
 	if info.Size() > max {
 		return nil, fmt.Errorf("reading %s: %w (%d bytes, limit %d)", v.where(name), ErrTooLarge, info.Size(), max)

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // DefaultMaxFileSize bounds ReadFile. Configuration files are kilobytes; a
@@ -137,7 +139,7 @@ func (r *rootFS) Stream(name string, max int64) (io.ReadCloser, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, fileKind(info.Mode()))
+		return nil, fmt.Errorf("reading %s: %w (%s)", r.hostPath(name), ErrNotRegular, userfile.Kind(info.Mode()))
 	}
 	if info.Size() > max {
 		f.Close()
@@ -262,22 +264,6 @@ func (g globFS) Open(name string) (fs.File, error) {
 func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) { return g.r.ReadDir(name) }
 
 func (g globFS) Stat(name string) (fs.FileInfo, error) { return g.r.Lstat(name) }
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	}
-	return m.String()
-}
 
 // IsNotExist reports whether err means the file is absent, which collectors
 // treat as "not configured" rather than as an error.

@@ -40,7 +40,7 @@ func Open(name string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is %s, not a regular file", name, kind(st.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file", name, Kind(st.Mode()))
 	}
 	// A regular file ignores O_NONBLOCK, but clear it anyway so that the
 	// descriptor behaves as a plain open's would.
@@ -75,14 +75,16 @@ func CheckDir(name string) error {
 		return err
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("%s is %s, not a directory", name, kind(st.Mode()))
+		return fmt.Errorf("%s is %s, not a directory", name, Kind(st.Mode()))
 	}
 	return nil
 }
 
-// kind names a file mode's type for an error.
-func kind(m os.FileMode) string {
+// Kind names a file mode's type for an error: "a FIFO", "a directory".
+func Kind(m os.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&os.ModeSocket != 0:
