@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // maxBaseline bounds the baseline manifest read: a full CUDA image's
@@ -143,7 +144,7 @@ func readBaseline(path string) (map[string]any, error) {
 // readFactsFile reads one saved facts document and holds it to the schema
 // before it is trusted as a Facts value.
 func readFactsFile(path string) (*facts.Facts, error) {
-	data, err := userfile.Read(path, maxFactsDoc)
+	data, err := userfile.Read(path, scan.MaxSavedDoc)
 	if err != nil {
 		return nil, fmt.Errorf("reading facts: %w", err)
 	}

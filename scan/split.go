@@ -1,4 +1,4 @@
-package main
+package scan
 
 import (
 	"bufio"
@@ -9,27 +9,28 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
-// valueSplitter cuts a stream of JSON values (NDJSON, or values apart by any
+// Splitter cuts a stream of JSON values (NDJSON, or values apart by any
 // whitespace) into one document each, without parsing them. facts.DecodeJSON
 // parses and checks every document in full, so checking its syntax here as
 // well was a second pass over every byte: two thirds of the JSON work of a
 // fleet of 1,500-package hosts. The splitter only finds where a value ends,
 // at the bracket that closes it outside any string; a malformed document is
 // cut somewhere and then refused by the decoder, naming it.
-type valueSplitter struct {
+type Splitter struct {
 	r       *bufio.Reader
 	limit   int
 	scratch []byte
 }
 
-func newValueSplitter(r io.Reader, limit int) *valueSplitter {
-	return &valueSplitter{r: bufio.NewReaderSize(r, 1<<20), limit: limit}
+// NewSplitter reads values of at most limit bytes each from r.
+func NewSplitter(r io.Reader, limit int) *Splitter {
+	return &Splitter{r: bufio.NewReaderSize(r, 1<<20), limit: limit}
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// more skips whitespace and reports whether anything follows it.
-func (s *valueSplitter) more() (bool, error) {
+// More skips whitespace and reports whether anything follows it.
+func (s *Splitter) More() (bool, error) {
 	for {
 		chunk, err := s.r.Peek(max(s.r.Buffered(), 1))
 		if len(chunk) == 0 {
@@ -51,10 +52,10 @@ func (s *valueSplitter) more() (bool, error) {
 	}
 }
 
-// next returns the next value's bytes, which stay valid until the next
+// Next returns the next value's bytes, which stay valid until the next
 // call, or io.EOF after the last.
-func (s *valueSplitter) next() ([]byte, error) {
-	if ok, err := s.more(); err != nil || !ok {
+func (s *Splitter) Next() ([]byte, error) {
+	if ok, err := s.More(); err != nil || !ok {
 		if err == nil {
 			err = io.EOF
 		}

@@ -1,4 +1,4 @@
-package main
+package scan
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ func splitAll(data []byte, max int, slow bool) ([][]byte, error) {
 	if slow {
 		r = iotest.OneByteReader(r)
 	}
-	s := newValueSplitter(r, max)
+	s := NewSplitter(r, max)
 	var out [][]byte
 	for {
-		v, err := s.next()
+		v, err := s.Next()
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
@@ -55,7 +55,7 @@ var splitSeeds = []string{
 	`}`, `{"a":`, `"open`, `{"a":1}}{"b":2}`, `1{"a":1}`, `00`,
 }
 
-func TestValueSplitterCutsLikeTheDecoder(t *testing.T) {
+func TestSplitterCutsLikeTheDecoder(t *testing.T) {
 	for _, seed := range splitSeeds {
 		want, valid := referenceSplit([]byte(seed))
 		for _, slow := range []bool{false, true} {
@@ -73,7 +73,7 @@ func TestValueSplitterCutsLikeTheDecoder(t *testing.T) {
 	}
 }
 
-func TestValueSplitterBoundsAValue(t *testing.T) {
+func TestSplitterBoundsAValue(t *testing.T) {
 	big := `{"a":"` + strings.Repeat("x", 100) + `"}`
 	if _, err := splitAll([]byte(big), 50, false); err == nil || !strings.Contains(err.Error(), "larger than 50 bytes") {
 		t.Errorf("a 108-byte value under a 50-byte bound: %v", err)
@@ -85,7 +85,7 @@ func TestValueSplitterBoundsAValue(t *testing.T) {
 
 // FuzzValueSplitter: on a stream of valid values the splitter cuts exactly
 // where the decoder does; on anything it ends, and no value passes the bound.
-func FuzzValueSplitter(f *testing.F) {
+func FuzzSplitter(f *testing.F) {
 	for _, s := range splitSeeds {
 		f.Add([]byte(s))
 	}
