@@ -29,7 +29,8 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis) or "agent" (one agent run and its idle memory)`)
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory) or "soak-yaml" (mutated waiver and params files)`)
+	soak := flag.Int("soak", 1000, "mutated files in each soak")
 	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file, and the params to scan them with to FILE.params.yaml, and exit, for profiling with gpuhost --cpuprofile")
 	flag.Parse()
 	if *writeFleet != "" {
@@ -39,9 +40,18 @@ func main() {
 		}
 		return
 	}
-	if *only != "" && *only != "facts" && *only != "rootfs" && *only != "agent" {
-		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs or agent, not %q\n", *only)
+	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml"}, *only) {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent or soak-yaml, not %q\n", *only)
 		os.Exit(2)
+	}
+	if *only == "" || *only == "soak-yaml" {
+		if err := soakYAML(*gpuhost, *sample, *soak); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		if *only != "" {
+			return
+		}
 	}
 	if err := run(*gpuhost, *agentBin, *sample, *packages, *files, *docs, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
