@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // Domain is the policy domain of a result: the middle of its Rego package
@@ -97,27 +96,6 @@ func messageLocation(msg string) (path string, line int, ok bool) {
 		}
 	}
 	return m[1], line, true
-}
-
-// oneLine makes untrusted text safe for a terminal cell: newlines and tabs
-// become spaces and every other control character (escape sequences
-// included) is dropped, so a message cannot move the cursor or recolour the
-// screen.
-func oneLine(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case unicode.IsControl(r):
-			// dropped
-		case unicode.Is(unicode.Cf, r):
-			// format characters (bidi overrides) can disguise text
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // truncate shortens s to at most n runes, marking the cut.

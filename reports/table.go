@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // Column limits keep one result on one terminal line in the common case;
@@ -46,11 +48,11 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 	rows := make([][]string, 0, len(rep.Results))
 	for _, res := range rep.Results {
 		rows = append(rows, []string{
-			oneLine(res.ID),
-			oneLine(res.Severity),
-			oneLine(res.Status),
-			truncate(oneLine(res.Title), maxTitleWidth),
-			truncate(oneLine(tableMessage(res)), maxMessageWidth),
+			escape.Terminal(res.ID),
+			escape.Terminal(res.Severity),
+			escape.Terminal(res.Status),
+			truncate(escape.Terminal(res.Title), maxTitleWidth),
+			truncate(escape.Terminal(tableMessage(res)), maxMessageWidth),
 		})
 	}
 	widths := make([]int, len(header))
@@ -65,9 +67,9 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 
 	bw := bufio.NewWriter(w)
 	cov := coverageOf(rep)
-	bw.WriteString(oneLine(coverageLine(cov)) + "\n")
+	bw.WriteString(escape.Terminal(coverageLine(cov)) + "\n")
 	for _, g := range cov.Gaps {
-		bw.WriteString("  " + truncate(oneLine(gapLine(g)), maxMessageWidth+maxTitleWidth) + "\n")
+		bw.WriteString("  " + truncate(escape.Terminal(gapLine(g)), maxMessageWidth+maxTitleWidth) + "\n")
 	}
 	bw.WriteString("\n")
 	t.writeRow(bw, header, widths, "")
@@ -83,7 +85,7 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 	if waived := byStatus(rep, StatusWaived); len(waived) > 0 {
 		bw.WriteString("\nWaivers:\n")
 		for _, res := range waived {
-			fmt.Fprintf(bw, "  %s  %s\n", oneLine(res.ID), oneLine(waiverLine(res.Waiver)))
+			fmt.Fprintf(bw, "  %s  %s\n", escape.Terminal(res.ID), escape.Terminal(waiverLine(res.Waiver)))
 		}
 	}
 	return bw.Flush()

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/gpuhost/gpuhost/internal/version"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // SummarySchema is the value of FleetSummary.Schema.
@@ -168,12 +168,4 @@ func (s *FleetSummary) WriteTable(w io.Writer) error {
 
 // oneLine keeps a title from an outside pack, or a host ref from an
 // untrusted document, from breaking the table or driving the terminal.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if !unicode.IsPrint(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
-}
+func oneLine(s string) string { return strings.Join(strings.Fields(escape.Terminal(s)), " ") }

@@ -21,7 +21,7 @@ func TestPolicyDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.stdout != string(want) {
-		t.Error("gpuhost policy doc differs from docs/policies.md; run go test ./internal/catalog -update")
+		t.Error("gpuhost policy doc differs from docs/policies.md; run go test ./policy/catalog -update")
 	}
 
 	out := filepath.Join(t.TempDir(), "catalog.html")

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // waiverFlags choose a waiver file and the key its signature must verify
@@ -207,8 +208,8 @@ func (a *app) reviewWaivers(r waiverReview) error {
 			fmt.Fprintln(tw, "PROBLEM\tENTRY\tID\tTARGET\tSCOPE\tEXPIRES\tAPPROVED BY\tTICKET\tNOTE")
 			header = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", problem, n, safeText(w.ID), safeText(w.Target),
-			safeText(scopeText(w.Scope)), w.Expires, safeText(w.ApprovedBy), safeText(w.Ticket), note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", problem, n, escape.Terminal(w.ID), escape.Terminal(w.Target),
+			escape.Terminal(scopeText(w.Scope)), w.Expires, escape.Terminal(w.ApprovedBy), escape.Terminal(w.Ticket), note)
 	}
 	for i, w := range r.list {
 		c, ok := r.known[w.ID]
@@ -236,12 +237,12 @@ func (a *app) reviewWaivers(r waiverReview) error {
 		fmt.Fprintln(a.stdout)
 	}
 	if r.keyFile != "" {
-		fmt.Fprintf(a.stdout, "signature: %s verified with %s\n", safeText(waivers.SignatureFile(r.file)), safeText(r.keyFile))
+		fmt.Fprintf(a.stdout, "signature: %s verified with %s\n", escape.Terminal(waivers.SignatureFile(r.file)), escape.Terminal(r.keyFile))
 	} else {
 		fmt.Fprintln(a.stdout, "signature: not checked (no --verification-key or --waivers-key)")
 	}
 	fmt.Fprintf(a.stdout, "%s: %d waivers as of %s; %d expired, %d for unknown checks, %d expiring within %d days, %d out of scope\n",
-		safeText(r.file), len(r.list), r.now.UTC().Format(time.DateOnly), expired, unknown, soon, r.within, outOfScope)
+		escape.Terminal(r.file), len(r.list), r.now.UTC().Format(time.DateOnly), expired, unknown, soon, r.within, outOfScope)
 	switch {
 	case expired > 0 || unknown > 0 || outOfScope > 0:
 		return &exitError{code: 1}
@@ -258,17 +259,4 @@ func scopeText(s *waivers.Scope) string {
 		return "-"
 	}
 	return reports.WaiverScope{Kinds: s.Kinds, Hosts: s.Hosts}.String()
-}
-
-// safeText keeps text from a waiver file (which anyone may have edited) from
-// carrying control characters to the reader's terminal.
-func safeText(s string) string {
-	out := []rune{}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			r = '?'
-		}
-		out = append(out, r)
-	}
-	return string(out)
 }

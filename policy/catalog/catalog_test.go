@@ -124,7 +124,7 @@ func TestRenderMarkdown(t *testing.T) {
 		"| [EX-001](#ex-001) | high |",
 		"| Parameters | `knob` |",
 		"| Collectors | `ssh` |",
-		"| `knob` | `\"<b>\"` | EX-001 |",
+		"| `knob` | \"&lt;b&gt;\" | EX-001 |",
 		"| `unused` | `3` | none |",
 		"| CM-7 | ✓ |", "| 1.2.10 | ✓ |",
 	} {

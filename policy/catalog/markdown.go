@@ -7,36 +7,20 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // mdText keeps pack text (a third-party bundle is not trusted) from adding
-// raw HTML or breaking a table row.
+// raw HTML, links or emphasis, or breaking a table row; folded YAML text
+// stays one paragraph.
 func mdText(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", "\\|", "\r", "", "\n", " ").Replace(s)
-}
-
-// mdPara is mdText for a paragraph: line breaks in folded YAML text are
-// kept as one paragraph.
-func mdPara(s string) string { return mdText(strings.TrimSpace(s)) }
-
-func mdCode(s string) string {
-	s = strings.NewReplacer("\r", "", "\n", " ").Replace(s)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	pad := ""
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		pad = " "
-	}
-	// A pipe ends a table cell even inside code spans in most renderers.
-	return fence + pad + strings.ReplaceAll(s, "|", "\\|") + pad + fence
+	return escape.Markdown(strings.Join(strings.Fields(s), " "))
 }
 
 func mdCodes(list []string) string {
 	out := make([]string, 0, len(list))
 	for _, s := range list {
-		out = append(out, mdCode(s))
+		out = append(out, escape.MarkdownCode(s))
 	}
 	return orNone(out)
 }
@@ -61,7 +45,7 @@ func paramsCell(params []string) string {
 			out = append(out, "any (key chosen at run time)")
 			continue
 		}
-		out = append(out, mdCode(p))
+		out = append(out, escape.MarkdownCode(p))
 	}
 	return orNone(out)
 }
@@ -79,7 +63,7 @@ func renderMarkdown(w io.Writer, c *Catalog) error {
 
 	for _, e := range c.Entries {
 		fmt.Fprintf(bw, "\n### %s\n\n**%s**\n\n", mdText(e.ID), mdText(e.Title))
-		if d := mdPara(e.Description); d != "" {
+		if d := mdText(e.Description); d != "" {
 			bw.WriteString(d + "\n\n")
 		}
 		bw.WriteString("| | |\n| --- | --- |\n")
@@ -91,8 +75,8 @@ func renderMarkdown(w io.Writer, c *Catalog) error {
 		}
 		fmt.Fprintf(bw, "| Parameters | %s |\n", paramsCell(e.Params))
 		fmt.Fprintf(bw, "| Controls | %s |\n", mdText(controlsOrNone(e.Controls)))
-		fmt.Fprintf(bw, "| Policy | %s in %s |\n\n", mdCode(e.Package), mdCode(e.File))
-		fmt.Fprintf(bw, "**Remediation:** %s\n", mdPara(e.Remediation))
+		fmt.Fprintf(bw, "| Policy | %s in %s |\n\n", escape.MarkdownCode(e.Package), escape.MarkdownCode(e.File))
+		fmt.Fprintf(bw, "**Remediation:** %s\n", mdText(e.Remediation))
 	}
 
 	bw.WriteString("\n## Parameters\n\nValues are the pack's defaults (`params.default.yaml`) with any `--params` overlaid.\n\n")
@@ -105,7 +89,7 @@ func renderMarkdown(w io.Writer, c *Catalog) error {
 		for _, p := range names {
 			v, ok := c.Params[p]
 			readers := append(append([]string{}, users[p]...), users[engine.ParamsAll]...)
-			fmt.Fprintf(bw, "| %s | %s | %s |\n", mdCode(p), mdCode(value(v, ok)), mdText(orNone(readers)))
+			fmt.Fprintf(bw, "| %s | %s | %s |\n", escape.MarkdownCode(p), escape.MarkdownCode(value(v, ok)), mdText(orNone(readers)))
 		}
 	}
 

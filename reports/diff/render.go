@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode"
+
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // transition shows how a value moved: "fail -> pass", or just one side when
@@ -43,18 +45,11 @@ func (c Change) detail() string {
 	return strings.Join(parts, "; ")
 }
 
-// plain makes report text safe for a terminal: reports are untrusted, and a
-// message carrying escape sequences must not drive the reader's terminal.
+// plain is report text for a terminal, shortened: reports are untrusted,
+// and a message carrying escape sequences must not drive the reader's
+// terminal.
 func plain(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t' || r == '\r':
-			return ' '
-		case unicode.IsControl(r) || r == unicode.ReplacementChar:
-			return -1
-		}
-		return r
-	}, s)
+	s = escape.Terminal(strings.ReplaceAll(s, string(unicode.ReplacementChar), ""))
 	const max = 160
 	if r := []rune(s); len(r) > max {
 		s = string(r[:max-1]) + "…"
@@ -95,14 +90,8 @@ func renderTable(w io.Writer, d *Diff) error {
 	return bw.Flush()
 }
 
-// md makes report text safe inside a Markdown table cell: no line breaks,
-// no column breaks, and no HTML or links a renderer would act on.
-func md(s string) string {
-	s = plain(s)
-	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "`", "\\`",
-		"[", "\\[", "]", "\\]", "*", "\\*", "_", "\\_")
-	return r.Replace(s)
-}
+// md is plain for a Markdown table cell.
+func md(s string) string { return escape.Markdown(plain(s)) }
 
 func renderMarkdown(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)

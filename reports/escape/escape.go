@@ -1,0 +1,81 @@
+// Package escape makes untrusted text (check messages from facts, titles
+// and descriptions from third-party packs, hosts, waiver fields) inert in
+// each output language gpuhost writes, with one escaper per language so
+// that every renderer applies the same rules. HTML is html/template's job:
+// its contextual escaping is the one HTML escaper.
+package escape
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Terminal returns s as one line that cannot drive a terminal: newlines
+// and tabs become spaces, and control characters (escape sequences
+// included) and format characters (bidi overrides, which can make text
+// read other than it is) are dropped.
+func Terminal(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// markdown makes text inert in GitHub-flavoured Markdown, in a table cell
+// or in prose: a pipe would split the cell and a newline end the row;
+// GitHub renders inline HTML, so markup characters become entities; and
+// emphasis, code and link characters are escaped so that text cannot style
+// itself or become a link.
+var markdown = strings.NewReplacer(
+	"\\", "\\\\",
+	"|", "\\|",
+	"\r\n", "<br>",
+	"\n", "<br>",
+	"\r", "<br>",
+	"&", "&amp;",
+	"<", "&lt;",
+	">", "&gt;",
+	"`", "\\`",
+	"*", "\\*",
+	"_", "\\_",
+	"[", "\\[",
+	"]", "\\]",
+	"#", "\\#",
+	"!", "\\!",
+)
+
+// Markdown escapes s for a Markdown table cell or paragraph. Line breaks
+// are kept as <br>; other control and format characters are dropped.
+func Markdown(s string) string {
+	return markdown.Replace(strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r':
+			return r
+		case r == '\t':
+			return ' '
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, s))
+}
+
+// codeSafe is what a code span may hold verbatim: a backtick cannot be
+// escaped inside one, and a pipe ends a table cell even there.
+var codeSafe = regexp.MustCompile(`^[A-Za-z0-9._:/@+=,-]+$`)
+
+// MarkdownCode shows an identifier (a check id, digest, path, version) as
+// code. Anything but plain identifier characters is shown escaped instead,
+// which is better than verbatim.
+func MarkdownCode(s string) string {
+	if !codeSafe.MatchString(s) {
+		return Markdown(s)
+	}
+	return "`" + s + "`"
+}
