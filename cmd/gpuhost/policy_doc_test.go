@@ -15,7 +15,7 @@ func TestPolicyDoc(t *testing.T) {
 		t.Fatalf("markdown: exit %d\n%s", o.code, o.stderr)
 	}
 	// The committed catalog is what the command prints for the default pack
-	// (internal/catalog's test says how to regenerate it).
+	// (policy/catalog's test says how to regenerate it).
 	want, err := os.ReadFile("../../docs/policies.md")
 	if err != nil {
 		t.Fatal(err)
