@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -113,17 +114,10 @@ func Decode(raws ...interface{}) (*Config, error) {
 		return nil, err
 	}
 	c.defaults()
-	if errs := c.validate(); len(errs) > 0 {
-		return nil, configError(errs)
+	if err := configerr.Check("gpuhost-gate", c.validate()); err != nil {
+		return nil, err
 	}
 	return &c, nil
-}
-
-// configError lists every problem of a configuration, one a line.
-type configError []string
-
-func (e configError) Error() string {
-	return "invalid gpuhost-gate configuration:\n  " + strings.Join(e, "\n  ")
 }
 
 func (c *Config) defaults() {

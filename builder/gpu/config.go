@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
 )
@@ -252,20 +253,11 @@ func Decode(raws ...interface{}) (*Config, error) {
 		return nil, err
 	}
 	c.defaults()
-	if errs := c.validate(); len(errs) > 0 {
-		return nil, joinErrors(errs)
+	if err := configerr.Check("gpuhost-gpu", c.validate()); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
-
-// configError lists every problem of a configuration, one a line.
-type configError []string
-
-func (e configError) Error() string {
-	return "invalid gpuhost-gpu configuration:\n  " + strings.Join(e, "\n  ")
-}
-
-func joinErrors(errs []string) error { return configError(errs) }
 
 func (c *Config) defaults() {
 	if c.Driver.Source == "" {

@@ -9,6 +9,8 @@ import (
 	"text/template"
 
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
+
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 )
 
 // Pin is one package the plan installs (or finds installed), holds and then
@@ -86,8 +88,8 @@ var planTemplate = template.Must(template.New("plan").Funcs(template.FuncMap{
 // where the plan builds or holds against the kernel.
 func RenderPlan(cfg Config) (string, error) {
 	c := &cfg
-	if errs := c.validate(); len(errs) > 0 {
-		return "", joinErrors(errs)
+	if err := configerr.Check("gpuhost-gpu", c.validate()); err != nil {
+		return "", err
 	}
 	if c.Distro.ID == "" {
 		return "", errors.New("distro.id: required to render the plan (the provisioner reads it from the target)")

@@ -20,6 +20,7 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/seed"
@@ -86,8 +87,8 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 		cfg.TargetKernel = k
 		ui.Say("gpuhost-gpu: target kernel is " + k)
 	}
-	if errs := cfg.validate(); len(errs) > 0 {
-		return joinErrors(errs)
+	if err := configerr.Check("gpuhost-gpu", cfg.validate()); err != nil {
+		return err
 	}
 	plan, err := RenderPlan(cfg)
 	if err != nil {

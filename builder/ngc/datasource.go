@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/containers/seed"
 )
 
@@ -99,10 +100,7 @@ func (d *Datasource) Configure(raws ...interface{}) error {
 	if strings.ContainsAny(c.Registry, "/ \t\n") {
 		errs = append(errs, fmt.Sprintf("registry: %q is not a host[:port]", c.Registry))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid gpuhost-ngc configuration:\n  %s", strings.Join(errs, "\n  "))
-	}
-	return nil
+	return configerr.Check("gpuhost-ngc", errs)
 }
 
 // Execute resolves the reference against the registry.

@@ -4,7 +4,6 @@
 package rootfs
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
+
+	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 )
 
 // Config is the configuration of the rootfs builder (`source "gpuhost-rootfs"`).
@@ -143,9 +144,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.hostRoot == "" {
 		c.hostRoot = "/"
 	}
-	var errs []error
+	var errs []string
 	var warns []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 
 	// suite and distribution
 	dist, known := distributions[c.Suite]
@@ -295,7 +296,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	// Mount parents before children, whatever order the user gave.
 	slices.SortStableFunc(c.Mounts, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
 
-	return warns, errors.Join(errs...)
+	return warns, configerr.Check("gpuhost-rootfs", errs)
 }
 
 // snapshotMirror returns the snapshot archive URL of dist at timestamp ts.
