@@ -81,20 +81,28 @@ build: check-go
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under
 # CI=true, where make test has installed everything).
+# gotestsum runs the Go tests and lists every skipped test with its reason
+# at the end: a test that could not run shows, instead of passing as "ok".
+GOTESTSUM := $(BIN)/gotestsum
+.PHONY: gotestsum
+gotestsum: check-go
+	@test -x $(GOTESTSUM) || { cd tools/gotestsum && GOEXPERIMENT= $(GO) build -o $(GOTESTSUM) gotest.tools/gotestsum; }
+GOTEST = $(GOTESTSUM) --format pkgname --format-hide-empty-pkg --
+
 .PHONY: check
-check: check-go
+check: check-go gotestsum
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) test -short -count=1 ./...
+	$(GOTEST) -short -count=1 ./...
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc
+test: check-go deps packer-sdc gotestsum
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GO) test -count=1 ./...
+	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
 	$(GO) vet -tags lean ./cmd/gpuhost
-	$(GO) test -count=1 -tags lean ./cmd/gpuhost
+	$(GOTEST) -count=1 -tags lean ./cmd/gpuhost
 	$(MAKE) --no-print-directory build
 	$(GPUHOST) policy test --fail-under $(POLICY_COVERAGE)
 	$(MAKE) --no-print-directory e2e

@@ -144,4 +144,3 @@ func (f visitFunc) Visit(n ast.Node) ast.Visitor {
 	}
 	return nil
 }
-
