@@ -30,9 +30,13 @@ export GOEXPERIMENT := jsonv2
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
 # iptables loads a ufw-style ruleset through iptables-nft in the firewall
 # tests' network namespaces; python3 listens there.
+# The outputs are checked with the tools their users run: promtool (from
+# prometheus) on /metrics and the alert rules, xmllint (libxml2-utils) on
+# the JUnit report, systemd-analyze on the units.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
-  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin
+  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
+  prometheus libxml2-utils
 APT_BENCH := lynis time
 
 .PHONY: help
