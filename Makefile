@@ -93,7 +93,7 @@ check: check-go
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc
+test: check-go deps packer-sdc opa
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GO) test -count=1 ./...
@@ -138,6 +138,15 @@ CRANE := $(BIN)/crane
 .PHONY: crane
 crane: check-go
 	@test -x $(CRANE) || $(GO) build -trimpath -o $(CRANE) github.com/google/go-containerregistry/cmd/crane
+
+# opa is the OPA release go.mod pins, so `opa test policies` in make test
+# runs the engine the scans embed; rebuilt when go.mod moves.
+OPA := $(BIN)/opa
+OPA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-agent/opa)
+.PHONY: opa
+opa: check-go
+	@$(OPA) version 2>/dev/null | grep -qx 'Version: $(patsubst v%,%,$(OPA_VERSION))' || \
+	  GOBIN=$(BIN) $(GO) install -trimpath github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench

@@ -110,7 +110,7 @@ func evalPack(t *testing.T, doc, overrides map[string]any) (deny, skip map[strin
 
 func readFacts(t *testing.T, name string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	raw, err := os.ReadFile(filepath.Join("..", "scan", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
