@@ -93,7 +93,7 @@ check: check-go
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc opa
+test: check-go deps packer-sdc opa sarif-multitool
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GO) test -count=1 ./...
@@ -147,6 +147,23 @@ OPA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-age
 opa: check-go
 	@$(OPA) version 2>/dev/null | grep -qx 'Version: $(patsubst v%,%,$(OPA_VERSION))' || \
 	  GOBIN=$(BIN) $(GO) install -trimpath github.com/open-policy-agent/opa@$(OPA_VERSION)
+
+# The SARIF Multitool validates the SARIF reports as code scanning reads
+# them: Microsoft's self-contained Linux build from npm, installed under
+# .cache/npm and linked into bin/ (no dotnet needed).
+SARIF_MULTITOOL := $(BIN)/sarif-multitool
+SARIF_MULTITOOL_VERSION := 5.7.0
+NPM_CACHE := $(CURDIR)/.cache/npm
+SARIF_MULTITOOL_PKG := $(NPM_CACHE)/node_modules/@microsoft/sarif-multitool-linux
+.PHONY: sarif-multitool npm-deps
+sarif-multitool:
+	@command -v npm >/dev/null 2>&1 || $(MAKE) --no-print-directory npm-deps
+	@grep -qs '"version": "$(SARIF_MULTITOOL_VERSION)"' $(SARIF_MULTITOOL_PKG)/package.json || \
+	  npm install --prefix $(NPM_CACHE) --no-audit --no-fund --loglevel=error @microsoft/sarif-multitool-linux@$(SARIF_MULTITOOL_VERSION)
+	@chmod u+x $(SARIF_MULTITOOL_PKG)/Sarif.Multitool
+	@mkdir -p $(BIN) && ln -sfn $(SARIF_MULTITOOL_PKG)/Sarif.Multitool $(SARIF_MULTITOOL)
+npm-deps:
+	$(call apt-install,npm)
 
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench

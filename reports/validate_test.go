@@ -55,3 +55,24 @@ func TestJUnitSchema(t *testing.T) {
 		t.Errorf("xmllint accepted testsuites@skipped:\n%s", out)
 	}
 }
+
+// TestSARIFMultitool validates the SARIF report with the SARIF Multitool:
+// the golden input, an empty report, a large one, and targets whose
+// IMAGEROOT is a real file URI (an absolute tree with a blank in its name,
+// a host).
+func TestSARIFMultitool(t *testing.T) {
+	reps := validationReports(t)
+	tree := loadReport(t)
+	tree.Target = Target{Kind: "rootfs", Ref: "/srv/images/gpu node rootfs", ScannedAt: "2025-03-01T12:00:00Z"}
+	reps["rootfs"] = tree
+	host := loadReport(t)
+	host.Target = Target{Kind: "host", Ref: "gpu-node-01", Hostname: "gpu-node-01", ScannedAt: "2025-03-01T12:00:00Z"}
+	reps["host"] = host
+	dir := t.TempDir()
+	var files []string
+	for name, rep := range reps {
+		files = append(files, writeRendered(t, dir, name, "sarif", rep))
+	}
+	files = append(files, filepath.Join("testdata", "golden", "report.sarif"))
+	testutil.ValidateSARIF(t, files...)
+}
