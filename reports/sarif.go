@@ -294,8 +294,14 @@ func sarifResultOf(rep *Report, res Result, ruleIndex int, text string, f Findin
 	if res.Status == StatusError {
 		level = "error"
 	}
-	phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(f.File), URIBaseID: imageRoot}}
-	if f.File != "" && f.Line > 0 {
+	// A file that is not a path in the target ("(command line)" for sshd's
+	// -o options) has no artifact; the finding points at the root.
+	file := f.File
+	if !strings.HasPrefix(file, "/") {
+		file = ""
+	}
+	phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(file), URIBaseID: imageRoot}}
+	if file != "" && f.Line > 0 {
 		phys.Region = &sarifRegion{StartLine: f.Line}
 	}
 	loc := sarifLocation{
