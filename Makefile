@@ -32,11 +32,12 @@ export GOEXPERIMENT := jsonv2
 # tests' network namespaces; python3 listens there.
 # The outputs are checked with the tools their users run: promtool (from
 # prometheus) on /metrics and the alert rules, xmllint (libxml2-utils) on
-# the JUnit report, systemd-analyze on the units.
+# the JUnit report, systemd-analyze on the units (and man, from man-db, on
+# the pages their Documentation= names).
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
-  prometheus libxml2-utils
+  prometheus libxml2-utils man-db
 APT_BENCH := lynis time
 
 .PHONY: help
@@ -81,6 +82,17 @@ bench-deps:
 build: check-go
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(GPUHOST) ./cmd/gpuhost
 	$(GO) build -trimpath -tags lean -ldflags '$(LDFLAGS)' -o $(AGENT) ./cmd/gpuhost
+
+# Install what a GPU node runs: both binaries, the systemd units (which
+# start $(PREFIX)/bin/gpuhost-agent) and the man pages they name.
+PREFIX ?= /usr/local
+DESTDIR ?=
+.PHONY: install
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/etc/systemd/system
+	install -m 0755 $(GPUHOST) $(AGENT) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service $(DESTDIR)/etc/systemd/system/
 
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under
