@@ -87,6 +87,11 @@ func FuzzRender(f *testing.F) {
 				if status == StatusWaived {
 					want += 4
 				}
+				// A long message or gap wraps onto lines of its own.
+				want += 2 * (len(wrap(oneLine(tableMessage(res)), maxMessageWidth)) - 1)
+				for _, g := range coverageOf(rep).Gaps {
+					want += len(wrap(oneLine(gapLine(g)), maxMessageWidth+maxTitleWidth)) - 1
+				}
 				if lines := strings.Count(string(out), "\n"); lines != want {
 					t.Fatalf("table: %d lines, want %d", lines, want)
 				}

@@ -132,7 +132,8 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"waived by alice@example.com until 2026-12-31",
 		"not applicable to image targets",
-		"[waiver by bob@example.com expired 2025-01-31, ticket SEC-0999]",
+		"[waiver by bob@example.com expired 2025-01-31,",
+		"ticket SEC-0999]",
 	} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("table lacks %q", want)
@@ -145,15 +146,27 @@ func TestTable(t *testing.T) {
 	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ID ") {
 		lines = lines[1:]
 	}
-	// Every row puts the status column at the same offset.
+	// Every row puts the status column at the same offset; a wrapped
+	// message's further lines are no rows.
 	col := strings.Index(lines[0], "STATUS")
-	for _, l := range lines[1:14] {
+	rows := 0
+	for _, l := range lines[1:] {
+		if l == "" {
+			break
+		}
+		if strings.HasPrefix(l, " ") {
+			continue
+		}
+		rows++
 		if strings.Count(l, "\n") > 0 || len(l) < col {
 			t.Fatalf("row too short: %q", l)
 		}
 		if l[col-1] != ' ' || l[col] == ' ' {
 			t.Errorf("status column misaligned in %q", l)
 		}
+	}
+	if rows != 13 {
+		t.Errorf("%d rows, want 13", rows)
 	}
 	color := string(render(t, NewTable(true), rep))
 	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
@@ -576,5 +589,48 @@ func BenchmarkRender(b *testing.B) {
 			}
 			b.SetBytes(int64(buf.Len()))
 		})
+	}
+}
+
+// TestTableWrapsMessages: a long message is shown whole, wrapped under the
+// message column, never cut.
+func TestTableWrapsMessages(t *testing.T) {
+	msg := "sshd (/etc/ssh/sshd_config): " + strings.Repeat("PermitRootLogin is yes (set in /etc/ssh/sshd_config) ", 4) + "; want no"
+	long := strings.Repeat("x", maxMessageWidth+7)
+	rep := &Report{Results: []Result{
+		{ID: "GH-SSH-001", Severity: "critical", Status: StatusFail, Title: "t", Messages: []string{msg}},
+		{ID: "GH-SSH-002", Severity: "low", Status: StatusFail, Title: "t", Messages: []string{long}},
+	}}
+	out := string(render(t, mustLookup(t, "table"), rep))
+	lines := strings.Split(out, "\n")
+	col := -1
+	var text []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "ID ") {
+			col = strings.Index(l, "MESSAGE")
+			continue
+		}
+		if col < 0 || l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "GH-SSH-00") || strings.TrimSpace(l[:min(col, len(l))]) == "" {
+			if len(l) < col {
+				t.Fatalf("line %q ends before the message column", l)
+			}
+			if n := len([]rune(l[col:])); n > maxMessageWidth {
+				t.Errorf("message line of %d runes: %q", n, l[col:])
+			}
+			text = append(text, l[col:])
+		}
+		if strings.HasPrefix(l, "2 checks") {
+			break
+		}
+	}
+	joined := strings.Join(text, " ")
+	if !strings.Contains(joined, "; want no") || !strings.Contains(strings.ReplaceAll(joined, " ", ""), long) {
+		t.Errorf("messages cut:\n%s", out)
+	}
+	if strings.Contains(out, "…") {
+		t.Errorf("a message was truncated:\n%s", out)
 	}
 }
