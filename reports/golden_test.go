@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -632,5 +633,50 @@ func TestTableWrapsMessages(t *testing.T) {
 	}
 	if strings.Contains(out, "…") {
 		t.Errorf("a message was truncated:\n%s", out)
+	}
+}
+
+// TestSARIFFingerprints: a finding keeps its print when its message or
+// line changes, and two findings about one subject get distinct prints.
+func TestSARIFFingerprints(t *testing.T) {
+	prints := func(rep *Report) []string {
+		var doc struct {
+			Runs []struct {
+				Results []struct {
+					PartialFingerprints map[string]string `json:"partialFingerprints"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(render(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range doc.Runs[0].Results {
+			out = append(out, r.PartialFingerprints["gpuhostFinding/v1"])
+		}
+		return out
+	}
+	report := func(msg string, line int, files ...string) *Report {
+		res := Result{ID: "GH-TLS-006", Severity: "high", Status: StatusFail, Title: "t"}
+		for _, f := range files {
+			res.Messages = append(res.Messages, msg)
+			res.Findings = append(res.Findings, Finding{Message: msg, File: f, Line: line})
+		}
+		return &Report{Target: Target{Kind: "image", Ref: "/srv/a/ubuntu.qcow2"}, Results: []Result{res}}
+	}
+	a := prints(report("nginx.conf:36: ssl_protocols enables TLSv1.1", 36, "/etc/nginx/nginx.conf"))
+	b := prints(report("nginx.conf:40: ssl_protocols enables TLSv1.1 and more", 40, "/etc/nginx/nginx.conf"))
+	if len(a) != 1 || !slices.Equal(a, b) {
+		t.Errorf("the print follows the message or line: %v, %v", a, b)
+	}
+	moved := report("m", 36, "/etc/nginx/nginx.conf")
+	moved.Target.Ref = "/other/build/dir/ubuntu.qcow2"
+	if c := prints(moved); !slices.Equal(a, c) {
+		t.Errorf("the print follows the build directory: %v, %v", a, c)
+	}
+	twice := prints(&Report{Target: Target{Kind: "image", Ref: "x"}, Results: []Result{{ID: "GH-TLS-006", Severity: "high", Status: StatusFail,
+		Messages: []string{"a", "b"}, Findings: []Finding{{Message: "a", File: "/etc/n.conf", Line: 3}, {Message: "b", File: "/etc/n.conf", Line: 9}}}}})
+	if len(twice) != 2 || twice[0] == twice[1] {
+		t.Errorf("two findings in one file share a print: %v", twice)
 	}
 }

@@ -166,6 +166,18 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 		}
 		results = append(results, sarifResultsFor(rep, res, index[res.ID])...)
 	}
+	// Two findings of one check about one subject (two servers without
+	// protocols in one nginx file) would share a print; the later ones are
+	// told apart by their order, as code scanning's own line hashes are.
+	seen := map[string]int{}
+	for i := range results {
+		fp := results[i].PartialFingerprints
+		if n := seen[fp["gpuhostFinding/v1"]]; n > 0 {
+			fp["gpuhostFinding/v1"] += "/" + strconv.Itoa(n+1)
+			fp["primaryLocationLineHash"] = strings.TrimSuffix(fp["primaryLocationLineHash"], ":1") + ":" + strconv.Itoa(n+1)
+		}
+		seen[strings.Split(fp["gpuhostFinding/v1"], "/")[0]]++
+	}
 
 	var notes []sarifNotification
 	for _, res := range rep.Results {
