@@ -30,9 +30,14 @@ export GOEXPERIMENT := jsonv2
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
 # iptables loads a ufw-style ruleset through iptables-nft in the firewall
 # tests' network namespaces; python3 listens there.
+# The outputs are checked with the tools their users run: promtool (from
+# prometheus) on /metrics and the alert rules, xmllint (libxml2-utils) on
+# the JUnit report, systemd-analyze on the units (and man, from man-db, on
+# the pages their Documentation= names).
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
-  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin
+  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
+  prometheus libxml2-utils man-db
 APT_BENCH := lynis time
 
 .PHONY: help
@@ -78,6 +83,17 @@ build: check-go
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(GPUHOST) ./cmd/gpuhost
 	$(GO) build -trimpath -tags lean -ldflags '$(LDFLAGS)' -o $(AGENT) ./cmd/gpuhost
 
+# Install what a GPU node runs: both binaries, the systemd units (which
+# start $(PREFIX)/bin/gpuhost-agent) and the man pages they name.
+PREFIX ?= /usr/local
+DESTDIR ?=
+.PHONY: install
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/etc/systemd/system
+	install -m 0755 $(GPUHOST) $(AGENT) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service $(DESTDIR)/etc/systemd/system/
+
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under
 # CI=true, where make test has installed everything).
@@ -97,7 +113,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc gotestsum
+test: check-go deps packer-sdc gotestsum opa sarif-multitool
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
@@ -152,6 +168,32 @@ CRANE := $(BIN)/crane
 .PHONY: crane
 crane: check-go
 	@test -x $(CRANE) || $(GO) build -trimpath -o $(CRANE) github.com/google/go-containerregistry/cmd/crane
+
+# opa is the OPA release go.mod pins, so `opa test policies` in make test
+# runs the engine the scans embed; rebuilt when go.mod moves.
+OPA := $(BIN)/opa
+OPA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-agent/opa)
+.PHONY: opa
+opa: check-go
+	@$(OPA) version 2>/dev/null | grep -qx 'Version: $(patsubst v%,%,$(OPA_VERSION))' || \
+	  GOBIN=$(BIN) $(GO) install -trimpath github.com/open-policy-agent/opa@$(OPA_VERSION)
+
+# The SARIF Multitool validates the SARIF reports as code scanning reads
+# them: Microsoft's self-contained Linux build from npm, installed under
+# .cache/npm and linked into bin/ (no dotnet needed).
+SARIF_MULTITOOL := $(BIN)/sarif-multitool
+SARIF_MULTITOOL_VERSION := 5.7.0
+NPM_CACHE := $(CURDIR)/.cache/npm
+SARIF_MULTITOOL_PKG := $(NPM_CACHE)/node_modules/@microsoft/sarif-multitool-linux
+.PHONY: sarif-multitool npm-deps
+sarif-multitool:
+	@command -v npm >/dev/null 2>&1 || $(MAKE) --no-print-directory npm-deps
+	@grep -qs '"version": "$(SARIF_MULTITOOL_VERSION)"' $(SARIF_MULTITOOL_PKG)/package.json || \
+	  npm install --prefix $(NPM_CACHE) --no-audit --no-fund --loglevel=error @microsoft/sarif-multitool-linux@$(SARIF_MULTITOOL_VERSION)
+	@chmod u+x $(SARIF_MULTITOOL_PKG)/Sarif.Multitool
+	@mkdir -p $(BIN) && ln -sfn $(SARIF_MULTITOOL_PKG)/Sarif.Multitool $(SARIF_MULTITOOL)
+npm-deps:
+	$(call apt-install,npm)
 
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench

@@ -27,7 +27,9 @@ require (
 )
 
 require (
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/go-openapi/testify/v2 v2.6.0 // indirect
+	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
 

@@ -311,8 +311,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("metric %s not exported", name)
 		}
 	}
-	if v := fams["gpuhost_drift_count"].Metric[0].GetGauge().GetValue(); v != 1 {
-		t.Errorf("gpuhost_drift_count = %v, want 1", v)
+	if v := fams["gpuhost_drift_checks_failing"].Metric[0].GetGauge().GetValue(); v != 1 {
+		t.Errorf("gpuhost_drift_checks_failing = %v, want 1", v)
 	}
 	found := false
 	for _, m := range fams["gpuhost_check_status"].Metric {

@@ -11,7 +11,7 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 )
 
-// DriftPrefix marks the drift checks whose failures gpuhost_drift_count counts.
+// DriftPrefix marks the drift checks whose failures gpuhost_drift_checks_failing counts.
 const DriftPrefix = "GH-DRIFT-"
 
 // MetricNames lists every metric the agent exports; the deploy tests hold
@@ -21,7 +21,7 @@ var MetricNames = []string{
 	"gpuhost_last_run_duration_seconds",
 	"gpuhost_check_status",
 	"gpuhost_results",
-	"gpuhost_drift_count",
+	"gpuhost_drift_checks_failing",
 	"gpuhost_collector_errors",
 	"gpuhost_runs_skipped_total",
 	"gpuhost_runs_total",
@@ -57,7 +57,7 @@ func newMetrics() *metrics {
 			Name: "gpuhost_results", Help: "Results of the last run by status and severity.",
 		}, []string{"status", "severity"}),
 		drift: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "gpuhost_drift_count", Help: "Failing drift checks (" + DriftPrefix + "*) in the last run.",
+			Name: "gpuhost_drift_checks_failing", Help: "Failing drift checks (" + DriftPrefix + "*) in the last run.",
 		}),
 		collectorErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpuhost_collector_errors", Help: "1 for each collector that failed in the last run.",

@@ -211,7 +211,7 @@ func TestAlertsNameOnlyAgentMetrics(t *testing.T) {
 		}
 	}
 	// The alerts the issue asks for.
-	for _, m := range []string{"gpuhost_check_status", "gpuhost_drift_count", "gpuhost_last_run_timestamp_seconds"} {
+	for _, m := range []string{"gpuhost_check_status", "gpuhost_drift_checks_failing", "gpuhost_last_run_timestamp_seconds"} {
 		if !used[m] {
 			t.Errorf("no alert on %s", m)
 		}

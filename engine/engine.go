@@ -617,9 +617,12 @@ func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
 	return "", "", true
 }
 
-// outcome is what one check's rules said about one document.
+// outcome is what one check's rules said about one document. found holds
+// the deny and error messages that came as objects with a subject, in the
+// order of errs then deny.
 type outcome struct {
 	deny, skip, errs []string
+	found            []reports.Finding
 }
 
 // decide turns a check's sets into its status. A check that says it could
@@ -631,9 +634,9 @@ func (e *Engine) decide(r *reports.Result, o outcome) {
 	case len(o.skip) > 0:
 		r.Status, r.Messages = reports.StatusSkip, o.skip
 	case len(o.errs) > 0:
-		r.Status, r.Messages = reports.StatusError, append(slices.Clone(o.errs), o.deny...)
+		r.Status, r.Messages, r.Findings = reports.StatusError, append(slices.Clone(o.errs), o.deny...), o.found
 	case len(o.deny) > 0:
-		r.Status, r.Messages = reports.StatusFail, o.deny
+		r.Status, r.Messages, r.Findings = reports.StatusFail, o.deny, o.found
 	default:
 		r.Status = reports.StatusPass
 	}
@@ -680,9 +683,17 @@ func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
 			return nil, fmt.Errorf("check %d: deny/skip/error is %v, want a set", k/setsPerCheck, list.Elem(k))
 		}
 		msgs := make([]string, 0, set.Len())
+		var found []reports.Finding
 		for _, m := range set.Slice() {
 			if s, ok := m.Value.(ast.String); ok {
 				msgs = append(msgs, string(s))
+				continue
+			}
+			if f, ok := findingOf(m.Value); ok {
+				msgs = append(msgs, f.Message)
+				if f.Located() {
+					found = append(found, f)
+				}
 				continue
 			}
 			v, err := ast.JSON(m.Value)
@@ -693,17 +704,61 @@ func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
 			msgs = append(msgs, string(b))
 		}
 		sort.Strings(msgs)
+		slices.SortFunc(found, func(a, b reports.Finding) int { return strings.Compare(a.Message, b.Message) })
 		o := &out[k/setsPerCheck]
 		switch k % setsPerCheck {
 		case 0:
 			o.deny = msgs
+			o.found = append(o.found, found...)
 		case 1:
 			o.skip = msgs
 		default:
 			o.errs = msgs
+			o.found = append(found, o.found...)
 		}
 	}
 	return out, nil
+}
+
+// findingOf reads a message given as an object: msg is its text, and file,
+// line and subject, each optional, say what it is about. An object without
+// a string msg is not a finding (it is shown as JSON), nor is one whose
+// fields have the wrong types: a policy's mistake must not lose its text.
+func findingOf(v ast.Value) (reports.Finding, bool) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return reports.Finding{}, false
+	}
+	var f reports.Finding
+	valid := true
+	obj.Foreach(func(key, val *ast.Term) {
+		k, ok := key.Value.(ast.String)
+		if !ok {
+			valid = false
+			return
+		}
+		switch k {
+		case "msg":
+			s, ok := val.Value.(ast.String)
+			f.Message, valid = string(s), valid && ok
+		case "file":
+			s, ok := val.Value.(ast.String)
+			f.File, valid = string(s), valid && ok
+		case "subject":
+			s, ok := val.Value.(ast.String)
+			f.Subject, valid = string(s), valid && ok
+		case "line":
+			n, ok := val.Value.(ast.Number)
+			line, isInt := n.Int()
+			f.Line, valid = line, valid && ok && isInt && line >= 0
+		default:
+			valid = false
+		}
+	})
+	if !valid || f.Message == "" {
+		return reports.Finding{}, false
+	}
+	return f, true
 }
 
 // asTerm leaves a query's results as OPA computed them: converting them to

@@ -577,7 +577,7 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 		}
 		e.memo.count(i, hit != nil)
 		if hit != nil {
-			e.decide(&out[i], outcome{deny: slices.Clone(hit.deny), skip: slices.Clone(hit.skip), errs: slices.Clone(hit.errs)})
+			e.decide(&out[i], outcome{deny: slices.Clone(hit.deny), skip: slices.Clone(hit.skip), errs: slices.Clone(hit.errs), found: slices.Clone(hit.found)})
 			continue
 		}
 		keys[i] = k
@@ -600,7 +600,7 @@ func (e *Engine) remember(keys map[int]memoKeys, i int, o outcome) {
 	if !ok {
 		return
 	}
-	entry := &memoEntry{deny: slices.Clone(o.deny), skip: slices.Clone(o.skip), errs: slices.Clone(o.errs)}
+	entry := &memoEntry{deny: slices.Clone(o.deny), skip: slices.Clone(o.skip), errs: slices.Clone(o.errs), found: slices.Clone(o.found)}
 	switch {
 	case k.hasPass && len(o.deny) == 0 && len(o.skip) == 0 && len(o.errs) == 0:
 		e.memo.store(k.pass, entry)

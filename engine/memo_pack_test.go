@@ -53,8 +53,8 @@ func memoBaseDocs(tb testing.TB) []map[string]any {
 	tb.Helper()
 	var out []map[string]any
 	for _, file := range []string{
-		"../policies/testdata/compliant-host.json",
-		"../policies/testdata/noncompliant-image.json",
+		"../scan/testdata/compliant-host.json",
+		"../scan/testdata/noncompliant-image.json",
 		"../scan/testdata/weak-facts.json",
 		"../scan/testdata/hardened-facts.json",
 	} {

@@ -1,9 +1,12 @@
 package reports
 
 import (
+	"github.com/gpuhost/gpuhost/reports/escape"
+
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode"
@@ -86,6 +89,11 @@ func FuzzRender(f *testing.F) {
 				if status == StatusWaived {
 					want += 4
 				}
+				// A long message or gap wraps onto lines of its own.
+				want += 2 * (len(wrap(escape.Terminal(tableMessage(res)), maxMessageWidth)) - 1)
+				for _, g := range coverageOf(rep).Gaps {
+					want += len(wrap(escape.Terminal(gapLine(g)), maxMessageWidth+maxTitleWidth)) - 1
+				}
 				if lines := strings.Count(string(out), "\n"); lines != want {
 					t.Fatalf("table: %d lines, want %d", lines, want)
 				}
@@ -94,22 +102,25 @@ func FuzzRender(f *testing.F) {
 	})
 }
 
-// FuzzMessageLocation checks the location parser on arbitrary messages: it
-// never panics, and what it returns really is a prefix of the message.
-func FuzzMessageLocation(f *testing.F) {
-	for _, s := range []string{"/etc/ssh/sshd_config:12: x", "/etc/x", "/etc/x:99999999999: y", "no path", ":", "/:1:"} {
+// FuzzArtifactURI holds any path a policy names to a URI reference that
+// stays inside IMAGEROOT: relative, with no scheme or host of its own, so
+// it resolves under the scanned root and never to a build machine's path.
+func FuzzArtifactURI(f *testing.F) {
+	for _, s := range []string{"/etc/ssh/sshd_config", "etc/x", "/../../etc/shadow", "/a:b/c", "//host/x", "/x y/%2e%2e", "", "/"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, msg string) {
-		p, line, ok := messageLocation(msg)
-		if !ok {
-			if p != "" || line != 0 {
-				t.Fatalf("not ok but returned %q %d", p, line)
-			}
-			return
+	base, _ := url.Parse("file:///srv/rootfs/")
+	f.Fuzz(func(t *testing.T, p string) {
+		u := artifactURI(p)
+		ref, err := url.Parse(u)
+		if err != nil {
+			t.Fatalf("artifactURI(%q) = %q, which does not parse: %v", p, u, err)
 		}
-		if !strings.HasPrefix(msg, p) || !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\n:") || line < 0 {
-			t.Fatalf("messageLocation(%q) = %q, %d", msg, p, line)
+		if ref.IsAbs() || ref.Host != "" || strings.HasPrefix(u, "/") {
+			t.Fatalf("artifactURI(%q) = %q is not relative", p, u)
+		}
+		if got := base.ResolveReference(ref); !strings.HasPrefix(got.Path, "/srv/rootfs/") || got.Host != "" {
+			t.Fatalf("artifactURI(%q) = %q resolves to %s, outside the root", p, u, got)
 		}
 	})
 }

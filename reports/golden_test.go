@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,7 +133,8 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"waived by alice@example.com until 2026-12-31",
 		"not applicable to image targets",
-		"[waiver by bob@example.com expired 2025-01-31, ticket SEC-0999]",
+		"[waiver by bob@example.com expired 2025-01-31,",
+		"ticket SEC-0999]",
 	} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("table lacks %q", want)
@@ -145,15 +147,27 @@ func TestTable(t *testing.T) {
 	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ID ") {
 		lines = lines[1:]
 	}
-	// Every row puts the status column at the same offset.
+	// Every row puts the status column at the same offset; a wrapped
+	// message's further lines are no rows.
 	col := strings.Index(lines[0], "STATUS")
-	for _, l := range lines[1:14] {
+	rows := 0
+	for _, l := range lines[1:] {
+		if l == "" {
+			break
+		}
+		if strings.HasPrefix(l, " ") {
+			continue
+		}
+		rows++
 		if strings.Count(l, "\n") > 0 || len(l) < col {
 			t.Fatalf("row too short: %q", l)
 		}
 		if l[col-1] != ' ' || l[col] == ' ' {
 			t.Errorf("status column misaligned in %q", l)
 		}
+	}
+	if rows != 13 {
+		t.Errorf("%d rows, want 13", rows)
 	}
 	color := string(render(t, NewTable(true), rep))
 	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
@@ -207,6 +221,12 @@ func TestSARIF(t *testing.T) {
 			AutomationDetails struct {
 				ID string `json:"id"`
 			} `json:"automationDetails"`
+			OriginalURIBaseIDs map[string]struct {
+				URI         string `json:"uri"`
+				Description struct {
+					Text string `json:"text"`
+				} `json:"description"`
+			} `json:"originalUriBaseIds"`
 			Results []struct {
 				RuleID    string `json:"ruleId"`
 				RuleIndex int    `json:"ruleIndex"`
@@ -217,7 +237,8 @@ func TestSARIF(t *testing.T) {
 				Locations []struct {
 					PhysicalLocation struct {
 						ArtifactLocation struct {
-							URI string `json:"uri"`
+							URI       string `json:"uri"`
+							URIBaseID string `json:"uriBaseId"`
 						} `json:"artifactLocation"`
 						Region *struct {
 							StartLine int `json:"startLine"`
@@ -230,6 +251,7 @@ func TestSARIF(t *testing.T) {
 				Suppressions []struct {
 					Kind, Status, Justification string
 				} `json:"suppressions"`
+				PartialFingerprints map[string]string `json:"partialFingerprints"`
 			} `json:"results"`
 		} `json:"runs"`
 	}
@@ -240,7 +262,7 @@ func TestSARIF(t *testing.T) {
 		t.Fatalf("version %q schema %q runs %d", doc.Version, doc.Schema, len(doc.Runs))
 	}
 	run := doc.Runs[0]
-	if run.Tool.Driver.Name != "gpuhost" || run.Tool.Driver.Version != "v0.3.0" || run.AutomationDetails.ID != "gpuhost/image/" {
+	if run.Tool.Driver.Name != "gpuhost" || run.Tool.Driver.Version != "0.3.0" || run.AutomationDetails.ID != "gpuhost/image/ubuntu-22.04-gpu.qcow2/" {
 		t.Errorf("driver %q %q automation %q", run.Tool.Driver.Name, run.Tool.Driver.Version, run.AutomationDetails.ID)
 	}
 	rules := run.Tool.Driver.Rules
@@ -252,10 +274,19 @@ func TestSARIF(t *testing.T) {
 			t.Errorf("rules not sorted: %s before %s", rules[i-1].ID, rules[i].ID)
 		}
 	}
-	if len(run.Results) != 7 {
-		t.Errorf("%d results, want 7 (5 fail, 1 error, 1 waived)", len(run.Results))
+	// The relative ref of the golden target cannot become an absolute URI
+	// without guessing the scan's directory: IMAGEROOT is only described.
+	if base, ok := run.OriginalURIBaseIDs["IMAGEROOT"]; !ok || base.URI != "" || !strings.Contains(base.Description.Text, "build/ubuntu-22.04-gpu.qcow2") {
+		t.Errorf("originalUriBaseIds %+v", run.OriginalURIBaseIDs)
+	}
+	// One result per located finding, and one for a check's messages that
+	// carry no finding: GH-TLS-001 names two files, GH-CTR-004's messages
+	// are text only and stay one result.
+	if len(run.Results) != 8 {
+		t.Errorf("%d results, want 8 (TLS-001 twice, 4 more fails, 1 error, 1 waived)", len(run.Results))
 	}
 	levels := map[string]string{}
+	prints := map[string]string{}
 	for _, r := range run.Results {
 		if r.RuleIndex < 0 || r.RuleIndex >= len(rules) || rules[r.RuleIndex].ID != r.RuleID {
 			t.Errorf("result %s: ruleIndex %d does not point at its rule", r.RuleID, r.RuleIndex)
@@ -263,6 +294,17 @@ func TestSARIF(t *testing.T) {
 		if len(r.Locations) != 1 || len(r.Locations[0].LogicalLocations) != 1 || r.Locations[0].LogicalLocations[0].Kind != "image" {
 			t.Errorf("result %s: bad locations", r.RuleID)
 		}
+		if art := r.Locations[0].PhysicalLocation.ArtifactLocation; art.URIBaseID != "IMAGEROOT" || strings.HasPrefix(art.URI, "/") || strings.Contains(art.URI, "build/") {
+			t.Errorf("result %s: artifact %+v is not relative to IMAGEROOT", r.RuleID, art)
+		}
+		fp := r.PartialFingerprints["gpuhostFinding/v1"]
+		if fp == "" || r.PartialFingerprints["primaryLocationLineHash"] == "" {
+			t.Errorf("result %s: fingerprints %v", r.RuleID, r.PartialFingerprints)
+		}
+		if other, dup := prints[fp]; dup {
+			t.Errorf("results %s and %s share the fingerprint %s", other, r.RuleID, fp)
+		}
+		prints[fp] = r.RuleID
 		levels[r.RuleID] = r.Level
 	}
 	wantLevels := map[string]string{"GH-GPU-003": "error", "GH-TLS-001": "error", "GH-SSH-002": "warning",
@@ -272,30 +314,42 @@ func TestSARIF(t *testing.T) {
 			t.Errorf("%s level %q, want %q", id, levels[id], want)
 		}
 	}
+	tlsFiles := map[string]int{}
 	for _, r := range run.Results {
 		loc := r.Locations[0].PhysicalLocation
 		switch r.RuleID {
 		case "GH-TLS-001":
-			if loc.ArtifactLocation.URI != "/etc/ssl/openssl.cnf" || loc.Region == nil || loc.Region.StartLine != 12 {
-				t.Errorf("TLS location %+v", loc)
+			if loc.Region == nil {
+				t.Errorf("TLS location %+v has no region", loc)
+				continue
 			}
-			if r.Message.Text != "/etc/ssl/openssl.cnf:12: MinProtocol is TLSv1.2, want TLSv1.3; /etc/nginx/nginx.conf:36: ssl_protocols allows TLSv1.1" {
-				t.Errorf("TLS message %q", r.Message.Text)
+			tlsFiles[loc.ArtifactLocation.URI] = loc.Region.StartLine
+			if !strings.HasPrefix(r.Message.Text, "/"+loc.ArtifactLocation.URI+":") || strings.Contains(r.Message.Text, "; ") {
+				t.Errorf("TLS message %q at %s", r.Message.Text, loc.ArtifactLocation.URI)
 			}
 		case "GH-GPU-003":
-			if loc.ArtifactLocation.URI != "build/ubuntu-22.04-gpu.qcow2" || loc.Region != nil {
-				t.Errorf("GPU location %+v, want the target", loc)
+			if loc.ArtifactLocation.URI != "./" || loc.Region != nil {
+				t.Errorf("GPU location %+v, want the root", loc)
 			}
 		case "GH-ENC-001":
+			if loc.ArtifactLocation.URI != "etc/crypttab" || loc.Region != nil {
+				t.Errorf("ENC location %+v", loc)
+			}
 			if len(r.Suppressions) != 1 || r.Suppressions[0].Kind != "external" || r.Suppressions[0].Status != "accepted" ||
 				!strings.Contains(r.Suppressions[0].Justification, "alice@example.com") {
 				t.Errorf("waived result suppressions %+v", r.Suppressions)
 			}
 		case "GH-SSH-002":
+			if loc.ArtifactLocation.URI != "etc/ssh/sshd_config" || loc.Region == nil || loc.Region.StartLine != 33 {
+				t.Errorf("SSH location %+v", loc)
+			}
 			if len(r.Suppressions) != 0 {
 				t.Error("an expired waiver must not suppress")
 			}
 		}
+	}
+	if tlsFiles["etc/ssl/openssl.cnf"] != 12 || tlsFiles["etc/nginx/nginx.conf"] != 36 {
+		t.Errorf("TLS locations %v", tlsFiles)
 	}
 	for _, rule := range rules {
 		if rule.ID == "GH-TLS-001" {
@@ -313,31 +367,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func TestMessageLocation(t *testing.T) {
-	cases := []struct {
-		msg  string
-		path string
-		line int
-		ok   bool
-	}{
-		{"/etc/ssh/sshd_config:12: PermitRootLogin yes", "/etc/ssh/sshd_config", 12, true},
-		{"/etc/nginx/nginx.conf:36", "/etc/nginx/nginx.conf", 36, true},
-		{"/etc/crypttab: no root entry", "/etc/crypttab", 0, true},
-		{"/etc/crypttab", "/etc/crypttab", 0, true},
-		{"GPU 0 has pending remaps", "", 0, false},
-		{"/etc/x:0: zero is no line", "/etc/x", 0, true},
-		{"/etc/x:12abc", "/etc/x", 0, true},
-		{"relative/path:3: x", "", 0, false},
-		{"/ :3", "", 0, false},
-	}
-	for _, c := range cases {
-		p, l, ok := messageLocation(c.msg)
-		if p != c.path || l != c.line || ok != c.ok {
-			t.Errorf("messageLocation(%q) = %q, %d, %v; want %q, %d, %v", c.msg, p, l, ok, c.path, c.line, c.ok)
-		}
-	}
 }
 
 func TestDomain(t *testing.T) {
@@ -561,5 +590,93 @@ func BenchmarkRender(b *testing.B) {
 			}
 			b.SetBytes(int64(buf.Len()))
 		})
+	}
+}
+
+// TestTableWrapsMessages: a long message is shown whole, wrapped under the
+// message column, never cut.
+func TestTableWrapsMessages(t *testing.T) {
+	msg := "sshd (/etc/ssh/sshd_config): " + strings.Repeat("PermitRootLogin is yes (set in /etc/ssh/sshd_config) ", 4) + "; want no"
+	long := strings.Repeat("x", maxMessageWidth+7)
+	rep := &Report{Results: []Result{
+		{ID: "GH-SSH-001", Severity: "critical", Status: StatusFail, Title: "t", Messages: []string{msg}},
+		{ID: "GH-SSH-002", Severity: "low", Status: StatusFail, Title: "t", Messages: []string{long}},
+	}}
+	out := string(render(t, mustLookup(t, "table"), rep))
+	lines := strings.Split(out, "\n")
+	col := -1
+	var text []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "ID ") {
+			col = strings.Index(l, "MESSAGE")
+			continue
+		}
+		if col < 0 || l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "GH-SSH-00") || strings.TrimSpace(l[:min(col, len(l))]) == "" {
+			if len(l) < col {
+				t.Fatalf("line %q ends before the message column", l)
+			}
+			if n := len([]rune(l[col:])); n > maxMessageWidth {
+				t.Errorf("message line of %d runes: %q", n, l[col:])
+			}
+			text = append(text, l[col:])
+		}
+		if strings.HasPrefix(l, "2 checks") {
+			break
+		}
+	}
+	joined := strings.Join(text, " ")
+	if !strings.Contains(joined, "; want no") || !strings.Contains(strings.ReplaceAll(joined, " ", ""), long) {
+		t.Errorf("messages cut:\n%s", out)
+	}
+	if strings.Contains(out, "…") {
+		t.Errorf("a message was truncated:\n%s", out)
+	}
+}
+
+// TestSARIFFingerprints: a finding keeps its print when its message or
+// line changes, and two findings about one subject get distinct prints.
+func TestSARIFFingerprints(t *testing.T) {
+	prints := func(rep *Report) []string {
+		var doc struct {
+			Runs []struct {
+				Results []struct {
+					PartialFingerprints map[string]string `json:"partialFingerprints"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(render(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range doc.Runs[0].Results {
+			out = append(out, r.PartialFingerprints["gpuhostFinding/v1"])
+		}
+		return out
+	}
+	report := func(msg string, line int, files ...string) *Report {
+		res := Result{ID: "GH-TLS-006", Severity: "high", Status: StatusFail, Title: "t"}
+		for _, f := range files {
+			res.Messages = append(res.Messages, msg)
+			res.Findings = append(res.Findings, Finding{Message: msg, File: f, Line: line})
+		}
+		return &Report{Target: Target{Kind: "image", Ref: "/srv/a/ubuntu.qcow2"}, Results: []Result{res}}
+	}
+	a := prints(report("nginx.conf:36: ssl_protocols enables TLSv1.1", 36, "/etc/nginx/nginx.conf"))
+	b := prints(report("nginx.conf:40: ssl_protocols enables TLSv1.1 and more", 40, "/etc/nginx/nginx.conf"))
+	if len(a) != 1 || !slices.Equal(a, b) {
+		t.Errorf("the print follows the message or line: %v, %v", a, b)
+	}
+	moved := report("m", 36, "/etc/nginx/nginx.conf")
+	moved.Target.Ref = "/other/build/dir/ubuntu.qcow2"
+	if c := prints(moved); !slices.Equal(a, c) {
+		t.Errorf("the print follows the build directory: %v, %v", a, c)
+	}
+	twice := prints(&Report{Target: Target{Kind: "image", Ref: "x"}, Results: []Result{{ID: "GH-TLS-006", Severity: "high", Status: StatusFail,
+		Messages: []string{"a", "b"}, Findings: []Finding{{Message: "a", File: "/etc/n.conf", Line: 3}, {Message: "b", File: "/etc/n.conf", Line: 9}}}}})
+	if len(twice) != 2 || twice[0] == twice[1] {
+		t.Errorf("two findings in one file share a print: %v", twice)
 	}
 }

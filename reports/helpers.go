@@ -2,9 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -74,28 +72,6 @@ func sortedFrameworks(controls map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// locationRE matches a message that starts with an absolute path, an
-// optional line number, and a colon or the end: "/etc/ssh/sshd_config:12: x",
-// "/etc/crypttab: x", "/etc/nginx/nginx.conf:36".
-var locationRE = regexp.MustCompile(`^(/[^\s:]+)(?::([0-9]{1,9}))?(?::|$)`)
-
-// messageLocation pulls the file and line a policy message names, so
-// formats that know about source locations (SARIF) can point at them.
-// line is 0 when the message names a file but no line.
-func messageLocation(msg string) (path string, line int, ok bool) {
-	m := locationRE.FindStringSubmatch(msg)
-	if m == nil {
-		return "", 0, false
-	}
-	if m[2] != "" {
-		n, err := strconv.Atoi(m[2])
-		if err == nil && n > 0 {
-			line = n
-		}
-	}
-	return m[1], line, true
 }
 
 // truncate shortens s to at most n runes, marking the cut.

@@ -187,6 +187,23 @@ func (e *LineEncoder) appendResult(dst []byte, r *Result) ([]byte, error) {
 	if r.OutOfScope {
 		dst = append(dst, `,"out_of_scope":true`...)
 	}
+	if len(r.Findings) > 0 {
+		dst = append(dst, `,"findings":[`...)
+		for i, f := range r.Findings {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"message":`...)
+			dst = appendString(dst, f.Message)
+			dst = appendOptional(dst, `,"file":`, f.File)
+			if f.Line != 0 {
+				dst = appendInt(append(dst, `,"line":`...), f.Line)
+			}
+			dst = appendOptional(dst, `,"subject":`, f.Subject)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}'), nil
 }
 

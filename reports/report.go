@@ -91,7 +91,29 @@ type Result struct {
 	// target: a live probe on an image, or an sshd check where no sshd is
 	// installed or running. That is no gap in coverage.
 	OutOfScope bool `json:"out_of_scope,omitempty"`
+	// Findings repeat the messages of a failed or errored check with what
+	// the policy said each is about, where it said anything: the file and
+	// line, or the port or GPU. Absent when no message says more than its
+	// text.
+	Findings []Finding `json:"findings,omitempty"`
 }
+
+// Finding is one deny (or error) message and its subject. A policy gives
+// them as objects, {"msg": ..., "file": ..., "line": ..., "subject": ...},
+// where a plain message is a string.
+type Finding struct {
+	Message string `json:"message"`
+	// File is the path inside the target the finding is in; Line its line
+	// there, from 1, when the collector knew it.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Subject names what the finding is about when that is not a file: a
+	// port ("tcp/8080"), a GPU's UUID, a package.
+	Subject string `json:"subject,omitempty"`
+}
+
+// Located reports whether the finding says more than its message.
+func (f Finding) Located() bool { return f.File != "" || f.Line > 0 || f.Subject != "" }
 
 // Waiver is the waiver that applied to a result, or that would have applied
 // had it not expired (then Expired is true and the result is not waived).

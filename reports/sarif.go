@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"path"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -35,9 +38,16 @@ type (
 	sarifRun struct {
 		Tool              sarifTool              `json:"tool"`
 		AutomationDetails sarifAutomationDetails `json:"automationDetails"`
-		Invocations       []sarifInvocation      `json:"invocations"`
-		Results           []sarifResult          `json:"results"`
-		Properties        map[string]string      `json:"properties,omitempty"`
+		// OriginalURIBaseIDs says where IMAGEROOT, the scanned root that
+		// every artifact URI is relative to, was on the machine that scanned.
+		OriginalURIBaseIDs map[string]sarifBase `json:"originalUriBaseIds"`
+		Invocations        []sarifInvocation    `json:"invocations"`
+		Results            []sarifResult        `json:"results"`
+		Properties         map[string]string    `json:"properties,omitempty"`
+	}
+	sarifBase struct {
+		URI         string    `json:"uri,omitempty"`
+		Description sarifText `json:"description"`
 	}
 	sarifTool struct {
 		Driver sarifDriver `json:"driver"`
@@ -110,7 +120,8 @@ type (
 		Region           *sarifRegion  `json:"region,omitempty"`
 	}
 	sarifArtifact struct {
-		URI string `json:"uri"`
+		URI       string `json:"uri"`
+		URIBaseID string `json:"uriBaseId"`
 	}
 	sarifRegion struct {
 		StartLine int `json:"startLine"`
@@ -153,7 +164,19 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 		if res.Status != StatusFail && res.Status != StatusError && res.Status != StatusWaived {
 			continue
 		}
-		results = append(results, sarifResultFor(rep, res, index[res.ID]))
+		results = append(results, sarifResultsFor(rep, res, index[res.ID])...)
+	}
+	// Two findings of one check about one subject (two servers without
+	// protocols in one nginx file) would share a print; the later ones are
+	// told apart by their order, as code scanning's own line hashes are.
+	seen := map[string]int{}
+	for i := range results {
+		fp := results[i].PartialFingerprints
+		if n := seen[fp["gpuhostFinding/v1"]]; n > 0 {
+			fp["gpuhostFinding/v1"] += "/" + strconv.Itoa(n+1)
+			fp["primaryLocationLineHash"] = strings.TrimSuffix(fp["primaryLocationLineHash"], ":1") + ":" + strconv.Itoa(n+1)
+		}
+		seen[strings.Split(fp["gpuhostFinding/v1"], "/")[0]]++
 	}
 
 	var notes []sarifNotification
@@ -188,12 +211,16 @@ func (*sarif) Render(w io.Writer, rep *Report) error {
 		Version: sarifVersion,
 		Runs: []sarifRun{{
 			Tool: sarifTool{Driver: sarifDriver{
-				Name:           "gpuhost",
-				Version:        rep.ToolVersion,
+				Name: "gpuhost",
+				// SARIF tools compare versions that start with a number.
+				Version:        strings.TrimPrefix(rep.ToolVersion, "v"),
 				InformationURI: toolInfoURI,
 				Rules:          rules,
 			}},
-			AutomationDetails: sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/"},
+			// One category per image (or host), so code scanning keeps each
+			// image's alerts apart instead of closing one's with another's run.
+			AutomationDetails:  sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/" + targetName(rep.Target) + "/"},
+			OriginalURIBaseIDs: map[string]sarifBase{imageRoot: rootBase(rep.Target)},
 			// An errored check means the scan cannot be trusted as a whole.
 			Invocations: []sarifInvocation{{
 				ExecutionSuccessful:        !rep.Errored(),
@@ -239,49 +266,92 @@ func sarifRuleFor(res Result) sarifRule {
 	}
 }
 
-func sarifResultFor(rep *Report, res Result, ruleIndex int) sarifResult {
+// imageRoot is the uriBaseId of the scanned root: every artifact URI is a
+// path inside the target, relative to it, so a report reads the same
+// wherever the image was unpacked or built.
+const imageRoot = "IMAGEROOT"
+
+// sarifResultsFor turns one failed, errored or waived check into SARIF
+// results: one for each finding the policy located (a file, a port, a GPU),
+// and one for the messages it did not, which are about the check as a
+// whole and so point at the scanned root.
+func sarifResultsFor(rep *Report, res Result, ruleIndex int) []sarifResult {
+	located := map[string]bool{}
+	var out []sarifResult
+	for _, f := range res.Findings {
+		if !f.Located() {
+			continue
+		}
+		located[f.Message] = true
+		out = append(out, sarifResultOf(rep, res, ruleIndex, f.Message, f))
+	}
+	var rest []string
+	for _, m := range res.Messages {
+		if !located[m] {
+			rest = append(rest, m)
+		}
+	}
+	if len(rest) > 0 || len(out) == 0 {
+		text := strings.Join(rest, "; ")
+		if text == "" {
+			text = res.Title
+		}
+		out = append(out, sarifResultOf(rep, res, ruleIndex, text, Finding{}))
+	}
+	return out
+}
+
+func sarifResultOf(rep *Report, res Result, ruleIndex int, text string, f Finding) sarifResult {
 	level := severityLevel(res.Severity)
 	if res.Status == StatusError {
 		level = "error"
 	}
-	text := strings.Join(res.Messages, "; ")
-	if text == "" {
-		text = res.Title
+	// A file that is not a path in the target ("(command line)" for sshd's
+	// -o options) has no artifact; the finding points at the root.
+	file := f.File
+	if !strings.HasPrefix(file, "/") {
+		file = ""
 	}
-
-	uri, line := targetURI(rep.Target.Ref), 0
-	for _, msg := range res.Messages {
-		if p, l, ok := messageLocation(msg); ok {
-			uri, line = pathURI(p), l
-			break
-		}
+	phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(file), URIBaseID: imageRoot}}
+	if file != "" && f.Line > 0 {
+		phys.Region = &sarifRegion{StartLine: f.Line}
 	}
 	loc := sarifLocation{
-		PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: uri}},
+		PhysicalLocation: phys,
 		LogicalLocations: []sarifLogical{{
 			Name:               rep.Target.Ref,
 			FullyQualifiedName: rep.Target.Kind + ":" + rep.Target.Ref,
 			Kind:               rep.Target.Kind,
 		}},
 	}
-	if line > 0 {
-		loc.PhysicalLocation.Region = &sarifRegion{StartLine: line}
+	// What a finding is about names it across runs: the check, the target
+	// and the file, port or GPU. The message is left out, so rewording a
+	// policy or a changed value in it (a version, a count) is not a new
+	// alert; the line is left out of the finding's own print, so an edit
+	// above it is not either, and only the line hash follows the line.
+	subject := f.File
+	if f.Subject != "" {
+		subject += "#" + f.Subject
 	}
-
+	target := rep.Target.Kind + ":" + targetName(rep.Target)
 	out := sarifResult{
 		RuleID:    res.ID,
 		RuleIndex: ruleIndex,
 		Level:     level,
 		Message:   sarifText{Text: text},
 		Locations: []sarifLocation{loc},
-		// A fingerprint of what failed where lets code scanning follow one
-		// finding across runs even though the files are not in the repo.
-		PartialFingerprints: map[string]string{"gpuhostFinding/v1": fingerprint(rep.Target.Kind, rep.Target.Ref, res.ID, text)},
-		Properties:          map[string]string{"status": res.Status, "severity": res.Severity},
+		PartialFingerprints: map[string]string{
+			"gpuhostFinding/v1":       fingerprint(res.ID, target, subject),
+			"primaryLocationLineHash": fingerprint(res.ID, target, subject, strconv.Itoa(f.Line))[:16] + ":1",
+		},
+		Properties: map[string]string{"status": res.Status, "severity": res.Severity},
+	}
+	if f.Subject != "" {
+		out.Properties["subject"] = f.Subject
 	}
 	if w := res.Waiver; w != nil && w.Expired {
-		// A property, not the message: the message feeds the fingerprint,
-		// and a lapsed waiver does not make it another finding.
+		// A property, not the message, so the text says what is wrong and
+		// the waiver's lapse is said once, beside it.
 		out.Properties["expiredWaiver"] = expiredWaiverLine(w)
 	}
 	if res.Status == StatusWaived {
@@ -306,20 +376,58 @@ func severityLevel(sev string) string {
 	}
 }
 
-// pathURI turns a file path into a URI reference, escaping what a URI
-// cannot hold.
-func pathURI(p string) string {
-	u := url.URL{Path: p}
-	return u.String()
+// artifactURI turns a path inside the target into a URI reference relative
+// to IMAGEROOT, escaping what a URI cannot hold. A finding without a file
+// points at the root itself.
+func artifactURI(p string) string {
+	p = strings.TrimLeft(path.Clean("/"+p), "/")
+	if p == "" {
+		return "./"
+	}
+	// url.URL writes a first segment holding a colon as ./a:b, so it cannot
+	// read as a scheme.
+	return (&url.URL{Path: p}).String()
 }
 
-// targetURI is the artifact a result without a file points at: the scanned
-// target itself.
-func targetURI(ref string) string {
-	if ref == "" {
-		return "."
+// targetName is the target's stable name: an image's or a tree's file name
+// (not where it was built), or the host's name, so the same image scanned
+// in another build directory keeps its alerts.
+func targetName(t Target) string {
+	switch t.Kind {
+	case "image", "rootfs":
+		if t.Ref != "" {
+			return path.Base(filepath.ToSlash(t.Ref))
+		}
+	case "host":
+		if t.Hostname != "" {
+			return t.Hostname
+		}
 	}
-	return pathURI(ref)
+	if t.Ref == "" {
+		return "unnamed"
+	}
+	return t.Ref
+}
+
+// rootBase says where IMAGEROOT was: the tree's or the image's absolute
+// path as a file URI (an image's root is the file system inside it), the
+// host's root by its name. A relative path cannot become an absolute URI
+// without guessing the directory the scan ran in, so it is only described.
+func rootBase(t Target) sarifBase {
+	b := sarifBase{Description: sarifText{Text: "the root file system of " + t.Kind + " " + t.Ref}}
+	switch t.Kind {
+	case "rootfs", "image":
+		if filepath.IsAbs(t.Ref) {
+			b.URI = (&url.URL{Scheme: "file", Path: strings.TrimSuffix(filepath.ToSlash(t.Ref), "/") + "/"}).String()
+		}
+	case "host":
+		host := t.Hostname
+		if host == "" {
+			host = t.Ref
+		}
+		b.URI = (&url.URL{Scheme: "file", Host: host, Path: "/"}).String()
+	}
+	return b
 }
 
 func fingerprint(parts ...string) string {

@@ -10,11 +10,13 @@ import (
 	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
-// Column limits keep one result on one terminal line in the common case;
-// the full text is in every other format.
+// Column limits keep a row readable on a terminal. A title longer than
+// its column is cut (the full one is in every other format); a message is
+// never cut but wraps onto lines of its own under the message column, since
+// the end of a finding ("...; want no") is often what matters.
 const (
 	maxTitleWidth   = 60
-	maxMessageWidth = 120
+	maxMessageWidth = 100
 )
 
 // ANSI colours per status. Skip is dim yellow: present, but not a finding.
@@ -52,7 +54,7 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 			escape.Terminal(res.Severity),
 			escape.Terminal(res.Status),
 			truncate(escape.Terminal(res.Title), maxTitleWidth),
-			truncate(escape.Terminal(tableMessage(res)), maxMessageWidth),
+			escape.Terminal(tableMessage(res)),
 		})
 	}
 	widths := make([]int, len(header))
@@ -60,7 +62,7 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 		widths[i] = len(h)
 	}
 	for _, row := range rows {
-		for i, cell := range row {
+		for i, cell := range row[:len(row)-1] {
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
@@ -69,7 +71,13 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 	cov := coverageOf(rep)
 	bw.WriteString(escape.Terminal(coverageLine(cov)) + "\n")
 	for _, g := range cov.Gaps {
-		bw.WriteString("  " + truncate(escape.Terminal(gapLine(g)), maxMessageWidth+maxTitleWidth) + "\n")
+		for i, part := range wrap(escape.Terminal(gapLine(g)), maxMessageWidth+maxTitleWidth) {
+			indent := "  "
+			if i > 0 {
+				indent = "    "
+			}
+			bw.WriteString(indent + part + "\n")
+		}
 	}
 	bw.WriteString("\n")
 	t.writeRow(bw, header, widths, "")
@@ -92,10 +100,17 @@ func (t *table) Render(w io.Writer, rep *Report) error {
 }
 
 // writeRow pads every cell but the last on its visible width, so colour
-// codes never shift the columns.
+// codes never shift the columns, and wraps the last (the message) under
+// its own column.
 func (t *table) writeRow(w *bufio.Writer, row []string, widths []int, status string) {
+	parts := wrap(row[len(row)-1], maxMessageWidth)
+	row = append(row[:len(row)-1:len(row)-1], parts[0])
 	var line strings.Builder
+	indent := 0
 	for i, cell := range row {
+		if i < len(row)-1 {
+			indent += widths[i] + 2
+		}
 		last := i == len(row)-1
 		text := cell
 		if i == 2 && t.color && status != "" {
@@ -110,6 +125,41 @@ func (t *table) writeRow(w *bufio.Writer, row []string, widths []int, status str
 	}
 	w.WriteString(strings.TrimRight(line.String(), " "))
 	w.WriteByte('\n')
+	for _, part := range parts[1:] {
+		w.WriteString(strings.Repeat(" ", indent) + part + "\n")
+	}
+}
+
+// wrap breaks s into lines of at most width runes, at spaces where it can
+// and inside a word longer than a line where it must. It always returns at
+// least one line.
+func wrap(s string, width int) []string {
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		w := []rune(word)
+		for len(w) > width {
+			if len(cur) > 0 {
+				lines = append(lines, string(cur))
+				cur = nil
+			}
+			lines = append(lines, string(w[:width]))
+			w = w[width:]
+		}
+		switch {
+		case len(cur) == 0:
+			cur = w
+		case len(cur)+1+len(w) <= width:
+			cur = append(append(cur, ' '), w...)
+		default:
+			lines = append(lines, string(cur))
+			cur = w
+		}
+	}
+	if len(cur) > 0 || len(lines) == 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
 }
 
 // tableMessage is the one line that explains a row.

@@ -133,7 +133,7 @@ func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{"testdata/hardened-facts.json", "testdata/weak-facts.json",
-		"../policies/testdata/compliant-host.json", "../policies/testdata/noncompliant-image.json"}
+		"testdata/compliant-host.json", "testdata/noncompliant-image.json"}
 	var fleet [][]byte
 	for round := range 2 {
 		for _, f := range files {

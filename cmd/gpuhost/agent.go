@@ -92,7 +92,7 @@ func (a *app) agentCommand() *cobra.Command {
 	f.StringVar(&cfg.TokenFile, "token-file", "", "require this bearer token on every endpoint but /healthz")
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
-	return cmd
+	return a.collectsFacts(cmd)
 }
 
 // agentScan is one run's work: the facts of the host (or a rootfs), the

@@ -75,7 +75,7 @@ func (a *app) driftCommand() *cobra.Command {
 	cmd.Flags().StringVar(&rootfs, "rootfs", "", "compare an unpacked image root filesystem instead of the running host")
 	cmd.Flags().StringVar(&savedFacts, "facts", "", "compare a saved facts document (gpuhost.facts/v1) instead of the running host")
 	cmd.MarkFlagsMutuallyExclusive("rootfs", "facts")
-	return cmd
+	return a.collectsFacts(cmd)
 }
 
 // driftFacts collects the facts of a rootfs (live false) or the host, and

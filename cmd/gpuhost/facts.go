@@ -43,7 +43,7 @@ func (a *app) factsCommand() *cobra.Command {
 		},
 	}
 	hf.register(host)
-	cmd.AddCommand(rootfs, host, a.factsImageCommand())
+	cmd.AddCommand(a.collectsFacts(rootfs), a.collectsFacts(host), a.collectsFacts(a.factsImageCommand()))
 	return cmd
 }
 

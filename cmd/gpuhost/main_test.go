@@ -332,3 +332,34 @@ func TestFailOnSkip(t *testing.T) {
 		t.Errorf("a bad --fail-on-skip: exit %d, stderr %q", o.code, o.stderr)
 	}
 }
+
+// TestCLIHabits: --version answers like the version command, with a real
+// version; a missing argument or an unknown flag shows the usage; and
+// --trivy-db is offered only where facts are collected.
+func TestCLIHabits(t *testing.T) {
+	v := gpuhost(t, "", "--version")
+	if v.code != 0 || !strings.HasPrefix(v.stdout, "gpuhost ") || strings.Contains(v.stdout, "dev") {
+		t.Errorf("--version: exit %d %q %q", v.code, v.stdout, v.stderr)
+	}
+	if cmd := gpuhost(t, "", "version"); cmd.stdout != v.stdout {
+		t.Errorf("version says %q, --version %q", cmd.stdout, v.stdout)
+	}
+	for _, args := range [][]string{{"scan", "rootfs"}, {"facts", "image"}, {"scan", "rootfs", "x", "--no-such-flag"}} {
+		o := gpuhost(t, "", args...)
+		if o.code != 2 || !strings.Contains(o.stderr, "Usage:\n  gpuhost "+args[0]+" "+args[1]) {
+			t.Errorf("%v: exit %d, want 2 with usage:\n%s", args, o.code, o.stderr)
+		}
+	}
+	for _, args := range [][]string{{"history", "--help"}, {"policy", "test", "--help"}, {"report", "diff", "--help"}} {
+		if o := gpuhost(t, "", args...); strings.Contains(o.stdout, "--trivy-db") {
+			t.Errorf("%v offers --trivy-db, which it ignores", args)
+		}
+	}
+	if fullBuild {
+		for _, args := range [][]string{{"scan", "rootfs", "--help"}, {"facts", "host", "--help"}, {"agent", "--help"}, {"drift", "--help"}} {
+			if o := gpuhost(t, "", args...); !strings.Contains(o.stdout, "--trivy-db") {
+				t.Errorf("%v does not offer --trivy-db", args)
+			}
+		}
+	}
+}

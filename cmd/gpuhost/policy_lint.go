@@ -48,10 +48,11 @@ func (a *app) policyLintCommand() *cobra.Command {
 			if err != nil {
 				return untrusted(fmt.Errorf("reading %s: %w", filepath.Join(name, engine.ParamsSchemaFile), err))
 			}
-			findings, err := lint.Pack(cmd.Context(), fsys, name, schema)
+			rev, err := lint.Review(cmd.Context(), fsys, name, schema)
 			if err != nil {
 				return untrusted(err)
 			}
+			findings := rev.Findings
 			if format == "json" {
 				if findings == nil {
 					findings = []lint.Finding{}
@@ -67,6 +68,13 @@ func (a *app) policyLintCommand() *cobra.Command {
 					f.File = filepath.Join(name, f.File)
 					fmt.Fprintln(a.stdout, f.String())
 				}
+				// What was looked at, so a clean run is not silence.
+				verdict := "no problems"
+				if n := len(findings); n > 0 {
+					verdict = fmt.Sprintf("%d %s", n, plural(n, "problem", "problems"))
+				}
+				fmt.Fprintf(a.stdout, "checked %d %s in %d policy files (and %d test files) of the %s pack: %s\n",
+					rev.Checks, plural(rev.Checks, "check", "checks"), rev.PolicyFiles, rev.TestFiles, name, verdict)
 			}
 			if len(findings) > 0 {
 				return &exitError{code: 1, err: fmt.Errorf("%s: %d lint findings", name, len(findings))}
@@ -78,4 +86,11 @@ func (a *app) policyLintCommand() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "policy", "", "pack directory to lint (default: the embedded pack)")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

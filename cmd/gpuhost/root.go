@@ -41,8 +41,9 @@ type app struct {
 	logLevel       string
 	cpuProfile     string
 	profile        *os.File
-	// trivyDB is an offline trivy vulnerability DB; when set, every command
-	// that collects facts also matches the target's OS packages against it.
+	// trivyDB is an offline trivy vulnerability DB; when set, the command
+	// (one that collects facts) also matches the target's OS packages
+	// against it.
 	trivyDB string
 }
 
@@ -80,6 +81,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "gpuhost: %v\n\n%s", ue.err, ue.cmd.UsageString())
+		return scan.ExitUntrusted
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
@@ -113,12 +119,59 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	if vulnerabilityMatching {
-		root.PersistentFlags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): commands that collect facts also match OS packages against it; never downloaded")
-	}
 	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
 	root.AddCommand(a.buildCommands()...)
+	root.Version = versionLine()
+	root.SetVersionTemplate("gpuhost {{.Version}}\n")
+	usageOnMisuse(root)
 	return root
+}
+
+// versionLine is what --version and the version command print after the
+// program's name.
+func versionLine() string {
+	if !fullBuild {
+		return version.String() + " (lean build: no plan, manifest, sbom or --trivy-db)"
+	}
+	return version.String()
+}
+
+// usageError is a command line the command cannot take: a missing or extra
+// argument, an unknown flag. It is shown with the command's usage, since
+// SilenceUsage keeps usage off every other error.
+type usageError struct {
+	cmd *cobra.Command
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageOnMisuse makes every command's argument check and flag parsing
+// answer with its usage, so `gpuhost scan rootfs` says what it wants.
+func usageOnMisuse(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return &usageError{cmd: c, err: err}
+			}
+			return nil
+		}
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{cmd: c, err: err} })
+	for _, sub := range cmd.Commands() {
+		usageOnMisuse(sub)
+	}
+}
+
+// collectsFacts gives a command that collects facts its --trivy-db flag:
+// only such commands match packages against a DB, and a flag on a command
+// that ignores it (history, plan) would promise what it does not do.
+func (a *app) collectsFacts(cmd *cobra.Command) *cobra.Command {
+	if vulnerabilityMatching {
+		cmd.Flags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): also match the target's OS packages against it; never downloaded")
+	}
+	return cmd
 }
 
 func (a *app) versionCommand() *cobra.Command {
@@ -127,11 +180,7 @@ func (a *app) versionCommand() *cobra.Command {
 		Short: "Print the gpuhost version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !fullBuild {
-				_, err := fmt.Fprintln(a.stdout, "gpuhost", version.String(), "(lean build: no plan, manifest, sbom or --trivy-db)")
-				return err
-			}
-			_, err := fmt.Fprintln(a.stdout, "gpuhost", version.String())
+			_, err := fmt.Fprintln(a.stdout, "gpuhost", versionLine())
 			return err
 		},
 	}

@@ -261,7 +261,7 @@ func (a *app) scanCommand() *cobra.Command {
 	saved.Flags().IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "documents evaluated at once")
 	saved.Flags().BoolVar(&summary, "summary", false, "print one row per check with how many hosts fail, error, are waived, skip and pass it")
 
-	cmd.AddCommand(rootfs, host, saved, a.scanImageCommand())
+	cmd.AddCommand(a.collectsFacts(rootfs), a.collectsFacts(host), saved, a.collectsFacts(a.scanImageCommand()))
 	return cmd
 }
 

@@ -12,9 +12,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,4 +202,40 @@ func Run(t testing.TB, timeout time.Duration, name string, args ...string) strin
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
 	}
 	return out.String()
+}
+
+// BuiltTool returns the path of a tool that the Makefile builds or installs
+// into the repository's bin/ (make GOAL), or of the same name on PATH, or
+// skips the test (fails it under CI) naming the goal that provides it.
+func BuiltTool(t testing.TB, name, goal string) string {
+	t.Helper()
+	if root, err := RepoRoot(); err == nil {
+		if p := filepath.Join(root, "bin", name); isExec(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	missing(t, fmt.Sprintf("%s not found in bin/ or on PATH (make %s installs it)", name, goal))
+	return ""
+}
+
+// RepoRoot is the directory holding the module's go.mod, found upward from
+// the working directory (a test runs in its package's folder).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }

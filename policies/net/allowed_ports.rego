@@ -28,7 +28,8 @@ deny contains "parameter allowed_ports is not set" if {
 	not data.gpuhost.params.allowed_ports
 }
 
-deny contains msg if {
+# Each finding names its socket by protocol and port, so SARIF follows it.
+deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	data.gpuhost.params.allowed_ports
 	some l in object.get(input.network, "listening", [])
 	not lib.loopback(l.address)

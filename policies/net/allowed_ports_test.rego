@@ -25,8 +25,8 @@ test_fail_unexpected_ports if {
 		{"proto": "udp", "address": "0.0.0.0", "port": 5353},
 	])
 	check.deny == {
-		"tcp 10.0.0.5 port 8080 (python3) is listening and not in allowed_ports",
-		"udp 0.0.0.0 port 5353 is listening and not in allowed_ports",
+		{"msg": "tcp 10.0.0.5 port 8080 (python3) is listening and not in allowed_ports", "subject": "tcp/8080"},
+		{"msg": "udp 0.0.0.0 port 5353 is listening and not in allowed_ports", "subject": "udp/5353"},
 	} with input as f with data.gpuhost.params as params
 }
 

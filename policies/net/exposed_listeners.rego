@@ -64,7 +64,8 @@ admitted_by(p, port) := ": no firewall is configured" if {
 	lower(fw.default_input_policy) == "accept"
 }
 
-deny contains msg if {
+# Each finding names its socket by protocol and port, so SARIF follows it.
+deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	not fw.kernel_error
 	fw != null
 	data.gpuhost.params.allowed_ports
@@ -75,7 +76,7 @@ deny contains msg if {
 	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
 }
 
-error contains msg if {
+error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	not fw.kernel_error
 	fw != null
 	data.gpuhost.params.allowed_ports

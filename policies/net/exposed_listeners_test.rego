@@ -20,7 +20,7 @@ fw(extra) := object.union(
 facts(listening, firewall) := {"target": {"kind": "host"}, "network": {"listening": listening, "firewall": firewall}}
 
 test_fail_listener_admitted_by_rule if {
-	check.deny == {"tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is admitted by inet filter services handle 7: tcp dport @web accept"} with input as facts([web], fw({}))
+	check.deny == {{"msg": "tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is admitted by inet filter services handle 7: tcp dport @web accept", "subject": "tcp/8080"}} with input as facts([web], fw({}))
 		with data.gpuhost.params as params
 }
 
@@ -41,9 +41,9 @@ test_pass_allowed_loopback_and_dropped if {
 
 test_fail_policy_accept_and_no_firewall if {
 	l := {"proto": "tcp6", "address": "::", "port": 9000}
-	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: the nftables firewall's input policy is accept"} with input as facts([l], fw({"default_input_policy": "accept"}))
+	check.deny == {{"msg": "tcp6 :: port 9000 is not in allowed_ports and is admitted: the nftables firewall's input policy is accept", "subject": "tcp6/9000"}} with input as facts([l], fw({"default_input_policy": "accept"}))
 		with data.gpuhost.params as params
-	check.deny == {"tcp6 :: port 9000 is not in allowed_ports and is admitted: no firewall is configured"} with input as facts([l], {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
+	check.deny == {{"msg": "tcp6 :: port 9000 is not in allowed_ports and is admitted: no firewall is configured", "subject": "tcp6/9000"}} with input as facts([l], {"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": []})
 		with data.gpuhost.params as params
 }
 
@@ -62,7 +62,7 @@ test_error_kernel_unreadable if {
 test_error_unmodeled_may_admit if {
 	l := {"proto": "tcp", "address": "10.0.0.5", "port": 5432, "process": "postgres"}
 	f := facts([l], fw({"unmodeled": [{"rule": "inet filter input handle 9: ip saddr 10.0.0.0/8 accept", "reason": "cannot evaluate ip saddr", "may_accept": true}]}))
-	check.error == {"tcp 10.0.0.5 port 5432 (postgres) may be admitted by inet filter input handle 9: ip saddr 10.0.0.0/8 accept (cannot evaluate ip saddr)"} with input as f
+	check.error == {{"msg": "tcp 10.0.0.5 port 5432 (postgres) may be admitted by inet filter input handle 9: ip saddr 10.0.0.0/8 accept (cannot evaluate ip saddr)", "subject": "tcp/5432"}} with input as f
 		with data.gpuhost.params as params
 }
 

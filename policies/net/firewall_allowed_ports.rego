@@ -29,7 +29,7 @@ deny contains "parameter allowed_ports is not set" if {
 	not data.gpuhost.params.allowed_ports
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": sprintf("port/%d", [port])} if {
 	data.gpuhost.params.allowed_ports
 	fw != null
 	some port in object.get(fw, "allowed_ports", [])

@@ -14,8 +14,8 @@ test_pass_only_allowed if {
 
 test_fail_extra_ports if {
 	check.deny == {
-		"the nftables firewall accepts inbound port 80, which is not in allowed_ports",
-		"the nftables firewall accepts inbound port 6443, which is not in allowed_ports",
+		{"msg": "the nftables firewall accepts inbound port 80, which is not in allowed_ports", "subject": "port/80"},
+		{"msg": "the nftables firewall accepts inbound port 6443, which is not in allowed_ports", "subject": "port/6443"},
 	} with input as facts([22, 80, 6443]) with data.gpuhost.params as params
 }
 

@@ -37,6 +37,6 @@ test_offered_prefers_the_wire if {
 }
 
 test_match_settings if {
-	lib.match_settings(daemon, "passwordauthentication") == {{"block": "Match User x (/etc/ssh/sshd_config:9)", "value": "yes", "at": "/etc/ssh/sshd_config.d/x.conf:2"}}
+	lib.match_settings(daemon, "passwordauthentication") == {{"block": "Match User x (/etc/ssh/sshd_config:9)", "value": "yes", "at": "/etc/ssh/sshd_config.d/x.conf:2", "file": "/etc/ssh/sshd_config.d/x.conf", "line": 2}}
 	lib.match_settings(daemon, "permitrootlogin") == set()
 }

@@ -34,7 +34,7 @@ deny contains msg if {
 	msg := sprintf("%s: %s is %q; want no", [lib.name(d), keyword, v])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	some d in lib.daemons
 	some keyword, _ in settings
 	some s in lib.match_settings(d, lower(keyword))

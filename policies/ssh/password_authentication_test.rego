@@ -40,7 +40,10 @@ match_user := [{"file": "/tmp/weak/sshd_config", "line": 12, "criteria": "User x
 
 test_fail_match_turns_passwords_back_on if {
 	f := {"target": {"kind": "host"}, "ssh": {"daemons": [daemon("no", match_user)]}}
-	check.deny == {"sshd pid 812 (127.0.0.1:2222; /tmp/weak/sshd_config): Match User x (/tmp/weak/sshd_config:12) turns PasswordAuthentication back to \"yes\" at /tmp/weak/sshd_config:13; want no"} with input as f
+	check.deny == {{
+		"msg": "sshd pid 812 (127.0.0.1:2222; /tmp/weak/sshd_config): Match User x (/tmp/weak/sshd_config:12) turns PasswordAuthentication back to \"yes\" at /tmp/weak/sshd_config:13; want no",
+		"file": "/tmp/weak/sshd_config", "line": 13,
+	}} with input as f
 }
 
 test_every_daemon_is_judged if {

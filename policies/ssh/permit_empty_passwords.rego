@@ -24,7 +24,7 @@ deny contains msg if {
 	msg := sprintf("%s: PermitEmptyPasswords is %q; want no", [lib.name(d), v])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	some d in lib.daemons
 	some s in lib.match_settings(d, "permitemptypasswords")
 	lower(s.value) != "no"

@@ -17,5 +17,8 @@ test_fail_match if {
 		"file": "/x", "line": 3, "criteria": "Address 10.0.0.0/8",
 		"settings": [{"keyword": "permitemptypasswords", "value": "yes", "file": "/x", "line": 4}],
 	}]}
-	check.deny == {"sshd pid 5 (127.0.0.1:2222; /x): Match Address 10.0.0.0/8 (/x:3) sets PermitEmptyPasswords \"yes\" at /x:4; want no"} with input as {"ssh": {"daemons": [d]}}
+	check.deny == {{
+		"msg": "sshd pid 5 (127.0.0.1:2222; /x): Match Address 10.0.0.0/8 (/x:3) sets PermitEmptyPasswords \"yes\" at /x:4; want no",
+		"file": "/x", "line": 4,
+	}} with input as {"ssh": {"daemons": [d]}}
 }

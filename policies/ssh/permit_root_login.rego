@@ -41,7 +41,7 @@ deny contains msg if {
 	msg := sprintf("%s: PermitRootLogin is %s (%s): %s; want no", [lib.name(d), d.permit_root_login, origin(d), why(v)])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	some d in lib.daemons
 	some s in lib.match_settings(d, "permitrootlogin")
 	v := lower(s.value)

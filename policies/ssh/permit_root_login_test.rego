@@ -33,5 +33,8 @@ test_fail_match if {
 			{"keyword": "permitrootlogin", "value": "no", "file": "/x", "line": 5},
 		],
 	}]}
-	check.deny == {"sshd pid 5 (127.0.0.1:2222; /x): Match Group admins (/x:3) sets PermitRootLogin yes at /x:4: root may log in with a password; want no"} with input as {"ssh": {"daemons": [d]}}
+	check.deny == {{
+		"msg": "sshd pid 5 (127.0.0.1:2222; /x): Match Group admins (/x:3) sets PermitRootLogin yes at /x:4: root may log in with a password; want no",
+		"file": "/x", "line": 4,
+	}} with input as {"ssh": {"daemons": [d]}}
 }

@@ -32,14 +32,16 @@ deny contains "parameter weak_tls_protocols is not set" if {
 	not data.gpuhost.params.weak_tls_protocols
 }
 
-deny contains msg if {
+# Each finding names the directive's file and line, and the protocol, so a
+# SARIF consumer points at the line and tells two weak protocols apart.
+deny contains {"msg": msg, "file": e.file, "line": e.line, "subject": p} if {
 	some e in entries
 	some p in e.protocols
 	weak(p)
 	msg := sprintf("%s:%d: ssl_protocols enables %s", [e.file, e.line, p])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "file": e.file, "line": e.line} if {
 	some e in entries
 	count(object.get(e, "protocols", [])) == 0
 	msg := sprintf("%s:%d: no protocols recorded for this TLS server; nginx's default enables TLS 1.2 and older", [e.file, e.line])

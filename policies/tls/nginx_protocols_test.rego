@@ -21,14 +21,17 @@ test_fail_weak_protocols if {
 		{"file": "/etc/nginx/sites-enabled/default", "line": 12, "protocols": ["TLSv1.3"]},
 	])
 	check.deny == {
-		"/etc/nginx/nginx.conf:30: ssl_protocols enables TLSv1.1",
-		"/etc/nginx/nginx.conf:30: ssl_protocols enables TLSv1.2",
+		{"msg": "/etc/nginx/nginx.conf:30: ssl_protocols enables TLSv1.1", "file": "/etc/nginx/nginx.conf", "line": 30, "subject": "TLSv1.1"},
+		{"msg": "/etc/nginx/nginx.conf:30: ssl_protocols enables TLSv1.2", "file": "/etc/nginx/nginx.conf", "line": 30, "subject": "TLSv1.2"},
 	} with input as f with data.gpuhost.params as params
 }
 
 test_fail_no_protocols if {
 	f := facts([{"file": "/etc/nginx/sites-enabled/api", "line": 4, "protocols": []}])
-	check.deny == {"/etc/nginx/sites-enabled/api:4: no protocols recorded for this TLS server; nginx's default enables TLS 1.2 and older"} with input as f
+	check.deny == {{
+		"msg": "/etc/nginx/sites-enabled/api:4: no protocols recorded for this TLS server; nginx's default enables TLS 1.2 and older",
+		"file": "/etc/nginx/sites-enabled/api", "line": 4,
+	}} with input as f
 		with data.gpuhost.params as params
 }
 

@@ -68,10 +68,29 @@ func (f Finding) String() string {
 // findings are sorted by file and line; the error is for a pack that cannot
 // be read at all, or a schema that is not JSON.
 func Pack(ctx context.Context, fsys fs.FS, name string, schema []byte) ([]Finding, error) {
+	r, err := Review(ctx, fsys, name, schema)
+	if err != nil {
+		return nil, err
+	}
+	return r.Findings, nil
+}
+
+// Reviewed is what a lint run looked at, so a clean run can say what it
+// found clean, and its findings.
+type Reviewed struct {
+	// Checks counts the distinct check ids; PolicyFiles and TestFiles the
+	// Rego files read.
+	Checks, PolicyFiles, TestFiles int
+	Findings                       []Finding
+}
+
+// Review is Pack, with what it reviewed.
+func Review(ctx context.Context, fsys fs.FS, name string, schema []byte) (*Reviewed, error) {
 	src, err := engine.LoadFS(fsys, name)
 	if err != nil {
 		return nil, err
 	}
+	rev := &Reviewed{}
 	var declared map[string]bool
 	if schema != nil {
 		if declared, err = schemaProperties(schema); err != nil {
@@ -107,9 +126,11 @@ func Pack(ctx context.Context, fsys fs.FS, name string, schema []byte) ([]Findin
 			continue
 		}
 		if strings.HasSuffix(p, "_test.rego") {
+			rev.TestFiles++
 			clean.Modules[p] = raw
 			continue
 		}
+		rev.PolicyFiles++
 		ok := checkModule(p, m, seen, add)
 		if ok {
 			clean.Modules[p] = raw
@@ -137,7 +158,8 @@ func Pack(ctx context.Context, fsys fs.FS, name string, schema []byte) ([]Findin
 		}
 		return out[i].Line < out[j].Line
 	})
-	return out, nil
+	rev.Checks, rev.Findings = len(seen), out
+	return rev, nil
 }
 
 // checkModule applies the METADATA, id and folder rules to one parsed

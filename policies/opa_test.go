@@ -1,0 +1,54 @@
+package policies
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// TestUpstreamOPA runs the pack through the opa binary the way a policy
+// author would from a checkout: `opa test policies` must load the folder
+// as it is (no fixture merging into data) and run every test we run,
+// `opa check --strict` must find nothing and `opa fmt --list` nothing to
+// reformat. The binary is the OPA release go.mod pins (make opa).
+func TestUpstreamOPA(t *testing.T) {
+	opa := testutil.BuiltTool(t, "opa", "opa")
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(opa, args...)
+		cmd.Dir = root
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+
+	tests := 0
+	for p, m := range loadModules(t) {
+		if !isTestFile(p) {
+			continue
+		}
+		for _, r := range m.Rules {
+			if strings.HasPrefix(r.Head.Name.String(), "test_") {
+				tests++
+			}
+		}
+	}
+	out, err := run("test", "policies")
+	if want := fmt.Sprintf("PASS: %d/%d", tests, tests); err != nil || strings.TrimSpace(out) != want {
+		t.Errorf("opa test policies: %v; want %q, got:\n%s", err, want, out)
+	}
+	if out, err := run("check", "--strict", "policies"); err != nil || out != "" {
+		t.Errorf("opa check --strict policies: %v\n%s", err, out)
+	}
+	if out, err := run("fmt", "--list", "--fail", "policies"); err != nil || out != "" {
+		t.Errorf("opa fmt --list policies would reformat: %v\n%s", err, out)
+	}
+}
