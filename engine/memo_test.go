@@ -402,3 +402,36 @@ func TestItemsWithAlikeNamesStayApart(t *testing.T) {
 		}
 	}
 }
+
+// findingPolicy writes finding objects: where and about what a failure is
+// goes into the object's fields, which say nothing about whether it fails.
+const findingPolicy = `# METADATA
+# title: Findings
+# custom:
+#   id: GH-MEMO-007
+#   severity: low
+#   remediation: none
+#   targets: [host]
+#   requires: []
+package gpuhost.memo.findings
+
+deny contains {"msg": msg, "subject": d.uuid} if {
+	some d in input.gpu.devices
+	d.ecc.current == false
+	msg := sprintf("GPU %d runs with ECC off", [d.index])
+}
+
+deny contains {"msg": "weak", "file": c.file, "line": c.line} if {
+	some c in input.ssh.ciphers
+	c.weak
+}
+`
+
+func TestFindingFieldsArePrinted(t *testing.T) {
+	e := memoEngine(t, 10, map[string]string{"memo/findings.rego": findingPolicy})
+	want := "[gpu.devices[*]? gpu.devices[*].ecc.current gpu.devices[*].index! gpu.devices[*].uuid! " +
+		"ssh.ciphers[*]? ssh.ciphers[*].file! ssh.ciphers[*].line! ssh.ciphers[*].weak]"
+	if rs := e.reads[0]; rs == nil || fmt.Sprint(rs.items) != want {
+		t.Errorf("reads:\n got %v\nwant %s", rs.items, want)
+	}
+}

@@ -491,6 +491,17 @@ func (a *ruleAnalysis) findMessage(r *ast.Rule) {
 			switch {
 			case x.IsEquality():
 				l, lok := x.Operand(0).Value.(ast.Var)
+				if obj := findingObject(x); lok && a.message[l] && obj != nil {
+					// A finding object: the text, file, line and subject
+					// of one finding are all written out, never tested.
+					obj.Foreach(func(_, v *ast.Term) {
+						if fv, isVar := v.Value.(ast.Var); isVar && !a.message[fv] && a.uses[fv] == 2 {
+							a.message[fv] = true
+							changed = true
+						}
+					})
+					continue
+				}
 				rv, rok := x.Operand(1).Value.(ast.Var)
 				if !lok || !rok {
 					continue
@@ -508,6 +519,29 @@ func (a *ruleAnalysis) findMessage(r *ast.Rule) {
 			}
 		}
 	}
+}
+
+// findingObject is the object of `local = {"msg": ..., "subject": ...}`, the
+// form the compiler gives a rule whose head is a finding object, or nil.
+// Its keys must be strings.
+func findingObject(x *ast.Expr) ast.Object {
+	if !x.IsEquality() {
+		return nil
+	}
+	obj, isObj := x.Operand(1).Value.(ast.Object)
+	if !isObj {
+		return nil
+	}
+	plain := true
+	obj.Foreach(func(k, _ *ast.Term) {
+		if _, isStr := k.Value.(ast.String); !isStr {
+			plain = false
+		}
+	})
+	if !plain {
+		return nil
+	}
+	return obj
 }
 
 func (a *ruleAnalysis) isMessageCandidate(r *ast.Rule) bool {
@@ -566,6 +600,14 @@ func (a *ruleAnalysis) readExpr(x *ast.Expr) {
 	if x.IsEquality() {
 		if l, lok := x.Operand(0).Value.(ast.Var); lok && a.message[l] {
 			if r, rok := x.Operand(1).Value.(ast.Var); rok && a.message[r] {
+				return
+			}
+			if obj := findingObject(x); obj != nil {
+				obj.Foreach(func(k, v *ast.Term) {
+					if fv, isVar := v.Value.(ast.Var); !isVar || !a.message[fv] {
+						a.valueWalk(v)
+					}
+				})
 				return
 			}
 		}

@@ -39,7 +39,7 @@ flavor := input.gpu.kernel_module_type
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	# Bound once here: a rule reference inside the loop is a lookup per GPU.
 	b := branch
 	some d in input.gpu.devices
@@ -47,14 +47,14 @@ deny contains msg if {
 	msg := sprintf("GPU %d (%s) (%s, %s) needs driver branch %d or newer; the %s branch is %d", [d.index, d.uuid, d.name, d.architecture, d.min_driver_branch, source, b])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	flavor == "proprietary"
 	some d in input.gpu.devices
 	d.open_module_required
 	msg := sprintf("GPU %d (%s) (%s, %s) runs only on the open kernel modules; the proprietary module is loaded", [d.index, d.uuid, d.name, d.architecture])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	flavor == "open"
 	some d in input.gpu.devices
 	d.open_module_supported == false

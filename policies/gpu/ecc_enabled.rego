@@ -18,13 +18,13 @@ package gpuhost.gpu.ecc_enabled
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.ecc.current == false
 	msg := sprintf("GPU %d (%s) runs with ECC off", [d.index, d.uuid])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.ecc.pending != d.ecc.current
 	msg := sprintf("GPU %d (%s) has an ECC mode change pending (current %v, pending %v)", [d.index, d.uuid, d.ecc.current, d.ecc.pending])

@@ -25,7 +25,7 @@ skip contains "params.gpu_mig is not set: no MIG mode is expected" if want == nu
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	# Bound once here: a rule reference inside the loop is a lookup per GPU.
 	w := want
 	w != null
@@ -34,7 +34,7 @@ deny contains msg if {
 	msg := sprintf("GPU %d (%s) has MIG mode %v; want %v", [d.index, d.uuid, d.mig.current, w])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	want != null
 	some d in input.gpu.devices
 	d.mig.pending != d.mig.current

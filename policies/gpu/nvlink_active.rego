@@ -44,7 +44,7 @@ matched if {
 
 skip contains "no GPU's name matches a key of params.gpu_nvlink_links" if not matched
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	n := links_for(d.name)
 	n > 0

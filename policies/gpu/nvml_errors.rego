@@ -20,7 +20,7 @@ package gpuhost.gpu.nvml_errors
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	some e in d.errors
 	msg := sprintf("GPU %d (%s): %s", [d.index, d.uuid, e])

@@ -22,14 +22,14 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 # Two rules rather than one calling a function per GPU: a call costs more
 # than the comparison it holds. Both write the same message, so a link
 # short on both counts is one finding.
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	p := d.pcie
 	p.gen_current < p.gen_max
 	msg := sprintf("GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	p := d.pcie
 	p.width_current < p.width_max

@@ -18,7 +18,7 @@ package gpuhost.gpu.persistence_mode
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.persistence_mode == false
 	msg := sprintf("GPU %d (%s) runs with persistence mode off", [d.index, d.uuid])

@@ -19,13 +19,13 @@ package gpuhost.gpu.remapped_rows
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.remapped_rows.pending
 	msg := sprintf("GPU %d (%s) has a row remap pending a GPU reset (%d uncorrectable rows remapped)", [d.index, d.uuid, d.remapped_rows.uncorrectable])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.remapped_rows.failed
 	msg := sprintf("GPU %d (%s) failed to remap a row: it has no spare rows left", [d.index, d.uuid])

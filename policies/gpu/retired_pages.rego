@@ -21,13 +21,13 @@ limit := object.get(data.gpuhost.params, "gpu_retired_pages_max", 63)
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.retired_pages.pending
 	msg := sprintf("GPU %d (%s) has a page retirement pending a GPU reset", [d.index, d.uuid])
 }
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.retired_pages.count >= limit
 	msg := sprintf("GPU %d (%s) has %d retired pages; the limit is %d", [d.index, d.uuid, d.retired_pages.count, limit])

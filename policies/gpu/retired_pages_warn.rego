@@ -20,7 +20,7 @@ warn := object.get(data.gpuhost.params, "gpu_retired_pages_warn", 15)
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.retired_pages.count >= warn
 	msg := sprintf("GPU %d (%s) has %d retired pages (warning from %d)", [d.index, d.uuid, d.retired_pages.count, warn])

@@ -22,7 +22,7 @@ margin := data.gpuhost.params.gpu_temperature_margin_c
 
 skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason", "")]) if input.gpu.available == false
 
-deny contains msg if {
+deny contains {"msg": msg, "subject": d.uuid} if {
 	# Bound once here: a rule reference inside the loop is a lookup per GPU.
 	m := margin
 	some d in input.gpu.devices

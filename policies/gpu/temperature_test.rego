@@ -5,11 +5,11 @@ import data.gpuhost.gpu.temperature as check
 host(t) := {"gpu": {"available": true, "devices": [{"index": 0, "uuid": "GPU-0", "temperature_c": t, "temperature_slowdown_c": 90}]}}
 
 test_pass if {
-	check.deny == set() with input as host(79) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
+	msgs(check.deny) == set() with input as host(79) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
 }
 
 test_fail if {
-	check.deny == {"GPU 0 (GPU-0) is at 80C; it slows down at 90C and must stay 10C below"} with input as host(80) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
+	msgs(check.deny) == {"GPU 0 (GPU-0) is at 80C; it slows down at 90C and must stay 10C below"} with input as host(80) with data.gpuhost.params as {"gpu_temperature_margin_c": 10}
 }
 
 test_skip_unavailable if {
@@ -17,6 +17,13 @@ test_skip_unavailable if {
 }
 
 test_default_margin if {
-	check.deny == {"GPU 0 (GPU-0) is at 81C; it slows down at 90C and must stay 10C below"} with input as host(81) with data.gpuhost.params as {}
-	check.deny == set() with input as host(79) with data.gpuhost.params as {}
+	msgs(check.deny) == {"GPU 0 (GPU-0) is at 81C; it slows down at 90C and must stay 10C below"} with input as host(81) with data.gpuhost.params as {}
+	msgs(check.deny) == set() with input as host(79) with data.gpuhost.params as {}
 }
+
+# msgs is the text of each finding: a string, or a finding object's msg.
+msgs(findings) := {m | some f in findings; m := text(f)}
+
+text(f) := f.msg if is_object(f)
+
+text(f) := f if is_string(f)
