@@ -82,7 +82,7 @@ func collectNginxFor(env *collector.Env) ([]facts.NginxTLS, error) {
 	if !env.Live {
 		return CollectNginx(env.FS)
 	}
-	masters, err := nginxMasters(env.FS)
+	masters, err := runningDaemons(env.FS, "nginx", NginxCommandLine)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +167,41 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	return nil
 }
 
+// collectContainerd reads, on a live host, the configuration the running
+// containerd was started with (its --config), and otherwise (or when none
+// runs) /etc/containerd/config.toml when there is one. A running containerd
+// whose file is missing runs on built-in defaults, which have no nvidia
+// runtime: that is an error to report, not a runtime to skip.
+func collectContainerd(env *collector.Env) (*facts.Containerd, error) {
+	if env.Live {
+		running, err := runningDaemons(env.FS, "containerd", ContainerdCommandLine)
+		if err != nil {
+			return nil, err
+		}
+		if len(running) > 0 {
+			d := running[0]
+			if len(running) > 1 && env.Log != nil {
+				env.Log.Warn("several containerd daemons run; reading the first", "pid", d.pid, "daemons", len(running))
+			}
+			ctd, err := LoadContainerd(env.FS, d.conf)
+			if err != nil {
+				return nil, fmt.Errorf("reading the configuration of containerd pid %d: %w", d.pid, err)
+			}
+			ctd.Source, ctd.PID = "process", d.pid
+			return ctd, nil
+		}
+	}
+	if !exists(env.FS, ContainerdConfigPath) {
+		return nil, nil
+	}
+	ctd, err := LoadContainerd(env.FS, ContainerdConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	ctd.Source = "file"
+	return ctd, nil
+}
+
 // runtimeCollector fills container_runtime from containerd, docker and CDI.
 type runtimeCollector struct{}
 
@@ -179,15 +214,13 @@ func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 		return err
 	}
 	rt := &facts.ContainerRuntime{CDISpecs: []facts.CDISpec{}}
-	if exists(env.FS, ContainerdConfigPath) {
-		ctd, err := LoadContainerd(env.FS, ContainerdConfigPath)
-		if err != nil {
-			return err
-		}
-		rt.Containerd = ctd
-		if ctd.ConfigVersion == 1 && env.Log != nil {
-			env.Log.Debug("containerd config has no version; reading it as version 2", "file", ctd.ConfigPath)
-		}
+	ctd, err := collectContainerd(env)
+	if err != nil {
+		return err
+	}
+	rt.Containerd = ctd
+	if ctd != nil && ctd.ConfigVersion == 1 && env.Log != nil {
+		env.Log.Debug("containerd config has no version; reading it as version 2", "file", ctd.ConfigPath)
 	}
 	data, err := readText(env.FS, DockerDaemonPath)
 	switch {

@@ -157,20 +157,22 @@ func absoluteFor(fsys sysroot.FS, pid int, name string) (string, error) {
 	return path.Join(cwd, name), nil
 }
 
-// nginxMaster is a running nginx master and the configuration it loaded.
-type nginxMaster struct {
+// daemon is a running daemon and the configuration file it loaded.
+type daemon struct {
 	pid  int
 	conf string
 }
 
-// nginxMasters lists the running nginx masters, by pid. Processes that end
-// during the walk, or whose files cannot be read, are left out.
-func nginxMasters(fsys sysroot.FS) ([]nginxMaster, error) {
+// runningDaemons lists, by pid, the running processes named name (their
+// comm and argv[0]) with the configuration file confOf finds on their
+// command line. Processes that end during the walk, or whose files cannot
+// be read, are left out.
+func runningDaemons(fsys sysroot.FS, name string, confOf func(argv []string) (string, error)) ([]daemon, error) {
 	entries, err := fsys.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
 	}
-	var out []nginxMaster
+	var out []daemon
 	seen := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -181,19 +183,50 @@ func nginxMasters(fsys sysroot.FS) ([]nginxMaster, error) {
 			break
 		}
 		comm, err := fsys.ReadFileLimit("/proc/"+e.Name()+"/comm", 256)
-		if err != nil || strings.TrimSpace(string(comm)) != "nginx" {
+		if err != nil || strings.TrimSpace(string(comm)) != name {
 			continue
 		}
 		argv, err := readCmdline(fsys, pid)
-		if err != nil || len(argv) == 0 || path.Base(argv[0]) != "nginx" {
+		if err != nil || len(argv) == 0 || path.Base(argv[0]) != name {
 			continue
 		}
-		conf, err := NginxCommandLine(argv)
+		conf, err := confOf(argv)
 		if err != nil {
 			continue
 		}
-		out = append(out, nginxMaster{pid: pid, conf: conf})
+		if conf, err = absoluteFor(fsys, pid, conf); err != nil {
+			continue
+		}
+		out = append(out, daemon{pid: pid, conf: conf})
 	}
-	slices.SortFunc(out, func(a, b nginxMaster) int { return a.pid - b.pid })
+	slices.SortFunc(out, func(a, b daemon) int { return a.pid - b.pid })
 	return out, nil
+}
+
+// ContainerdCommandLine returns the configuration file a containerd command
+// line names (--config or -c, as FILE or =FILE), or the default.
+func ContainerdCommandLine(argv []string) (string, error) {
+	conf := ContainerdConfigPath
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "config" && name != "c") {
+			continue
+		}
+		if !hasVal {
+			if i+1 == len(argv) {
+				return "", fmt.Errorf("%s needs a file", a)
+			}
+			i++
+			val = argv[i]
+		}
+		if val == "" {
+			return "", fmt.Errorf("%s names no file", a)
+		}
+		conf = val
+	}
+	return conf, nil
 }

@@ -457,6 +457,11 @@ type Containerd struct {
 	SystemdCgroup       *bool `json:"systemd_cgroup"`
 	NvidiaSystemdCgroup *bool `json:"nvidia_systemd_cgroup"`
 	CDIEnabled          bool  `json:"cdi_enabled"`
+	// Source is "process" when the file is the one a running containerd
+	// was started with (PID), "file" when it is the default file read
+	// without a running daemon.
+	Source string `json:"source,omitempty"`
+	PID    int    `json:"pid,omitempty"`
 }
 
 // Docker is /etc/docker/daemon.json.
