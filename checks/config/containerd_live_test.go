@@ -2,8 +2,6 @@ package config
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,26 +14,14 @@ import (
 // runtime, and /etc/containerd/gpu.toml with it.
 func liveRoot(t *testing.T, argv ...string) string {
 	t.Helper()
-	root := t.TempDir()
-	files := map[string]string{
-		"proc/4242/comm":                   "containerd\n",
-		"proc/4242/cmdline":                strings.Join(argv, "\x00") + "\x00",
-		"proc/77/comm":                     "containerd-shim\n",
-		"proc/77/cmdline":                  "/usr/bin/containerd-shim\x00",
-		"etc/containerd/config.toml":       "version = 2\n",
-		"etc/containerd/gpu.toml":          "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"nvidia\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\nruntime_type = \"io.containerd.runc.v2\"\n",
-		"usr/bin/nvidia-container-runtime": "#!/bin/sh\n",
-	}
-	for name, text := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
+	return writeTree(t, map[string]string{
+		"proc/4242/comm":             "containerd\n",
+		"proc/4242/cmdline":          strings.Join(argv, "\x00") + "\x00",
+		"proc/77/comm":               "containerd-shim\n",
+		"proc/77/cmdline":            "/usr/bin/containerd-shim\x00",
+		"etc/containerd/config.toml": "version = 2\n",
+		"etc/containerd/gpu.toml":    "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"nvidia\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\nruntime_type = \"io.containerd.runc.v2\"\n",
+	})
 }
 
 func collectRuntime(t *testing.T, root string, live bool) (*facts.Facts, error) {
