@@ -144,7 +144,9 @@ type lruItem struct {
 	data []byte
 }
 
-func newLRU(max int) *lru { return &lru{max: max, order: list.New(), items: map[lruKey]*list.Element{}} }
+func newLRU(max int) *lru {
+	return &lru{max: max, order: list.New(), items: map[lruKey]*list.Element{}}
+}
 
 func (c *lru) get(k lruKey) ([]byte, bool) {
 	c.mu.Lock()
