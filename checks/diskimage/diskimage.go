@@ -105,7 +105,7 @@ func (o Options) Open(ctx context.Context, file string) (img *Image, err error) 
 		return nil, fmt.Errorf("reading image %s: no virtual size", file)
 	}
 	im.Format = format
-	im.disk = &checkedReader{ra: d, size: d.Size()}
+	im.disk = &checkedReader{ra: d, size: d.Size(), w: c.w}
 	if err := im.findRoot(o.RootPartition); err != nil {
 		return nil, fmt.Errorf("reading image %s: %w", file, err)
 	}
@@ -135,6 +135,15 @@ func (im *Image) Err() error {
 	return nil
 }
 
+// Spent is what the image has cost so far: the bytes read from its files
+// and inflated from compressed clusters, which Limits.MaxBytes bounds.
+func (im *Image) Spent() int64 {
+	w := im.chain.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.read
+}
+
 // Close releases the image's files.
 func (im *Image) Close() error {
 	im.chain.close()
@@ -147,24 +156,36 @@ func (im *Image) Close() error {
 type checkedReader struct {
 	ra   io.ReaderAt
 	size int64
+	// w is charged for every byte read, whether from a file, a cache or
+	// an inflated cluster: the budget bounds the work a scan asks of the
+	// disk, not only the file reads under it.
+	w    *work
 	mu   sync.Mutex
 	err  error
 }
 
 func (c *checkedReader) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.w.charge(len(p)); err != nil {
+		c.record(err)
+		return 0, err
+	}
 	n, err := c.ra.ReadAt(p, off)
 	if err != nil && n < len(p) && off >= 0 && off+int64(len(p)) <= c.size {
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("truncated: %d bytes at offset %d lie past the end of the file", len(p)-n, off+int64(n))
 		}
-		c.mu.Lock()
-		if c.err == nil {
-			c.err = err
-		}
-		c.mu.Unlock()
+		c.record(err)
 		return n, err
 	}
 	return n, err
+}
+
+func (c *checkedReader) record(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
 }
 
 // Err is the first in-bounds read failure, or nil.

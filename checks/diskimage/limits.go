@@ -18,8 +18,9 @@ type Limits struct {
 	// structure check, across a whole backing chain. The caches of L2
 	// tables and inflated clusters are fixed in size and not counted.
 	MaxMetadata int64
-	// MaxBytes caps the bytes read from image files plus the bytes
-	// inflated from compressed clusters, over the life of one Image.
+	// MaxBytes caps the work of one Image: the bytes the filesystem reader
+	// reads from the disk, plus the qcow2 metadata read and the bytes
+	// inflated from compressed clusters.
 	MaxBytes int64
 	// Deadline bounds the time from Open until the last read of the image.
 	Deadline time.Duration
@@ -30,7 +31,7 @@ type Limits struct {
 // reads only metadata, and collectors read a small part of the filesystem.
 var DefaultLimits = Limits{
 	MaxMetadata: 256 << 20,
-	MaxBytes:    8 << 30,
+	MaxBytes:    4 << 30,
 	Deadline:    5 * time.Minute,
 }
 
@@ -58,6 +59,8 @@ type work struct {
 	mu   sync.Mutex
 	read int64
 	mem  int64
+	// inflated counts the clusters inflated, which the cache keeps few.
+	inflated int
 	// stop, once set, fails every later charge: a scan that hit a limit
 	// must not go on reading in pieces under it.
 	stop error

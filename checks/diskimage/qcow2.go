@@ -291,7 +291,7 @@ func parseQcowRefs(h *qcowHeader, hc []byte) (*qcowRefs, error) {
 	return refs, nil
 }
 
-// hostFile is one file of an image's chain; every read is charged.
+// hostFile is one file of an image's chain.
 type hostFile struct {
 	name string
 	f    *os.File
@@ -309,13 +309,19 @@ func (h *hostFile) wrap(err error) error {
 	return fmt.Errorf("backing file %s: %w", h.name, err)
 }
 
-// readFull reads len(p) bytes at off, all inside the file.
+// readFull reads len(p) bytes of metadata at off, all inside the file, and
+// charges them: data is charged where the filesystem reads the disk.
 func (h *hostFile) readFull(p []byte, off int64) error {
-	if off < 0 || !within(uint64(off), uint64(len(p)), h.size) {
-		return fmt.Errorf("%d bytes at offset %d lie past the end of the file (%d bytes)", len(p), off, h.size)
-	}
 	if err := h.w.charge(len(p)); err != nil {
 		return err
+	}
+	return h.readAt(p, off)
+}
+
+// readAt reads len(p) bytes at off, all inside the file.
+func (h *hostFile) readAt(p []byte, off int64) error {
+	if off < 0 || !within(uint64(off), uint64(len(p)), h.size) {
+		return fmt.Errorf("%d bytes at offset %d lie past the end of the file (%d bytes)", len(p), off, h.size)
 	}
 	if _, err := h.f.ReadAt(p, off); err != nil {
 		return fmt.Errorf("reading %d bytes at offset %d: %w", len(p), off, err)
@@ -336,7 +342,7 @@ func (h *hostFile) readPadded(p []byte, off int64) error {
 	if n == 0 {
 		return nil
 	}
-	return h.readFull(p[:n], off)
+	return h.readAt(p[:n], off)
 }
 
 // virtualDisk is a disk as a guest sees it.
@@ -351,7 +357,7 @@ type rawDisk struct{ *hostFile }
 func (r rawDisk) Size() int64 { return r.size }
 
 func (r rawDisk) ReadAt(p []byte, off int64) (int, error) {
-	n, err := readClipped(p, off, r.size, func(p []byte, off int64) error { return r.readFull(p, off) })
+	n, err := readClipped(p, off, r.size, func(p []byte, off int64) error { return r.readAt(p, off) })
 	if err != io.EOF {
 		err = r.wrap(err)
 	}
@@ -540,7 +546,7 @@ func (q *qcow2) inflate(e uint64) ([]byte, error) {
 		return nil, fmt.Errorf("compressed cluster at offset %d lies past the end of the file (%d bytes)", off, q.size)
 	}
 	src := make([]byte, min(size, q.size-int64(off)))
-	if err := q.readFull(src, int64(off)); err != nil {
+	if err := q.readAt(src, int64(off)); err != nil {
 		return nil, err
 	}
 	if err := q.w.charge(int(q.cs)); err != nil {
@@ -557,6 +563,9 @@ func (q *qcow2) inflate(e uint64) ([]byte, error) {
 		return nil, fmt.Errorf("compressed cluster at offset %d: %w", off, err)
 	}
 	q.w.zbuf.put(k, dst)
+	q.w.mu.Lock()
+	q.w.inflated++
+	q.w.mu.Unlock()
 	return dst, nil
 }
 

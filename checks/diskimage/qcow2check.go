@@ -105,6 +105,9 @@ func (q *qcow2) walkL1(r *refcounter, l1 []uint64, l2buf []byte, what string) er
 		if off == 0 {
 			continue
 		}
+		if off%uint64(q.cs) != 0 {
+			return fmt.Errorf("entry %d of %s: the L2 table at offset %d is not on a cluster boundary", i, what, off)
+		}
 		if err := r.add(off, q.cs, useL2, fmt.Sprintf("the L2 table of entry %d of %s", i, what)); err != nil {
 			return err
 		}
@@ -169,6 +172,9 @@ func (q *qcow2) walkL2(r *refcounter, t []byte, base int64) error {
 				return fmt.Errorf("%s: host offset 0, which only an external data file allows", what)
 			}
 			continue
+		}
+		if host%uint64(q.cs) != 0 {
+			return fmt.Errorf("%s at offset %d is not on a cluster boundary", what, host)
 		}
 		if err := r.add(host, q.cs, useData, what); err != nil {
 			return err
@@ -253,7 +259,7 @@ func (q *qcow2) readRefTable(r *refcounter) ([]uint64, error) {
 		return nil, err
 	}
 	for i, e := range t {
-		if e&refTableReserved != 0 {
+		if e&refTableReserved != 0 || e%uint64(q.cs) != 0 {
 			q.w.free(n * 8)
 			return nil, fmt.Errorf("entry %d of the refcount table (0x%016x) is not on a cluster boundary", i, e)
 		}
