@@ -159,9 +159,9 @@ type checkedReader struct {
 	// w is charged for every byte read, whether from a file, a cache or
 	// an inflated cluster: the budget bounds the work a scan asks of the
 	// disk, not only the file reads under it.
-	w    *work
-	mu   sync.Mutex
-	err  error
+	w   *work
+	mu  sync.Mutex
+	err error
 }
 
 func (c *checkedReader) ReadAt(p []byte, off int64) (int, error) {
