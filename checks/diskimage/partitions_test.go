@@ -224,9 +224,9 @@ func TestRootChoice(t *testing.T) {
 		"decoy has no OS": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: data}, {start: 2048 + 24<<11, sectors: 16 << 11, fs: weak}}), which: "weak"},
 		"fstab UUID":      {disk: gptDisk(t, size, gptSpec{}, two(selfRoot, nil)), which: "weak"},
 		"fstab LABEL":     {disk: gptDisk(t, size, gptSpec{}, two(labelled, nil)), which: "weak"},
-		"fstab PARTUUID": {disk: gptDisk(t, size, gptSpec{}, two(partuuid, func(p []testPart) { p[1].guid = "9E8D7C6B-5A49-4838-A726-150F0E0D0C0B" })), which: "weak"},
-		"MBR bootable":   {disk: mbrDisk(t, size, two(weak, func(p []testPart) { p[1].bootable = true })), which: "weak"},
-		"MBR, no signal": {disk: mbrDisk(t, size, two(weak, nil)), err: []string{"partition 1", "partition 2", "--root-partition N"}},
+		"fstab PARTUUID":  {disk: gptDisk(t, size, gptSpec{}, two(partuuid, func(p []testPart) { p[1].guid = "9E8D7C6B-5A49-4838-A726-150F0E0D0C0B" })), which: "weak"},
+		"MBR bootable":    {disk: mbrDisk(t, size, two(weak, func(p []testPart) { p[1].bootable = true })), which: "weak"},
+		"MBR, no signal":  {disk: mbrDisk(t, size, two(weak, nil)), err: []string{"partition 1", "partition 2", "--root-partition N"}},
 		"no such partition": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), opts: Options{RootPartition: 3},
 			err: []string{"--root-partition 3: no such partition in the GPT table with partitions 1, 2"}},
 	}
