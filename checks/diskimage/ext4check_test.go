@@ -28,8 +28,12 @@ func TestExt4Superblock(t *testing.T) {
 	mustRead(t, Options{}, raw, "weak")
 	sb := readFile(t, raw)[1024:2048]
 	le := binary.LittleEndian
-	u32 := func(off int, v uint32) map[int64][]byte { return map[int64][]byte{int64(1024 + off): le.AppendUint32(nil, v)} }
-	u16 := func(off int, v uint16) map[int64][]byte { return map[int64][]byte{int64(1024 + off): le.AppendUint16(nil, v)} }
+	u32 := func(off int, v uint32) map[int64][]byte {
+		return map[int64][]byte{int64(1024 + off): le.AppendUint32(nil, v)}
+	}
+	u16 := func(off int, v uint16) map[int64][]byte {
+		return map[int64][]byte{int64(1024 + off): le.AppendUint16(nil, v)}
+	}
 	blocks, ipg, bpg := le.Uint32(sb[4:]), le.Uint32(sb[0x28:]), le.Uint32(sb[0x20:])
 	for name, c := range map[string]struct {
 		patch map[int64][]byte
