@@ -33,7 +33,7 @@ export GOEXPERIMENT := jsonv2
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin
-APT_BENCH := lynis time
+APT_BENCH := lynis time strace
 
 .PHONY: help
 help:

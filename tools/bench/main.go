@@ -29,9 +29,17 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis) or "agent" (one agent run and its idle memory)`)
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory) or "soak-images" (1,000 damaged disk images)`)
+	soakList := flag.String(soakWorkerFlag, "", "internal: scan the images listed in this file, as the image soak's worker")
 	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file, and the params to scan them with to FILE.params.yaml, and exit, for profiling with gpuhost --cpuprofile")
 	flag.Parse()
+	if *soakList != "" {
+		if err := soakWorker(*soakList); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *writeFleet != "" {
 		if err := writeRealisticFleet(*gpuhost, *sample, *docs, *writeFleet); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -39,8 +47,8 @@ func main() {
 		}
 		return
 	}
-	if *only != "" && *only != "facts" && *only != "rootfs" && *only != "agent" {
-		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs or agent, not %q\n", *only)
+	if *only != "" && *only != "facts" && *only != "rootfs" && *only != "agent" && *only != "soak-images" {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent or soak-images, not %q\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*gpuhost, *agentBin, *sample, *packages, *files, *docs, *runs, *only); err != nil {
@@ -76,6 +84,9 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if only == "soak-images" {
+		return measureImageSoak(sample, tmp)
+	}
 	tree := filepath.Join(tmp, "rootfs")
 	if only == "facts" || only == "agent" {
 		// The facts figures read only the tree's dpkg status.
@@ -115,6 +126,11 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 		}
 	}
 
+	var soakErr error
+	if only == "" {
+		soakErr = measureImageSoak(sample, tmp)
+	}
+
 	fmt.Printf("%-72s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
 	for _, m := range table {
 		fmt.Printf("%-72s %12s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond),
@@ -122,7 +138,7 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 	}
 	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s; agent run < 1 s, idle RSS < 60 MB\n")
 	fmt.Printf("the machine may be shared: CPU time and documents per CPU-second move far less with load than wall time\n")
-	return nil
+	return soakErr
 }
 
 func measureScanRootfs(gpuhost, tree string, runs int) (measurement, error) {
