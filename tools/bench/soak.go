@@ -142,7 +142,7 @@ func reportSoak(muts []mutation, results []soakResult, wall time.Duration, rss i
 	}
 	var problems []string
 	exits := map[int]int{}
-	kinds := map[string][2]int{} // damaged mutations per kind: images, exit 2
+	kinds := map[string][2]int{}  // damaged mutations per kind: images, exit 2
 	sample := map[string]string{} // an error per kind, to show what refused it
 	for _, m := range muts {
 		r, ok := byFile[m.File]
@@ -546,9 +546,15 @@ func mutateQcow2(rng *rand.Rand, img []byte, dir string) ([]byte, string, bool) 
 			func() string { put64(72, 2); return "corrupt bit" },
 			func() string { put64(72, 4); return "external data file bit" },
 			func() string { put32(96, 7+rng.Uint32N(100)); return "refcount_order" },
-			func() string { put32(100, []uint32{0, 72, 100, 108, uint32(q.cs) + 8}[rng.IntN(5)]); return "header_length" },
+			func() string {
+				put32(100, []uint32{0, 72, 100, 108, uint32(q.cs) + 8}[rng.IntN(5)])
+				return "header_length"
+			},
 			func() string { put32(32, 1+rng.Uint32N(2)); return "crypt_method" },
-			func() string { put64(24, uint64(q.l1Size)*uint64(q.cs/8)*uint64(q.cs)+1+rng.Uint64N(1<<40)); return "size past the L1 table" },
+			func() string {
+				put64(24, uint64(q.l1Size)*uint64(q.cs/8)*uint64(q.cs)+1+rng.Uint64N(1<<40))
+				return "size past the L1 table"
+			},
 		}
 		return img, "qcow2 header: " + fields[rng.IntN(len(fields))](), true
 	case 1: // a backing file naming the canary
