@@ -225,11 +225,12 @@ type qcowLayout struct {
 	data        []byte // placed at cluster 5
 	refcounts   map[int]uint16
 	header      map[int][]byte // patches of the header
+	fileSize    int            // zeros up to this size, when larger
 }
 
 func (l *qcowLayout) bytes() []byte {
 	cs := 1 << l.clusterBits
-	out := make([]byte, 5*cs+len(l.data))
+	out := make([]byte, max(5*cs+len(l.data), l.fileSize))
 	h := out[:cs]
 	copy(h, "QFI\xfb")
 	binary.BigEndian.PutUint32(h[4:], 3)

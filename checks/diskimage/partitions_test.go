@@ -41,10 +41,10 @@ func guidBytes(s string) []byte {
 
 // gptSpec describes a GPT's header fields; zero values take the usual ones.
 type gptSpec struct {
-	count, entrySize        uint32
-	arrayLBA                uint64
-	firstUsable, lastUsable uint64
-	badHeaderCRC, badArray  bool
+	count, entrySize, hdrSize uint32
+	arrayLBA                  uint64
+	firstUsable, lastUsable   uint64
+	badHeaderCRC, badArray    bool
 }
 
 // gptDisk writes a disk of sectors sectors holding parts under a GPT.
@@ -55,6 +55,9 @@ func gptDisk(t *testing.T, sectors int64, g gptSpec, parts []testPart) string {
 	}
 	if g.entrySize == 0 {
 		g.entrySize = 128
+	}
+	if g.hdrSize == 0 {
+		g.hdrSize = 92
 	}
 	if g.arrayLBA == 0 {
 		g.arrayLBA = 2
@@ -99,7 +102,7 @@ func gptDisk(t *testing.T, sectors int64, g gptSpec, parts []testPart) string {
 	h := disk[512:1024]
 	copy(h, "EFI PART")
 	le.PutUint32(h[8:], 0x00010000)
-	le.PutUint32(h[12:], 92)
+	le.PutUint32(h[12:], g.hdrSize)
 	le.PutUint64(h[24:], 1)
 	le.PutUint64(h[32:], uint64(sectors-1))
 	le.PutUint64(h[40:], g.firstUsable)
@@ -116,7 +119,7 @@ func gptDisk(t *testing.T, sectors int64, g gptSpec, parts []testPart) string {
 	if off := g.arrayLBA * 512; off+uint64(len(array)) <= uint64(len(disk)) {
 		copy(disk[off:], array)
 	}
-	hs := crc32.ChecksumIEEE(h[:92])
+	hs := crc32.ChecksumIEEE(h[:min(g.hdrSize, 512)])
 	if g.badHeaderCRC {
 		hs++
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -197,14 +198,7 @@ func reportSoak(muts []mutation, results []soakResult, wall time.Duration, rss i
 		wall.Round(time.Millisecond), soakBudget, total.Round(time.Millisecond), slowest.Round(time.Millisecond), filepath.Base(slowestFile))
 	fmt.Printf("  peak RSS %.1f MiB (target %d MiB)\n", float64(rss)/(1<<20), soakRSS>>20)
 	fmt.Printf("  exits: %v\n", exits)
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range kinds {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		msg := sample[k]
 		if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "reading image ") {
 			msg = msg[i+2:]
