@@ -24,6 +24,9 @@ const (
 
 var useNames = [...]string{"", "data", "an L2 table", "metadata"}
 
+// named is the name of a reference that needs no formatting.
+func named(s string) func() string { return func() string { return s } }
+
 // refcounter counts the references to each host cluster of one file.
 type refcounter struct {
 	q      *qcow2
@@ -32,14 +35,16 @@ type refcounter struct {
 }
 
 // add counts a reference of kind use to every cluster n bytes at off
-// touch. what names the reference in errors.
-func (r *refcounter) add(off uint64, n int64, use int, what string) error {
+// touch. what names the reference, and is called only for an error: the
+// check visits every L2 entry, and a name formatted for each would cost
+// more than the check.
+func (r *refcounter) add(off uint64, n int64, use int, what func() string) error {
 	if n <= 0 {
 		return nil
 	}
 	first, last := off>>r.q.cb, (off+uint64(n)-1)>>r.q.cb
 	if last >= uint64(len(r.counts)) {
-		return fmt.Errorf("%s at offset %d (%d bytes) lies past the end of the file (%d bytes)", what, off, n, r.q.size)
+		return fmt.Errorf("%s at offset %d (%d bytes) lies past the end of the file (%d bytes)", what(), off, n, r.q.size)
 	}
 	for c := first; c <= last; c++ {
 		shift := (c % 4) * 2
@@ -49,7 +54,7 @@ func (r *refcounter) add(off uint64, n int64, use int, what string) error {
 			r.uses[c/4] |= byte(use) << shift
 		case had == use && use != useMeta:
 		default:
-			return fmt.Errorf("the cluster at offset %d is used as %s and as %s (%s)", c<<r.q.cb, useNames[had], useNames[use], what)
+			return fmt.Errorf("the cluster at offset %d is used as %s and as %s (%s)", c<<r.q.cb, useNames[had], useNames[use], what())
 		}
 		if r.counts[c] < ^uint16(0) {
 			r.counts[c]++
@@ -69,10 +74,10 @@ func (q *qcow2) checkStructure() error {
 	}
 	defer q.w.free(mem)
 	r := &refcounter{q: q, counts: make([]uint16, clusters), uses: make([]byte, (clusters+3)/4)}
-	if err := r.add(0, q.cs, useMeta, "the header"); err != nil {
+	if err := r.add(0, q.cs, useMeta, named("the header")); err != nil {
 		return err
 	}
-	if err := r.add(q.h.l1Offset, int64(q.h.l1Size)*8, useMeta, "the L1 table"); err != nil {
+	if err := r.add(q.h.l1Offset, int64(q.h.l1Size)*8, useMeta, named("the L1 table")); err != nil {
 		return err
 	}
 	l2buf := make([]byte, q.cs)
@@ -108,7 +113,7 @@ func (q *qcow2) walkL1(r *refcounter, l1 []uint64, l2buf []byte, what string) er
 		if off%uint64(q.cs) != 0 {
 			return fmt.Errorf("entry %d of %s: the L2 table at offset %d is not on a cluster boundary", i, what, off)
 		}
-		if err := r.add(off, q.cs, useL2, fmt.Sprintf("the L2 table of entry %d of %s", i, what)); err != nil {
+		if err := r.add(off, q.cs, useL2, func() string { return fmt.Sprintf("the L2 table of entry %d of %s", i, what) }); err != nil {
 			return err
 		}
 		if err := q.readFull(l2buf, int64(off)); err != nil {
@@ -131,21 +136,20 @@ func (q *qcow2) walkL2(r *refcounter, t []byte, base int64) error {
 		} else {
 			e = binary.BigEndian.Uint64(t[j*8:])
 		}
-		guest := (base + j) << q.cb
-		what := fmt.Sprintf("the cluster of guest offset %d", guest)
+		what := func() string { return fmt.Sprintf("the cluster of guest offset %d", (base+j)<<q.cb) }
 		if e&oflagCompressed != 0 {
 			if e&oflagCopied != 0 {
-				return fmt.Errorf("compressed %s has the copied flag set", what)
+				return fmt.Errorf("compressed %s has the copied flag set", what())
 			}
 			if bitmap != 0 {
-				return fmt.Errorf("compressed %s has a subcluster bitmap", what)
+				return fmt.Errorf("compressed %s has a subcluster bitmap", what())
 			}
 			off, size := q.compressedRange(e)
 			if off>>56 != 0 || off >= uint64(q.size) {
-				return fmt.Errorf("compressed %s at offset %d lies past the end of the file (%d bytes)", what, off, q.size)
+				return fmt.Errorf("compressed %s at offset %d lies past the end of the file (%d bytes)", what(), off, q.size)
 			}
 			start := off &^ (compressedSectors - 1)
-			if err := r.add(start, size+int64(off-start), useData, "compressed "+what); err != nil {
+			if err := r.add(start, size+int64(off-start), useData, func() string { return "compressed " + what() }); err != nil {
 				return err
 			}
 			continue
@@ -155,26 +159,26 @@ func (q *qcow2) walkL2(r *refcounter, t []byte, base int64) error {
 			reserved |= oflagZero
 		}
 		if e&reserved != 0 {
-			return fmt.Errorf("%s: L2 entry 0x%016x has reserved bits set", what, e)
+			return fmt.Errorf("%s: L2 entry 0x%016x has reserved bits set", what(), e)
 		}
 		host := e & tableOffsetMask
 		if q.ext {
 			alloc, zero := uint32(bitmap), uint32(bitmap>>32)
 			if alloc&zero != 0 {
-				return fmt.Errorf("%s: subclusters both allocated and zero (bitmap 0x%016x)", what, bitmap)
+				return fmt.Errorf("%s: subclusters both allocated and zero (bitmap 0x%016x)", what(), bitmap)
 			}
 			if host == 0 && alloc != 0 {
-				return fmt.Errorf("%s: allocated subclusters with no host cluster", what)
+				return fmt.Errorf("%s: allocated subclusters with no host cluster", what())
 			}
 		}
 		if host == 0 {
 			if e&oflagCopied != 0 {
-				return fmt.Errorf("%s: host offset 0, which only an external data file allows", what)
+				return fmt.Errorf("%s: host offset 0, which only an external data file allows", what())
 			}
 			continue
 		}
 		if host%uint64(q.cs) != 0 {
-			return fmt.Errorf("%s at offset %d is not on a cluster boundary", what, host)
+			return fmt.Errorf("%s at offset %d is not on a cluster boundary", what(), host)
 		}
 		if err := r.add(host, q.cs, useData, what); err != nil {
 			return err
@@ -210,7 +214,7 @@ func (q *qcow2) walkSnapshots(r *refcounter, l2buf []byte) error {
 		if l1Size == 0 {
 			continue
 		}
-		if err := r.add(l1Off, int64(l1Size)*8, useMeta, what); err != nil {
+		if err := r.add(l1Off, int64(l1Size)*8, useMeta, named(what)); err != nil {
 			return err
 		}
 		l1, err := q.readTable(l1Off, int(l1Size), what)
@@ -225,7 +229,7 @@ func (q *qcow2) walkSnapshots(r *refcounter, l2buf []byte) error {
 	}
 	if q.h.nbSnapshots > 0 {
 		// The last entry's padding may lie past the file's end.
-		return r.add(uint64(start), off-start, useMeta, "the snapshot table")
+		return r.add(uint64(start), off-start, useMeta, named("the snapshot table"))
 	}
 	return nil
 }
@@ -251,7 +255,7 @@ func (q *qcow2) readTable(off uint64, n int, what string) ([]uint64, error) {
 // readRefTable reads the refcount table and counts it and its blocks.
 func (q *qcow2) readRefTable(r *refcounter) ([]uint64, error) {
 	n := int64(q.h.refTableClusters) * q.cs / 8
-	if err := r.add(q.h.refTableOffset, n*8, useMeta, "the refcount table"); err != nil {
+	if err := r.add(q.h.refTableOffset, n*8, useMeta, named("the refcount table")); err != nil {
 		return nil, err
 	}
 	t, err := q.readTable(q.h.refTableOffset, int(n), "the refcount table")
@@ -266,7 +270,7 @@ func (q *qcow2) readRefTable(r *refcounter) ([]uint64, error) {
 		if e == 0 {
 			continue
 		}
-		if err := r.add(e, q.cs, useMeta, fmt.Sprintf("refcount block %d", i)); err != nil {
+		if err := r.add(e, q.cs, useMeta, func() string { return fmt.Sprintf("refcount block %d", i) }); err != nil {
 			q.w.free(n * 8)
 			return nil, err
 		}
