@@ -29,9 +29,12 @@ type Limits struct {
 // DefaultLimits are what Open uses where Options leaves a limit zero. A
 // baked image of tens of GiB scans well within them: the structure check
 // reads only metadata, and collectors read a small part of the filesystem.
+// The byte budget leaves room for an SBOM's walk of the whole tree, which
+// costs more than its size: go-diskfs rereads every directory of a path
+// from the root on each lookup.
 var DefaultLimits = Limits{
 	MaxMetadata: 256 << 20,
-	MaxBytes:    4 << 30,
+	MaxBytes:    16 << 30,
 	Deadline:    5 * time.Minute,
 }
 
