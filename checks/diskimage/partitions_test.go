@@ -202,6 +202,8 @@ func TestRootChoice(t *testing.T) {
 	selfRoot := ext4Of(t, osTree(t, "weak", map[string]string{"etc/fstab": "# static\nUUID=" + weakUUID + " / ext4 errors=remount-ro 0 1\n"}), "16M", "-U", weakUUID)
 	labelled := ext4Of(t, osTree(t, "weak", map[string]string{"etc/fstab": "LABEL=rootfs / ext4 defaults 0 1\n"}), "16M", "-L", "rootfs")
 	partuuid := ext4Of(t, osTree(t, "weak", map[string]string{"etc/fstab": "/dev/disk/by-partuuid/9e8d7c6b-5a49-4838-a726-150f0e0d0c0b / ext4 defaults 0 1\n"}), "16M")
+	// A partition starting like an xfs filesystem: its superblock magic.
+	xfs := writeFile(t, t.TempDir(), "xfs.raw", append([]byte("XFSB"), make([]byte, 4096)...))
 	// The hardened decoy is the larger, the first, and what today's
 	// "largest ext4 partition" rule scanned.
 	two := func(second string, mod func(p []testPart)) []testPart {
@@ -230,6 +232,12 @@ func TestRootChoice(t *testing.T) {
 		"fstab PARTUUID":  {disk: gptDisk(t, size, gptSpec{}, two(partuuid, func(p []testPart) { p[1].guid = "9E8D7C6B-5A49-4838-A726-150F0E0D0C0B" })), which: "weak"},
 		"MBR bootable":    {disk: mbrDisk(t, size, two(weak, func(p []testPart) { p[1].bootable = true })), which: "weak"},
 		"MBR, no signal":  {disk: mbrDisk(t, size, two(weak, nil)), err: []string{"partition 1", "partition 2", "--root-partition N"}},
+		"root type without ext4": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, gptType: linuxRootX86, fs: xfs}}),
+			err: []string{"partition 2 has the GPT type of a Linux root filesystem (x86-64) but holds no ext4 filesystem", "--root-partition N"}},
+		"xfs beside": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, fs: xfs}}),
+			err: []string{"partition 2 holds an xfs filesystem, which cannot be read here"}},
+		"xfs beside, chosen": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, fs: xfs}}),
+			opts: Options{RootPartition: 1}, which: "hardened"},
 		"no such partition": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), opts: Options{RootPartition: 3},
 			err: []string{"--root-partition 3: no such partition in the GPT table with partitions 1, 2"}},
 	}

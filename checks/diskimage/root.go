@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -19,7 +20,10 @@ import (
 //  1. An ext4 filesystem on the whole disk is the root; a disk that also
 //     carries a partition table with partitions is refused as ambiguous.
 //  2. Otherwise every ext4 partition is a candidate. Each is checked; a
-//     damaged one fails the open, whichever would be the root.
+//     damaged one fails the open, whichever would be the root. A partition
+//     that could be the root but cannot be read here (the GPT type of a
+//     Linux root without ext4 in it, or an xfs, btrfs or f2fs filesystem)
+//     is refused: judging the others would judge a decoy.
 //  3. One candidate is the root.
 //  4. Of several, those holding an OS (an os-release file) are kept, if
 //     any do.
@@ -89,6 +93,11 @@ func (im *Image) findRoot(want int) error {
 		return fmt.Errorf("%w: no ext4 superblock at the start and no partition table", ErrNoFilesystem)
 	}
 	im.table = table
+	if want == 0 {
+		if err := refuseUnreadable(im.disk, table); err != nil {
+			return err
+		}
+	}
 	var cands []*candidate
 	for i := range table.Parts {
 		p := &table.Parts[i]
@@ -119,6 +128,42 @@ func (im *Image) findRoot(want int) error {
 	}
 	im.use(c)
 	return nil
+}
+
+// refuseUnreadable refuses a table with a partition that could hold the
+// root but whose filesystem this package cannot read.
+func refuseUnreadable(r io.ReaderAt, t *partitionTable) error {
+	for _, p := range t.Parts {
+		if isExt4(r, p.Start) {
+			continue
+		}
+		if arch := linuxRootTypes[p.Type]; arch != "" {
+			return fmt.Errorf("partition %d has the GPT type of a Linux root filesystem (%s) but holds no ext4 filesystem, so it cannot be judged; choose the root with --root-partition N", p.Index, arch)
+		}
+		if fs := foreignFS(r, p); fs != "" {
+			return fmt.Errorf("partition %d holds %s filesystem, which cannot be read here, so whether it is the root cannot be told; choose the root with --root-partition N", p.Index, fs)
+		}
+	}
+	return nil
+}
+
+// foreignFS names the Linux root filesystem other than ext4 that p holds,
+// by its superblock magic, or "".
+func foreignFS(r io.ReaderAt, p Partition) string {
+	for _, m := range []struct {
+		name  string
+		at    int64
+		magic string
+	}{{"an xfs", 0, "XFSB"}, {"a btrfs", 0x10040, "_BHRfS_M"}, {"an f2fs", 0x400, "\x10\x20\xf5\xf2"}} {
+		if m.at+int64(len(m.magic)) > p.Size {
+			continue
+		}
+		b := make([]byte, len(m.magic))
+		if _, err := r.ReadAt(b, p.Start+m.at); err == nil && string(b) == m.magic {
+			return m.name
+		}
+	}
+	return ""
 }
 
 func (im *Image) use(c *candidate) {
