@@ -27,8 +27,8 @@ type Limits struct {
 }
 
 // DefaultLimits are what Open uses where Options leaves a limit zero. A
-// baked image of tens of GiB scans well within them: the structure check
-// reads only metadata, and collectors read a small part of the filesystem.
+// baked image scans well within them: the structure check reads only
+// metadata, and collectors read a small part of the filesystem.
 // The byte budget leaves room for an SBOM's walk of the whole tree, which
 // costs more than its size: go-diskfs rereads every directory of a path
 // from the root on each lookup.

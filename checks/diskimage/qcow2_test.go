@@ -223,11 +223,11 @@ func TestInflateOnce(t *testing.T) {
 	t.Logf("%d clusters inflated, %d bytes read or inflated in the first pass", first, spent)
 }
 
-// TestCompressedBigClusters is the shape of image that took go-qcow2reader
-// minutes: 2 MiB compressed clusters under a filesystem of 1 KiB blocks
-// and thousands of small files, where every small read inflated up to a
-// whole cluster again. Inflating each cluster once, it reads as fast as
-// the raw image.
+// TestCompressedBigClusters is the shape of image on which go-qcow2reader
+// inflated up to a whole cluster again for every small read: 2 MiB
+// compressed clusters under a filesystem of 1 KiB blocks and thousands of
+// small files. Inflating each cluster once, it reads about as fast as the
+// raw image.
 func TestCompressedBigClusters(t *testing.T) {
 	files := map[string]string{"etc/os-release": "ID=debian\n", "etc/ssh/sshd_config": "PermitRootLogin no\n"}
 	for i := range 2000 {
