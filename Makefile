@@ -38,7 +38,7 @@ export GOEXPERIMENT := jsonv2
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
   prometheus libxml2-utils man-db
-APT_BENCH := lynis time
+APT_BENCH := lynis time strace
 
 .PHONY: help
 help:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/config"
+	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
@@ -54,6 +55,9 @@ type Options struct {
 	Collectors []collector.Collector
 	// Now stamps target.scanned_at; time.Now when zero.
 	Now time.Time
+	// Image says how Image opens a disk image: the backing files it may
+	// use, the root partition, the limits.
+	Image diskimage.Options
 }
 
 // Rootfs collects facts from an unpacked image tree.

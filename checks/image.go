@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
@@ -14,7 +13,7 @@ import (
 // turns out cut short or corrupt while it is read, is an error: facts from
 // part of a disk could hide what the rest holds.
 func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
-	img, err := diskimage.Open(file)
+	img, err := o.Image.Open(ctx, file)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,8 @@ func formats(t *testing.T, tree string) map[string]string {
 	if _, err := exec.LookPath("qemu-img"); err == nil {
 		toQcow2(t, raw, filepath.Join(dir, "disk.qcow2"))
 		toQcow2(t, out["gpt"], filepath.Join(dir, "gpt.qcow2"))
-		out["qcow2"], out["gpt-qcow2"] = filepath.Join(dir, "disk.qcow2"), filepath.Join(dir, "gpt.qcow2")
+		toQcow2(t, out["mbr"], filepath.Join(dir, "mbr.qcow2"))
+		out["qcow2"], out["gpt-qcow2"], out["mbr-qcow2"] = filepath.Join(dir, "disk.qcow2"), filepath.Join(dir, "gpt.qcow2"), filepath.Join(dir, "mbr.qcow2")
 	} else {
 		t.Log("qemu-img not installed; qcow2 untested")
 	}
@@ -154,7 +155,7 @@ func TestHostileImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer img.Close()
-			if (img.Offset != 0) != (strings.HasPrefix(kind, "gpt") || kind == "mbr") {
+			if (img.Offset != 0) != (strings.HasPrefix(kind, "gpt") || strings.HasPrefix(kind, "mbr")) {
 				t.Errorf("filesystem found at byte %d", img.Offset)
 			}
 			fsys := img.FS()

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
@@ -13,32 +14,63 @@ import (
 // build produced, read without mounting, so CI needs no root or loop device.
 func (a *app) scanImageCommand() *cobra.Command {
 	var sf scanFlags
+	var imf imageFlags
 	cmd := &cobra.Command{
 		Use:   "image FILE",
 		Short: "Scan a disk image (raw or qcow2; ext4, whole disk or GPT/MBR partition) without mounting it",
+		Long:  imageLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
-				return checks.Image(ctx, args[0], a.collectOptions(nil))
+				return checks.Image(ctx, args[0], imf.options(a.collectOptions(nil)))
 			})
 		},
 	}
 	sf.register(cmd)
+	imf.register(cmd)
 	return cmd
+}
+
+// imageLong tells what an image may and may not be; docs/limits.md has the
+// limits themselves.
+const imageLong = `Reads the image's ext4 root filesystem without mounting it. The image is untrusted input:
+its qcow2 structure and partition table are checked first, and an image that refers to a file
+outside itself (a qcow2 backing file or external data file) is refused unless --allow-backing
+names the directory its chain lies in. The root filesystem is the partition a boot would mount
+(see docs/limits.md); where that is not clear the scan exits 2 and --root-partition chooses.`
+
+// imageFlags are the flags of the commands that open a disk image.
+type imageFlags struct {
+	allowBacking  string
+	rootPartition int
+}
+
+func (f *imageFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.allowBacking, "allow-backing", "", "let a qcow2 image use backing files, all of which must lie in this directory (regular files, reached without symbolic links); by default a backing file is refused")
+	cmd.Flags().IntVar(&f.rootPartition, "root-partition", 0, "the number of the partition holding the root filesystem, where the image holds several that could be it")
+}
+
+func (f *imageFlags) options(o checks.Options) checks.Options {
+	o.Image = diskimage.Options{AllowBacking: f.allowBacking, RootPartition: f.rootPartition}
+	return o
 }
 
 // factsImageCommand is `facts image FILE`.
 func (a *app) factsImageCommand() *cobra.Command {
-	return &cobra.Command{
+	var imf imageFlags
+	cmd := &cobra.Command{
 		Use:   "image FILE",
 		Short: "Facts of a disk image (raw or qcow2), read without mounting it",
+		Long:  imageLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := checks.Image(cmd.Context(), args[0], a.collectOptions(nil))
+			f, err := checks.Image(cmd.Context(), args[0], imf.options(a.collectOptions(nil)))
 			if err != nil {
 				return untrusted(err)
 			}
 			return a.printFacts(f)
 		},
 	}
+	imf.register(cmd)
+	return cmd
 }

@@ -29,10 +29,18 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory) or "soak-yaml" (mutated waiver and params files)`)
-	soak := flag.Int("soak", 1000, "mutated files in each soak")
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files) or "soak-images" (1,000 damaged disk images)`)
+	soak := flag.Int("soak", 1000, "mutated files in the YAML soak")
+	soakList := flag.String(soakWorkerFlag, "", "internal: scan the images listed in this file, as the image soak's worker")
 	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file, and the params to scan them with to FILE.params.yaml, and exit, for profiling with gpuhost --cpuprofile")
 	flag.Parse()
+	if *soakList != "" {
+		if err := soakWorker(*soakList); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *writeFleet != "" {
 		if err := writeRealisticFleet(*gpuhost, *sample, *docs, *writeFleet); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -40,8 +48,8 @@ func main() {
 		}
 		return
 	}
-	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml"}, *only) {
-		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent or soak-yaml, not %q\n", *only)
+	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml", "soak-images"}, *only) {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent, soak-yaml or soak-images, not %q\n", *only)
 		os.Exit(2)
 	}
 	if *only == "" || *only == "soak-yaml" {
@@ -86,6 +94,9 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if only == "soak-images" {
+		return measureImageSoak(sample, tmp)
+	}
 	tree := filepath.Join(tmp, "rootfs")
 	if only == "facts" || only == "agent" {
 		// The facts figures read only the tree's dpkg status.
@@ -125,6 +136,11 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 		}
 	}
 
+	var soakErr error
+	if only == "" {
+		soakErr = measureImageSoak(sample, tmp)
+	}
+
 	fmt.Printf("%-72s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
 	for _, m := range table {
 		fmt.Printf("%-72s %12s %12s %9.1f MB  %s\n", m.name, m.median().Round(time.Millisecond),
@@ -132,7 +148,7 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 	}
 	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s; agent run < 1 s, idle RSS < 60 MB\n")
 	fmt.Printf("the machine may be shared: CPU time and documents per CPU-second move far less with load than wall time\n")
-	return nil
+	return soakErr
 }
 
 func measureScanRootfs(gpuhost, tree string, runs int) (measurement, error) {

@@ -16,8 +16,8 @@ import (
 
 // The YAML soak: mutated waiver and params files, each run through the
 // command an operator would run on it, must end within soakDeadline with a
-// verdict (0 or 1 when the mutation left a valid file, 2 when it did not),
-// and never exit 0 when the mutation is one that no valid file survives.
+// verdict (0 or 1 when the yamlMutation left a valid file, 2 when it did not),
+// and never exit 0 when the yamlMutation is one that no valid file survives.
 const (
 	soakDeadline = 20 * time.Second
 	soakRSSLimit = 512 << 10 // KiB
@@ -33,14 +33,14 @@ type soakRun struct {
 	stderr  string
 }
 
-// mutation changes a YAML file; damaging ones leave no valid file behind.
-type mutation struct {
+// yamlMutation changes a YAML file; damaging ones leave no valid file behind.
+type yamlMutation struct {
 	name     string
 	damaging bool
 	apply    func(r *rand.Rand, data []byte) []byte
 }
 
-var yamlMutations = []mutation{
+var yamlMutations = []yamlMutation{
 	{"flip a byte", false, func(r *rand.Rand, d []byte) []byte {
 		d = append([]byte(nil), d...)
 		d[r.IntN(len(d))] ^= byte(1 + r.IntN(255))
@@ -80,7 +80,7 @@ var yamlMutations = []mutation{
 // gpuhost: waiver files with `waivers check`, params with `scan facts` of a
 // saved document. It prints the figures and fails when a run hangs, goes
 // past the memory limit, exits with something other than 0, 1 or 2, or
-// exits 0 on a damaging mutation.
+// exits 0 on a damaging yamlMutation.
 func soakYAML(gpuhost, sample string, n int) error {
 	tmp, err := os.MkdirTemp("", "gpuhost-soak-yaml-")
 	if err != nil {
@@ -144,7 +144,7 @@ func soakYAML(gpuhost, sample string, n int) error {
 	}
 	close(next)
 	wg.Wait()
-	return reportSoak("YAML", runs, time.Since(start))
+	return reportYAMLSoak("YAML", runs, time.Since(start))
 }
 
 // soakOne runs gpuhost once under the soak's deadline.
@@ -169,9 +169,9 @@ func soakOne(gpuhost string, args []string) soakRun {
 	return r
 }
 
-// reportSoak prints one soak's figures and returns an error naming every
+// reportYAMLSoak prints one soak's figures and returns an error naming every
 // run that broke its contract.
-func reportSoak(what string, runs []soakRun, took time.Duration) error {
+func reportYAMLSoak(what string, runs []soakRun, took time.Duration) error {
 	codes := map[int]int{}
 	var worstWall time.Duration
 	var worstRSS int64
