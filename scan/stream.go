@@ -190,6 +190,7 @@ func (s *Scanner) Fleet(ctx context.Context, r *SavedReader, o FleetOptions, emi
 // and is returned once every goroutine has finished.
 func Ordered[In, Out any](ctx context.Context, workers, window int, next func() (In, error), work func(context.Context, In) (Out, error), emit func(Out) error) error {
 	workers, window = max(workers, 1), max(window, workers, 1)
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -206,11 +207,13 @@ func Ordered[In, Out any](ctx context.Context, workers, window int, next func() 
 	jobs := make(chan job)
 	results := make(chan result, window)
 
+	// The reader may sit in a read that only more input ends (a quiet
+	// stdin); a cancelled run does not wait for it, so a signal ends the
+	// run at once. Its error is read only once it has finished.
 	var readErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
+	readDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(readDone)
 		defer close(jobs)
 		for seq := 0; ; seq++ {
 			select {
@@ -239,7 +242,17 @@ func Ordered[In, Out any](ctx context.Context, workers, window int, next func() 
 		workersDone.Add(1)
 		go func() {
 			defer workersDone.Done()
-			for j := range jobs {
+			for {
+				var j job
+				select {
+				case next, open := <-jobs:
+					if !open {
+						return
+					}
+					j = next
+				case <-ctx.Done():
+					return
+				}
 				out, err := work(ctx, j.in)
 				// results has room for every token, so this never blocks.
 				results <- result{j.seq, out, err}
@@ -274,14 +287,15 @@ func Ordered[In, Out any](ctx context.Context, workers, window int, next func() 
 			<-tokens
 		}
 	}
-	wg.Wait()
-	switch {
-	case readErr != nil:
-		if firstErr == nil || errors.Is(firstErr, context.Canceled) {
+	select {
+	case <-readDone:
+		if readErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {
 			return readErr
 		}
-	case firstErr == nil:
-		return ctx.Err()
+	case <-parent.Done():
+	}
+	if firstErr == nil {
+		firstErr = parent.Err()
 	}
 	return firstErr
 }

@@ -170,3 +170,26 @@ func TestSavedReaderNamesDocuments(t *testing.T) {
 		t.Errorf("single document: %q, %v; want stdin", d.Name, err)
 	}
 }
+
+// TestOrderedDoesNotWaitOnABlockedRead: a reader stuck in a read that only
+// more input would end (a quiet stdin) does not keep a cancelled run alive.
+func TestOrderedDoesNotWaitOnABlockedRead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	block := make(chan struct{})
+	defer close(block)
+	next := func() (int, error) { <-block; return 0, io.EOF }
+	done := make(chan error, 1)
+	go func() {
+		done <- Ordered(ctx, 2, 4, next, func(_ context.Context, i int) (int, error) { return i, nil }, func(int) error { return nil })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Ordered = %v; want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ordered still waits on the blocked read after cancellation")
+	}
+}
