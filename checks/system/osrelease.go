@@ -44,11 +44,21 @@ func (osCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts
 	return nil
 }
 
-// parseOSRelease reads os-release(5). Values are shell-quoted but never
-// expanded.
-func parseOSRelease(data []byte) (*facts.OS, error) {
+// OSReleaseVars is the one parser of os-release(5): the os collector and
+// the vulnerability matching both read the distribution through it. Values
+// are shell-quoted but never expanded.
+func OSReleaseVars(data []byte) (map[string]string, error) {
 	vars := map[string]string{}
 	if _, err := parseShell(data, vars, false); err != nil {
+		return nil, err
+	}
+	return vars, nil
+}
+
+// parseOSRelease reads the facts of os-release(5).
+func parseOSRelease(data []byte) (*facts.OS, error) {
+	vars, err := OSReleaseVars(data)
+	if err != nil {
 		return nil, err
 	}
 	codename := vars["VERSION_CODENAME"]

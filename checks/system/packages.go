@@ -70,21 +70,50 @@ func Installed(pkgs []facts.Package, name string) (facts.Package, bool) {
 
 // stanza is the fields of one dpkg status paragraph that matter here.
 type stanza struct {
-	line                   int
-	pkg, status, ver, arch string
-	hasPkg, hasStatus      bool
+	line                               int
+	pkg, status, ver, arch, src, maint string
+	hasPkg, hasStatus                  bool
 }
 
-// ParseDpkgStatus parses the text of /var/lib/dpkg/status and returns the
-// packages whose status is installed with want "install" or "hold" (the
-// latter Held, which is what apt-mark hold sets), sorted by name then
-// architecture. It is strict: binary data, a line that is neither a field
-// nor a continuation, a paragraph without Package, a repeated field or
-// package, or more than 200,000 paragraphs is an error naming the line,
+// DpkgPackage is one installed package of a dpkg status file, with what
+// vulnerability matching needs beyond the facts.
+type DpkgPackage struct {
+	facts.Package
+	// Source is the Source field, "name" or "name (version)"; empty when
+	// the source package is the binary one at its version.
+	Source string
+	// Maintainer is the Maintainer field.
+	Maintainer string
+	// Line is where the package's paragraph starts.
+	Line int
+}
+
+// ParseDpkgStatus parses the text of /var/lib/dpkg/status into the
+// installed packages, as ParseDpkgInstalled does, for the facts.
+func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
+	all, err := ParseDpkgInstalled(data)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := make([]facts.Package, len(all))
+	for i, p := range all {
+		pkgs[i] = p.Package
+	}
+	return pkgs, nil
+}
+
+// ParseDpkgInstalled is the one parser of /var/lib/dpkg/status: the scan's
+// collectors and the vulnerability matching both read packages through it,
+// so they cannot disagree on what is installed. It returns the packages
+// dpkg has installed ("ok installed", whatever the selection; Held when
+// the selection is hold, which is what apt-mark hold sets), sorted by name
+// then architecture. It is strict: binary data, a line that is neither a
+// field nor a continuation, a paragraph without Package, a repeated field
+// or package, or more than 200,000 paragraphs is an error naming the line,
 // because a status file that dpkg itself would reject cannot be trusted to
 // describe the system.
-func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
-	pkgs := []facts.Package{}
+func ParseDpkgInstalled(data []byte) ([]DpkgPackage, error) {
+	pkgs := []DpkgPackage{}
 	seen := map[[2]string]int{}
 	var cur *stanza
 	fields := map[string]bool{}
@@ -109,7 +138,7 @@ func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 			return fmt.Errorf("line %d: package %s: malformed Status %q", s.line, s.pkg, s.status)
 		}
 		want, flag, state := st[0], st[1], st[2]
-		if state != "installed" || flag != "ok" || (want != "install" && want != "hold") {
+		if state != "installed" || flag != "ok" {
 			return nil
 		}
 		if s.ver == "" {
@@ -120,7 +149,8 @@ func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 			return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
 		}
 		seen[key] = s.line
-		pkgs = append(pkgs, facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold"})
+		pkgs = append(pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold"},
+			Source: s.src, Maintainer: s.maint, Line: s.line})
 		return nil
 	}
 
@@ -182,12 +212,16 @@ func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 			cur.ver = v
 		case "architecture":
 			cur.arch = v
+		case "source":
+			cur.src = v
+		case "maintainer":
+			cur.maint = v
 		}
 	}
 	if err := finish(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(pkgs, func(a, b facts.Package) int {
+	slices.SortFunc(pkgs, func(a, b DpkgPackage) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Arch, b.Arch))
 	})
 	return pkgs, nil

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -275,5 +276,31 @@ func TestMajorVersion(t *testing.T) {
 		if got := majorVersion(in); got != want {
 			t.Errorf("majorVersion(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// TestDpkgInstalledWhateverTheSelection: a package dpkg has installed
+// counts whatever its selection says (deinstall or purge only mark it for
+// removal; its files are there), and hold marks it held; half-installed
+// and config-files states are not installed.
+func TestDpkgInstalledWhateverTheSelection(t *testing.T) {
+	status := "Package: a\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\n\n" +
+		"Package: b\nStatus: deinstall ok installed\nVersion: 2\nArchitecture: amd64\nSource: bsrc (2.1)\nMaintainer: M <m@example.org>\n\n" +
+		"Package: c\nStatus: hold ok installed\nVersion: 3\nArchitecture: amd64\n\n" +
+		"Package: d\nStatus: purge ok config-files\nVersion: 4\nArchitecture: amd64\n\n" +
+		"Package: e\nStatus: install ok half-installed\nVersion: 5\nArchitecture: amd64\n"
+	got, err := ParseDpkgInstalled([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, fmt.Sprintf("%s:%v", p.Name, p.Held))
+	}
+	if strings.Join(names, " ") != "a:false b:false c:true" {
+		t.Errorf("installed %v; want a, b and c (held)", names)
+	}
+	if got[1].Source != "bsrc (2.1)" || got[1].Maintainer != "M <m@example.org>" || got[1].Line != 6 {
+		t.Errorf("b: %+v", got[1])
 	}
 }
