@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 OUT := $(CURDIR)/out
 GPUHOST := $(BIN)/gpuhost
 # The lean build a GPU node runs the agent from (go build -tags lean): no
-# image builder or trivy, so about 50 MB resident between runs, not 61.
+# image builder or trivy, whose pages would stay resident between runs.
 AGENT := $(BIN)/gpuhost-agent
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/gpuhost/gpuhost/internal/version.Version=$(VERSION)
