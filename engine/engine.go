@@ -427,6 +427,28 @@ func (d *Document) inputFor(p *projection) (ast.Value, error) {
 // evaluation as a whole could not run; a check that errors on its own is
 // reported as a result with status error.
 func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result, error) {
+	out, run := e.applicable(doc)
+	if e.memo != nil {
+		return e.evaluateFleet(ctx, doc, out, run)
+	}
+	if len(run) == 0 {
+		return out, nil
+	}
+	set, err := e.queryFor(run)
+	if err != nil {
+		return nil, err
+	}
+	input, err := doc.Input()
+	if err != nil {
+		return nil, err
+	}
+	return out, e.evaluateRun(ctx, set.query, input, out, run, nil)
+}
+
+// applicable returns every check's result as far as it is known before
+// evaluation (not applicable to this kind of target, or gated out by its
+// collectors), and the indices of the checks left to evaluate.
+func (e *Engine) applicable(doc *Document) ([]reports.Result, []int) {
 	out := make([]reports.Result, len(e.checks))
 	var run []int
 	for i, c := range e.checks {
@@ -446,52 +468,43 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 		}
 		run = append(run, i)
 	}
-	gated := run
-	run, keys := e.recall(doc, run, out)
-	if len(run) == 0 {
-		return out, nil
-	}
-	if len(run) < len(gated) && !e.haveQuery(run) && e.nCombined.Load() >= e.maxQueries {
-		// Too many distinct sets of misses: evaluate the whole gated set,
-		// whose query is kept, rather than prepare one per host.
-		run = gated
-	}
-	set, err := e.queryFor(run)
-	if err != nil {
-		return nil, err
-	}
-	input, err := doc.inputFor(set.input)
-	if err != nil {
-		return nil, err
-	}
-	q := set.query
+	return out, run
+}
+
+// evaluateRun evaluates the checks in run with q, their combined query, and
+// decides their results in out; decided, when set, is told each outcome.
+// When one check breaks the combined query, the checks are evaluated one by
+// one so that only the check at fault is reported as an error.
+func (e *Engine) evaluateRun(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, out []reports.Result, run []int, decided func(i int, o outcome)) error {
 	sets, err := e.evalSets(ctx, q, input, len(run))
 	if err == nil {
 		for j, i := range run {
 			e.decide(&out[i], sets[j])
-			e.remember(keys, i, sets[j])
+			if decided != nil {
+				decided(i, sets[j])
+			}
 		}
-		return out, nil
+		return nil
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	// One check broke the combined query; evaluate one by one so only the
-	// check at fault is reported as an error.
 	for _, i := range run {
 		sets, err := e.evalSets(ctx, &e.single[i], input, 1)
 		if err == nil {
 			e.decide(&out[i], sets[0])
-			e.remember(keys, i, sets[0])
+			if decided != nil {
+				decided(i, sets[0])
+			}
 			continue
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		out[i].Status = reports.StatusError
 		out[i].Messages = []string{fmt.Sprintf("evaluating %s: %v", e.checks[i].File, err)}
 	}
-	return out, nil
+	return nil
 }
 
 // preparedSet is what evaluating one set of checks together needs: their
@@ -536,11 +549,6 @@ func queryKey(run []int) string {
 		key = append(key, ',')
 	}
 	return string(key)
-}
-
-func (e *Engine) haveQuery(run []int) bool {
-	_, ok := e.combined.Load(queryKey(run))
-	return ok
 }
 
 // queryFor returns the prepared query that evaluates exactly the checks at

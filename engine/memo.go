@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -607,4 +608,34 @@ func (e *Engine) remember(keys map[int]memoKeys, i int, o outcome) {
 	case k.hasFull:
 		e.memo.store(k.full, entry)
 	}
+}
+
+// evaluateFleet is Evaluate with the memo on: the checks whose reads this
+// document shares with one seen before are answered from the memo, and
+// only the rest are evaluated, on the parts of input they read.
+func (e *Engine) evaluateFleet(ctx context.Context, doc *Document, out []reports.Result, gated []int) ([]reports.Result, error) {
+	run, keys := e.recall(doc, gated, out)
+	if len(run) == 0 {
+		return out, nil
+	}
+	if len(run) < len(gated) && !e.haveQuery(run) && e.nCombined.Load() >= e.maxQueries {
+		// Too many distinct sets of misses: evaluate the whole gated set,
+		// whose query is kept, rather than prepare one per host.
+		run = gated
+	}
+	set, err := e.queryFor(run)
+	if err != nil {
+		return nil, err
+	}
+	input, err := doc.inputFor(set.input)
+	if err != nil {
+		return nil, err
+	}
+	return out, e.evaluateRun(ctx, set.query, input, out, run, func(i int, o outcome) { e.remember(keys, i, o) })
+}
+
+// haveQuery says whether the combined query of run is prepared and kept.
+func (e *Engine) haveQuery(run []int) bool {
+	_, ok := e.combined.Load(queryKey(run))
+	return ok
 }
