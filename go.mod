@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/diskfs/go-diskfs v1.9.4
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/nftables v0.3.0

@@ -37,6 +37,7 @@ type Facts struct {
 	Kernel           *Kernel           `json:"kernel,omitempty"`
 	Packages         []Package         `json:"packages,omitempty"`
 	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
+	Kubelet          *Kubelet          `json:"kubelet,omitempty"`
 	TLS              *TLS              `json:"tls,omitempty"`
 	SSH              *SSH              `json:"ssh,omitempty"`
 	Encryption       *Encryption       `json:"encryption,omitempty"`
@@ -115,6 +116,44 @@ type Package struct {
 type Cgroup struct {
 	Version int    `json:"version"`
 	Source  string `json:"source"`
+	// Memory is how memory is limited: on a live host from its cgroup2
+	// tree (nil under v1), in an image from the slices' unit files.
+	Memory *CgroupMemory `json:"memory,omitempty"`
+}
+
+// CgroupMemory is the memory controller and the limits set on the
+// top-level slices.
+type CgroupMemory struct {
+	// ControllerEnabled says whether the root's cgroup.subtree_control
+	// enables the memory controller for its children; known on a live host
+	// only (nil in an image, where systemd enables it at boot).
+	ControllerEnabled *bool `json:"controller_enabled,omitempty"`
+	// Slices are system.slice, user.slice and machine.slice, in that order.
+	Slices []SliceMemory `json:"slices"`
+}
+
+// SliceMemory is one slice's memory limits: the values of MemoryMax= and
+// MemoryHigh= ("max" or empty when unlimited), from the slice's cgroup on a
+// live host (Source "cgroup") or its unit drop-ins in an image (the file).
+type SliceMemory struct {
+	Name       string `json:"name"`
+	MemoryMax  string `json:"memory_max"`
+	MemoryHigh string `json:"memory_high"`
+	Source     string `json:"source"`
+}
+
+// Kubelet is what the kubelet's configuration file says about memory.
+type Kubelet struct {
+	ConfigPath   string `json:"config_path"`
+	CgroupDriver string `json:"cgroup_driver"`
+	// SystemReservedMemory and KubeReservedMemory are the memory kept from
+	// pods for the system and for Kubernetes' own daemons; empty when unset.
+	SystemReservedMemory string `json:"system_reserved_memory"`
+	KubeReservedMemory   string `json:"kube_reserved_memory"`
+	// EvictionHardMemory is evictionHard's memory.available threshold;
+	// empty when unset, which leaves the kubelet's default.
+	EvictionHardMemory     string   `json:"eviction_hard_memory"`
+	EnforceNodeAllocatable []string `json:"enforce_node_allocatable"`
 }
 
 // TLS gathers the configured and, on a live host, observed TLS protocols.

@@ -28,7 +28,12 @@ func fullFacts() *Facts {
 	f.OS = &OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
 	f.Kernel = &Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
 	f.Packages = []Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
-	f.Cgroup = &Cgroup{Version: 2, Source: "statfs"}
+	f.Cgroup = &Cgroup{Version: 2, Source: "statfs", Memory: &CgroupMemory{ControllerEnabled: ptr(true), Slices: []SliceMemory{
+		{Name: "system.slice", MemoryMax: "max", MemoryHigh: "max", Source: "cgroup"},
+		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
+	}}}
+	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
+		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"}}
 	f.TLS = &TLS{
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
 		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},

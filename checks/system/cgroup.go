@@ -37,6 +37,13 @@ func (cgroupCollector) Collect(_ context.Context, env *collector.Env, f *facts.F
 	if err != nil {
 		return err
 	}
+	// A live host's limits are read from its cgroup2 tree; an image's come
+	// from the slices' unit files, whichever hierarchy it boots.
+	if c.Version == 2 || !env.Live {
+		if c.Memory, err = cgroupMemory(env.FS, env.Live); err != nil {
+			return err
+		}
+	}
 	f.Cgroup = c
 	return nil
 }

@@ -29,6 +29,7 @@ func Collectors() []collector.Collector {
 		kernelCollector{},
 		packagesCollector{},
 		cgroupCollector{},
+		kubeletCollector{},
 		encryptionCollector{},
 		networkCollector{},
 		firewallCollector{},
