@@ -132,7 +132,6 @@ func parseOSRelease(data []byte) (ftypes.OS, error) {
 	return ftypes.OS{Family: family, Name: ver}, nil
 }
 
-
 // parseStatus reads dpkg's status file through the scan's own parser into
 // trivy packages, sorted by name and architecture. The version and source
 // fields are held to dpkg's grammar, because a database that lies about
