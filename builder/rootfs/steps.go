@@ -115,8 +115,8 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 		"--variant=" + c.Variant,
 		"--components=" + strings.Join(c.Components, ","),
 	}
-	if len(c.ExtraPackages) > 0 {
-		args = append(args, "--include="+strings.Join(c.ExtraPackages, ","))
+	if pkgs := c.bootstrapPackages(); len(pkgs) > 0 {
+		args = append(args, "--include="+strings.Join(pkgs, ","))
 	}
 	if c.Keyring != "" {
 		args = append(args, "--keyring="+c.Keyring)
