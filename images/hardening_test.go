@@ -2,14 +2,17 @@ package images
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -119,5 +122,42 @@ func TestWaiversDebian12(t *testing.T) {
 	slices.Sort(ids)
 	if want := []string{"GH-ENC-001", "GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(ids, want) {
 		t.Errorf("waived checks %v; want exactly %v (anything else must be fixed in the template)", ids, want)
+	}
+}
+
+// TestNftablesConfLoadsWithoutNetbase loads the template's ruleset into the
+// kernel, in a network namespace of its own, the way nftables.service does
+// at boot on the image: without /etc/protocols and /etc/services, which a
+// minbase image lacks (they come with netbase). A protocol or service name
+// that only those files define makes nft refuse the whole file, as
+// "ipv6-icmp" did, and the booted host ran with no firewall at all while
+// the file, read offline, passed GH-NET-002. The kernel's own view of the
+// loaded ruleset must still be default-drop input with ssh open.
+func TestNftablesConfLoadsWithoutNetbase(t *testing.T) {
+	testutil.Root(t)
+	nft := testutil.Tool(t, "nft", "nftables")
+	unshare := testutil.Tool(t, "unshare", "util-linux")
+	conf, err := filepath.Abs("files/nftables.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A private mount namespace hides the two files from nft alone; the
+	// empty files stand where the image has none.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e
+mount --make-rprivate /
+for f in /etc/protocols /etc/services; do if [ -e "$f" ]; then mount --bind "$1" "$f"; fi; done
+"$2" -f "$3"
+"$2" list ruleset`
+	out := testutil.Run(t, time.Minute, unshare, "--net", "--mount", "/bin/sh", "-c", script, "sh", empty, nft, conf)
+	policy, ports, _, err := system.ParseNftables([]byte(out))
+	if err != nil {
+		t.Fatalf("the ruleset the kernel holds: %v\n%s", err, out)
+	}
+	if policy != "drop" || !slices.Contains(ports, 22) {
+		t.Errorf("loaded without netbase, the kernel's input policy is %q with ports %v; want drop with 22 open", policy, ports)
 	}
 }
