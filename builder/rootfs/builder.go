@@ -55,11 +55,16 @@ func plan(c *Config) []namedStep {
 		{"cache-lookup", &stepBootstrapCacheLookup{}},
 		{"mmdebstrap", &stepMmdebstrap{}},
 		{"cache-save", &stepBootstrapCacheSave{}},
+	}
+	if c.OutputFormat == "disk" {
+		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
+	}
+	steps = append(steps, []namedStep{
 		{"policy-rc.d", policy},
 		{"mount", mount},
 		{"provision", &stepProvision{}},
 		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
-	}
+	}...)
 	if c.OutputFormat != "disk" {
 		return append(steps, namedStep{"pack", &stepPack{}})
 	}

@@ -357,9 +357,34 @@ func runChroot(ctx context.Context, rootfs, script string) (string, error) {
 	return stdout.String(), nil
 }
 
+// stepGrubDefaults writes /etc/default/grub with kernel_cmdline when the
+// image has none. It runs before the provisioners, so that they find the
+// file they add to and the manifest they write records it: drift on the
+// booted host then compares it with what was baked.
+type stepGrubDefaults struct{}
+
+func (s *stepGrubDefaults) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	root, err := os.OpenRoot(state.Get(stateRootfs).(string))
+	if err != nil {
+		return halt(state, err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat("etc/default/grub"); !errors.Is(err, os.ErrNotExist) {
+		return multistep.ActionContinue
+	}
+	dist := map[string]string{"debian": "Debian", "ubuntu": "Ubuntu"}[c.Distribution]
+	if err := writeRootFile(root, "etc/default/grub", fmt.Sprintf(defaultGrubFile, dist, c.KernelCmdline), 0o644); err != nil {
+		return halt(state, err)
+	}
+	return multistep.ActionContinue
+}
+
+func (s *stepGrubDefaults) Cleanup(multistep.StateBag) {}
+
 // stepBootConfig writes what the image boots with into the rootfs: fstab
-// by UUID, /etc/default/grub when the image has none, grub.cfg, and GRUB's
-// modules and core images.
+// by UUID, grub.cfg from the image's GRUB defaults, and GRUB's modules and
+// core images.
 type stepBootConfig struct{}
 
 func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
@@ -391,12 +416,6 @@ func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) mult
 	}
 	if err := writeFstab(root, l); err != nil {
 		return halt(state, err)
-	}
-	if _, err := root.Lstat("etc/default/grub"); errors.Is(err, os.ErrNotExist) {
-		dist := map[string]string{"debian": "Debian", "ubuntu": "Ubuntu"}[c.Distribution]
-		if err := writeRootFile(root, "etc/default/grub", fmt.Sprintf(defaultGrubFile, dist, c.KernelCmdline), 0o644); err != nil {
-			return halt(state, err)
-		}
 	}
 	out, err := runChroot(ctx, rootfs, grubDefaultsScript)
 	if err != nil {

@@ -428,3 +428,44 @@ func TestDiskStepsWriteADiskTheScannerReads(t *testing.T) {
 		t.Error("the boot sector does not point at core.img, or lost the protective MBR")
 	}
 }
+
+// TestDiskPlan: the GRUB defaults are written before the provisioners, which
+// add to them and record them in the manifest; the boot configuration and
+// the disk come after everything is unmounted.
+func TestDiskPlan(t *testing.T) {
+	var names []string
+	for _, s := range plan(&Config{OutputFormat: "disk"}) {
+		names = append(names, s.name)
+	}
+	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "policy-rc.d", "mount", "provision", "unmount", "first-boot", "boot-config", "disk", "bootloader", "disk-output"}
+	if !slices.Equal(names, want) {
+		t.Errorf("disk steps %v, want %v", names, want)
+	}
+	names = nil
+	for _, s := range plan(&Config{OutputFormat: "qcow2"}) {
+		names = append(names, s.name)
+	}
+	if slices.Contains(names, "grub-defaults") || names[len(names)-1] != "pack" {
+		t.Errorf("qcow2 steps %v", names)
+	}
+}
+
+func TestGrubDefaultsWrittenOnlyWhenMissing(t *testing.T) {
+	rootfs := fakeRootfs(t)
+	state := testState(rootfs)
+	state.Put(stateConfig, &Config{Distribution: "debian", KernelCmdline: "console=ttyS0"})
+	if (&stepGrubDefaults{}).Run(context.Background(), state) != multistep.ActionContinue {
+		t.Fatal(state.Get("error"))
+	}
+	b, err := os.ReadFile(filepath.Join(rootfs, "etc/default/grub"))
+	if err != nil || !strings.Contains(string(b), "GRUB_CMDLINE_LINUX=\"console=ttyS0\"\n") || !strings.Contains(string(b), "GRUB_DISTRIBUTOR=Debian\n") {
+		t.Fatalf("/etc/default/grub: %q %v", b, err)
+	}
+	must(t, os.WriteFile(filepath.Join(rootfs, "etc/default/grub"), []byte("GRUB_CMDLINE_LINUX=\"quiet\"\n"), 0o644))
+	if (&stepGrubDefaults{}).Run(context.Background(), state) != multistep.ActionContinue {
+		t.Fatal(state.Get("error"))
+	}
+	if b, _ := os.ReadFile(filepath.Join(rootfs, "etc/default/grub")); string(b) != "GRUB_CMDLINE_LINUX=\"quiet\"\n" {
+		t.Errorf("the image's own /etc/default/grub was replaced: %q", b)
+	}
+}
