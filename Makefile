@@ -34,10 +34,12 @@ export GOEXPERIMENT := jsonv2
 # prometheus) on /metrics and the alert rules, xmllint (libxml2-utils) on
 # the JUnit report, systemd-analyze on the units (and man, from man-db, on
 # the pages their Documentation= names).
+# The baked disk is booted in QEMU (qemu-system-x86), under OVMF for UEFI
+# and SeaBIOS (which comes with QEMU) for BIOS.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
-  prometheus libxml2-utils man-db
+  prometheus libxml2-utils man-db qemu-system-x86 ovmf
 APT_BENCH := lynis time
 
 .PHONY: help
@@ -92,7 +94,11 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/etc/systemd/system
 	install -m 0755 $(GPUHOST) $(AGENT) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service $(DESTDIR)/etc/systemd/system/
+	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service \
+	  deploy/systemd/gpuhost-agent-credentials.service deploy/systemd/gpuhost-selftest.service $(DESTDIR)/etc/systemd/system/
+	install -d $(DESTDIR)/usr/local/lib/gpuhost $(DESTDIR)/etc/udev/rules.d
+	install -m 0755 deploy/scripts/gpuhost-selftest deploy/scripts/gpuhost-agent-credentials $(DESTDIR)/usr/local/lib/gpuhost/
+	install -m 0644 deploy/udev/90-gpuhost-selftest.rules $(DESTDIR)/etc/udev/rules.d/
 
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under

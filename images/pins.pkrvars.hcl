@@ -35,3 +35,8 @@ container_toolkit_key_sha256 = "000000000000000000000000000000000000000000000000
 # The Debian 12 stand-in: NVIDIA 535 userspace from Debian non-free.
 debian_driver_version       = "535.261.03-1"
 debian_persistenced_version = "535.171.04-1~deb12u1"
+
+# The kernel the Debian 12 disk boots (linux-image-<release>), installed at
+# this version and held with the NVIDIA stack.
+debian_kernel         = "6.1.0-57-amd64"
+debian_kernel_version = "6.1.192-3"
