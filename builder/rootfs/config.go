@@ -83,7 +83,7 @@ type Config struct {
 	// The kernel a `disk` output boots, as `name` or `name=version`: installed during the bootstrap
 	// together with GRUB's EFI and BIOS images (`grub-efi-amd64-bin`, `grub-pc-bin`), and its
 	// initramfs made there. Defaults to `linux-image-amd64` (Debian) or `linux-image-generic`
-	// (Ubuntu); a template pins an exact kernel, such as `linux-image-6.1.0-57-amd64=6.1.192-3`, and
+	// (Ubuntu); a template pins an exact kernel, such as `linux-image-6.1.0-50-amd64=6.1.176-1`, and
 	// holds it with the gpuhost-gpu provisioner's `hold { kernel = true }`.
 	KernelPackage string `mapstructure:"kernel_package" required:"false"`
 	// The kernel command line of a `disk` output, written as GRUB_CMDLINE_LINUX into the image's
