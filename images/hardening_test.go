@@ -161,3 +161,27 @@ for f in /etc/protocols /etc/services; do if [ -e "$f" ]; then mount --bind "$1"
 		t.Errorf("loaded without netbase, the kernel's input policy is %q with ports %v; want drop with 22 open", policy, ports)
 	}
 }
+
+// The QEMU waiver covers the booted test VM, which has no GPU, and never
+// the image, whose gate must judge the GPU stack as it is.
+func TestWaiversQEMU(t *testing.T) {
+	list, err := waivers.Load("waivers-qemu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "GH-GPU-020" {
+		t.Fatalf("waivers-qemu.yaml waives %v; want GH-GPU-020 alone", list)
+	}
+	w := list[0]
+	if !w.Matches(reports.Target{Kind: "host", Ref: "debian-12-gpu", Hostname: "debian-12-gpu"}) {
+		t.Error("it does not cover the booted VM")
+	}
+	for _, other := range []reports.Target{
+		{Kind: "image", Ref: "out/debian-12-gpu/disk.qcow2", Hostname: "debian-12-gpu"},
+		{Kind: "host", Ref: "gpu-node-17", Hostname: "gpu-node-17"},
+	} {
+		if w.Matches(other) {
+			t.Errorf("it covers %+v", other)
+		}
+	}
+}
