@@ -438,8 +438,15 @@ func agreement(t *testing.T, offline, live reports.Report) {
 	fmt.Fprintln(tw, "check\toffline\tlive\tagree")
 	fmt.Fprintln(bw, "check\toffline\tlive\twhy")
 	both, disagree := 0, 0
+	var liveOnly, offlineOnly []string
 	for _, l := range slices.SortedFunc(slices.Values(live.Results), func(a, b reports.Result) int { return strings.Compare(a.ID, b.ID) }) {
 		o, ok := byID[l.ID]
+		switch {
+		case ok && o.Status != reports.StatusSkip && l.Status == reports.StatusSkip:
+			offlineOnly = append(offlineOnly, l.ID)
+		case (!ok || o.Status == reports.StatusSkip) && l.Status != reports.StatusSkip:
+			liveOnly = append(liveOnly, l.ID+" "+l.Status)
+		}
 		if !ok || o.Status == reports.StatusSkip || l.Status == reports.StatusSkip {
 			continue
 		}
@@ -453,7 +460,8 @@ func agreement(t *testing.T, offline, live reports.Report) {
 	}
 	tw.Flush()
 	bw.Flush()
-	t.Logf("offline gate against the live scan, %d checks both evaluated, %d disagree:\n%s", both, disagree, table.String())
+	t.Logf("offline gate against the live scan, %d checks both evaluated, %d disagree:\n%s"+
+		"evaluated live only: %s\nevaluated offline only: %s", both, disagree, table.String(), strings.Join(liveOnly, ", "), strings.Join(offlineOnly, ", "))
 	if disagree > 0 {
 		t.Errorf("the offline gate and the live scan disagree on %d checks:\n%s", disagree, bad.String())
 	}
