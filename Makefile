@@ -157,7 +157,7 @@ demo: check-go deps build-deps build packer plugin crane trivy-db
 	PACKER=$(PACKER) CRANE=$(CRANE) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
 	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
-	$(GPUHOST) scan image $(IMAGE_DIR)/rootfs.qcow2 --params images/params-debian-12.yaml \
+	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --params images/params-debian-12.yaml \
 	  --waivers images/waivers-debian-12.yaml --trivy-db $(TRIVY_DB) --fail-on-skip critical \
 	  --no-color $(call REPORTS,debian-12-gpu)
 	@echo "== scanning the sample rootfs trees =="
@@ -167,7 +167,9 @@ demo: check-go deps build-deps build packer plugin crane trivy-db
 	@# This machine is no GPU host: findings (1) are expected, and checks it
 	@# cannot answer, such as a unit's state without systemd, make it 2.
 	$(GPUHOST) scan host --no-color $(call REPORTS,host) || { rc=$$?; test $$rc -le 2 && echo "note: the scan of this build machine exited $$rc (1: findings, 2: checks it could not judge here); see $(OUT)/host.table"; }
-	@echo; echo "image: $(IMAGE_DIR)/rootfs.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
+	@echo "== booting the image: the live verdict beside the offline one =="
+	GPUHOST=$(GPUHOST) IMAGE_DIR=$(IMAGE_DIR) OUT=$(OUT) bash images/demo-boot.sh
+	@echo; echo "image: $(IMAGE_DIR)/disk.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
 
 # crane pushes the demo's base image to the local registry.
 CRANE := $(BIN)/crane

@@ -594,3 +594,92 @@ func paramsWith(t *testing.T, dir, registry string) string {
 	}
 	return p
 }
+
+// bootSelftestCLI is bootSelftest through `gpuhost boot --selftest`, as a
+// user runs it: the same overlay, the same credentials, and the reports
+// read from the directory the command writes.
+func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay string, fw qemu.Firmware, agent *agentTLS) *bootRun {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(overlay), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"token": []byte(agent.token), "agent.crt": agent.cert, "agent.key": agent.key}
+	var waivers []byte
+	for _, f := range []string{"waivers-debian-12.yaml", "waivers-qemu.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waivers = append(append(waivers, b...), '\n')
+	}
+	files["waivers.yaml"] = waivers
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reportDir := filepath.Join(dir, "reports")
+	ctx, cancel := context.WithTimeout(context.Background(), selftestLimit+5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gpuhost, "boot", disk, "--overlay", overlay, "--firmware", string(fw),
+		"--selftest", reportDir, "--waivers", filepath.Join(dir, "waivers.yaml"), "--timeout", selftestLimit.String(),
+		"--credential", "gpuhost.agent-token="+filepath.Join(dir, "token"),
+		"--credential", "gpuhost.agent-tls-crt="+filepath.Join(dir, "agent.crt"),
+		"--credential", "gpuhost.agent-tls-key="+filepath.Join(dir, "agent.key"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// gpuhost boot stops its QEMU on SIGTERM; the test's own handler
+	// covers an interrupt of the test.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: gpuhost boot: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "console.txt"), stdout.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code > 1 {
+		t.Fatalf("%s: gpuhost boot exited %d:\n%s", name, code, stderr.String())
+	}
+	run := &bootRun{name: name, verdict: time.Since(start), reports: map[string][]byte{}}
+	entries, err := os.ReadDir(reportDir)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, stderr.String())
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(reportDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.reports[e.Name()] = b
+	}
+	for file, into := range map[string]*reports.Report{"scan.json": &run.scan, "drift.json": &run.drift} {
+		if err := json.Unmarshal(run.reports[file], into); err != nil {
+			t.Fatalf("%s: %s: %v", name, file, err)
+		}
+	}
+	if want := strings.TrimSpace(string(run.reports["scan.rc"])); strconv.Itoa(code) != want {
+		t.Errorf("%s: gpuhost boot exited %d; the live scan's code is %s", name, code, want)
+	}
+	if !strings.Contains(stdout.String(), "live scan: ") || !strings.Contains(stdout.String(), "gpuhost-selftest: reports written") {
+		t.Errorf("%s: gpuhost boot printed no live verdict or console:\n%.3000s", name, stdout.String())
+	}
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(l, "qemu: ") || strings.HasPrefix(l, "gpuhost boot: ") {
+			t.Logf("%s: %s", name, l)
+			if strings.Contains(l, " on kvm ") {
+				run.accel = "kvm"
+			} else if strings.Contains(l, " on tcg ") {
+				run.accel = "tcg"
+			}
+		}
+	}
+	t.Logf("%s: %s, %s: power on to power off through gpuhost boot %s", name, fw, run.accel, run.verdict.Round(time.Second))
+	return run
+}

@@ -244,15 +244,15 @@ func TestE2EDebian12(t *testing.T) {
 	rootUUID := strings.TrimSpace(string(run("blkid", "-p", "-s", "UUID", "-o", "value", "-O", strconv.FormatInt(rootOffset, 10), raw)))
 	kernels, _ := filepath.Glob(filepath.Join(out, "image", "rootfs", "boot", "vmlinuz-*"))
 	os.Remove(raw)
-	bootTests(t, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels)
+	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels)
 }
 
 // bootTests boots the baked disk twice, the same host both times: under
 // UEFI for its first boot, then under BIOS. Each boot's selftest reports
-// what runs, the live scan and drift; the first is compared check by check
-// with the offline gate. Then the image's kernel is booted with no root,
+// what runs, the live scan and drift, each compared check by check with
+// the offline gate; the second boot runs through `gpuhost boot`. Then the image's kernel is booted with no root,
 // and must be seen to panic.
-func bootTests(t *testing.T, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string) {
+func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,8 @@ func bootTests(t *testing.T, disk, dir string, offline reports.Report, base seed
 		if first == nil || first.reports == nil {
 			t.Skip("the first boot did not report")
 		}
-		second := bootSelftest(t, "bios", disk, overlay, qemu.BIOS, agent, false)
+		// This boot goes through `gpuhost boot --selftest`, as a user runs it.
+		second := bootSelftestCLI(t, gpuhost, "bios", disk, overlay, qemu.BIOS, agent)
 		assertBoot(t, second, base.ref, base.digest, rootUUID)
 		liveVerdict(t, second, wantFail)
 		// The same host: what first boot made for it stays.
