@@ -103,7 +103,7 @@ func TestWaiversDebian12(t *testing.T) {
 		if len(strings.Fields(w.Justification)) < 20 {
 			t.Errorf("%s: justification too short to say why: %q", w.ID, w.Justification)
 		}
-		image := reports.Target{Kind: "image", Ref: "out/debian-12-gpu/rootfs.qcow2", Hostname: "debian-12-gpu"}
+		image := reports.Target{Kind: "image", Ref: "out/debian-12-gpu/disk.qcow2", Hostname: "debian-12-gpu"}
 		if !w.Matches(image) {
 			t.Errorf("%s does not cover the baked image %+v", w.ID, image)
 		}
@@ -114,7 +114,7 @@ func TestWaiversDebian12(t *testing.T) {
 		if covers, want := w.Matches(booted), w.ID != "GH-ENC-001"; covers != want {
 			t.Errorf("%s covers the booted host %+v: %v, want %v", w.ID, booted, covers, want)
 		}
-		other := reports.Target{Kind: "image", Ref: "out/other/rootfs.qcow2", Hostname: "other"}
+		other := reports.Target{Kind: "image", Ref: "out/other/disk.qcow2", Hostname: "other"}
 		if w.Matches(other) {
 			t.Errorf("%s covers another image %+v", w.ID, other)
 		}
