@@ -166,6 +166,14 @@ func bootSelftest(t *testing.T, name, disk, overlay string, fw qemu.Firmware, ag
 	if err := os.WriteFile(filepath.Join(dir, "serial.txt"), []byte(vm.Tail(100000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Join(dir, "reports"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range run.reports {
+		if err := os.WriteFile(filepath.Join(dir, "reports", filepath.Base(name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for file, into := range map[string]*reports.Report{"scan.json": &run.scan, "drift.json": &run.drift} {
 		if err := json.Unmarshal(run.reports[file], into); err != nil {
 			t.Fatalf("%s: %s from the guest: %v\n%s\nstderr: %s", name, file, err, run.reports[file], run.reports[strings.TrimSuffix(file, ".json")+".err"])

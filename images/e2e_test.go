@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -256,6 +257,11 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The consoles and the selftests' reports outlive the test where
+	// GPUHOST_E2E_ARTIFACTS names a directory, for whoever reads a failure.
+	if keep := os.Getenv("GPUHOST_E2E_ARTIFACTS"); keep != "" {
+		t.Cleanup(func() { keepArtifacts(t, dir, filepath.Join(keep, "boot")) })
+	}
 	agent := newAgentTLS(t)
 	overlay := filepath.Join(dir, "host.qcow2")
 	// Until the root is encrypted (LUKS2 and TPM2, issue 16's last part),
@@ -307,6 +313,32 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		}
 		bootPanics(t, kernels[0])
 	})
+}
+
+// keepArtifacts copies the text a boot left in dir (consoles, reports)
+// into keep, leaving the disks out.
+func keepArtifacts(t *testing.T, dir, keep string) {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch filepath.Ext(p) {
+		case ".qcow2", ".raw", ".vars", ".key":
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(keep, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(keep, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Logf("keeping the boot artifacts: %v", err)
+	}
 }
 
 // checkFirstBootHygiene: the image leaves each host's identity to its first
