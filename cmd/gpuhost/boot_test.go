@@ -17,6 +17,9 @@ import (
 // partition exits 2 as soon as the firmware gives up, saying so with the
 // console's tail, and leaves no QEMU behind.
 func TestBootUnbootableDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots QEMU; make test runs this")
+	}
 	testutil.Tool(t, "qemu-system-x86_64", "qemu-system-x86")
 	sfdisk := testutil.Tool(t, "sfdisk", "fdisk")
 	if _, err := os.Stat(qemu.OVMFCode); err != nil {

@@ -99,6 +99,9 @@ func must(t *testing.T, err error) {
 // needQEMU skips (fails under CI) without QEMU and OVMF.
 func needQEMU(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("boots QEMU; make test runs this")
+	}
 	testutil.Tool(t, "qemu-system-x86_64", "qemu-system-x86")
 	testutil.Tool(t, "qemu-img", "qemu-utils")
 	if _, err := os.Stat(OVMFCode); err != nil {
