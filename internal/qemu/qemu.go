@@ -462,18 +462,15 @@ func (v *VM) Exited() bool {
 // Done is closed when QEMU has ended.
 func (v *VM) Done() <-chan struct{} { return v.done }
 
-// Stop kills QEMU by the PID it recorded: SIGTERM, then SIGKILL if it is
-// still there after five seconds. It returns once QEMU is gone.
+// Stop kills QEMU by its PID: SIGTERM, then SIGKILL if it is still there
+// after five seconds. It returns once QEMU is gone. The PID is the one this
+// process started, which is what QEMU's pidfile records (it is never told
+// to daemonize); a pidfile naming another process would not be trusted.
 func (v *VM) Stop() {
 	if v.Exited() {
 		return
 	}
-	pid := v.PID()
-	if pid != v.pid {
-		// QEMU daemonizes only when told to; a pidfile naming another
-		// process is not ours to kill.
-		pid = v.pid
-	}
+	pid := v.pid
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
 	case <-v.done:
