@@ -246,6 +246,8 @@ func assertBoot(t *testing.T, run *bootRun, baseRef, baseDigest, rootUUID string
 	text := func(name string) string { return strings.TrimSpace(string(r[name])) }
 
 	units := parseUnits(text("units.txt"))
+	t.Logf("%s: units active at (seconds since the kernel started): %s; the selftest's gathering (file, start, end): %s",
+		run.name, unitTimes(text("units.txt")), strings.ReplaceAll(text("timings.txt"), "\n", "; "))
 	for _, u := range []string{"containerd.service", "nftables.service", "gpuhost-agentd.service", "ssh.service", "systemd-networkd.service", "gpuhost-growroot.service"} {
 		if units[u] != "active" {
 			t.Errorf("%s: %s is %q", run.name, u, units[u])
@@ -313,6 +315,25 @@ func parseUnits(s string) map[string]string {
 		}
 	}
 	return out
+}
+
+// unitTimes lists when each unit of `systemctl show -p Id -p
+// ActiveEnterTimestampMonotonic` output became active.
+func unitTimes(s string) string {
+	var out []string
+	id := ""
+	for _, l := range strings.Split(s, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
+		switch k {
+		case "Id":
+			id = v
+		case "ActiveEnterTimestampMonotonic":
+			if us, err := strconv.ParseInt(v, 10, 64); err == nil && us > 0 {
+				out = append(out, fmt.Sprintf("%s %.1f", id, float64(us)/1e6))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // kernelInput reads `nft -j list ruleset`: the policy of the base chains
