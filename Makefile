@@ -34,10 +34,12 @@ export GOEXPERIMENT := jsonv2
 # prometheus) on /metrics and the alert rules, xmllint (libxml2-utils) on
 # the JUnit report, systemd-analyze on the units (and man, from man-db, on
 # the pages their Documentation= names).
+# The baked disk is booted in QEMU (qemu-system-x86), under OVMF for UEFI
+# and SeaBIOS (which comes with QEMU) for BIOS.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
-  prometheus libxml2-utils man-db
+  prometheus libxml2-utils man-db qemu-system-x86 ovmf
 APT_BENCH := lynis time strace
 
 .PHONY: help
@@ -92,7 +94,11 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/etc/systemd/system
 	install -m 0755 $(GPUHOST) $(AGENT) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service $(DESTDIR)/etc/systemd/system/
+	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service \
+	  deploy/systemd/gpuhost-agent-credentials.service deploy/systemd/gpuhost-selftest.service $(DESTDIR)/etc/systemd/system/
+	install -d $(DESTDIR)/usr/local/lib/gpuhost $(DESTDIR)/etc/udev/rules.d
+	install -m 0755 deploy/scripts/gpuhost-selftest deploy/scripts/gpuhost-agent-credentials $(DESTDIR)/usr/local/lib/gpuhost/
+	install -m 0644 deploy/udev/90-gpuhost-selftest.rules $(DESTDIR)/etc/udev/rules.d/
 
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under
@@ -151,7 +157,7 @@ demo: check-go deps build-deps build packer plugin crane trivy-db
 	PACKER=$(PACKER) CRANE=$(CRANE) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
 	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
-	$(GPUHOST) scan image $(IMAGE_DIR)/rootfs.qcow2 --params images/params-debian-12.yaml \
+	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --params images/params-debian-12.yaml \
 	  --waivers images/waivers-debian-12.yaml --trivy-db $(TRIVY_DB) --fail-on-skip critical \
 	  --no-color $(call REPORTS,debian-12-gpu)
 	@echo "== scanning the sample rootfs trees =="
@@ -161,7 +167,9 @@ demo: check-go deps build-deps build packer plugin crane trivy-db
 	@# This machine is no GPU host: findings (1) are expected, and checks it
 	@# cannot answer, such as a unit's state without systemd, make it 2.
 	$(GPUHOST) scan host --no-color $(call REPORTS,host) || { rc=$$?; test $$rc -le 2 && echo "note: the scan of this build machine exited $$rc (1: findings, 2: checks it could not judge here); see $(OUT)/host.table"; }
-	@echo; echo "image: $(IMAGE_DIR)/rootfs.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
+	@echo "== booting the image: the live verdict beside the offline one =="
+	GPUHOST=$(GPUHOST) IMAGE_DIR=$(IMAGE_DIR) OUT=$(OUT) bash images/demo-boot.sh
+	@echo; echo "image: $(IMAGE_DIR)/disk.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
 
 # crane pushes the demo's base image to the local registry.
 CRANE := $(BIN)/crane

@@ -4,8 +4,10 @@
 
 # Debian packages a rootfs build needs (mmdebstrap bootstraps; nsenter and
 # chroot come with util-linux and coreutils; mkfs.ext4 and qemu-img write the
-# image formats; zstd compresses tarballs).
-APT_BUILD := mmdebstrap e2fsprogs qemu-utils zstd util-linux tar
+# image formats; zstd compresses tarballs; a disk's partition table is
+# written by sfdisk (fdisk) and its EFI system partition by mkfs.vfat
+# (dosfstools) and mtools; GRUB comes from the image, not the build machine).
+APT_BUILD := mmdebstrap e2fsprogs qemu-utils zstd util-linux tar fdisk dosfstools mtools
 
 PACKER := $(BIN)/packer
 PACKER_SDC := $(BIN)/packer-sdc

@@ -273,3 +273,51 @@ func TestSystemdUnits(t *testing.T) {
 		t.Errorf("timer: %v", timer)
 	}
 }
+
+// TestSelftestRunsOnlyWhenAsked: the selftest unit powers the machine off,
+// so nothing may enable it. Only the udev rule for the boot test's disk
+// (serial gpuhost-selftest) or systemd.wants= on the kernel command line
+// pulls it in, and it ends in a poweroff whether it passes or not.
+func TestSelftestRunsOnlyWhenAsked(t *testing.T) {
+	u := unit(t, "systemd/gpuhost-selftest.service")
+	for k := range u {
+		if strings.HasPrefix(k, "Install.") {
+			t.Errorf("gpuhost-selftest.service has an [Install] section (%s): enabling it would power hosts off", k)
+		}
+	}
+	for _, kv := range []string{"Unit.SuccessAction=poweroff", "Unit.FailureAction=poweroff", "Unit.After=multi-user.target", "Service.Type=oneshot", "Service.ExecStart=/usr/local/lib/gpuhost/gpuhost-selftest"} {
+		k, v, _ := strings.Cut(kv, "=")
+		if !slices.Contains(u[k], v) {
+			t.Errorf("gpuhost-selftest.service: want %s, have %v", kv, u[k])
+		}
+	}
+	rules, err := os.ReadFile("udev/90-gpuhost-selftest.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule string
+	for _, l := range strings.Split(string(rules), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			if rule != "" {
+				t.Fatalf("more than one rule: %q and %q", rule, l)
+			}
+			rule = l
+		}
+	}
+	for _, want := range []string{`ACTION=="add"`, `SUBSYSTEM=="block"`, `ENV{ID_SERIAL}=="gpuhost-selftest"`, `TAG+="systemd"`, `ENV{SYSTEMD_WANTS}+="gpuhost-selftest.service"`} {
+		if !strings.Contains(rule, want) {
+			t.Errorf("the udev rule lacks %s: %q", want, rule)
+		}
+	}
+	script, err := os.ReadFile("scripts/gpuhost-selftest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "/dev/disk/by-id/virtio-gpuhost-selftest") {
+		t.Error("the selftest script does not write to the disk the rule matches")
+	}
+	creds := unit(t, "systemd/gpuhost-agent-credentials.service")
+	if !slices.Contains(creds["Unit.Before"], "gpuhost-agentd.service") || !slices.Contains(creds["Install.WantedBy"], "gpuhost-agentd.service") {
+		t.Errorf("gpuhost-agent-credentials.service must run before the agent that reads what it makes: %v", creds)
+	}
+}

@@ -21,8 +21,8 @@ var services = []string{"gpuhost-agent.service", "gpuhost-agentd.service"}
 
 // installRoot lays out a root as `make install` and the OS would: this
 // machine's systemd units, ours in /etc/systemd/system, the lean agent the
-// units start built at /usr/local/bin/gpuhost-agent, and the man pages
-// they name. systemd-analyze then checks the units against it, not
+// units start built at /usr/local/bin/gpuhost-agent, the scripts they run
+// in /usr/local/lib/gpuhost, and the man pages they name. systemd-analyze then checks the units against it, not
 // against a build machine that has no agent installed.
 func installRoot(t *testing.T) string {
 	t.Helper()
@@ -48,6 +48,18 @@ func installRoot(t *testing.T) string {
 	}
 	for _, f := range pages {
 		copyFile(t, f, filepath.Join(manDir, filepath.Base(f)))
+	}
+	// The scripts the units run, where make install puts them.
+	scripts, _ := filepath.Glob(filepath.Join("scripts", "*"))
+	libDir := filepath.Join(root, "usr", "local", "lib", "gpuhost")
+	if err := os.MkdirAll(libDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range scripts {
+		copyFile(t, f, filepath.Join(libDir, filepath.Base(f)))
+		if err := os.Chmod(filepath.Join(libDir, filepath.Base(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	testutil.Run(t, 10*time.Minute, "go", "build", "-trimpath", "-tags", "lean", "-o",
 		filepath.Join(root, "usr", "local", "bin", "gpuhost-agent"), "../cmd/gpuhost")

@@ -4,12 +4,17 @@
 # nvidia-persistenced) from Debian non-free. Debian has no container toolkit
 # package, so none is installed; containerd still gets SystemdCgroup.
 #
-# Hardened for the gpuhost gate: nftables drops inbound traffic except ssh,
-# OpenSSL's system default refuses protocols below TLS 1.3, nouveau is
-# blacklisted. What Debian cannot give a minbase image (the NVIDIA container
+# The output is a bootable disk (GPT, GRUB for UEFI and BIOS, Debian's own
+# kernel pinned in pins.pkrvars.hcl): containerd, sshd, nftables and the
+# gpuhost agent run once it boots, and `gpuhost boot` starts it in QEMU.
+#
+# Hardened for the gpuhost gate: nftables drops inbound traffic except ssh
+# and the agent's /metrics, OpenSSL's system default refuses protocols below
+# TLS 1.3, sshd takes keys only with strong algorithms, nouveau is
+# blacklisted. What Debian cannot give this image (the NVIDIA container
 # runtime, LUKS at bake time) is waived in waivers-debian-12.yaml, with why:
 #
-#   gpuhost scan image OUT/rootfs.qcow2 --params images/params-debian-12.yaml \
+#   gpuhost scan image OUT/disk.qcow2 --params images/params-debian-12.yaml \
 #     --waivers images/waivers-debian-12.yaml
 #
 #   packer build -var-file=images/pins.pkrvars.hcl images/debian-12-gpu.pkr.hcl
@@ -33,6 +38,28 @@ variable "debian_driver_version" {
 variable "debian_persistenced_version" {
   type        = string
   description = "Version of nvidia-persistenced; from pins.pkrvars.hcl."
+}
+
+variable "debian_kernel" {
+  type        = string
+  description = "Kernel release the image boots (linux-image-<release>), installed and held; from pins.pkrvars.hcl."
+}
+
+variable "debian_kernel_version" {
+  type        = string
+  description = "Package version of linux-image-<debian_kernel>; from pins.pkrvars.hcl."
+}
+
+variable "agent_bin" {
+  type        = string
+  default     = "../bin/gpuhost-agent"
+  description = "The lean gpuhost build (make build writes bin/gpuhost-agent), installed as /usr/local/bin/gpuhost-agent; relative paths are from the template's directory."
+}
+
+variable "params" {
+  type        = string
+  default     = ""
+  description = "Policy params the gate judges the image with and the booted host's agent uses (/etc/gpuhost/params.yaml). Empty: params-debian-12.yaml beside the template."
 }
 
 variable "mirror" {
@@ -59,8 +86,9 @@ variable "output_dir" {
 }
 
 variable "image_size" {
-  type    = string
-  default = "2G"
+  type        = string
+  default     = "3G"
+  description = "Size of the disk; the root grows at first boot to fill a larger one."
 }
 
 variable "plugin_version" {
@@ -94,6 +122,11 @@ variable "trivy_db" {
   description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
 }
 
+locals {
+  params    = var.params != "" ? var.params : "${path.root}/params-debian-12.yaml"
+  agent_bin = abspath(var.agent_bin) == var.agent_bin ? var.agent_bin : "${path.root}/${var.agent_bin}"
+}
+
 source "gpuhost-rootfs" "debian_12" {
   suite        = "bookworm"
   distribution = "debian"
@@ -101,14 +134,18 @@ source "gpuhost-rootfs" "debian_12" {
   components   = ["main", "contrib", "non-free", "non-free-firmware"]
   mirror       = var.mirror
   snapshot     = var.snapshot
-  # nftables comes with the bootstrap, not a provisioner's apt-get: the
-  # gpuhost-gpu manifest then lists it as baked, and no second apt-get
-  # update runs. The hardening script configures and enables it.
-  extra_packages = ["systemd", "ca-certificates", "nftables"]
+  # What the host runs comes with the bootstrap, not a provisioner's
+  # apt-get: the gpuhost-gpu manifest then lists it as baked, and no second
+  # apt-get update runs. systemd-sysv gives /sbin/init, udev the device
+  # links fstab and the selftest disk are found by; the hardening script
+  # configures nftables and sshd.
+  extra_packages = ["systemd", "systemd-sysv", "udev", "ca-certificates", "nftables", "openssh-server"]
   apt_cache_dir  = var.apt_cache_dir
   # Beside the apt cache, not in it: that one is mounted into the build.
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
-  output_format       = "qcow2"
+  output_format       = "disk"
+  disk_format         = "qcow2"
+  kernel_package      = "linux-image-${var.debian_kernel}=${var.debian_kernel_version}"
   output_dir          = var.output_dir
   image_size          = var.image_size
 }
@@ -120,12 +157,41 @@ build {
   # Hardening first: the gpuhost-gpu provisioner writes the manifest last,
   # and its config_files digests must be of the hardened files.
   provisioner "file" {
-    sources     = ["${path.root}/files/nftables.conf", "${path.root}/files/openssl-system-default.cnf"]
+    sources     = ["${path.root}/files/nftables.conf", "${path.root}/files/openssl-system-default.cnf", "${path.root}/files/sshd-gpuhost.conf"]
     destination = "/tmp/gpuhost-harden/"
   }
 
   provisioner "shell" {
     script = "${path.root}/scripts/harden-debian-12.sh"
+  }
+
+  # The agent and what the booted host needs around it; the units and
+  # scripts are the ones make install puts on any node (deploy/).
+  provisioner "file" {
+    sources = [
+      local.agent_bin,
+      "${path.root}/../deploy/systemd/gpuhost-agent.service",
+      "${path.root}/../deploy/systemd/gpuhost-agent.timer",
+      "${path.root}/../deploy/systemd/gpuhost-agentd.service",
+      "${path.root}/../deploy/systemd/gpuhost-agent-credentials.service",
+      "${path.root}/../deploy/systemd/gpuhost-selftest.service",
+      "${path.root}/../deploy/scripts/gpuhost-selftest",
+      "${path.root}/../deploy/scripts/gpuhost-agent-credentials",
+      "${path.root}/../deploy/udev/90-gpuhost-selftest.rules",
+      "${path.root}/files/gpuhost-agentd-debian-12.conf",
+      "${path.root}/files/80-gpuhost-dhcp.network",
+      "${path.root}/waivers-debian-12.yaml",
+    ]
+    destination = "/tmp/gpuhost-host/"
+  }
+
+  provisioner "file" {
+    source      = local.params
+    destination = "/tmp/gpuhost-host/params.yaml"
+  }
+
+  provisioner "shell" {
+    script = "${path.root}/scripts/host-debian-12.sh"
   }
 
   provisioner "gpuhost-gpu" {
@@ -143,8 +209,12 @@ build {
       version_id = "12"
       codename   = "bookworm"
     }
-    # The minbase rootfs has no kernel, so there is none to hold and no DKMS:
-    # the debian source installs userspace only.
+    # The image's own kernel is held like the driver; the debian source
+    # installs userspace only, so no DKMS builds against it.
+    target_kernel = var.debian_kernel
+    hold {
+      kernel = true
+    }
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
@@ -164,12 +234,12 @@ build {
     }
   }
 
-  # The gate scans the qcow2 with the same pipeline as `gpuhost scan image`,
+  # The gate scans the disk with the same pipeline as `gpuhost scan image`,
   # writes its reports beside it and fails the build at fail_on. Only a
   # passing image is pushed, with its report, manifest and SBOM attached as
   # OCI referrers. The waivers cover what Debian 12 cannot provide.
   post-processor "gpuhost-gate" {
-    params  = "${path.root}/params-debian-12.yaml"
+    params  = local.params
     waivers = "${path.root}/waivers-debian-12.yaml"
     fail_on = "high"
     # A critical check that did not run fails the build too: without a

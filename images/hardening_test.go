@@ -2,14 +2,17 @@ package images
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -86,8 +89,9 @@ func TestOpenSSLSystemDefaultTLS13(t *testing.T) {
 }
 
 // The waivers must load, cover exactly what Debian 12 cannot provide, and
-// apply to the baked image (hostname debian-12-gpu) but never to a live
-// host.
+// apply to the baked image (hostname debian-12-gpu). The encryption waiver
+// never covers a live host; what Debian does not package covers the hosts
+// booted from the image, and no other.
 func TestWaiversDebian12(t *testing.T) {
 	list, err := waivers.Load("waivers-debian-12.yaml")
 	if err != nil {
@@ -99,19 +103,18 @@ func TestWaiversDebian12(t *testing.T) {
 		if len(strings.Fields(w.Justification)) < 20 {
 			t.Errorf("%s: justification too short to say why: %q", w.ID, w.Justification)
 		}
-		image := reports.Target{Kind: "image", Ref: "out/debian-12-gpu/rootfs.qcow2", Hostname: "debian-12-gpu"}
+		image := reports.Target{Kind: "image", Ref: "out/debian-12-gpu/disk.qcow2", Hostname: "debian-12-gpu"}
 		if !w.Matches(image) {
 			t.Errorf("%s does not cover the baked image %+v", w.ID, image)
 		}
-		for _, host := range []reports.Target{
-			{Kind: "host", Ref: "gpu-node-17", Hostname: "gpu-node-17"},
-			{Kind: "host", Ref: "debian-12-gpu", Hostname: "debian-12-gpu"},
-		} {
-			if w.Matches(host) {
-				t.Errorf("%s covers a live host %+v; it must cover only the image", w.ID, host)
-			}
+		if other := (reports.Target{Kind: "host", Ref: "gpu-node-17", Hostname: "gpu-node-17"}); w.Matches(other) {
+			t.Errorf("%s covers a host %+v the image did not boot", w.ID, other)
 		}
-		other := reports.Target{Kind: "image", Ref: "out/other/rootfs.qcow2", Hostname: "other"}
+		booted := reports.Target{Kind: "host", Ref: "debian-12-gpu", Hostname: "debian-12-gpu"}
+		if covers, want := w.Matches(booted), w.ID != "GH-ENC-001"; covers != want {
+			t.Errorf("%s covers the booted host %+v: %v, want %v", w.ID, booted, covers, want)
+		}
+		other := reports.Target{Kind: "image", Ref: "out/other/disk.qcow2", Hostname: "other"}
 		if w.Matches(other) {
 			t.Errorf("%s covers another image %+v", w.ID, other)
 		}
@@ -119,5 +122,66 @@ func TestWaiversDebian12(t *testing.T) {
 	slices.Sort(ids)
 	if want := []string{"GH-ENC-001", "GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(ids, want) {
 		t.Errorf("waived checks %v; want exactly %v (anything else must be fixed in the template)", ids, want)
+	}
+}
+
+// TestNftablesConfLoadsWithoutNetbase loads the template's ruleset into the
+// kernel, in a network namespace of its own, the way nftables.service does
+// at boot on the image: without /etc/protocols and /etc/services, which a
+// minbase image lacks (they come with netbase). A protocol or service name
+// that only those files define makes nft refuse the whole file, as
+// "ipv6-icmp" did, and the booted host ran with no firewall at all while
+// the file, read offline, passed GH-NET-002. The kernel's own view of the
+// loaded ruleset must still be default-drop input with ssh open.
+func TestNftablesConfLoadsWithoutNetbase(t *testing.T) {
+	testutil.Root(t)
+	nft := testutil.Tool(t, "nft", "nftables")
+	unshare := testutil.Tool(t, "unshare", "util-linux")
+	conf, err := filepath.Abs("files/nftables.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A private mount namespace hides the two files from nft alone; the
+	// empty files stand where the image has none.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e
+mount --make-rprivate /
+for f in /etc/protocols /etc/services; do if [ -e "$f" ]; then mount --bind "$1" "$f"; fi; done
+"$2" -f "$3"
+"$2" list ruleset`
+	out := testutil.Run(t, time.Minute, unshare, "--net", "--mount", "/bin/sh", "-c", script, "sh", empty, nft, conf)
+	policy, ports, _, err := system.ParseNftables([]byte(out))
+	if err != nil {
+		t.Fatalf("the ruleset the kernel holds: %v\n%s", err, out)
+	}
+	if policy != "drop" || !slices.Contains(ports, 22) {
+		t.Errorf("loaded without netbase, the kernel's input policy is %q with ports %v; want drop with 22 open", policy, ports)
+	}
+}
+
+// The QEMU waiver covers the booted test VM, which has no GPU, and never
+// the image, whose gate must judge the GPU stack as it is.
+func TestWaiversQEMU(t *testing.T) {
+	list, err := waivers.Load("waivers-qemu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "GH-GPU-020" {
+		t.Fatalf("waivers-qemu.yaml waives %v; want GH-GPU-020 alone", list)
+	}
+	w := list[0]
+	if !w.Matches(reports.Target{Kind: "host", Ref: "debian-12-gpu", Hostname: "debian-12-gpu"}) {
+		t.Error("it does not cover the booted VM")
+	}
+	for _, other := range []reports.Target{
+		{Kind: "image", Ref: "out/debian-12-gpu/disk.qcow2", Hostname: "debian-12-gpu"},
+		{Kind: "host", Ref: "gpu-node-17", Hostname: "gpu-node-17"},
+	} {
+		if w.Matches(other) {
+			t.Errorf("it covers %+v", other)
+		}
 	}
 }

@@ -35,3 +35,10 @@ container_toolkit_key_sha256 = "000000000000000000000000000000000000000000000000
 # The Debian 12 stand-in: NVIDIA 535 userspace from Debian non-free.
 debian_driver_version       = "535.261.03-1"
 debian_persistenced_version = "535.171.04-1~deb12u1"
+
+# The kernel the Debian 12 disk boots (linux-image-<release>), installed at
+# this version and held with the NVIDIA stack. The image is bootstrapped from
+# the suite alone, so this is the kernel of the bookworm point release, not
+# a newer one from bookworm-security.
+debian_kernel         = "6.1.0-50-amd64"
+debian_kernel_version = "6.1.176-1"

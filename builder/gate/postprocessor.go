@@ -175,7 +175,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 // canPublish checks that the artifact carries all that a push needs.
 func (p *PostProcessor) canPublish(t target) error {
 	if t.disk == "" {
-		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the artifact has no disk image to push (use output_format raw or qcow2)")
+		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the artifact has no disk image to push (use output_format raw, qcow2 or disk)")
 	}
 	return nil
 }

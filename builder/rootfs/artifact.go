@@ -43,7 +43,7 @@ func newArtifact(state multistep.StateBag) *Artifact {
 // BuilderId returns "gpuhost.rootfs".
 func (a *Artifact) BuilderId() string { return BuilderID }
 
-// Files returns the output: the rootfs directory, or the tarball or image.
+// Files returns the output: the rootfs directory, or the tarball, image or disk.
 func (a *Artifact) Files() []string { return append([]string(nil), a.files...) }
 
 // Id returns the output format and path.
@@ -65,7 +65,7 @@ func (a *Artifact) String() string {
 
 // State returns "rootfs" (the rootfs directory, or "" once removed),
 // "manifest" (the path of etc/gpuhost/manifest.json in it, or "" when the
-// rootfs has none), "format" (dir, tar, raw or qcow2) and "generated_data".
+// rootfs has none), "format" (dir, tar, raw, qcow2 or disk) and "generated_data".
 func (a *Artifact) State(name string) interface{} {
 	switch name {
 	case "rootfs":

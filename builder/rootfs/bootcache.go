@@ -91,7 +91,7 @@ func bootstrapKey(c *Config, version, release, keyring string) string {
 	field("variant", c.Variant)
 	field("components", c.Components...)
 	field("architecture", runtime.GOARCH)
-	field("packages", k.ExtraPackages...)
+	field("packages", slices.Sorted(slices.Values(k.bootstrapPackages()))...)
 	field("keyring", c.Keyring, keyring)
 	field("mirror", c.Mirror)
 	field("snapshot", c.Snapshot)

@@ -2,7 +2,8 @@
 // "gpuhost-rootfs"`): it bootstraps a Debian or Ubuntu suite with mmdebstrap,
 // mounts what provisioners need in a private mount namespace, runs the
 // provisioners through a chroot communicator, unmounts, and packs the result
-// as a directory, a zstd tarball, a raw ext4 image or a qcow2 image.
+// as a directory, a zstd tarball, a raw ext4 image, a qcow2 image, or a
+// bootable disk (see disk.go).
 package rootfs
 
 import (
@@ -49,17 +50,33 @@ type namedStep struct {
 func plan(c *Config) []namedStep {
 	policy := &stepPolicyRcD{}
 	mount := &stepMount{Mounts: c.Mounts, AptCacheDir: c.AptCacheDir}
-	return []namedStep{
+	steps := []namedStep{
 		{"dirs", &stepPrepareDirs{}},
 		{"cache-lookup", &stepBootstrapCacheLookup{}},
 		{"mmdebstrap", &stepMmdebstrap{}},
 		{"cache-save", &stepBootstrapCacheSave{}},
+	}
+	if c.OutputFormat == "disk" {
+		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
+	}
+	steps = append(steps, []namedStep{
 		{"policy-rc.d", policy},
 		{"mount", mount},
 		{"provision", &stepProvision{}},
 		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
-		{"pack", &stepPack{}},
+	}...)
+	if c.OutputFormat != "disk" {
+		return append(steps, namedStep{"pack", &stepPack{}})
 	}
+	// The boot configuration is written after the provisioners, whose
+	// grub.d drop-ins it reads, and into a tree with nothing mounted.
+	return append(steps,
+		namedStep{"first-boot", &stepFirstBoot{}},
+		namedStep{"boot-config", &stepBootConfig{}},
+		namedStep{"disk", &stepDisk{}},
+		namedStep{"bootloader", &stepBootloader{}},
+		namedStep{"disk-output", &stepDiskOutput{}},
+	)
 }
 
 // Run builds the rootfs and returns its artifact. It prints how long each

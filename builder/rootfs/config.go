@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -67,14 +68,36 @@ type Config struct {
 	// It must not be inside `output_dir` or `work_dir`, which a build removes, nor inside `apt_cache_dir`.
 	BootstrapCacheDir string `mapstructure:"bootstrap_cache_dir" required:"false"`
 	// What the build produces: `dir` (the rootfs directory), `tar` (`rootfs.tar.zst`),
-	// `raw` (an ext4 file system image, `rootfs.raw`) or `qcow2` (the same, compressed, `rootfs.qcow2`).
-	// Defaults to `dir`.
+	// `raw` (an ext4 file system image, `rootfs.raw`), `qcow2` (the same, compressed, `rootfs.qcow2`),
+	// or `disk`: a bootable x86-64 disk (`disk.qcow2` or `disk.raw`, see `disk_format`) with a GPT
+	// holding a BIOS boot partition, an EFI system partition and the ext4 root, the image's own
+	// kernel and initramfs (`kernel_package`), and GRUB for both UEFI and BIOS firmware, built from
+	// the image's own GRUB packages without touching the build machine's boot. The root is mounted
+	// by UUID, the GRUB command line comes from the image's /etc/default/grub and its grub.d
+	// drop-ins, as update-grub would make it, and first boot finds an empty /etc/machine-id, no SSH
+	// host keys (generated then) and grows the root partition and file system to the disk
+	// (systemd-repart and systemd-growfs). Defaults to `dir`.
 	OutputFormat string `mapstructure:"output_format" required:"false"`
+	// The file format of a `disk` output: `qcow2` (compressed, the default) or `raw`.
+	DiskFormat string `mapstructure:"disk_format" required:"false"`
+	// The kernel a `disk` output boots, as `name` or `name=version`: installed during the bootstrap
+	// together with GRUB's EFI and BIOS images (`grub-efi-amd64-bin`, `grub-pc-bin`), and its
+	// initramfs made there. Defaults to `linux-image-amd64` (Debian) or `linux-image-generic`
+	// (Ubuntu); a template pins an exact kernel, such as `linux-image-6.1.0-50-amd64=6.1.176-1`, and
+	// holds it with the gpuhost-gpu provisioner's `hold { kernel = true }`.
+	KernelPackage string `mapstructure:"kernel_package" required:"false"`
+	// The kernel command line of a `disk` output, written as GRUB_CMDLINE_LINUX into the image's
+	// /etc/default/grub when the image has none; provisioners add to it with
+	// /etc/default/grub.d/*.cfg drop-ins. Defaults to `console=tty0 console=ttyS0,115200n8`, so that
+	// a serial console (a cloud provider's, or QEMU's) shows the boot.
+	KernelCmdline string `mapstructure:"kernel_cmdline" required:"false"`
 	// Where the artifact is written. Defaults to `output-BUILDNAME`. It must not exist, unless
 	// Packer runs with `-force`, which removes it first.
 	OutputDir string `mapstructure:"output_dir" required:"false"`
-	// The size of the file system image for `raw` and `qcow2`, as a number with an optional
-	// K, M, G or T suffix, for example `4G`. Required for those formats.
+	// The size of the file system image for `raw` and `qcow2`, or of the whole disk for `disk`, as
+	// a number with an optional K, M, G or T suffix, for example `4G`. Required for those formats.
+	// A disk's root file system gets all but its first 66 MiB, and grows at first boot when the disk
+	// it is written to is larger.
 	ImageSize string `mapstructure:"image_size" required:"false"`
 	// The file systems mounted in the rootfs while provisioners run, by their path inside it.
 	// Known paths: `/proc`, `/sys`, `/dev` (a bind of the build machine's `/dev`), `/dev/pts`
@@ -107,7 +130,23 @@ var distributions = map[string]string{
 // variants are those mmdebstrap accepts.
 var variants = []string{"extract", "custom", "essential", "apt", "required", "minbase", "buildd", "important", "debootstrap", "-", "standard"}
 
-var formats = []string{"dir", "tar", "raw", "qcow2"}
+var formats = []string{"dir", "tar", "raw", "qcow2", "disk"}
+
+var diskFormats = []string{"qcow2", "raw"}
+
+// defaultKernels is the kernel meta package of each distribution.
+var defaultKernels = map[string]string{
+	"debian": "linux-image-amd64",
+	"ubuntu": "linux-image-generic",
+}
+
+// bootPackages are what a disk's boot loader is built from, besides the kernel.
+var bootPackages = []string{"grub-efi-amd64-bin", "grub-pc-bin"}
+
+const defaultKernelCmdline = "console=tty0 console=ttyS0,115200n8"
+
+// minDiskSize leaves the root partition room for at least a minbase tree.
+const minDiskSize = 256 << 20
 
 var (
 	componentRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
@@ -223,17 +262,28 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.OutputFormat == "" {
 		c.OutputFormat = "dir"
 	} else if !slices.Contains(formats, c.OutputFormat) {
-		bad("output_format: unsupported %q; use dir, tar, raw or qcow2", c.OutputFormat)
+		bad("output_format: unsupported %q; use dir, tar, raw, qcow2 or disk", c.OutputFormat)
 	}
 	switch {
-	case c.OutputFormat == "raw" || c.OutputFormat == "qcow2":
+	case c.OutputFormat == "raw" || c.OutputFormat == "qcow2" || c.OutputFormat == "disk":
 		if c.ImageSize == "" {
 			bad("image_size is required for output_format %q, for example \"4G\"", c.OutputFormat)
 		} else if !sizeRE.MatchString(c.ImageSize) {
 			bad("image_size: invalid %q; use a number with an optional K, M, G or T suffix", c.ImageSize)
+		} else if n, err := parseSize(c.ImageSize); c.OutputFormat == "disk" && (err != nil || n < minDiskSize) {
+			bad("image_size: %q is too small for a disk; give it at least 256M", c.ImageSize)
 		}
 	case c.ImageSize != "":
 		warns = append(warns, fmt.Sprintf("image_size is ignored for output_format %q", c.OutputFormat))
+	}
+	if c.OutputFormat == "disk" {
+		errs = append(errs, c.prepareDisk()...)
+	} else {
+		for _, f := range []struct{ name, val string }{{"disk_format", c.DiskFormat}, {"kernel_package", c.KernelPackage}, {"kernel_cmdline", c.KernelCmdline}} {
+			if f.val != "" {
+				warns = append(warns, fmt.Sprintf("%s is ignored for output_format %q", f.name, c.OutputFormat))
+			}
+		}
 	}
 	if c.RemoveRootfs && c.OutputFormat == "dir" {
 		bad("remove_rootfs: cannot remove the rootfs when it is the output (output_format \"dir\")")
@@ -297,6 +347,54 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	slices.SortStableFunc(c.Mounts, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
 
 	return warns, configerr.Check("gpuhost-rootfs", errs)
+}
+
+// cmdlineRE is what a kernel command line written into /etc/default/grub
+// may hold: the file is sourced by a shell, inside double quotes.
+var cmdlineRE = regexp.MustCompile(`^[A-Za-z0-9 ._,:=/+@%-]*$`)
+
+// prepareDisk applies the defaults of a disk output and returns its problems.
+func (c *Config) prepareDisk() []string {
+	var errs []string
+	if runtime.GOARCH != "amd64" {
+		errs = append(errs, fmt.Sprintf("output_format: disk makes x86-64 (BIOS and UEFI) disks only; this build machine is %s", runtime.GOARCH))
+	}
+	if c.DiskFormat == "" {
+		c.DiskFormat = "qcow2"
+	} else if !slices.Contains(diskFormats, c.DiskFormat) {
+		errs = append(errs, fmt.Sprintf("disk_format: unsupported %q; use qcow2 or raw", c.DiskFormat))
+	}
+	if c.KernelPackage == "" {
+		c.KernelPackage = defaultKernels[c.Distribution]
+	} else if !packageRE.MatchString(c.KernelPackage) {
+		errs = append(errs, fmt.Sprintf("kernel_package: invalid package %q; use name or name=version", c.KernelPackage))
+	}
+	if c.KernelCmdline == "" {
+		c.KernelCmdline = defaultKernelCmdline
+	} else if !cmdlineRE.MatchString(c.KernelCmdline) {
+		errs = append(errs, fmt.Sprintf("kernel_cmdline: %q has a quote, $, backslash or other character a shell would read; use plain key=value words", c.KernelCmdline))
+	}
+	return errs
+}
+
+// bootstrapPackages are the packages mmdebstrap installs beyond the variant:
+// extra_packages, and for a disk its kernel and boot loader images.
+func (c *Config) bootstrapPackages() []string {
+	pkgs := slices.Clone(c.ExtraPackages)
+	if c.OutputFormat != "disk" {
+		return pkgs
+	}
+	names := map[string]bool{}
+	for _, p := range pkgs {
+		name, _, _ := strings.Cut(p, "=")
+		names[name] = true
+	}
+	for _, p := range append([]string{c.KernelPackage}, bootPackages...) {
+		if name, _, _ := strings.Cut(p, "="); p != "" && !names[name] {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs
 }
 
 // snapshotMirror returns the snapshot archive URL of dist at timestamp ts.

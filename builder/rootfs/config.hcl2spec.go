@@ -30,6 +30,9 @@ type FlatConfig struct {
 	AptCacheDir         *string           `mapstructure:"apt_cache_dir" required:"false" cty:"apt_cache_dir" hcl:"apt_cache_dir"`
 	BootstrapCacheDir   *string           `mapstructure:"bootstrap_cache_dir" required:"false" cty:"bootstrap_cache_dir" hcl:"bootstrap_cache_dir"`
 	OutputFormat        *string           `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
+	DiskFormat          *string           `mapstructure:"disk_format" required:"false" cty:"disk_format" hcl:"disk_format"`
+	KernelPackage       *string           `mapstructure:"kernel_package" required:"false" cty:"kernel_package" hcl:"kernel_package"`
+	KernelCmdline       *string           `mapstructure:"kernel_cmdline" required:"false" cty:"kernel_cmdline" hcl:"kernel_cmdline"`
 	OutputDir           *string           `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
 	ImageSize           *string           `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
 	Mounts              []string          `mapstructure:"mounts" required:"false" cty:"mounts" hcl:"mounts"`
@@ -68,6 +71,9 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"apt_cache_dir":              &hcldec.AttrSpec{Name: "apt_cache_dir", Type: cty.String, Required: false},
 		"bootstrap_cache_dir":        &hcldec.AttrSpec{Name: "bootstrap_cache_dir", Type: cty.String, Required: false},
 		"output_format":              &hcldec.AttrSpec{Name: "output_format", Type: cty.String, Required: false},
+		"disk_format":                &hcldec.AttrSpec{Name: "disk_format", Type: cty.String, Required: false},
+		"kernel_package":             &hcldec.AttrSpec{Name: "kernel_package", Type: cty.String, Required: false},
+		"kernel_cmdline":             &hcldec.AttrSpec{Name: "kernel_cmdline", Type: cty.String, Required: false},
 		"output_dir":                 &hcldec.AttrSpec{Name: "output_dir", Type: cty.String, Required: false},
 		"image_size":                 &hcldec.AttrSpec{Name: "image_size", Type: cty.String, Required: false},
 		"mounts":                     &hcldec.AttrSpec{Name: "mounts", Type: cty.List(cty.String), Required: false},

@@ -115,8 +115,8 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 		"--variant=" + c.Variant,
 		"--components=" + strings.Join(c.Components, ","),
 	}
-	if len(c.ExtraPackages) > 0 {
-		args = append(args, "--include="+strings.Join(c.ExtraPackages, ","))
+	if pkgs := c.bootstrapPackages(); len(pkgs) > 0 {
+		args = append(args, "--include="+strings.Join(pkgs, ","))
 	}
 	if c.Keyring != "" {
 		args = append(args, "--keyring="+c.Keyring)
@@ -502,11 +502,15 @@ func (t *timings) table() string {
 	defer t.mu.Unlock()
 	var b strings.Builder
 	var total time.Duration
-	fmt.Fprintf(&b, "%-12s %9s\n", "step", "seconds")
+	w := 12
+	for _, n := range t.names {
+		w = max(w, len(n))
+	}
+	fmt.Fprintf(&b, "%-*s %9s\n", w, "step", "seconds")
 	for i, n := range t.names {
-		fmt.Fprintf(&b, "%-12s %9.1f\n", n, t.durs[i].Seconds())
+		fmt.Fprintf(&b, "%-*s %9.1f\n", w, n, t.durs[i].Seconds())
 		total += t.durs[i]
 	}
-	fmt.Fprintf(&b, "%-12s %9.1f", "total", total.Seconds())
+	fmt.Fprintf(&b, "%-*s %9.1f", w, "total", total.Seconds())
 	return b.String()
 }

@@ -163,6 +163,11 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 		file = &facts.SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
 	}
 	file.Daemons = daemons
+	keys, err := globSorted(env.FS, "/", sshHostPrivateKeys)
+	if err != nil {
+		return fmt.Errorf("listing SSH host keys: %w", err)
+	}
+	file.HostPrivateKeyFiles = keys
 	f.SSH = file
 	return nil
 }
@@ -201,6 +206,10 @@ func collectContainerd(env *collector.Env) (*facts.Containerd, error) {
 	ctd.Source = "file"
 	return ctd, nil
 }
+
+// sshHostPrivateKeys is where ssh-keygen -A and the openssh-server package
+// put the host keys.
+const sshHostPrivateKeys = "/etc/ssh/ssh_host_*_key"
 
 // runtimeCollector fills container_runtime from containerd, docker and CDI.
 type runtimeCollector struct{}

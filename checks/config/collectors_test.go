@@ -605,3 +605,30 @@ func TestInstalledDaemonWithoutItsConfigIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestSSHHostPrivateKeyFiles lists the host private keys an image carries,
+// named by a HostKey line or not, and not their public halves.
+func TestSSHHostPrivateKeyFiles(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"/etc/ssh/sshd_config":                "HostKey /etc/ssh/ssh_host_ed25519_key\n",
+		"/etc/ssh/ssh_host_ed25519_key":       "PRIVATE",
+		"/etc/ssh/ssh_host_ed25519_key.pub":   "ssh-ed25519 AAAA",
+		"/etc/ssh/ssh_host_rsa_key":           "PRIVATE",
+		"/etc/ssh/ssh_host_rsa_key-cert.pub":  "cert",
+		"/etc/ssh/sshd_config.d/keep.conf":    "",
+		"/etc/ssh/not_a_host_key":             "",
+		"/usr/share/doc/ssh/ssh_host_dsa_key": "",
+	})
+	f, errs := collect(t, dir)
+	if errs["ssh"] != nil {
+		t.Fatal(errs["ssh"])
+	}
+	if want := []string{"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key"}; !slices.Equal(f.SSH.HostPrivateKeyFiles, want) {
+		t.Errorf("host private keys %v, want %v", f.SSH.HostPrivateKeyFiles, want)
+	}
+	clean := writeTree(t, map[string]string{"/etc/ssh/sshd_config": "PermitRootLogin no\n"})
+	f, errs = collect(t, clean)
+	if errs["ssh"] != nil || len(f.SSH.HostPrivateKeyFiles) != 0 {
+		t.Errorf("an image without keys: %v %v", f.SSH.HostPrivateKeyFiles, errs["ssh"])
+	}
+}

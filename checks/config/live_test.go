@@ -242,7 +242,8 @@ func TestLiveSSHDHardened(t *testing.T) {
 	}
 	compareSSHAudit(t, port, d.Wire[0])
 	for id, r := range evaluate(t, f, d) {
-		if r.Status != "pass" {
+		// GH-SSH-010 judges images only: a live host has keys of its own.
+		if r.Status != "pass" && !(id == "GH-SSH-010" && r.Status == "skip") {
 			t.Errorf("%s: %s %q on a hardened sshd", id, r.Status, r.Messages)
 		}
 	}

@@ -239,6 +239,10 @@ type SSH struct {
 	// Source is "file": the top-level settings are always read from files.
 	Source  string      `json:"source,omitempty"`
 	Daemons []SSHDaemon `json:"daemons,omitempty"`
+	// HostPrivateKeyFiles lists the /etc/ssh/ssh_host_*_key files present,
+	// whether or not a HostKey line names them: in an image, every host
+	// booted from it would share them.
+	HostPrivateKeyFiles []string `json:"host_private_key_files,omitempty"`
 }
 
 // SSHSettings is one sshd configuration as sshd would apply it outside any

@@ -37,6 +37,11 @@ cat "$cnf.gpuhost" >"$cnf"
 rm -f "$cnf.gpuhost"
 grep -Eq '^ssl_conf = ssl_sect$' "$cnf" || die "could not add ssl_conf to [openssl_init] in $cnf"
 
+echo "==> sshd: keys only, no root, strong algorithms"
+[ -f /etc/ssh/sshd_config ] || die "openssh-server is not installed (the template's extra_packages installs it)"
+grep -Eq '^[[:space:]]*Include[[:space:]]+/etc/ssh/sshd_config.d/\*\.conf' /etc/ssh/sshd_config || die "/etc/ssh/sshd_config does not include sshd_config.d/*.conf"
+install -m 0644 -o root -g root "$src/sshd-gpuhost.conf" /etc/ssh/sshd_config.d/50-gpuhost.conf
+
 echo "==> hostname: a neutral one instead of the build machine's"
 # mmdebstrap copies the build machine's /etc/hostname; deployment sets the
 # host's real name.

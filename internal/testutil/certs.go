@@ -129,3 +129,11 @@ func WriteCert(t testing.TB, dir string, s CertSpec) (certPath, keyPath string, 
 	}
 	return certPath, keyPath, pair
 }
+
+// Pool returns a certificate pool holding only the CA, for a client that
+// must trust what it signed and nothing else.
+func (c *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c.cert)
+	return p
+}

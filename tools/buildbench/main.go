@@ -59,10 +59,12 @@ func main() {
 	})
 	flag.StringVar(&o.work, "work", "", "work directory (default: a new one under /var/tmp, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory: build logs, rootfs trees and images")
-	flag.StringVar(&o.include, "include", "systemd,ca-certificates,nftables", "the template's extra_packages, which the plain build passes to mmdebstrap --include")
+	// The template's extra_packages, then what its disk output installs
+	// besides: the pinned kernel (pins.pkrvars.hcl) and GRUB's images.
+	flag.StringVar(&o.include, "include", "systemd,systemd-sysv,udev,ca-certificates,nftables,openssh-server,linux-image-6.1.0-50-amd64=6.1.176-1,grub-efi-amd64-bin,grub-pc-bin", "the packages the template's bootstrap installs (extra_packages, kernel_package and GRUB), which the plain build passes to mmdebstrap --include")
 	flag.StringVar(&o.components, "components", "main,contrib,non-free,non-free-firmware", "the template's components")
 	flag.StringVar(&o.installExtra, "install", "containerd", "packages the plain build installs with apt-get besides the pins our image's manifest lists")
-	flag.StringVar(&o.imageSize, "image-size", "2G", "the template's image_size, for the plain build's ext4 image")
+	flag.StringVar(&o.imageSize, "image-size", "3G", "the template's image_size, for the plain build's ext4 image")
 	flag.IntVar(&o.rounds, "rounds", 2, "cold builds of ours and of the plain baseline, alternating; the fastest of each counts")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit on each build")
 	flag.BoolVar(&o.failOnMissedTarget, "strict", false, "exit 1 when a ratio misses its target")

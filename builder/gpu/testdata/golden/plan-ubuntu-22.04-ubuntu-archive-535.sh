@@ -222,6 +222,18 @@ blacklist nouveau
 options nouveau modeset=0
 EOF
 chmod 0644 /etc/modprobe.d/gpuhost-blacklist-nouveau.conf
+# On the kernel command line too, where an initramfs made without this
+# file still reads it.
+mkdir -p /etc/default/grub.d
+cat >/etc/default/grub.d/60-gpuhost-nouveau.cfg <<'EOF'
+# Written by the gpuhost-gpu provisioner: keep nouveau off the GPUs.
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX modprobe.blacklist=nouveau nouveau.modeset=0"
+EOF
+if [ -f /etc/kernel/cmdline ] && ! grep -q 'modprobe.blacklist=nouveau' /etc/kernel/cmdline; then
+	printf '%s modprobe.blacklist=nouveau nouveau.modeset=0\n' "$(cat /etc/kernel/cmdline)" >/etc/kernel/cmdline.gpuhost
+	cat /etc/kernel/cmdline.gpuhost >/etc/kernel/cmdline
+	rm -f /etc/kernel/cmdline.gpuhost
+fi
 if command -v update-initramfs >/dev/null 2>&1 && ls /boot/initrd.img-* >/dev/null 2>&1; then
 	update-initramfs -u -k all
 fi

@@ -1,0 +1,608 @@
+// Package qemu boots a disk image in QEMU the way gpuhost's boot test and
+// `gpuhost boot` do: through a qcow2 overlay, so the image itself is never
+// written; under OVMF (UEFI) or SeaBIOS; with KVM only when a probe boot
+// shows the kernel starting within seconds, and TCG otherwise; with
+// user-mode networking whose only ways in are forwards from 127.0.0.1; and
+// with the serial console in a file that every failure quotes.
+//
+// A VM is a QEMU process that writes its own pidfile and is killed by that
+// PID: when its context ends, when Stop is called, when KillAll runs (a
+// signal handler's job), and by the kernel when the process that started it
+// dies (Pdeathsig).
+package qemu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Firmware is what the VM boots with.
+type Firmware string
+
+// The firmwares a VM boots with.
+const (
+	UEFI Firmware = "uefi"
+	BIOS Firmware = "bios"
+)
+
+// Accelerators a VM runs on.
+const (
+	AccelAuto = "auto"
+	AccelKVM  = "kvm"
+	AccelTCG  = "tcg"
+)
+
+// Debian's ovmf package.
+const (
+	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+// SelftestSerial is the serial number of the disk that asks a booted image
+// for a selftest (deploy/udev/90-gpuhost-selftest.rules) and receives its
+// reports.
+const SelftestSerial = "gpuhost-selftest"
+
+// Forward opens a TCP port on 127.0.0.1 of this machine to a guest port.
+type Forward struct {
+	Host, Guest int
+}
+
+// Config is one boot.
+type Config struct {
+	// Disk is the image to boot, qcow2 or raw. It is opened read-only, as
+	// the backing file of Overlay.
+	Disk string
+	// Overlay is the qcow2 file the guest writes to. It is made when
+	// missing; a second boot with the same Overlay boots the same host
+	// again.
+	Overlay string
+	// OverlaySize is the virtual size of a new overlay, such as "4G", so
+	// that the guest sees a larger disk than the image; empty keeps the
+	// image's size.
+	OverlaySize string
+	// Firmware defaults to UEFI.
+	Firmware Firmware
+	// VarsFile holds the UEFI variables; a new one is copied from
+	// OVMFVars. Defaults to Overlay + ".vars".
+	VarsFile string
+	// Kernel and Append boot a kernel directly, with no firmware boot
+	// loader: for testing what the harness does with a kernel that fails.
+	Kernel, Append string
+	// Dir receives the serial log and the pidfile.
+	Dir string
+	// Accel is AccelAuto (the default), AccelKVM or AccelTCG.
+	Accel string
+	// ProbeTimeout is how long a KVM probe waits for the kernel's first
+	// line on the console. Defaults to 10 seconds.
+	ProbeTimeout time.Duration
+	// MemoryMiB and CPUs default to 2048 and 2.
+	MemoryMiB, CPUs int
+	// Forwards are the only ways into the guest's network.
+	Forwards []Forward
+	// SelftestDisk, when set, is a raw file attached as a virtio disk with
+	// serial SelftestSerial.
+	SelftestDisk string
+	// Credentials are passed as systemd system credentials in SMBIOS type
+	// 11 strings, which PID 1 imports at boot.
+	Credentials map[string][]byte
+	// QEMU and QEMUImg are the programs; looked up on PATH when empty.
+	QEMU, QEMUImg string
+	// Log receives a line for each decision (accelerator, firmware).
+	Log io.Writer
+}
+
+// VM is a running QEMU.
+type VM struct {
+	cfg     Config
+	cmd     *exec.Cmd
+	pid     int
+	serial  string
+	pidfile string
+	accel   string
+	started time.Time
+	done    chan struct{}
+	waitErr error
+	stderr  *bytes.Buffer
+}
+
+var (
+	runningMu sync.Mutex
+	running   = map[*VM]bool{}
+)
+
+// KillAll kills every VM this process started that is still running. A
+// signal handler calls it before the process exits.
+func KillAll() {
+	runningMu.Lock()
+	vms := make([]*VM, 0, len(running))
+	for v := range running {
+		vms = append(vms, v)
+	}
+	runningMu.Unlock()
+	for _, v := range vms {
+		v.Stop()
+	}
+}
+
+func (c *Config) defaults() error {
+	if c.Disk == "" && c.Kernel == "" {
+		return errors.New("no disk and no kernel to boot")
+	}
+	if c.Dir == "" {
+		return errors.New("no directory for the serial log and pidfile")
+	}
+	if c.Firmware == "" {
+		c.Firmware = UEFI
+	}
+	if c.Firmware != UEFI && c.Firmware != BIOS {
+		return fmt.Errorf("firmware %q: use uefi or bios", c.Firmware)
+	}
+	if c.Accel == "" {
+		c.Accel = AccelAuto
+	}
+	if !slices.Contains([]string{AccelAuto, AccelKVM, AccelTCG}, c.Accel) {
+		return fmt.Errorf("accelerator %q: use auto, kvm or tcg", c.Accel)
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = 10 * time.Second
+	}
+	if c.MemoryMiB == 0 {
+		c.MemoryMiB = 2048
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 2
+	}
+	if c.Overlay == "" && c.Disk != "" {
+		c.Overlay = filepath.Join(c.Dir, "overlay.qcow2")
+	}
+	if c.VarsFile == "" {
+		c.VarsFile = c.Overlay + ".vars"
+		if c.Overlay == "" {
+			c.VarsFile = filepath.Join(c.Dir, "uefi.vars")
+		}
+	}
+	for _, p := range []*string{&c.QEMU, &c.QEMUImg} {
+		name := map[*string]string{&c.QEMU: "qemu-system-x86_64", &c.QEMUImg: "qemu-img"}[p]
+		if *p == "" {
+			found, err := exec.LookPath(name)
+			if err != nil {
+				return fmt.Errorf("%s is not installed (Debian package %s)", name, map[string]string{"qemu-system-x86_64": "qemu-system-x86", "qemu-img": "qemu-utils"}[name])
+			}
+			*p = found
+		}
+	}
+	for name := range c.Credentials {
+		if !credentialRE.MatchString(name) {
+			return fmt.Errorf("credential name %q: use letters, digits, dot, dash and underscore", name)
+		}
+	}
+	return nil
+}
+
+var credentialRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Start prepares the overlay and firmware variables and starts QEMU. With
+// AccelAuto it first boots on KVM and keeps that VM if the kernel's first
+// line reaches the console within ProbeTimeout; otherwise it stops it and
+// boots on TCG. The VM is stopped when ctx ends.
+func Start(ctx context.Context, cfg Config) (*VM, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, fmt.Errorf("booting %s: %w", cfg.Disk, err)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("booting %s: %w", cfg.Disk, err)
+	}
+	if err := cfg.prepareDisks(ctx); err != nil {
+		return nil, fmt.Errorf("booting %s: %w", cfg.Disk, err)
+	}
+	accel := cfg.Accel
+	if accel == AccelAuto {
+		if kvmUsable() {
+			v, err := start(ctx, cfg, AccelKVM)
+			if err == nil {
+				if v.probe(ctx, cfg.ProbeTimeout) {
+					cfg.logf("qemu: KVM booted the kernel within %s; running on KVM", cfg.ProbeTimeout)
+					return v, nil
+				}
+				v.Stop()
+			}
+			cfg.logf("qemu: no kernel on the console within %s under KVM (%v); running on TCG", cfg.ProbeTimeout, errOr(err, "the guest hung"))
+		} else {
+			cfg.logf("qemu: /dev/kvm is not usable; running on TCG")
+		}
+		accel = AccelTCG
+	}
+	v, err := start(ctx, cfg, accel)
+	if err != nil {
+		return nil, err
+	}
+	if accel == AccelTCG && cfg.Accel != AccelAuto {
+		cfg.logf("qemu: running on TCG")
+	}
+	return v, nil
+}
+
+func errOr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// kvmUsable says whether /dev/kvm can be opened for reading and writing.
+func kvmUsable() bool {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// prepareDisks makes the overlay and the UEFI variables when missing.
+func (c *Config) prepareDisks(ctx context.Context) error {
+	if c.Disk != "" {
+		if _, err := os.Stat(c.Overlay); errors.Is(err, os.ErrNotExist) {
+			format, err := imageFormat(ctx, c.QEMUImg, c.Disk)
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(c.Disk)
+			if err != nil {
+				return err
+			}
+			args := []string{"create", "-q", "-f", "qcow2", "-b", abs, "-F", format, c.Overlay}
+			if c.OverlaySize != "" {
+				args = append(args, c.OverlaySize)
+			}
+			if out, err := exec.CommandContext(ctx, c.QEMUImg, args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("qemu-img create: %w: %s", err, strings.TrimSpace(string(out)))
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	if c.Firmware == UEFI {
+		if _, err := os.Stat(OVMFCode); err != nil {
+			return fmt.Errorf("UEFI firmware: %w (Debian package ovmf)", err)
+		}
+		if _, err := os.Stat(c.VarsFile); errors.Is(err, os.ErrNotExist) {
+			b, err := os.ReadFile(OVMFVars)
+			if err != nil {
+				return fmt.Errorf("UEFI variables: %w (Debian package ovmf)", err)
+			}
+			if err := os.WriteFile(c.VarsFile, b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// imageFormat asks qemu-img what a disk is, rather than trusting its name:
+// a raw file read as qcow2, or the reverse, would boot garbage.
+func imageFormat(ctx context.Context, qemuImg, disk string) (string, error) {
+	out, err := exec.CommandContext(ctx, qemuImg, "info", "--output=json", disk).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("qemu-img info %s: %s", disk, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", fmt.Errorf("qemu-img info %s: %w", disk, err)
+	}
+	var info struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("qemu-img info %s: %w", disk, err)
+	}
+	if info.Format != "qcow2" && info.Format != "raw" {
+		return "", fmt.Errorf("%s is %s; boot a qcow2 or raw disk", disk, info.Format)
+	}
+	return info.Format, nil
+}
+
+// args returns QEMU's command line for accel.
+func (c *Config) args(accel, serial, pidfile string) []string {
+	a := []string{
+		"-name", "gpuhost-boot",
+		"-machine", "q35,graphics=off",
+		"-m", strconv.Itoa(c.MemoryMiB), "-smp", strconv.Itoa(c.CPUs),
+		// No display and no monitor: the serial console is all there is,
+		// and SeaBIOS and OVMF print to it when there is no graphics.
+		"-display", "none", "-vga", "none", "-monitor", "none",
+		"-serial", "file:" + serial,
+		"-pidfile", pidfile,
+		"-no-reboot",
+	}
+	if accel == AccelKVM {
+		a = append(a, "-accel", "kvm", "-cpu", "host")
+	} else {
+		a = append(a, "-accel", "tcg", "-cpu", "max")
+	}
+	if c.Firmware == UEFI {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+c.VarsFile)
+	}
+	if c.Kernel != "" {
+		a = append(a, "-kernel", c.Kernel, "-append", c.Append)
+	}
+	if c.Disk != "" {
+		// The disk is the only boot device: without strict, a firmware
+		// that cannot boot it tries the network for minutes instead of
+		// saying so.
+		a = append(a, "-drive", "file="+c.Overlay+",format=qcow2,if=none,id=root",
+			"-device", "virtio-blk-pci,drive=root,bootindex=0", "-boot", "strict=on")
+	}
+	if c.SelftestDisk != "" {
+		a = append(a, "-drive", "file="+c.SelftestDisk+",format=raw,if=none,id=selftest",
+			"-device", "virtio-blk-pci,drive=selftest,serial="+SelftestSerial)
+	}
+	// User-mode networking: the guest reaches out through QEMU, and in
+	// only through the forwards. No option ROM, so no network boot.
+	netdev := "user,id=net0"
+	for _, f := range c.Forwards {
+		netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
+	}
+	a = append(a, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,romfile=")
+	for _, name := range slices.Sorted(maps.Keys(c.Credentials)) {
+		// Base64 has no comma, which QEMU's option parser would split on.
+		a = append(a, "-smbios", "type=11,value=io.systemd.credential.binary:"+name+"="+base64.StdEncoding.EncodeToString(c.Credentials[name]))
+	}
+	return a
+}
+
+// start runs QEMU on accel, with a fresh serial log.
+func start(ctx context.Context, cfg Config, accel string) (*VM, error) {
+	v := &VM{
+		cfg:     cfg,
+		serial:  filepath.Join(cfg.Dir, "serial.log"),
+		pidfile: filepath.Join(cfg.Dir, "qemu.pid"),
+		accel:   accel,
+		done:    make(chan struct{}),
+		stderr:  &bytes.Buffer{},
+	}
+	for _, f := range []string{v.serial, v.pidfile} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	v.cmd = exec.Command(cfg.QEMU, cfg.args(accel, v.serial, v.pidfile)...)
+	v.cmd.Stdout, v.cmd.Stderr = v.stderr, v.stderr
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := v.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.QEMU, err)
+	}
+	v.started = time.Now()
+	v.pid = v.cmd.Process.Pid
+	runningMu.Lock()
+	running[v] = true
+	runningMu.Unlock()
+	go func() {
+		v.waitErr = v.cmd.Wait()
+		runningMu.Lock()
+		delete(running, v)
+		runningMu.Unlock()
+		close(v.done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			v.Stop()
+		case <-v.done:
+		}
+	}()
+	return v, nil
+}
+
+// probe waits for the kernel's first line on the console.
+func (v *VM) probe(ctx context.Context, timeout time.Duration) bool {
+	err := v.WaitSerial(ctx, "Linux version", timeout)
+	return err == nil
+}
+
+// Accel is the accelerator the VM runs on: kvm or tcg.
+func (v *VM) Accel() string { return v.accel }
+
+// PID is QEMU's process id, as its pidfile records it once QEMU has
+// written it.
+func (v *VM) PID() int {
+	if b, err := os.ReadFile(v.pidfile); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return pid
+		}
+	}
+	return v.pid
+}
+
+// Pidfile is where QEMU wrote its process id.
+func (v *VM) Pidfile() string { return v.pidfile }
+
+// SerialLog is the file the guest's serial console is written to.
+func (v *VM) SerialLog() string { return v.serial }
+
+// Started is when QEMU was started.
+func (v *VM) Started() time.Time { return v.started }
+
+// Exited reports whether QEMU has ended.
+func (v *VM) Exited() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed when QEMU has ended.
+func (v *VM) Done() <-chan struct{} { return v.done }
+
+// Stop kills QEMU by its PID: SIGTERM, then SIGKILL if it is still there
+// after five seconds. It returns once QEMU is gone. The PID is the one this
+// process started, which is what QEMU's pidfile records (it is never told
+// to daemonize); a pidfile naming another process would not be trusted.
+func (v *VM) Stop() {
+	if v.Exited() {
+		return
+	}
+	pid := v.pid
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-v.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-v.done
+	}
+}
+
+// Wait waits for QEMU to exit by itself (the guest powered off) within
+// timeout. A guest that is still running then, or one whose console shows
+// it failing to boot, is stopped and reported with the console's tail.
+func (v *VM) Wait(ctx context.Context, timeout time.Duration) error {
+	return v.watch(ctx, timeout, "", "power off")
+}
+
+// WaitSerial waits for a line of the console to contain substr within
+// timeout. QEMU exiting first, a failure on the console, or the timeout is
+// an error that quotes the console's tail.
+func (v *VM) WaitSerial(ctx context.Context, substr string, timeout time.Duration) error {
+	return v.watch(ctx, timeout, substr, fmt.Sprintf("%q on the console", substr))
+}
+
+// bootFailures are what firmware, GRUB, the kernel and systemd print when a
+// boot cannot go on. None of them ever shows in a boot that works.
+var bootFailures = []string{
+	"No bootable device",           // SeaBIOS: no disk it could boot
+	"Boot failed: not a bootable",  // SeaBIOS
+	"UEFI Interactive Shell",       // OVMF: nothing bootable, so the shell
+	"grub rescue>",                 // GRUB found no /boot/grub
+	"Kernel panic - not syncing",   // the kernel
+	"You are in emergency mode",    // systemd could not mount what fstab wants
+	"Give root password for maint", // the same, older wording
+}
+
+func (v *VM) watch(ctx context.Context, timeout time.Duration, substr, what string) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		log := v.readSerial()
+		if substr != "" && strings.Contains(log, substr) {
+			return nil
+		}
+		for _, f := range bootFailures {
+			if strings.Contains(log, f) {
+				v.Stop()
+				return v.failure(fmt.Sprintf("the boot failed (%q on the console) before %s", f, what))
+			}
+		}
+		select {
+		case <-v.done:
+			if substr == "" && v.waitErr == nil {
+				return nil
+			}
+			if substr != "" && strings.Contains(v.readSerial(), substr) {
+				return nil
+			}
+			return v.failure(fmt.Sprintf("qemu exited (%v) before %s%s", v.waitErr, what, v.qemuOutput()))
+		case <-deadline.C:
+			v.Stop()
+			return v.failure(fmt.Sprintf("no %s within %s", what, timeout))
+		case <-ctx.Done():
+			v.Stop()
+			return v.failure(fmt.Sprintf("cancelled while waiting for %s: %v", what, ctx.Err()))
+		case <-tick.C:
+		}
+	}
+}
+
+func (v *VM) qemuOutput() string {
+	if s := strings.TrimSpace(v.stderr.String()); s != "" {
+		return "; qemu said: " + s
+	}
+	return ""
+}
+
+// failure is an error naming what went wrong, with the last lines of the
+// console.
+func (v *VM) failure(msg string) error {
+	return fmt.Errorf("booting %s (%s, %s): %s after %s; the last %d lines of the serial console:\n%s",
+		v.name(), v.cfg.Firmware, v.accel, msg, time.Since(v.started).Round(time.Second), TailLines, v.Tail(TailLines))
+}
+
+func (v *VM) name() string {
+	if v.cfg.Disk != "" {
+		return v.cfg.Disk
+	}
+	return v.cfg.Kernel
+}
+
+// TailLines is how much of the console a failure quotes.
+const TailLines = 50
+
+// Tail returns the last n lines of the console, with terminal control
+// sequences removed.
+func (v *VM) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(v.readSerial(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// maxSerial bounds how much of the console is read: its tail is what
+// matters, and a guest could write without end.
+const maxSerial = 8 << 20
+
+var ansiRE = regexp.MustCompile("\x1b(\\[[0-9;?=]*[A-Za-z]|[()][A-Z0-9]|[=>c])")
+
+// readSerial returns the console so far, as text.
+func (v *VM) readSerial() string {
+	f, err := os.Open(v.serial)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxSerial {
+		_, _ = f.Seek(fi.Size()-maxSerial, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, maxSerial))
+	s := ansiRE.ReplaceAllString(string(b), "")
+	s = strings.ReplaceAll(s, "\r", "")
+	return s
+}
+
+// Lines calls fn with each line of the console so far.
+func (v *VM) Lines(fn func(string)) {
+	sc := bufio.NewScanner(strings.NewReader(v.readSerial()))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
+}
