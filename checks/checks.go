@@ -13,6 +13,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuhost/gpuhost/checks/access"
+	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
@@ -28,7 +30,7 @@ import (
 // the packages and enabled units.
 var order = []string{
 	"os", "kernel", "packages", "cgroup", "systemd", "encryption",
-	"network", "firewall", "tls", "ssh", "container_runtime", "manifest",
+	"network", "firewall", "tls", "ssh", "audit", "access", "container_runtime", "manifest",
 	"containers", "sbom", "gpu_driver", "pci", "gpu", "tls_probe",
 }
 
@@ -36,6 +38,7 @@ var order = []string{
 func All() []collector.Collector {
 	all := append(system.Collectors(), config.Collectors()...)
 	all = append(all, gpu.Collectors()...)
+	all = append(all, audit.Collector{State: system.UnitState}, access.Collector{})
 	rank := func(c collector.Collector) int {
 		if i := slices.Index(order, c.Name()); i >= 0 {
 			return i

@@ -138,9 +138,12 @@ source "gpuhost-rootfs" "debian_12" {
   # apt-get: the gpuhost-gpu manifest then lists it as baked, and no second
   # apt-get update runs. systemd-sysv gives /sbin/init, udev the device
   # links fstab and the selftest disk are found by; the hardening script
-  # configures nftables and sshd.
-  extra_packages = ["systemd", "systemd-sysv", "udev", "ca-certificates", "nftables", "openssh-server"]
-  apt_cache_dir  = var.apt_cache_dir
+  # configures nftables, sshd, sudo, sshd's second factor and auditd.
+  extra_packages = [
+    "systemd", "systemd-sysv", "udev", "ca-certificates", "nftables", "openssh-server",
+    "sudo", "libpam-google-authenticator", "auditd",
+  ]
+  apt_cache_dir = var.apt_cache_dir
   # Beside the apt cache, not in it: that one is mounted into the build.
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
@@ -157,7 +160,13 @@ build {
   # Hardening first: the gpuhost-gpu provisioner writes the manifest last,
   # and its config_files digests must be of the hardened files.
   provisioner "file" {
-    sources     = ["${path.root}/files/nftables.conf", "${path.root}/files/openssl-system-default.cnf", "${path.root}/files/sshd-gpuhost.conf"]
+    sources = [
+      "${path.root}/files/nftables.conf",
+      "${path.root}/files/openssl-system-default.cnf",
+      "${path.root}/files/sshd-gpuhost.conf",
+      "${path.root}/files/sudoers-gpuhost",
+      "${path.root}/files/audit-gpuhost.rules",
+    ]
     destination = "/tmp/gpuhost-harden/"
   }
 

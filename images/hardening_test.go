@@ -10,6 +10,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/gpuhost/gpuhost/checks/access"
+	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -183,5 +185,83 @@ func TestWaiversQEMU(t *testing.T) {
 		if w.Matches(other) {
 			t.Errorf("it covers %+v", other)
 		}
+	}
+}
+
+// The audit rules the template installs must parse as the audit collector
+// reads them and record what the default params ask: root's and users'
+// commands in both system call tables, writes to every watched path, and
+// runs of the GPU tools.
+func TestAuditRulesRecordWhatParamsAsk(t *testing.T) {
+	data, err := os.ReadFile("files/audit-gpuhost.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := audit.ParseRules("files/audit-gpuhost.rules", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params struct {
+		WatchPaths []string `yaml:"audit_watch_paths"`
+		GPUTools   []string `yaml:"audit_gpu_tools"`
+	}
+	defaults, err := os.ReadFile("../policies/params.default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(defaults, &params); err != nil {
+		t.Fatal(err)
+	}
+	watched := map[string]string{}
+	execs := map[string]bool{}
+	for _, r := range rules {
+		if r.Kind == "watch" {
+			watched[r.Path] = r.Perms
+		}
+		if r.Kind == "syscall" && slices.Contains(r.Syscalls, "execve") {
+			for _, f := range r.Fields {
+				if f.Name == "euid" || f.Name == "auid" {
+					execs[r.Arch+" "+f.Name] = true
+				}
+			}
+		}
+	}
+	for _, p := range params.WatchPaths {
+		if !strings.Contains(watched[p], "w") || !strings.Contains(watched[p], "a") {
+			t.Errorf("%s is not watched for writes and attribute changes (perms %q)", p, watched[p])
+		}
+	}
+	for _, p := range params.GPUTools {
+		if !strings.Contains(watched[p], "x") {
+			t.Errorf("%s is not watched for execution", p)
+		}
+	}
+	for _, k := range []string{"b64 euid", "b32 euid", "b64 auid", "b32 auid"} {
+		if !execs[k] {
+			t.Errorf("no execve rule for %s", k)
+		}
+	}
+}
+
+// The sudoers drop-in grants ALL to the admin group alone, and sets use_pty
+// and a log, read by the access collector's parser.
+func TestSudoersDropIn(t *testing.T) {
+	data, err := os.ReadFile("files/sudoers-gpuhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := access.ParseSudoers("files/sudoers-gpuhost", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rules) != 1 || !slices.Equal(s.Rules[0].Users, []string{"%gpuhost-admin"}) || !s.Rules[0].AllCommands || s.Rules[0].NoPasswd {
+		t.Errorf("rules = %+v", s.Rules)
+	}
+	var names []string
+	for _, d := range s.Defaults {
+		names = append(names, d.Name)
+	}
+	if !slices.Contains(names, "use_pty") || !slices.Contains(names, "logfile") {
+		t.Errorf("defaults = %v, want use_pty and logfile", names)
 	}
 }

@@ -152,6 +152,7 @@ func TestCompliantHost(t *testing.T) {
 		"gpu_mig":             false,
 		"gpu_require_cc":      true,
 		"slice_memory_limits": []any{"user.slice"},
+		"audit_remote":        "logs.example",
 	}
 	deny, skip := evalPack(t, readFacts(t, "compliant-host.json"), pins)
 	wantSkip := map[string]bool{
@@ -181,7 +182,7 @@ func TestNoncompliantImage(t *testing.T) {
 		"nvidia-container-toolkit": "1.18.0-1",
 		"nvidia-driver":            "535.261.03-1",
 		"libnvidia-ml1":            "535.261.03-1",
-	}, "slice_memory_limits": []any{"user.slice"}}
+	}, "slice_memory_limits": []any{"user.slice"}, "audit_remote": "logs.example"}
 	deny, skip := evalPack(t, readFacts(t, "noncompliant-image.json"), pins)
 	offline := map[string]bool{"gpuhost.net.allowed_ports": true, "gpuhost.tls.probe_tls12": true}
 	// Checks whose METADATA targets leave out images (the live NVML checks)

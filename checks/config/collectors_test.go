@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -80,31 +80,11 @@ func TestCollectorsOrder(t *testing.T) {
 func golden(t *testing.T, name, root string, f *facts.Facts) {
 	t.Helper()
 	doc := map[string]any{"tls": f.TLS, "ssh": f.SSH, "container_runtime": f.ContainerRuntime}
-	got, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = []byte(strings.ReplaceAll(string(got), abs, "ROOT") + "\n")
-	file := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("facts differ from %s (run with -update after checking):\n%s", file, got)
-	}
+	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), doc, *update, abs, "ROOT")
 }
 
 func TestHardenedTree(t *testing.T) {

@@ -47,6 +47,12 @@ var sshdAliases = map[string]string{
 	"challengeresponseauthentication": "kbdinteractiveauthentication",
 }
 
+// sshdAccumulates are the keywords whose lines add to one list instead of
+// the first line winning.
+var sshdAccumulates = map[string]bool{
+	"allowgroups": true, "denygroups": true, "allowusers": true, "denyusers": true,
+}
+
 // SSHDConfig is sshd_config's global settings after Include, first value
 // winning, and its Match blocks.
 type SSHDConfig struct {
@@ -188,6 +194,10 @@ func (p *sshdParser) line(file string, lineNo int, line string, depth int) error
 		p.cfg.HostKeys = append(p.cfg.HostKeys, args[0])
 		return nil
 	}
+	if sshdAccumulates[keyword] {
+		p.cfg.Values[keyword] = append(p.cfg.Values[keyword], args...)
+		return nil
+	}
 	if _, seen := p.cfg.Values[keyword]; !seen {
 		p.cfg.Values[keyword] = args
 	}
@@ -208,7 +218,7 @@ func (p *sshdParser) matchSetting(file string, lineNo int, keyword string, args 
 		return fmt.Errorf("more than %d settings under Match", maxSSHDMatch)
 	}
 	m := &p.cfg.Match[p.match-1]
-	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: args[0], File: file, Line: lineNo})
+	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: strings.Join(args, " "), File: file, Line: lineNo})
 	return nil
 }
 
@@ -315,9 +325,23 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		Ciphers:                      c.algorithms("ciphers", DefaultSSHCiphers),
 		KexAlgorithms:                c.algorithms("kexalgorithms", DefaultSSHKexAlgorithms),
 		MACs:                         c.algorithms("macs", DefaultSSHMACs),
+		UsePAM:                       c.first("usepam", "no"),
+		AuthenticationMethods:        c.list("authenticationmethods", []string{"any"}),
+		AllowGroups:                  c.list("allowgroups", []string{}),
+		DenyGroups:                   c.list("denygroups", []string{}),
+		AllowUsers:                   c.list("allowusers", []string{}),
+		DenyUsers:                    c.list("denyusers", []string{}),
 		Explicit:                     append([]string{}, c.Explicit...),
 		Match:                        slices.Clone(c.Match),
 	}
+}
+
+// list returns every argument keyword had, or def.
+func (c *SSHDConfig) list(keyword string, def []string) []string {
+	if v := c.Values[keyword]; len(v) > 0 {
+		return slices.Clone(v)
+	}
+	return def
 }
 
 func (c *SSHDConfig) algorithms(keyword string, defaults []string) []string {

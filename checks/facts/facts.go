@@ -38,6 +38,8 @@ type Facts struct {
 	Packages         []Package         `json:"packages,omitempty"`
 	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet          `json:"kubelet,omitempty"`
+	Audit            *Audit            `json:"audit,omitempty"`
+	Access           *Access           `json:"access,omitempty"`
 	TLS              *TLS              `json:"tls,omitempty"`
 	SSH              *SSH              `json:"ssh,omitempty"`
 	Encryption       *Encryption       `json:"encryption,omitempty"`
@@ -140,6 +142,161 @@ type SliceMemory struct {
 	MemoryMax  string `json:"memory_max"`
 	MemoryHigh string `json:"memory_high"`
 	Source     string `json:"source"`
+}
+
+// Audit is the Linux audit trail: auditd, the rules its files load, the
+// rules the kernel holds on a live host, and where the log goes.
+type Audit struct {
+	// Installed says whether auditd's binary is in the target.
+	Installed bool `json:"installed"`
+	// Enabled says whether auditd.service is wanted by a target.
+	Enabled bool `json:"enabled"`
+	// Active is auditd.service's ActiveState on a live host.
+	Active string `json:"active,omitempty"`
+	// RulesFiles are the files the rules come from: rules.d/*.rules in
+	// name order, as augenrules joins them, or audit.rules without them.
+	RulesFiles []string     `json:"rules_files"`
+	Rules      []AuditRule  `json:"rules"`
+	Config     AuditdConfig `json:"config"`
+	Remote     AuditRemote  `json:"remote"`
+}
+
+// AuditRule is one auditctl line. Kind is "watch" (-w), "syscall" (-a or
+// -A), "delete", "delete_watch" or "control" (-D, -b, -e, ...). Path is
+// the watched path or the path=/dir= field, Perms its sorted permission
+// letters; Syscalls are sorted.
+type AuditRule struct {
+	File     string       `json:"file,omitempty"`
+	Line     int          `json:"line,omitempty"`
+	Kind     string       `json:"kind"`
+	List     string       `json:"list,omitempty"`
+	Action   string       `json:"action,omitempty"`
+	Arch     string       `json:"arch,omitempty"`
+	Syscalls []string     `json:"syscalls"`
+	Path     string       `json:"path,omitempty"`
+	Perms    string       `json:"perms,omitempty"`
+	Fields   []AuditField `json:"fields"`
+	Key      string       `json:"key,omitempty"`
+	Text     string       `json:"text"`
+}
+
+// AuditField is one -F field op value.
+type AuditField struct {
+	Name  string `json:"name"`
+	Op    string `json:"op"`
+	Value string `json:"value"`
+}
+
+// AuditdConfig is what auditd.conf says about keeping the log, with
+// auditd's defaults for what it leaves out, lower-cased.
+type AuditdConfig struct {
+	Path                 string `json:"path"`
+	LogFile              string `json:"log_file"`
+	MaxLogFileAction     string `json:"max_log_file_action"`
+	NumLogs              int    `json:"num_logs"`
+	SpaceLeftAction      string `json:"space_left_action"`
+	AdminSpaceLeftAction string `json:"admin_space_left_action"`
+	DiskFullAction       string `json:"disk_full_action"`
+	DiskErrorAction      string `json:"disk_error_action"`
+}
+
+// AuditRemote says where audit records are forwarded: by audisp-remote
+// (its plugin active and the server it names), or by
+// systemd-journal-upload (enabled, and its URL).
+type AuditRemote struct {
+	AudispRemoteActive bool   `json:"audisp_remote_active"`
+	AudispRemoteServer string `json:"audisp_remote_server,omitempty"`
+	JournalUpload      bool   `json:"journal_upload"`
+	JournalUploadURL   string `json:"journal_upload_url,omitempty"`
+}
+
+// Access is who may log in and what they may do as root: accounts and
+// groups, sudo's rules, sshd's PAM stack, and what under /etc others may
+// write.
+type Access struct {
+	Users  []Account `json:"users"`
+	Groups []Group   `json:"groups"`
+	// Sudo is nil when the target has no /etc/sudoers.
+	Sudo *Sudo `json:"sudo,omitempty"`
+	// PAMSSHD is /etc/pam.d/sshd with its includes expanded in place;
+	// nil when the file is absent.
+	PAMSSHD []PAMRule `json:"pam_sshd"`
+	// EtcWritable lists what under /etc a group other than root's, or
+	// anyone, may write.
+	EtcWritable []WritableFile `json:"etc_writable"`
+}
+
+// Account is one /etc/passwd entry with the state of its /etc/shadow
+// password: "hash", "locked" (! or *), "empty", or "none" when shadow has
+// no entry (the passwd field then decides: "x" means none at all).
+type Account struct {
+	Name     string `json:"name"`
+	UID      int    `json:"uid"`
+	GID      int    `json:"gid"`
+	Shell    string `json:"shell"`
+	Password string `json:"password"`
+}
+
+// Group is one /etc/group entry; Members lists its secondary members.
+type Group struct {
+	Name    string   `json:"name"`
+	GID     int      `json:"gid"`
+	Members []string `json:"members"`
+}
+
+// Sudo is sudoers and the files it includes.
+type Sudo struct {
+	Files    []string      `json:"files"`
+	Rules    []SudoRule    `json:"rules"`
+	Defaults []SudoDefault `json:"defaults"`
+}
+
+// SudoRule is one user specification, with User_Alias, Runas_Alias and
+// Cmnd_Alias names expanded. Users holds names and %groups as written;
+// AllCommands says whether ALL is among the commands; NoPasswd whether
+// any command runs without a password.
+type SudoRule struct {
+	File        string   `json:"file"`
+	Line        int      `json:"line"`
+	Users       []string `json:"users"`
+	Hosts       []string `json:"hosts"`
+	RunAs       []string `json:"run_as"`
+	Commands    []string `json:"commands"`
+	AllCommands bool     `json:"all_commands"`
+	NoPasswd    bool     `json:"no_passwd"`
+}
+
+// SudoDefault is one setting of a Defaults line. Scope is what follows
+// "Defaults" (@host, :user, >runas, !command), empty for every use.
+type SudoDefault struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Scope   string `json:"scope"`
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Negated bool   `json:"negated"`
+}
+
+// PAMRule is one line of a PAM stack: type (auth, account, password,
+// session), control, module and arguments.
+type PAMRule struct {
+	File    string   `json:"file"`
+	Line    int      `json:"line"`
+	Type    string   `json:"type"`
+	Control string   `json:"control"`
+	Module  string   `json:"module"`
+	Args    []string `json:"args"`
+}
+
+// WritableFile is a file or directory under /etc that someone other than
+// its owner may write: Group names the owning group when it may.
+type WritableFile struct {
+	Path          string `json:"path"`
+	Mode          string `json:"mode"`
+	GID           int    `json:"gid"`
+	Group         string `json:"group,omitempty"`
+	GroupWritable bool   `json:"group_writable"`
+	WorldWritable bool   `json:"world_writable"`
 }
 
 // Kubelet is what the kubelet's configuration file says about memory.
@@ -257,6 +414,16 @@ type SSHSettings struct {
 	Ciphers                      []string `json:"ciphers"`
 	KexAlgorithms                []string `json:"kex_algorithms"`
 	MACs                         []string `json:"macs"`
+	// UsePAM and AuthenticationMethods decide whether a second factor is
+	// possible; each method list is comma-joined as sshd_config writes it.
+	UsePAM                string   `json:"use_pam"`
+	AuthenticationMethods []string `json:"authentication_methods"`
+	// AllowGroups, DenyGroups, AllowUsers and DenyUsers accumulate over
+	// every line that sets them, as in sshd.
+	AllowGroups []string `json:"allow_groups"`
+	DenyGroups  []string `json:"deny_groups"`
+	AllowUsers  []string `json:"allow_users"`
+	DenyUsers   []string `json:"deny_users"`
 	// Explicit lists the keywords the files set, lower-cased, so policies can
 	// tell a configured value from a default.
 	Explicit []string `json:"explicit"`

@@ -34,6 +34,22 @@ func fullFacts() *Facts {
 	}}}
 	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
 		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"}}
+	f.Audit = &Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
+		Rules: []AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
+			Syscalls: []string{}, Fields: []AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
+		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
+			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt"},
+		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
+	}
+	f.Access = &Access{
+		Users:  []Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
+		Groups: []Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
+		Sudo: &Sudo{Files: []string{"/etc/sudoers"}, Rules: []SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
+			Hosts: []string{"ALL"}, RunAs: []string{"ALL"}, Commands: []string{"ALL"}, AllCommands: true, NoPasswd: false}},
+			Defaults: []SudoDefault{{File: "/etc/sudoers", Line: 9, Scope: "", Name: "use_pty", Value: "", Negated: false}}},
+		PAMSSHD:     []PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
+		EtcWritable: []WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
+	}
 	f.TLS = &TLS{
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
 		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
@@ -46,6 +62,8 @@ func fullFacts() *Facts {
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},
 		PermitRootLogin: "no", PasswordAuthentication: "no", KbdInteractiveAuthentication: "no", PermitEmptyPasswords: "no",
 		Ciphers: []string{"aes256-gcm@openssh.com"}, KexAlgorithms: []string{"curve25519-sha256"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"},
+		UsePAM: "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
+		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
 		Explicit: []string{"permitrootlogin"},
 		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},

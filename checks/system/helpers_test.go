@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -122,24 +122,7 @@ func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) e
 // golden compares v, as indented JSON, with testdata/<name>.
 func golden(t *testing.T, name string, v any) {
 	t.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from golden (run with -update to accept):\n%s", p, got)
-	}
+	testutil.GoldenJSON(t, filepath.Join("testdata", name), v, *update)
 }
 
 func wantStatus(t *testing.T, f *facts.Facts, name, status string) {

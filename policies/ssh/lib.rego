@@ -42,3 +42,23 @@ match_settings(d, keyword) := {{"block": sprintf("Match %s (%s:%d)", [m.criteria
 	some s in m.settings
 	s.keyword == keyword
 }
+
+# key_first(lists) holds when every AuthenticationMethods list needs a
+# public key before anything else is asked: keyboard-interactive then only
+# adds a second factor, and no password can be guessed without the key.
+key_first(lists) if {
+	count(lists) > 0
+	every l in lists {
+		startswith(l, "publickey,")
+	}
+}
+
+# match_key_first(d, block) holds when the Match block named block sets
+# such an AuthenticationMethods.
+match_key_first(d, block) if {
+	some m in object.get(d, "match", [])
+	sprintf("Match %s (%s:%d)", [m.criteria, m.file, m.line]) == block
+	some s in m.settings
+	s.keyword == "authenticationmethods"
+	key_first(split(s.value, " "))
+}

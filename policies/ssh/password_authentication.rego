@@ -4,7 +4,9 @@
 #   sshd's effective PasswordAuthentication and KbdInteractiveAuthentication (formerly
 #   ChallengeResponseAuthentication) must both be "no" for every running sshd, and no Match block
 #   (User, Group, Address or any other) may turn either back on, so that no password can be guessed
-#   over the network.
+#   over the network. keyboard-interactive may stay on where AuthenticationMethods makes a public
+#   key come first in every method list (publickey,keyboard-interactive): it then asks a second
+#   factor of someone who already holds a key (GH-IAM-006).
 # scope: package
 # custom:
 #   id: GH-SSH-002
@@ -31,13 +33,23 @@ deny contains msg if {
 	some keyword, field in settings
 	v := object.get(d, field, "")
 	lower(v) != "no"
+	not second_factor(keyword, object.get(d, "authentication_methods", []))
 	msg := sprintf("%s: %s is %q; want no", [lib.name(d), keyword, v])
 }
+
+second_factor("KbdInteractiveAuthentication", methods) if lib.key_first(methods)
 
 deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	some d in lib.daemons
 	some keyword, _ in settings
 	some s in lib.match_settings(d, lower(keyword))
 	lower(s.value) != "no"
+	not match_second_factor(d, keyword, s.block)
 	msg := sprintf("%s: %s turns %s back to %q at %s; want no", [lib.name(d), s.block, keyword, s.value, s.at])
+}
+
+match_second_factor(d, "KbdInteractiveAuthentication", block) if lib.match_key_first(d, block)
+
+match_second_factor(d, "KbdInteractiveAuthentication", _) if {
+	lib.key_first(object.get(d, "authentication_methods", []))
 }

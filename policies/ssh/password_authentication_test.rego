@@ -51,3 +51,28 @@ test_every_daemon_is_judged if {
 	f := {"target": {"kind": "host"}, "ssh": {"daemons": [hardened, daemon("yes", [])]}}
 	check.deny == {"sshd pid 812 (127.0.0.1:2222; /tmp/weak/sshd_config): PasswordAuthentication is \"yes\"; want no"} with input as f
 }
+
+test_kbd_after_a_key_is_a_second_factor if {
+	f := json.patch(facts("no", "yes"), [{"op": "add", "path": "/ssh/authentication_methods", "value": ["publickey,keyboard-interactive"]}])
+	check.deny == set() with input as f
+}
+
+test_kbd_beside_a_key_alone_is_a_password if {
+	f := json.patch(facts("no", "yes"), [{"op": "add", "path": "/ssh/authentication_methods", "value": ["publickey", "keyboard-interactive"]}])
+	count(check.deny) == 1 with input as f
+}
+
+admin_match(methods) := [{"file": "/etc/ssh/sshd_config", "line": 30, "criteria": "Group gpuhost-admin", "settings": array.concat(
+	[{"keyword": "kbdinteractiveauthentication", "value": "yes", "file": "/etc/ssh/sshd_config", "line": 31}],
+	[{"keyword": "authenticationmethods", "value": m, "file": "/etc/ssh/sshd_config", "line": 32} | some m in methods],
+)}]
+
+test_match_kbd_with_key_first_passes if {
+	f := json.patch(facts("no", "no"), [{"op": "add", "path": "/ssh/match", "value": admin_match(["publickey,keyboard-interactive"])}])
+	check.deny == set() with input as f
+}
+
+test_match_kbd_without_methods_fails if {
+	f := json.patch(facts("no", "no"), [{"op": "add", "path": "/ssh/match", "value": admin_match([])}])
+	count(check.deny) == 1 with input as f
+}

@@ -39,6 +39,8 @@ var FolderPrefix = map[string]string{
 	"net":     "GH-NET-",
 	"ssh":     "GH-SSH-",
 	"cgroup":  "GH-CGR-",
+	"audit":   "GH-AUD-",
+	"iam":     "GH-IAM-",
 	"runtime": "GH-RT-",
 	"pin":     "GH-PIN-",
 	"gpu":     "GH-GPU-",

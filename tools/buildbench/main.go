@@ -61,7 +61,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory: build logs, rootfs trees and images")
 	// The template's extra_packages, then what its disk output installs
 	// besides: the pinned kernel (pins.pkrvars.hcl) and GRUB's images.
-	flag.StringVar(&o.include, "include", "systemd,systemd-sysv,udev,ca-certificates,nftables,openssh-server,linux-image-6.1.0-50-amd64=6.1.176-1,grub-efi-amd64-bin,grub-pc-bin", "the packages the template's bootstrap installs (extra_packages, kernel_package and GRUB), which the plain build passes to mmdebstrap --include")
+	flag.StringVar(&o.include, "include", "systemd,systemd-sysv,udev,ca-certificates,nftables,openssh-server,sudo,libpam-google-authenticator,auditd,linux-image-6.1.0-50-amd64=6.1.176-1,grub-efi-amd64-bin,grub-pc-bin", "the packages the template's bootstrap installs (extra_packages, kernel_package and GRUB), which the plain build passes to mmdebstrap --include")
 	flag.StringVar(&o.components, "components", "main,contrib,non-free,non-free-firmware", "the template's components")
 	flag.StringVar(&o.installExtra, "install", "containerd", "packages the plain build installs with apt-get besides the pins our image's manifest lists")
 	flag.StringVar(&o.imageSize, "image-size", "3G", "the template's image_size, for the plain build's ext4 image")

@@ -1,0 +1,248 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Where auditd and its companions keep their configuration.
+const (
+	rulesDir          = "/etc/audit/rules.d"
+	rulesFile         = "/etc/audit/audit.rules"
+	auditdConf        = "/etc/audit/auditd.conf"
+	auRemoteConf      = "/etc/audit/plugins.d/au-remote.conf"
+	audispRemoteConf  = "/etc/audit/audisp-remote.conf"
+	journalUploadConf = "/etc/systemd/journal-upload.conf"
+	// maxConfigFile bounds one configuration or rules file.
+	maxConfigFile = 4 << 20
+	// maxRulesFiles bounds the files in rules.d.
+	maxRulesFiles = 1024
+)
+
+// auditdBinaries are where Debian and Ubuntu (and usrmerge) put auditd.
+var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
+
+// wantsDirs are where an enabled unit's link lives.
+var wantsDirs = []string{
+	"/etc/systemd/system/multi-user.target.wants",
+	"/etc/systemd/system/sysinit.target.wants",
+	"/usr/lib/systemd/system/multi-user.target.wants",
+	"/lib/systemd/system/multi-user.target.wants",
+}
+
+// ActiveState asks a live host's service manager for a unit's state; the
+// orchestrator passes the system collector's.
+type ActiveState func(ctx context.Context, env *collector.Env, unit string) (state, reason string)
+
+// Collector fills facts.audit.
+type Collector struct {
+	// State answers for auditd.service on a live host.
+	State ActiveState
+}
+
+var _ collector.Collector = Collector{}
+
+// Name is the collector's key in facts.collectors.
+func (Collector) Name() string { return "audit" }
+
+// Collect reads auditd's files, and on a live host the unit's state and
+// the kernel's rules. A target without auditd still gets its facts: the
+// checks fail it for that, rather than skipping.
+func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	a := &facts.Audit{RulesFiles: []string{}, Rules: []facts.AuditRule{}}
+	for _, b := range auditdBinaries {
+		if info, err := env.FS.Stat(b); err == nil && info.Mode().IsRegular() {
+			a.Installed = true
+		}
+	}
+	for _, d := range wantsDirs {
+		if _, err := env.FS.Lstat(path.Join(d, "auditd.service")); err == nil {
+			a.Enabled = true
+		}
+	}
+	if err := readRules(env.FS, a); err != nil {
+		return err
+	}
+	cfg, err := readAuditdConf(env.FS)
+	if err != nil {
+		return err
+	}
+	a.Config = cfg
+	if a.Remote, err = readRemote(env.FS); err != nil {
+		return err
+	}
+	if env.Live {
+		if c.State != nil {
+			a.Active, _ = c.State(ctx, env, "auditd.service")
+		}
+	}
+	f.Audit = a
+	return nil
+}
+
+// readRules reads the rules as auditd.service loads them: augenrules joins
+// rules.d/*.rules in name order; without any, audit.rules is loaded as it
+// is.
+func readRules(fsys sysroot.FS, a *facts.Audit) error {
+	var files []string
+	entries, err := fsys.ReadDir(rulesDir)
+	if err != nil && !sysroot.IsNotExist(err) {
+		return fmt.Errorf("reading %s: %w", fsys.Display(rulesDir), err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".rules") && e.Type().IsRegular() {
+			files = append(files, path.Join(rulesDir, e.Name()))
+		}
+	}
+	if len(files) > maxRulesFiles {
+		return fmt.Errorf("reading %s: more than %d rules files", fsys.Display(rulesDir), maxRulesFiles)
+	}
+	if len(files) == 0 {
+		if _, err := fsys.Stat(rulesFile); err == nil {
+			files = []string{rulesFile}
+		}
+	}
+	for _, name := range files {
+		data, err := fsys.ReadFileLimit(name, maxConfigFile)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+		}
+		rules, err := ParseRules(fsys.Display(name), data)
+		if err != nil {
+			return err
+		}
+		if len(a.Rules)+len(rules) > maxRules {
+			return fmt.Errorf("reading %s: more than %d rules in all", fsys.Display(name), maxRules)
+		}
+		a.RulesFiles = append(a.RulesFiles, fsys.Display(name))
+		a.Rules = append(a.Rules, rules...)
+	}
+	return nil
+}
+
+// readKeyValues reads a "key = value" file such as auditd.conf, keys
+// lower-cased; a missing file is an empty map.
+func readKeyValues(fsys sysroot.FS, name string) (map[string]string, error) {
+	data, err := fsys.ReadFileLimit(name, maxConfigFile)
+	if sysroot.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+	}
+	return ParseKeyValues(fsys.Display(name), data)
+}
+
+// ParseKeyValues parses auditd.conf's format: "key = value" lines and #
+// comments. display names the file in errors.
+func ParseKeyValues(display string, data []byte) (map[string]string, error) {
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), maxRuleLine)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("parsing %s line %d: want key = value", display, n)
+		}
+		kv[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", display, err)
+	}
+	return kv, nil
+}
+
+// readAuditdConf reads auditd.conf with auditd's defaults (auditd.conf(5))
+// for what it leaves out.
+func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
+	kv, err := readKeyValues(fsys, auditdConf)
+	if err != nil {
+		return facts.AuditdConfig{}, err
+	}
+	get := func(k, def string) string {
+		if v, ok := kv[k]; ok && v != "" {
+			return strings.ToLower(v)
+		}
+		return def
+	}
+	cfg := facts.AuditdConfig{
+		Path:                 fsys.Display(auditdConf),
+		LogFile:              kv["log_file"],
+		MaxLogFileAction:     get("max_log_file_action", "rotate"),
+		SpaceLeftAction:      get("space_left_action", "syslog"),
+		AdminSpaceLeftAction: get("admin_space_left_action", "suspend"),
+		DiskFullAction:       get("disk_full_action", "suspend"),
+		DiskErrorAction:      get("disk_error_action", "syslog"),
+		NumLogs:              5,
+	}
+	if cfg.LogFile == "" {
+		cfg.LogFile = "/var/log/audit/audit.log"
+	}
+	// The actions may carry an argument (exec /path): the first word
+	// is the action.
+	for _, p := range []*string{&cfg.MaxLogFileAction, &cfg.SpaceLeftAction, &cfg.AdminSpaceLeftAction, &cfg.DiskFullAction, &cfg.DiskErrorAction} {
+		if f := strings.Fields(*p); len(f) > 0 {
+			*p = f[0]
+		}
+	}
+	if v, ok := kv["num_logs"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("parsing %s: num_logs %q is not a count", fsys.Display(auditdConf), v)
+		}
+		cfg.NumLogs = n
+	}
+	return cfg, nil
+}
+
+// readRemote reads where the records are forwarded. journald upload counts
+// only when its unit is enabled: the file alone sends nothing.
+func readRemote(fsys sysroot.FS) (facts.AuditRemote, error) {
+	var r facts.AuditRemote
+	plugin, err := readKeyValues(fsys, auRemoteConf)
+	if err != nil {
+		return r, err
+	}
+	r.AudispRemoteActive = strings.EqualFold(plugin["active"], "yes")
+	remote, err := readKeyValues(fsys, audispRemoteConf)
+	if err != nil {
+		return r, err
+	}
+	r.AudispRemoteServer = remote["remote_server"]
+	for _, d := range wantsDirs {
+		if _, err := fsys.Lstat(path.Join(d, "systemd-journal-upload.service")); err == nil {
+			r.JournalUpload = true
+		}
+	}
+	data, err := fsys.ReadFileLimit(journalUploadConf, maxConfigFile)
+	switch {
+	case err == nil:
+		opts, err := unit.DeserializeOptions(bytes.NewReader(data))
+		if err != nil {
+			return r, fmt.Errorf("parsing %s: %w", fsys.Display(journalUploadConf), err)
+		}
+		for _, o := range opts {
+			if o.Section == "Upload" && o.Name == "URL" {
+				r.JournalUploadURL = o.Value
+			}
+		}
+	case !sysroot.IsNotExist(err):
+		return r, fmt.Errorf("reading %s: %w", fsys.Display(journalUploadConf), err)
+	}
+	return r, nil
+}
