@@ -49,6 +49,9 @@ type ActiveState func(ctx context.Context, env *collector.Env, unit string) (sta
 type Collector struct {
 	// State answers for auditd.service on a live host.
 	State ActiveState
+	// Kernel lists the rules the kernel holds on a live host; nil asks
+	// the kernel (KernelRules).
+	Kernel func(ctx context.Context) ([]facts.AuditRule, error)
 }
 
 var _ collector.Collector = Collector{}
@@ -85,6 +88,17 @@ func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Fac
 	if env.Live {
 		if c.State != nil {
 			a.Active, _ = c.State(ctx, env, "auditd.service")
+		}
+		list := c.Kernel
+		if list == nil {
+			list = KernelRules
+		}
+		a.Kernel = &facts.AuditKernel{Rules: []facts.AuditRule{}, Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
+		if rules, err := list(ctx); err != nil {
+			a.Kernel.Error = err.Error()
+		} else {
+			a.Kernel.Rules = rules
+			a.Kernel.Unloaded, a.Kernel.Unexpected, a.Kernel.NotCompared = CompareKernel(a.Rules, rules)
 		}
 	}
 	f.Audit = a

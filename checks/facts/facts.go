@@ -155,10 +155,25 @@ type Audit struct {
 	Active string `json:"active,omitempty"`
 	// RulesFiles are the files the rules come from: rules.d/*.rules in
 	// name order, as augenrules joins them, or audit.rules without them.
-	RulesFiles []string     `json:"rules_files"`
-	Rules      []AuditRule  `json:"rules"`
-	Config     AuditdConfig `json:"config"`
-	Remote     AuditRemote  `json:"remote"`
+	RulesFiles []string    `json:"rules_files"`
+	Rules      []AuditRule `json:"rules"`
+	// Kernel is what the kernel holds, on a live host only.
+	Kernel *AuditKernel `json:"kernel,omitempty"`
+	Config AuditdConfig `json:"config"`
+	Remote AuditRemote  `json:"remote"`
+}
+
+// AuditKernel is the rules the kernel holds beside those the files load:
+// Error says why they could not be read (then nothing else is set);
+// Unloaded are file rules the kernel lacks, Unexpected kernel rules no file
+// has, NotCompared the rules either side names in a way that cannot be
+// matched (a system call known only by number).
+type AuditKernel struct {
+	Error       string      `json:"error,omitempty"`
+	Rules       []AuditRule `json:"rules"`
+	Unloaded    []AuditRule `json:"unloaded"`
+	Unexpected  []AuditRule `json:"unexpected"`
+	NotCompared int         `json:"not_compared"`
 }
 
 // AuditRule is one auditctl line. Kind is "watch" (-w), "syscall" (-a or

@@ -37,6 +37,8 @@ func fullFacts() *Facts {
 	f.Audit = &Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
 		Rules: []AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
 			Syscalls: []string{}, Fields: []AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
+		Kernel: &AuditKernel{Error: "", Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{{Kind: "watch", Path: "/tmp",
+			Perms: "w", Syscalls: []string{}, Fields: []AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
 		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
 			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt"},
 		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
