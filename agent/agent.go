@@ -67,7 +67,7 @@ type Agent struct {
 	log     *slog.Logger
 	sched   cron.Schedule
 	metrics *metrics
-	token   []byte
+	creds   *credentials
 
 	runMu sync.Mutex // held by the one run in progress
 
@@ -131,13 +131,18 @@ func New(cfg Config) (*Agent, error) {
 	default:
 		return nil, errors.New("agent: --interval must be positive (or give --cron)")
 	}
-	if cfg.TokenFile != "" {
-		tok, err := readToken(cfg.TokenFile)
-		if err != nil {
-			return nil, err
+	if cfg.TLSCert != "" || cfg.TokenFile != "" {
+		cm := credentialMetrics(a.metrics)
+		if cfg.TLSCert != "" {
+			a.metrics.reg.MustRegister(cm[0], cm[1])
 		}
-		a.token = tok
+		a.metrics.reg.MustRegister(cm[2])
 	}
+	creds, err := newCredentials(cfg, a.log, a.metrics)
+	if err != nil {
+		return nil, err
+	}
+	a.creds = creds
 	return a, nil
 }
 

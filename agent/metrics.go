@@ -27,6 +27,15 @@ var MetricNames = []string{
 	"gpuhost_runs_total",
 }
 
+// CredentialMetricNames are exported beside MetricNames when the agent
+// serves TLS (the certificate's two timestamps) or checks a token (the
+// reload errors, both kinds).
+var CredentialMetricNames = []string{
+	"gpuhost_agent_tls_certificate_not_before_timestamp_seconds",
+	"gpuhost_agent_tls_certificate_not_after_timestamp_seconds",
+	"gpuhost_agent_credential_reload_errors_total",
+}
+
 // metrics lives in its own registry: the agent exports what it documents,
 // not whatever a dependency registers globally.
 type metrics struct {
@@ -39,6 +48,11 @@ type metrics struct {
 	collectorErrors *prometheus.GaugeVec
 	skipped         prometheus.Counter
 	runs            *prometheus.CounterVec
+	// The certificate gauges are registered only when the agent serves
+	// TLS, so a plain listener exports no zero timestamps.
+	certNotBefore, certNotAfter prometheus.Gauge
+	certLoaded                  bool
+	reloadErrors                *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {

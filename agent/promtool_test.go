@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,16 +19,26 @@ import (
 // Prometheus users run on an exporter.
 func TestPromtoolAcceptsMetrics(t *testing.T) {
 	promtool := testutil.Tool(t, "promtool", "prometheus")
-	a := newAgent(t, Config{})
+	// With a certificate and a token, so that the credential metrics are
+	// exported and linted too.
+	dir := t.TempDir()
+	cert, key, _ := testutil.WriteCert(t, dir, testutil.CertSpec{})
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, Config{TLSCert: cert, TLSKey: key, TokenFile: tok})
 	a.RunOnce(context.Background())
 	a.RunOnce(context.Background())
 	rec := httptest.NewRecorder()
-	a.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer t0ken")
+	a.Handler().ServeHTTP(rec, req)
 	if rec.Code != 200 {
 		t.Fatalf("/metrics: %d %s", rec.Code, rec.Body.String())
 	}
 	body := rec.Body.String()
-	for _, name := range MetricNames {
+	for _, name := range append(slices.Clone(MetricNames), CredentialMetricNames...) {
 		if !strings.Contains(body, "\n# TYPE "+name+" ") && !strings.HasPrefix(body, "# HELP "+name+" ") {
 			t.Errorf("the exposition lacks %s", name)
 		}

@@ -87,11 +87,16 @@ func (a *Agent) Handler() http.Handler {
 }
 
 func (a *Agent) auth(next http.Handler) http.Handler {
-	if a.token == nil {
+	if a.cfg.TokenFile == "" {
 		return next
 	}
-	want := append([]byte("Bearer "), a.token...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, err := a.creds.currentToken()
+		if err != nil {
+			http.Error(w, "no token to check against", http.StatusServiceUnavailable)
+			return
+		}
+		want := append([]byte("Bearer "), tok...)
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gpuhost"`)
@@ -102,14 +107,13 @@ func (a *Agent) auth(next http.Handler) http.Handler {
 	})
 }
 
-// TLSConfig is the listener's TLS configuration: TLS 1.3 only, the version
-// our own policies demand of the hosts we scan.
-func TLSConfig(certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}, nil
+// tlsConfig is the listener's TLS configuration: TLS 1.3 only, the version
+// our own policies demand of the hosts we scan, with the certificate read
+// again on each handshake after its files change.
+func (a *Agent) tlsConfig() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return a.creds.certificate()
+	}}
 }
 
 func (a *Agent) listen() (*http.Server, net.Listener, error) {
@@ -129,11 +133,7 @@ func (a *Agent) listen() (*http.Server, net.Listener, error) {
 		return nil, nil, fmt.Errorf("agent: listening on %s: %w", a.cfg.Listen, err)
 	}
 	if a.cfg.TLSCert != "" {
-		cfg, err := TLSConfig(a.cfg.TLSCert, a.cfg.TLSKey)
-		if err != nil {
-			ln.Close()
-			return nil, nil, err
-		}
+		cfg := a.tlsConfig()
 		srv.TLSConfig = cfg
 		ln = tls.NewListener(ln, cfg)
 	}

@@ -81,4 +81,58 @@ tests:
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("promtool test rules:\n%s", out)
 	}
+
+	// Certificates live for months: evaluated hourly, not each minute.
+	certRules := `rule_files: [gpuhost.rules.yaml]
+evaluation_interval: 1h
+tests:
+` + certTests
+	certFile := filepath.Join(filepath.Dir(file), "gpuhost.rules.certs.test.yaml")
+	if err := os.WriteFile(certFile, []byte(certRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = testutil.Run(t, time.Minute, promtool, "test", "rules", certFile)
+	if !strings.Contains(out, "SUCCESS") {
+		t.Errorf("promtool test rules (certificates):\n%s", out)
+	}
 }
+
+// certTests are promtool rule tests of the agent's credential alerts.
+const certTests = `  # The agent's certificate: valid from 0 for 100 days, so it is older
+  # than 90 days from day 90 on and expires within 14 days from day 86 on.
+  - interval: 1h
+    input_series:
+      - series: 'gpuhost_agent_tls_certificate_not_before_timestamp_seconds{node="n1"}'
+        values: '0x2500'
+      - series: 'gpuhost_agent_tls_certificate_not_after_timestamp_seconds{node="n1"}'
+        values: '8640000x2500'
+      - series: 'gpuhost_agent_credential_reload_errors_total{node="n1", kind="tls"}'
+        values: '0x10 1x10'
+    alert_rule_test:
+      - eval_time: 85d
+        alertname: GpuhostAgentCertificateExpiring
+      - eval_time: 87d
+        alertname: GpuhostAgentCertificateExpiring
+        exp_alerts:
+          - exp_labels: {node: n1, severity: warning}
+            exp_annotations:
+              summary: "The gpuhost agent on n1 serves a certificate that expires within 14 days"
+              description: "Rotate the files --tls-cert and --tls-key name; the agent serves the new pair at the next handshake."
+      - eval_time: 89d
+        alertname: GpuhostAgentCertificateOld
+      - eval_time: 91d
+        alertname: GpuhostAgentCertificateOld
+        exp_alerts:
+          - exp_labels: {node: n1, severity: warning}
+            exp_annotations:
+              summary: "The gpuhost agent on n1 serves a certificate older than 90 days"
+              description: "Keys are rotated every 90 days (GH-KEY); issue a new certificate for the agent."
+      - eval_time: 5h
+        alertname: GpuhostAgentCredentialReloadFailed
+      - eval_time: 12h
+        alertname: GpuhostAgentCredentialReloadFailed
+        exp_alerts:
+          - exp_labels: {node: n1, kind: tls, severity: warning}
+            exp_annotations:
+              summary: "The gpuhost agent on n1 could not load its rotated tls files and serves the previous ones"
+`

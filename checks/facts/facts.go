@@ -326,6 +326,11 @@ type Kubelet struct {
 	// empty when unset, which leaves the kubelet's default.
 	EvictionHardMemory     string   `json:"eviction_hard_memory"`
 	EnforceNodeAllocatable []string `json:"enforce_node_allocatable"`
+	// RotateCertificates and ServerTLSBootstrap say whether the kubelet
+	// renews its client and serving certificates; false when unset, the
+	// kubelet's default.
+	RotateCertificates bool `json:"rotate_certificates"`
+	ServerTLSBootstrap bool `json:"server_tls_bootstrap"`
 }
 
 // TLS gathers the configured and, on a live host, observed TLS protocols.
@@ -386,8 +391,12 @@ type TLSProbe struct {
 type TLSCertificate struct {
 	Subject string `json:"subject"`
 	Issuer  string `json:"issuer"`
-	// NotAfter is RFC 3339 in UTC.
-	NotAfter string `json:"not_after"`
+	// NotBefore and NotAfter are RFC 3339 in UTC.
+	NotBefore string `json:"not_before"`
+	NotAfter  string `json:"not_after"`
+	// AgeSeconds is how long the certificate had been valid when it was
+	// probed, for key rotation.
+	AgeSeconds int64 `json:"age_seconds"`
 	// SecondsLeft is how long the certificate had left when it was probed;
 	// zero or less once it expired.
 	SecondsLeft int64 `json:"seconds_left"`

@@ -33,7 +33,8 @@ func fullFacts() *Facts {
 		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
 	}}}
 	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
-		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"}}
+		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"},
+		RotateCertificates: true, ServerTLSBootstrap: true}
 	f.Audit = &Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
 		Rules: []AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
 			Syscalls: []string{}, Fields: []AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
@@ -56,7 +57,7 @@ func fullFacts() *Facts {
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
 		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
 		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
-			Subject: "CN=node", Issuer: "CN=CA", NotAfter: "2027-01-31T00:00:00Z", KeyType: "EC", KeyBits: 256,
+			Subject: "CN=node", Issuer: "CN=CA", NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
 		}, Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
 	}

@@ -160,6 +160,8 @@ func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
 		KubeReserved           map[string]string `yaml:"kubeReserved"`
 		EvictionHard           map[string]string `yaml:"evictionHard"`
 		EnforceNodeAllocatable []string          `yaml:"enforceNodeAllocatable"`
+		RotateCertificates     bool              `yaml:"rotateCertificates"`
+		ServerTLSBootstrap     bool              `yaml:"serverTLSBootstrap"`
 	}
 	if err := boundedyaml.Decode(display, data, &doc); err != nil {
 		return nil, fmt.Errorf("parsing %w", err)
@@ -174,6 +176,8 @@ func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
 		KubeReservedMemory:     doc.KubeReserved["memory"],
 		EvictionHardMemory:     doc.EvictionHard["memory.available"],
 		EnforceNodeAllocatable: doc.EnforceNodeAllocatable,
+		RotateCertificates:     doc.RotateCertificates,
+		ServerTLSBootstrap:     doc.ServerTLSBootstrap,
 	}
 	if k.EnforceNodeAllocatable == nil {
 		k.EnforceNodeAllocatable = []string{}

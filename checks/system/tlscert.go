@@ -21,7 +21,9 @@ func certificateFacts(c *x509.Certificate, now time.Time) *facts.TLSCertificate 
 	return &facts.TLSCertificate{
 		Subject:            c.Subject.String(),
 		Issuer:             c.Issuer.String(),
+		NotBefore:          c.NotBefore.UTC().Format(time.RFC3339),
 		NotAfter:           c.NotAfter.UTC().Format(time.RFC3339),
+		AgeSeconds:         int64(now.Sub(c.NotBefore) / time.Second),
 		SecondsLeft:        int64(c.NotAfter.Sub(now) / time.Second),
 		KeyType:            kind,
 		KeyBits:            bits,

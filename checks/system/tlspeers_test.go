@@ -148,7 +148,8 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	want := facts.TLSCertificate{
-		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer", NotAfter: expired.UTC().Format(time.RFC3339),
+		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer",
+		NotBefore: expired.Add(-2 * 365 * 24 * time.Hour).UTC().Format(time.RFC3339), NotAfter: expired.UTC().Format(time.RFC3339),
 		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,
 	}
 	c := p.Certificate
@@ -159,8 +160,12 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 	if left := c.SecondsLeft; left > -48*3600 || left < -48*3600-60 {
 		t.Errorf("seconds left %d, want about %d", left, -48*3600)
 	}
+	// Valid from two years before it expired: two years and two days old.
+	if age := c.AgeSeconds; age < (2*365+2)*24*3600 || age > (2*365+2)*24*3600+60 {
+		t.Errorf("age %d s, want about %d", age, (2*365+2)*24*3600)
+	}
 	got := *c
-	got.SecondsLeft = 0
+	got.SecondsLeft, got.AgeSeconds = 0, 0
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("certificate %+v, want %+v", c, want)
 	}

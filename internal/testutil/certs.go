@@ -26,6 +26,9 @@ type CertSpec struct {
 	SHA1 bool
 	// NotAfter is when it expires; a year from now when zero.
 	NotAfter time.Time
+	// NotBefore is when it became valid; two years before NotAfter when
+	// zero.
+	NotBefore time.Time
 	// DNS and IPs are its subject alternative names; none when both are
 	// empty.
 	DNS []string
@@ -90,10 +93,13 @@ func WriteCert(t testing.TB, dir string, s CertSpec) (certPath, keyPath string, 
 	if s.NotAfter.IsZero() {
 		s.NotAfter = time.Now().Add(365 * 24 * time.Hour)
 	}
+	if s.NotBefore.IsZero() {
+		s.NotBefore = s.NotAfter.Add(-2 * 365 * 24 * time.Hour)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: "gpuhost test peer"},
-		NotBefore:    s.NotAfter.Add(-2 * 365 * 24 * time.Hour),
+		NotBefore:    s.NotBefore,
 		NotAfter:     s.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

@@ -41,6 +41,7 @@ var FolderPrefix = map[string]string{
 	"cgroup":  "GH-CGR-",
 	"audit":   "GH-AUD-",
 	"iam":     "GH-IAM-",
+	"key":     "GH-KEY-",
 	"runtime": "GH-RT-",
 	"pin":     "GH-PIN-",
 	"gpu":     "GH-GPU-",
