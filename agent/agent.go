@@ -55,6 +55,10 @@ type Config struct {
 	TLSCert, TLSKey string
 	// TokenFile holds a bearer token required on every endpoint but /healthz.
 	TokenFile string
+	// GPU, when set, is sampled every GPUInterval (15 s when zero) for the
+	// GPU metrics, apart from the scans.
+	GPU         *GPUSampler
+	GPUInterval time.Duration
 	// Log receives the agent's log; slog.Default when nil.
 	Log *slog.Logger
 	// Now replaces time.Now, for tests.
@@ -138,6 +142,12 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.metrics.reg.MustRegister(cm[2])
 	}
+	if cfg.GPU != nil {
+		a.metrics.reg.MustRegister(cfg.GPU.Collectors()...)
+		if a.cfg.GPUInterval <= 0 {
+			a.cfg.GPUInterval = 15 * time.Second
+		}
+	}
 	creds, err := newCredentials(cfg, a.log, a.metrics)
 	if err != nil {
 		return nil, err
@@ -171,14 +181,45 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.openStore(ctx)
 	defer a.closeStore()
+	gpuDone := make(chan struct{})
+	go func() { defer close(gpuDone); a.sampleGPUs(ctx) }()
 	loopErr := a.loop(ctx)
 	cancel()
+	<-gpuDone
 	if a.cfg.Listen != "" {
 		if err := <-serveErr; err != nil {
 			return err
 		}
 	}
 	return loopErr
+}
+
+// sampleGPUs samples the GPUs every GPUInterval until ctx ends. A sample
+// that fails is logged when its error differs from the last one, so a host
+// without a driver says so once, not every 15 seconds.
+func (a *Agent) sampleGPUs(ctx context.Context) {
+	if a.cfg.GPU == nil {
+		return
+	}
+	t := time.NewTicker(a.cfg.GPUInterval)
+	defer t.Stop()
+	last := ""
+	for {
+		err := a.cfg.GPU.Sample(ctx)
+		switch {
+		case err != nil && err.Error() != last:
+			a.log.Warn("agent: GPU sample failed", "err", err)
+			last = err.Error()
+		case err == nil && last != "":
+			a.log.Info("agent: GPU sampling works again")
+			last = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // loop fires runs on the schedule. A tick that finds a run still going is

@@ -95,7 +95,115 @@ tests:
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("promtool test rules (certificates):\n%s", out)
 	}
+	gpuFile := filepath.Join(filepath.Dir(file), "gpuhost.rules.gpu.test.yaml")
+	if err := os.WriteFile(gpuFile, []byte(gpuTests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = testutil.Run(t, time.Minute, promtool, "test", "rules", gpuFile)
+	if !strings.Contains(out, "SUCCESS") {
+		t.Errorf("promtool test rules (GPU usage):\n%s", out)
+	}
 }
+
+// gpuTests are promtool rule tests of the GPU usage alerts: each alert's
+// series fire it, and a GPU beside them that is fine does not.
+const gpuTests = `rule_files: [gpuhost.rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      # GPU 0 holds 8 GiB idle; GPU 1 is busy and in use by a pod.
+      - series: 'DCGM_FI_DEV_FB_USED{Hostname="n1", UUID="GPU-0", gpu="0"}'
+        values: '8192x60'
+      - series: 'DCGM_FI_DEV_GPU_UTIL{Hostname="n1", UUID="GPU-0", gpu="0"}'
+        values: '0x60'
+      - series: 'DCGM_FI_DEV_FB_USED{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '8192x60'
+      - series: 'DCGM_FI_DEV_GPU_UTIL{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '90x60'
+      - series: 'gpuhost_gpu_processes{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '1x60'
+      - series: 'gpuhost_gpu_container_processes{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '1x60'
+      # GPU 2 is busy with a process in no container.
+      - series: 'DCGM_FI_DEV_FB_USED{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '100x60'
+      - series: 'DCGM_FI_DEV_GPU_UTIL{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '95x60'
+      - series: 'gpuhost_gpu_processes{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '1x60'
+      - series: 'gpuhost_gpu_container_processes{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '0x60'
+      # GPU 1 runs 2 C below slowdown, GPU 2 twenty.
+      - series: 'DCGM_FI_DEV_GPU_TEMP{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '86x60'
+      - series: 'gpuhost_gpu_slowdown_temperature_celsius{Hostname="n1", UUID="GPU-1", gpu="1"}'
+        values: '88x60'
+      - series: 'DCGM_FI_DEV_GPU_TEMP{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '68x60'
+      - series: 'gpuhost_gpu_slowdown_temperature_celsius{Hostname="n1", UUID="GPU-2", gpu="2"}'
+        values: '88x60'
+      # GPU 3 counts a double-bit ECC error at minute 20; GPU 2 an Xid at 40.
+      - series: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname="n1", UUID="GPU-3", gpu="3"}'
+        values: '0x20 1x40'
+      - series: 'gpuhost_gpu_xid_errors_total{Hostname="n1", UUID="GPU-2", xid="79"}'
+        values: '0x40 1x20'
+      # n1 loses a GPU at minute 30.
+      - series: 'gpuhost_gpus{node="n1"}'
+        values: '8x30 7x30'
+      - series: 'gpuhost_gpu_nvml_up{node="n1"}'
+        values: '1x60'
+    alert_rule_test:
+      - eval_time: 20m
+        alertname: GpuhostGPUMemoryHeldIdle
+      - eval_time: 31m
+        alertname: GpuhostGPUMemoryHeldIdle
+        exp_alerts:
+          - exp_labels: {Hostname: n1, UUID: GPU-0, gpu: "0", severity: warning}
+            exp_annotations:
+              summary: "GPU 0 (GPU-0) on n1 holds 8192 MiB with near-zero utilization for 30 minutes"
+              description: "A leaked allocation or a stuck job: gpuhost_gpu_process_memory_bytes names the PID and cgroup holding it."
+      - eval_time: 11m
+        alertname: GpuhostGPUBusyOutsideContainers
+        exp_alerts:
+          - exp_labels: {Hostname: n1, UUID: GPU-2, gpu: "2", severity: critical}
+            exp_annotations:
+              summary: "GPU 2 (GPU-2) on n1 is busy with no container using it"
+              description: "Work the scheduler did not place (a login session, a miner): gpuhost_gpu_process_memory_bytes names the PID and cgroup."
+      - eval_time: 6m
+        alertname: GpuhostGPUNearSlowdown
+        exp_alerts:
+          - exp_labels: {Hostname: n1, UUID: GPU-1, gpu: "1", severity: warning}
+            exp_annotations:
+              summary: "GPU 1 (GPU-1) on n1 is within 2 C of its slowdown temperature"
+      - eval_time: 10m
+        alertname: GpuhostGPUErrorBurst
+      - eval_time: 25m
+        alertname: GpuhostGPUErrorBurst
+        exp_alerts:
+          - exp_labels: {Hostname: n1, UUID: GPU-3, gpu: "3", severity: critical}
+            exp_annotations:
+              summary: "GPU GPU-3 on n1 reported uncorrectable ECC errors or Xid events in the last 10 minutes"
+              description: "Drain the node and run gpuhost scan host: GH-GPU-004 and GH-GPU-014 name the errors."
+      - eval_time: 45m
+        alertname: GpuhostGPUErrorBurst
+        exp_alerts:
+          - exp_labels: {Hostname: n1, UUID: GPU-2, severity: critical}
+            exp_annotations:
+              summary: "GPU GPU-2 on n1 reported uncorrectable ECC errors or Xid events in the last 10 minutes"
+              description: "Drain the node and run gpuhost scan host: GH-GPU-004 and GH-GPU-014 name the errors."
+      - eval_time: 25m
+        alertname: GpuhostGPUGone
+      - eval_time: 40m
+        alertname: GpuhostGPUGone
+        exp_alerts:
+          - exp_labels: {node: n1, severity: critical}
+            exp_annotations:
+              summary: "n1 sees fewer GPUs than it did in the last 6 hours (7)"
+              description: "A GPU fell off the bus or NVML lost it: check dmesg for Xid 79 and the PCIe link (GH-GPU-010, GH-GPU-011)."
+      - eval_time: 40m
+        alertname: GpuhostNVMLDown
+`
 
 // certTests are promtool rule tests of the agent's credential alerts.
 const certTests = `  # The agent's certificate: valid from 0 for 100 days, so it is older

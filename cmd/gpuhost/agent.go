@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/agent"
@@ -58,6 +59,9 @@ func (a *app) agentCommand() *cobra.Command {
 			if once {
 				cfg.Listen = ""
 			}
+			if cfg.GPUInterval > 0 && !once {
+				cfg.GPU = agent.NewGPUSampler(nvml.New(), hf.root, a.log)
+			}
 			ag, err := agent.New(cfg)
 			if err != nil {
 				return untrusted(err)
@@ -80,6 +84,7 @@ func (a *app) agentCommand() *cobra.Command {
 	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
 	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
 	f.DurationVar(&cfg.Interval, "interval", time.Hour, "time between runs")
+	f.DurationVar(&cfg.GPUInterval, "gpu-interval", 15*time.Second, "time between GPU samples for the DCGM_FI_* metrics (utilization, memory, power, temperature, ECC, Xid, processes); 0 turns sampling off")
 	f.StringVar(&cfg.Cron, "cron", "", "a standard cron expression (or @hourly, @daily...) in place of --interval")
 	f.BoolVar(&cfg.RunAtStart, "run-at-start", true, "run once at start rather than waiting for the first tick")
 	f.BoolVar(&once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
