@@ -227,7 +227,19 @@ build {
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
-    ngc_allowed_registries      = var.ngc_allowed_registries
+    # Logins share at most half the memory, and are reclaimed from at 40%,
+    # so a user session cannot starve the workloads (GH-CGR-004); a
+    # kubelet that joins gets its reservations from the fragment.
+    memory_limits {
+      slice_max  = { "user.slice" = "50%" }
+      slice_high = { "user.slice" = "40%" }
+      kubelet {
+        system_reserved = "2Gi"
+        kube_reserved   = "1Gi"
+        eviction_hard   = "500Mi"
+      }
+    }
+    ngc_allowed_registries = var.ngc_allowed_registries
     dynamic "ngc_images" {
       for_each = var.ngc_images
       content {

@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -157,6 +158,36 @@ type ManifestConfig struct {
 	Skip bool `mapstructure:"skip"`
 }
 
+// MemoryLimits are the cgroup v2 memory settings baked into the image:
+// systemd drop-ins for the top-level slices, and a kubelet configuration
+// fragment that reserves memory for the system and evicts pods before the
+// kernel's OOM killer has to choose.
+type MemoryLimits struct {
+	// MemoryMax= for top-level slices, by name (`system.slice`,
+	// `user.slice`, `machine.slice`), in systemd's units: `32G`, `50%`,
+	// `infinity`. Written to /etc/systemd/system/SLICE.d/50-gpuhost-memory.conf.
+	SliceMax map[string]string `mapstructure:"slice_max"`
+	// MemoryHigh= likewise: where the slice is throttled and reclaimed,
+	// below its MemoryMax.
+	SliceHigh map[string]string `mapstructure:"slice_high"`
+	// The kubelet's memory settings, written as a KubeletConfiguration
+	// fragment to /etc/kubernetes/kubelet.conf.d/50-gpuhost-memory.conf
+	// (the kubelet's --config-dir) with the systemd cgroup driver, node
+	// allocatable enforced on pods and certificate rotation on; nothing is
+	// written when all are empty.
+	Kubelet KubeletMemory `mapstructure:"kubelet"`
+}
+
+// KubeletMemory is what the kubelet keeps from pods and when it evicts.
+type KubeletMemory struct {
+	// systemReserved memory, such as `2Gi`.
+	SystemReserved string `mapstructure:"system_reserved"`
+	// kubeReserved memory, such as `1Gi`.
+	KubeReserved string `mapstructure:"kube_reserved"`
+	// evictionHard memory.available, such as `500Mi` or `5%`.
+	EvictionHard string `mapstructure:"eviction_hard"`
+}
+
 // Config is the configuration of the gpuhost-gpu provisioner.
 type Config struct {
 	common.PackerConfig `mapstructure:",squash"`
@@ -176,6 +207,8 @@ type Config struct {
 	// Boot with the unified cgroup v2 hierarchy
 	// (systemd.unified_cgroup_hierarchy=1 on the kernel command line).
 	CgroupV2 bool `mapstructure:"cgroup_v2"`
+	// Memory limits for the slices and the kubelet.
+	MemoryLimits MemoryLimits `mapstructure:"memory_limits"`
 	// containerd and its nvidia runtime.
 	Containerd Containerd `mapstructure:"containerd"`
 	// Packages to hold besides the pins.
@@ -340,6 +373,62 @@ func upstreamVersion(v string) string {
 	return v
 }
 
+var (
+	// systemdSize is what MemoryMax= and MemoryHigh= take.
+	systemdSize = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?[KMGT]?|[0-9]+(\.[0-9]+)?%|infinity)$`)
+	// kubeQuantity is a Kubernetes memory quantity, or a percentage where
+	// eviction thresholds allow one.
+	kubeQuantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$`)
+	kubePercent  = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?%$`)
+)
+
+// topSlices are the slices memory_limits may limit.
+var topSlices = []string{"machine.slice", "system.slice", "user.slice"}
+
+func (m MemoryLimits) validate() []string {
+	var errs []string
+	for _, f := range []struct {
+		name string
+		v    map[string]string
+	}{{"slice_max", m.SliceMax}, {"slice_high", m.SliceHigh}} {
+		for _, slice := range slices.Sorted(maps.Keys(f.v)) {
+			if !slices.Contains(topSlices, slice) {
+				errs = append(errs, fmt.Sprintf("memory_limits.%s: %q is not one of %s", f.name, slice, strings.Join(topSlices, ", ")))
+			}
+			if !systemdSize.MatchString(f.v[slice]) {
+				errs = append(errs, fmt.Sprintf("memory_limits.%s[%q]: %q is not a systemd memory size such as 32G, 50%% or infinity", f.name, slice, f.v[slice]))
+			}
+		}
+	}
+	k := m.Kubelet
+	for name, v := range map[string]string{"system_reserved": k.SystemReserved, "kube_reserved": k.KubeReserved} {
+		if v != "" && !kubeQuantity.MatchString(v) {
+			errs = append(errs, fmt.Sprintf("memory_limits.kubelet.%s: %q is not a memory quantity such as 2Gi", name, v))
+		}
+	}
+	if v := k.EvictionHard; v != "" && !kubeQuantity.MatchString(v) && !kubePercent.MatchString(v) {
+		errs = append(errs, fmt.Sprintf("memory_limits.kubelet.eviction_hard: %q is not a memory quantity such as 500Mi or a percentage such as 5%%", v))
+	}
+	slices.Sort(errs)
+	return errs
+}
+
+// sliceDropIns are the slice drop-ins memory_limits writes, by slice, in
+// name order.
+func (m MemoryLimits) sliceDropIns() []sliceDropIn {
+	var out []sliceDropIn
+	for _, s := range topSlices {
+		d := sliceDropIn{Slice: s, Max: m.SliceMax[s], High: m.SliceHigh[s]}
+		if d.Max != "" || d.High != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sliceDropIn is one slice's memory settings.
+type sliceDropIn struct{ Slice, Max, High string }
+
 func (c *Config) validate() []string {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
@@ -408,6 +497,8 @@ func (c *Config) validate() []string {
 	if d.Source == SourceDebian && c.CUDA.Version != "" && strings.Count(c.CUDA.Version, "-") == 0 {
 		add("cuda.version: the debian source needs the exact nvidia-cuda-toolkit version, such as 11.8.89~11.8.0-5~deb12u1")
 	}
+
+	errs = append(errs, c.MemoryLimits.validate()...)
 
 	switch c.Containerd.DefaultRuntime {
 	case "runc":

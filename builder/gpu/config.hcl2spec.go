@@ -47,6 +47,7 @@ type FlatConfig struct {
 	FabricManager             *bool                 `mapstructure:"fabric_manager" cty:"fabric_manager" hcl:"fabric_manager"`
 	Persistenced              *bool                 `mapstructure:"persistenced" cty:"persistenced" hcl:"persistenced"`
 	CgroupV2                  *bool                 `mapstructure:"cgroup_v2" cty:"cgroup_v2" hcl:"cgroup_v2"`
+	MemoryLimits              *FlatMemoryLimits     `mapstructure:"memory_limits" cty:"memory_limits" hcl:"memory_limits"`
 	Containerd                *FlatContainerd       `mapstructure:"containerd" cty:"containerd" hcl:"containerd"`
 	Hold                      *FlatHold             `mapstructure:"hold" cty:"hold" hcl:"hold"`
 	DisableUnattendedUpgrades *bool                 `mapstructure:"disable_unattended_upgrades" cty:"disable_unattended_upgrades" hcl:"disable_unattended_upgrades"`
@@ -89,6 +90,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"fabric_manager":              &hcldec.AttrSpec{Name: "fabric_manager", Type: cty.Bool, Required: false},
 		"persistenced":                &hcldec.AttrSpec{Name: "persistenced", Type: cty.Bool, Required: false},
 		"cgroup_v2":                   &hcldec.AttrSpec{Name: "cgroup_v2", Type: cty.Bool, Required: false},
+		"memory_limits":               &hcldec.BlockSpec{TypeName: "memory_limits", Nested: hcldec.ObjectSpec((*FlatMemoryLimits)(nil).HCL2Spec())},
 		"containerd":                  &hcldec.BlockSpec{TypeName: "containerd", Nested: hcldec.ObjectSpec((*FlatContainerd)(nil).HCL2Spec())},
 		"hold":                        &hcldec.BlockSpec{TypeName: "hold", Nested: hcldec.ObjectSpec((*FlatHold)(nil).HCL2Spec())},
 		"disable_unattended_upgrades": &hcldec.AttrSpec{Name: "disable_unattended_upgrades", Type: cty.Bool, Required: false},
@@ -267,6 +269,33 @@ func (*FlatKeyrings) HCL2Spec() map[string]hcldec.Spec {
 	return s
 }
 
+// FlatKubeletMemory is an auto-generated flat version of KubeletMemory.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatKubeletMemory struct {
+	SystemReserved *string `mapstructure:"system_reserved" cty:"system_reserved" hcl:"system_reserved"`
+	KubeReserved   *string `mapstructure:"kube_reserved" cty:"kube_reserved" hcl:"kube_reserved"`
+	EvictionHard   *string `mapstructure:"eviction_hard" cty:"eviction_hard" hcl:"eviction_hard"`
+}
+
+// FlatMapstructure returns a new FlatKubeletMemory.
+// FlatKubeletMemory is an auto-generated flat version of KubeletMemory.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*KubeletMemory) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatKubeletMemory)
+}
+
+// HCL2Spec returns the hcl spec of a KubeletMemory.
+// This spec is used by HCL to read the fields of KubeletMemory.
+// The decoded values from this spec will then be applied to a FlatKubeletMemory.
+func (*FlatKubeletMemory) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"system_reserved": &hcldec.AttrSpec{Name: "system_reserved", Type: cty.String, Required: false},
+		"kube_reserved":   &hcldec.AttrSpec{Name: "kube_reserved", Type: cty.String, Required: false},
+		"eviction_hard":   &hcldec.AttrSpec{Name: "eviction_hard", Type: cty.String, Required: false},
+	}
+	return s
+}
+
 // FlatManifestConfig is an auto-generated flat version of ManifestConfig.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatManifestConfig struct {
@@ -296,6 +325,33 @@ func (*FlatManifestConfig) HCL2Spec() map[string]hcldec.Spec {
 		"plugin_version": &hcldec.AttrSpec{Name: "plugin_version", Type: cty.String, Required: false},
 		"policy_digest":  &hcldec.AttrSpec{Name: "policy_digest", Type: cty.String, Required: false},
 		"skip":           &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+	}
+	return s
+}
+
+// FlatMemoryLimits is an auto-generated flat version of MemoryLimits.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatMemoryLimits struct {
+	SliceMax  map[string]string  `mapstructure:"slice_max" cty:"slice_max" hcl:"slice_max"`
+	SliceHigh map[string]string  `mapstructure:"slice_high" cty:"slice_high" hcl:"slice_high"`
+	Kubelet   *FlatKubeletMemory `mapstructure:"kubelet" cty:"kubelet" hcl:"kubelet"`
+}
+
+// FlatMapstructure returns a new FlatMemoryLimits.
+// FlatMemoryLimits is an auto-generated flat version of MemoryLimits.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*MemoryLimits) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatMemoryLimits)
+}
+
+// HCL2Spec returns the hcl spec of a MemoryLimits.
+// This spec is used by HCL to read the fields of MemoryLimits.
+// The decoded values from this spec will then be applied to a FlatMemoryLimits.
+func (*FlatMemoryLimits) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"slice_max":  &hcldec.AttrSpec{Name: "slice_max", Type: cty.Map(cty.String), Required: false},
+		"slice_high": &hcldec.AttrSpec{Name: "slice_high", Type: cty.Map(cty.String), Required: false},
+		"kubelet":    &hcldec.BlockSpec{TypeName: "kubelet", Nested: hcldec.ObjectSpec((*FlatKubeletMemory)(nil).HCL2Spec())},
 	}
 	return s
 }

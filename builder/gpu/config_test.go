@@ -23,7 +23,8 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 		"distro": {"id": "fedora"},
 		"target_kernel": "$(reboot)",
 		"keyring_sha256": {"cuda_keyring": "ABC"},
-		"execute_command": "sh script"
+		"execute_command": "sh script",
+		"memory_limits": {"slice_max": {"kubepods.slice": "8G", "user.slice": "lots"}, "kubelet": {"system_reserved": "2GB", "eviction_hard": "5 percent"}}
 	}`))
 	if err == nil {
 		t.Fatal("accepted")
@@ -44,6 +45,10 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 		`ngc_images[2]: digest: sha256:bbbb`,
 		`distro.id: "fedora" is not one of ubuntu, debian`,
 		`execute_command: must contain {{.Path}}`,
+		`memory_limits.slice_max: "kubepods.slice" is not one of machine.slice, system.slice, user.slice`,
+		`memory_limits.slice_max["user.slice"]: "lots" is not a systemd memory size`,
+		`memory_limits.kubelet.system_reserved: "2GB" is not a memory quantity`,
+		`memory_limits.kubelet.eviction_hard: "5 percent" is not a memory quantity`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in:\n%s", want, msg)
@@ -140,7 +145,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	}
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gpu"
-	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig")
+	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory")
 	sdctest.Same(t, spec, "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)

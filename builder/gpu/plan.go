@@ -72,6 +72,9 @@ type planData struct {
 	SystemdCgroup  bool
 	Debian         bool
 	Preferences    []Pin
+	SliceLimits    []sliceDropIn
+	Kubelet        KubeletMemory
+	KubeletMemory  bool
 }
 
 //go:embed plan.sh.tmpl
@@ -118,6 +121,9 @@ func RenderPlan(cfg Config) (string, error) {
 	}
 	d.Groups = c.installGroups()
 	d.Preferences = c.sourcePins()
+	d.SliceLimits = c.MemoryLimits.sliceDropIns()
+	d.Kubelet = c.MemoryLimits.Kubelet
+	d.KubeletMemory = d.Kubelet != KubeletMemory{}
 	if c.Persistenced {
 		d.Persistenced = "nvidia-persistenced.service"
 	}

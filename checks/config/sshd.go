@@ -39,6 +39,15 @@ var (
 		"umac-64@openssh.com", "umac-128@openssh.com",
 		"hmac-sha2-256", "hmac-sha2-512", "hmac-sha1",
 	}
+	DefaultSSHHostKeyAlgorithms = []string{
+		"ssh-ed25519-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+		"ecdsa-sha2-nistp384-cert-v01@openssh.com", "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+		"sk-ssh-ed25519-cert-v01@openssh.com", "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
+		"rsa-sha2-512-cert-v01@openssh.com", "rsa-sha2-256-cert-v01@openssh.com",
+		"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+		"sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+		"rsa-sha2-512", "rsa-sha2-256",
+	}
 )
 
 // sshdAliases maps deprecated keywords onto the option they set, so that
@@ -325,6 +334,7 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		Ciphers:                      c.algorithms("ciphers", DefaultSSHCiphers),
 		KexAlgorithms:                c.algorithms("kexalgorithms", DefaultSSHKexAlgorithms),
 		MACs:                         c.algorithms("macs", DefaultSSHMACs),
+		HostKeyAlgorithms:            c.algorithms("hostkeyalgorithms", DefaultSSHHostKeyAlgorithms),
 		UsePAM:                       c.first("usepam", "no"),
 		AuthenticationMethods:        c.list("authenticationmethods", []string{"any"}),
 		AllowGroups:                  c.list("allowgroups", []string{}),

@@ -438,6 +438,10 @@ type SSHSettings struct {
 	Ciphers                      []string `json:"ciphers"`
 	KexAlgorithms                []string `json:"kex_algorithms"`
 	MACs                         []string `json:"macs"`
+	// HostKeyAlgorithms are the host key signature algorithms the
+	// configuration lets sshd offer: a host key of another type is never
+	// presented.
+	HostKeyAlgorithms []string `json:"host_key_algorithms"`
 	// UsePAM and AuthenticationMethods decide whether a second factor is
 	// possible; each method list is comma-joined as sshd_config writes it.
 	UsePAM                string   `json:"use_pam"`

@@ -65,7 +65,8 @@ func fullFacts() *Facts {
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},
 		PermitRootLogin: "no", PasswordAuthentication: "no", KbdInteractiveAuthentication: "no", PermitEmptyPasswords: "no",
 		Ciphers: []string{"aes256-gcm@openssh.com"}, KexAlgorithms: []string{"curve25519-sha256"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"},
-		UsePAM: "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
+		HostKeyAlgorithms: []string{"ssh-ed25519"},
+		UsePAM:            "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
 		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
 		Explicit: []string{"permitrootlogin"},
 		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{

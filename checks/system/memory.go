@@ -26,6 +26,9 @@ const (
 	// kubeletConfigPath is where kubeadm and most installers put the
 	// kubelet's configuration.
 	kubeletConfigPath = "/var/lib/kubelet/config.yaml"
+	// kubeletDropInDir is the kubelet's --config-dir as images bake it:
+	// its *.conf files are merged over the configuration, in name order.
+	kubeletDropInDir = "/etc/kubernetes/kubelet.conf.d"
 )
 
 // topSlices are the slices under the root that hold every process.
@@ -46,6 +49,14 @@ func cgroupMemory(fsys sysroot.FS, live bool) (*facts.CgroupMemory, error) {
 		for _, s := range topSlices {
 			dir := "/sys/fs/cgroup/" + s
 			if _, err := fsys.Stat(dir); err != nil {
+				// Not started yet (user.slice waits for the first
+				// login): what applies when it starts is in its units.
+				sm, err := sliceDropIns(fsys, s)
+				if err != nil {
+					return nil, err
+				}
+				sm.Source += " (slice not started)"
+				m.Slices = append(m.Slices, sm)
 				continue
 			}
 			sm := facts.SliceMemory{Name: s, Source: "cgroup"}
@@ -132,22 +143,83 @@ var _ collector.Collector = kubeletCollector{}
 
 func (kubeletCollector) Name() string { return "kubelet" }
 
-// Collect reads the kubelet's configuration file. A target without one runs
-// no kubelet, or one configured by flags this collector does not read.
+// Collect reads the kubelet's configuration file and the drop-ins merged
+// over it. A target with neither runs no kubelet, or one configured by
+// flags this collector does not read.
 func (kubeletCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
-	data, err := env.FS.ReadFileLimit(kubeletConfigPath, maxKubeletConfig)
-	if sysroot.IsNotExist(err) {
-		return collector.NotApplicable("no kubelet configuration (" + kubeletConfigPath + ")")
-	}
-	if err != nil {
+	var files []string
+	if _, err := env.FS.Stat(kubeletConfigPath); err == nil {
+		files = append(files, kubeletConfigPath)
+	} else if !sysroot.IsNotExist(err) {
 		return fmt.Errorf("reading %s: %w", env.FS.Display(kubeletConfigPath), err)
 	}
-	k, err := ParseKubeletConfig(env.FS.Display(kubeletConfigPath), data)
-	if err != nil {
-		return err
+	entries, err := env.FS.ReadDir(kubeletDropInDir)
+	if err != nil && !sysroot.IsNotExist(err) {
+		return fmt.Errorf("reading %s: %w", env.FS.Display(kubeletDropInDir), err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".conf") {
+			files = append(files, path.Join(kubeletDropInDir, e.Name()))
+		}
+	}
+	if len(files) > maxDropIns {
+		return fmt.Errorf("reading %s: more than %d drop-ins", env.FS.Display(kubeletDropInDir), maxDropIns)
+	}
+	if len(files) == 0 {
+		return collector.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
+	}
+	var k *facts.Kubelet
+	for _, name := range files {
+		data, err := env.FS.ReadFileLimit(name, maxKubeletConfig)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
+		}
+		next, err := ParseKubeletConfig(env.FS.Display(name), data)
+		if err != nil {
+			return err
+		}
+		k = mergeKubelet(k, next, data)
 	}
 	f.Kubelet = k
 	return nil
+}
+
+// mergeKubelet lays a drop-in over what came before, as the kubelet does:
+// a field the drop-in sets replaces the earlier value. set is the drop-in's
+// text, to tell an unset field from one set to its zero value.
+func mergeKubelet(base, drop *facts.Kubelet, set []byte) *facts.Kubelet {
+	if base == nil {
+		return drop
+	}
+	var present map[string]any
+	if boundedyaml.Decode("kubelet drop-in", set, &present) != nil {
+		return base
+	}
+	has := func(key string) bool { _, ok := present[key]; return ok }
+	out := *base
+	out.ConfigPath = base.ConfigPath + ", " + drop.ConfigPath
+	if has("cgroupDriver") {
+		out.CgroupDriver = drop.CgroupDriver
+	}
+	if has("systemReserved") {
+		out.SystemReservedMemory = drop.SystemReservedMemory
+	}
+	if has("kubeReserved") {
+		out.KubeReservedMemory = drop.KubeReservedMemory
+	}
+	if has("evictionHard") {
+		out.EvictionHardMemory = drop.EvictionHardMemory
+	}
+	if has("enforceNodeAllocatable") {
+		out.EnforceNodeAllocatable = drop.EnforceNodeAllocatable
+	}
+	if has("rotateCertificates") {
+		out.RotateCertificates = drop.RotateCertificates
+	}
+	if has("serverTLSBootstrap") {
+		out.ServerTLSBootstrap = drop.ServerTLSBootstrap
+	}
+	return &out
 }
 
 // ParseKubeletConfig reads a KubeletConfiguration document's memory

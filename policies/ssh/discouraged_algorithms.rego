@@ -5,7 +5,8 @@
 #   (ecdsa-sha2-nistp*), nor the other names in params.ssh_discouraged_kex,
 #   params.ssh_discouraged_host_key_algorithms and params.ssh_discouraged_macs, which ssh-audit
 #   flags. On a live host the lists are those the daemon offers on the wire; otherwise its
-#   configuration (host key algorithms then come from the host key files it names).
+#   configuration (host key algorithms then come from the host key files it names, those of types
+#   its HostKeyAlgorithms lets sshd present).
 # scope: package
 # custom:
 #   id: GH-SSH-008
@@ -52,6 +53,22 @@ host_key_algorithms(d) := lib.offered(d, "host_key_algorithms") if {
 	some k in object.get(d, "host_keys", [])
 	k.source == "file"
 	k.type != ""
+	presented(d, k.type)
+}
+
+# presented holds when the configuration lets sshd sign with a key of this
+# type: an RSA key signs as rsa-sha2-512, rsa-sha2-256 or ssh-rsa, any other
+# key as its own type. Facts without the list present every key.
+presented(d, _) if not d.host_key_algorithms
+
+presented(d, "ssh-rsa") if {
+	some a in d.host_key_algorithms
+	a in {"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"}
+}
+
+presented(d, type) if {
+	type != "ssh-rsa"
+	type in d.host_key_algorithms
 }
 
 deny contains msg if {

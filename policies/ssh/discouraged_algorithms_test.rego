@@ -45,3 +45,11 @@ test_fail_closed_without_params if {
 		"parameter ssh_discouraged_host_key_algorithms is not set",
 	} with input as {"ssh": {"config_path": "/x"}} with data.gpuhost.params as {}
 }
+
+test_host_key_never_presented_passes if {
+	f := {"ssh": {"config_path": "/etc/ssh/sshd_config", "kex_algorithms": ["curve25519-sha256"], "macs": [], "host_key_algorithms": ["ssh-ed25519", "rsa-sha2-512"], "host_keys": [
+		{"type": "ecdsa-sha2-nistp256", "bits": 256, "source": "file", "file": "/etc/ssh/ssh_host_ecdsa_key"},
+		{"type": "ssh-rsa", "bits": 3072, "source": "file", "file": "/etc/ssh/ssh_host_rsa_key"},
+	]}}
+	check.deny == set() with input as f with data.gpuhost.params as params
+}

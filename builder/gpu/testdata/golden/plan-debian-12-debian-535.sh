@@ -263,6 +263,16 @@ if [ -f /boot/grub/grub.cfg ] && command -v update-grub >/dev/null 2>&1 && ! isc
 	update-grub
 fi
 
+step "memory limits"
+mkdir -p '/etc/systemd/system/user.slice.d'
+cat >'/etc/systemd/system/user.slice.d/50-gpuhost-memory.conf' <<'EOF'
+# Written by the gpuhost-gpu provisioner (memory_limits).
+[Slice]
+MemoryMax=50%
+MemoryHigh=40%
+EOF
+chmod 0644 '/etc/systemd/system/user.slice.d/50-gpuhost-memory.conf'
+
 step "services"
 enable_unit 'nvidia-persistenced.service'
 

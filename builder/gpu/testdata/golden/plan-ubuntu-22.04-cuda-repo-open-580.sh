@@ -296,6 +296,42 @@ if [ -f /boot/grub/grub.cfg ] && command -v update-grub >/dev/null 2>&1 && ! isc
 	update-grub
 fi
 
+step "memory limits"
+mkdir -p '/etc/systemd/system/system.slice.d'
+cat >'/etc/systemd/system/system.slice.d/50-gpuhost-memory.conf' <<'EOF'
+# Written by the gpuhost-gpu provisioner (memory_limits).
+[Slice]
+MemoryMax=16G
+EOF
+chmod 0644 '/etc/systemd/system/system.slice.d/50-gpuhost-memory.conf'
+mkdir -p '/etc/systemd/system/user.slice.d'
+cat >'/etc/systemd/system/user.slice.d/50-gpuhost-memory.conf' <<'EOF'
+# Written by the gpuhost-gpu provisioner (memory_limits).
+[Slice]
+MemoryMax=32G
+EOF
+chmod 0644 '/etc/systemd/system/user.slice.d/50-gpuhost-memory.conf'
+# A fragment for the kubelet's --config-dir: kubeadm's join rewrites
+# /var/lib/kubelet/config.yaml, and drop-ins are merged over it.
+mkdir -p /etc/kubernetes/kubelet.conf.d
+cat >/etc/kubernetes/kubelet.conf.d/50-gpuhost-memory.conf <<'EOF'
+# Written by the gpuhost-gpu provisioner (memory_limits.kubelet).
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+enforceNodeAllocatable: [pods]
+# Its certificates renew themselves (GH-KEY-002).
+rotateCertificates: true
+serverTLSBootstrap: true
+systemReserved:
+  memory: "4Gi"
+kubeReserved:
+  memory: "2Gi"
+evictionHard:
+  memory.available: "1Gi"
+EOF
+chmod 0644 /etc/kubernetes/kubelet.conf.d/50-gpuhost-memory.conf
+
 step "services"
 enable_unit 'nvidia-persistenced.service'
 enable_unit 'nvidia-fabricmanager.service'
