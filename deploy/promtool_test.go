@@ -95,6 +95,24 @@ tests:
 	if !strings.Contains(out, "SUCCESS") {
 		t.Errorf("promtool test rules (certificates):\n%s", out)
 	}
+	opsFile := filepath.Join(filepath.Dir(file), "gpuhost.rules.ops.test.yaml")
+	if err := os.WriteFile(opsFile, []byte(opsTests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = testutil.Run(t, time.Minute, promtool, "test", "rules", opsFile)
+	if !strings.Contains(out, "SUCCESS") {
+		t.Errorf("promtool test rules (the agent's runs):\n%s", out)
+	}
+	// Every alert has a test in which it fires.
+	all := tests + certTests + opsTests + gpuTests
+	for _, g := range groups.([]any) {
+		for _, r := range get(g, "rules").([]any) {
+			name, _ := get(r, "alert").(string)
+			if !strings.Contains(all, "alertname: "+name+"\n        exp_alerts:") {
+				t.Errorf("alert %s has no promtool test in which it fires", name)
+			}
+		}
+	}
 	gpuFile := filepath.Join(filepath.Dir(file), "gpuhost.rules.gpu.test.yaml")
 	if err := os.WriteFile(gpuFile, []byte(gpuTests), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,6 +122,79 @@ tests:
 		t.Errorf("promtool test rules (GPU usage):\n%s", out)
 	}
 }
+
+// opsTests are promtool rule tests of the alerts on the agent's own runs.
+const opsTests = `rule_files: [gpuhost.rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      # n1's nvml collector fails from minute 0; n2's never does.
+      - series: 'gpuhost_collector_errors{node="n1", collector="gpu"}'
+        values: '1x60'
+      - series: 'gpuhost_collector_errors{node="n2", collector="gpu"}'
+        values: '0x60'
+      # n1's runs all exit 2; n2 has one good run among them.
+      - series: 'gpuhost_runs_total{node="n1", exit_code="2"}'
+        values: '0+1x60'
+      - series: 'gpuhost_runs_total{node="n1", exit_code="0"}'
+        values: '0x60'
+      - series: 'gpuhost_runs_total{node="n2", exit_code="2"}'
+        values: '0+1x60'
+      - series: 'gpuhost_runs_total{node="n2", exit_code="0"}'
+        values: '0x30 1x30'
+      # n1 skips three ticks, n2 one.
+      - series: 'gpuhost_runs_skipped_total{node="n1"}'
+        values: '0x10 1 2 3x47'
+      - series: 'gpuhost_runs_skipped_total{node="n2"}'
+        values: '0x10 1x49'
+      # n1 fails a high GPU check, n2 a high check of another domain.
+      - series: 'gpuhost_check_status{node="n1", id="GH-GPU-007", severity="high", status="fail"}'
+        values: '1x60'
+      - series: 'gpuhost_check_status{node="n2", id="GH-SSH-004", severity="high", status="fail"}'
+        values: '1x60'
+    alert_rule_test:
+      - eval_time: 20m
+        alertname: GpuhostCollectorErrors
+      - eval_time: 31m
+        alertname: GpuhostCollectorErrors
+        exp_alerts:
+          - exp_labels: {node: n1, collector: gpu, severity: warning}
+            exp_annotations:
+              summary: "gpuhost collector gpu fails on n1; its checks error"
+      - eval_time: 45m
+        alertname: GpuhostScanUntrusted
+        exp_alerts:
+          - exp_labels: {node: n1, severity: warning}
+            exp_annotations:
+              summary: "Every gpuhost scan of n1 in 3h was untrusted (exit 2)"
+      - eval_time: 30m
+        alertname: GpuhostRunsSkipped
+        exp_alerts:
+          - exp_labels: {node: n1, severity: info}
+            exp_annotations:
+              summary: "gpuhost runs on n1 overrun the interval; lengthen --interval"
+      - eval_time: 16m
+        alertname: GpuhostGPUHealthCheckFailed
+        exp_alerts:
+          - exp_labels: {node: n1, id: GH-GPU-007, severity: warning}
+            exp_annotations:
+              summary: "n1 fails GPU health check GH-GPU-007 (row remaps, Xid, PCIe link, ECC mode)"
+              description: "Run ` + "`gpuhost history`" + ` on the node for the GPU and the message; drain it before the next job lands."
+      - eval_time: 31m
+        alertname: GpuhostAgentAbsent
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: "No gpuhost agent reports metrics"
+  - interval: 1m
+    input_series:
+      - series: 'gpuhost_last_run_timestamp_seconds{node="n1"}'
+        values: '0x60'
+    alert_rule_test:
+      - eval_time: 40m
+        alertname: GpuhostAgentAbsent
+`
 
 // gpuTests are promtool rule tests of the GPU usage alerts: each alert's
 // series fire it, and a GPU beside them that is fine does not.
@@ -153,6 +244,9 @@ tests:
         values: '8x30 7x30'
       - series: 'gpuhost_gpu_nvml_up{node="n1"}'
         values: '1x60'
+      # n2's NVML stops answering at minute 10.
+      - series: 'gpuhost_gpu_nvml_up{node="n2"}'
+        values: '1x10 0x50'
     alert_rule_test:
       - eval_time: 20m
         alertname: GpuhostGPUMemoryHeldIdle
@@ -201,8 +295,14 @@ tests:
             exp_annotations:
               summary: "n1 sees fewer GPUs than it did in the last 6 hours (7)"
               description: "A GPU fell off the bus or NVML lost it: check dmesg for Xid 79 and the PCIe link (GH-GPU-010, GH-GPU-011)."
+      - eval_time: 20m
+        alertname: GpuhostNVMLDown
       - eval_time: 40m
         alertname: GpuhostNVMLDown
+        exp_alerts:
+          - exp_labels: {node: n2, severity: warning}
+            exp_annotations:
+              summary: "NVML does not answer the gpuhost agent on n2"
 `
 
 // certTests are promtool rule tests of the agent's credential alerts.
