@@ -69,10 +69,12 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 	}
 	sd := cfg.SystemDefault()
 	return &facts.OpenSSL{
-		ConfigPath:   fsys.Display(OpenSSLConfigPath),
-		MinProtocol:  sd.MinProtocol,
-		MaxProtocol:  sd.MaxProtocol,
-		CipherSuites: sd.CipherSuites,
+		ConfigPath:      fsys.Display(OpenSSLConfigPath),
+		MinProtocol:     sd.MinProtocol,
+		MinProtocolFile: sd.MinProtocolAt.File,
+		MinProtocolLine: sd.MinProtocolAt.Line,
+		MaxProtocol:     sd.MaxProtocol,
+		CipherSuites:    sd.CipherSuites,
 	}, nil
 }
 

@@ -26,17 +26,22 @@ type OpenSSLConfig struct {
 type OpenSSLEntry struct {
 	Name  string
 	Value string
+	// File and Line say where it was written, for reports that point at it.
+	File string
+	Line int
 }
 
 // OpenSSLSystemDefault is what the openssl_conf -> ssl_conf -> system_default
 // chain sets. Empty fields are not set, so the library default applies.
 type OpenSSLSystemDefault struct {
 	// Section names the system_default section; empty when the chain breaks.
-	Section      string
-	MinProtocol  string
-	MaxProtocol  string
-	CipherSuites string
-	CipherString string
+	Section string
+	// MinProtocolAt is where MinProtocol was set; zero when it was not.
+	MinProtocolAt OpenSSLEntry
+	MinProtocol   string
+	MaxProtocol   string
+	CipherSuites  string
+	CipherString  string
 }
 
 // Get returns the last value of name in section, as OpenSSL's own lookup
@@ -72,7 +77,7 @@ func (c *OpenSSLConfig) SystemDefault() OpenSSLSystemDefault {
 	for _, e := range c.Sections[sysSect] {
 		switch strings.ToLower(e.Name) {
 		case "minprotocol":
-			sd.MinProtocol = e.Value
+			sd.MinProtocol, sd.MinProtocolAt = e.Value, e
 		case "maxprotocol":
 			sd.MaxProtocol = e.Value
 		case "ciphersuites":
@@ -113,6 +118,8 @@ type openSSLParser struct {
 	cfg     *OpenSSLConfig
 	section string
 	files   int
+	// at is the line being parsed.
+	at OpenSSLEntry
 }
 
 func newOpenSSLParser(src Source) *openSSLParser {
@@ -142,6 +149,7 @@ func (p *openSSLParser) parse(name string, data []byte, depth int) error {
 		if continued(line) {
 			line = line[:len(line)-1]
 		}
+		p.at = OpenSSLEntry{File: display, Line: lineNo}
 		if err := p.line(name, line, depth); err != nil {
 			return fmt.Errorf("parsing %s:%d: %w", display, lineNo, err)
 		}
@@ -195,7 +203,7 @@ func (p *openSSLParser) line(name, line string, depth int) error {
 	if err != nil {
 		return err
 	}
-	p.cfg.Sections[p.section] = append(p.cfg.Sections[p.section], OpenSSLEntry{Name: key, Value: val})
+	p.cfg.Sections[p.section] = append(p.cfg.Sections[p.section], OpenSSLEntry{Name: key, Value: val, File: p.at.File, Line: p.at.Line})
 	return nil
 }
 

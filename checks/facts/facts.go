@@ -343,10 +343,14 @@ type TLS struct {
 // OpenSSL is the system-wide default from openssl.cnf. Empty protocol fields
 // mean the file sets no bound, so the library default applies.
 type OpenSSL struct {
-	ConfigPath   string `json:"config_path"`
-	MinProtocol  string `json:"min_protocol"`
-	MaxProtocol  string `json:"max_protocol"`
-	CipherSuites string `json:"ciphersuites,omitempty"`
+	ConfigPath  string `json:"config_path"`
+	MinProtocol string `json:"min_protocol"`
+	// MinProtocolFile and MinProtocolLine are where MinProtocol is set
+	// (an included file, perhaps); empty when nothing sets it.
+	MinProtocolFile string `json:"min_protocol_file,omitempty"`
+	MinProtocolLine int    `json:"min_protocol_line,omitempty"`
+	MaxProtocol     string `json:"max_protocol"`
+	CipherSuites    string `json:"ciphersuites,omitempty"`
 }
 
 // NginxTLS is one ssl_protocols directive (or the default where a server

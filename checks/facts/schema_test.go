@@ -54,7 +54,7 @@ func fullFacts() *Facts {
 		EtcWritable: []WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
 	}
 	f.TLS = &TLS{
-		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
+		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
 		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
 		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
 			Subject: "CN=node", Issuer: "CN=CA", NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, KeyType: "EC", KeyBits: 256,

@@ -49,7 +49,15 @@ deny contains msg if {
 	msg := sprintf("%s sets no MinProtocol in system_default: the library default allows TLS 1.2", [openssl.config_path])
 }
 
+deny contains {"msg": msg, "file": openssl.min_protocol_file, "line": openssl.min_protocol_line} if {
+	weak(configured_min)
+	openssl.min_protocol_line
+	msg := sprintf("%s:%d sets MinProtocol = %s, which is a weak protocol; want TLSv1.3", [openssl.min_protocol_file, openssl.min_protocol_line, configured_min])
+}
+
+# Facts from before collectors kept the line: the file alone.
 deny contains msg if {
 	weak(configured_min)
+	not openssl.min_protocol_line
 	msg := sprintf("%s sets MinProtocol = %s, which is a weak protocol; want TLSv1.3", [openssl.config_path, configured_min])
 }

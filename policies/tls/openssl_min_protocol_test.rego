@@ -21,6 +21,11 @@ test_fail_tls12 if {
 		with data.gpuhost.params as params
 }
 
+test_fail_tls12_names_the_line if {
+	check.deny == {{"msg": "/etc/ssl/openssl.cnf.d/legacy.cnf:3 sets MinProtocol = TLSv1.2, which is a weak protocol; want TLSv1.3", "file": "/etc/ssl/openssl.cnf.d/legacy.cnf", "line": 3}} with input as facts({"config_path": "/etc/ssl/openssl.cnf", "min_protocol": "TLSv1.2", "max_protocol": "", "min_protocol_file": "/etc/ssl/openssl.cnf.d/legacy.cnf", "min_protocol_line": 3})
+		with data.gpuhost.params as params
+}
+
 test_fail_unset_min if {
 	check.deny == {"/etc/ssl/openssl.cnf sets no MinProtocol in system_default: the library default allows TLS 1.2"} with input as facts({"config_path": "/etc/ssl/openssl.cnf", "min_protocol": "", "max_protocol": ""})
 		with data.gpuhost.params as params
