@@ -69,11 +69,14 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 // FlatPublish is an auto-generated flat version of Publish.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatPublish struct {
-	Repository  *string `mapstructure:"repository" cty:"repository" hcl:"repository"`
-	Tag         *string `mapstructure:"tag" cty:"tag" hcl:"tag"`
-	UsernameEnv *string `mapstructure:"username_env" cty:"username_env" hcl:"username_env"`
-	PasswordEnv *string `mapstructure:"password_env" cty:"password_env" hcl:"password_env"`
-	Insecure    *bool   `mapstructure:"insecure" cty:"insecure" hcl:"insecure"`
+	Repository   *string      `mapstructure:"repository" cty:"repository" hcl:"repository"`
+	Tag          *string      `mapstructure:"tag" cty:"tag" hcl:"tag"`
+	UsernameEnv  *string      `mapstructure:"username_env" cty:"username_env" hcl:"username_env"`
+	PasswordEnv  *string      `mapstructure:"password_env" cty:"password_env" hcl:"password_env"`
+	Insecure     *bool        `mapstructure:"insecure" cty:"insecure" hcl:"insecure"`
+	Signing      *FlatSigning `mapstructure:"signing" cty:"signing" hcl:"signing"`
+	TemplateFile *string      `mapstructure:"template_file" cty:"template_file" hcl:"template_file"`
+	LockFile     *string      `mapstructure:"lock_file" cty:"lock_file" hcl:"lock_file"`
 }
 
 // FlatMapstructure returns a new FlatPublish.
@@ -88,11 +91,43 @@ func (*Publish) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec 
 // The decoded values from this spec will then be applied to a FlatPublish.
 func (*FlatPublish) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
-		"repository":   &hcldec.AttrSpec{Name: "repository", Type: cty.String, Required: false},
-		"tag":          &hcldec.AttrSpec{Name: "tag", Type: cty.String, Required: false},
-		"username_env": &hcldec.AttrSpec{Name: "username_env", Type: cty.String, Required: false},
+		"repository":    &hcldec.AttrSpec{Name: "repository", Type: cty.String, Required: false},
+		"tag":           &hcldec.AttrSpec{Name: "tag", Type: cty.String, Required: false},
+		"username_env":  &hcldec.AttrSpec{Name: "username_env", Type: cty.String, Required: false},
+		"password_env":  &hcldec.AttrSpec{Name: "password_env", Type: cty.String, Required: false},
+		"insecure":      &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool, Required: false},
+		"signing":       &hcldec.BlockSpec{TypeName: "signing", Nested: hcldec.ObjectSpec((*FlatSigning)(nil).HCL2Spec())},
+		"template_file": &hcldec.AttrSpec{Name: "template_file", Type: cty.String, Required: false},
+		"lock_file":     &hcldec.AttrSpec{Name: "lock_file", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatSigning is an auto-generated flat version of Signing.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatSigning struct {
+	KeyFile     *string `mapstructure:"key_file" cty:"key_file" hcl:"key_file"`
+	KeyEnv      *string `mapstructure:"key_env" cty:"key_env" hcl:"key_env"`
+	PasswordEnv *string `mapstructure:"password_env" cty:"password_env" hcl:"password_env"`
+	KMSKey      *string `mapstructure:"kms_key" cty:"kms_key" hcl:"kms_key"`
+}
+
+// FlatMapstructure returns a new FlatSigning.
+// FlatSigning is an auto-generated flat version of Signing.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*Signing) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatSigning)
+}
+
+// HCL2Spec returns the hcl spec of a Signing.
+// This spec is used by HCL to read the fields of Signing.
+// The decoded values from this spec will then be applied to a FlatSigning.
+func (*FlatSigning) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"key_file":     &hcldec.AttrSpec{Name: "key_file", Type: cty.String, Required: false},
+		"key_env":      &hcldec.AttrSpec{Name: "key_env", Type: cty.String, Required: false},
 		"password_env": &hcldec.AttrSpec{Name: "password_env", Type: cty.String, Required: false},
-		"insecure":     &hcldec.AttrSpec{Name: "insecure", Type: cty.Bool, Required: false},
+		"kms_key":      &hcldec.AttrSpec{Name: "kms_key", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -83,7 +84,7 @@ auth:
 	t.Setenv("E2E_REGISTRY_USER", "gate")
 	t.Setenv("E2E_REGISTRY_PASSWORD", "e2e-secret")
 	repo := addr + "/gpuhost/debian-12-gpu"
-	p := configure(t, map[string]interface{}{
+	p, pub := configureSigned(t, map[string]interface{}{
 		"params": params,
 		"publish": map[string]interface{}{
 			"repository": repo, "tag": "e2e",
@@ -111,6 +112,25 @@ auth:
 	}
 	if fallback := strings.Replace(res.Image.Digest, ":", "-", 1); !slices.Contains(tags, fallback) {
 		t.Errorf("tags %v lack the referrers fallback tag %s", tags, fallback)
+	}
+	// The real cosign verifies the signature and the SLSA provenance in
+	// the real registry, reading its credentials from a docker config as
+	// a user's would; gpuhost verify does through the CLI.
+	ref := repo + "@" + res.Image.Digest
+	dockerConfig := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte("gate:e2e-secret"))
+	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+addr+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cosignVerifies(t, ref, pub, []string{"DOCKER_CONFIG=" + dockerConfig})
+	if bin := os.Getenv("GPUHOST_BIN"); bin != "" {
+		cmd := exec.Command(bin, "verify", ref, "--key", pub, "--max-age", "1d",
+			"--username-env", "E2E_REGISTRY_USER", "--password-env", "E2E_REGISTRY_PASSWORD")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("gpuhost verify %s: %v\n%s", ref, err, out)
+		}
+		t.Logf("gpuhost verify:\n%s", out)
 	}
 	// Without credentials the registry refuses, so the gate really
 	// authenticated.

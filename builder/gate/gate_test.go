@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -143,11 +144,31 @@ func fakeSBOM(_ context.Context, rootfs string) ([]byte, error) {
 
 func configure(t *testing.T, raw map[string]interface{}) *PostProcessor {
 	t.Helper()
+	p, _ := configureSigned(t, raw)
+	return p
+}
+
+// configureSigned is configure with a fresh signing key in a publish block
+// that names none (a published image is always signed); it returns the
+// public key's path.
+func configureSigned(t *testing.T, raw map[string]interface{}) (*PostProcessor, string) {
+	t.Helper()
+	var pub string
+	if pb, ok := raw["publish"].(map[string]interface{}); ok {
+		if _, ok := pb["signing"]; !ok {
+			var priv string
+			priv, pub = testsign.ECDSAKeyFiles(t)
+			// Copies: callers share one map across subtests.
+			raw, pb = maps.Clone(raw), maps.Clone(pb)
+			pb["signing"] = map[string]interface{}{"key_file": priv}
+			raw["publish"] = pb
+		}
+	}
 	p := &PostProcessor{SBOM: fakeSBOM, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	if err := p.Configure(raw); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, pub
 }
 
 func TestFailingGatePushesNothing(t *testing.T) {

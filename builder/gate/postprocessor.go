@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
@@ -42,8 +44,12 @@ type PostProcessor struct {
 	// the trivy DB in trivy_db. A configuration naming trivy_db is refused
 	// when it is nil.
 	Vulnerabilities func(dbDir string) collector.Collector
-	// Now is the clock for the default tag; time.Now when nil.
+	// Now is the clock for the default tag and the provenance; time.Now
+	// when nil.
 	Now func() time.Time
+	// KMS opens publish.signing.kms_key; sign.OpenKMS (sigstore's
+	// providers and plugins) when nil.
+	KMS sign.KMS
 }
 
 var _ packersdk.PostProcessor = (*PostProcessor)(nil)
@@ -256,7 +262,9 @@ func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
 }
 
 // publish pushes the disk image with its three referrers: the report, the
-// baked manifest and the SBOM. Each is required.
+// baked manifest and the SBOM, each required; then, before the tag, the
+// signature of the image's manifest digest and its signed provenance,
+// which lists the three by digest.
 func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report) (publish.Result, error) {
 	cfg := p.config.Publish
 	var opts []publish.Option
@@ -284,15 +292,20 @@ func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, 
 	if err != nil {
 		return publish.Result{}, err
 	}
+	signer, err := p.signer(ctx)
+	if err != nil {
+		return publish.Result{}, err
+	}
 	tag := cfg.Tag
 	if tag == "" {
-		now := time.Now
-		if p.Now != nil {
-			now = p.Now
-		}
-		tag = defaultTag(t.disk, now())
+		tag = defaultTag(t.disk, p.now())
 	}
 	ref := cfg.Repository + ":" + tag
+	_, ropts := publish.Remote(ctx, opts...)
+	docs := evidenceDocs{report: report, manifest: man, sbom: sbom}
+	opts = append(opts, publish.WithBeforeTag(func(ctx context.Context, img name.Digest, res publish.Result) error {
+		return p.signAndAttest(ctx, ui, signer, img, res, rep, docs, ropts)
+	}))
 	ui.Say("gpuhost-gate: pushing " + t.disk + " to " + ref)
 	res, err := publish.New(opts...).Push(ctx, ref, t.disk, []publish.Evidence{
 		{ArtifactType: publish.ArtifactTypeReport, Data: report, Annotations: map[string]string{

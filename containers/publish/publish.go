@@ -76,6 +76,8 @@ type Result struct {
 	// Image is the disk image manifest; Ref's repository @ Image.Digest
 	// pins it.
 	Image Pushed `json:"image"`
+	// DiskDigest is the digest of the disk layer, the file itself.
+	DiskDigest string `json:"disk_digest"`
 	// Referrers are the evidence manifests, in the order given.
 	Referrers []Pushed `json:"referrers"`
 }
@@ -96,7 +98,17 @@ type options struct {
 	auth      authn.Authenticator
 	transport http.RoundTripper
 	insecure  bool
+	beforeTag BeforeTag
 }
+
+// BeforeTag runs once the disk image and its referrers are in the
+// registry, before the tag is set: res holds what was pushed so far.
+type BeforeTag func(ctx context.Context, image name.Digest, res Result) error
+
+// WithBeforeTag runs f before the tag is pushed; an error stops the push
+// with no tag set. The gate signs there, so that no tag ever names an
+// image without its signature and provenance.
+func WithBeforeTag(f BeforeTag) Option { return func(o *options) { o.beforeTag = f } }
 
 // WithBasicAuth authenticates with a user name and password (or token).
 func WithBasicAuth(username, password string) Option {
@@ -123,6 +135,17 @@ func New(opts ...Option) Publisher {
 		opt(&p.o)
 	}
 	return p
+}
+
+// Remote returns the name and remote options that opts stand for, so that
+// code beside a Publisher (signing, verifying) reaches the registry with the
+// same credentials, transport and scheme.
+func Remote(ctx context.Context, opts ...Option) ([]name.Option, []remote.Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.nameOpts(), o.remoteOpts(ctx)
 }
 
 func (o *options) nameOpts() []name.Option {
@@ -195,6 +218,7 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 		return res, err
 	}
 	res.Image = Pushed{ArtifactType: ArtifactTypeDiskImage, Digest: image.desc.Digest.String(), Size: image.desc.Size}
+	res.DiskDigest = diskDesc.Digest.String()
 	subject := v1.Descriptor{MediaType: image.desc.MediaType, Size: image.desc.Size, Digest: image.desc.Digest}
 
 	// The referrers go first and the tagged image last: the subject may
@@ -223,6 +247,16 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 			return res, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
 		}
 		res.Referrers = append(res.Referrers, Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size})
+	}
+	if p.o.beforeTag != nil {
+		// The manifest goes up by digest first, so that what runs here
+		// (a signature) names an image the registry already has.
+		if err := pusher.Put(ctx, repo.Digest(res.Image.Digest), image); err != nil {
+			return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, repo, err)
+		}
+		if err := p.o.beforeTag(ctx, repo.Digest(res.Image.Digest), res); err != nil {
+			return res, err
+		}
 	}
 	if err := pusher.Put(ctx, r, image); err != nil {
 		return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, ref, err)
