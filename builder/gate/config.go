@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing,Vulnerabilities
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/post-processor-gate.mdx
 
 // Package gate is the Packer post-processor "gpuhost-gate": it scans the
@@ -23,6 +23,37 @@ import (
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )
+
+// Vulnerabilities sets the CVE params of the policy pack (cve_fail_on,
+// cve_grace_days, cve_ignore_unfixed). Unset settings keep the params
+// file's, or the pack's defaults.
+type Vulnerabilities struct {
+	// Fail on a CVE at this severity or above, once past the grace
+	// period: `critical`, `high`, `medium` or `low`. Defaults to
+	// `critical`.
+	FailOn string `mapstructure:"fail_on"`
+	// Days a CVE may stay unpatched, from its published date to the scan.
+	// Defaults to 14.
+	GraceDays *int `mapstructure:"grace_days"`
+	// Leave CVEs with no fixed version out: nothing can be installed for
+	// them. Defaults to true; false fails them too.
+	IgnoreUnfixed *bool `mapstructure:"ignore_unfixed"`
+}
+
+// params are the params the block sets.
+func (v Vulnerabilities) params() map[string]any {
+	p := map[string]any{}
+	if v.FailOn != "" {
+		p["cve_fail_on"] = v.FailOn
+	}
+	if v.GraceDays != nil {
+		p["cve_grace_days"] = *v.GraceDays
+	}
+	if v.IgnoreUnfixed != nil {
+		p["cve_ignore_unfixed"] = *v.IgnoreUnfixed
+	}
+	return p
+}
 
 // Publish says where a passing image is pushed.
 type Publish struct {
@@ -116,6 +147,10 @@ type Config struct {
 	// Never downloaded. Unset: no vulnerability facts, so GH-SC-001 is
 	// skipped, which `fail_on_skip = "critical"` turns into a failed build.
 	TrivyDB string `mapstructure:"trivy_db"`
+	// How GH-SC-001 judges the CVEs trivy_db finds. Each setting set here
+	// replaces the params file's, so the template shows the threshold the
+	// image is held to.
+	Vulnerabilities Vulnerabilities `mapstructure:"vulnerabilities"`
 	// The report formats written beside the artifact, as
 	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
 	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
@@ -206,6 +241,15 @@ func (c *Config) validate() []string {
 		if err := userfile.CheckDir(c.TrivyDB); err != nil {
 			add("trivy_db: %s", err)
 		}
+	}
+	switch v := c.Vulnerabilities; {
+	case v.FailOn != "" && (!reports.ValidSeverity(v.FailOn) || v.FailOn == "info"):
+		add("vulnerabilities.fail_on: %q is not one of critical, high, medium, low", v.FailOn)
+	case v.GraceDays != nil && *v.GraceDays < 0:
+		add("vulnerabilities.grace_days: %d is negative", *v.GraceDays)
+	}
+	if len(c.Vulnerabilities.params()) > 0 && c.TrivyDB == "" {
+		add("vulnerabilities: set, but no trivy_db to match the image's packages against")
 	}
 	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {
 		add("verification_key: set, but no policy or extend_policy bundle to verify")

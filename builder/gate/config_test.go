@@ -65,6 +65,9 @@ func TestDecodeRejects(t *testing.T) {
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b:v1"}}, "must not carry a tag or digest"},
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a@sha256:00"}}, "must not carry a tag or digest"},
 		{map[string]interface{}{"verification_key": "k.pem"}, "verification_key: set, but no policy"},
+		{map[string]interface{}{"vulnerabilities": map[string]interface{}{"fail_on": "high"}}, "vulnerabilities: set, but no trivy_db"},
+		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"fail_on": "info"}}, `vulnerabilities.fail_on: "info" is not one of`},
+		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"grace_days": -1}}, "vulnerabilities.grace_days: -1 is negative"},
 		// A published image is always signed.
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b"}}, "publish.signing: set key_file, key_env or kms_key"},
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b", "template_file": "nope.pkr.hcl",
@@ -145,7 +148,7 @@ func FuzzDefaultTag(f *testing.F) {
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gate"
-	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish,Signing"), "config.hcl2spec.go", fix)
+	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish,Signing,Vulnerabilities"), "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "post-processor-gate.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/post-processor-gate.mdx", fix)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 	if cfg.Publish.Repository == "" {
 		return out, true, true, nil
 	}
-	res, err := p.publish(ctx, ui, t, rep)
+	res, err := p.publish(ctx, ui, t, rep, f)
 	if err != nil {
 		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
 	}
@@ -190,7 +191,8 @@ func (p *PostProcessor) canPublish(t target) error {
 // CLI's --policy, --extend-policy, --params and --waivers do.
 func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
 	pack := scan.Pack{Policies: cfg.Policy, Extend: cfg.ExtendPolicy, Params: cfg.Params,
-		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg}
+		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg,
+		Set: cfg.Vulnerabilities.params(), SetBy: "the gate's vulnerabilities block"}
 	e, err := pack.Engine(ctx)
 	if err != nil {
 		return nil, err
@@ -265,7 +267,7 @@ func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
 // baked manifest and the SBOM, each required; then, before the tag, the
 // signature of the image's manifest digest and its signed provenance,
 // which lists the three by digest.
-func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report) (publish.Result, error) {
+func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report, f *facts.Facts) (publish.Result, error) {
 	cfg := p.config.Publish
 	var opts []publish.Option
 	if cfg.UsernameEnv != "" {
@@ -303,7 +305,15 @@ func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, 
 	ref := cfg.Repository + ":" + tag
 	_, ropts := publish.Remote(ctx, opts...)
 	docs := evidenceDocs{report: report, manifest: man, sbom: sbom}
+	attachOpts := slices.Clone(opts)
 	opts = append(opts, publish.WithBeforeTag(func(ctx context.Context, img name.Digest, res publish.Result) error {
+		// The VEX document names the image by digest, so it is made and
+		// attached here, before the provenance that lists it.
+		vexDoc, err := p.vex(ctx, ui, img, rep, f, attachOpts)
+		if err != nil {
+			return err
+		}
+		docs.vex = vexDoc
 		return p.signAndAttest(ctx, ui, signer, img, res, rep, docs, ropts)
 	}))
 	ui.Say("gpuhost-gate: pushing " + t.disk + " to " + ref)

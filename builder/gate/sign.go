@@ -15,9 +15,11 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/builder/version"
+	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/containers/provenance"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
+	"github.com/gpuhost/gpuhost/containers/vex"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
@@ -67,6 +69,27 @@ func (p *PostProcessor) signer(ctx context.Context) (sign.Signer, error) {
 // provenance lists by digest.
 type evidenceDocs struct {
 	report, manifest, sbom []byte
+	// vex is the OpenVEX document of the waived CVEs; nil when none was.
+	vex []byte
+}
+
+// vex makes the OpenVEX document of the CVE findings waivers accepted and
+// attaches it to the image; nil when no CVE was waived.
+func (p *PostProcessor) vex(ctx context.Context, ui packersdk.Ui, img name.Digest, rep *reports.Report, f *facts.Facts, opts []publish.Option) ([]byte, error) {
+	var distro facts.OS
+	if f.OS != nil {
+		distro = *f.OS
+	}
+	doc, err := vex.Document(rep, f.Vulnerabilities, distro, img, p.now())
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	pushed, err := publish.Attach(ctx, img, publish.Evidence{ArtifactType: publish.ArtifactTypeVEX, Data: doc}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ui.Say(fmt.Sprintf("gpuhost-gate:   referrer %s %s (the waived CVEs)", pushed.ArtifactType, pushed.Digest))
+	return doc, nil
 }
 
 // signAndAttest signs the image's manifest digest and attaches its SLSA
@@ -120,6 +143,9 @@ func (p *PostProcessor) statement(img name.Digest, res publish.Result, rep *repo
 		},
 		InvocationID: cfg.PackerBuildName,
 		FinishedOn:   p.now(),
+	}
+	if docs.vex != nil {
+		b.Evidence = append(b.Evidence, provenance.Evidence{Name: provenance.VEX, MediaType: publish.ArtifactTypeVEX, Digest: digestOf(docs.vex)})
 	}
 	for _, i := range man.Pins.NGCImages {
 		b.NGCImages = append(b.NGCImages, provenance.Image{Ref: i.Ref, Digest: i.Digest})

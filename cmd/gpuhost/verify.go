@@ -117,8 +117,10 @@ func (a *app) printVerified(res *verify.Result) {
 	fmt.Fprintf(a.stdout, "image:      %s\n", res.Image)
 	fmt.Fprintf(a.stdout, "signature:  ok\n")
 	fmt.Fprintf(a.stdout, "provenance: ok (builder %s, verdict %s, finished %s)\n", prov.BuilderID, prov.Gate.Verdict, prov.FinishedOn.UTC().Format("2006-01-02T15:04:05Z"))
-	for _, n := range []string{"report", "manifest", "sbom"} {
-		fmt.Fprintf(a.stdout, "%-11s %s (referrer %s)\n", n+":", prov.Evidence[n].Digest, res.Evidence[n])
+	for _, n := range []string{"report", "manifest", "sbom", "vex"} {
+		if e, ok := prov.Evidence[n]; ok {
+			fmt.Fprintf(a.stdout, "%-11s %s (referrer %s)\n", n+":", e.Digest, res.Evidence[n])
+		}
 	}
 	fmt.Fprintf(a.stdout, "policy:     %s\n", rep.PolicyDigest)
 	fmt.Fprintf(a.stdout, "scanned:    %s: %d checks, %d failed, %d waived\n", rep.Target.ScannedAt, rep.Summary.Total,

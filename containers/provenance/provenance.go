@@ -45,6 +45,8 @@ const (
 	Manifest = "manifest"
 	SBOM     = "sbom"
 	Disk     = "disk"
+	// VEX is listed only when waivers accepted CVEs.
+	VEX = "vex"
 )
 
 // VerdictPass is the only verdict the gate publishes with.

@@ -38,6 +38,8 @@ const (
 	ArtifactTypeManifest = "application/vnd.gpuhost.manifest.v1+json"
 	// ArtifactTypeSBOM is a CycloneDX JSON SBOM.
 	ArtifactTypeSBOM = "application/vnd.cyclonedx+json"
+	// ArtifactTypeVEX is an OpenVEX document: the CVEs waivers accepted.
+	ArtifactTypeVEX = "application/vnd.openvex+json"
 
 	// annotationTitle names a layer's file, as ORAS and other clients do.
 	annotationTitle = "org.opencontainers.image.title"
@@ -225,28 +227,11 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 	// be absent when a referrer is pushed, and a push cut short then
 	// leaves no tag on an image without its evidence.
 	for _, ev := range evidence {
-		mt := ev.MediaType
-		if mt == "" {
-			mt = ev.ArtifactType
-		}
-		l := static.NewLayer(ev.Data, types.MediaType(mt))
-		if err := pusher.Upload(ctx, repo, l); err != nil {
-			return res, fmt.Errorf("uploading %s evidence to %s: %w", ev.ArtifactType, repo, err)
-		}
-		desc, err := describe(l)
+		pushed, err := pushReferrer(ctx, pusher, repo, subject, ev)
 		if err != nil {
 			return res, err
 		}
-		m, err := artifactManifest(ev.ArtifactType, desc, &subject, ev.Annotations)
-		if err != nil {
-			return res, err
-		}
-		// By digest: a referrer must not take over the tag; clients find
-		// it through the subject.
-		if err := pusher.Put(ctx, repo.Digest(m.desc.Digest.String()), m); err != nil {
-			return res, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
-		}
-		res.Referrers = append(res.Referrers, Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size})
+		res.Referrers = append(res.Referrers, pushed)
 	}
 	if p.o.beforeTag != nil {
 		// The manifest goes up by digest first, so that what runs here
@@ -262,6 +247,53 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 		return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, ref, err)
 	}
 	return res, nil
+}
+
+// pushReferrer uploads one evidence document and its referrer manifest,
+// whose subject is the disk image.
+func pushReferrer(ctx context.Context, pusher *remote.Pusher, repo name.Repository, subject v1.Descriptor, ev Evidence) (Pushed, error) {
+	mt := ev.MediaType
+	if mt == "" {
+		mt = ev.ArtifactType
+	}
+	l := static.NewLayer(ev.Data, types.MediaType(mt))
+	if err := pusher.Upload(ctx, repo, l); err != nil {
+		return Pushed{}, fmt.Errorf("uploading %s evidence to %s: %w", ev.ArtifactType, repo, err)
+	}
+	desc, err := describe(l)
+	if err != nil {
+		return Pushed{}, err
+	}
+	m, err := artifactManifest(ev.ArtifactType, desc, &subject, ev.Annotations)
+	if err != nil {
+		return Pushed{}, err
+	}
+	// By digest: a referrer must not take over the tag; clients find it
+	// through the subject.
+	if err := pusher.Put(ctx, repo.Digest(m.desc.Digest.String()), m); err != nil {
+		return Pushed{}, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
+	}
+	return Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size}, nil
+}
+
+// Attach pushes one more evidence document as a referrer of the image
+// (a disk image manifest already in the registry): evidence made once the
+// image's digest is known, such as an OpenVEX document naming it.
+func Attach(ctx context.Context, image name.Digest, ev Evidence, opts ...Option) (Pushed, error) {
+	if ev.ArtifactType == "" || len(ev.Data) > maxEvidence {
+		return Pushed{}, fmt.Errorf("attaching evidence to %s: no artifact type, or larger than %d bytes", image, maxEvidence)
+	}
+	_, ropts := Remote(ctx, opts...)
+	desc, err := remote.Head(image, ropts...)
+	if err != nil {
+		return Pushed{}, fmt.Errorf("attaching %s evidence to %s: %w", ev.ArtifactType, image, err)
+	}
+	pusher, err := remote.NewPusher(ropts...)
+	if err != nil {
+		return Pushed{}, fmt.Errorf("attaching %s evidence to %s: %w", ev.ArtifactType, image, err)
+	}
+	subject := v1.Descriptor{MediaType: desc.MediaType, Size: desc.Size, Digest: desc.Digest}
+	return pushReferrer(ctx, pusher, image.Context(), subject, ev)
 }
 
 // rawManifest is a manifest pushed as the bytes given.

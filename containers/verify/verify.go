@@ -107,7 +107,7 @@ func Verify(ctx context.Context, ref string, o Options) (*Result, error) {
 		return nil, fmt.Errorf("verifying %s: the disk layer is %s, the provenance says %s", d, disk, want.Digest)
 	}
 	res := &Result{Image: d.String(), Provenance: prov, Evidence: map[string]string{}}
-	docs, err := evidence(ctx, d, prov, nameOpts, o.Registry, remoteOpts, res.Evidence)
+	docs, err := evidence(ctx, d, prov, o.Registry, remoteOpts, res.Evidence)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +209,18 @@ func signedProvenance(ctx context.Context, key sign.Verifier, d name.Digest, opt
 	return best, nil
 }
 
-// evidenceTypes are the referrers a published image must carry, by the
-// byproduct name the provenance lists them under.
-var evidenceTypes = []struct{ name, artifactType string }{
-	{provenance.Report, publish.ArtifactTypeReport},
-	{provenance.Manifest, publish.ArtifactTypeManifest},
-	{provenance.SBOM, publish.ArtifactTypeSBOM},
+// evidenceTypes are the referrers a published image carries, by the
+// byproduct name the provenance lists them under. An optional one is
+// required only when the provenance lists it: the VEX document exists
+// only when waivers accepted CVEs.
+var evidenceTypes = []struct {
+	name, artifactType string
+	optional           bool
+}{
+	{provenance.Report, publish.ArtifactTypeReport, false},
+	{provenance.Manifest, publish.ArtifactTypeManifest, false},
+	{provenance.SBOM, publish.ArtifactTypeSBOM, false},
+	{provenance.VEX, publish.ArtifactTypeVEX, true},
 }
 
 // evidence finds, for each evidence type, the referrer whose one layer has
@@ -222,7 +228,7 @@ var evidenceTypes = []struct{ name, artifactType string }{
 // type with another digest is ignored (anyone who can push may add one);
 // no referrer with the signed digest means the evidence is missing or was
 // swapped.
-func evidence(ctx context.Context, d name.Digest, prov *provenance.Provenance, nameOpts []name.Option, popts []publish.Option, ropts []remote.Option, found map[string]string) (map[string][]byte, error) {
+func evidence(ctx context.Context, d name.Digest, prov *provenance.Provenance, popts []publish.Option, ropts []remote.Option, found map[string]string) (map[string][]byte, error) {
 	refs, err := publish.Referrers(ctx, d.String(), popts...)
 	if err != nil {
 		return nil, fmt.Errorf("verifying %s: %w", d, err)
@@ -230,6 +236,9 @@ func evidence(ctx context.Context, d name.Digest, prov *provenance.Provenance, n
 	docs := map[string][]byte{}
 	for _, et := range evidenceTypes {
 		want, ok := prov.Evidence[et.name]
+		if !ok && et.optional {
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("verifying %s: the provenance lists no %s", d, et.name)
 		}
