@@ -119,7 +119,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc gotestsum opa sarif-multitool
+test: check-go deps packer-sdc gotestsum opa sarif-multitool cosign
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
@@ -132,10 +132,11 @@ test: check-go deps packer-sdc gotestsum opa sarif-multitool
 # The real thing, as root: Packer builds the Debian 12 stand-in image with
 # the plugin installed offline, the builder's own end-to-end tests (a minimal
 # build, Ctrl-C and SIGKILL mid-build) prove no mount leaks, and the gate
-# publishes to a real docker-registry process.
+# publishes to a real docker-registry process, where cosign and gpuhost
+# verify check its signature and provenance.
 .PHONY: e2e
-e2e: check-go build-deps build packer plugin
-	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) \
+e2e: check-go build-deps build packer plugin cosign
+	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) \
 	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
@@ -151,10 +152,10 @@ trivy-db: check-go
 	$(GO) run ./tools/trivydb -o $(TRIVY_DB) images/trivy-db-demo.yaml
 
 .PHONY: demo
-demo: check-go deps build-deps build packer plugin crane trivy-db
+demo: check-go deps build-deps build packer plugin crane cosign trivy-db
 	@mkdir -p $(OUT)
 	PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
-	PACKER=$(PACKER) CRANE=$(CRANE) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
+	PACKER=$(PACKER) CRANE=$(CRANE) GPUHOST=$(GPUHOST) COSIGN=$(COSIGN) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
 	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
 	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --params images/params-debian-12.yaml \
@@ -176,6 +177,17 @@ CRANE := $(BIN)/crane
 .PHONY: crane
 crane: check-go
 	@test -x $(CRANE) || $(GO) build -trimpath -o $(CRANE) github.com/google/go-containerregistry/cmd/crane
+
+# cosign is the verifier users run on what the gate publishes: make test
+# checks the gate's signature and SLSA provenance with it, not only with
+# gpuhost verify. tools/cosign pins the release; it is big and slow to
+# build, so it is built once and again only when that pin moves.
+COSIGN := $(BIN)/cosign
+.PHONY: cosign
+cosign: $(COSIGN)
+$(COSIGN): tools/cosign/go.mod tools/cosign/go.sum | check-go
+	cd tools/cosign && v=$$($(GO) list -m -f '{{.Version}}' github.com/sigstore/cosign/v2) && \
+	  GOEXPERIMENT= $(GO) build -trimpath -ldflags "-X sigs.k8s.io/release-utils/version.gitVersion=$$v" -o $(COSIGN) github.com/sigstore/cosign/v2/cmd/cosign
 
 # opa is the OPA release go.mod pins, so `opa test policies` in make test
 # runs the engine the scans embed; rebuilt when go.mod moves.

@@ -117,6 +117,12 @@ variable "publish_repository" {
   description = "OCI repository (registry/repository, no tag) a passing image is pushed to with its evidence; empty pushes nothing."
 }
 
+variable "signing_key_file" {
+  type        = string
+  default     = ""
+  description = "PEM private key (ECDSA P-256, or cosign's encrypted format with COSIGN_PASSWORD set) that signs a published image and its SLSA provenance; required with publish_repository. Verify with cosign verify --key or gpuhost verify --key and the public key."
+}
+
 variable "trivy_db" {
   type        = string
   description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
@@ -268,8 +274,13 @@ build {
     fail_on_skip = "critical"
     trivy_db     = var.trivy_db
     publish {
-      repository = var.publish_repository
-      tag        = "debian-12-gpu-${formatdate("YYYYMMDD'T'hhmmss'Z'", timestamp())}"
+      repository    = var.publish_repository
+      template_file = "${path.root}/debian-12-gpu.pkr.hcl"
+      signing {
+        key_file     = var.signing_key_file
+        password_env = "COSIGN_PASSWORD"
+      }
+      tag = "debian-12-gpu-${formatdate("YYYYMMDD'T'hhmmss'Z'", timestamp())}"
     }
   }
 }

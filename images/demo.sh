@@ -4,13 +4,16 @@
 # real base (busybox-static from Debian) is pushed to it, the Debian 12 image
 # is baked with that base pre-seeded by digest, the gpuhost-gate
 # post-processor scans the image and, on a pass, publishes it to the same
-# registry with its report, manifest and SBOM as referrers.
+# registry with its report, manifest and SBOM as referrers, signed with a
+# key made for the demo and with its SLSA provenance; then gpuhost verify
+# and cosign check it as a pre-deploy gate would.
 #
-# The Makefile passes the tools in: PACKER, CRANE, OUT, IMAGE_DIR,
-# APT_CACHE_DIR, TRIVY_DB and PACKER_PLUGIN_PATH. DEMO_REGISTRY picks the address.
+# The Makefile passes the tools in: PACKER, CRANE, GPUHOST, COSIGN, OUT,
+# IMAGE_DIR, APT_CACHE_DIR, TRIVY_DB and PACKER_PLUGIN_PATH. DEMO_REGISTRY
+# picks the address.
 set -euo pipefail
 
-: "${PACKER:?}" "${CRANE:?}" "${OUT:?}" "${IMAGE_DIR:?}" "${APT_CACHE_DIR:?}" "${TRIVY_DB:?}" "${PACKER_PLUGIN_PATH:?}"
+: "${PACKER:?}" "${CRANE:?}" "${GPUHOST:?}" "${COSIGN:?}" "${OUT:?}" "${IMAGE_DIR:?}" "${APT_CACHE_DIR:?}" "${TRIVY_DB:?}" "${PACKER_PLUGIN_PATH:?}"
 registry=${DEMO_REGISTRY:-127.0.0.1:5055}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$OUT/demo-registry
@@ -61,6 +64,10 @@ base="$registry/demo/busybox:$tag"
 digest=$("$CRANE" digest --insecure "$base")
 echo "base $base@$digest"
 
+say "making the demo's signing key (ECDSA P-256)"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/cosign.key" 2>/dev/null
+openssl pkey -in "$work/cosign.key" -pubout -out "$work/cosign.pub"
+
 say "baking images/debian-12-gpu.pkr.hcl with Packer, gated by gpuhost-gate"
 repository="$registry/gpuhost/debian-12-gpu"
 log="$OUT/packer-build.log"
@@ -73,6 +80,7 @@ log="$OUT/packer-build.log"
 		-var "ngc_images=[{ref = \"$base\", digest = \"$digest\"}]" \
 		-var "ngc_allowed_registries=[\"nvcr.io\", \"$registry\"]" \
 		-var "publish_repository=$repository" \
+		-var "signing_key_file=$work/cosign.key" \
 		-var "trivy_db=$TRIVY_DB" \
 		debian-12-gpu.pkr.hcl
 ) 2>&1 | tee "$log"
@@ -86,3 +94,10 @@ echo "referrers (read back from the registry: docker-registry 2.8 keeps them und
 	grep -o '"digest":"[^"]*"\|"artifactType":"[^"]*"' | tr -d '"' | sed 's/^/   /'
 echo "gate reports beside the image:"
 ls -1 "$IMAGE_DIR" | grep '\.gate\.' | sed "s|^|  $IMAGE_DIR/|"
+
+say "verifying $pushed as a pre-deploy gate (referrers only, never the disk)"
+"$GPUHOST" verify "$pushed" --key "$work/cosign.pub" --max-age 1d --fail-on high
+# cosign checks the same signature and provenance with no transparency log.
+"$COSIGN" verify --key "$work/cosign.pub" --insecure-ignore-tlog=true "$pushed" >/dev/null
+"$COSIGN" verify-attestation --key "$work/cosign.pub" --type slsaprovenance1 --insecure-ignore-tlog=true "$pushed" >/dev/null
+echo "cosign verify and cosign verify-attestation --type slsaprovenance1: ok"

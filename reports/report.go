@@ -108,8 +108,11 @@ type Finding struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	// Subject names what the finding is about when that is not a file: a
-	// port ("tcp/8080"), a GPU's UUID, a package.
+	// port ("tcp/8080"), a GPU's UUID, a package, a CVE id.
 	Subject string `json:"subject,omitempty"`
+	// Waiver is the waiver of this finding alone: a CVE waiver of the CVE
+	// check. An expired one says so and leaves the finding failing.
+	Waiver *Waiver `json:"waiver,omitempty"`
 }
 
 // Located reports whether the finding says more than its message.
@@ -126,6 +129,8 @@ type Waiver struct {
 	Ticket        string `json:"ticket,omitempty"`
 	// Scope is the waiver's scope, when it has one.
 	Scope *WaiverScope `json:"scope,omitempty"`
+	// CVE lists the vulnerabilities a waiver of the CVE check covers.
+	CVE []string `json:"cve,omitempty"`
 }
 
 // WaiverScope narrows a waiver to target kinds and hostname globs.

@@ -26,6 +26,11 @@ type Pack struct {
 	Params string
 	// VerificationKey is a PEM file every bundle must be signed with.
 	VerificationKey, VerificationAlg string
+	// Set are params given in code, each replacing the file's key of the
+	// same name: the gate's vulnerabilities block sets the CVE params so.
+	// SetBy names where they came from, in errors.
+	Set   map[string]any
+	SetBy string
 }
 
 // BundleKey reads the verification key; nil when none is set.
@@ -63,16 +68,23 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 		}
 		opts = append(opts, engine.WithSource(src))
 	}
-	if p.Params != "" {
-		data, err := userfile.Read(p.Params, userfile.MaxConfig)
-		if err != nil {
-			return nil, fmt.Errorf("reading params: %w", err)
+	if p.Params != "" || len(p.Set) > 0 {
+		params := map[string]any{}
+		name := p.SetBy
+		if p.Params != "" {
+			data, err := userfile.Read(p.Params, userfile.MaxConfig)
+			if err != nil {
+				return nil, fmt.Errorf("reading params: %w", err)
+			}
+			if params, err = engine.ParseParams(data, p.Params); err != nil {
+				return nil, err
+			}
+			name = p.Params
 		}
-		params, err := engine.ParseParams(data, p.Params)
-		if err != nil {
-			return nil, err
+		for k, v := range p.Set {
+			params[k] = v
 		}
-		if err := engine.ValidateParamsFor(params, p.Params, p.Policies, policies.ParamsSchema); err != nil {
+		if err := engine.ValidateParamsFor(params, name, p.Policies, policies.ParamsSchema); err != nil {
 			return nil, err
 		}
 		opts = append(opts, engine.WithParams(params))
@@ -80,7 +92,7 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 		if err != nil {
 			return nil, err
 		}
-		if err := refuseUnknownParams(e, params, p.Params); err != nil {
+		if err := refuseUnknownParams(e, params, name); err != nil {
 			return nil, err
 		}
 		return e, nil

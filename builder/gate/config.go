@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing,Vulnerabilities
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/post-processor-gate.mdx
 
 // Package gate is the Packer post-processor "gpuhost-gate": it scans the
@@ -24,6 +24,37 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 )
 
+// Vulnerabilities sets the CVE params of the policy pack (cve_fail_on,
+// cve_grace_days, cve_ignore_unfixed). Unset settings keep the params
+// file's, or the pack's defaults.
+type Vulnerabilities struct {
+	// Fail on a CVE at this severity or above, once past the grace
+	// period: `critical`, `high`, `medium` or `low`. Defaults to
+	// `critical`.
+	FailOn string `mapstructure:"fail_on"`
+	// Days a CVE may stay unpatched, from its published date to the scan.
+	// Defaults to 14.
+	GraceDays *int `mapstructure:"grace_days"`
+	// Leave CVEs with no fixed version out: nothing can be installed for
+	// them. Defaults to true; false fails them too.
+	IgnoreUnfixed *bool `mapstructure:"ignore_unfixed"`
+}
+
+// params are the params the block sets.
+func (v Vulnerabilities) params() map[string]any {
+	p := map[string]any{}
+	if v.FailOn != "" {
+		p["cve_fail_on"] = v.FailOn
+	}
+	if v.GraceDays != nil {
+		p["cve_grace_days"] = *v.GraceDays
+	}
+	if v.IgnoreUnfixed != nil {
+		p["cve_ignore_unfixed"] = *v.IgnoreUnfixed
+	}
+	return p
+}
+
 // Publish says where a passing image is pushed.
 type Publish struct {
 	// The OCI repository to push to, without a tag, such as
@@ -43,6 +74,41 @@ type Publish struct {
 	// Reach the registry over plain HTTP. Loopback and private addresses
 	// always are; this is for other registries without TLS.
 	Insecure bool `mapstructure:"insecure"`
+	// How the pushed image is signed. Required when repository is set:
+	// the image's manifest digest is signed and its SLSA provenance
+	// attached, in the layout `cosign verify` and `cosign
+	// verify-attestation` read, before the tag is pushed.
+	Signing Signing `mapstructure:"signing"`
+	// The Packer template that built the image, recorded in the provenance
+	// by path and sha256, such as `"${path.root}/debian-12-gpu.pkr.hcl"`
+	// (Packer does not tell a post-processor which file it runs).
+	TemplateFile string `mapstructure:"template_file"`
+	// The lock file the image was built from, recorded in the provenance
+	// by path and sha256. Unset: the build had none.
+	LockFile string `mapstructure:"lock_file"`
+}
+
+// Signing names the key that signs a published image. Set exactly one of
+// key_file, key_env and kms_key. The key itself never appears in the
+// template or the log.
+type Signing struct {
+	// A PEM file holding the ECDSA P-256 private key: PKCS#8, SEC 1, or
+	// the encrypted format `cosign generate-key-pair` writes (then
+	// password_env is needed).
+	KeyFile string `mapstructure:"key_file"`
+	// The name of an environment variable holding the PEM private key
+	// itself, for pipelines that hand keys over as secrets in the
+	// environment.
+	KeyEnv string `mapstructure:"key_env"`
+	// The name of the environment variable holding the password of an
+	// encrypted key (cosign reads COSIGN_PASSWORD).
+	PasswordEnv string `mapstructure:"password_env"`
+	// A KMS key URI, such as `awskms:///alias/gpuhost-sign` or
+	// `hashivault://gpuhost-sign`: the private key stays in the KMS. It
+	// is opened through sigstore's KMS providers, which this build reaches
+	// through the sigstore KMS plugins (`sigstore-kms-<scheme>` on PATH);
+	// a build of the plugin that imports a provider package links it in.
+	KMSKey string `mapstructure:"kms_key"`
 }
 
 // Config is the configuration of the gpuhost-gate post-processor.
@@ -81,6 +147,10 @@ type Config struct {
 	// Never downloaded. Unset: no vulnerability facts, so GH-SC-001 is
 	// skipped, which `fail_on_skip = "critical"` turns into a failed build.
 	TrivyDB string `mapstructure:"trivy_db"`
+	// How GH-SC-001 judges the CVEs trivy_db finds. Each setting set here
+	// replaces the params file's, so the template shows the threshold the
+	// image is held to.
+	Vulnerabilities Vulnerabilities `mapstructure:"vulnerabilities"`
 	// The report formats written beside the artifact, as
 	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
 	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
@@ -172,6 +242,15 @@ func (c *Config) validate() []string {
 			add("trivy_db: %s", err)
 		}
 	}
+	switch v := c.Vulnerabilities; {
+	case v.FailOn != "" && (!reports.ValidSeverity(v.FailOn) || v.FailOn == "info"):
+		add("vulnerabilities.fail_on: %q is not one of critical, high, medium, low", v.FailOn)
+	case v.GraceDays != nil && *v.GraceDays < 0:
+		add("vulnerabilities.grace_days: %d is negative", *v.GraceDays)
+	}
+	if len(c.Vulnerabilities.params()) > 0 && c.TrivyDB == "" {
+		add("vulnerabilities: set, but no trivy_db to match the image's packages against")
+	}
 	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {
 		add("verification_key: set, but no policy or extend_policy bundle to verify")
 	}
@@ -194,6 +273,14 @@ func (p *Publish) validate() []string {
 	if p.Tag != "" && !tagName.MatchString(p.Tag) {
 		add("publish.tag: %q is not an OCI tag", p.Tag)
 	}
+	errs = append(errs, p.Signing.validate()...)
+	for _, f := range [][2]string{{"template_file", p.TemplateFile}, {"lock_file", p.LockFile}} {
+		if f[1] != "" {
+			if err := checkFile(f[1]); err != nil {
+				add("publish.%s: %s", f[0], err)
+			}
+		}
+	}
 	if (p.UsernameEnv == "") != (p.PasswordEnv == "") {
 		add("publish.username_env and publish.password_env: set both or neither")
 	}
@@ -203,6 +290,46 @@ func (p *Publish) validate() []string {
 		}
 	}
 	return errs
+}
+
+func (s *Signing) validate() []string {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	n := 0
+	for _, v := range []string{s.KeyFile, s.KeyEnv, s.KMSKey} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		add("publish.signing: set key_file, key_env or kms_key: a published image is always signed")
+	case n > 1:
+		add("publish.signing: set only one of key_file, key_env and kms_key")
+	}
+	if s.KeyFile != "" {
+		if err := checkFile(s.KeyFile); err != nil {
+			add("publish.signing.key_file: %s", err)
+		}
+	}
+	for _, f := range [][2]string{{"key_env", s.KeyEnv}, {"password_env", s.PasswordEnv}} {
+		if f[1] != "" && !envName.MatchString(f[1]) {
+			add("publish.signing.%s: %q is not an environment variable name", f[0], f[1])
+		}
+	}
+	if s.KMSKey != "" && !strings.Contains(s.KMSKey, "://") {
+		add("publish.signing.kms_key: %q is not a KMS URI (scheme://key)", s.KMSKey)
+	}
+	return errs
+}
+
+// checkFile refuses a path that is not a readable regular file.
+func checkFile(name string) error {
+	f, err := userfile.Open(name)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // hostOf is the part of a repository before the first slash, where a port

@@ -23,6 +23,7 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 			"repository":   "Registry.example.com/UPPER",
 			"tag":          "-bad",
 			"username_env": "REGISTRY USER",
+			"signing":      map[string]interface{}{"key_file": "nope.pem", "kms_key": "alias/x", "password_env": "A-B"},
 		},
 	})
 	if err == nil {
@@ -40,6 +41,10 @@ func TestDecodeListsEveryProblem(t *testing.T) {
 		`publish.tag: "-bad" is not an OCI tag`,
 		`publish.username_env and publish.password_env: set both or neither`,
 		`publish.username_env: "REGISTRY USER" is not an environment variable name`,
+		`publish.signing: set only one of key_file, key_env and kms_key`,
+		`publish.signing.key_file: open nope.pem: no such file or directory`,
+		`publish.signing.password_env: "A-B" is not an environment variable name`,
+		`publish.signing.kms_key: "alias/x" is not a KMS URI (scheme://key)`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in:\n%s", want, msg)
@@ -60,13 +65,21 @@ func TestDecodeRejects(t *testing.T) {
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b:v1"}}, "must not carry a tag or digest"},
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a@sha256:00"}}, "must not carry a tag or digest"},
 		{map[string]interface{}{"verification_key": "k.pem"}, "verification_key: set, but no policy"},
+		{map[string]interface{}{"vulnerabilities": map[string]interface{}{"fail_on": "high"}}, "vulnerabilities: set, but no trivy_db"},
+		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"fail_on": "info"}}, `vulnerabilities.fail_on: "info" is not one of`},
+		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"grace_days": -1}}, "vulnerabilities.grace_days: -1 is negative"},
+		// A published image is always signed.
+		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b"}}, "publish.signing: set key_file, key_env or kms_key"},
+		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b", "template_file": "nope.pkr.hcl",
+			"signing": map[string]interface{}{"key_env": "K"}}}, "publish.template_file: open nope.pkr.hcl"},
 	} {
 		if _, err := Decode(tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.raw, err, tc.want)
 		}
 	}
 	for _, ok := range []map[string]interface{}{
-		{"repository": "localhost:5000/gpu/img"},
+		{"repository": "localhost:5000/gpu/img", "signing": map[string]interface{}{"key_env": "GPUHOST_SIGNING_KEY"}},
+		{"repository": "localhost:5000/gpu/img", "signing": map[string]interface{}{"kms_key": "hashivault://gpuhost"}, "template_file": "config_test.go"},
 		// A template leaves the repository empty where nothing is pushed.
 		{"repository": "", "username_env": "REGISTRY_USER", "password_env": "REGISTRY_TOKEN", "tag": "v1"},
 	} {
@@ -135,7 +148,7 @@ func FuzzDefaultTag(f *testing.F) {
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gate"
-	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish"), "config.hcl2spec.go", fix)
+	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish,Signing,Vulnerabilities"), "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "post-processor-gate.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/post-processor-gate.mdx", fix)
 }

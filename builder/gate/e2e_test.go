@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -83,8 +84,11 @@ auth:
 	t.Setenv("E2E_REGISTRY_USER", "gate")
 	t.Setenv("E2E_REGISTRY_PASSWORD", "e2e-secret")
 	repo := addr + "/gpuhost/debian-12-gpu"
-	p := configure(t, map[string]interface{}{
-		"params": params,
+	// A fixable critical CVE the waivers accept: the image passes and
+	// goes out with an OpenVEX referrer beside its other evidence.
+	db, waiverFile := cveFixture(t)
+	p, pub := configureSigned(t, map[string]interface{}{
+		"params": params, "trivy_db": db, "waivers": waiverFile,
 		"publish": map[string]interface{}{
 			"repository": repo, "tag": "e2e",
 			"username_env": "E2E_REGISTRY_USER", "password_env": "E2E_REGISTRY_PASSWORD",
@@ -98,7 +102,18 @@ auth:
 	t.Logf("gate output:\n%s", u.out)
 	res := out.State("published").(*publish.Result)
 
-	threeReferrers(t, repo+":e2e", publish.WithBasicAuth("gate", "e2e-secret"))
+	refs, err := publish.Referrers(context.Background(), repo+":e2e", publish.WithBasicAuth("gate", "e2e-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range refs {
+		types = append(types, r.ArtifactType)
+	}
+	slices.Sort(types)
+	if want := []string{publish.ArtifactTypeSBOM, publish.ArtifactTypeManifest, publish.ArtifactTypeReport, publish.ArtifactTypeVEX}; !slices.Equal(types, want) {
+		t.Errorf("referrers %v, want %v", types, want)
+	}
 	// distribution 2.8 has no referrers API: the referrers index lives
 	// under the tag schema's sha256-<hex> tag.
 	r, err := name.NewRepository(repo)
@@ -111,6 +126,25 @@ auth:
 	}
 	if fallback := strings.Replace(res.Image.Digest, ":", "-", 1); !slices.Contains(tags, fallback) {
 		t.Errorf("tags %v lack the referrers fallback tag %s", tags, fallback)
+	}
+	// The real cosign verifies the signature and the SLSA provenance in
+	// the real registry, reading its credentials from a docker config as
+	// a user's would; gpuhost verify does through the CLI.
+	ref := repo + "@" + res.Image.Digest
+	dockerConfig := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte("gate:e2e-secret"))
+	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+addr+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cosignVerifies(t, ref, pub, []string{"DOCKER_CONFIG=" + dockerConfig})
+	if bin := os.Getenv("GPUHOST_BIN"); bin != "" {
+		cmd := exec.Command(bin, "verify", ref, "--key", pub, "--max-age", "1d",
+			"--username-env", "E2E_REGISTRY_USER", "--password-env", "E2E_REGISTRY_PASSWORD")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "vex:") {
+			t.Errorf("gpuhost verify %s: %v (want the vex referrer checked)\n%s", ref, err, out)
+		}
+		t.Logf("gpuhost verify:\n%s", out)
 	}
 	// Without credentials the registry refuses, so the gate really
 	// authenticated.

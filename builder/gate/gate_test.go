@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -143,11 +144,32 @@ func fakeSBOM(_ context.Context, rootfs string) ([]byte, error) {
 
 func configure(t *testing.T, raw map[string]interface{}) *PostProcessor {
 	t.Helper()
-	p := &PostProcessor{SBOM: fakeSBOM, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+	p, _ := configureSigned(t, raw)
+	return p
+}
+
+// configureSigned is configure with a fresh signing key in a publish block
+// that names none (a published image is always signed); it returns the
+// public key's path.
+func configureSigned(t *testing.T, raw map[string]interface{}) (*PostProcessor, string) {
+	t.Helper()
+	var pub string
+	if pb, ok := raw["publish"].(map[string]interface{}); ok {
+		if _, ok := pb["signing"]; !ok {
+			var priv string
+			priv, pub = testsign.ECDSAKeyFiles(t)
+			// Copies: callers share one map across subtests.
+			raw, pb = maps.Clone(raw), maps.Clone(pb)
+			pb["signing"] = map[string]interface{}{"key_file": priv}
+			raw["publish"] = pb
+		}
+	}
+	p := &PostProcessor{SBOM: fakeSBOM, Vulnerabilities: trivy.VulnerabilitiesCollector,
+		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	if err := p.Configure(raw); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, pub
 }
 
 func TestFailingGatePushesNothing(t *testing.T) {
@@ -515,18 +537,11 @@ func TestTrivyDBJudgesTheImage(t *testing.T) {
 		{"fix newer than the image", db(poisoned), "GH-SC-001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rootfs := copyRootfs(t, hardened, true)
-			art := (&fakeArtifact{files: []string{rootfs}, state: map[string]interface{}{}}).withRootfs(rootfs)
 			raw := map[string]interface{}{"params": params, "fail_on_skip": "critical", "reports": []string{"json"}}
 			if tc.db != "" {
 				raw["trivy_db"] = tc.db
 			}
-			p := &PostProcessor{SBOM: fakeSBOM, Vulnerabilities: trivy.VulnerabilitiesCollector}
-			if err := p.Configure(raw); err != nil {
-				t.Fatal(err)
-			}
-			u := newUI()
-			_, _, _, err := p.PostProcess(context.Background(), u, art)
+			u, err := gateRootfs(t, raw)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("gate failed: %v\n%s", err, u.out)
@@ -534,6 +549,69 @@ func TestTrivyDBJudgesTheImage(t *testing.T) {
 				t.Fatalf("gate passed; want a failure naming %s\n%s", tc.wantErr, u.out)
 			case tc.wantErr != "" && !strings.Contains(u.out.String()+err.Error(), tc.wantErr):
 				t.Fatalf("gate failed without naming %s: %v\n%s", tc.wantErr, err, u.out)
+			}
+		})
+	}
+}
+
+// gateRootfs runs the gate, configured by raw, with vulnerability
+// matching, on the hardened sample as a rootfs directory.
+func gateRootfs(t *testing.T, raw map[string]interface{}) (ui, error) {
+	t.Helper()
+	rootfs := copyRootfs(t, hardened, true)
+	art := (&fakeArtifact{files: []string{rootfs}, state: map[string]interface{}{}}).withRootfs(rootfs)
+	p := &PostProcessor{SBOM: fakeSBOM, Vulnerabilities: trivy.VulnerabilitiesCollector}
+	if err := p.Configure(raw); err != nil {
+		t.Fatal(err)
+	}
+	u := newUI()
+	_, _, _, err := p.PostProcess(context.Background(), u, art)
+	return u, err
+}
+
+// TestVulnerabilitiesBlock: the gate's vulnerabilities block sets the
+// threshold GH-SC-001 holds the image to. A fixable high CVE passes the
+// default (critical) and fails at fail_on = "high"; an unfixed critical
+// one passes until ignore_unfixed = false; a long grace period lets both
+// through.
+func TestVulnerabilitiesBlock(t *testing.T) {
+	demo, err := trivy.ReadFixture("../../images/trivy-db-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	fx := demo
+	fx.Advisories = append(slices.Clone(demo.Advisories),
+		trivy.FixtureAdvisory{Bucket: "debian 12", Package: "openssl", ID: "CVE-2099-0002", Fixed: "3.0.99-1"},
+		trivy.FixtureAdvisory{Bucket: "debian 12", Package: "openssl", ID: "CVE-2099-0003"})
+	fx.Vulnerabilities = append(slices.Clone(demo.Vulnerabilities),
+		trivy.FixtureVulnerability{ID: "CVE-2099-0002", Title: "test", Severity: map[string]string{"nvd": "HIGH"}, Published: &published},
+		trivy.FixtureVulnerability{ID: "CVE-2099-0003", Title: "test", Severity: map[string]string{"nvd": "CRITICAL"}, Published: &published})
+	db := t.TempDir()
+	if err := trivy.WriteDB(db, fx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		vulns   map[string]interface{}
+		wantErr string
+	}{
+		{"defaults", nil, ""},
+		{"fail_on high", map[string]interface{}{"fail_on": "high"}, "CVE-2099-0002"},
+		{"unfixed counted", map[string]interface{}{"ignore_unfixed": false}, "CVE-2099-0003"},
+		{"long grace", map[string]interface{}{"fail_on": "high", "ignore_unfixed": false, "grace_days": 100000}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := map[string]interface{}{"params": params, "reports": []string{"json"}, "trivy_db": db}
+			if tc.vulns != nil {
+				raw["vulnerabilities"] = tc.vulns
+			}
+			u, err := gateRootfs(t, raw)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("gate failed: %v\n%s", err, u.out)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(u.out.String(), tc.wantErr)):
+				t.Fatalf("err = %v; want a failure naming %s\n%s", err, tc.wantErr, u.out)
 			}
 		})
 	}

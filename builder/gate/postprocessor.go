@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
@@ -42,8 +45,12 @@ type PostProcessor struct {
 	// the trivy DB in trivy_db. A configuration naming trivy_db is refused
 	// when it is nil.
 	Vulnerabilities func(dbDir string) collector.Collector
-	// Now is the clock for the default tag; time.Now when nil.
+	// Now is the clock for the default tag and the provenance; time.Now
+	// when nil.
 	Now func() time.Time
+	// KMS opens publish.signing.kms_key; sign.OpenKMS (sigstore's
+	// providers and plugins) when nil.
+	KMS sign.KMS
 }
 
 var _ packersdk.PostProcessor = (*PostProcessor)(nil)
@@ -164,7 +171,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 	if cfg.Publish.Repository == "" {
 		return out, true, true, nil
 	}
-	res, err := p.publish(ctx, ui, t, rep)
+	res, err := p.publish(ctx, ui, t, rep, f)
 	if err != nil {
 		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
 	}
@@ -184,7 +191,8 @@ func (p *PostProcessor) canPublish(t target) error {
 // CLI's --policy, --extend-policy, --params and --waivers do.
 func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
 	pack := scan.Pack{Policies: cfg.Policy, Extend: cfg.ExtendPolicy, Params: cfg.Params,
-		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg}
+		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg,
+		Set: cfg.Vulnerabilities.params(), SetBy: "the gate's vulnerabilities block"}
 	e, err := pack.Engine(ctx)
 	if err != nil {
 		return nil, err
@@ -256,8 +264,10 @@ func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
 }
 
 // publish pushes the disk image with its three referrers: the report, the
-// baked manifest and the SBOM. Each is required.
-func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report) (publish.Result, error) {
+// baked manifest and the SBOM, each required; then, before the tag, the
+// signature of the image's manifest digest and its signed provenance,
+// which lists the three by digest.
+func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report, f *facts.Facts) (publish.Result, error) {
 	cfg := p.config.Publish
 	var opts []publish.Option
 	if cfg.UsernameEnv != "" {
@@ -284,15 +294,28 @@ func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, 
 	if err != nil {
 		return publish.Result{}, err
 	}
+	signer, err := p.signer(ctx)
+	if err != nil {
+		return publish.Result{}, err
+	}
 	tag := cfg.Tag
 	if tag == "" {
-		now := time.Now
-		if p.Now != nil {
-			now = p.Now
-		}
-		tag = defaultTag(t.disk, now())
+		tag = defaultTag(t.disk, p.now())
 	}
 	ref := cfg.Repository + ":" + tag
+	_, ropts := publish.Remote(ctx, opts...)
+	docs := evidenceDocs{report: report, manifest: man, sbom: sbom}
+	attachOpts := slices.Clone(opts)
+	opts = append(opts, publish.WithBeforeTag(func(ctx context.Context, img name.Digest, res publish.Result) error {
+		// The VEX document names the image by digest, so it is made and
+		// attached here, before the provenance that lists it.
+		vexDoc, err := p.vex(ctx, ui, img, rep, f, attachOpts)
+		if err != nil {
+			return err
+		}
+		docs.vex = vexDoc
+		return p.signAndAttest(ctx, ui, signer, img, res, rep, docs, ropts)
+	}))
 	ui.Say("gpuhost-gate: pushing " + t.disk + " to " + ref)
 	res, err := publish.New(opts...).Push(ctx, ref, t.disk, []publish.Evidence{
 		{ArtifactType: publish.ArtifactTypeReport, Data: report, Annotations: map[string]string{

@@ -43,10 +43,11 @@ var _ packersdk.Communicator = (*dirComm)(nil)
 func (c *dirComm) local(p string) string { return filepath.Join(c.root, filepath.FromSlash(p)) }
 
 // targetPath finds the target's absolute paths in a command: after a
-// space, a quote or the start.
+// space, a quote or the start. Of /usr only the keyrings the manifest
+// digests: the local sh still runs the build machine's /usr/bin.
 var stagedScript = regexp.MustCompile(`^sh '(/tmp/[^']+)'$`)
 
-var targetPath = regexp.MustCompile(`(^|[\s'"])/(etc|var|lib|tmp)/`)
+var targetPath = regexp.MustCompile(`(^|[\s'"])/(etc|var|lib|tmp|usr/share/keyrings)/`)
 
 func (c *dirComm) rewrite(command string) string {
 	return targetPath.ReplaceAllString(command, "${1}"+c.root+"/${2}/")

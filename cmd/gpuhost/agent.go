@@ -161,20 +161,24 @@ func (a *app) agentOnce(ctx context.Context, ag *agent.Agent, db string) error {
 
 // parseRetain reads a retention age: a Go duration, or N followed by d for
 // days, since retention is thought of in days.
-func parseRetain(s string) (time.Duration, error) {
+func parseRetain(s string) (time.Duration, error) { return parseAge("--retain", s) }
+
+// parseAge reads an age given to flag: a Go duration, or N followed by d
+// for days.
+func parseAge(flag, s string) (time.Duration, error) {
 	if s == "" || s == "0" {
 		return 0, nil
 	}
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.Atoi(n)
 		if err != nil || days < 0 || days > 100*365 {
-			return 0, fmt.Errorf("--retain %q: want a duration such as 720h or 30d", s)
+			return 0, fmt.Errorf("%s %q: want a duration such as 720h or 30d", flag, s)
 		}
 		return time.Duration(days) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("--retain %q: want a duration such as 720h or 30d", s)
+		return 0, fmt.Errorf("%s %q: want a duration such as 720h or 30d", flag, s)
 	}
 	return d, nil
 }

@@ -11,7 +11,7 @@ import (
 
 // The full build carries every command. `go build -tags lean` leaves out
 // the ones that link the image builder and trivy (plan, manifest, sbom and
-// --trivy-db), and boot, which a node running the agent does not need: their code is
+// --trivy-db), and boot and verify, which a node running the agent does not need: their code is
 // most of the binary, and the pages start-up touches in it were most of the
 // agent's resident memory.
 
@@ -26,5 +26,5 @@ func vulnerabilityCollector(db string) collector.Collector { return trivy.Vulner
 
 // buildCommands are the commands only the full build has.
 func (a *app) buildCommands() []*cobra.Command {
-	return []*cobra.Command{a.planCommand(), a.manifestCommand(), a.sbomCommand(), a.bootCommand()}
+	return []*cobra.Command{a.planCommand(), a.manifestCommand(), a.sbomCommand(), a.bootCommand(), a.verifyCommand()}
 }

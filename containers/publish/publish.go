@@ -38,6 +38,8 @@ const (
 	ArtifactTypeManifest = "application/vnd.gpuhost.manifest.v1+json"
 	// ArtifactTypeSBOM is a CycloneDX JSON SBOM.
 	ArtifactTypeSBOM = "application/vnd.cyclonedx+json"
+	// ArtifactTypeVEX is an OpenVEX document: the CVEs waivers accepted.
+	ArtifactTypeVEX = "application/vnd.openvex+json"
 
 	// annotationTitle names a layer's file, as ORAS and other clients do.
 	annotationTitle = "org.opencontainers.image.title"
@@ -76,6 +78,8 @@ type Result struct {
 	// Image is the disk image manifest; Ref's repository @ Image.Digest
 	// pins it.
 	Image Pushed `json:"image"`
+	// DiskDigest is the digest of the disk layer, the file itself.
+	DiskDigest string `json:"disk_digest"`
 	// Referrers are the evidence manifests, in the order given.
 	Referrers []Pushed `json:"referrers"`
 }
@@ -96,7 +100,17 @@ type options struct {
 	auth      authn.Authenticator
 	transport http.RoundTripper
 	insecure  bool
+	beforeTag BeforeTag
 }
+
+// BeforeTag runs once the disk image and its referrers are in the
+// registry, before the tag is set: res holds what was pushed so far.
+type BeforeTag func(ctx context.Context, image name.Digest, res Result) error
+
+// WithBeforeTag runs f before the tag is pushed; an error stops the push
+// with no tag set. The gate signs there, so that no tag ever names an
+// image without its signature and provenance.
+func WithBeforeTag(f BeforeTag) Option { return func(o *options) { o.beforeTag = f } }
 
 // WithBasicAuth authenticates with a user name and password (or token).
 func WithBasicAuth(username, password string) Option {
@@ -123,6 +137,17 @@ func New(opts ...Option) Publisher {
 		opt(&p.o)
 	}
 	return p
+}
+
+// Remote returns the name and remote options that opts stand for, so that
+// code beside a Publisher (signing, verifying) reaches the registry with the
+// same credentials, transport and scheme.
+func Remote(ctx context.Context, opts ...Option) ([]name.Option, []remote.Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.nameOpts(), o.remoteOpts(ctx)
 }
 
 func (o *options) nameOpts() []name.Option {
@@ -195,39 +220,80 @@ func (p *publisher) Push(ctx context.Context, ref string, disk string, evidence 
 		return res, err
 	}
 	res.Image = Pushed{ArtifactType: ArtifactTypeDiskImage, Digest: image.desc.Digest.String(), Size: image.desc.Size}
+	res.DiskDigest = diskDesc.Digest.String()
 	subject := v1.Descriptor{MediaType: image.desc.MediaType, Size: image.desc.Size, Digest: image.desc.Digest}
 
 	// The referrers go first and the tagged image last: the subject may
 	// be absent when a referrer is pushed, and a push cut short then
 	// leaves no tag on an image without its evidence.
 	for _, ev := range evidence {
-		mt := ev.MediaType
-		if mt == "" {
-			mt = ev.ArtifactType
-		}
-		l := static.NewLayer(ev.Data, types.MediaType(mt))
-		if err := pusher.Upload(ctx, repo, l); err != nil {
-			return res, fmt.Errorf("uploading %s evidence to %s: %w", ev.ArtifactType, repo, err)
-		}
-		desc, err := describe(l)
+		pushed, err := pushReferrer(ctx, pusher, repo, subject, ev)
 		if err != nil {
 			return res, err
 		}
-		m, err := artifactManifest(ev.ArtifactType, desc, &subject, ev.Annotations)
-		if err != nil {
+		res.Referrers = append(res.Referrers, pushed)
+	}
+	if p.o.beforeTag != nil {
+		// The manifest goes up by digest first, so that what runs here
+		// (a signature) names an image the registry already has.
+		if err := pusher.Put(ctx, repo.Digest(res.Image.Digest), image); err != nil {
+			return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, repo, err)
+		}
+		if err := p.o.beforeTag(ctx, repo.Digest(res.Image.Digest), res); err != nil {
 			return res, err
 		}
-		// By digest: a referrer must not take over the tag; clients find
-		// it through the subject.
-		if err := pusher.Put(ctx, repo.Digest(m.desc.Digest.String()), m); err != nil {
-			return res, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
-		}
-		res.Referrers = append(res.Referrers, Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size})
 	}
 	if err := pusher.Put(ctx, r, image); err != nil {
 		return res, fmt.Errorf("pushing the manifest of %s to %s: %w", disk, ref, err)
 	}
 	return res, nil
+}
+
+// pushReferrer uploads one evidence document and its referrer manifest,
+// whose subject is the disk image.
+func pushReferrer(ctx context.Context, pusher *remote.Pusher, repo name.Repository, subject v1.Descriptor, ev Evidence) (Pushed, error) {
+	mt := ev.MediaType
+	if mt == "" {
+		mt = ev.ArtifactType
+	}
+	l := static.NewLayer(ev.Data, types.MediaType(mt))
+	if err := pusher.Upload(ctx, repo, l); err != nil {
+		return Pushed{}, fmt.Errorf("uploading %s evidence to %s: %w", ev.ArtifactType, repo, err)
+	}
+	desc, err := describe(l)
+	if err != nil {
+		return Pushed{}, err
+	}
+	m, err := artifactManifest(ev.ArtifactType, desc, &subject, ev.Annotations)
+	if err != nil {
+		return Pushed{}, err
+	}
+	// By digest: a referrer must not take over the tag; clients find it
+	// through the subject.
+	if err := pusher.Put(ctx, repo.Digest(m.desc.Digest.String()), m); err != nil {
+		return Pushed{}, fmt.Errorf("pushing %s referrer of %s: %w", ev.ArtifactType, subject.Digest, err)
+	}
+	return Pushed{ArtifactType: ev.ArtifactType, Digest: m.desc.Digest.String(), Size: m.desc.Size}, nil
+}
+
+// Attach pushes one more evidence document as a referrer of the image
+// (a disk image manifest already in the registry): evidence made once the
+// image's digest is known, such as an OpenVEX document naming it.
+func Attach(ctx context.Context, image name.Digest, ev Evidence, opts ...Option) (Pushed, error) {
+	if ev.ArtifactType == "" || len(ev.Data) > maxEvidence {
+		return Pushed{}, fmt.Errorf("attaching evidence to %s: no artifact type, or larger than %d bytes", image, maxEvidence)
+	}
+	_, ropts := Remote(ctx, opts...)
+	desc, err := remote.Head(image, ropts...)
+	if err != nil {
+		return Pushed{}, fmt.Errorf("attaching %s evidence to %s: %w", ev.ArtifactType, image, err)
+	}
+	pusher, err := remote.NewPusher(ropts...)
+	if err != nil {
+		return Pushed{}, fmt.Errorf("attaching %s evidence to %s: %w", ev.ArtifactType, image, err)
+	}
+	subject := v1.Descriptor{MediaType: desc.MediaType, Size: desc.Size, Digest: desc.Digest}
+	return pushReferrer(ctx, pusher, image.Context(), subject, ev)
 }
 
 // rawManifest is a manifest pushed as the bytes given.

@@ -45,18 +45,39 @@ const (
 )
 
 // ConfigFiles are the files and globs whose digests the manifest records:
-// containerd, docker, sshd, openssl, grub and modprobe configuration.
-// Absent files are omitted.
+// what decides how the host runs containers and GPUs (containerd, docker,
+// the NVIDIA container runtime, CDI specs, modprobe), who gets in and as
+// whom (sshd, sudoers), what it talks over (openssl, nftables), what it
+// boots and unlocks (grub, crypttab), what it would install next (apt
+// sources, preferences and the keyrings that sign them) and what it
+// audits. Absent files are omitted. /etc/audit/audit.rules is left out:
+// augenrules regenerates it from rules.d at every boot.
 var ConfigFiles = []string{
 	"/etc/containerd/config.toml",
 	"/etc/containerd/conf.d/*.toml",
 	"/etc/docker/daemon.json",
+	"/etc/nvidia-container-runtime/config.toml",
+	"/etc/cdi/*",
 	"/etc/ssh/sshd_config",
 	"/etc/ssh/sshd_config.d/*",
+	"/etc/sudoers",
+	"/etc/sudoers.d/*",
 	"/etc/ssl/openssl.cnf",
+	"/etc/nftables.conf",
 	"/etc/default/grub",
 	"/etc/default/grub.d/*",
+	"/etc/crypttab",
 	"/etc/modprobe.d/*.conf",
+	"/etc/apt/sources.list",
+	"/etc/apt/sources.list.d/*",
+	"/etc/apt/preferences",
+	"/etc/apt/preferences.d/*",
+	"/etc/apt/trusted.gpg",
+	"/etc/apt/trusted.gpg.d/*",
+	"/etc/apt/keyrings/*",
+	"/usr/share/keyrings/*",
+	"/etc/audit/auditd.conf",
+	"/etc/audit/rules.d/*",
 }
 
 // Manifest is the document at /etc/gpuhost/manifest.json.

@@ -99,6 +99,18 @@ func sampleTree(t *testing.T) string {
 		"/etc/modprobe.d/blacklist-nouveau.conf":    "blacklist nouveau\n",
 		"/etc/modprobe.d/readme":                    "not .conf\n",
 		"/etc/gpuhost/secret-ngc-key":               "nvapi-SECRET\n",
+		"/etc/nftables.conf":                        "table inet filter {}\n",
+		"/etc/crypttab":                             "root UUID=1 none luks\n",
+		"/etc/apt/sources.list.d/debian.sources":    "Types: deb\n",
+		"/etc/apt/preferences.d/gpuhost-pins":       "Package: libnvidia-ml1\nPin: version 535.261.03-1\n",
+		"/usr/share/keyrings/debian-archive.gpg":    "\x99keyring",
+		"/etc/apt/keyrings/nvidia.gpg":              "\x99keyring",
+		"/etc/cdi/nvidia.yaml":                      "cdiVersion: 0.5.0\n",
+		"/etc/nvidia-container-runtime/config.toml": "[nvidia-container-cli]\n",
+		"/etc/sudoers":                              "root ALL=(ALL) ALL\n",
+		"/etc/sudoers.d/gpuhost-ops":                "%ops ALL=(root) /usr/bin/nvidia-smi\n",
+		"/etc/audit/rules.d/gpuhost.rules":          "-w /etc/sudoers -p wa\n",
+		"/etc/audit/audit.rules":                    "regenerated at boot\n",
 	})
 }
 
@@ -152,20 +164,31 @@ func TestConfigFilesSelected(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	want := []string{
+		"/etc/apt/keyrings/nvidia.gpg",
+		"/etc/apt/preferences.d/gpuhost-pins",
+		"/etc/apt/sources.list.d/debian.sources",
+		"/etc/audit/rules.d/gpuhost.rules",
+		"/etc/cdi/nvidia.yaml",
 		"/etc/containerd/conf.d/99-zz-gpuhost.toml",
 		"/etc/containerd/config.toml",
+		"/etc/crypttab",
 		"/etc/default/grub",
 		"/etc/default/grub.d/60-gpuhost.cfg",
 		"/etc/modprobe.d/blacklist-nouveau.conf",
+		"/etc/nftables.conf",
+		"/etc/nvidia-container-runtime/config.toml",
 		"/etc/ssh/sshd_config",
 		"/etc/ssh/sshd_config.d/10-hardening.conf",
+		"/etc/sudoers",
+		"/etc/sudoers.d/gpuhost-ops",
+		"/usr/share/keyrings/debian-archive.gpg",
 	}
 	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
 		t.Errorf("config files:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
 	}
 	sum := sha256.Sum256([]byte("version = 2\n"))
-	if m.ConfigFiles[1].SHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("digest of config.toml %q", m.ConfigFiles[1].SHA256)
+	if m.ConfigFiles[6].SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("digest of config.toml %q", m.ConfigFiles[6].SHA256)
 	}
 	if m.Pins.Packages == nil || m.Pins.NGCImages == nil {
 		t.Error("empty pin lists must encode as [], not null")
@@ -271,6 +294,9 @@ func TestMatchesConfigFile(t *testing.T) {
 		"/etc/modprobe.d/nvidia.conf":         true,
 		"/etc/modprobe.d/nvidia.txt":          false,
 		"/etc/shadow":                         false,
+		"/etc/sudoers.d/ops":                  true,
+		"/etc/audit/audit.rules":              false,
+		"/usr/share/keyrings/nvidia.gpg":      true,
 		"/etc/containerd/conf.d/../../shadow": false,
 		"/var/lib/dpkg/status":                false,
 	} {

@@ -7,6 +7,7 @@ package waivers
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,16 @@ const (
 	maxScopeItems = 100
 )
 
+// CVECheck is the check whose findings a waiver's cve list waives one by
+// one: each of its findings has the CVE id as its subject.
+const CVECheck = "GH-SC-001"
+
+// maxCVEs bounds one waiver's cve list.
+const maxCVEs = 1000
+
+// cveID is a CVE or GitHub advisory id, as trivy's findings carry them.
+var cveID = regexp.MustCompile(`^(CVE-[0-9]{4}-[0-9]{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3})$`)
+
 // Kinds lists the target kinds a scope may name; they are facts.Target kinds.
 var Kinds = []string{"rootfs", "image", "host", "facts", "oci"}
 
@@ -44,6 +55,10 @@ type Waiver struct {
 	Expires       string `yaml:"expires"`
 	Ticket        string `yaml:"ticket"`
 	Scope         *Scope `yaml:"scope,omitempty"`
+	// CVE narrows a waiver of the CVE check (CVECheck) to these
+	// vulnerabilities: it waives their findings, not the check, so a new
+	// CVE still fails the image. Each is waived by id across packages.
+	CVE []string `yaml:"cve,omitempty"`
 
 	expires time.Time
 }
@@ -119,6 +134,20 @@ func (w *Waiver) validate() []string {
 			problems = append(problems, fmt.Sprintf("expires %q is not a date (YYYY-MM-DD)", w.Expires))
 		}
 		w.expires = t
+	}
+	if len(w.CVE) > 0 {
+		switch {
+		case w.ID != CVECheck:
+			problems = append(problems, fmt.Sprintf("cve is only for %s, the CVE check, not %s", CVECheck, w.ID))
+		case len(w.CVE) > maxCVEs:
+			problems = append(problems, fmt.Sprintf("cve lists more than %d ids", maxCVEs))
+		default:
+			for _, id := range w.CVE {
+				if !cveID.MatchString(id) {
+					problems = append(problems, fmt.Sprintf("cve %q is not a CVE or GHSA id", id))
+				}
+			}
+		}
 	}
 	if w.Target != "" && !validGlob(w.Target) {
 		problems = append(problems, fmt.Sprintf("target %q is not a valid glob", w.Target))
@@ -202,7 +231,8 @@ func anyGlob(globs []string, s string) bool {
 // ApplyTarget waives failing results covered by an unexpired waiver for the
 // target. A result covered only by expired waivers stays failed and says
 // which waiver lapsed. Errors are never waived: a check that could not run
-// is not a risk anyone can accept.
+// is not a risk anyone can accept. Waivers with a cve list waive findings
+// of the CVE check instead (see applyCVEs).
 func ApplyTarget(results []reports.Result, list []Waiver, target reports.Target, now time.Time) {
 	for i := range results {
 		r := &results[i]
@@ -212,7 +242,7 @@ func ApplyTarget(results []reports.Result, list []Waiver, target reports.Target,
 		var lapsed *Waiver
 		for j := range list {
 			w := &list[j]
-			if w.ID != r.ID || !w.Matches(target) {
+			if w.ID != r.ID || len(w.CVE) > 0 || !w.Matches(target) {
 				continue
 			}
 			if w.Expired(now) {
@@ -228,9 +258,59 @@ func ApplyTarget(results []reports.Result, list []Waiver, target reports.Target,
 		}
 		if lapsed != nil {
 			r.Waiver = lapsed.report(true)
-			r.Messages = append(r.Messages, fmt.Sprintf("waiver approved by %s (ticket %s) expired on %s; the failure counts again",
-				lapsed.ApprovedBy, lapsed.Ticket, lapsed.Expires))
+			r.Messages = append(r.Messages, lapsedText(lapsed))
 		}
+		if r.Status == reports.StatusFail && r.ID == CVECheck {
+			applyCVEs(r, list, target, now)
+		}
+	}
+}
+
+func lapsedText(w *Waiver) string {
+	return fmt.Sprintf("waiver approved by %s (ticket %s) expired on %s; the failure counts again", w.ApprovedBy, w.Ticket, w.Expires)
+}
+
+// applyCVEs marks each finding of the CVE check whose subject (the CVE id)
+// an unexpired waiver lists as waived by it. The result is waived when
+// every finding is; one finding left fails it. A finding covered only by
+// expired waivers says which lapsed.
+func applyCVEs(r *reports.Result, list []Waiver, target reports.Target, now time.Time) {
+	if len(r.Findings) == 0 {
+		return
+	}
+	open := 0
+	var first *reports.Waiver
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		var lapsed *Waiver
+		for j := range list {
+			w := &list[j]
+			if w.ID != r.ID || !slices.Contains(w.CVE, f.Subject) || !w.Matches(target) {
+				continue
+			}
+			if w.Expired(now) {
+				if lapsed == nil || w.expires.After(lapsed.expires) {
+					lapsed = w
+				}
+				continue
+			}
+			f.Waiver, lapsed = w.report(false), nil
+			break
+		}
+		if f.Waiver == nil {
+			open++
+			if lapsed != nil {
+				f.Waiver = lapsed.report(true)
+				r.Messages = append(r.Messages, f.Subject+": "+lapsedText(lapsed))
+			}
+			continue
+		}
+		if first == nil {
+			first = f.Waiver
+		}
+	}
+	if open == 0 {
+		r.Status, r.Waiver = reports.StatusWaived, first
 	}
 }
 
@@ -246,5 +326,6 @@ func (w *Waiver) report(expired bool) *reports.Waiver {
 	if s := w.Scope; s != nil {
 		rw.Scope = &reports.WaiverScope{Kinds: slices.Clone(s.Kinds), Hosts: slices.Clone(s.Hosts)}
 	}
+	rw.CVE = slices.Clone(w.CVE)
 	return rw
 }

@@ -1,12 +1,14 @@
 # METADATA
-# title: No fixable critical CVE outlives the grace period
+# title: No fixable CVE at or above the configured severity outlives the grace period
 # description: >-
-#   Fails for every OS package finding of severity CRITICAL that has a fixed version and whose CVE
-#   was published more than params.cve_grace_days (14 by default) before the scan. Age runs from
-#   the finding's published date, the NVD or GHSA publication date the trivy DB carries, to
-#   target.scanned_at; a finding with no or an unreadable published date counts as past the grace
-#   period, so a gap in the DB never passes. Unfixed CVEs do not fail here: nothing can be
-#   installed for them. Skips when no trivy DB was given, so no vulnerability facts exist.
+#   Fails for every OS package finding at or above params.cve_fail_on (critical by default) that
+#   has a fixed version and whose CVE was published more than params.cve_grace_days (14 by
+#   default) before the scan. Age runs from the finding's published date, the NVD or GHSA
+#   publication date the trivy DB carries, to target.scanned_at; a finding with no or an
+#   unreadable published date counts as past the grace period, so a gap in the DB never passes.
+#   Unfixed CVEs fail too when params.cve_ignore_unfixed is false; by default they do not, since
+#   nothing can be installed for them. A finding of unknown severity counts as critical. Skips
+#   when no trivy DB was given, so no vulnerability facts exist.
 # scope: package
 # custom:
 #   id: GH-SC-001
@@ -23,6 +25,18 @@ package gpuhost.sc.critical_cves
 
 grace_days := object.get(data.gpuhost.params, "cve_grace_days", 14)
 
+fail_on := lower(object.get(data.gpuhost.params, "cve_fail_on", "critical"))
+
+ignore_unfixed := object.get(data.gpuhost.params, "cve_ignore_unfixed", true)
+
+# Trivy's severities, most severe first; one it does not know ranks as
+# critical, so a new label never passes unseen.
+ranks := {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+rank(sev) := ranks[lower(sev)]
+
+rank(sev) := 0 if not ranks[lower(sev)]
+
 day_ns := (24 * 60) * 60e9
 
 # Age is measured to the scan, so a saved facts file judged later gives the
@@ -38,11 +52,15 @@ cutoff := sprintf("%04d-%02d-%02d", time.date(scan_ns - (grace_days * day_ns)))
 
 findings := object.get(input, ["vulnerabilities", "findings"], [])
 
-fixable_critical contains f if {
+counted contains f if {
 	some f in findings
-	lower(f.severity) == "critical"
-	object.get(f, "fixed", "") != ""
+	rank(object.get(f, "severity", "")) <= rank(fail_on)
+	fix_matters(f)
 }
+
+fix_matters(f) if object.get(f, "fixed", "") != ""
+
+fix_matters(_) if ignore_unfixed == false
 
 published_day(f) := substring(f.published, 0, 10) if regex.match(`^[0-9]{4}-[0-9]{2}-[0-9]{2}`, f.published)
 
@@ -52,11 +70,17 @@ past_grace(f) if not published_day(f)
 
 skip contains "no trivy DB was given, so there are no vulnerability facts" if not input.vulnerabilities
 
-deny contains msg if {
-	some f in fixable_critical
+# Each finding names its CVE as its subject: a waiver with a cve list waives
+# findings one by one, and the gate exports those as OpenVEX.
+deny contains {"msg": msg, "subject": f.id} if {
+	some f in counted
 	past_grace(f)
-	msg := sprintf("%s %s has critical %s, fixed in %s, %s", [f.package, f.installed, f.id, f.fixed, age_text(f)])
+	msg := sprintf("%s %s has %s %s, %s, %s", [f.package, f.installed, lower(object.get(f, "severity", "unknown")), f.id, fix_text(f), age_text(f)])
 }
+
+fix_text(f) := sprintf("fixed in %s", [f.fixed]) if object.get(f, "fixed", "") != ""
+
+fix_text(f) := "with no fix yet" if object.get(f, "fixed", "") == ""
 
 age_text(f) := sprintf("published %s, before the %d-day grace cutoff %s", [published_day(f), grace_days, cutoff])
 

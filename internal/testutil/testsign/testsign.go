@@ -7,12 +7,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // RSAKeyPEM returns a fresh 2048-bit RSA key: the private key as PKCS#1 PEM
@@ -29,6 +34,38 @@ func RSAKeyPEM(t testing.TB) (priv, pub string) {
 	}
 	priv = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
 	pub = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	return priv, pub
+}
+
+// ECDSAKeyPEM returns a fresh ECDSA P-256 key as cosign uses them: the
+// private key as PKCS#8 PEM, or in cosign's encrypted format when password
+// is not empty, and the public key as PKIX PEM (cosign.pub).
+func ECDSAKeyPEM(t testing.TB, password string) (priv, pub []byte) {
+	t.Helper()
+	var pf cryptoutils.PassFunc
+	if password != "" {
+		pf = cryptoutils.StaticPasswordFunc([]byte(password))
+	}
+	priv, pub, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv, pub
+}
+
+// ECDSAKeyFiles writes a fresh unencrypted ECDSAKeyPEM pair into a temp
+// dir and returns the paths of cosign.key and cosign.pub.
+func ECDSAKeyFiles(t testing.TB) (priv, pub string) {
+	t.Helper()
+	k, p := ECDSAKeyPEM(t, "")
+	dir := t.TempDir()
+	priv, pub = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	if err := os.WriteFile(priv, k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pub, p, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return priv, pub
 }
 

@@ -26,7 +26,7 @@ var intro []byte
 // the top level).
 type section struct{ typ, block string }
 
-var sections = []section{{"Config", ""}, {"Publish", "publish"}}
+var sections = []section{{"Config", ""}, {"Publish", "publish"}, {"Signing", "publish.signing"}, {"Vulnerabilities", "vulnerabilities"}}
 
 func main() {
 	sdc := flag.String("sdc", "", "the packer-sdc binary (required)")
