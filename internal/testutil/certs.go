@@ -26,8 +26,10 @@ type CertSpec struct {
 	SHA1 bool
 	// NotAfter is when it expires; a year from now when zero.
 	NotAfter time.Time
-	// NotBefore is when it became valid; two years before NotAfter when
-	// zero.
+	// NotBefore is when it became valid. When zero: an hour ago for a
+	// certificate still valid, as a freshly issued one is (so that key
+	// rotation checks see a new key), and two years before NotAfter for
+	// one already expired.
 	NotBefore time.Time
 	// DNS and IPs are its subject alternative names; none when both are
 	// empty.
@@ -94,7 +96,10 @@ func WriteCert(t testing.TB, dir string, s CertSpec) (certPath, keyPath string, 
 		s.NotAfter = time.Now().Add(365 * 24 * time.Hour)
 	}
 	if s.NotBefore.IsZero() {
-		s.NotBefore = s.NotAfter.Add(-2 * 365 * 24 * time.Hour)
+		s.NotBefore = time.Now().Add(-time.Hour)
+		if !s.NotAfter.After(s.NotBefore) {
+			s.NotBefore = s.NotAfter.Add(-2 * 365 * 24 * time.Hour)
+		}
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
