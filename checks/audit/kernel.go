@@ -161,7 +161,14 @@ func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
 	all := true
 	for w := 0; w < bitmaskWords; w++ {
 		m := word(maskAt + w)
-		if m != 0xffffffff {
+		// The kernel clears the top AUDIT_SYSCALL_CLASSES bits of a
+		// mask ("-S all" sets them) and ORs in the classes' system
+		// calls: those bits say nothing of the rule.
+		full := uint32(0xffffffff)
+		if w == bitmaskWords-1 {
+			full = 0x0000ffff
+		}
+		if m&full != full {
 			all = false
 		}
 		for bit := 0; bit < 32; bit++ {
@@ -169,6 +176,9 @@ func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
 				mask = append(mask, w*32+bit)
 			}
 		}
+	}
+	if all {
+		mask = nil
 	}
 	for i := 0; i < int(count); i++ {
 		id, value, opFlags := word(fieldsAt+i), word(valuesAt+i), word(flagsAt+i)

@@ -37,6 +37,11 @@ func encodeRule(list, action uint32, syscalls []int, all bool, fields []kfield) 
 			put(3+w, 0xffffffff)
 		}
 	}
+	if all {
+		// As the kernel sends "-S all" back: its syscall class bits, the
+		// top 16, cleared.
+		put(3+bitmaskWords-1, 0x0000ffff)
+	}
 	for _, n := range syscalls {
 		i := 3 + n/32
 		put(i, binary.NativeEndian.Uint32(b[4*i:])|1<<(n%32))
