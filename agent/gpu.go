@@ -15,6 +15,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
+
+	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 )
 
 // GPUMetricNames are the metrics the GPU sampler exports. Where
@@ -186,7 +188,7 @@ func (s *GPUSampler) sampleDevice(i int, dev nvml.Device) []string {
 	name, _ := dev.GetName()
 	bus := ""
 	if p, ret := dev.GetPciInfo(); ret == nvml.SUCCESS {
-		bus = busIDString(p.BusId)
+		bus = gpucheck.BusID(p.BusId)
 	}
 	minor := i
 	if m, ret := dev.GetMinorNumber(); ret == nvml.SUCCESS {
@@ -319,16 +321,4 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// busIDString turns NVML's NUL-terminated bus id into a string.
-func busIDString(raw [32]int8) string {
-	b := make([]byte, 0, len(raw))
-	for _, c := range raw {
-		if c == 0 {
-			break
-		}
-		b = append(b, byte(c))
-	}
-	return string(b)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // Where auditd and its companions keep their configuration.
@@ -32,14 +34,6 @@ const (
 
 // auditdBinaries are where Debian and Ubuntu (and usrmerge) put auditd.
 var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
-
-// wantsDirs are where an enabled unit's link lives.
-var wantsDirs = []string{
-	"/etc/systemd/system/multi-user.target.wants",
-	"/etc/systemd/system/sysinit.target.wants",
-	"/usr/lib/systemd/system/multi-user.target.wants",
-	"/lib/systemd/system/multi-user.target.wants",
-}
 
 // ActiveState asks a live host's service manager for a unit's state; the
 // orchestrator passes the system collector's.
@@ -69,11 +63,11 @@ func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Fac
 			a.Installed = true
 		}
 	}
-	for _, d := range wantsDirs {
-		if _, err := env.FS.Lstat(path.Join(d, "auditd.service")); err == nil {
-			a.Enabled = true
-		}
+	enabled, _, err := system.EnabledUnits(env.FS, env.Live)
+	if err != nil {
+		return err
 	}
+	a.Enabled = slices.Contains(enabled, "auditd.service")
 	if err := readRules(env.FS, a); err != nil {
 		return err
 	}
@@ -82,7 +76,7 @@ func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Fac
 		return err
 	}
 	a.Config = cfg
-	if a.Remote, err = readRemote(env.FS); err != nil {
+	if a.Remote, err = readRemote(env.FS, slices.Contains(enabled, "systemd-journal-upload.service")); err != nil {
 		return err
 	}
 	if env.Live {
@@ -226,8 +220,8 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 
 // readRemote reads where the records are forwarded. journald upload counts
 // only when its unit is enabled: the file alone sends nothing.
-func readRemote(fsys sysroot.FS) (facts.AuditRemote, error) {
-	var r facts.AuditRemote
+func readRemote(fsys sysroot.FS, journalUpload bool) (facts.AuditRemote, error) {
+	r := facts.AuditRemote{JournalUpload: journalUpload}
 	plugin, err := readKeyValues(fsys, auRemoteConf)
 	if err != nil {
 		return r, err
@@ -238,11 +232,6 @@ func readRemote(fsys sysroot.FS) (facts.AuditRemote, error) {
 		return r, err
 	}
 	r.AudispRemoteServer = remote["remote_server"]
-	for _, d := range wantsDirs {
-		if _, err := fsys.Lstat(path.Join(d, "systemd-journal-upload.service")); err == nil {
-			r.JournalUpload = true
-		}
-	}
 	data, err := fsys.ReadFileLimit(journalUploadConf, maxConfigFile)
 	switch {
 	case err == nil:

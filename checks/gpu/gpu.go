@@ -218,7 +218,7 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 	}
 	var pci nvml.PciInfo
 	if get("pci_bus_id", "GetPciInfo", func() (r nvml.Return) { pci, r = dev.GetPciInfo(); return }) {
-		d.PCIBusID = busID(pci.BusId)
+		d.PCIBusID = BusID(pci.BusId)
 	}
 
 	arch, known := ArchOf(d.Name)
@@ -430,8 +430,8 @@ func confCompute(s nvml.ConfComputeSystemState) *facts.ConfCompute {
 	}
 }
 
-// busID turns NVML's NUL-terminated char array into a string.
-func busID(raw [32]int8) string {
+// BusID turns NVML's NUL-terminated PCI bus id into a string.
+func BusID(raw [32]int8) string {
 	b := make([]byte, 0, len(raw))
 	for _, c := range raw {
 		if c == 0 {

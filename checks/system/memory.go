@@ -174,85 +174,80 @@ func (kubeletCollector) Collect(_ context.Context, env *collector.Env, f *facts.
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
 		}
-		next, err := ParseKubeletConfig(env.FS.Display(name), data)
+		doc, err := decodeKubelet(env.FS.Display(name), data)
 		if err != nil {
 			return err
 		}
-		k = mergeKubelet(k, next, data)
+		k = mergeKubelet(k, doc, env.FS.Display(name))
 	}
 	f.Kubelet = k
 	return nil
 }
 
-// mergeKubelet lays a drop-in over what came before, as the kubelet does:
-// a field the drop-in sets replaces the earlier value. set is the drop-in's
-// text, to tell an unset field from one set to its zero value.
-func mergeKubelet(base, drop *facts.Kubelet, set []byte) *facts.Kubelet {
-	if base == nil {
-		return drop
-	}
-	var present map[string]any
-	if boundedyaml.Decode("kubelet drop-in", set, &present) != nil {
-		return base
-	}
-	has := func(key string) bool { _, ok := present[key]; return ok }
-	out := *base
-	out.ConfigPath = base.ConfigPath + ", " + drop.ConfigPath
-	if has("cgroupDriver") {
-		out.CgroupDriver = drop.CgroupDriver
-	}
-	if has("systemReserved") {
-		out.SystemReservedMemory = drop.SystemReservedMemory
-	}
-	if has("kubeReserved") {
-		out.KubeReservedMemory = drop.KubeReservedMemory
-	}
-	if has("evictionHard") {
-		out.EvictionHardMemory = drop.EvictionHardMemory
-	}
-	if has("enforceNodeAllocatable") {
-		out.EnforceNodeAllocatable = drop.EnforceNodeAllocatable
-	}
-	if has("rotateCertificates") {
-		out.RotateCertificates = drop.RotateCertificates
-	}
-	if has("serverTLSBootstrap") {
-		out.ServerTLSBootstrap = drop.ServerTLSBootstrap
-	}
-	return &out
+// kubeletDoc is the part of a KubeletConfiguration the checks read; a nil
+// field is one the document leaves unset, so a drop-in changes only what
+// it names.
+type kubeletDoc struct {
+	Kind                   string            `yaml:"kind"`
+	CgroupDriver           *string           `yaml:"cgroupDriver"`
+	SystemReserved         map[string]string `yaml:"systemReserved"`
+	KubeReserved           map[string]string `yaml:"kubeReserved"`
+	EvictionHard           map[string]string `yaml:"evictionHard"`
+	EnforceNodeAllocatable *[]string         `yaml:"enforceNodeAllocatable"`
+	RotateCertificates     *bool             `yaml:"rotateCertificates"`
+	ServerTLSBootstrap     *bool             `yaml:"serverTLSBootstrap"`
 }
 
-// ParseKubeletConfig reads a KubeletConfiguration document's memory
-// settings; display names the file.
-func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
-	var doc struct {
-		Kind                   string            `yaml:"kind"`
-		CgroupDriver           string            `yaml:"cgroupDriver"`
-		SystemReserved         map[string]string `yaml:"systemReserved"`
-		KubeReserved           map[string]string `yaml:"kubeReserved"`
-		EvictionHard           map[string]string `yaml:"evictionHard"`
-		EnforceNodeAllocatable []string          `yaml:"enforceNodeAllocatable"`
-		RotateCertificates     bool              `yaml:"rotateCertificates"`
-		ServerTLSBootstrap     bool              `yaml:"serverTLSBootstrap"`
-	}
+func decodeKubelet(display string, data []byte) (*kubeletDoc, error) {
+	var doc kubeletDoc
 	if err := boundedyaml.Decode(display, data, &doc); err != nil {
 		return nil, fmt.Errorf("parsing %w", err)
 	}
 	if doc.Kind != "KubeletConfiguration" {
 		return nil, fmt.Errorf("parsing %s: kind %q, want KubeletConfiguration", display, doc.Kind)
 	}
-	k := &facts.Kubelet{
-		ConfigPath:             display,
-		CgroupDriver:           doc.CgroupDriver,
-		SystemReservedMemory:   doc.SystemReserved["memory"],
-		KubeReservedMemory:     doc.KubeReserved["memory"],
-		EvictionHardMemory:     doc.EvictionHard["memory.available"],
-		EnforceNodeAllocatable: doc.EnforceNodeAllocatable,
-		RotateCertificates:     doc.RotateCertificates,
-		ServerTLSBootstrap:     doc.ServerTLSBootstrap,
+	return &doc, nil
+}
+
+// ParseKubeletConfig reads a KubeletConfiguration document's memory and
+// certificate rotation settings; display names the file.
+func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
+	doc, err := decodeKubelet(display, data)
+	if err != nil {
+		return nil, err
 	}
-	if k.EnforceNodeAllocatable == nil {
-		k.EnforceNodeAllocatable = []string{}
+	return mergeKubelet(nil, doc, display), nil
+}
+
+// mergeKubelet lays doc over base as the kubelet lays a drop-in over its
+// configuration: a field doc sets replaces the earlier value. A nil base
+// starts from the kubelet's defaults.
+func mergeKubelet(base *facts.Kubelet, doc *kubeletDoc, display string) *facts.Kubelet {
+	k := facts.Kubelet{ConfigPath: display, EnforceNodeAllocatable: []string{}}
+	if base != nil {
+		k = *base
+		k.ConfigPath = base.ConfigPath + ", " + display
 	}
-	return k, nil
+	if doc.CgroupDriver != nil {
+		k.CgroupDriver = *doc.CgroupDriver
+	}
+	if doc.SystemReserved != nil {
+		k.SystemReservedMemory = doc.SystemReserved["memory"]
+	}
+	if doc.KubeReserved != nil {
+		k.KubeReservedMemory = doc.KubeReserved["memory"]
+	}
+	if doc.EvictionHard != nil {
+		k.EvictionHardMemory = doc.EvictionHard["memory.available"]
+	}
+	if doc.EnforceNodeAllocatable != nil {
+		k.EnforceNodeAllocatable = append([]string{}, *doc.EnforceNodeAllocatable...)
+	}
+	if doc.RotateCertificates != nil {
+		k.RotateCertificates = *doc.RotateCertificates
+	}
+	if doc.ServerTLSBootstrap != nil {
+		k.ServerTLSBootstrap = *doc.ServerTLSBootstrap
+	}
+	return &k
 }

@@ -26,17 +26,11 @@ func (systemdCollector) Name() string { return "systemd" }
 // live, /run) count: the .wants links under /usr/lib/systemd/system are the
 // vendor's static dependencies, not something anyone enabled.
 func (systemdCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
-	dirs := []string{"/etc/systemd/system"}
-	if env.Live {
-		dirs = append(dirs, "/run/systemd/system")
+	enabled, masked, err := EnabledUnits(env.FS, env.Live)
+	if err != nil {
+		return err
 	}
-	enabled, masked := map[string]bool{}, map[string]bool{}
-	for _, dir := range dirs {
-		if err := unitDir(env.FS, dir, enabled, masked); err != nil {
-			return err
-		}
-	}
-	s := &facts.Systemd{Enabled: sortedKeys(enabled), Masked: sortedKeys(masked)}
+	s := &facts.Systemd{Enabled: enabled, Masked: masked}
 	pkgs := f.Packages
 	if pkgs == nil {
 		pkgs, _ = readPackages(env.FS)
@@ -46,6 +40,24 @@ func (systemdCollector) Collect(_ context.Context, env *collector.Env, f *facts.
 	}
 	f.Systemd = s
 	return nil
+}
+
+// EnabledUnits lists, sorted, the units an administrator enabled (their
+// .wants and .requires links) and masked, under /etc/systemd/system and,
+// live, /run/systemd/system: what the systemd facts report, for collectors
+// that need one unit's state before those facts exist.
+func EnabledUnits(fsys sysroot.FS, live bool) (enabled, masked []string, err error) {
+	dirs := []string{"/etc/systemd/system"}
+	if live {
+		dirs = append(dirs, "/run/systemd/system")
+	}
+	on, off := map[string]bool{}, map[string]bool{}
+	for _, dir := range dirs {
+		if err := unitDir(fsys, dir, on, off); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sortedKeys(on), sortedKeys(off), nil
 }
 
 func unitDir(fsys sysroot.FS, dir string, enabled, masked map[string]bool) error {
