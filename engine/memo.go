@@ -138,8 +138,32 @@ type itemDigests struct {
 	items   []readItem
 	shared  *sharedDigests
 	buf     []byte
+	cat     []byte // the item digests a key of several items hashes
 	sums    [][sha256.Size]byte
 	state   []uint8 // 0: not yet, 1: done, 2: too large or deep
+	// members caches facts.SharedKey per top-level member: many items
+	// read each member, and the lookup takes the decoder memo's lock.
+	members []memberShare
+}
+
+// memberShare is what facts.SharedKey said of one top-level member.
+type memberShare struct {
+	name   string
+	key    any
+	shared bool
+}
+
+// sharedKey is facts.SharedKey of the top-level member name, asked once
+// per document.
+func (d *itemDigests) sharedKey(name string, member any) (any, bool) {
+	for _, m := range d.members {
+		if m.name == name {
+			return m.key, m.shared
+		}
+	}
+	key, shared := facts.SharedKey(member)
+	d.members = append(d.members, memberShare{name: name, key: key, shared: shared})
+	return key, shared
 }
 
 // sharedDigests keeps the digests of items inside the top-level members
@@ -200,14 +224,14 @@ func (d *itemDigests) key(i int, ids []int, pass bool) (memoKey, bool) {
 		k.sum = d.sums[ids[0]]
 		return k, true
 	}
-	h := sha256.New()
+	d.cat = d.cat[:0]
 	for _, id := range ids {
 		if !d.digest(id) {
 			return memoKey{}, false
 		}
-		h.Write(d.sums[id][:])
+		d.cat = append(d.cat, d.sums[id][:]...)
 	}
-	h.Sum(k.sum[:0])
+	k.sum = sha256.Sum256(d.cat)
 	return k, true
 }
 
@@ -223,7 +247,7 @@ func (d *itemDigests) digest(id int) bool {
 	if d.root == nil && d.shared != nil && len(it.path) > 0 && !it.path[0].each {
 		if obj, isObj := d.decoded.(map[string]any); isObj {
 			member := obj[it.path[0].key]
-			if key, shared := facts.SharedKey(member); shared {
+			if key, shared := d.sharedKey(it.path[0].key, member); shared {
 				sk = sharedItem{item: id, member: key}
 				if e, hit := d.shared.load(sk); hit {
 					return d.settle(id, e.sum, e.ok)

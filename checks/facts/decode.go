@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"io"
 	"reflect"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -35,11 +36,27 @@ type parser struct {
 	// names holds the schema's property names, so that the names every
 	// document repeats share one string instead of each allocating its own.
 	names map[string]string
+	// nested, when set, holds the trees of arrays nested inside a member
+	// (a GPU's NVLink list) that other documents repeat byte for byte while
+	// the member around them differs. Objects are left out: the small ones
+	// cost less to parse than to find, and the large ones hold what differs
+	// (a GPU's UUID and temperature).
+	nested *memberMemo
+	data   []byte
+	depth  int
 }
 
 func newParser(names map[string]string) *parser {
 	return &parser{dec: decoderPool.Get().(*jsontext.Decoder), names: names}
 }
+
+// Nested arrays between nestedMin and nestedMax bytes are looked up in the
+// parser's nested memo: smaller ones cost less to parse than to look up,
+// and larger ones (the list of GPUs) tend to hold what differs.
+const (
+	nestedMin = 48
+	nestedMax = 512
+)
 
 // release returns the decoder to the pool; p must not be used afterwards.
 func (p *parser) release() {
@@ -51,6 +68,8 @@ func (p *parser) release() {
 
 // reset points the parser at data.
 func (p *parser) reset(data []byte) {
+	p.data = data
+	p.depth = 0
 	p.rd.Reset(data)
 	p.dec.Reset(&p.rd, jsonOptions...)
 }
@@ -58,7 +77,51 @@ func (p *parser) reset(data []byte) {
 // value reads one whole value. Nesting is bounded by the decoder, which
 // refuses more than 10,000 levels, as encoding/json does.
 func (p *parser) value() (any, error) {
-	switch p.dec.PeekKind() {
+	kind := p.dec.PeekKind()
+	if kind == '[' && p.nested != nil && p.depth > 0 {
+		return p.nestedValue()
+	}
+	return p.plainValue(kind)
+}
+
+// nestedValue reads an array nested inside a member through the nested
+// memo. A hit still has the decoder read the bytes, so that they are held
+// to the same syntax rules as any other; it only saves building the tree.
+func (p *parser) nestedValue() (any, error) {
+	// The decoder stands after the last token it returned, which leaves
+	// the separator before this value (a name's colon, an element's comma)
+	// still to read.
+	start := skipSpace(p.data, int(p.dec.InputOffset()))
+	if start < len(p.data) && (p.data[start] == ':' || p.data[start] == ',') {
+		start = skipSpace(p.data, start+1)
+	}
+	var end ValueEnd
+	n := -1
+	if start < len(p.data) {
+		n = end.Feed(p.data[start:min(len(p.data), start+nestedMax)])
+	}
+	if n < nestedMin {
+		return p.plainValue(p.dec.PeekKind())
+	}
+	raw := p.data[start : start+n]
+	if tree, ok := p.nested.get("", raw); ok {
+		if err := p.dec.SkipValue(); err != nil {
+			return nil, err
+		}
+		return tree, nil
+	}
+	tree, err := p.plainValue(p.dec.PeekKind())
+	if err == nil {
+		p.nested.put("", raw, tree)
+	}
+	return tree, err
+}
+
+// plainValue reads one value of the given kind, building its tree.
+func (p *parser) plainValue(kind jsontext.Kind) (any, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	switch kind {
 	case '{':
 		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, err
@@ -102,6 +165,9 @@ func (p *parser) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n, ok := smallNumber(raw); ok {
+			return n, nil
+		}
 		return json.Number(raw), nil
 	default:
 		// null, true, false, or the decoder's error for anything else.
@@ -117,6 +183,36 @@ func (p *parser) value() (any, error) {
 		}
 		return nil, fmt.Errorf("unexpected %v", tok.Kind())
 	}
+}
+
+// smallNumbers holds the boxed json.Number of every integer below
+// len(smallNumbers). Facts are full of them (indexes, counters that are
+// zero, link numbers, PCIe widths), and sharing one boxed value each saves
+// two allocations per number.
+var smallNumbers = func() (t [1024]any) {
+	for i := range t {
+		t[i] = json.Number(strconv.Itoa(i))
+	}
+	return t
+}()
+
+// smallNumber returns the shared value of raw when it is an integer in
+// smallNumbers written the canonical way (no sign, no leading zero).
+func smallNumber(raw []byte) (any, bool) {
+	if len(raw) == 0 || len(raw) > 4 || (raw[0] == '0' && len(raw) > 1) {
+		return nil, false
+	}
+	n := 0
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n >= len(smallNumbers) {
+		return nil, false
+	}
+	return smallNumbers[n], true
 }
 
 // str reads a string. Most strings hold no escape and valid UTF-8, so their
@@ -316,11 +412,13 @@ func (p *parser) end() error {
 	return nil
 }
 
-// parseJSON parses one whole document.
-func parseJSON(data []byte, names map[string]string) (any, error) {
+// parseJSON parses one whole document, with nested collections found in
+// the nested memo when it is not nil.
+func parseJSON(data []byte, names map[string]string, nested *memberMemo) (any, error) {
 	p := newParser(names)
 	defer p.release()
 	p.reset(data)
+	p.nested = nested
 	v, err := p.value()
 	if err != nil {
 		return nil, err

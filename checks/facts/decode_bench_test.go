@@ -73,3 +73,61 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		}
 	}
 }
+
+// eightGPUHosts are n live hosts of one image, each with eight GPUs of 18
+// NVLinks: the gpu member differs on every host (UUIDs, temperatures) while
+// the NVLink lists inside it repeat.
+func eightGPUHosts(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	docs := make([][]byte, n)
+	for h := range docs {
+		f := fullFacts()
+		f.GPU.Devices = nil
+		for d := range 8 {
+			temp := 30 + (h*8+d)%45
+			dev := GPUDevice{Index: d, Name: "NVIDIA H100 80GB HBM3", TemperatureC: &temp,
+				UUID:     fmt.Sprintf("GPU-%08x-0000-0000-0000-%012x", h, d),
+				PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
+				ECC:      &ECC{Current: true, Pending: true}, PCIe: &PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16}}
+			for l := range 18 {
+				dev.NVLink = append(dev.NVLink, NVLink{Link: l, Active: true})
+			}
+			f.GPU.Devices = append(f.GPU.Devices, dev)
+		}
+		data, err := json.Marshal(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		docs[h] = data
+	}
+	return docs
+}
+
+// BenchmarkDecodeFleet decodes a fleet of eight-GPU hosts, each unlike the
+// last, with the member memo alone and with the nested memo beside it,
+// which is what justifies the nested memo.
+func BenchmarkDecodeFleet(b *testing.B) {
+	v, err := schema()
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := eightGPUHosts(b, 2000)
+	for _, nested := range []bool{false, true} {
+		b.Run(map[bool]string{false: "members", true: "members+nested"}[nested], func(b *testing.B) {
+			c := *v
+			c.memo, c.nested = newMemberMemo(memoBytes), nil
+			if nested {
+				c.nested = newMemberMemo(memoBytes)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(docs[0])))
+			i := 0
+			for b.Loop() {
+				if _, err := c.decode(docs[i%len(docs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

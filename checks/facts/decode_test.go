@@ -16,7 +16,7 @@ func agree(t *testing.T, v *validator, data []byte) {
 	t.Helper()
 	want, wantErr := v.decodeWhole(data)
 	cold := *v
-	cold.memo = nil
+	cold.memo, cold.nested = nil, nil
 	for _, path := range []struct {
 		name string
 		v    *validator
@@ -51,7 +51,86 @@ func testValidator(t testing.TB) *validator {
 		t.Fatal("the facts schema does not compile for fastCheck; every member takes the slow validator")
 	}
 	v.memo = newMemberMemo(1 << 20)
+	v.nested = newMemberMemo(1 << 20)
 	return v
+}
+
+// gpuHost is good-full.json as one host of a fleet reports it: its GPU
+// reads temp degrees, so the gpu member differs from host to host while
+// the NVLink list inside it does not.
+func gpuHost(t testing.TB, temp int, links string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "good-full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dev := doc["gpu"].(map[string]any)["devices"].([]any)[0].(map[string]any)
+	dev["temperature_c"] = temp
+	dev["nvlink"] = json.RawMessage(links)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// eighteenLinks is an H100's NVLink list, long enough for the nested memo.
+const eighteenLinks = `[{"link":0,"active":true},{"link":1,"active":true},{"link":2,"active":true},` +
+	`{"link":3,"active":true},{"link":4,"active":true},{"link":5,"active":true},{"link":6,"active":true}]`
+
+// TestNestedMemoSharesRepeatedArrays decodes hosts whose gpu member differs
+// while its NVLink list repeats: every decode agrees with the reference,
+// and from the second sighting on the hosts share one list.
+func TestNestedMemoSharesRepeatedArrays(t *testing.T) {
+	v := testValidator(t)
+	var lists []any
+	for temp := range 4 {
+		data := gpuHost(t, 40+temp, eighteenLinks)
+		agree(t, v, data)
+		got, err := v.decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := got.(map[string]any)["gpu"].(map[string]any)["devices"].([]any)[0].(map[string]any)
+		lists = append(lists, dev["nvlink"])
+	}
+	first, _ := keyOf(lists[1])
+	for i, l := range lists[2:] {
+		if k, _ := keyOf(l); k != first {
+			t.Errorf("host %d: its NVLink list was parsed again, not shared", i+2)
+		}
+	}
+}
+
+// TestNestedMemoHoldsSyntax feeds bytes the nested memo holds in places
+// where the document around them is wrong: the decoder still reads every
+// separator, and a repeated name inside a held list is still refused
+// (those are other bytes, so no hit).
+func TestNestedMemoHoldsSyntax(t *testing.T) {
+	v := testValidator(t)
+	for temp := range 3 {
+		agree(t, v, gpuHost(t, 40+temp, eighteenLinks))
+	}
+	good := string(gpuHost(t, 50, eighteenLinks))
+	for name, doc := range map[string]string{
+		"comma for colon":  strings.Replace(good, `"nvlink":[`, `"nvlink",[`, 1),
+		"two colons":       strings.Replace(good, `"nvlink":[`, `"nvlink"::[`, 1),
+		"no comma after":   strings.Replace(good, `"active":true}],`, `"active":true}]`, 1),
+		"repeated name":    strings.Replace(good, `{"link":6,"active":true}`, `{"link":6,"link":6,"active":true}`, 1),
+		"list cut short":   strings.Replace(good, `{"link":6,"active":true}]`, `{"link":6,"active":true}`, 1),
+		"trailing garbage": good + "]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := v.decode([]byte(doc)); err == nil {
+				t.Fatalf("accepted %s", name)
+			}
+			agree(t, v, []byte(doc))
+		})
+	}
 }
 
 // TestFastCheckAcceptsExample makes sure the fast path is taken: every
@@ -62,7 +141,7 @@ func TestFastCheckAcceptsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := parseJSON(data, nil)
+	doc, err := parseJSON(data, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +300,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	if data, err := os.ReadFile(filepath.Join("testdata", "good-full.json")); err == nil {
 		f.Add(data)
 	}
+	f.Add(gpuHost(f, 41, eighteenLinks))
 	v := testValidator(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, v, data)

@@ -55,6 +55,9 @@ type validator struct {
 	fast  map[string]*node
 	names map[string]string // every property name in the schema
 	memo  *memberMemo       // nil: no memo
+	// nested holds collections nested in members (see parser.nested);
+	// nil: none.
+	nested *memberMemo
 }
 
 // schema compiles SchemaJSON once; the compiled schema is safe for
@@ -64,6 +67,7 @@ func schema() (*validator, error) {
 		compiled, compileErr = compile(SchemaJSON)
 		if compiled != nil {
 			compiled.memo = newMemberMemo(memoBytes)
+			compiled.nested = newMemberMemo(memoBytes)
 		}
 	})
 	return compiled, compileErr
@@ -258,7 +262,7 @@ func (v *validator) decode(data []byte) (any, error) {
 		if tree, ok := v.memo.get(name, raw); ok {
 			obj[name] = tree
 		} else {
-			tree, err := parseJSON(raw, v.names)
+			tree, err := parseJSON(raw, v.names, v.nested)
 			if err != nil {
 				return v.decodeWhole(data)
 			}

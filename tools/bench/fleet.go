@@ -39,6 +39,17 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		base.TLS = &facts.TLS{}
 	}
 	base.TLS.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
+	if base.Audit != nil {
+		// A running host's kernel holds what its rules files load.
+		audit := *base.Audit
+		audit.Kernel = &facts.AuditKernel{Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
+		for _, r := range audit.Rules {
+			if r.Kind == "watch" || r.Kind == "syscall" {
+				audit.Kernel.Rules = append(audit.Kernel.Rules, r)
+			}
+		}
+		base.Audit = &audit
+	}
 	configFiles := []facts.ConfigFile{
 		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},
 		{Path: "/etc/default/grub", SHA256: strings.Repeat("cd", 32)},
