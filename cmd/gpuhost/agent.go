@@ -45,7 +45,7 @@ func (a *app) agentCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keep, err := parseRetain(retain)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			cfg.Retain.MaxAge = keep
 			// Runs repeat on one host: the memo answers what did not change.
@@ -64,13 +64,13 @@ func (a *app) agentCommand() *cobra.Command {
 			}
 			ag, err := agent.New(cfg)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			if once {
 				return a.agentOnce(cmd.Context(), ag, cfg.DBPath)
 			}
 			if err := ag.Run(cmd.Context()); err != nil {
-				return untrusted(err)
+				return err
 			}
 			return nil
 		},
@@ -78,8 +78,8 @@ func (a *app) agentCommand() *cobra.Command {
 	sf.policyFlags.register(cmd)
 	f := cmd.Flags()
 	sf.waivers.register(cmd)
-	f.StringVar(&sf.failOn, "fail-on", "high", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
-	f.StringVar(&sf.failOnSkip, "fail-on-skip", "", "a run's exit code is also 1 when a check at or above this severity was skipped or errored")
+	f.Var(choiceVar(&sf.failOn, "high", reports.Severities...), "fail-on", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.Var(optionalChoiceVar(&sf.failOnSkip, reports.Severities...), "fail-on-skip", "a run's exit code is also 1 when a check at or above this severity was skipped or errored")
 	hf.register(cmd)
 	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
 	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
@@ -139,16 +139,16 @@ func (a *app) agentScan(sc *scan.Scanner, baseline, rootfs string, hf *hostFlags
 func (a *app) agentOnce(ctx context.Context, ag *agent.Agent, db string) error {
 	st, err := agent.OpenStore(ctx, db)
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	st.Close()
 	defer ag.Close()
 	r := ag.RunOnce(ctx)
 	if r.Error != "" {
-		return untrusted(errors.New(r.Error))
+		return errors.New(r.Error)
 	}
 	if r.ID == 0 {
-		return untrusted(fmt.Errorf("run not recorded in %s", db))
+		return fmt.Errorf("run not recorded in %s", db)
 	}
 	fmt.Fprintf(a.stdout, "run %d: exit %d, %d failed, %d errors, %d waived (%s)\n", r.ID, r.ExitCode,
 		r.Summary.ByStatus[reports.StatusFail], r.Summary.ByStatus[reports.StatusError],

@@ -54,7 +54,7 @@ func (a *app) bootCommand() *cobra.Command {
 			for _, f := range forwards {
 				fw, err := parseForward(f)
 				if err != nil {
-					return untrusted(err)
+					return err
 				}
 				cfg.Forwards = append(cfg.Forwards, fw)
 			}
@@ -62,17 +62,17 @@ func (a *app) bootCommand() *cobra.Command {
 			for _, c := range credentials {
 				name, file, ok := strings.Cut(c, "=")
 				if !ok || name == "" || file == "" {
-					return untrusted(fmt.Errorf("--credential %q: use NAME=FILE", c))
+					return fmt.Errorf("--credential %q: use NAME=FILE", c)
 				}
 				b, err := userfile.Read(file, 1<<20)
 				if err != nil {
-					return untrusted(fmt.Errorf("--credential %s: %w", name, err))
+					return fmt.Errorf("--credential %s: %w", name, err)
 				}
 				cfg.Credentials[name] = b
 			}
 			work, err := os.MkdirTemp("", "gpuhost-boot-")
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			defer os.RemoveAll(work)
 			cfg.Dir = work
@@ -83,13 +83,13 @@ func (a *app) bootCommand() *cobra.Command {
 				if waivers != "" {
 					b, err := userfile.Read(waivers, 4<<20)
 					if err != nil {
-						return untrusted(fmt.Errorf("--waivers: %w", err))
+						return fmt.Errorf("--waivers: %w", err)
 					}
 					inputs["waivers.yaml"] = b
 				}
 				cfg.SelftestDisk = filepath.Join(work, "selftest.raw")
 				if err := qemu.WriteSelftestDisk(cfg.SelftestDisk, inputs); err != nil {
-					return untrusted(err)
+					return err
 				}
 			}
 			return a.boot(cmd.Context(), cfg, selftest, timeout)
@@ -118,7 +118,7 @@ func (a *app) boot(ctx context.Context, cfg qemu.Config, selftest string, timeou
 	defer stop()
 	vm, err := qemu.Start(ctx, cfg)
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	defer vm.Stop()
 	fmt.Fprintf(a.stderr, "gpuhost boot: %s under %s on %s (qemu pid %d)\n", cfg.Disk, cfg.Firmware, vm.Accel(), vm.PID())
@@ -130,21 +130,21 @@ func (a *app) boot(ctx context.Context, cfg qemu.Config, selftest string, timeou
 	err = vm.Wait(ctx, timeout)
 	<-copied
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	if selftest == "" {
 		return nil
 	}
 	files, err := qemu.ReadSelftestDisk(cfg.SelftestDisk)
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	if err := os.MkdirAll(selftest, 0o755); err != nil {
-		return untrusted(err)
+		return err
 	}
 	for name, data := range files {
 		if err := manifest.WriteFileAtomic(filepath.Join(selftest, filepath.Base(name)), data, 0o644); err != nil {
-			return untrusted(err)
+			return err
 		}
 	}
 	return a.printLiveVerdict(files)
@@ -155,12 +155,12 @@ func (a *app) boot(ctx context.Context, cfg qemu.Config, selftest string, timeou
 func (a *app) printLiveVerdict(files map[string][]byte) error {
 	code, err := strconv.Atoi(strings.TrimSpace(string(files["scan.rc"])))
 	if err != nil {
-		return untrusted(fmt.Errorf("the selftest wrote no exit code for its scan: %q", files["scan.rc"]))
+		return fmt.Errorf("the selftest wrote no exit code for its scan: %q", files["scan.rc"])
 	}
 	for _, name := range []string{"scan", "drift"} {
 		var r reports.Report
 		if err := json.Unmarshal(files[name+".json"], &r); err != nil {
-			return untrusted(fmt.Errorf("the selftest's %s report: %w (stderr: %s)", name, err, strings.TrimSpace(string(files[name+".err"]))))
+			return fmt.Errorf("the selftest's %s report: %w (stderr: %s)", name, err, strings.TrimSpace(string(files[name+".err"])))
 		}
 		s := r.Summary
 		fmt.Fprintf(a.stdout, "live %s: %d checks: %d failed, %d errors, %d waived, %d skipped, %d passed (exit %s)\n",

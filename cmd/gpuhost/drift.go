@@ -43,11 +43,11 @@ func (a *app) driftCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if baseline == "" {
-				return untrusted(errors.New("--baseline is required"))
+				return errors.New("--baseline is required")
 			}
 			base, err := readBaseline(baseline)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
 				var f *facts.Facts

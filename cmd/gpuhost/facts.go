@@ -24,7 +24,7 @@ func (a *app) factsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := checks.Rootfs(cmd.Context(), args[0], a.collectOptions(nil))
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return a.printFacts(f)
 		},
@@ -37,7 +37,7 @@ func (a *app) factsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := checks.Host(cmd.Context(), hf.root, a.collectOptions(&hf))
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return a.printFacts(f)
 		},
@@ -56,7 +56,7 @@ func (a *app) printFacts(f *facts.Facts) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(f); err != nil {
-		return untrusted(fmt.Errorf("writing facts: %w", err))
+		return fmt.Errorf("writing facts: %w", err)
 	}
 	var failed []string
 	for name, st := range f.Collectors {
@@ -66,7 +66,7 @@ func (a *app) printFacts(f *facts.Facts) error {
 	}
 	if len(failed) > 0 {
 		sort.Strings(failed)
-		return untrusted(fmt.Errorf("collectors failed on this target: %s (their reasons are in the document)", strings.Join(failed, ", ")))
+		return fmt.Errorf("collectors failed on this target: %s (their reasons are in the document)", strings.Join(failed, ", "))
 	}
 	return nil
 }

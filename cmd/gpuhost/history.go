@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,12 +26,12 @@ func (a *app) historyCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := agent.OpenStoreReadOnly(cmd.Context(), db)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			defer st.Close()
 			runs, err := st.List(cmd.Context(), limit)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTARTED\tDURATION\tEXIT\tFAIL\tERROR\tWAIVED\tTARGET")
@@ -46,7 +45,7 @@ func (a *app) historyCommand() *cobra.Command {
 					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], target)
 			}
 			if err := tw.Flush(); err != nil {
-				return untrusted(err)
+				return err
 			}
 			return nil
 		},
@@ -61,35 +60,32 @@ func (a *app) historyCommand() *cobra.Command {
 		Long:  "Compare the reports of two recorded runs by id. Exit 1 when RUN2 fails a check RUN1 did not.",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(diff.Formats, format) {
-				return untrusted(fmt.Errorf("--format %q: want one of %s", format, strings.Join(diff.Formats, ", ")))
-			}
 			st, err := agent.OpenStoreReadOnly(cmd.Context(), db)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			defer st.Close()
 			var reps [2]*reports.Report
 			for i, arg := range args {
 				id, err := strconv.ParseInt(arg, 10, 64)
 				if err != nil || id <= 0 {
-					return untrusted(fmt.Errorf("run %q: want a run id from gpuhost history", arg))
+					return fmt.Errorf("run %q: want a run id from gpuhost history", arg)
 				}
 				r, err := st.Get(cmd.Context(), id)
 				if errors.Is(err, agent.ErrNoRun) {
-					return untrusted(fmt.Errorf("run %d: not in %s", id, db))
+					return fmt.Errorf("run %d: not in %s", id, db)
 				}
 				if err != nil {
-					return untrusted(err)
+					return err
 				}
 				if r.Report == nil {
-					return untrusted(fmt.Errorf("run %d produced no report: %s", id, r.Error))
+					return fmt.Errorf("run %d produced no report: %s", id, r.Error)
 				}
 				reps[i] = r.Report
 			}
 			res := diff.Compare(reps[0], reps[1], "run "+args[0], "run "+args[1])
 			if err := diff.Render(a.stdout, res, format); err != nil {
-				return untrusted(fmt.Errorf("writing diff: %w", err))
+				return fmt.Errorf("writing diff: %w", err)
 			}
 			if res.HasNewFailures() {
 				return &exitError{code: 1}
@@ -97,7 +93,7 @@ func (a *app) historyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	d.Flags().StringVar(&format, "format", "table", "output format: "+strings.Join(diff.Formats, ", "))
+	d.Flags().Var(choiceVar(&format, "table", diff.Formats...), "format", "output format: "+strings.Join(diff.Formats, ", "))
 	cmd.AddCommand(d)
 	return cmd
 }

@@ -66,7 +66,7 @@ func (a *app) factsImageCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := checks.Image(cmd.Context(), args[0], imf.options(a.collectOptions(nil)))
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return a.printFacts(f)
 		},

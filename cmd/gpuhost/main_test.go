@@ -272,7 +272,11 @@ func TestUntrustedInputsExit2(t *testing.T) {
 	}{
 		"policy compile error": {[]string{"scan", "rootfs", hardened, "--policy", badPolicy}, "x.rego:"},
 		"bad fail-on":          {[]string{"scan", "rootfs", hardened, "--fail-on", "severe"}, "--fail-on"},
-		"unknown format":       {[]string{"scan", "rootfs", hardened, "--format", "pdf"}, "unknown report format"},
+		"unknown format":       {[]string{"scan", "rootfs", hardened, "--format", "pdf"}, `"--format" flag: want one of html,`},
+		"unknown report":       {[]string{"scan", "rootfs", hardened, "--report", "pdf=x.pdf"}, "unknown report format"},
+		"report without path":  {[]string{"scan", "rootfs", hardened, "--report", "sarif"}, "want FORMAT=PATH"},
+		"bad diff format":      {[]string{"report", "diff", "a.json", "b.json", "--format", "pdf"}, `"--format" flag: want one of table,`},
+		"bad verify fail-on":   {[]string{"verify", "example.com/x", "--fail-on", "severe"}, `"--fail-on" flag: want one of critical,`},
 		"missing rootfs":       {[]string{"scan", "rootfs", "/nonexistent/rootfs"}, "/nonexistent/rootfs"},
 		"missing params":       {[]string{"scan", "rootfs", hardened, "--params", "/nonexistent.yaml"}, "--params"},
 		"unknown command":      {[]string{"scna"}, "unknown command"},

@@ -54,11 +54,11 @@ func (a *app) policyCommand() *cobra.Command {
 				src, err = engine.LoadFS(policies.FS, "embedded")
 			}
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			rep, err := engine.RunTests(cmd.Context(), src)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return a.printTests(rep, failUnder, verbose)
 		},

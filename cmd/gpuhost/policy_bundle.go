@@ -24,13 +24,13 @@ func (a *app) policyBundleCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output == "" {
-				return untrusted(errors.New("-o is required: a bundle is binary"))
+				return errors.New("-o is required: a bundle is binary")
 			}
 			opts := bundle.Options{Algorithm: alg, Revision: revision}
 			if keyFile != "" {
 				key, err := userfile.Read(keyFile, userfile.MaxKey)
 				if err != nil {
-					return untrusted(fmt.Errorf("reading --signing-key: %w", err))
+					return fmt.Errorf("reading --signing-key: %w", err)
 				}
 				opts.SigningKey = string(key)
 			} else {
@@ -41,19 +41,19 @@ func (a *app) policyBundleCommand() *cobra.Command {
 			if dir != "" {
 				info, err := os.Stat(dir)
 				if err != nil {
-					return untrusted(fmt.Errorf("reading --policy: %w", err))
+					return fmt.Errorf("reading --policy: %w", err)
 				}
 				if !info.IsDir() {
-					return untrusted(fmt.Errorf("--policy %s: want a pack directory", dir))
+					return fmt.Errorf("--policy %s: want a pack directory", dir)
 				}
 				fsys, name = os.DirFS(dir), dir
 			}
 			data, err := bundle.Build(fsys, name, opts)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			if err := writeFileAtomic(output, data); err != nil {
-				return untrusted(err)
+				return err
 			}
 			a.log.Info("policy bundle written", "path", output, "signed", keyFile != "")
 			return nil

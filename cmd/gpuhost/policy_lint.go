@@ -24,18 +24,15 @@ func (a *app) policyLintCommand() *cobra.Command {
 		Short: "Review a pack: duplicate or misplaced ids, incomplete METADATA, undeclared params, Rego v0",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "text" && format != "json" {
-				return untrusted(fmt.Errorf("--format %q: want text or json", format))
-			}
 			var fsys fs.FS = policies.FS
 			name := "embedded"
 			if dir != "" {
 				info, err := os.Stat(dir)
 				if err != nil {
-					return untrusted(fmt.Errorf("reading --policy: %w", err))
+					return fmt.Errorf("reading --policy: %w", err)
 				}
 				if !info.IsDir() {
-					return untrusted(fmt.Errorf("--policy %s: lint reads a pack directory, not a bundle", dir))
+					return fmt.Errorf("--policy %s: lint reads a pack directory, not a bundle", dir)
 				}
 				fsys, name = os.DirFS(dir), dir
 			}
@@ -46,11 +43,11 @@ func (a *app) policyLintCommand() *cobra.Command {
 				schema, err = policies.ParamsSchema()
 			}
 			if err != nil {
-				return untrusted(fmt.Errorf("reading %s: %w", filepath.Join(name, engine.ParamsSchemaFile), err))
+				return fmt.Errorf("reading %s: %w", filepath.Join(name, engine.ParamsSchemaFile), err)
 			}
 			rev, err := lint.Review(cmd.Context(), fsys, name, schema)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			findings := rev.Findings
 			if format == "json" {
@@ -60,7 +57,7 @@ func (a *app) policyLintCommand() *cobra.Command {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(findings); err != nil {
-					return untrusted(err)
+					return err
 				}
 			} else {
 				for _, f := range findings {
@@ -84,7 +81,7 @@ func (a *app) policyLintCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "policy", "", "pack directory to lint (default: the embedded pack)")
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().Var(choiceVar(&format, "text", "text", "json"), "format", "output format: text or json")
 	return cmd
 }
 

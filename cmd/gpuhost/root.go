@@ -16,7 +16,9 @@ import (
 	"github.com/gpuhost/gpuhost/scan"
 )
 
-// exitError carries an exit code up to main; nothing below main exits.
+// exitError carries an exit code other than the default up to main;
+// nothing below main exits. An error of any other type is exit 2, the scan
+// could not be trusted, so commands return their errors as they are.
 type exitError struct {
 	code int
 	err  error
@@ -29,9 +31,6 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 func (e *exitError) Unwrap() error { return e.err }
-
-// untrusted wraps an error that makes a scan's verdict meaningless: exit 2.
-func untrusted(err error) error { return &exitError{code: scan.ExitUntrusted, err: err} }
 
 // app holds what every command shares: streams and the logger.
 type app struct {

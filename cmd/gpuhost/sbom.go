@@ -36,7 +36,7 @@ func (a *app) sbomCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := trivy.SBOM(cmd.Context(), args[0])
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return emit(data)
 		},
@@ -48,7 +48,7 @@ func (a *app) sbomCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := imageSBOM(cmd.Context(), args[0])
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			return emit(data)
 		},

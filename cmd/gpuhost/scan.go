@@ -48,12 +48,12 @@ func (p *policyFlags) engine(ctx context.Context, extra ...engine.Option) (*engi
 	// Name the flag, not just the file, when a file it names is missing.
 	for flag, file := range map[string]string{"--params": p.params, "--verification-key": p.verificationKey} {
 		if _, err := os.Stat(file); file != "" && err != nil {
-			return nil, untrusted(fmt.Errorf("reading %s: %w", flag, err))
+			return nil, fmt.Errorf("reading %s: %w", flag, err)
 		}
 	}
 	e, err := p.pack().Engine(ctx, extra...)
 	if err != nil {
-		return nil, untrusted(err)
+		return nil, err
 	}
 	return e, nil
 }
@@ -67,7 +67,7 @@ type scanFlags struct {
 	// could not be evaluated.
 	failOnSkip string
 	format     string
-	reports    []string
+	reports    []reportSpec
 	noColor    bool
 }
 
@@ -75,39 +75,16 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	s.policyFlags.register(cmd)
 	f := cmd.Flags()
 	s.waivers.register(cmd)
-	f.StringVar(&s.failOn, "fail-on", "high", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
-	f.StringVar(&s.failOnSkip, "fail-on-skip", "", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
-	f.StringVar(&s.format, "format", "", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
-	f.StringArrayVar(&s.reports, "report", nil, "also write FORMAT=PATH (repeatable), atomically")
+	f.Var(choiceVar(&s.failOn, "high", reports.Severities...), "fail-on", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.Var(optionalChoiceVar(&s.failOnSkip, reports.Severities...), "fail-on-skip", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
+	f.Var(optionalChoiceVar(&s.format, reports.Formats()...), "format", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
+	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
-}
-
-func (s *scanFlags) validate() error {
-	if !reports.ValidSeverity(s.failOn) {
-		return untrusted(fmt.Errorf("--fail-on %q: want one of %s", s.failOn, strings.Join(reports.Severities, ", ")))
-	}
-	if s.failOnSkip != "" && !reports.ValidSeverity(s.failOnSkip) {
-		return untrusted(fmt.Errorf("--fail-on-skip %q: want one of %s", s.failOnSkip, strings.Join(reports.Severities, ", ")))
-	}
-	if s.format != "" {
-		if _, err := reports.Lookup(s.format); err != nil {
-			return untrusted(fmt.Errorf("--format: %w", err))
-		}
-	}
-	for _, spec := range s.reports {
-		if _, _, err := reports.ParseReportSpec(spec); err != nil {
-			return untrusted(fmt.Errorf("--report: %w", err))
-		}
-	}
-	return nil
 }
 
 // scanner builds the pipeline. A single scan takes the plain engine path;
 // fleet evaluation (scan facts, the agent's repeated runs) passes the memo.
 func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.Scanner, error) {
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
 	e, err := s.engine(ctx, extra...)
 	if err != nil {
 		return nil, err
@@ -115,7 +92,7 @@ func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.
 	var opts []scan.Option
 	list, err := s.waivers.load(&s.policyFlags)
 	if err != nil {
-		return nil, untrusted(err)
+		return nil, err
 	}
 	if list != nil {
 		opts = append(opts, scan.WithWaivers(list))
@@ -139,15 +116,13 @@ func (a *app) stdoutRenderer(s *scanFlags) reports.Renderer {
 // the exit code for it.
 func (a *app) emit(s *scanFlags, rep *reports.Report) error {
 	if err := a.stdoutRenderer(s).Render(a.stdout, rep); err != nil {
-		return untrusted(fmt.Errorf("writing report: %w", err))
+		return fmt.Errorf("writing report: %w", err)
 	}
 	for _, spec := range s.reports {
-		format, path, _ := reports.ParseReportSpec(spec)
-		r, _ := reports.Lookup(format)
-		if err := reports.WriteFile(path, r, rep); err != nil {
-			return untrusted(err)
+		if err := reports.WriteFile(spec.path, spec.renderer, rep); err != nil {
+			return err
 		}
-		a.log.Info("report written", "format", format, "path", path)
+		a.log.Info("report written", "format", spec.format, "path", spec.path)
 	}
 	return exitFor([]*reports.Report{rep}, s.thresholds())
 }
@@ -274,12 +249,12 @@ func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(cont
 	}
 	f, err := collect(ctx)
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	a.logCollectorProblems(f)
 	rep, err := sc.Facts(ctx, f)
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	return a.emit(s, rep)
 }
@@ -312,16 +287,16 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		return out.write(r)
 	})
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	switch count {
 	case 0:
-		return untrusted(errors.New("no facts documents read"))
+		return errors.New("no facts documents read")
 	case 1:
 		return a.emit(s, first.Report)
 	}
 	if err := out.w.Flush(); err != nil {
-		return untrusted(err)
+		return err
 	}
 	if out.code != scan.ExitPass {
 		return &exitError{code: out.code}
@@ -340,10 +315,10 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 		return nil
 	})
 	if err != nil {
-		return untrusted(err)
+		return err
 	}
 	if sum.Hosts == 0 {
-		return untrusted(errors.New("no facts documents read"))
+		return errors.New("no facts documents read")
 	}
 	w := bufio.NewWriter(a.stdout)
 	write := sum.WriteTable
@@ -351,10 +326,10 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 		write = sum.WriteJSON
 	}
 	if err := write(w); err != nil {
-		return untrusted(fmt.Errorf("writing the summary: %w", err))
+		return fmt.Errorf("writing the summary: %w", err)
 	}
 	if err := w.Flush(); err != nil {
-		return untrusted(fmt.Errorf("writing the summary: %w", err))
+		return fmt.Errorf("writing the summary: %w", err)
 	}
 	if code := sum.ExitCode(); code != scan.ExitPass {
 		return &exitError{code: code}
@@ -366,10 +341,10 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 // document over the fleet, in a table or JSON, never per-host report files.
 func validateSummaryFlags(s *scanFlags) error {
 	if s.format != "" && s.format != "table" && s.format != "json" {
-		return untrusted(fmt.Errorf("--summary writes a table or json, not %q", s.format))
+		return fmt.Errorf("--summary writes a table or json, not %q", s.format)
 	}
 	if len(s.reports) > 0 {
-		return untrusted(errors.New("--summary writes to stdout only; --report is for per-host reports"))
+		return errors.New("--summary writes to stdout only; --report is for per-host reports")
 	}
 	return nil
 }

@@ -43,34 +43,31 @@ signature or provenance, missing or tampered evidence.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
-				return untrusted(errors.New("--key is required: the public key (PEM file) or KMS URI the image was signed with"))
-			}
-			if !reports.ValidSeverity(failOn) {
-				return untrusted(fmt.Errorf("--fail-on %q: want one of %s", failOn, strings.Join(reports.Severities, ", ")))
+				return errors.New("--key is required: the public key (PEM file) or KMS URI the image was signed with")
 			}
 			age, err := parseAge("--max-age", maxAge)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			v, err := verifier(cmd, key)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			o := verify.Options{Key: v, PolicyDigest: policyDigest, MaxAge: age, FailOn: failOn,
 				Registry: []publish.Option{publish.WithInsecure(insecure)}}
 			if (usernameEnv == "") != (passwordEnv == "") {
-				return untrusted(errors.New("--username-env and --password-env: set both or neither"))
+				return errors.New("--username-env and --password-env: set both or neither")
 			}
 			if usernameEnv != "" {
 				user, pass := os.Getenv(usernameEnv), os.Getenv(passwordEnv)
 				if user == "" || pass == "" {
-					return untrusted(fmt.Errorf("environment variables %s and %s must both be set", usernameEnv, passwordEnv))
+					return fmt.Errorf("environment variables %s and %s must both be set", usernameEnv, passwordEnv)
 				}
 				o.Registry = append(o.Registry, publish.WithBasicAuth(user, pass))
 			}
 			res, err := verify.Verify(cmd.Context(), args[0], o)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			a.printVerified(res)
 			if len(res.Problems) > 0 {
@@ -87,7 +84,7 @@ signature or provenance, missing or tampered evidence.`,
 	f.StringVar(&key, "key", "", "the public key (PEM, as cosign.pub) or KMS URI the image was signed with (required)")
 	f.StringVar(&policyDigest, "policy-digest", "", "the policy pack digest the report must have been made with (default: the one the provenance records)")
 	f.StringVar(&maxAge, "max-age", "", "refuse a report older than this: a duration such as 168h, or days such as 7d (default: no limit)")
-	f.StringVar(&failOn, "fail-on", "high", "refuse when a check failed at this severity or above")
+	f.Var(choiceVar(&failOn, "high", reports.Severities...), "fail-on", "refuse when a check failed at this severity or above: "+strings.Join(reports.Severities, ", "))
 	f.StringVar(&usernameEnv, "username-env", "", "environment variable holding the registry user name")
 	f.StringVar(&passwordEnv, "password-env", "", "environment variable holding the registry password or token")
 	f.BoolVar(&insecure, "insecure", false, "reach a registry that is not on a loopback or private address over plain HTTP")

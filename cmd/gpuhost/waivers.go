@@ -107,20 +107,20 @@ func (a *app) waiversCheckCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if within < 0 {
-				return untrusted(fmt.Errorf("--within %d: want a number of days, 0 or more", within))
+				return fmt.Errorf("--within %d: want a number of days, 0 or more", within)
 			}
 			now := time.Now()
 			if asOf != "" {
 				t, err := time.Parse(time.DateOnly, asOf)
 				if err != nil {
-					return untrusted(fmt.Errorf("--as-of %q: want a date, YYYY-MM-DD", asOf))
+					return fmt.Errorf("--as-of %q: want a date, YYYY-MM-DD", asOf)
 				}
 				now = t
 			}
 			wf.file = args[0]
 			list, err := wf.load(&pf)
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			_, keyFile, _ := wf.verification(&pf)
 			e, err := pf.engine(cmd.Context())
@@ -154,25 +154,25 @@ func (a *app) waiversSignCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keyFile == "" {
-				return untrusted(errors.New("--signing-key is required"))
+				return errors.New("--signing-key is required")
 			}
 			pem, err := userfile.Read(keyFile, userfile.MaxKey)
 			if err != nil {
-				return untrusted(fmt.Errorf("reading --signing-key: %w", err))
+				return fmt.Errorf("reading --signing-key: %w", err)
 			}
 			data, err := userfile.Read(args[0], waivers.MaxFile)
 			if err != nil {
-				return untrusted(fmt.Errorf("reading waivers: %w", err))
+				return fmt.Errorf("reading waivers: %w", err)
 			}
 			sig, err := waivers.Sign(data, args[0], waivers.Key{PEM: string(pem), Algorithm: alg})
 			if err != nil {
-				return untrusted(err)
+				return err
 			}
 			if output == "" {
 				output = waivers.SignatureFile(args[0])
 			}
 			if err := writeFileAtomic(output, sig); err != nil {
-				return untrusted(err)
+				return err
 			}
 			a.log.Info("waivers signed", "file", args[0], "signature", output)
 			return nil
@@ -231,7 +231,7 @@ func (a *app) reviewWaivers(r waiverReview) error {
 		}
 	}
 	if err := tw.Flush(); err != nil {
-		return untrusted(err)
+		return err
 	}
 	if header {
 		fmt.Fprintln(a.stdout)
