@@ -119,7 +119,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc gotestsum opa sarif-multitool cosign
+test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
@@ -197,6 +197,14 @@ OPA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-age
 opa: check-go
 	@$(OPA) version 2>/dev/null | grep -qx 'Version: $(patsubst v%,%,$(OPA_VERSION))' || \
 	  GOBIN=$(BIN) $(GO) install -trimpath github.com/open-policy-agent/opa@$(OPA_VERSION)
+
+# regal lints the policy pack (policies/opa_test.go runs it under
+# .regal/config.yaml); tools/regal pins the release, built from the module proxy.
+REGAL := $(BIN)/regal
+.PHONY: regal
+regal: $(REGAL)
+$(REGAL): tools/regal/go.mod tools/regal/go.sum | check-go
+	cd tools/regal && GOEXPERIMENT= $(GO) build -trimpath -o $(REGAL) github.com/styrainc/regal
 
 # The SARIF Multitool validates the SARIF reports as code scanning reads
 # them: Microsoft's self-contained Linux build from npm, installed under

@@ -52,3 +52,20 @@ func TestUpstreamOPA(t *testing.T) {
 		t.Errorf("opa fmt --list policies would reformat: %v\n%s", err, out)
 	}
 }
+
+// TestRegal lints the pack with regal, the Rego linter, under the
+// project's .regal/config.yaml (which says why each rule it relaxes is
+// relaxed); make regal builds the version tools/regal pins.
+func TestRegal(t *testing.T) {
+	regal := testutil.BuiltTool(t, "regal", "regal")
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(regal, "lint", "--no-color", "policies")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "No violations found") {
+		t.Errorf("regal lint policies: %v\n%s", err, out)
+	}
+}

@@ -45,6 +45,6 @@ via_journal if {
 	host == remote
 }
 
-describe(on, to) := sprintf("active, to %q", [to]) if on
+describe(true, to) := sprintf("active, to %q", [to])
 
-describe(on, _) := "inactive" if not on
+describe(false, _) := "inactive"

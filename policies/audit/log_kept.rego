@@ -37,7 +37,7 @@ deny contains sprintf("%s: max_log_file_action ignore stops writing records once
 	forwarded
 }
 
-deny contains sprintf("%s: %s %s %s when the disk runs out", [c.path, name, value, effect[value]]) if {
+deny contains msg if {
 	some name, value in {
 		"space_left_action": c.space_left_action,
 		"admin_space_left_action": c.admin_space_left_action,
@@ -45,6 +45,7 @@ deny contains sprintf("%s: %s %s %s when the disk runs out", [c.path, name, valu
 		"disk_error_action": c.disk_error_action,
 	}
 	loses(value)
+	msg := sprintf("%s: %s %s %s when the disk runs out", [c.path, name, value, effect[value]])
 }
 
 loses("ignore")

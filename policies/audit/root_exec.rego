@@ -30,9 +30,9 @@ records(r, arch) if {
 	r.kind == "syscall"
 	r.list == "exit"
 	r.action == "always"
+	r.arch in {"", arch}
 	some s in r.syscalls
 	s in {"execve", "all"}
-	r.arch in {"", arch}
 }
 
 # Its filter admits uid 0: none on the uid, or euid/uid = 0.

@@ -39,8 +39,8 @@ deny contains {"msg": msg, "subject": name} if {
 }
 
 deny contains {"msg": msg, "subject": name} if {
-	some name in wanted
 	input.cgroup.memory
+	some name in wanted
 	not name in {s.name | some s in input.cgroup.memory.slices}
 	msg := sprintf("%s was not found, so it has no memory limit", [name])
 }

@@ -4,7 +4,7 @@ import data.gpuhost.cgroup.slice_memory as check
 
 doc(slices) := {"cgroup": {"version": 2, "source": "statfs", "memory": {"slices": slices}}}
 
-user(max, high) := {"name": "user.slice", "memory_max": max, "memory_high": high, "source": "cgroup"}
+user(mem_max, mem_high) := {"name": "user.slice", "memory_max": mem_max, "memory_high": mem_high, "source": "cgroup"}
 
 msgs(findings) := {f.msg | some f in findings}
 

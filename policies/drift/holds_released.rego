@@ -35,6 +35,7 @@ baked_held contains b.name if {
 # It takes live whole (cached for the evaluation) rather than live[name],
 # which would go over every installed package again for each call.
 now(name) := sprintf("installed at %s but not held", [concat(", ", sort({sprintf("%s:%s %s", [p.name, p.arch, p.version]) | some p in versions[name]}))]) if {
+	# regal ignore:pointless-reassignment
 	versions := live
 	count(versions[name]) > 0
 } else := "no longer installed"

@@ -61,7 +61,10 @@ deny contains msg if {
 	live
 	not encrypted
 	root != null
-	msg := sprintf("/ is on %s, and not every path down from it passes an encrypting device-mapper target (chain: %s)", [object.get(root, "device", "an unknown device"), chain])
+	msg := sprintf(
+		"/ is on %s, and not every path down from it passes an encrypting device-mapper target (chain: %s)",
+		[object.get(root, "device", "an unknown device"), chain],
+	)
 }
 
 deny contains msg if {

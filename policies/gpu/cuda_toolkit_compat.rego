@@ -39,5 +39,8 @@ deny contains msg if {
 	toolkit != ""
 	max_cuda != ""
 	semver.compare(sprintf("%s.0", [toolkit]), sprintf("%s.0", [max_cuda])) > 0
-	msg := sprintf("CUDA toolkit %s (%s) needs a newer driver: branch %d supports CUDA up to %s", [toolkit, input.gpu_driver.cuda_toolkit_source, branch, max_cuda])
+	msg := sprintf(
+		"CUDA toolkit %s (%s) needs a newer driver: branch %d supports CUDA up to %s",
+		[toolkit, input.gpu_driver.cuda_toolkit_source, branch, max_cuda],
+	)
 }

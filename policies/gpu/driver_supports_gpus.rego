@@ -29,9 +29,9 @@ branch := to_number(digits[0]) if {
 	digits != []
 } else := object.get(input.gpu, "driver_branch", 0)
 
-source := "pinned" if is_string(pin)
+default source := "running"
 
-else := "running"
+source := "pinned" if is_string(pin)
 
 default flavor := ""
 
@@ -41,10 +41,14 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 
 deny contains {"msg": msg, "subject": d.uuid} if {
 	# Bound once here: a rule reference inside the loop is a lookup per GPU.
+	# regal ignore:pointless-reassignment
 	b := branch
 	some d in input.gpu.devices
 	d.min_driver_branch > b
-	msg := sprintf("GPU %d (%s) (%s, %s) needs driver branch %d or newer; the %s branch is %d", [d.index, d.uuid, d.name, d.architecture, d.min_driver_branch, source, b])
+	msg := sprintf(
+		"GPU %d (%s) (%s, %s) needs driver branch %d or newer; the %s branch is %d",
+		[d.index, d.uuid, d.name, d.architecture, d.min_driver_branch, source, b],
+	)
 }
 
 deny contains {"msg": msg, "subject": d.uuid} if {

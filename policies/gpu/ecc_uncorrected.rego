@@ -23,5 +23,8 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	d.ecc.uncorrected_volatile > 0
-	msg := sprintf("GPU %d (%s) has %d uncorrected ECC errors since the driver loaded (%d in its lifetime)", [d.index, d.uuid, d.ecc.uncorrected_volatile, d.ecc.uncorrected_aggregate])
+	msg := sprintf(
+		"GPU %d (%s) has %d uncorrected ECC errors since the driver loaded (%d in its lifetime)",
+		[d.index, d.uuid, d.ecc.uncorrected_volatile, d.ecc.uncorrected_aggregate],
+	)
 }

@@ -32,6 +32,12 @@ pci_read if input.collectors.pci.status == "ok"
 
 skip contains "params.gpu_expected_count is not set" if want == null
 
+skip contains msg if {
+	not nvml_up
+	not pci_read
+	msg := sprintf("neither NVML (%s) nor the PCI bus (%s) could be read", [nvml_reason, pci_reason])
+}
+
 default nvml_reason := "did not run"
 
 nvml_reason := input.gpu.reason
@@ -41,12 +47,6 @@ nvml_reason := input.collectors.gpu.reason if not input.gpu.reason
 default pci_reason := "did not run"
 
 pci_reason := input.collectors.pci.reason
-
-skip contains msg if {
-	not nvml_up
-	not pci_read
-	msg := sprintf("neither NVML (%s) nor the PCI bus (%s) could be read", [nvml_reason, pci_reason])
-}
 
 deny contains msg if {
 	want != null

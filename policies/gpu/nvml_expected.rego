@@ -38,7 +38,10 @@ because contains sprintf("params.gpu_expected_count is %d", [want]) if {
 	want > 0
 }
 
-because contains sprintf("the PCI bus shows %d NVIDIA GPUs (%s)", [count(pci_gpus), concat(", ", [sprintf("%s %s:%s", [d.address, d.vendor, d.device]) | some d in pci_gpus])]) if {
+because contains sprintf(
+	"the PCI bus shows %d NVIDIA GPUs (%s)",
+	[count(pci_gpus), concat(", ", [sprintf("%s %s:%s", [d.address, d.vendor, d.device]) | some d in pci_gpus])],
+) if {
 	count(pci_gpus) > 0
 }
 
@@ -59,7 +62,10 @@ nvml_problem := "the gpu collector did not run" if {
 	input.gpu.available == false
 }
 
-skip contains "nothing says this host should have GPUs: no params.gpu_expected_count, no NVIDIA PCI function, no NVIDIA driver package, no driver pinned in a baked manifest" if {
+skip contains concat("", [
+	"nothing says this host should have GPUs: no params.gpu_expected_count, no NVIDIA PCI function, ",
+	"no NVIDIA driver package, no driver pinned in a baked manifest",
+]) if {
 	count(because) == 0
 }
 

@@ -26,12 +26,18 @@ deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	p := d.pcie
 	p.gen_current < p.gen_max
-	msg := sprintf("GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max])
+	msg := sprintf(
+		"GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d",
+		[d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max],
+	)
 }
 
 deny contains {"msg": msg, "subject": d.uuid} if {
 	some d in input.gpu.devices
 	p := d.pcie
 	p.width_current < p.width_max
-	msg := sprintf("GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d", [d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max])
+	msg := sprintf(
+		"GPU %d (%s) PCIe link is degraded: Gen%d x%d; the link can do Gen%d x%d",
+		[d.index, d.uuid, p.gen_current, p.width_current, p.gen_max, p.width_max],
+	)
 }

@@ -24,6 +24,7 @@ skip contains sprintf("NVML is unavailable: %s", [object.get(input.gpu, "reason"
 
 deny contains {"msg": msg, "subject": d.uuid} if {
 	# Bound once here: a rule reference inside the loop is a lookup per GPU.
+	# regal ignore:pointless-reassignment
 	m := margin
 	some d in input.gpu.devices
 	d.temperature_c >= d.temperature_slowdown_c - m

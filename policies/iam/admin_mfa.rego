@@ -73,10 +73,18 @@ deny contains sprintf("%s: UsePAM is %s, so no PAM module can ask a second facto
 	ssh.use_pam != "yes"
 }
 
-deny contains sprintf("%s: KbdInteractiveAuthentication is %s, so the one-time code cannot be asked", [ssh.config_path, ssh.kbd_interactive_authentication]) if {
+deny contains sprintf(
+	"%s: KbdInteractiveAuthentication is %s, so the one-time code cannot be asked",
+	[ssh.config_path, ssh.kbd_interactive_authentication],
+) if {
 	count(admins) > 0
 	ssh.kbd_interactive_authentication != "yes"
 	not kbd_in_admin_match
+}
+
+deny contains "/etc/pam.d/sshd asks no second factor in its auth phase (pam_google_authenticator, pam_u2f or pam_oath, required)" if {
+	count(admins) > 0
+	not pam_ok
 }
 
 kbd_in_admin_match if {
@@ -85,9 +93,4 @@ kbd_in_admin_match if {
 	some s in m.settings
 	s.keyword == "kbdinteractiveauthentication"
 	lower(s.value) == "yes"
-}
-
-deny contains "/etc/pam.d/sshd asks no second factor in its auth phase (pam_google_authenticator, pam_u2f or pam_oath, required)" if {
-	count(admins) > 0
-	not pam_ok
 }

@@ -32,7 +32,10 @@ deny contains {"msg": msg, "subject": p} if {
 	r.all_commands
 	some p in r.users
 	outside_admin(p)
-	msg := sprintf("%s:%d lets %s run any command as %s, and %s is not in an admin group (%s)", [r.file, r.line, p, concat(",", r.run_as), p, concat(",", sort(lib.role_groups("admin")))])
+	msg := sprintf(
+		"%s:%d lets %s run any command as %s, and %s is not in an admin group (%s)",
+		[r.file, r.line, p, concat(",", r.run_as), p, concat(",", sort(lib.role_groups("admin")))],
+	)
 }
 
 deny contains {"msg": msg, "subject": p} if {

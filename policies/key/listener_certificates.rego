@@ -33,5 +33,8 @@ deny contains {"msg": msg, "subject": p.address} if {
 	some p in lib.probes
 	c := p.certificate
 	c.age_seconds > max_days * 86400
-	msg := sprintf("%s presents a certificate issued %d days ago (not before %s), past the %d-day rotation", [lib.label(p), floor(c.age_seconds / 86400), c.not_before, max_days])
+	msg := sprintf(
+		"%s presents a certificate issued %d days ago (not before %s), past the %d-day rotation",
+		[lib.label(p), floor(c.age_seconds / 86400), c.not_before, max_days],
+	)
 }

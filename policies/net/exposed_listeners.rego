@@ -34,6 +34,21 @@ deny contains "parameter allowed_ports is not set" if {
 	not data.gpuhost.params.allowed_ports
 }
 
+# Each finding names its socket by protocol and port, so SARIF follows it.
+# The rules read a listener's fields where they test them, rather than
+# collecting whole listeners (their pids differ from host to host), so that
+# fleet scans can share a verdict across hosts.
+deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
+	not fw.kernel_error
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	by := admitted_by(l.proto, l.port)
+	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
+}
+
 error contains "no firewall facts: which listeners are admitted is unknown" if fw == null
 
 error contains msg if {
@@ -41,11 +56,19 @@ error contains msg if {
 	msg := sprintf("the kernel's ruleset could not be read (%s): which listeners it admits is unknown", [fw.kernel_error])
 }
 
-# exposed holds the listeners on addresses other than loopback whose port is
-# not allowed.
-# Each rule reads a listener's fields where it tests them, rather than
-# collecting whole listeners (their pids differ from host to host), so that
-# fleet scans can share a verdict across hosts.
+error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
+	not fw.kernel_error
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	not admitted_by(l.proto, l.port)
+	some r in object.get(fw, "unmodeled", [])
+	r.may_accept
+	msg := sprintf("%s %s port %d%s may be admitted by %s (%s)", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), r.rule, r.reason])
+}
+
 proto(p) := "tcp" if startswith(p, "tcp")
 
 proto(p) := "udp" if startswith(p, "udp")
@@ -62,29 +85,4 @@ admitted_by(p, port) := ": no firewall is configured" if {
 	count(rules) > 0
 } else := sprintf(": the %s firewall's input policy is accept", [fw.backend]) if {
 	lower(fw.default_input_policy) == "accept"
-}
-
-# Each finding names its socket by protocol and port, so SARIF follows it.
-deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
-	not fw.kernel_error
-	fw != null
-	data.gpuhost.params.allowed_ports
-	some l in object.get(input.network, "listening", [])
-	not lib.loopback(l.address)
-	not l.port in data.gpuhost.params.allowed_ports
-	by := admitted_by(l.proto, l.port)
-	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
-}
-
-error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
-	not fw.kernel_error
-	fw != null
-	data.gpuhost.params.allowed_ports
-	some l in object.get(input.network, "listening", [])
-	not lib.loopback(l.address)
-	not l.port in data.gpuhost.params.allowed_ports
-	not admitted_by(l.proto, l.port)
-	some r in object.get(fw, "unmodeled", [])
-	r.may_accept
-	msg := sprintf("%s %s port %d%s may be admitted by %s (%s)", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), r.rule, r.reason])
 }

@@ -26,13 +26,6 @@ deny contains "no firewall (nftables or ufw) is configured" if {
 	fw == null
 }
 
-unit_unknown if fw.unit.state == "unknown"
-
-error contains msg if {
-	unit_unknown
-	msg := sprintf("cannot tell whether %s is active: %s", [fw.unit.name, object.get(fw.unit, "reason", "no reason given")])
-}
-
 deny contains msg if {
 	fw != null
 	not fw.enabled
@@ -40,12 +33,19 @@ deny contains msg if {
 	msg := sprintf("the %s firewall is configured but not enabled%s", [fw.backend, unit_note])
 }
 
-unit_note := sprintf(" (%s is %s)", [fw.unit.name, fw.unit.state]) if fw.unit
-
-else := ""
-
 deny contains msg if {
 	fw != null
 	not lower(fw.default_input_policy) in {"drop", "reject"}
 	msg := sprintf("the %s firewall's default input policy is %q; want drop or reject", [fw.backend, fw.default_input_policy])
 }
+
+unit_unknown if fw.unit.state == "unknown"
+
+error contains msg if {
+	unit_unknown
+	msg := sprintf("cannot tell whether %s is active: %s", [fw.unit.name, object.get(fw.unit, "reason", "no reason given")])
+}
+
+default unit_note := ""
+
+unit_note := sprintf(" (%s is %s)", [fw.unit.name, fw.unit.state]) if fw.unit

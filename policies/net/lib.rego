@@ -20,7 +20,9 @@ else := ""
 found := object.get(object.get(input, "network", {}), "firewall", null)
 
 # The collector reports backend "none" when neither ufw nor nftables is set up.
+default firewall := null
+
 firewall := found if {
 	found != null
 	found.backend != "none"
-} else := null
+}

@@ -28,7 +28,7 @@ toolkit := {
 
 present := [p | some p in object.get(input, "packages", []); p.name in toolkit]
 
-present_names := {p.name | some p in present}
+present_names contains p.name if some p in present
 
 skip contains "the NVIDIA container toolkit is not installed" if count(present) == 0
 

@@ -32,5 +32,8 @@ gpu_ready if containerd.cdi_enabled == true
 deny contains msg if {
 	containerd != null
 	not gpu_ready
-	msg := sprintf("containerd (%s): default runtime is %q and CDI is not enabled, so containers get no GPU unless they ask for the nvidia runtime", [containerd.config_path, object.get(containerd, "default_runtime", "")])
+	msg := sprintf(
+		"containerd (%s): default runtime is %q and CDI is not enabled, so containers get no GPU unless they ask for the nvidia runtime",
+		[containerd.config_path, object.get(containerd, "default_runtime", "")],
+	)
 }

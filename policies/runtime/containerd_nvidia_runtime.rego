@@ -45,12 +45,18 @@ deny contains msg if {
 	containerd.nvidia_runtime
 	object.get(containerd, "nvidia_binary", "") != ""
 	not containerd.nvidia_binary_present
-	msg := sprintf("containerd (%s) runs the nvidia runtime from %s, which is not an executable file in the target", [containerd.config_path, containerd.nvidia_binary])
+	msg := sprintf(
+		"containerd (%s) runs the nvidia runtime from %s, which is not an executable file in the target",
+		[containerd.config_path, containerd.nvidia_binary],
+	)
 }
 
 deny contains msg if {
 	containerd.nvidia_runtime
 	missing := toolkit - installed
 	count(missing) > 0
-	msg := sprintf("containerd (%s) defines an nvidia runtime but the container toolkit is not installed: %s missing", [containerd.config_path, concat(", ", sort(missing))])
+	msg := sprintf(
+		"containerd (%s) defines an nvidia runtime but the container toolkit is not installed: %s missing",
+		[containerd.config_path, concat(", ", sort(missing))],
+	)
 }

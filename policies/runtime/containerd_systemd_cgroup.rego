@@ -24,9 +24,9 @@ why := "GPU containers lose their devices when systemd reloads (NVIDIA/nvidia-do
 
 skip contains "containerd is not configured" if containerd == null
 
-state(v) := "false" if v == false
+state(false) := "false"
 
-state(v) := "unset" if v == null
+state(null) := "unset"
 
 deny contains msg if {
 	containerd != null

@@ -22,7 +22,7 @@
 #   requires: [containers]
 package gpuhost.sc.ngc_bases
 
-allowed := {lower(r) | some r in object.get(data.gpuhost.params, "allowed_registries", ["nvcr.io"])}
+allowed contains lower(r) if some r in object.get(data.gpuhost.params, "allowed_registries", ["nvcr.io"])
 
 images := object.get(input, ["containers", "images"], [])
 

@@ -1,7 +1,8 @@
 # METADATA
 # title: sshd offers no weak ciphers
 # description: >-
-#   None of the ciphers sshd offers (what it offers on the wire, read from its KEXINIT on a live host; otherwise its effective Ciphers list, after Include files and with OpenSSH
+#   None of the ciphers sshd offers (what it offers on the wire, read from its KEXINIT on a live host;
+#   otherwise its effective Ciphers list, after Include files and with OpenSSH
 #   defaults for an unset keyword) may match params.ssh_weak_ciphers. A pattern ending in "*" matches
 #   every name that starts with what precedes the "*".
 # scope: package

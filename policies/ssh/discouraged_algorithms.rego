@@ -45,6 +45,13 @@ deny contains msg if {
 	msg := sprintf("%s offers discouraged %s %s %s", [lib.name(d), p[1], o.name, o.where])
 }
 
+deny contains msg if {
+	some d in lib.daemons
+	some o in host_key_algorithms(d)
+	lib.matches(o.name, data.gpuhost.params.ssh_discouraged_host_key_algorithms)
+	msg := sprintf("%s offers discouraged host key algorithm %s %s", [lib.name(d), o.name, o.where])
+}
+
 # Host key algorithms: the wire's list where it was read, else the types of
 # the host keys the configuration names.
 host_key_algorithms(d) := lib.offered(d, "host_key_algorithms") if {
@@ -69,11 +76,4 @@ presented(d, "ssh-rsa") if {
 presented(d, type) if {
 	type != "ssh-rsa"
 	type in d.host_key_algorithms
-}
-
-deny contains msg if {
-	some d in lib.daemons
-	some o in host_key_algorithms(d)
-	lib.matches(o.name, data.gpuhost.params.ssh_discouraged_host_key_algorithms)
-	msg := sprintf("%s offers discouraged host key algorithm %s %s", [lib.name(d), o.name, o.where])
 }

@@ -25,10 +25,6 @@ deny contains "parameter ssh_min_rsa_bits is not set" if not data.gpuhost.params
 
 deny contains "parameter ssh_weak_host_key_algorithms is not set" if not data.gpuhost.params.ssh_weak_host_key_algorithms
 
-where(k) := sprintf("on the wire at %s", [k.address]) if k.source == "wire"
-
-where(k) := sprintf("in %s", [k.file]) if k.source == "file"
-
 deny contains msg if {
 	some d in lib.daemons
 	some k in object.get(d, "host_keys", [])
@@ -50,3 +46,7 @@ deny contains msg if {
 	lib.matches(o.name, data.gpuhost.params.ssh_weak_host_key_algorithms)
 	msg := sprintf("%s offers weak host key algorithm %s %s", [lib.name(d), o.name, o.where])
 }
+
+where(k) := sprintf("on the wire at %s", [k.address]) if k.source == "wire"
+
+where(k) := sprintf("in %s", [k.file]) if k.source == "file"

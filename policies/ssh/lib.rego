@@ -37,7 +37,10 @@ offered(d, field) := {{"name": n, "where": sprintf("on the wire at %s", [w.addre
 } else := {{"name": n, "where": "in its configuration"} | some n in object.get(d, field, [])}
 
 # The settings of keyword (lower case) under the daemon's Match blocks.
-match_settings(d, keyword) := {{"block": sprintf("Match %s (%s:%d)", [m.criteria, m.file, m.line]), "value": s.value, "at": sprintf("%s:%d", [s.file, s.line]), "file": s.file, "line": s.line} |
+match_settings(d, keyword) := {{
+	"block": sprintf("Match %s (%s:%d)", [m.criteria, m.file, m.line]), "value": s.value,
+	"at": sprintf("%s:%d", [s.file, s.line]), "file": s.file, "line": s.line,
+} |
 	some m in object.get(d, "match", [])
 	some s in m.settings
 	s.keyword == keyword

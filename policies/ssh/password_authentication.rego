@@ -37,8 +37,6 @@ deny contains msg if {
 	msg := sprintf("%s: %s is %q; want no", [lib.name(d), keyword, v])
 }
 
-second_factor("KbdInteractiveAuthentication", methods) if lib.key_first(methods)
-
 deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	some d in lib.daemons
 	some keyword, _ in settings
@@ -47,6 +45,8 @@ deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	not match_second_factor(d, keyword, s.block)
 	msg := sprintf("%s: %s turns %s back to %q at %s; want no", [lib.name(d), s.block, keyword, s.value, s.at])
 }
+
+second_factor("KbdInteractiveAuthentication", methods) if lib.key_first(methods)
 
 match_second_factor(d, "KbdInteractiveAuthentication", block) if lib.match_key_first(d, block)
 
