@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/access"
@@ -24,29 +23,18 @@ import (
 	"github.com/gpuhost/gpuhost/checks/system"
 )
 
-// order is the run order. Some collectors read what earlier ones found:
-// cgroup reads the kernel command line and systemd's version, tls_probe
-// reads the listening sockets and adds to the TLS facts, gpu_driver reads
-// the packages and enabled units.
-var order = []string{
-	"os", "kernel", "packages", "cgroup", "systemd", "encryption",
-	"network", "firewall", "tls", "ssh", "audit", "access", "container_runtime", "manifest",
-	"containers", "sbom", "gpu_driver", "pci", "gpu", "tls_probe",
-}
-
-// All returns every collector, in run order.
+// All returns every collector, in run order: each after the collectors it
+// needs (collector.Order).
 func All() []collector.Collector {
 	all := append(system.Collectors(), config.Collectors()...)
 	all = append(all, gpu.Collectors()...)
 	all = append(all, audit.Collector{State: system.UnitState}, access.Collector{})
-	rank := func(c collector.Collector) int {
-		if i := slices.Index(order, c.Name()); i >= 0 {
-			return i
-		}
-		return len(order)
+	ordered, err := collector.Order(all)
+	if err != nil {
+		// The set is fixed at build time, and TestAllIsOrdered orders it.
+		panic(err)
 	}
-	slices.SortStableFunc(all, func(a, b collector.Collector) int { return rank(a) - rank(b) })
-	return all
+	return ordered
 }
 
 // Options tunes a collection.
@@ -54,7 +42,8 @@ type Options struct {
 	Log              *slog.Logger
 	ProbeTimeout     time.Duration
 	ProbeConcurrency int
-	// Collectors replaces All(); tests use it.
+	// Collectors replaces All(): the scan commands add the vulnerabilities
+	// collector, tests run a few. Collect runs them in collector.Order.
 	Collectors []collector.Collector
 	// Now stamps target.scanned_at; time.Now when zero.
 	Now time.Time
@@ -119,7 +108,16 @@ func Collect(ctx context.Context, env *collector.Env, kind, ref string, o Option
 		cs = All()
 	}
 	f := facts.New(kind, ref, now)
-	for _, c := range cs {
+	ordered, err := collector.Order(cs)
+	if err != nil {
+		// No order lets each collector see what it reads: none runs, and
+		// every check that needs one errors.
+		for _, c := range cs {
+			f.Record(c.Name(), facts.StatusError, err.Error())
+		}
+		return f
+	}
+	for _, c := range ordered {
 		if err := ctx.Err(); err != nil {
 			f.Record(c.Name(), facts.StatusError, "scan cancelled: "+err.Error())
 			continue

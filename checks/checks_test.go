@@ -48,7 +48,8 @@ func TestCollectedFactsMatchTheSchema(t *testing.T) {
 
 type panicky struct{}
 
-func (panicky) Name() string { return "panicky" }
+func (panicky) Name() string    { return "panicky" }
+func (panicky) Needs() []string { return nil }
 func (panicky) Collect(context.Context, *collector.Env, *facts.Facts) error {
 	var m map[string]int
 	m["boom"]++
@@ -57,14 +58,16 @@ func (panicky) Collect(context.Context, *collector.Env, *facts.Facts) error {
 
 type absent struct{}
 
-func (absent) Name() string { return "absent" }
+func (absent) Name() string    { return "absent" }
+func (absent) Needs() []string { return nil }
 func (absent) Collect(context.Context, *collector.Env, *facts.Facts) error {
 	return collector.NotApplicable("nothing here")
 }
 
 type broken struct{}
 
-func (broken) Name() string { return "broken" }
+func (broken) Name() string    { return "broken" }
+func (broken) Needs() []string { return nil }
 func (broken) Collect(context.Context, *collector.Env, *facts.Facts) error {
 	return errors.New("parsing /etc/x: line 3: garbage")
 }

@@ -34,6 +34,9 @@ var _ collector.Collector = Collector{}
 // Name is the collector's key in facts.collectors.
 func (Collector) Name() string { return "access" }
 
+// Needs is empty: it reads the target alone.
+func (Collector) Needs() []string { return nil }
+
 // Collect reads the accounts, sudo, sshd's PAM stack and /etc's modes. A
 // target without /etc/passwd is no Linux system this collector knows.
 func (Collector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {

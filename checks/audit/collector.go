@@ -53,6 +53,9 @@ var _ collector.Collector = Collector{}
 // Name is the collector's key in facts.collectors.
 func (Collector) Name() string { return "audit" }
 
+// Needs is empty: it reads the target alone.
+func (Collector) Needs() []string { return nil }
+
 // Collect reads auditd's files, and on a live host the unit's state and
 // the kernel's rules. A target without auditd still gets its facts: the
 // checks fail it for that, rather than skipping.

@@ -55,6 +55,11 @@ type BlockDevice struct {
 // error when what it read could not be trusted.
 type Collector interface {
 	Name() string
+	// Needs names the collectors whose facts Collect reads, or adds to:
+	// they run before it (see Order). A collector must not read what a
+	// collector it does not name has filled, since nothing else puts that
+	// one first.
+	Needs() []string
 	Collect(ctx context.Context, env *Env, f *facts.Facts) error
 }
 

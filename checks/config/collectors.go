@@ -29,6 +29,10 @@ var _ collector.Collector = tlsCollector{}
 
 func (tlsCollector) Name() string { return "tls" }
 
+// Needs packages: a missing nginx.conf is an error when an nginx package is
+// installed.
+func (tlsCollector) Needs() []string { return []string{"packages"} }
+
 func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -131,6 +135,11 @@ var _ collector.Collector = sshCollector{}
 
 func (sshCollector) Name() string { return "ssh" }
 
+// Needs network and packages: on a live host each listening sshd is found
+// among the listeners; a missing sshd_config is an error when openssh-server
+// is installed.
+func (sshCollector) Needs() []string { return []string{"network", "packages"} }
+
 func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -219,6 +228,9 @@ type runtimeCollector struct{}
 var _ collector.Collector = runtimeCollector{}
 
 func (runtimeCollector) Name() string { return "container_runtime" }
+
+// Needs is empty: it reads the target alone.
+func (runtimeCollector) Needs() []string { return nil }
 
 func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {

@@ -40,7 +40,7 @@ type Source interface {
 var _ Source = (sysroot.FS)(nil)
 
 // Collectors returns the collectors of this package: tls, ssh and
-// container_runtime, in that order.
+// container_runtime.
 func Collectors() []collector.Collector {
 	return []collector.Collector{tlsCollector{}, sshCollector{}, runtimeCollector{}}
 }

@@ -23,13 +23,14 @@ import (
 	"github.com/gpuhost/gpuhost/policies"
 )
 
-// collectLive runs the network, tls and ssh collectors over "/" as a live
-// host, as `gpuhost facts host` does.
+// collectLive runs the network, tls and ssh collectors, and the packages
+// collector they need, over "/" as a live host, as `gpuhost facts host`
+// does.
 func collectLive(t *testing.T) *facts.Facts {
 	t.Helper()
 	var cs []collector.Collector
 	for _, c := range append(system.Collectors(), config.Collectors()...) {
-		if slices.Contains([]string{"network", "tls", "ssh"}, c.Name()) {
+		if slices.Contains([]string{"network", "packages", "tls", "ssh"}, c.Name()) {
 			cs = append(cs, c)
 		}
 	}

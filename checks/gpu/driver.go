@@ -29,11 +29,15 @@ type driverCollector struct{}
 var _ collector.Collector = driverCollector{}
 
 // NewDriverCollector returns the "gpu_driver" collector. It reads
-// f.Packages, f.Kernel and f.Systemd, so it must run after the "packages",
-// "kernel" and "systemd" collectors; it fills f.GPUDriver.
+// f.Packages, f.Kernel and f.Systemd (see Needs) and fills f.GPUDriver.
 func NewDriverCollector() collector.Collector { return driverCollector{} }
 
 func (driverCollector) Name() string { return "gpu_driver" }
+
+// Needs kernel, packages and systemd: the driver is found among the packages;
+// nouveau's blacklisting may be on the kernel command line; persistenced and
+// fabricmanager are judged by the enabled units.
+func (driverCollector) Needs() []string { return []string{"kernel", "packages", "systemd"} }
 
 // driverPrefixes are package names (or prefixes ending in "-") that carry the
 // driver, its user-space library or its kernel modules.

@@ -24,10 +24,9 @@ const DefaultCallTimeout = 5 * time.Second
 // procVersion is where the loaded kernel module states its version.
 const procVersion = "/proc/driver/nvidia/version"
 
-// Collectors returns the GPU collectors in run order: "gpu_driver" reads the
-// packages, kernel and systemd facts, so it runs after those; "pci" reads
-// sysfs alone; "gpu" depends on nothing else and loads the real NVML library
-// at run time.
+// Collectors returns the GPU collectors: "gpu_driver" reads the packages,
+// kernel and systemd facts; "pci" reads sysfs alone; "gpu" loads the real
+// NVML library at run time.
 func Collectors() []collector.Collector {
 	return []collector.Collector{NewDriverCollector(), NewPCICollector(), NewCollector(nvml.New())}
 }
@@ -72,6 +71,9 @@ func NewCollector(lib nvml.Interface, opts ...Option) collector.Collector {
 }
 
 func (c *nvmlCollector) Name() string { return "gpu" }
+
+// Needs is empty: it reads the target alone.
+func (*nvmlCollector) Needs() []string { return nil }
 
 // Collect fills f.GPU. A host without a usable driver is not an error: it is
 // recorded as gpu.available=false with NVML's reason, and the collector is

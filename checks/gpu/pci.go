@@ -37,6 +37,9 @@ func NewPCICollector() collector.Collector { return pciCollector{} }
 
 func (pciCollector) Name() string { return "pci" }
 
+// Needs is empty: it reads the target alone.
+func (pciCollector) Needs() []string { return nil }
+
 // Collect fills f.PCI on a live host. A missing /sys/bus/pci is unavailable
 // (a container without the host's sysfs), never "no GPUs".
 func (pciCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {

@@ -26,6 +26,10 @@ var _ collector.Collector = cgroupCollector{}
 
 func (cgroupCollector) Name() string { return "cgroup" }
 
+// Needs kernel and packages: an image boots the hierarchy its kernel command
+// line or its systemd package chooses.
+func (cgroupCollector) Needs() []string { return []string{"kernel", "packages"} }
+
 func (cgroupCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	var c *facts.Cgroup
 	var err error

@@ -51,6 +51,9 @@ func ContainersCollector() collector.Collector { return containersCollector{} }
 
 func (containersCollector) Name() string { return "containers" }
 
+// Needs is empty: it reads the target alone.
+func (containersCollector) Needs() []string { return nil }
+
 func (containersCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	name := SeededImagesDir + "/index.json"
 	data, err := env.FS.ReadFileLimit(name, maxImageIndex)

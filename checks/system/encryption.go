@@ -28,6 +28,9 @@ var _ collector.Collector = encryptionCollector{}
 
 func (encryptionCollector) Name() string { return "encryption" }
 
+// Needs is empty: it reads the target alone.
+func (encryptionCollector) Needs() []string { return nil }
+
 func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	fsys := env.FS
 	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}

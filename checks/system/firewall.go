@@ -25,6 +25,10 @@ var _ collector.Collector = firewallCollector{}
 
 func (firewallCollector) Name() string { return "firewall" }
 
+// Needs network: the firewall joins the listeners in the network facts, which
+// the network collector creates on a live host.
+func (firewallCollector) Needs() []string { return []string{"network"} }
+
 // Collect reads the firewall. Offline it is the configuration; on a live
 // host it is the ruleset the kernel holds, read over netlink, and
 // "enabled" is whether the unit that loads it is active. When the kernel

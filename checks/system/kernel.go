@@ -28,6 +28,9 @@ var _ collector.Collector = kernelCollector{}
 
 func (kernelCollector) Name() string { return "kernel" }
 
+// Needs is empty: it reads the target alone.
+func (kernelCollector) Needs() []string { return nil }
+
 func (kernelCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	installed, err := installedKernels(env.FS)
 	if err != nil {

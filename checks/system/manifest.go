@@ -26,6 +26,9 @@ var _ collector.Collector = manifestCollector{}
 
 func (manifestCollector) Name() string { return "manifest" }
 
+// Needs is empty: it reads the target alone.
+func (manifestCollector) Needs() []string { return nil }
+
 func (manifestCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	data, err := env.FS.ReadFileLimit(manifestPath, maxManifest)
 	if err != nil {

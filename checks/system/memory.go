@@ -143,6 +143,9 @@ var _ collector.Collector = kubeletCollector{}
 
 func (kubeletCollector) Name() string { return "kubelet" }
 
+// Needs is empty: it reads the target alone.
+func (kubeletCollector) Needs() []string { return nil }
+
 // Collect reads the kubelet's configuration file and the drop-ins merged
 // over it. A target with neither runs no kubelet, or one configured by
 // flags this collector does not read.

@@ -33,6 +33,9 @@ var _ collector.Collector = networkCollector{}
 
 func (networkCollector) Name() string { return "network" }
 
+// Needs is empty: it reads the target alone.
+func (networkCollector) Needs() []string { return nil }
+
 func (networkCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	if !env.Live {
 		return collector.NotApplicable("an offline rootfs has no listening sockets")

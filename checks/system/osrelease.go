@@ -19,6 +19,9 @@ var _ collector.Collector = osCollector{}
 
 func (osCollector) Name() string { return "os" }
 
+// Needs is empty: it reads the target alone.
+func (osCollector) Needs() []string { return nil }
+
 func (osCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	const primary, fallback = "/etc/os-release", "/usr/lib/os-release"
 	name := primary

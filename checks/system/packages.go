@@ -30,6 +30,9 @@ var _ collector.Collector = packagesCollector{}
 
 func (packagesCollector) Name() string { return "packages" }
 
+// Needs is empty: it reads the target alone.
+func (packagesCollector) Needs() []string { return nil }
+
 func (packagesCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	pkgs, err := readPackages(env.FS)
 	if err != nil {

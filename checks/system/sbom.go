@@ -33,6 +33,9 @@ func SBOMCollector() collector.Collector { return sbomCollector{} }
 
 func (sbomCollector) Name() string { return "sbom" }
 
+// Needs is empty: it reads the target alone.
+func (sbomCollector) Needs() []string { return nil }
+
 func (sbomCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
 	out := &facts.SBOM{Path: SBOMPath}
 	data, err := env.FS.ReadFileLimit(SBOMPath, maxSBOM)

@@ -20,9 +20,8 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
-// Collectors returns the system collectors in the order they must run: later
-// ones reuse what earlier ones put in the facts (cgroup reads the kernel
-// command line and the systemd package, tls_probe reads the listeners).
+// Collectors returns the system collectors; each names in Needs the ones
+// whose facts it reads.
 func Collectors() []collector.Collector {
 	return []collector.Collector{
 		osCollector{},

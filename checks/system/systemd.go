@@ -22,6 +22,9 @@ var _ collector.Collector = systemdCollector{}
 
 func (systemdCollector) Name() string { return "systemd" }
 
+// Needs packages: systemd's version is its package's.
+func (systemdCollector) Needs() []string { return []string{"packages"} }
+
 // Collect lists what the administrator enabled and masked. Only /etc (and,
 // live, /run) count: the .wants links under /usr/lib/systemd/system are the
 // vendor's static dependencies, not something anyone enabled.

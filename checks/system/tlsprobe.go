@@ -48,6 +48,11 @@ var _ collector.Collector = tlsProbeCollector{}
 
 func (tlsProbeCollector) Name() string { return "tls_probe" }
 
+// Needs network and tls: the probe dials the listeners the network collector
+// found, and adds its probes to the TLS facts the tls collector fills from
+// configuration.
+func (tlsProbeCollector) Needs() []string { return []string{"network", "tls"} }
+
 func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	if !env.Live {
 		return collector.NotApplicable("an offline rootfs has no listening ports to probe")

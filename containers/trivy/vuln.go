@@ -85,6 +85,9 @@ func VulnerabilitiesCollector(dbDir string) collector.Collector { return vulnCol
 
 func (vulnCollector) Name() string { return "vulnerabilities" }
 
+// Needs is empty: it reads the target alone.
+func (vulnCollector) Needs() []string { return nil }
+
 func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	v, err := VulnerabilitiesFS(ctx, env.FS, c.dbDir)
 	switch {
