@@ -256,7 +256,8 @@ func TestHiddenNeedsShowOnTheNeedsTree(t *testing.T) {
 	all := All()
 	full, fullStatus := changes(t, dir, all)
 	for _, h := range []struct{ name, hide string }{
-		{"gpu_driver", "kernel"}, {"gpu_driver", "systemd"}, {"tls", "packages"}, {"ssh", "packages"},
+		{"cgroup", "packages"}, {"gpu_driver", "kernel"}, {"gpu_driver", "systemd"}, {"tls", "packages"},
+		{"ssh", "packages"}, {"systemd", "packages"},
 	} {
 		name, hide := h.name, h.hide
 		var cs []collector.Collector

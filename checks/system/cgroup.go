@@ -87,6 +87,8 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 	if f.Kernel != nil {
 		cmdline, source = f.Kernel.Cmdline, f.Kernel.CmdlineSource
 	} else {
+		// The kernel collector failed, perhaps on the module trees; the
+		// command line may still read.
 		c, s, err := configuredCmdline(fsys)
 		if err == nil {
 			cmdline, source = c, s
@@ -106,11 +108,7 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 	if v, ok := cmdlineParam(cmdline, "cgroup_no_v1"); ok && v == "all" {
 		return &facts.Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
 	}
-	pkgs := f.Packages
-	if pkgs == nil {
-		pkgs, _ = readPackages(fsys)
-	}
-	p, ok := Installed(pkgs, "systemd")
+	p, ok := Installed(f.Packages, "systemd")
 	if !ok {
 		return nil, collector.Unavailable("the kernel command line does not choose a cgroup hierarchy and no systemd package is installed")
 	}

@@ -86,7 +86,9 @@ func TestOfflineCgroup(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tc.tree)
 			f := newFacts(facts.KindRootfs)
-			err := collectOne(t, newEnv(t, dir, false), f, "cgroup")
+			env := newEnv(t, dir, false)
+			collect(t, env, f, "kernel", "packages")
+			err := collectOne(t, env, f, "cgroup")
 			if tc.status != "" {
 				if st, _ := collector.Classify(err); st != tc.status {
 					t.Errorf("status %s (%v), want %s", st, err, tc.status)

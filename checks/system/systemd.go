@@ -34,11 +34,7 @@ func (systemdCollector) Collect(_ context.Context, env *collector.Env, f *facts.
 		return err
 	}
 	s := &facts.Systemd{Enabled: enabled, Masked: masked}
-	pkgs := f.Packages
-	if pkgs == nil {
-		pkgs, _ = readPackages(env.FS)
-	}
-	if p, ok := Installed(pkgs, "systemd"); ok {
+	if p, ok := Installed(f.Packages, "systemd"); ok {
 		s.Version = majorVersion(p.Version)
 	}
 	f.Systemd = s

@@ -57,8 +57,7 @@ func dialable(port int) bool {
 // probeOne runs the collector against one loopback listener.
 func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	t.Helper()
-	f := newFacts(facts.KindHost)
-	f.Network = &facts.Network{Listening: []facts.Listener{{Proto: "tcp", Address: "127.0.0.1", Port: port}}}
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := newEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = timeout
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
@@ -235,8 +234,7 @@ func TestTLSProbeReportsATLSListenerThatTimesOut(t *testing.T) {
 // concurrency: the whole probe of a busy host.
 func BenchmarkProbe50Listeners(b *testing.B) {
 	_, _, cert := testutil.WriteCert(b, b.TempDir(), loopbackCert)
-	f := newFacts(facts.KindHost)
-	f.Network = &facts.Network{}
+	f := listening()
 	for range 50 {
 		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
 			MinVersion: tls.VersionTLS10, Certificates: []tls.Certificate{cert},

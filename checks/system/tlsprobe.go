@@ -57,7 +57,13 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 	if !env.Live {
 		return collector.NotApplicable("an offline rootfs has no listening ports to probe")
 	}
-	if f.Network == nil || f.Network.Listening == nil {
+	// The firewall collector adds to the network facts whether or not the
+	// listeners were read, so only the network collector's status says
+	// that an empty list means no listeners.
+	if st, ran := f.Collectors["network"]; !ran || st.Status != facts.StatusOK || f.Network == nil || f.Network.Listening == nil {
+		if ran && st.Status != facts.StatusOK {
+			return collector.Unavailable(fmt.Sprintf("%v: the network collector is %s: %s", errNoListeners, st.Status, st.Reason))
+		}
 		return collector.Unavailable(errNoListeners.Error())
 	}
 	timeout := env.ProbeTimeout

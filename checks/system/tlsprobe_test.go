@@ -57,15 +57,14 @@ func TestTLSProbe(t *testing.T) {
 	only12 := tlsServer(t, tls.VersionTLS12, tls.VersionTLS12)
 	banner := bannerServer(t)
 
-	f := newFacts(facts.KindHost)
-	f.Network = &facts.Network{Listening: []facts.Listener{
-		{Proto: "tcp", Address: "127.0.0.1", Port: only13},
+	f := listening(
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
 		// A wildcard listener is probed on loopback.
-		{Proto: "tcp", Address: "0.0.0.0", Port: both},
-		{Proto: "tcp", Address: "127.0.0.1", Port: only12},
-		{Proto: "tcp", Address: "127.0.0.1", Port: banner},
-		{Proto: "udp", Address: "127.0.0.1", Port: only13},
-	}}
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
+		facts.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
+	)
 	env := newEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
@@ -90,17 +89,33 @@ func TestTLSProbe(t *testing.T) {
 	}
 }
 
+// listening is a host's facts after the network collector found ls.
+func listening(ls ...facts.Listener) *facts.Facts {
+	f := newFacts(facts.KindHost)
+	f.Network = &facts.Network{Listening: append([]facts.Listener{}, ls...)}
+	f.Record("network", facts.StatusOK, "")
+	return f
+}
+
 func TestTLSProbeNeedsListeners(t *testing.T) {
 	err := collectOne(t, newEnv(t, t.TempDir(), true), newFacts(facts.KindHost), "tls_probe")
 	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
+		t.Errorf("%s %q", st, reason)
+	}
+	// The firewall collector leaves an empty list of listeners when the
+	// network collector failed: that is not a host without listeners.
+	f := newFacts(facts.KindHost)
+	f.Network = &facts.Network{Listening: []facts.Listener{}}
+	f.Record("network", facts.StatusError, "reading sockets: permission denied")
+	err = collectOne(t, newEnv(t, t.TempDir(), true), f, "tls_probe")
+	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
 		t.Errorf("%s %q", st, reason)
 	}
 }
 
 func TestTLSProbeCancelled(t *testing.T) {
 	port := tlsServer(t, tls.VersionTLS13, 0)
-	f := newFacts(facts.KindHost)
-	f.Network = &facts.Network{Listening: []facts.Listener{{Proto: "tcp", Address: "127.0.0.1", Port: port}}}
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var c collector.Collector
