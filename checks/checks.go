@@ -1,7 +1,18 @@
 // Package checks runs the fact collectors over a target and assembles one
-// gpuhost.facts/v1 document. The collectors themselves live in the
-// sub-packages config (files an operator writes) and system (what the OS and
-// kernel say).
+// gpuhost.facts/v1 document. The collectors live in one sub-package per
+// domain, each named for what it describes: osinfo (release, kernel,
+// systemd, cgroup), packages (dpkg, SBOM, baked manifest), encryption,
+// network (listeners, firewall), tls (OpenSSL and nginx configuration, the
+// TLS probe), ssh, runtime (containerd, docker, CDI, seeded images,
+// kubelet), gpu, audit and access. Each declares the collectors whose facts
+// it reads (collector.Collector.Needs), and they run in that order.
+//
+// Every collector reads through env.FS, including /proc and /sys on a live
+// host, so that a test can fake a host with a directory tree and so that an
+// untrusted rootfs can never lead a read outside itself. Source fields in
+// the facts use root-relative paths ("/etc/default/grub") so that an image
+// and the host booted from it report the same names; error messages use
+// env.FS.Display so that the user can find the file.
 package checks
 
 import (
@@ -15,20 +26,30 @@ import (
 	"github.com/gpuhost/gpuhost/checks/access"
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
+	"github.com/gpuhost/gpuhost/checks/encryption"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/network"
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/checks/runtime"
+	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/tls"
 )
 
 // All returns every collector, in run order: each after the collectors it
 // needs (collector.Order).
 func All() []collector.Collector {
-	all := append(system.Collectors(), config.Collectors()...)
-	all = append(all, gpu.Collectors()...)
-	all = append(all, audit.Collector{State: system.UnitState}, access.Collector{})
+	var all []collector.Collector
+	for _, domain := range [][]collector.Collector{
+		osinfo.Collectors(), packages.Collectors(), encryption.Collectors(), network.Collectors(),
+		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
+		{audit.Collector{State: osinfo.UnitState}, access.Collector{}},
+	} {
+		all = append(all, domain...)
+	}
 	ordered, err := collector.Order(all)
 	if err != nil {
 		// The set is fixed at build time, and TestAllIsOrdered orders it.

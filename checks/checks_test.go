@@ -19,7 +19,9 @@ func TestCollectedFactsMatchTheSchema(t *testing.T) {
 	trees := map[string]string{
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
-		"config":   "config/testdata/hardened",
+		"tls":      "tls/testdata/hardened",
+		"ssh":      "ssh/testdata/hardened",
+		"runtime":  "runtime/testdata/hardened",
 		"empty":    t.TempDir(),
 	}
 	for name, dir := range trees {

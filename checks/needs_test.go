@@ -211,7 +211,9 @@ func needTrees(t *testing.T) map[string]string {
 	return map[string]string{
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
-		"config":   "config/testdata/hardened",
+		"tls":      "tls/testdata/hardened",
+		"ssh":      "ssh/testdata/hardened",
+		"runtime":  "runtime/testdata/hardened",
 		"needs":    needsTree(t),
 	}
 }

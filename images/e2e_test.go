@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/config"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/network"
+	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/reports"
@@ -385,7 +385,7 @@ func logStepTimings(t *testing.T, log []byte) {
 // the template installs and OpenSSL's system default.
 func checkHardening(t *testing.T, cat func(string) []byte) {
 	t.Helper()
-	policy, ports, hasInput, err := system.ParseNftables(cat("/etc/nftables.conf"))
+	policy, ports, hasInput, err := network.ParseNftables(cat("/etc/nftables.conf"))
 	if err != nil {
 		t.Errorf("/etc/nftables.conf in the image: %v", err)
 	}
@@ -398,7 +398,7 @@ func checkHardening(t *testing.T, cat func(string) []byte) {
 			t.Errorf("/etc/nftables.conf in the image accepts port %d, not in allowed_ports %v", p, allowed)
 		}
 	}
-	ssl, err := config.ParseOpenSSL(cat("/etc/ssl/openssl.cnf"))
+	ssl, err := tls.ParseOpenSSL(cat("/etc/ssl/openssl.cnf"))
 	if err != nil {
 		t.Fatalf("/etc/ssl/openssl.cnf in the image: %v", err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/access"
 	"github.com/gpuhost/gpuhost/checks/audit"
-	"github.com/gpuhost/gpuhost/checks/config"
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/network"
+	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
@@ -46,7 +46,7 @@ func TestNftablesConfDropsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, ports, hasInput, err := system.ParseNftables(data)
+	policy, ports, hasInput, err := network.ParseNftables(data)
 	if err != nil {
 		t.Fatalf("parsing files/nftables.conf: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestOpenSSLSystemDefaultTLS13(t *testing.T) {
 	// Debian 12's openssl.cnf, cut to what the chain needs, as the
 	// script leaves it.
 	cnf := "openssl_conf = openssl_init\nconfig_diagnostics = 1\n[ new_oids ]\n[openssl_init]\nssl_conf = ssl_sect\n[ ca ]\ndefault_ca = CA_default\n" + string(tail)
-	c, err := config.ParseOpenSSL([]byte(cnf))
+	c, err := tls.ParseOpenSSL([]byte(cnf))
 	if err != nil {
 		t.Fatalf("parsing the edited openssl.cnf: %v", err)
 	}
@@ -155,7 +155,7 @@ for f in /etc/protocols /etc/services; do if [ -e "$f" ]; then mount --bind "$1"
 "$2" -f "$3"
 "$2" list ruleset`
 	out := testutil.Run(t, time.Minute, unshare, "--net", "--mount", "/bin/sh", "-c", script, "sh", empty, nft, conf)
-	policy, ports, _, err := system.ParseNftables([]byte(out))
+	policy, ports, _, err := network.ParseNftables([]byte(out))
 	if err != nil {
 		t.Fatalf("the ruleset the kernel holds: %v\n%s", err, out)
 	}

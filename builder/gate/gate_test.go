@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
@@ -99,7 +99,7 @@ func diskArtifact(t *testing.T, src string, withManifest bool) *fakeArtifact {
 // SBOM the provisioner writes, so the gate has to make one.
 func diskArtifactWithoutSBOM(t *testing.T, src string) *fakeArtifact {
 	rootfs := copyRootfs(t, src, true)
-	if err := os.Remove(filepath.Join(rootfs, filepath.FromSlash(system.SBOMPath))); err != nil {
+	if err := os.Remove(filepath.Join(rootfs, filepath.FromSlash(packages.SBOMPath))); err != nil {
 		t.Fatal(err)
 	}
 	return (&fakeArtifact{files: []string{rawImage(t, rootfs)}, state: map[string]interface{}{}}).withRootfs(rootfs)
@@ -380,7 +380,7 @@ func TestPublishAttachesTheCarriedSBOM(t *testing.T) {
 		t.Fatalf("%v\n%s", err, u.out)
 	}
 	res := out.State("published").(*publish.Result)
-	want, err := os.ReadFile(filepath.Join(hardened, filepath.FromSlash(system.SBOMPath)))
+	want, err := os.ReadFile(filepath.Join(hardened, filepath.FromSlash(packages.SBOMPath)))
 	if err != nil {
 		t.Fatal(err)
 	}

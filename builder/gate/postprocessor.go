@@ -18,8 +18,8 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/internal/manifest"
@@ -356,19 +356,19 @@ const maxEvidence = 64 << 20
 // time, so the evidence matches what ships); an image without one gets one
 // made from its rootfs directory.
 func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t target) ([]byte, error) {
-	data, err := readFromTarget(t, system.SBOMPath)
+	data, err := readFromTarget(t, packages.SBOMPath)
 	if err != nil {
 		return nil, err
 	}
 	if data != nil {
-		ui.Say("gpuhost-gate: attaching the SBOM the image carries at " + system.SBOMPath)
+		ui.Say("gpuhost-gate: attaching the SBOM the image carries at " + packages.SBOMPath)
 		return data, nil
 	}
 	if p.SBOM == nil {
-		return nil, fmt.Errorf("publish: %s carries no %s and this build of the plugin has no SBOM generator; nothing is pushed without an SBOM", t.base(), system.SBOMPath)
+		return nil, fmt.Errorf("publish: %s carries no %s and this build of the plugin has no SBOM generator; nothing is pushed without an SBOM", t.base(), packages.SBOMPath)
 	}
 	if t.rootfs == "" {
-		return nil, fmt.Errorf("publish: %s carries no %s and its rootfs directory is gone, so no SBOM can be made; keep it (the rootfs builder's remove_rootfs = false)", t.base(), system.SBOMPath)
+		return nil, fmt.Errorf("publish: %s carries no %s and its rootfs directory is gone, so no SBOM can be made; keep it (the rootfs builder's remove_rootfs = false)", t.base(), packages.SBOMPath)
 	}
 	ui.Say("gpuhost-gate: making the SBOM of " + t.rootfs)
 	data, err = p.SBOM(ctx, t.rootfs)

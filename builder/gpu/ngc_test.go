@@ -21,8 +21,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
@@ -134,7 +134,7 @@ func TestProvisionSeedsNGCImages(t *testing.T) {
 	defer closer.Close()
 	f := facts.New(facts.KindRootfs, root, time.Now())
 	env := &collector.Env{FS: fsys, Log: slog.New(slog.DiscardHandler)}
-	if err := system.ContainersCollector().Collect(context.Background(), env, f); err != nil {
+	if err := runtime.ContainersCollector().Collect(context.Background(), env, f); err != nil {
 		t.Fatal(err)
 	}
 	for _, img := range f.Containers.Images {

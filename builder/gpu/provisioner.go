@@ -21,8 +21,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/manifest"
@@ -383,7 +383,7 @@ chmod 0644 %[5]s.tmp
 mv -f %[5]s.tmp %[5]s
 rm -f '%[3]s'
 echo "gpuhost-gpu: SBOM written to %[5]s"
-`, stage, manifest.Path, bomStage, path.Dir(system.SBOMPath), system.SBOMPath)
+`, stage, manifest.Path, bomStage, path.Dir(packages.SBOMPath), packages.SBOMPath)
 	scriptPath := path.Join(cfg.RemoteFolder, manifestScriptName)
 	if err := comm.Upload(scriptPath, strings.NewReader(script), nil); err != nil {
 		return fmt.Errorf("manifest: uploading %s: %w", scriptPath, err)

@@ -18,7 +18,7 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
@@ -254,7 +254,7 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 		t.Errorf("build %+v", m.Build)
 	}
 	// The SBOM lists the same inventory, where the sbom collector reads it.
-	bom, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(system.SBOMPath)))
+	bom, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(packages.SBOMPath)))
 	if err != nil {
 		t.Fatal(err)
 	}

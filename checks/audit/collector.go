@@ -14,8 +14,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // Where auditd and its companions keep their configuration.
@@ -36,7 +36,7 @@ const (
 var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
 
 // ActiveState asks a live host's service manager for a unit's state; the
-// orchestrator passes the system collector's.
+// orchestrator passes osinfo.UnitState.
 type ActiveState func(ctx context.Context, env *collector.Env, unit string) (state, reason string)
 
 // Collector fills facts.audit.
@@ -66,7 +66,7 @@ func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Fac
 			a.Installed = true
 		}
 	}
-	enabled, _, err := system.EnabledUnits(env.FS, env.Live)
+	enabled, _, err := osinfo.EnabledUnits(env.FS, env.Live)
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,7 @@ type Outcome struct {
 	Reason string
 }
 
+// Error says the status and why.
 func (o *Outcome) Error() string { return o.Status + ": " + o.Reason }
 
 // NotApplicable says the collector has nothing to look at on this kind of

@@ -10,8 +10,9 @@ import (
 	"github.com/aquasecurity/trivy/pkg/types"
 	debversion "github.com/knqyf263/go-deb-version"
 
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // The only files trivy is told about. Trivy's own filesystem walker would
@@ -110,7 +111,7 @@ func readOSRelease(fsys sysroot.FS) (ftypes.OS, error) {
 // supported: gpuhost bakes Ubuntu and Debian, and dpkg is the only package
 // database read here.
 func parseOSRelease(data []byte) (ftypes.OS, error) {
-	kv, err := system.OSReleaseVars(data)
+	kv, err := osinfo.OSReleaseVars(data)
 	if err != nil {
 		return ftypes.OS{}, err
 	}
@@ -137,7 +138,7 @@ func parseOSRelease(data []byte) (ftypes.OS, error) {
 // fields are held to dpkg's grammar, because a database that lies about
 // versions hides vulnerabilities.
 func parseStatus(data []byte) ([]ftypes.Package, error) {
-	installed, err := system.ParseDpkgInstalled(data)
+	installed, err := packages.ParseDpkgInstalled(data)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func parseStatus(data []byte) ([]ftypes.Package, error) {
 	return pkgs, nil
 }
 
-func toPackage(p system.DpkgPackage) (ftypes.Package, error) {
+func toPackage(p packages.DpkgPackage) (ftypes.Package, error) {
 	v, err := debversion.NewVersion(p.Version)
 	if err != nil {
 		return ftypes.Package{}, fmt.Errorf("package %s: version %q: %w", p.Name, p.Version, err)

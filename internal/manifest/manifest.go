@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/checks/system"
 )
 
 // Schema is the value of Manifest.Schema.
@@ -182,7 +182,7 @@ func Build(ctx context.Context, fsys sysroot.FS, opts Options) (*Manifest, error
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fsys.Display(DpkgStatus), err)
 	}
-	pkgs, err := system.ParseDpkgStatus(data)
+	pkgs, err := packages.ParseDpkgStatus(data)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(DpkgStatus), err)
 	}

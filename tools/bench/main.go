@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/system"
+	"github.com/gpuhost/gpuhost/checks/packages"
 )
 
 func main() {
@@ -330,7 +330,7 @@ func buildTree(tree, sample string, nPackages, nFiles int) error {
 	if err := os.MkdirAll(filepath.Dir(status), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(status, system.SyntheticDpkgStatus(nPackages), 0o644); err != nil {
+	if err := os.WriteFile(status, packages.SyntheticDpkgStatus(nPackages), 0o644); err != nil {
 		return err
 	}
 	perDir := 200

@@ -1,0 +1,492 @@
+// Package encryption collects the encryption facts: crypttab, the chain of
+// devices under the root filesystem and each swap, followed through LVM
+// and device-mapper to a dm-crypt target, and its cipher from the kernel's
+// table on a live host or the LUKS header of a disk image's partition.
+package encryption
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Collectors returns the collector of this package: encryption.
+func Collectors() []collector.Collector {
+	return []collector.Collector{encryptionCollector{}}
+}
+
+const (
+	// maxTableEntries bounds crypttab, fstab, /proc/swaps and mountinfo.
+	maxTableEntries = 4096
+	// maxChainDepth bounds the walk down device-mapper slaves.
+	maxChainDepth = 16
+	// maxChainNodes bounds the devices visited in one walk (a RAID of many
+	// members can fan out).
+	maxChainNodes = 256
+)
+
+type encryptionCollector struct{}
+
+var _ collector.Collector = encryptionCollector{}
+
+func (encryptionCollector) Name() string { return "encryption" }
+
+// Needs is empty: it reads the target alone.
+func (encryptionCollector) Needs() []string { return nil }
+
+func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	fsys := env.FS
+	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}
+	if data, ok, err := textfile.ReadOptional(fsys, "/etc/crypttab"); err != nil {
+		return fmt.Errorf("reading crypttab: %w", err)
+	} else if ok {
+		ct, err := parseCrypttab(data)
+		if err != nil {
+			return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/crypttab"), err)
+		}
+		e.Crypttab = ct
+	}
+	if env.Live {
+		if err := liveEncryption(fsys, e); err != nil {
+			return err
+		}
+	} else {
+		luks, err := imageLUKSHeaders(env.Devices)
+		if err != nil {
+			return err
+		}
+		if err := offlineEncryption(fsys, e, luks); err != nil {
+			return err
+		}
+	}
+	f.Encryption = e
+	return nil
+}
+
+// parseCrypttab reads crypttab(5): name, device, optional key file and
+// comma-separated options per line.
+func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
+	rows, err := tableRows(data, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facts.CrypttabEntry, 0, len(rows))
+	for _, fields := range rows {
+		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}}
+		if len(fields) > 2 {
+			ent.KeyFile = fields[2]
+		}
+		if len(fields) > 3 {
+			for _, o := range strings.Split(fields[3], ",") {
+				if o != "" {
+					ent.Options = append(ent.Options, o)
+				}
+			}
+		}
+		out = append(out, ent)
+	}
+	return out, nil
+}
+
+// tableRows splits a whitespace table (crypttab, fstab) into the fields of
+// each entry, skipping blanks and comments, and refusing binary text, rows
+// of the wrong width and more than maxTableEntries rows.
+func tableRows(data []byte, minFields, maxFields int) ([][]string, error) {
+	var rows [][]string
+	for i, l := range textfile.Lines(data) {
+		if err := textfile.CheckLine([]byte(l)); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		fields := strings.Fields(l)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < minFields || len(fields) > maxFields {
+			return nil, fmt.Errorf("line %d: want %d to %d fields, got %d", i+1, minFields, maxFields, len(fields))
+		}
+		if len(rows) >= maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
+		}
+		rows = append(rows, fields)
+	}
+	return rows, nil
+}
+
+// fstabEntry is one line of fstab(5).
+type fstabEntry struct {
+	Spec, File, Type string
+	Options          []string
+}
+
+// parseFstab reads fstab(5), decoding the octal escapes (\040) it uses for
+// blanks in names.
+func parseFstab(data []byte) ([]fstabEntry, error) {
+	rows, err := tableRows(data, 3, 6)
+	if err != nil {
+		return nil, err
+	}
+	var out []fstabEntry
+	for _, fields := range rows {
+		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2]}
+		if len(fields) > 3 {
+			ent.Options = strings.Split(fields[3], ",")
+		}
+		out = append(out, ent)
+	}
+	return out, nil
+}
+
+// unescapeOctal decodes \NNN escapes as fstab, /proc/swaps and mountinfo
+// write them.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// offlineEncryption follows swap and / from fstab through the LVM metadata
+// backups and crypttab, reading the cipher from crypttab options or from a
+// LUKS header the image carries: an image has no active mappings, only what
+// its files set up.
+func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) error {
+	data, ok, err := textfile.ReadOptional(fsys, "/etc/fstab")
+	if err != nil {
+		return fmt.Errorf("reading fstab: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	entries, err := parseFstab(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/fstab"), err)
+	}
+	r, err := newOfflineResolver(fsys, e.Crypttab, luks)
+	if err != nil {
+		return err
+	}
+	var mounts []mount
+	for _, ent := range entries {
+		if ent.Type != "swap" {
+			mounts = append(mounts, mount{Point: ent.File, Source: ent.Spec})
+		}
+	}
+	for _, ent := range entries {
+		switch {
+		case ent.Type == "swap":
+			spec := ent.Spec
+			// A swap file lies on whatever device holds its directory.
+			if m, ok := mountFor(mounts, spec); ok && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "/dev/") {
+				spec = m.Source
+			}
+			c := &chain{}
+			enc := r.resolve(c, spec, "fstab", 0)
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops})
+		case ent.File == "/":
+			c := &chain{}
+			enc := r.resolve(c, ent.Spec, "fstab", 0)
+			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops}
+		}
+	}
+	return nil
+}
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	MajMin, Point, Source string
+}
+
+func parseMountinfo(data []byte) ([]mount, error) {
+	var out []mount
+	for i, l := range textfile.Lines(data) {
+		fields := strings.Fields(l)
+		if len(fields) == 0 {
+			continue
+		}
+		sep := -1
+		for j := 6; j < len(fields); j++ {
+			if fields[j] == "-" {
+				sep = j
+				break
+			}
+		}
+		if len(fields) < 7 || sep < 0 {
+			return nil, fmt.Errorf("line %d: malformed mountinfo line", i+1)
+		}
+		if len(out) >= 4*maxTableEntries {
+			return nil, fmt.Errorf("line %d: more than %d mounts", i+1, 4*maxTableEntries)
+		}
+		m := mount{MajMin: fields[2], Point: unescapeOctal(fields[4])}
+		if sep+2 < len(fields) {
+			m.Source = unescapeOctal(fields[sep+2])
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// mountFor returns the mount holding file: the longest mount point that
+// prefixes it, the last one listed winning (it is on top).
+func mountFor(mounts []mount, file string) (mount, bool) {
+	var best mount
+	found := false
+	for _, m := range mounts {
+		p := m.Point
+		if p == file || p == "/" || strings.HasPrefix(file, strings.TrimSuffix(p, "/")+"/") {
+			if !found || len(p) >= len(best.Point) {
+				best, found = m, true
+			}
+		}
+	}
+	return best, found
+}
+
+func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
+	const mi = "/proc/self/mountinfo"
+	data, err := fsys.ReadFile(mi)
+	if err != nil {
+		return fmt.Errorf("reading mounts: %w", err)
+	}
+	mounts, err := parseMountinfo(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", fsys.Display(mi), err)
+	}
+	if m, ok := mountFor(mounts, "/"); ok {
+		c, enc := devChain(fsys, m.MajMin, m.Source)
+		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
+	}
+
+	const sw = "/proc/swaps"
+	data, ok, err := textfile.ReadOptional(fsys, sw)
+	if err != nil {
+		return fmt.Errorf("reading swaps: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	for i, l := range textfile.Lines(data) {
+		fields := strings.Fields(l)
+		if i == 0 && len(fields) > 0 && fields[0] == "Filename" {
+			continue
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) < 2 {
+			return fmt.Errorf("parsing %s: line %d: malformed", fsys.Display(sw), i+1)
+		}
+		if len(e.Swap) >= maxTableEntries {
+			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, maxTableEntries)
+		}
+		dev := unescapeOctal(fields[0])
+		s := facts.Swap{Device: dev, Kind: fields[1]}
+		switch {
+		case strings.HasPrefix(dev, "/dev/zram"):
+			// zram is compressed RAM: nothing reaches a disk, so it needs no
+			// encryption; policy tells it apart by Kind.
+			s.Kind = "zram"
+		case s.Kind == "file":
+			if m, ok := mountFor(mounts, dev); ok {
+				var c *chain
+				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				s.Hops = c.hops
+			}
+		default:
+			var c *chain
+			c, s.Encrypted = devChain(fsys, "", dev)
+			s.Hops = c.hops
+		}
+		e.Swap = append(e.Swap, s)
+	}
+	return nil
+}
+
+// devChain walks from a block device down its device-mapper slaves and
+// returns the devices met and whether every path to a disk passes through
+// an encrypting target. The device is found by maj:min under /sys/dev/block,
+// or else by its /dev name under /sys/class/block.
+func devChain(fsys sysroot.FS, majmin, devPath string) (*chain, bool) {
+	c := &chain{names: []string{}}
+	base := ""
+	if majmin != "" {
+		if _, err := fsys.Stat("/sys/dev/block/" + majmin); err == nil {
+			base = "/sys/dev/block/" + majmin
+		}
+	}
+	if base == "" && strings.HasPrefix(devPath, "/dev/") {
+		name := path.Base(devPath)
+		// /dev/mapper/NAME links to ../dm-N.
+		if target, err := textfile.Readlink(fsys, devPath); err == nil {
+			name = path.Base(target)
+		}
+		if validDevName(name) {
+			for _, dir := range []string{"/sys/class/block/", "/sys/block/"} {
+				if _, err := fsys.Stat(dir + name); err == nil {
+					base = dir + name
+					break
+				}
+			}
+		}
+	}
+	if base == "" {
+		return c, false
+	}
+	w := &chainWalker{fsys: fsys, seen: map[string]bool{}, table: dmTables(fsys.Root())}
+	enc := w.walk(c, base, path.Base(base), 0)
+	return c, enc
+}
+
+// dmTables is how the walk reads device-mapper tables; tests of fake sysfs
+// trees replace it.
+var dmTables = dmTableReader
+
+// dmTableReader returns how tables are read for a host rooted at root: the
+// kernel's ioctl, or, where that cannot be had on the real root, dmsetup.
+func dmTableReader(root string) func(string) ([]dmTarget, string, error) {
+	return func(name string) ([]dmTarget, string, error) {
+		t, err := kernelDMTable(root, name)
+		if err == nil {
+			return t, "kernel", nil
+		}
+		if root != "/" {
+			return nil, "kernel", err
+		}
+		t, derr := dmsetupTable(name)
+		if derr != nil {
+			return nil, "kernel", fmt.Errorf("%w; dmsetup: %v", err, derr)
+		}
+		return t, "process", nil
+	}
+}
+
+type chainWalker struct {
+	fsys  sysroot.FS
+	seen  map[string]bool
+	table func(name string) ([]dmTarget, string, error)
+}
+
+func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
+	name := w.devName(p, fallbackName)
+	if c.full(depth) || w.seen[name] {
+		c.add(facts.Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
+		return false
+	}
+	w.seen[name] = true
+	h := facts.Hop{Device: name, Learned: "sysfs", Depth: depth}
+	uuid := w.sysfsLine(p + "/dm/uuid")
+	h.Name = w.sysfsLine(p + "/dm/name")
+	h.Kind = w.kind(p, name, uuid)
+	if h.Kind == "crypt" {
+		h.Crypt = w.crypt(h.Name, uuid)
+	}
+	c.add(h)
+	encrypting := h.Kind == "crypt"
+	slaves, err := w.fsys.ReadDir(p + "/slaves")
+	if err != nil || len(slaves) == 0 {
+		return encrypting
+	}
+	all := true
+	for _, s := range slaves {
+		if !validDevName(s.Name()) {
+			all = false
+			continue
+		}
+		if !w.walk(c, p+"/slaves/"+s.Name(), s.Name(), depth+1) {
+			all = false
+		}
+	}
+	return encrypting || all
+}
+
+func (w *chainWalker) sysfsLine(p string) string {
+	data, err := w.fsys.ReadFileLimit(p, 4096)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// kind tells what the device at p is, from its dm uuid prefix or, for a
+// device outside device-mapper, its name and sysfs attributes.
+func (w *chainWalker) kind(p, name, uuid string) string {
+	for pre := range encryptingTypes {
+		if strings.HasPrefix(uuid, pre) {
+			return "crypt"
+		}
+	}
+	switch {
+	case strings.HasPrefix(uuid, "LVM-"):
+		return "lvm"
+	case strings.HasPrefix(uuid, "CRYPT-VERITY-"):
+		return "verity"
+	case strings.HasPrefix(uuid, "CRYPT-INTEGRITY-"):
+		return "integrity"
+	case uuid != "" || strings.HasPrefix(name, "dm-"):
+		return "dm"
+	case strings.HasPrefix(name, "md"):
+		return "raid"
+	case strings.HasPrefix(name, "loop"):
+		return "loop"
+	}
+	if _, err := w.fsys.Stat(p + "/partition"); err == nil {
+		return "partition"
+	}
+	return "disk"
+}
+
+// crypt reads the cipher of an encrypting mapping from its table.
+func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
+	typ := ""
+	for pre, t := range encryptingTypes {
+		if strings.HasPrefix(uuid, pre) {
+			typ = t
+		}
+	}
+	if name == "" {
+		return &facts.CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
+	}
+	targets, source, err := w.table(name)
+	if err != nil {
+		return &facts.CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
+	}
+	cp := cryptFromTable(targets, source)
+	cp.Type = typ
+	return cp
+}
+
+// devName is the kernel name of the device at p (dm-0, sda3).
+func (w *chainWalker) devName(p, fallback string) string {
+	if data, err := w.fsys.ReadFileLimit(p+"/uevent", 4096); err == nil {
+		for _, l := range textfile.Lines(data) {
+			if v, ok := strings.CutPrefix(l, "DEVNAME="); ok && validDevName(v) {
+				return v
+			}
+		}
+	}
+	if t, err := textfile.Readlink(w.fsys, p); err == nil && validDevName(path.Base(t)) {
+		return path.Base(t)
+	}
+	return fallback
+}
+
+func validDevName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") && len(s) <= 255
+}

@@ -1,0 +1,47 @@
+package encryption
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// collectOne runs the collector called name alone and returns its raw
+// error.
+func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+	t.Helper()
+	return checktest.CollectOne(t, env, f, Collectors(), name)
+}
+
+// golden compares v, as indented JSON, with testdata/<name>.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	testutil.GoldenJSON(t, filepath.Join("testdata", name), v, *update)
+}
+
+// fakeDMTables answers device-mapper table reads from tables, in the
+// format `dmsetup table` prints, for fake sysfs trees that have no kernel
+// behind them.
+func fakeDMTables(t testing.TB, tables map[string]string) {
+	t.Helper()
+	old := dmTables
+	dmTables = func(string) func(string) ([]dmTarget, string, error) {
+		return func(name string) ([]dmTarget, string, error) {
+			table, ok := tables[name]
+			if !ok {
+				return nil, "kernel", fmt.Errorf("no device-mapper device %s", name)
+			}
+			targets, err := parseDMSetupTable([]byte(table))
+			return targets, "kernel", err
+		}
+	}
+	t.Cleanup(func() { dmTables = old })
+}

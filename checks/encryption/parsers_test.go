@@ -1,0 +1,85 @@
+package encryption
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+)
+
+func TestParseCrypttab(t *testing.T) {
+	ct, err := parseCrypttab([]byte("# c\n\nroot_crypt UUID=aa-bb none luks,discard,,\nhome PARTUUID=cc /etc/keys/home.key\nswap LABEL=sw\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ct) != 3 || strings.Join(ct[0].Options, ",") != "luks,discard" || ct[1].KeyFile != "/etc/keys/home.key" || ct[2].Options == nil || ct[2].Device != "LABEL=sw" {
+		t.Errorf("%+v", ct)
+	}
+	if _, err := parseCrypttab([]byte("ok /dev/sda1\nonlyname\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("one field: %v", err)
+	}
+}
+
+func TestParseFstabAndMountinfoErrors(t *testing.T) {
+	if _, err := parseFstab([]byte("/dev/sda1 /\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("short fstab line: %v", err)
+	}
+	if _, err := parseMountinfo([]byte("1 0 8:1 / /\n")); err == nil {
+		t.Error("short mountinfo line accepted")
+	}
+	if got := unescapeOctal(`a\040b\\c\9`); got != `a b\\c\9` {
+		t.Errorf("unescape %q", got)
+	}
+}
+
+func TestOfflineRootOnCrypttabMapping(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{
+		"etc/crypttab": "cryptroot UUID=1 none luks\n",
+		"etc/fstab":    "/dev/mapper/cryptroot / ext4 defaults 0 1\n",
+	})
+	f := checktest.NewFacts(facts.KindRootfs)
+	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "encryption"); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Encryption.Root; r == nil || !r.Encrypted || r.Source != "fstab" || r.Chain[0] != "/dev/mapper/cryptroot" {
+		t.Errorf("root %+v", r)
+	}
+}
+
+func TestLiveRootOnPlainPartition(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{
+		"proc/self/mountinfo":              "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n",
+		"sys/dev/block/8:1/uevent":         "DEVNAME=sda1\n",
+		"sys/dev/block/254:0/dm/uuid":      "CRYPT-VERITY-x\n",
+		"sys/dev/block/254:0/slaves/sda2/": nil,
+	})
+	f := checktest.NewFacts(facts.KindHost)
+	if err := collectOne(t, checktest.NewEnv(t, dir, true), f, "encryption"); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Encryption.Root; r == nil || r.Encrypted || strings.Join(r.Chain, ",") != "sda1" {
+		t.Errorf("root %+v", r)
+	}
+	// dm-verity protects integrity, not confidentiality.
+	c, enc := devChain(checktest.NewEnv(t, dir, true).FS, "254:0", "")
+	if enc || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
+		t.Errorf("verity chain %+v encrypted=%v", c.hops, enc)
+	}
+}
+
+func TestSlavesCycleIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{
+		"sys/devices/a/uevent":   "DEVNAME=dm-5\n",
+		"sys/devices/a/dm/uuid":  "CRYPT-LUKS2-x\n",
+		"sys/devices/a/slaves/x": checktest.Symlink("../../a"),
+		"sys/dev/block/253:5":    checktest.Symlink("../../devices/a"),
+	})
+	c, _ := devChain(checktest.NewEnv(t, dir, true).FS, "253:5", "")
+	if len(c.names) > maxChainDepth+2 {
+		t.Errorf("chain of %d through a cycle", len(c.names))
+	}
+}

@@ -1,0 +1,34 @@
+package checks
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// collect runs the named collectors of All() over env, each after what it
+// needs, recording outcomes.
+func collect(t testing.TB, env *collector.Env, f *facts.Facts, names ...string) {
+	t.Helper()
+	checktest.Run(t, env, f, All(), names...)
+}
+
+// collectOne runs the collector of All() called name alone and returns its
+// raw error.
+func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+	t.Helper()
+	return checktest.CollectOne(t, env, f, All(), name)
+}
+
+// golden compares v, as indented JSON, with testdata/<name>.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	testutil.GoldenJSON(t, filepath.Join("testdata", name), v, *update)
+}

@@ -1,0 +1,289 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	// maxIncludeDepth and maxIncludeFiles bound nftables include chains.
+	maxIncludeDepth = 8
+	maxIncludeFiles = 64
+	// maxNestDepth bounds brace nesting in an nftables file.
+	maxNestDepth = 32
+)
+
+type firewallCollector struct{}
+
+var _ collector.Collector = firewallCollector{}
+
+func (firewallCollector) Name() string { return "firewall" }
+
+// Needs network: the firewall joins the listeners in the network facts, which
+// the network collector creates on a live host.
+func (firewallCollector) Needs() []string { return []string{"network"} }
+
+// Collect reads the firewall. Offline it is the configuration; on a live
+// host it is the ruleset the kernel holds, read over netlink, and
+// "enabled" is whether the unit that loads it is active. When the kernel
+// cannot be read (no CAP_NET_ADMIN), the configuration stands in and the
+// facts say why. On an offline rootfs the network collector is
+// not_applicable, so the Network it creates holds only the firewall and a
+// nil Listening.
+func (firewallCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	fw, err := readFirewall(env.FS)
+	if err != nil {
+		return err
+	}
+	if env.Live {
+		if fw, err = liveFirewall(ctx, env, fw); err != nil {
+			return err
+		}
+	}
+	if f.Network == nil {
+		f.Network = &facts.Network{}
+		if env.Live {
+			f.Network.Listening = []facts.Listener{}
+		}
+	}
+	f.Network.Firewall = fw
+	return nil
+}
+
+// liveFirewall replaces the configured ruleset with the kernel's and asks
+// systemd whether the firewall's unit is active.
+func liveFirewall(ctx context.Context, env *collector.Env, conf *facts.Firewall) (*facts.Firewall, error) {
+	fw := conf
+	rs, err := readKernelRuleset(env.NetNS)
+	if err != nil {
+		fw.KernelError = err.Error()
+	} else {
+		v, err := rs.verdict()
+		if err != nil {
+			return nil, fmt.Errorf("evaluating the kernel's nftables ruleset: %w", err)
+		}
+		backend := conf.Backend
+		if backend == "none" && v.hasInput {
+			backend = "nftables"
+		}
+		fw = v.firewall(backend)
+		fw.Source, fw.Path = "kernel", conf.Path
+	}
+	unit := "nftables.service"
+	if conf.Backend == "ufw" {
+		unit = "ufw.service"
+	}
+	if conf.Backend == "none" && fw.Backend == "none" {
+		return fw, nil
+	}
+	state, reason := osinfo.UnitState(ctx, env, unit)
+	fw.Unit = &facts.UnitState{Name: unit, State: state, Reason: reason}
+	fw.Enabled = state == "active"
+	return fw, nil
+}
+
+// readFirewall prefers an enabled ufw, then an nftables input hook chain,
+// and otherwise reports no firewall, which accepts everything.
+func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
+	ufw, err := readUfw(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if ufw != nil && ufw.Enabled {
+		return ufw, nil
+	}
+	nft, err := readNftables(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if nft != nil {
+		return nft, nil
+	}
+	return &facts.Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}, nil
+}
+
+// portSet collects allowed ports; a bitmap over the whole port space keeps
+// a rule like 1-65535 from costing more than the set itself.
+type portSet [65536 / 64]uint64
+
+func (s *portSet) add(lo, hi int) {
+	if lo < 0 || hi > 65535 || lo > hi {
+		return
+	}
+	for p := lo; p <= hi; p++ {
+		s[p/64] |= 1 << (p % 64)
+	}
+}
+
+func (s *portSet) list() []int {
+	out := []int{}
+	for p := 0; p < 65536; p++ {
+		if s[p/64]&(1<<(p%64)) != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// addPortSpec adds "22", "80,443", "6000:6007" or "8000-8080"; service
+// names resolve through a small table, other words are ignored.
+func (s *portSet) addPortSpec(spec string) {
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, ":")
+		if !isRange {
+			lo, hi, isRange = strings.Cut(part, "-")
+		}
+		a, ok := portNumber(lo)
+		if !ok {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, ok = portNumber(hi); !ok {
+				continue
+			}
+		}
+		s.add(a, b)
+	}
+}
+
+// services covers the names people write in firewall rules instead of
+// numbers; /etc/services of the target is not consulted.
+var services = map[string]int{
+	"ssh": 22, "http": 80, "https": 443, "domain": 53, "dns": 53, "ntp": 123,
+	"smtp": 25, "ftp": 21, "telnet": 23, "snmp": 161, "bgp": 179, "ldap": 389,
+	"ldaps": 636, "imap": 143, "imaps": 993, "pop3": 110, "pop3s": 995,
+	"mysql": 3306, "postgresql": 5432, "rdp": 3389, "http-alt": 8080,
+	"submission": 587, "kerberos": 88, "nfs": 2049, "sunrpc": 111,
+}
+
+func portNumber(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, n >= 0 && n <= 65535
+	}
+	n, ok := services[strings.ToLower(s)]
+	return n, ok
+}
+
+// readUfw returns ufw's configuration, or nil when ufw is not installed.
+func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
+	const conf, defaults = "/etc/ufw/ufw.conf", "/etc/default/ufw"
+	data, ok, err := textfile.ReadOptional(fsys, conf)
+	if err != nil {
+		return nil, fmt.Errorf("reading ufw config: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	vars := map[string]string{}
+	if _, err := textfile.ParseShell(data, vars, false); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(conf), err)
+	}
+	fw := &facts.Firewall{
+		Backend:            "ufw",
+		Enabled:            strings.EqualFold(vars["ENABLED"], "yes"),
+		DefaultInputPolicy: "drop",
+		Source:             "file",
+		Path:               conf,
+	}
+	data, ok, err = textfile.ReadOptional(fsys, defaults)
+	if err != nil {
+		return nil, fmt.Errorf("reading ufw defaults: %w", err)
+	}
+	if ok {
+		dv := map[string]string{}
+		if _, err := textfile.ParseShell(data, dv, false); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", fsys.Display(defaults), err)
+		}
+		if p := strings.ToLower(dv["DEFAULT_INPUT_POLICY"]); p != "" {
+			fw.DefaultInputPolicy = p
+		}
+	}
+	var ports portSet
+	for _, name := range []string{"/etc/ufw/user.rules", "/etc/ufw/user6.rules"} {
+		data, ok, err := textfile.ReadOptional(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("reading ufw rules: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		if err := parseUfwRules(data, &ports); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
+		}
+	}
+	fw.AllowedPorts = ports.list()
+	return fw, nil
+}
+
+// parseUfwRules reads ufw's user rules: both the "### tuple ###" comments
+// ufw keeps as its own record and the iptables-restore lines it loads. Only
+// incoming allow and limit rules with a destination port count; a rule
+// without a port (allow from a network) opens no specific port and is not
+// represented.
+func parseUfwRules(data []byte, ports *portSet) error {
+	for i, l := range textfile.Lines(data) {
+		if err := textfile.CheckLine([]byte(l)); err != nil {
+			return fmt.Errorf("line %d: %w", i+1, err)
+		}
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "### tuple ###"); ok {
+			f := strings.Fields(rest)
+			// action proto dport dst sport src [dapp sapp] direction
+			if len(f) < 7 {
+				continue
+			}
+			action, dir := f[0], f[len(f)-1]
+			if !(strings.HasPrefix(action, "allow") || strings.HasPrefix(action, "limit")) {
+				continue
+			}
+			if dir != "in" && !strings.HasPrefix(dir, "in_") {
+				continue
+			}
+			if f[2] != "any" {
+				ports.addPortSpec(f[2])
+			}
+			continue
+		}
+		if !strings.HasPrefix(l, "-A ") {
+			continue
+		}
+		f := strings.Fields(l)
+		chain := f[1]
+		if chain != "ufw-user-input" && chain != "ufw6-user-input" {
+			continue
+		}
+		target, spec := "", ""
+		for j := 2; j+1 < len(f); j++ {
+			switch f[j] {
+			case "-j":
+				target = f[j+1]
+			case "--dport", "--dports", "--destination-port":
+				spec = f[j+1]
+			}
+		}
+		if spec != "" && (target == "ACCEPT" || strings.HasPrefix(target, "ufw-user-limit")) {
+			ports.addPortSpec(spec)
+		}
+	}
+	return nil
+}
+
+func policyRank(p string) int {
+	switch p {
+	case "drop":
+		return 2
+	case "reject":
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,85 @@
+package network
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+)
+
+func FuzzProcNet(f *testing.F) {
+	f.Add([]byte(checktest.ProcTCP))
+	f.Add([]byte(checktest.ProcTCP6))
+	f.Add([]byte(checktest.ProcUDP))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, state := range []string{"0A", "07"} {
+			socks, err := parseProcNet(data, "tcp", state)
+			if err != nil {
+				continue
+			}
+			for _, s := range socks {
+				if !s.Addr.IsValid() {
+					t.Errorf("invalid address in %+v", s)
+				}
+			}
+		}
+	})
+}
+
+func FuzzNftables(f *testing.F) {
+	f.Add([]byte("table inet filter { chain input { type filter hook input priority 0; policy drop; tcp dport { 22, 443 } accept } }\n"))
+	f.Add([]byte("define P = 22\nadd chain inet f input { type filter hook input priority 0 ; }\nadd rule inet f input tcp dport $P accept\n"))
+	f.Add([]byte("include \"x\"\n{{}}\n"))
+	f.Add([]byte("table inet f { set s { type inet_service; elements = { 1-3 } }\n chain c { tcp dport @s accept; return }\n chain i { type filter hook input priority 0; policy drop; jump c; goto c } }\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := parseNftVerdict(data)
+		if err != nil {
+			return
+		}
+		if v.policy == "" {
+			t.Error("empty policy")
+		}
+		for i, p := range v.ports {
+			if p < 0 || p > 65535 || (i > 0 && v.ports[i-1] >= p) {
+				t.Errorf("bad port list %v", v.ports)
+				break
+			}
+		}
+		// Every port a rule admits is in the list; the rest of what is
+		// admitted must come from an accepting policy.
+		for _, a := range v.admits {
+			if a.From > a.To || (a.Proto != "tcp" && a.Proto != "udp") {
+				t.Fatalf("bad admit %+v", a)
+			}
+			if strings.HasPrefix(a.Rule, "policy accept") {
+				if v.policy != "accept" {
+					t.Errorf("admitted by policy %+v under policy %q", a, v.policy)
+				}
+				continue
+			}
+			if !slices.Contains(v.ports, a.From) || !slices.Contains(v.ports, a.To) {
+				t.Errorf("admit %+v outside ports", a)
+			}
+		}
+		for _, u := range v.unknown {
+			if u.Rule == "" || u.Reason == "" {
+				t.Errorf("unmodeled rule without a name or reason: %+v", u)
+			}
+		}
+	})
+}
+
+func FuzzUfwRules(f *testing.F) {
+	f.Add([]byte("### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n"))
+	f.Add([]byte("### tuple ### allow udp 1:65535 0.0.0.0/0 any 0.0.0.0/0 in\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ps portSet
+		if err := parseUfwRules(data, &ps); err != nil {
+			return
+		}
+		if n := len(ps.list()); n > 65536 {
+			t.Errorf("%d ports", n)
+		}
+	})
+}

@@ -1,0 +1,612 @@
+package network
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+// The file parser and the kernel reader both reduce a ruleset to fwChain
+// and fwRule, and one evaluator computes what the input path accepts, so an
+// image and the host booted from it are judged by the same semantics.
+
+const (
+	// maxJumpDepth bounds jump and goto nesting; the kernel refuses loops,
+	// a file or a hostile netlink peer may not.
+	maxJumpDepth = 16
+	// maxRuleVisits bounds the evaluation work over all chains.
+	maxRuleVisits = 200000
+	// maxRules bounds the rules read, from files and from the kernel.
+	maxRules = 20000
+	// maxSetElements bounds the elements of all sets together.
+	maxSetElements = 1 << 17
+	// maxTableEntries bounds the tables, sets and chains of one ruleset.
+	maxTableEntries = 4096
+)
+
+// Protocols a rule can admit; only TCP and UDP have ports to listen on.
+const (
+	protoTCP = 1 << iota
+	protoUDP
+	protoAny = protoTCP | protoUDP
+)
+
+var protoNames = []struct {
+	bit  int
+	name string
+}{{protoTCP, "tcp"}, {protoUDP, "udp"}}
+
+// fwRule is one rule reduced to what decides inbound TCP and UDP.
+type fwRule struct {
+	// ref names the rule for people: "inet filter input handle 4" or
+	// "/etc/nftables.conf:12".
+	ref  string
+	text string
+	// protos are the protocols the rule can match; 0 matches none.
+	protos int
+	// ports is nil when the rule does not look at the destination port.
+	ports *portList
+	// verdict is accept, drop, jump, goto, return, or "" to continue.
+	verdict string
+	target  string
+	// inert rules never see a new connection from another host (ct state
+	// established, iif lo).
+	inert bool
+	// family, when set ("ip" or "ip6"), limits an inet rule to IPv4 or
+	// IPv6 (meta nfproto).
+	family string
+	// set, when not empty, is the key of a named set the destination port
+	// is looked up in (negated with setNeg); resolve folds it into ports.
+	set     string
+	setName string
+	setNeg  bool
+	// unknown lists conditions the model cannot evaluate.
+	unknown []string
+}
+
+// portList is a rule's ports as sorted runs: most rules name a port or
+// two, and a bitmap per rule would cost more than the whole ruleset.
+type portList struct {
+	runs [][2]int
+}
+
+// restrictPorts narrows the ports the rule matches; two port conditions
+// in one rule must both hold.
+func (r *fwRule) restrictPorts(ports *portSet) {
+	if r.ports != nil {
+		var both portSet
+		r.ports.into(&both)
+		both.and(ports)
+		ports = &both
+	}
+	r.ports = &portList{runs: ports.ranges()}
+}
+
+// into sets the list's ports in s, which must be empty.
+func (l *portList) into(s *portSet) {
+	for _, run := range l.runs {
+		s.setRange(run[0], run[1])
+	}
+}
+
+// fwChain is one chain; base chains carry their hook's policy.
+type fwChain struct {
+	family, table, name string
+	input               bool
+	policy              string
+	rules               []fwRule
+}
+
+func (c *fwChain) ref() string { return c.family + " " + c.table + " " + c.name }
+
+// fwRuleset is a ruleset keyed by family, table and chain name.
+type fwRuleset struct {
+	chains map[string]*fwChain
+	order  []*fwChain
+	sets   map[string]*portSet
+	rules  int
+}
+
+// set returns the named set, creating it.
+func (rs *fwRuleset) set(family, table, name string) (*portSet, error) {
+	if rs.sets == nil {
+		rs.sets = map[string]*portSet{}
+	}
+	k := chainKey(family, table, name)
+	if s, ok := rs.sets[k]; ok {
+		return s, nil
+	}
+	if len(rs.sets) >= maxTableEntries {
+		return nil, fmt.Errorf("more than %d sets", maxTableEntries)
+	}
+	s := &portSet{}
+	rs.sets[k] = s
+	return s, nil
+}
+
+// resolve folds set lookups into the rules' ports; sets may be declared
+// after the rules that use them.
+func (rs *fwRuleset) resolve() {
+	for _, c := range rs.order {
+		for i := range c.rules {
+			r := &c.rules[i]
+			if r.set == "" {
+				continue
+			}
+			s, ok := rs.sets[r.set]
+			if !ok {
+				r.unknown = append(r.unknown, "dport @"+r.setName+" (no such set)")
+				r.set = ""
+				continue
+			}
+			ports := *s
+			if r.setNeg {
+				var all portSet
+				all.fill()
+				all.andNot(&ports)
+				ports = all
+			}
+			r.restrictPorts(&ports)
+			r.set = ""
+		}
+	}
+}
+
+// verdict resolves sets and evaluates the input path.
+func (rs *fwRuleset) verdict() (fwVerdict, error) {
+	rs.resolve()
+	return rs.evaluate()
+}
+
+func chainKey(family, table, name string) string {
+	return family + "\x00" + table + "\x00" + name
+}
+
+// chain returns the named chain, creating it; nftables merges repeated
+// declarations of one chain, and so does this.
+func (rs *fwRuleset) chain(family, table, name string) (*fwChain, error) {
+	if rs.chains == nil {
+		rs.chains = map[string]*fwChain{}
+	}
+	k := chainKey(family, table, name)
+	if c, ok := rs.chains[k]; ok {
+		return c, nil
+	}
+	if len(rs.order) >= maxTableEntries {
+		return nil, fmt.Errorf("more than %d chains", maxTableEntries)
+	}
+	c := &fwChain{family: family, table: table, name: name, policy: "accept"}
+	rs.chains[k] = c
+	rs.order = append(rs.order, c)
+	return c, nil
+}
+
+func (rs *fwRuleset) addRule(c *fwChain, r fwRule) error {
+	if rs.rules++; rs.rules > maxRules {
+		return fmt.Errorf("more than %d rules", maxRules)
+	}
+	c.rules = append(c.rules, r)
+	return nil
+}
+
+// evaluator walks chains for one family and protocol at a time.
+type evaluator struct {
+	rs      *fwRuleset
+	family  string
+	visits  int
+	unknown map[string]facts.FirewallRule
+	// owner[family][proto][port] is 1 + the index in refs of the first rule
+	// (or policy) that admitted the port; 0 when none did.
+	owner  [2][2]*[65536]uint16
+	refs   []string
+	refIdx map[string]uint16
+	bufs   []*portSet
+}
+
+// chainResult splits the ports that entered a chain by outcome: accepted by
+// a rule, or returned to the caller (for a base chain: left to the policy).
+type chainResult struct {
+	accepted, returned portSet
+}
+
+func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainResult, error) {
+	var res chainResult
+	if depth > maxJumpDepth {
+		return res, fmt.Errorf("jumps from %s nested deeper than %d (a loop?)", c.ref(), maxJumpDepth)
+	}
+	undecided := *in
+	for i := range c.rules {
+		r := &c.rules[i]
+		if e.visits++; e.visits > maxRuleVisits {
+			return res, fmt.Errorf("evaluating the ruleset took more than %d rule visits", maxRuleVisits)
+		}
+		if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || undecided.empty() {
+			continue
+		}
+		m := e.scratch(depth)
+		if r.ports == nil {
+			*m = undecided
+		} else {
+			*m = portSet{}
+			r.ports.into(m)
+			m.and(&undecided)
+		}
+		if m.empty() {
+			continue
+		}
+		// A rule with a condition the model cannot evaluate matches some
+		// packets and not others: what it accepts counts as admitted, and
+		// what it would drop is still treated as passing on.
+		sure := len(r.unknown) == 0
+		if !sure {
+			e.noteUnknown(r)
+		}
+		switch r.verdict {
+		case "accept":
+			if !sure && r.ports == nil {
+				// It may accept any port from some sources: recorded in
+				// unknown, never folded into the port list.
+				continue
+			}
+			e.admit(proto, m, r.ref+": "+r.text)
+			res.accepted.or(m)
+			if sure {
+				undecided.andNot(m)
+			}
+		case "drop", "reject":
+			if sure {
+				undecided.andNot(m)
+			}
+		case "return":
+			// Some packets may go back to the caller, which may accept them.
+			res.returned.or(m)
+			if sure {
+				undecided.andNot(m)
+			}
+		case "jump", "goto":
+			t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
+			if !ok {
+				return res, fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
+			}
+			sub, err := e.eval(t, proto, m, depth+1)
+			if err != nil {
+				return res, err
+			}
+			res.accepted.or(&sub.accepted)
+			if r.verdict == "goto" {
+				// What the target lets through goes back to this chain's
+				// caller, whether or not every packet took the goto.
+				res.returned.or(&sub.returned)
+			}
+			if !sure {
+				continue
+			}
+			undecided.andNot(m)
+			if r.verdict == "jump" {
+				undecided.or(&sub.returned)
+			}
+		}
+	}
+	res.returned.or(&undecided)
+	return res, nil
+}
+
+// scratch is the matched-ports buffer of one jump depth; a deeper chain
+// has its own, so a caller's survives the call.
+func (e *evaluator) scratch(depth int) *portSet {
+	for len(e.bufs) <= depth {
+		e.bufs = append(e.bufs, new(portSet))
+	}
+	return e.bufs[depth]
+}
+
+func (e *evaluator) admit(proto int, ports *portSet, ref string) {
+	idx, ok := e.refIdx[ref]
+	if !ok {
+		if e.refIdx == nil {
+			e.refIdx = map[string]uint16{}
+		}
+		if len(e.refs) >= 65535 {
+			return
+		}
+		e.refs = append(e.refs, ref)
+		idx = uint16(len(e.refs))
+		e.refIdx[ref] = idx
+	}
+	owner := e.ownerOf(proto)
+	for w, word := range ports {
+		for word != 0 {
+			bit := bits.TrailingZeros64(word)
+			word &^= 1 << bit
+			if p := w*64 + bit; owner[p] == 0 {
+				owner[p] = idx
+			}
+		}
+	}
+}
+
+func (e *evaluator) ownerOf(proto int) *[65536]uint16 {
+	f, pr := 0, 0
+	if e.family == "ip6" {
+		f = 1
+	}
+	if proto == protoUDP {
+		pr = 1
+	}
+	if e.owner[f][pr] == nil {
+		e.owner[f][pr] = new([65536]uint16)
+	}
+	return e.owner[f][pr]
+}
+
+func (e *evaluator) noteUnknown(r *fwRule) {
+	if e.unknown == nil {
+		e.unknown = map[string]facts.FirewallRule{}
+	}
+	if _, ok := e.unknown[r.ref]; ok {
+		return
+	}
+	e.unknown[r.ref] = facts.FirewallRule{
+		Rule:   r.ref + ": " + r.text,
+		Reason: "cannot evaluate " + strings.Join(r.unknown, ", "),
+		// A jump or goto under an unknown condition is followed, and what
+		// its target accepts is counted: only a portless accept escapes.
+		MayAccept: r.verdict == "accept" && r.ports == nil,
+	}
+}
+
+// fwVerdict is what a ruleset does with new inbound connections.
+type fwVerdict struct {
+	hasInput bool
+	// policy is "accept" when some port reaches an accepting policy, and
+	// otherwise the strictest policy of the input chains (drop when rules
+	// leave no port to accepting policies).
+	policy  string
+	ports   []int
+	admits  []facts.FirewallAdmit
+	unknown []facts.FirewallRule
+}
+
+// evaluate computes, for IPv4 and IPv6 and for TCP and UDP, the ports that
+// pass every input base chain: a packet must be accepted by each base chain
+// on the hook, and a drop in any of them is final. A family with no input
+// chain at all is not judged (the host may not route it).
+func (rs *fwRuleset) evaluate() (fwVerdict, error) {
+	v := fwVerdict{policy: "accept"}
+	e := &evaluator{rs: rs}
+	var explicit portSet
+	strictest, byPolicy := "accept", false
+	for _, fam := range []string{"ip", "ip6"} {
+		var chains []*fwChain
+		for _, c := range rs.order {
+			if c.input && (c.family == fam || c.family == "inet") {
+				chains = append(chains, c)
+			}
+		}
+		if len(chains) == 0 {
+			continue
+		}
+		v.hasInput = true
+		e.family = fam
+		for _, p := range protoNames {
+			var passed, ruled portSet
+			passed.fill()
+			for _, c := range chains {
+				if policyRank(c.policy) > policyRank(strictest) {
+					strictest = c.policy
+				}
+				var all portSet
+				all.fill()
+				res, err := e.eval(c, p.bit, &all, 0)
+				if err != nil {
+					return v, err
+				}
+				through := res.accepted
+				if c.policy == "accept" {
+					through.or(&res.returned)
+				}
+				passed.and(&through)
+				ruled.or(&res.accepted)
+			}
+			ruled.and(&passed)
+			explicit.or(&ruled)
+			policyOnly := passed
+			policyOnly.andNot(&ruled)
+			if !policyOnly.empty() {
+				byPolicy = true
+				e.admit(p.bit, &policyOnly, "policy accept of "+chainList(chains))
+			}
+			e.keep(p.bit, &passed)
+		}
+	}
+	switch {
+	case byPolicy || !v.hasInput:
+	case strictest == "accept":
+		// Accepting policies that no packet reaches: a catch-all drop
+		// rule (the iptables habit) is the effective policy.
+		v.policy = "drop"
+	default:
+		v.policy = strictest
+	}
+	v.ports = explicit.list()
+	v.admits = e.facts()
+	for _, u := range e.unknown {
+		v.unknown = append(v.unknown, u)
+	}
+	slices.SortFunc(v.unknown, func(a, b facts.FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
+	return v, nil
+}
+
+// keep trims the admissions of proto to the ports that got through every
+// base chain; an accept in one base chain is not the last word.
+func (e *evaluator) keep(proto int, passed *portSet) {
+	owner := e.ownerOf(proto)
+	for p := range owner {
+		if owner[p] != 0 && !passed.has(p) {
+			owner[p] = 0
+		}
+	}
+}
+
+func chainList(chains []*fwChain) string {
+	var names []string
+	for _, c := range chains {
+		if c.policy == "accept" {
+			names = append(names, c.ref())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// facts renders the admissions as port ranges, IPv4's first rule for a
+// port winning over IPv6's.
+func (e *evaluator) facts() []facts.FirewallAdmit {
+	out := []facts.FirewallAdmit{}
+	for pr, p := range protoNames {
+		ip, ip6 := e.owner[0][pr], e.owner[1][pr]
+		ownerAt := func(port int) uint16 {
+			if ip != nil && ip[port] != 0 {
+				return ip[port]
+			}
+			if ip6 != nil {
+				return ip6[port]
+			}
+			return 0
+		}
+		for port := 0; port < 65536; port++ {
+			idx := ownerAt(port)
+			if idx == 0 {
+				continue
+			}
+			end := port
+			for end+1 < 65536 && ownerAt(end+1) == idx {
+				end++
+			}
+			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1]})
+			port = end
+		}
+	}
+	return out
+}
+
+func (s *portSet) empty() bool {
+	for _, w := range s {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *portSet) fill() {
+	for i := range s {
+		s[i] = ^uint64(0)
+	}
+}
+
+func (s *portSet) and(o *portSet) {
+	for i := range s {
+		s[i] &= o[i]
+	}
+}
+
+func (s *portSet) andNot(o *portSet) {
+	for i := range s {
+		s[i] &^= o[i]
+	}
+}
+
+func (s *portSet) or(o *portSet) {
+	for i := range s {
+		s[i] |= o[i]
+	}
+}
+
+func (s *portSet) has(p int) bool { return s[p/64]&(1<<(p%64)) != 0 }
+
+// ranges returns the set as inclusive [from, to] runs, a word at a time
+// where words are empty or full.
+func (s *portSet) ranges() [][2]int {
+	var out [][2]int
+	start := -1
+	for w, word := range s {
+		switch {
+		case word == 0 && start < 0, word == ^uint64(0) && start >= 0:
+			continue
+		case word == 0:
+			out = append(out, [2]int{start, w*64 - 1})
+			start = -1
+			continue
+		}
+		for b := 0; b < 64; b++ {
+			in := word&(1<<b) != 0
+			switch {
+			case in && start < 0:
+				start = w*64 + b
+			case !in && start >= 0:
+				out = append(out, [2]int{start, w*64 + b - 1})
+				start = -1
+			}
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, 65535})
+	}
+	return out
+}
+
+// setRange adds lo..hi a word at a time.
+func (s *portSet) setRange(lo, hi int) {
+	for lo <= hi {
+		w, b := lo/64, lo%64
+		if b == 0 && hi-lo >= 63 {
+			s[w] = ^uint64(0)
+			lo += 64
+			continue
+		}
+		s[w] |= 1 << b
+		lo++
+	}
+}
+
+// setBound is one element of an interval set as the kernel holds it: the
+// first port of a run, or (end) the port one past its last.
+type setBound struct {
+	port int
+	end  bool
+}
+
+// intervalPorts turns interval set bounds, in any order, into ports.
+func intervalPorts(bounds []setBound) portSet {
+	var ps portSet
+	slices.SortFunc(bounds, func(a, b setBound) int {
+		if a.port != b.port {
+			return a.port - b.port
+		}
+		// An end and a start at one port: the end closes the run before.
+		switch {
+		case a.end == b.end:
+			return 0
+		case a.end:
+			return -1
+		}
+		return 1
+	})
+	open := -1
+	for _, b := range bounds {
+		switch {
+		case !b.end && open < 0:
+			open = b.port
+		case b.end && open >= 0:
+			ps.add(open, b.port-1)
+			open = -1
+		}
+	}
+	if open >= 0 {
+		ps.add(open, 65535)
+	}
+	return ps
+}

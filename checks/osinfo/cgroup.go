@@ -1,0 +1,141 @@
+package osinfo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// cgroup2Magic is CGROUP2_SUPER_MAGIC, what statfs reports for a cgroup2
+// mount.
+const cgroup2Magic = 0x63677270
+
+// systemdUnifiedDefault is the first systemd release that distributions
+// ship with the unified hierarchy as default (Debian 11 has 247, Ubuntu 21.10
+// has 248; Ubuntu 20.04's 245 still boots hybrid).
+const systemdUnifiedDefault = 247
+
+type cgroupCollector struct{}
+
+var _ collector.Collector = cgroupCollector{}
+
+func (cgroupCollector) Name() string { return "cgroup" }
+
+// Needs kernel and packages: an image boots the hierarchy its kernel command
+// line or its systemd package chooses.
+func (cgroupCollector) Needs() []string { return []string{"kernel", "packages"} }
+
+func (cgroupCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	var c *facts.Cgroup
+	var err error
+	if env.Live {
+		c, err = liveCgroup(env.FS)
+	} else {
+		c, err = offlineCgroup(env.FS, f)
+	}
+	if err != nil {
+		return err
+	}
+	// A live host's limits are read from its cgroup2 tree; an image's come
+	// from the slices' unit files, whichever hierarchy it boots.
+	if c.Version == 2 || !env.Live {
+		if c.Memory, err = cgroupMemory(env.FS, env.Live); err != nil {
+			return err
+		}
+	}
+	f.Cgroup = c
+	return nil
+}
+
+func liveCgroup(fsys sysroot.FS) (*facts.Cgroup, error) {
+	if fsys.Root() == "/" {
+		magic, err := statfsMagic("/sys/fs/cgroup")
+		if err == nil {
+			if magic == cgroup2Magic {
+				return &facts.Cgroup{Version: 2, Source: "statfs /sys/fs/cgroup"}, nil
+			}
+			if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
+				return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup (hybrid: cgroup2 at /sys/fs/cgroup/unified)"}, nil
+			}
+			return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup"}, nil
+		}
+		// Fall through to the file test, which works inside restricted
+		// sandboxes where statfs is refused.
+	}
+	if _, err := fsys.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return &facts.Cgroup{Version: 2, Source: "/sys/fs/cgroup/cgroup.controllers"}, nil
+	}
+	if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
+		return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
+	}
+	if _, err := fsys.Stat("/sys/fs/cgroup"); err != nil {
+		return nil, collector.Unavailable("/sys/fs/cgroup is not readable")
+	}
+	return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
+}
+
+// offlineCgroup predicts the hierarchy an image boots into: an explicit
+// kernel parameter wins, else the default of the installed systemd.
+func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
+	var cmdline []string
+	source := ""
+	if f.Kernel != nil {
+		cmdline, source = f.Kernel.Cmdline, f.Kernel.CmdlineSource
+	} else {
+		// The kernel collector failed, perhaps on the module trees; the
+		// command line may still read.
+		c, s, err := configuredCmdline(fsys)
+		if err == nil {
+			cmdline, source = c, s
+		}
+	}
+	if source == "" {
+		source = "kernel command line"
+	}
+	if v, ok := cmdlineParam(cmdline, "systemd.unified_cgroup_hierarchy"); ok {
+		switch strings.ToLower(v) {
+		case "", "1", "true", "yes", "y", "on":
+			return &facts.Cgroup{Version: 2, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+		case "0", "false", "no", "n", "off":
+			return &facts.Cgroup{Version: 1, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+		}
+	}
+	if v, ok := cmdlineParam(cmdline, "cgroup_no_v1"); ok && v == "all" {
+		return &facts.Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
+	}
+	p, ok := packages.Installed(f.Packages, "systemd")
+	if !ok {
+		return nil, collector.Unavailable("the kernel command line does not choose a cgroup hierarchy and no systemd package is installed")
+	}
+	major := majorVersion(p.Version)
+	if major == 0 {
+		return nil, collector.Unavailable(fmt.Sprintf("cannot read systemd's major version from %q", p.Version))
+	}
+	if major >= systemdUnifiedDefault {
+		return &facts.Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil
+	}
+	return &facts.Cgroup{Version: 1, Source: fmt.Sprintf("systemd %d default (hybrid)", major)}, nil
+}
+
+// majorVersion returns the leading number of a Debian version's upstream
+// part ("1:252.22-1~deb12u1" -> 252), or 0.
+func majorVersion(v string) int {
+	if _, rest, ok := strings.Cut(v, ":"); ok {
+		v = rest
+	}
+	end := 0
+	for end < len(v) && end < 9 && v[end] >= '0' && v[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(v[:end])
+	if err != nil {
+		return 0
+	}
+	return n
+}

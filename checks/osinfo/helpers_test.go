@@ -1,0 +1,26 @@
+package osinfo
+
+import (
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/checks/packages"
+)
+
+// all is what this package's tests run: the collectors of this package and the packages collector they need.
+func all() []collector.Collector { return append(Collectors(), packages.Collectors()...) }
+
+// collect runs the named collectors (or all, when names is empty) the way
+// the orchestrator does, recording outcomes.
+func collect(t testing.TB, env *collector.Env, f *facts.Facts, names ...string) {
+	t.Helper()
+	checktest.Run(t, env, f, all(), names...)
+}
+
+// collectOne runs one collector alone and returns its raw error.
+func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+	t.Helper()
+	return checktest.CollectOne(t, env, f, all(), name)
+}

@@ -1,0 +1,67 @@
+package packages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	manifestPath = "/etc/gpuhost/manifest.json"
+	// ManifestSchema is the schema value a baked manifest must carry.
+	ManifestSchema = "gpuhost.manifest/v1"
+	maxManifest    = 16 << 20
+)
+
+type manifestCollector struct{}
+
+var _ collector.Collector = manifestCollector{}
+
+func (manifestCollector) Name() string { return "manifest" }
+
+// Needs is empty: it reads the target alone.
+func (manifestCollector) Needs() []string { return nil }
+
+func (manifestCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	data, err := env.FS.ReadFileLimit(manifestPath, maxManifest)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			return collector.NotApplicable("no baked manifest at " + manifestPath)
+		}
+		return fmt.Errorf("reading manifest: %w", err)
+	}
+	m, err := decodeManifest(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", env.FS.Display(manifestPath), err)
+	}
+	f.Manifest = m
+	return nil
+}
+
+// decodeManifest keeps numbers as json.Number so that sizes and versions
+// survive the round trip into the facts document exactly.
+func decodeManifest(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if m == nil {
+		return nil, errors.New("manifest is not a JSON object")
+	}
+	if s, _ := m["schema"].(string); s != ManifestSchema {
+		return nil, fmt.Errorf("schema is %q, want %q", fmt.Sprint(m["schema"]), ManifestSchema)
+	}
+	return m, nil
+}

@@ -1,0 +1,256 @@
+// Package packages collects what is installed and what the image's build
+// recorded about it: the dpkg database (packages, through the one parser
+// of /var/lib/dpkg/status that vulnerability matching uses too), the
+// CycloneDX SBOM the image carries (sbom) and the manifest gpuhost baked
+// into it (manifest).
+package packages
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Collectors returns the collectors of this package: packages, sbom and
+// manifest.
+func Collectors() []collector.Collector {
+	return []collector.Collector{packagesCollector{}, sbomCollector{}, manifestCollector{}}
+}
+
+const (
+	dpkgStatus = "/var/lib/dpkg/status"
+	// maxDpkgStatus bounds the status file: a GPU image with CUDA carries a
+	// few MiB; 64 MiB leaves room for the largest real systems.
+	maxDpkgStatus = 64 << 20
+	// maxStanzas bounds the number of stanzas; Debian's whole archive has
+	// fewer binary packages than this per architecture.
+	maxStanzas = 200000
+)
+
+type packagesCollector struct{}
+
+var _ collector.Collector = packagesCollector{}
+
+func (packagesCollector) Name() string { return "packages" }
+
+// Needs is empty: it reads the target alone.
+func (packagesCollector) Needs() []string { return nil }
+
+func (packagesCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	pkgs, err := readPackages(env.FS)
+	if err != nil {
+		return err
+	}
+	f.Packages = pkgs
+	return nil
+}
+
+// readPackages reads and parses the dpkg database of fsys; absence is
+// NotApplicable.
+func readPackages(fsys sysroot.FS) ([]facts.Package, error) {
+	data, err := fsys.ReadFileLimit(dpkgStatus, maxDpkgStatus)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			return nil, collector.NotApplicable("no dpkg database")
+		}
+		return nil, fmt.Errorf("reading dpkg database: %w", err)
+	}
+	pkgs, err := ParseDpkgStatus(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(dpkgStatus), err)
+	}
+	return pkgs, nil
+}
+
+// Installed returns the package called name from pkgs. When several
+// architectures are installed it returns the first in sort order, which is
+// the one ParseDpkgStatus puts first.
+func Installed(pkgs []facts.Package, name string) (facts.Package, bool) {
+	for _, p := range pkgs {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return facts.Package{}, false
+}
+
+// stanza is the fields of one dpkg status paragraph that matter here.
+type stanza struct {
+	line                               int
+	pkg, status, ver, arch, src, maint string
+	hasPkg, hasStatus                  bool
+}
+
+// DpkgPackage is one installed package of a dpkg status file, with what
+// vulnerability matching needs beyond the facts.
+type DpkgPackage struct {
+	facts.Package
+	// Source is the Source field, "name" or "name (version)"; empty when
+	// the source package is the binary one at its version.
+	Source string
+	// Maintainer is the Maintainer field.
+	Maintainer string
+	// Line is where the package's paragraph starts.
+	Line int
+}
+
+// ParseDpkgStatus parses the text of /var/lib/dpkg/status into the
+// installed packages, as ParseDpkgInstalled does, for the facts.
+func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
+	all, err := ParseDpkgInstalled(data)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := make([]facts.Package, len(all))
+	for i, p := range all {
+		pkgs[i] = p.Package
+	}
+	return pkgs, nil
+}
+
+// ParseDpkgInstalled is the one parser of /var/lib/dpkg/status: the scan's
+// collectors and the vulnerability matching both read packages through it,
+// so they cannot disagree on what is installed. It returns the packages
+// dpkg has installed ("ok installed", whatever the selection; Held when
+// the selection is hold, which is what apt-mark hold sets), sorted by name
+// then architecture. It is strict: binary data, a line that is neither a
+// field nor a continuation, a paragraph without Package, a repeated field
+// or package, or more than 200,000 paragraphs is an error naming the line,
+// because a status file that dpkg itself would reject cannot be trusted to
+// describe the system.
+func ParseDpkgInstalled(data []byte) ([]DpkgPackage, error) {
+	pkgs := []DpkgPackage{}
+	seen := map[[2]string]int{}
+	var cur *stanza
+	fields := map[string]bool{}
+	stanzas := 0
+	lineNo := 0
+
+	finish := func() error {
+		if cur == nil {
+			return nil
+		}
+		s := cur
+		cur = nil
+		clear(fields)
+		if !s.hasPkg {
+			return fmt.Errorf("line %d: paragraph has no Package field", s.line)
+		}
+		if !s.hasStatus {
+			return fmt.Errorf("line %d: package %s has no Status field", s.line, s.pkg)
+		}
+		st := strings.Fields(s.status)
+		if len(st) != 3 {
+			return fmt.Errorf("line %d: package %s: malformed Status %q", s.line, s.pkg, s.status)
+		}
+		want, flag, state := st[0], st[1], st[2]
+		if state != "installed" || flag != "ok" {
+			return nil
+		}
+		if s.ver == "" {
+			return fmt.Errorf("line %d: installed package %s has no Version", s.line, s.pkg)
+		}
+		key := [2]string{s.pkg, s.arch}
+		if prev, dup := seen[key]; dup {
+			return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
+		}
+		seen[key] = s.line
+		pkgs = append(pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold"},
+			Source: s.src, Maintainer: s.maint, Line: s.line})
+		return nil
+	}
+
+	var field string // the field continuation lines belong to
+	for len(data) > 0 {
+		lineNo++
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if err := textfile.CheckLine(line); err != nil {
+			return nil, fmt.Errorf("line %d: %w", lineNo, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			if err := finish(); err != nil {
+				return nil, err
+			}
+			field = ""
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if cur == nil || field == "" {
+				return nil, fmt.Errorf("line %d: continuation line outside a field", lineNo)
+			}
+			continue
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return nil, fmt.Errorf("line %d: not a field (no colon)", lineNo)
+		}
+		if !validFieldName(name) {
+			return nil, fmt.Errorf("line %d: invalid field name %q", lineNo, textfile.Truncate(string(name), 40))
+		}
+		if cur == nil {
+			stanzas++
+			if stanzas > maxStanzas {
+				return nil, fmt.Errorf("line %d: more than %d paragraphs", lineNo, maxStanzas)
+			}
+			cur = &stanza{line: lineNo}
+		}
+		field = strings.ToLower(string(name))
+		if fields[field] {
+			return nil, fmt.Errorf("line %d: field %s repeated in one paragraph", lineNo, name)
+		}
+		fields[field] = true
+		v := string(bytes.TrimSpace(value))
+		switch field {
+		case "package":
+			if v == "" || strings.ContainsAny(v, " \t") {
+				return nil, fmt.Errorf("line %d: invalid package name %q", lineNo, textfile.Truncate(v, 40))
+			}
+			cur.pkg, cur.hasPkg = v, true
+		case "status":
+			cur.status, cur.hasStatus = v, true
+		case "version":
+			cur.ver = v
+		case "architecture":
+			cur.arch = v
+		case "source":
+			cur.src = v
+		case "maintainer":
+			cur.maint = v
+		}
+	}
+	if err := finish(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pkgs, func(a, b DpkgPackage) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Arch, b.Arch))
+	})
+	return pkgs, nil
+}
+
+// validFieldName follows deb822: printable ASCII other than colon and space,
+// not starting with '#' or '-'.
+func validFieldName(name []byte) bool {
+	if len(name) == 0 || name[0] == '#' || name[0] == '-' {
+		return false
+	}
+	for _, c := range name {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package packages
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+)
+
+const testSBOM = `{"bomFormat":"CycloneDX","specVersion":"1.6","components":[{"name":"openssl"},{"name":"bash"}]}`
+
+func TestSBOMCollectorReadsTheSBOM(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": testSBOM})
+	f := checktest.NewFacts(facts.KindImage)
+	if err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), f); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(testSBOM))
+	want := facts.SBOM{
+		Present: true, Path: SBOMPath, Format: "CycloneDX", SpecVersion: "1.6", Components: 2,
+		SHA256: hex.EncodeToString(sum[:]),
+	}
+	if f.SBOM == nil {
+		t.Fatal("no sbom facts")
+	}
+	if got := *f.SBOM; got != want {
+		t.Errorf("sbom = %+v, want %+v", got, want)
+	}
+	if err := facts.Validate(*f); err != nil {
+		t.Errorf("facts do not validate: %v", err)
+	}
+}
+
+func TestSBOMCollectorAbsentIsAFact(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "sbom.json")
+	if err := os.WriteFile(outside, []byte(testSBOM), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tree := range map[string]map[string]any{
+		"no file": {},
+		// A link out of the tree resolves inside it, where nothing is.
+		"link out": {"var/lib/gpuhost/sbom.cdx.json": checktest.Symlink(outside)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+			checktest.WriteTree(t, root, map[string]any{"etc/": nil})
+			checktest.WriteTree(t, root, tree)
+			f := checktest.NewFacts(facts.KindRootfs)
+			if err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, root, false), f); err != nil {
+				t.Fatal(err)
+			}
+			if f.SBOM == nil || f.SBOM.Present || f.SBOM.Path != SBOMPath {
+				t.Errorf("sbom = %+v, want absent at %s", f.SBOM, SBOMPath)
+			}
+		})
+	}
+}
+
+func TestSBOMCollectorBadFileNamesIt(t *testing.T) {
+	for name, body := range map[string]string{
+		"not json": "{",
+		"spdx":     `{"spdxVersion":"SPDX-2.3"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": body})
+			err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+			if err == nil || !strings.Contains(err.Error(), SBOMPath) {
+				t.Errorf("err = %v, want %s named", err, SBOMPath)
+			}
+		})
+	}
+	t.Run("fifo", func(t *testing.T) {
+		dir := t.TempDir()
+		checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/": nil})
+		if err := syscall.Mkfifo(filepath.Join(dir, "var/lib/gpuhost/sbom.cdx.json"), 0o644); err != nil {
+			t.Skip(err)
+		}
+		err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+		if err == nil || !strings.Contains(err.Error(), SBOMPath) {
+			t.Errorf("err = %v, want %s named", err, SBOMPath)
+		}
+	})
+}

@@ -1,0 +1,247 @@
+package runtime
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// collect runs the container_runtime collector over dir alone and returns the document and
+// its error.
+func collect(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+	t.Helper()
+	return checktest.CollectDir(t, dir, runtimeCollector{})
+}
+
+// golden compares the JSON of the facts this package fills with a file under
+// testdata/golden, with the root directory written as ROOT.
+func golden(t *testing.T, name, root string, f *facts.Facts) {
+	t.Helper()
+	doc := map[string]any{"container_runtime": f.ContainerRuntime}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), doc, *update, abs, "ROOT")
+}
+
+func TestHardenedTree(t *testing.T) {
+	root := filepath.Join("testdata", "hardened")
+	f, errs := collect(t, root)
+	for name, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	fsys := checktest.OpenFS(t, root)
+	rt := f.ContainerRuntime
+	if rt == nil || rt.Containerd == nil || rt.Docker == nil {
+		t.Fatalf("container_runtime = %+v", rt)
+	}
+	c := rt.Containerd
+	if c.ConfigVersion != 3 || !c.NvidiaRuntime || c.NvidiaBinary != "/usr/bin/nvidia-container-runtime" ||
+		c.DefaultRuntime != "nvidia" || !c.CDIEnabled {
+		t.Errorf("containerd = %+v", c)
+	}
+	if c.SystemdCgroup == nil || !*c.SystemdCgroup || c.NvidiaSystemdCgroup == nil || !*c.NvidiaSystemdCgroup {
+		t.Errorf("containerd SystemdCgroup = %v, nvidia %v", c.SystemdCgroup, c.NvidiaSystemdCgroup)
+	}
+	if want := []string{fsys.Display("/etc/containerd/conf.d/99-nvidia.toml")}; !slices.Equal(c.Imports, want) {
+		t.Errorf("imports = %v, want %v", c.Imports, want)
+	}
+	if d := rt.Docker; d.DefaultRuntime != "nvidia" || d.CgroupDriver != "systemd" || !d.CDIEnabled || !slices.Equal(d.Runtimes, []string{"nvidia"}) {
+		t.Errorf("docker = %+v", d)
+	}
+	if len(rt.CDISpecs) != 1 || rt.CDISpecs[0].Kind != "nvidia.com/gpu" || !slices.Equal(rt.CDISpecs[0].Devices, []string{"0", "1", "all"}) {
+		t.Errorf("cdi = %+v", rt.CDISpecs)
+	}
+	golden(t, "hardened", root, f)
+}
+
+func TestWeakTree(t *testing.T) {
+	root := filepath.Join("testdata", "weak")
+	f, errs := collect(t, root)
+	for name, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	c := f.ContainerRuntime.Containerd
+	if c == nil || c.ConfigVersion != 2 || c.NvidiaRuntime || c.DefaultRuntime != "runc" || c.CDIEnabled ||
+		c.SystemdCgroup == nil || *c.SystemdCgroup || c.NvidiaSystemdCgroup != nil || len(c.Imports) != 0 {
+		t.Errorf("containerd = %+v", c)
+	}
+	if d := f.ContainerRuntime.Docker; d == nil || d.DefaultRuntime != "runc" || d.CgroupDriver != "cgroupfs" || d.CDIEnabled || len(d.Runtimes) != 0 {
+		t.Errorf("docker = %+v", d)
+	}
+	golden(t, "weak", root, f)
+}
+
+func TestEmptyRoot(t *testing.T) {
+	f, errs := collect(t, t.TempDir())
+	if s := checktest.Status(errs["container_runtime"]); s != facts.StatusNotApplicable {
+		t.Errorf("container_runtime status = %s (%v)", s, errs["container_runtime"])
+	}
+	if f.ContainerRuntime != nil {
+		t.Errorf("facts filled without files: %+v", f.ContainerRuntime)
+	}
+}
+
+func TestContainerdV2DropInUnderV3(t *testing.T) {
+	dir := checktest.TempTree(t, map[string]string{
+		"/etc/containerd/config.toml": "version = 3\nimports = [\"conf.d/*.toml\"]\n",
+		// nvidia-ctk before 1.18 style: a version 2 file.
+		"/etc/containerd/conf.d/99-nvidia.toml": `version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+enable_cdi = false
+[plugins."io.containerd.grpc.v1.cri".containerd]
+default_runtime_name = "nvidia"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+SystemdCgroup = true
+`,
+		"/etc/containerd/conf.d/README": "not a toml file",
+	})
+	fsys := checktest.OpenFS(t, dir)
+	c, err := LoadContainerd(fsys, ContainerdConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.NvidiaRuntime || c.DefaultRuntime != "nvidia" || c.SystemdCgroup == nil || !*c.SystemdCgroup || c.CDIEnabled {
+		t.Errorf("containerd = %+v", c)
+	}
+	if len(c.Imports) != 1 {
+		t.Errorf("imports = %v", c.Imports)
+	}
+}
+
+func TestContainerdNoVersionAndUnset(t *testing.T) {
+	dir := checktest.TempTree(t, map[string]string{
+		"/etc/containerd/config.toml": "[plugins.cri.containerd.runtimes.gpu.options]\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\n",
+	})
+	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ConfigVersion != 1 || !c.NvidiaRuntime || c.NvidiaBinary != "/usr/bin/nvidia-container-runtime" ||
+		c.SystemdCgroup != nil || c.NvidiaSystemdCgroup != nil || c.DefaultRuntime != "runc" || c.CDIEnabled {
+		t.Errorf("containerd = %+v", c)
+	}
+}
+
+func TestContainerdImportsOnlyWhatIsNamed(t *testing.T) {
+	dir := checktest.TempTree(t, map[string]string{
+		"/etc/containerd/config.toml": "version = 3\n",
+		"/etc/containerd/conf.d/99-nvidia.toml": "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia]\n" +
+			"runtime_type = \"io.containerd.runc.v2\"\n",
+	})
+	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NvidiaRuntime || len(c.Imports) != 0 || !c.CDIEnabled {
+		t.Errorf("containerd = %+v: a drop-in no import names was merged, or the v3 CDI default is wrong", c)
+	}
+}
+
+func TestIncludeCycles(t *testing.T) {
+	dir := checktest.TempTree(t, map[string]string{
+		"/etc/containerd/config.toml":       "version = 2\nimports = [\"a.toml\"]\n",
+		"/etc/containerd/a.toml":            "imports = [\"b.toml\"]\n",
+		"/etc/containerd/b.toml":            "imports = [\"a.toml\", \"/etc/containerd/config.toml\"]\n",
+		"/etc/cdi/ignored-by-this-test.txt": "",
+	})
+	// containerd reads each file once, so a cycle simply ends.
+	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	if err != nil {
+		t.Fatalf("containerd cycle: %v", err)
+	}
+	if len(c.Imports) != 2 {
+		t.Errorf("imports = %v, want a.toml and b.toml once each", c.Imports)
+	}
+}
+
+func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
+	dir := checktest.TempTree(t, map[string]string{
+		"/run/cdi/vendor.json": `{"cdiVersion":"0.6.0","kind":"example.com/fpga","devices":[{"name":"f0","containerEdits":{}}]}`,
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run", filepath.Join(dir, "var", "run")); err != nil {
+		t.Fatal(err)
+	}
+	f, errs := collect(t, dir)
+	if errs["container_runtime"] != nil {
+		t.Fatal(errs["container_runtime"])
+	}
+	specs := f.ContainerRuntime.CDISpecs
+	if len(specs) != 1 || specs[0].Kind != "example.com/fpga" || !slices.Equal(specs[0].Devices, []string{"f0"}) {
+		t.Errorf("cdi = %+v", specs)
+	}
+	if f.ContainerRuntime.Containerd != nil || f.ContainerRuntime.Docker != nil {
+		t.Errorf("runtime = %+v", f.ContainerRuntime)
+	}
+}
+
+func BenchmarkCollectorsHardened(b *testing.B) {
+	fsys := checktest.OpenFS(b, filepath.Join("testdata", "hardened"))
+	env := &collector.Env{FS: fsys}
+	ctx := context.Background()
+	for b.Loop() {
+		f := facts.New(facts.KindRootfs, "bench", time.Unix(0, 0))
+		if err := (runtimeCollector{}).Collect(ctx, env, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestNvidiaBinaryMustBeExecutable: a runtime's BinaryName counts only when
+// it is an executable regular file inside the target, looked up on the
+// shim's PATH when it is a bare command; a link out of the tree never
+// reaches the build machine's own binary.
+func TestNvidiaBinaryMustBeExecutable(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("usr/bin/nvidia-container-runtime", 0o755)
+	write("usr/bin/not-executable", 0o644)
+	if err := os.Symlink("/bin/sh", filepath.Join(dir, "usr/bin/escapes")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, closer, err := sysroot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	for name, want := range map[string]bool{
+		"/usr/bin/nvidia-container-runtime": true,
+		"nvidia-container-runtime":          true,
+		"/usr/bin/not-executable":           false,
+		"/usr/bin/missing":                  false,
+		"/usr/bin/escapes":                  false,
+	} {
+		if got := executableIn(fsys, name); got != want {
+			t.Errorf("executableIn(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

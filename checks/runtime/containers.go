@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+const (
+	// SeededImagesDir is the OCI image layout the gpuhost-gpu provisioner
+	// pre-seeds NGC bases into. It stays after the first-boot import into
+	// containerd, so an image and the hosts booted from it read the same.
+	SeededImagesDir = "/var/lib/gpuhost/images"
+	// maxImageIndex bounds index.json: one entry is a few hundred bytes.
+	maxImageIndex = 1 << 20
+	// maxSeededImages bounds the entries taken from index.json.
+	maxSeededImages = 512
+	// maxImageRef bounds one reference.
+	maxImageRef = 1024
+)
+
+// The annotations the seeder writes; containerd's name wins when both are
+// there, as it does when containerd imports the layout.
+const (
+	annotationContainerdName = "io.containerd.image.name"
+	annotationRefName        = "org.opencontainers.image.ref.name"
+)
+
+var layoutDigestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+type containersCollector struct{}
+
+var _ collector.Collector = containersCollector{}
+
+// ContainersCollector returns the "containers" collector: the images listed
+// in the pre-seeded OCI layout (SeededImagesDir/index.json), each verified
+// blob by blob against its digest, as facts.Containers. A target with no layout has no
+// images, which is a fact, not an outage.
+func ContainersCollector() collector.Collector { return containersCollector{} }
+
+func (containersCollector) Name() string { return "containers" }
+
+// Needs is empty: it reads the target alone.
+func (containersCollector) Needs() []string { return nil }
+
+func (containersCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+	name := SeededImagesDir + "/index.json"
+	data, err := env.FS.ReadFileLimit(name, maxImageIndex)
+	if err != nil {
+		if sysroot.IsNotExist(err) {
+			f.Containers = &facts.Containers{Images: []facts.ContainerImage{}}
+			return nil
+		}
+		return fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
+	}
+	entries, err := parseImageIndex(data)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
+	}
+	images := []facts.ContainerImage{}
+	var damaged []facts.DamagedImage
+	verify := newSeedVerifier(env.FS)
+	for _, e := range entries {
+		problem, err := verify.image(e.Digest, 0)
+		switch {
+		case err != nil:
+			return fmt.Errorf("verifying seeded image %s: %w", e.Ref, err)
+		case problem != "":
+			// Listed but not whole: the image is not seeded, the checks
+			// that pin it say so by its absence, and the facts say why.
+			damaged = append(damaged, facts.DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
+		default:
+			images = append(images, facts.ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
+		}
+	}
+	f.Containers = &facts.Containers{Images: images, Damaged: damaged}
+	return nil
+}
+
+// seededImage is one entry of a layout's index.json.
+type seededImage struct {
+	Ref    string
+	Digest string
+}
+
+// parseImageIndex reads an OCI image layout's index.json: every entry must
+// carry a sha256 digest; its reference comes from the annotations and may
+// be empty. Entries come back sorted by reference, then digest.
+func parseImageIndex(data []byte) ([]seededImage, error) {
+	var idx struct {
+		SchemaVersion *int `json:"schemaVersion"`
+		Manifests     []struct {
+			Digest      string            `json:"digest"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&idx); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if idx.SchemaVersion == nil || *idx.SchemaVersion != 2 {
+		return nil, errors.New("not an OCI image index: schemaVersion is not 2")
+	}
+	if len(idx.Manifests) > maxSeededImages {
+		return nil, fmt.Errorf("%d images listed, more than %d", len(idx.Manifests), maxSeededImages)
+	}
+	out := make([]seededImage, 0, len(idx.Manifests))
+	for i, m := range idx.Manifests {
+		if !layoutDigestRe.MatchString(m.Digest) {
+			return nil, fmt.Errorf("manifests[%d]: digest %q is not sha256:<64 hex>", i, m.Digest)
+		}
+		ref := m.Annotations[annotationContainerdName]
+		if ref == "" {
+			ref = m.Annotations[annotationRefName]
+		}
+		if len(ref) > maxImageRef {
+			return nil, fmt.Errorf("manifests[%d]: the reference is %d bytes long, more than %d", i, len(ref), maxImageRef)
+		}
+		if strings.IndexFunc(ref, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar }) >= 0 {
+			return nil, fmt.Errorf("manifests[%d]: %q is not an image reference", i, ref)
+		}
+		out = append(out, seededImage{Ref: ref, Digest: m.Digest})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Ref != out[j].Ref {
+			return out[i].Ref < out[j].Ref
+		}
+		return out[i].Digest < out[j].Digest
+	})
+	return out, nil
+}

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/internal/boundedyaml"
+)
+
+// ParseDockerDaemon parses /etc/docker/daemon.json. display names the file in
+// errors and becomes ConfigPath. An unset default runtime is "runc"; an unset
+// cgroup driver stays empty, because dockerd picks it from the cgroup version.
+func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("parsing %s:%d: %w", display, textfile.LineOf(data, int(se.Offset)), err)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("parsing %s:%d: %w", display, textfile.LineOf(data, int(te.Offset)), err)
+		}
+		return nil, fmt.Errorf("parsing %s: %w", display, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("parsing %s: data after the JSON object", display)
+	}
+	if doc == nil {
+		return nil, fmt.Errorf("parsing %s: not a JSON object", display)
+	}
+	d := &facts.Docker{ConfigPath: display, DefaultRuntime: "runc", Runtimes: []string{}}
+	bad := func(key, want string) error {
+		return fmt.Errorf("parsing %s: %q must be %s", display, key, want)
+	}
+	if v, ok := doc["default-runtime"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return nil, bad("default-runtime", "a string")
+		}
+		if s != "" {
+			d.DefaultRuntime = s
+		}
+	}
+	if v, ok := doc["runtimes"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, bad("runtimes", "an object")
+		}
+		for k := range m {
+			d.Runtimes = append(d.Runtimes, k)
+		}
+		slices.Sort(d.Runtimes)
+	}
+	if v, ok := doc["exec-opts"]; ok {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, bad("exec-opts", "an array of strings")
+		}
+		for _, item := range list {
+			s, ok := item.(string)
+			if !ok {
+				return nil, bad("exec-opts", "an array of strings")
+			}
+			k, val, found := strings.Cut(s, "=")
+			if found && strings.EqualFold(strings.TrimSpace(k), "native.cgroupdriver") {
+				d.CgroupDriver = strings.TrimSpace(val)
+			}
+		}
+	}
+	if v, ok := doc["features"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, bad("features", "an object")
+		}
+		if c, ok := m["cdi"]; ok {
+			b, ok := c.(bool)
+			if !ok {
+				return nil, bad("features.cdi", "a boolean")
+			}
+			d.CDIEnabled = b
+		}
+	}
+	return d, nil
+}
+
+// cdiDoc is the part of a CDI spec we report.
+type cdiDoc struct {
+	Kind    string `yaml:"kind"`
+	Devices []struct {
+		Name string `yaml:"name"`
+	} `yaml:"devices"`
+}
+
+// ParseCDISpec parses one CDI spec (YAML or JSON). display names the file in
+// errors and becomes File. Aliases are refused: CDI specs have no use for
+// them, and expanding them is how a small file becomes a huge one.
+func ParseCDISpec(display string, data []byte) (*facts.CDISpec, error) {
+	body, err := boundedyaml.Parse(display, data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %w", err)
+	}
+	if body == nil {
+		return nil, fmt.Errorf("parsing %s: want exactly one YAML document", display)
+	}
+	var alias *ast.AliasNode
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if a, ok := n.(*ast.AliasNode); ok && alias == nil {
+			alias = a
+		}
+		return alias == nil
+	}), body)
+	if alias != nil {
+		line := 0
+		if tk := alias.GetToken(); tk != nil && tk.Position != nil {
+			line = tk.Position.Line
+		}
+		return nil, fmt.Errorf("parsing %s:%d: YAML aliases are not allowed in a CDI spec", display, line)
+	}
+	var doc cdiDoc
+	if err := boundedyaml.Value(display, body, &doc); err != nil {
+		return nil, fmt.Errorf("parsing %w", err)
+	}
+	spec := &facts.CDISpec{File: display, Kind: doc.Kind, Devices: []string{}}
+	for _, dev := range doc.Devices {
+		spec.Devices = append(spec.Devices, dev.Name)
+	}
+	return spec, nil
+}
+
+type visitFunc func(ast.Node) bool
+
+func (f visitFunc) Visit(n ast.Node) ast.Visitor {
+	if f(n) {
+		return f
+	}
+	return nil
+}

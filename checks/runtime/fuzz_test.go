@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"testing"
+)
+
+// FuzzContainerdTOML drives the decode, migrate, merge and extract steps over
+// one file, used both as a main file and as a drop-in over a fixed base.
+func FuzzContainerdTOML(f *testing.F) {
+	f.Add([]byte("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia.options]\nSystemdCgroup = true\n"))
+	f.Add([]byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"x\"\n"))
+	f.Add([]byte("[plugins.cri.containerd.runtimes.runc]\noptions = 1\n"))
+	f.Add([]byte("plugins = 3\n"))
+	base := []byte("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\nSystemdCgroup = false\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := DecodeContainerdTOML("fuzz.toml", data)
+		if err != nil {
+			return
+		}
+		for _, version := range []int{2, 3} {
+			main, err := DecodeContainerdTOML("base.toml", base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged := map[string]any{}
+			if err := MergeTOML(merged, main.Tree); err != nil {
+				t.Fatal(err)
+			}
+			MigrateContainerd(file.Tree, file.Version, version)
+			if err := MergeTOML(merged, file.Tree); err != nil {
+				continue
+			}
+			s, err := ExtractContainerd(merged, version)
+			if err != nil {
+				continue
+			}
+			if s.DefaultRuntime == "" {
+				t.Fatal("empty default runtime")
+			}
+			if !s.NvidiaRuntime && (s.NvidiaSystemdCgroup != nil || s.NvidiaBinary != "") {
+				t.Fatal("nvidia fields without an nvidia runtime")
+			}
+		}
+	})
+}

@@ -1,0 +1,172 @@
+// Package tls collects the TLS facts: the system default of OpenSSL
+// (openssl.cnf and what it includes), every ssl_protocols nginx applies,
+// from nginx.conf or, on a live host, the configuration each running
+// master was started with (collector "tls"), and, on a live host, what
+// every listening TCP port accepts on the wire, TLS 1.0 to 1.3, with its
+// certificate and weak TLS 1.2 suites (collector "tls_probe").
+package tls
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/daemon"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+)
+
+// Where Debian and Ubuntu keep the files these collectors read.
+const (
+	OpenSSLConfigPath = "/etc/ssl/openssl.cnf"
+	NginxConfigPath   = "/etc/nginx/nginx.conf"
+)
+
+// nginxPackages are the packages that install nginx.conf.
+var nginxPackages = []string{"nginx", "nginx-common", "nginx-core", "nginx-light", "nginx-full", "nginx-extras"}
+
+// nginxDefaultPrefix is Debian's compiled-in nginx prefix, which a relative
+// -c is resolved against when no -p is given.
+const nginxDefaultPrefix = "/usr/share/nginx"
+
+// Collectors returns the collectors of this package: tls and tls_probe.
+func Collectors() []collector.Collector {
+	return []collector.Collector{tlsCollector{}, tlsProbeCollector{}}
+}
+
+// tlsCollector fills tls.openssl and tls.nginx from configuration files.
+// tls.probes belongs to the live prober and is left alone.
+type tlsCollector struct{}
+
+var _ collector.Collector = tlsCollector{}
+
+func (tlsCollector) Name() string { return "tls" }
+
+// Needs packages: a missing nginx.conf is an error when an nginx package is
+// installed.
+func (tlsCollector) Needs() []string { return []string{"packages"} }
+
+func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ossl, err := CollectOpenSSL(env.FS)
+	if err != nil {
+		return err
+	}
+	nginx, err := collectNginxFor(env)
+	if err != nil {
+		return err
+	}
+	if len(nginx) == 0 && !textfile.Exists(env.FS, NginxConfigPath) {
+		if err := textfile.MissingButInstalled(env.FS, f.Packages, NginxConfigPath, nginxPackages); err != nil {
+			return err
+		}
+	}
+	if f.TLS == nil {
+		f.TLS = &facts.TLS{}
+	}
+	f.TLS.OpenSSL = ossl
+	f.TLS.Nginx = nginx
+	if f.TLS.Probes == nil {
+		f.TLS.Probes = []facts.TLSProbe{}
+	}
+	return nil
+}
+
+// CollectOpenSSL returns the system default from /etc/ssl/openssl.cnf, or nil
+// when the file is absent (the library default applies).
+func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
+	if !textfile.Exists(fsys, OpenSSLConfigPath) {
+		return nil, nil
+	}
+	cfg, err := LoadOpenSSL(fsys, OpenSSLConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	sd := cfg.SystemDefault()
+	return &facts.OpenSSL{
+		ConfigPath:      fsys.Display(OpenSSLConfigPath),
+		MinProtocol:     sd.MinProtocol,
+		MinProtocolFile: sd.MinProtocolAt.File,
+		MinProtocolLine: sd.MinProtocolAt.Line,
+		MaxProtocol:     sd.MaxProtocol,
+		CipherSuites:    sd.CipherSuites,
+	}, nil
+}
+
+// collectNginxFor reads, on a live host, the configuration of every running
+// nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
+func collectNginxFor(env *collector.Env) ([]facts.NginxTLS, error) {
+	if !env.Live {
+		return CollectNginx(env.FS)
+	}
+	masters, err := daemon.Running(env.FS, "nginx", NginxCommandLine)
+	if err != nil {
+		return nil, err
+	}
+	if len(masters) == 0 {
+		return CollectNginx(env.FS)
+	}
+	out := []facts.NginxTLS{}
+	for _, m := range masters {
+		cfg, err := LoadNginxAt(env.FS, m.Conf, path.Dir(m.Conf))
+		if err != nil {
+			return nil, fmt.Errorf("reading the configuration of nginx pid %d: %w", m.PID, err)
+		}
+		out = append(out, nginxFacts(cfg, "process", m.PID)...)
+	}
+	return out, nil
+}
+
+// CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
+// and its includes, plus nginx's default for TLS servers that set none. It
+// is empty, not nil, when nginx is not configured.
+func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
+	if !textfile.Exists(fsys, NginxConfigPath) {
+		return []facts.NginxTLS{}, nil
+	}
+	cfg, err := LoadNginx(fsys, NginxConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	return nginxFacts(cfg, "file", 0), nil
+}
+
+func nginxFacts(cfg *NginxConfig, source string, pid int) []facts.NginxTLS {
+	out := []facts.NginxTLS{}
+	for _, s := range cfg.TLSSettings() {
+		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
+	}
+	return out
+}
+
+// nginxOptionsWithArg are nginx's options that take an argument.
+const nginxOptionsWithArg = "cegps"
+
+// NginxCommandLine returns the configuration file an nginx command line
+// names, absolute: a relative -c is taken from the prefix (-p, else the
+// compiled-in one). It is /etc/nginx/nginx.conf when there is no -c.
+func NginxCommandLine(argv []string) (string, error) {
+	file, prefix := "", nginxDefaultPrefix
+	err := daemon.Getopt(argv, nginxOptionsWithArg, func(c byte, v string) {
+		switch c {
+		case 'c':
+			file = v
+		case 'p':
+			prefix = v
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	if file == "" {
+		return NginxConfigPath, nil
+	}
+	if !path.IsAbs(file) {
+		file = path.Join(prefix, file)
+	}
+	return path.Clean(file), nil
+}

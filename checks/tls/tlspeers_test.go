@@ -1,0 +1,274 @@
+package tls
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// loopbackCert is a sound self-signed certificate for a loopback peer.
+var loopbackCert = testutil.CertSpec{Key: "rsa2048", DNS: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
+
+// sServer starts `openssl s_server` on a free loopback port with the given
+// certificate and extra arguments, and returns the port once it accepts.
+func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
+	t.Helper()
+	openssl := testutil.Tool(t, "openssl", "openssl")
+	certPath, keyPath, _ := testutil.WriteCert(t, t.TempDir(), cert)
+	for range 5 {
+		port := testutil.FreePort(t)
+		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),
+			"-cert", certPath, "-key", keyPath}, args...)
+		p := testutil.Start(t, exec.Command(openssl, argv...))
+		ok := false
+		p.WaitFor(t, 10*time.Second, "a listening s_server", func() bool {
+			ok = dialable(port)
+			return ok || p.Exited()
+		})
+		if ok {
+			return port
+		}
+		if !strings.Contains(p.Output(), "in use") {
+			t.Fatalf("s_server %v exited:\n%s", argv, p.Output())
+		}
+	}
+	t.Fatal("no free port for s_server after 5 tries")
+	return 0
+}
+
+func dialable(port int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// probeOne runs the collector against one loopback listener.
+func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
+	t.Helper()
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	env := checktest.NewEnv(t, t.TempDir(), true)
+	env.ProbeTimeout = timeout
+	if err := collectOne(t, env, f, "tls_probe"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.TLS.Probes) != 1 {
+		t.Fatalf("probes %+v, want one", f.TLS.Probes)
+	}
+	if err := facts.Validate(*f); err != nil {
+		t.Errorf("probe facts do not validate: %v", err)
+	}
+	return f.TLS.Probes[0]
+}
+
+type versions struct{ v10, v11, v12, v13 bool }
+
+func accepted(p facts.TLSProbe) versions {
+	return versions{p.TLS10Accepted, p.TLS11Accepted, p.TLS12Accepted, p.TLS13Accepted}
+}
+
+func TestTLSProbeCountsAServerThatDemandsAClientCertificate(t *testing.T) {
+	port := sServer(t, loopbackCert, "-tls1_2", "-Verify", "1")
+	p := probeOne(t, port, 2*time.Second)
+	if got := accepted(p); got != (versions{v12: true}) {
+		t.Errorf("accepted %+v, want only TLS 1.2 (the ServerHello chose it before the client certificate was refused)", got)
+	}
+	if p.Error != "" {
+		t.Errorf("error %q: a refusal for want of a client certificate is an answer", p.Error)
+	}
+	if c := p.Certificate; c == nil || c.Subject != "CN=gpuhost test peer" || c.KeyType != "RSA" || c.KeyBits != 2048 || !c.SelfSigned {
+		t.Errorf("certificate %+v, want the peer's RSA 2048 self-signed leaf", c)
+	}
+}
+
+func TestTLSProbeLegacyOnlyServerAgreesWithSslscan(t *testing.T) {
+	port := sServer(t, loopbackCert, "-no_tls1_2", "-no_tls1_3", "-cipher", "DEFAULT@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	if got := accepted(p); got != (versions{v10: true, v11: true}) {
+		t.Errorf("probe accepted %+v, want TLS 1.0 and 1.1 only", got)
+	}
+	if len(p.WeakSuites) == 0 {
+		t.Errorf("a TLS 1.1 server with OpenSSL's default suites showed no CBC-SHA1 suite")
+	}
+	sslscan := testutil.Tool(t, "sslscan", "sslscan")
+	out := testutil.Run(t, 60*time.Second, sslscan, "--no-colour", "--no-ciphersuites", "--no-heartbleed", "--no-groups",
+		"127.0.0.1:"+strconv.Itoa(port))
+	want := sslscanProtocols(t, out)
+	if got := accepted(p); got != want {
+		t.Errorf("probe %+v, sslscan %+v:\n%s", got, want, out)
+	}
+}
+
+// sslscanProtocols reads sslscan's "TLSv1.2   enabled" lines.
+func sslscanProtocols(t *testing.T, out string) versions {
+	t.Helper()
+	seen := map[string]bool{}
+	var v versions
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 || (fields[1] != "enabled" && fields[1] != "disabled") {
+			continue
+		}
+		on := fields[1] == "enabled"
+		switch fields[0] {
+		case "TLSv1.0":
+			v.v10 = on
+		case "TLSv1.1":
+			v.v11 = on
+		case "TLSv1.2":
+			v.v12 = on
+		case "TLSv1.3":
+			v.v13 = on
+		default:
+			continue
+		}
+		seen[fields[0]] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("sslscan named %d of the 4 TLS versions:\n%s", len(seen), out)
+	}
+	return v
+}
+
+func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
+	expired := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	port := sServer(t, testutil.CertSpec{Key: "rsa1024", SHA1: true, NotAfter: expired},
+		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	want := facts.TLSCertificate{
+		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer",
+		NotBefore: expired.Add(-2 * 365 * 24 * time.Hour).UTC().Format(time.RFC3339), NotAfter: expired.UTC().Format(time.RFC3339),
+		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,
+	}
+	c := p.Certificate
+	if c == nil {
+		t.Fatal("no certificate recorded")
+	}
+	// Two days gone, counted by the probe's clock a moment after.
+	if left := c.SecondsLeft; left > -48*3600 || left < -48*3600-60 {
+		t.Errorf("seconds left %d, want about %d", left, -48*3600)
+	}
+	// Valid from two years before it expired: two years and two days old.
+	if age := c.AgeSeconds; age < (2*365+2)*24*3600 || age > (2*365+2)*24*3600+60 {
+		t.Errorf("age %d s, want about %d", age, (2*365+2)*24*3600)
+	}
+	got := *c
+	got.SecondsLeft, got.AgeSeconds = 0, 0
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("certificate %+v, want %+v", c, want)
+	}
+}
+
+func TestTLSProbeOffersStaticRSASuitesToOpenSSL(t *testing.T) {
+	// Only static-RSA suites: the server can agree to nothing else, so
+	// a handshake shows that Go's client really offered them.
+	port := sServer(t, loopbackCert, "-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0")
+	p := probeOne(t, port, 2*time.Second)
+	want := []string{"TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_GCM_SHA384"}
+	if !p.TLS12Accepted || strings.Join(p.WeakSuites, ",") != strings.Join(want, ",") {
+		t.Errorf("probe %+v, want TLS 1.2 with weak suites %v", p, want)
+	}
+}
+
+// stallServer answers the first connection by relaying it to a Go TLS
+// server and holds every later one open in silence, as a listener behind a
+// stalled worker pool does.
+func stallServer(t *testing.T) int {
+	t.Helper()
+	backend := tlsServer(t, tls.VersionTLS12, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		first := true
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !first {
+				t.Cleanup(func() { c.Close() })
+				continue
+			}
+			first = false
+			go relay(c, "127.0.0.1:"+strconv.Itoa(backend))
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func relay(c net.Conn, to string) {
+	defer c.Close()
+	b, err := net.Dial("tcp", to)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	go func() { _, _ = io.Copy(b, c) }()
+	_, _ = io.Copy(c, b)
+}
+
+func TestTLSProbeReportsATLSListenerThatTimesOut(t *testing.T) {
+	port := stallServer(t)
+	p := probeOne(t, port, 300*time.Millisecond)
+	if !strings.Contains(p.Error, "timed out: connected, but no ServerHello within 300ms") {
+		t.Errorf("error %q, want a timeout named as such", p.Error)
+	}
+}
+
+// BenchmarkProbe50Listeners probes 50 Go TLS servers on loopback, each
+// accepting TLS 1.0 to 1.3 with an RSA 2048 certificate, with the default
+// concurrency: the whole probe of a busy host.
+func BenchmarkProbe50Listeners(b *testing.B) {
+	_, _, cert := testutil.WriteCert(b, b.TempDir(), loopbackCert)
+	f := listening()
+	for range 50 {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+			MinVersion: tls.VersionTLS10, Certificates: []tls.Certificate{cert},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ln.Close() })
+		go acceptHandshakes(ln)
+		f.Network.Listening = append(f.Network.Listening,
+			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+	}
+	env := checktest.NewEnv(b, b.TempDir(), true)
+	env.ProbeConcurrency = defaultProbeConcurrency
+	for b.Loop() {
+		if err := collectOne(b, env, f, "tls_probe"); err != nil {
+			b.Fatal(err)
+		}
+		if len(f.TLS.Probes) != 50 || !f.TLS.Probes[0].TLS10Accepted || f.TLS.Probes[0].Certificate == nil {
+			b.Fatalf("probes %d, first %+v", len(f.TLS.Probes), f.TLS.Probes[0])
+		}
+	}
+}
+
+func acceptHandshakes(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_ = c.(*tls.Conn).Handshake()
+		}()
+	}
+}

@@ -1,0 +1,146 @@
+package tls
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+)
+
+func tlsServer(t *testing.T, min, max uint16) int {
+	t.Helper()
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	s.TLS = &tls.Config{MinVersion: min, MaxVersion: max}
+	// Refused handshakes are the point of the test, not noise to log.
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().(*net.TCPAddr).Port
+}
+
+// bannerServer speaks first, as sshd does, and never speaks TLS.
+func bannerServer(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"))
+			buf := make([]byte, 512)
+			c.Read(buf)
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestTLSProbe(t *testing.T) {
+	only13 := tlsServer(t, tls.VersionTLS13, 0)
+	both := tlsServer(t, tls.VersionTLS12, 0)
+	only12 := tlsServer(t, tls.VersionTLS12, tls.VersionTLS12)
+	banner := bannerServer(t)
+
+	f := listening(
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
+		// A wildcard listener is probed on loopback.
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
+		facts.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
+	)
+	env := checktest.NewEnv(t, t.TempDir(), true)
+	if err := collectOne(t, env, f, "tls_probe"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]facts.TLSProbe{
+		"127.0.0.1:" + strconv.Itoa(only13): {TLS12Accepted: false, TLS13Accepted: true},
+		"0.0.0.0:" + strconv.Itoa(both):     {TLS12Accepted: true, TLS13Accepted: true},
+		"127.0.0.1:" + strconv.Itoa(only12): {TLS12Accepted: true, TLS13Accepted: false},
+	}
+	if f.TLS == nil || f.TLS.Nginx == nil || len(f.TLS.Probes) != len(want) {
+		t.Fatalf("tls %+v, want %d probes (the banner port skipped)", f.TLS, len(want))
+	}
+	for _, p := range f.TLS.Probes {
+		w, ok := want[p.Address]
+		if !ok {
+			t.Errorf("unexpected probe %+v", p)
+			continue
+		}
+		if p.TLS12Accepted != w.TLS12Accepted || p.TLS13Accepted != w.TLS13Accepted || p.Error != "" {
+			t.Errorf("probe %s = %+v, want 1.2=%v 1.3=%v and no error", p.Address, p, w.TLS12Accepted, w.TLS13Accepted)
+		}
+	}
+}
+
+// listening is a host's facts after the network collector found ls.
+func listening(ls ...facts.Listener) *facts.Facts {
+	f := checktest.NewFacts(facts.KindHost)
+	f.Network = &facts.Network{Listening: append([]facts.Listener{}, ls...)}
+	f.Record("network", facts.StatusOK, "")
+	return f
+}
+
+func TestTLSProbeNeedsListeners(t *testing.T) {
+	err := collectOne(t, checktest.NewEnv(t, t.TempDir(), true), checktest.NewFacts(facts.KindHost), "tls_probe")
+	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
+		t.Errorf("%s %q", st, reason)
+	}
+	// The firewall collector leaves an empty list of listeners when the
+	// network collector failed: that is not a host without listeners.
+	f := checktest.NewFacts(facts.KindHost)
+	f.Network = &facts.Network{Listening: []facts.Listener{}}
+	f.Record("network", facts.StatusError, "reading sockets: permission denied")
+	err = collectOne(t, checktest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
+	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
+		t.Errorf("%s %q", st, reason)
+	}
+}
+
+func TestTLSProbeCancelled(t *testing.T) {
+	port := tlsServer(t, tls.VersionTLS13, 0)
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var c collector.Collector
+	for _, x := range Collectors() {
+		if x.Name() == "tls_probe" {
+			c = x
+		}
+	}
+	if err := c.Collect(ctx, checktest.NewEnv(t, t.TempDir(), true), f); err == nil {
+		t.Errorf("cancelled probe succeeded: %+v", f.TLS)
+	}
+}
+
+// A connect that draws no answer is named filtered, apart from a stalled
+// handshake, so an operator knows to look at the firewall first.
+func TestUnreachableSaysWhich(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for err, want := range map[error]string{
+		dial: "filtered: the TCP connect got no answer within 2s",
+		read: "timed out: connected, but no ServerHello within 2s",
+	} {
+		if got := unreachable(err, 2*time.Second); got != want {
+			t.Errorf("%v: got %q, want %q", err, got, want)
+		}
+	}
+}
