@@ -178,14 +178,11 @@ func readLog(fsys sysroot.FS, name string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
 	}
-	text, err := io.ReadAll(io.LimitReader(zr, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
-	}
-	if int64(len(text)) > limit {
+	text, err := sysroot.ReadAllLimit(zr, limit, fsys.Display(name))
+	if errors.Is(err, sysroot.ErrTooLarge) {
 		return nil, fmt.Errorf("%s decompresses to more than %d MiB; not read", fsys.Display(name), limit>>20)
 	}
-	return text, nil
+	return text, err
 }
 
 // readJournal reads the XID events in the journal, oldest first. note says

@@ -24,3 +24,12 @@ func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) e
 	t.Helper()
 	return checktest.CollectOne(t, env, f, all(), name)
 }
+
+// parseOSRelease is what the os collector makes of one os-release file.
+func parseOSRelease(data []byte) (*facts.OS, error) {
+	vars, err := OSReleaseVars(data)
+	if err != nil {
+		return nil, err
+	}
+	return osFacts(vars), nil
+}

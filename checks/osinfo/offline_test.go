@@ -1,6 +1,7 @@
 package osinfo
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -96,6 +97,16 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	err := collectOne(t, checktest.NewEnv(t, empty, false), checktest.NewFacts(facts.KindRootfs), "os")
 	if err == nil || !strings.Contains(err.Error(), "/etc/os-release") || !strings.Contains(err.Error(), "/usr/lib/os-release") {
 		t.Errorf("missing os-release: %v, want an error naming both paths", err)
+	}
+	if !errors.Is(err, ErrNoOSRelease) {
+		t.Errorf("missing os-release: %v, want ErrNoOSRelease", err)
+	}
+
+	// One that is there but cannot be read is not an absent one.
+	huge := t.TempDir()
+	checktest.WriteTree(t, huge, map[string]any{"usr/lib/os-release": strings.Repeat("#", MaxOSRelease+1)})
+	if _, _, err := ReadOSRelease(checktest.OpenFS(t, huge)); err == nil || errors.Is(err, ErrNoOSRelease) {
+		t.Errorf("oversized os-release: %v, want an error other than ErrNoOSRelease", err)
 	}
 }
 

@@ -9,12 +9,14 @@ package osinfo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 // Collectors returns the collectors of this package: os, kernel, systemd
@@ -37,28 +39,60 @@ func (osCollector) Name() string { return "os" }
 func (osCollector) Needs() []string { return nil }
 
 func (osCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
-	const primary, fallback = "/etc/os-release", "/usr/lib/os-release"
-	name := primary
-	data, err := env.FS.ReadFile(primary)
+	vars, _, err := ReadOSRelease(env.FS)
 	if err != nil {
-		// /etc/os-release is usually a link to the fallback; when the link
-		// or the file is broken, the fallback is what systemd reads too.
-		var err2 error
-		name = fallback
-		data, err2 = env.FS.ReadFile(fallback)
-		if err2 != nil {
-			return fmt.Errorf("reading os-release: %s: %v; %s: %v", env.FS.Display(primary), err, env.FS.Display(fallback), err2)
-		}
+		return err
 	}
-	o, err := parseOSRelease(data)
-	if err != nil {
-		return fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
-	}
-	f.OS = o
+	f.OS = osFacts(vars)
 	if h := hostname(env); h != "" {
 		f.Target.Hostname = h
 	}
 	return nil
+}
+
+// OSReleasePaths are where os-release(5) is, in the order it is looked for.
+var OSReleasePaths = [2]string{"/etc/os-release", "/usr/lib/os-release"}
+
+// MaxOSRelease bounds os-release, a file of a dozen short lines.
+const MaxOSRelease = 64 << 10
+
+// ErrNoOSRelease says the target has neither of OSReleasePaths.
+var ErrNoOSRelease = errors.New("no os-release")
+
+// noOSRelease is the error of a target without os-release: its message
+// names both files and why each could not be read, and it is
+// ErrNoOSRelease to errors.Is.
+type noOSRelease struct{ error }
+
+func (noOSRelease) Is(target error) bool { return target == ErrNoOSRelease }
+
+// ReadOSRelease reads and parses the target's os-release(5), the one way
+// the os collector and vulnerability matching both read it, and returns its
+// variables and the file they came from: /etc/os-release or, when that
+// cannot be read, /usr/lib/os-release. /etc/os-release is usually a link to
+// the other; when the link or the file is broken, the fallback is what
+// systemd reads too.
+func ReadOSRelease(fsys sysroot.FS) (map[string]string, string, error) {
+	primary, fallback := OSReleasePaths[0], OSReleasePaths[1]
+	name := primary
+	data, err := fsys.ReadFileLimit(primary, MaxOSRelease)
+	if err != nil {
+		var err2 error
+		name = fallback
+		data, err2 = fsys.ReadFileLimit(fallback, MaxOSRelease)
+		if err2 != nil {
+			both := fmt.Errorf("reading os-release: %s: %v; %s: %v", fsys.Display(primary), err, fsys.Display(fallback), err2)
+			if sysroot.IsNotExist(err) && sysroot.IsNotExist(err2) {
+				return nil, "", noOSRelease{both}
+			}
+			return nil, "", both
+		}
+	}
+	vars, err := OSReleaseVars(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
+	}
+	return vars, name, nil
 }
 
 // OSReleaseVars is the one parser of os-release(5): the os collector and
@@ -72,12 +106,8 @@ func OSReleaseVars(data []byte) (map[string]string, error) {
 	return vars, nil
 }
 
-// parseOSRelease reads the facts of os-release(5).
-func parseOSRelease(data []byte) (*facts.OS, error) {
-	vars, err := OSReleaseVars(data)
-	if err != nil {
-		return nil, err
-	}
+// osFacts are the facts of os-release(5)'s variables.
+func osFacts(vars map[string]string) *facts.OS {
 	codename := vars["VERSION_CODENAME"]
 	if codename == "" {
 		codename = vars["UBUNTU_CODENAME"]
@@ -87,7 +117,7 @@ func parseOSRelease(data []byte) (*facts.OS, error) {
 		VersionID:  vars["VERSION_ID"],
 		Codename:   codename,
 		PrettyName: vars["PRETTY_NAME"],
-	}, nil
+	}
 }
 
 // hostname returns the configured (offline) or running (live) hostname, or

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,14 +27,18 @@ func Collectors() []collector.Collector {
 }
 
 const (
-	dpkgStatus = "/var/lib/dpkg/status"
-	// maxDpkgStatus bounds the status file: a GPU image with CUDA carries a
+	// DpkgStatusPath is dpkg's database of what is installed.
+	DpkgStatusPath = "/var/lib/dpkg/status"
+	// MaxDpkgStatus bounds the status file: a GPU image with CUDA carries a
 	// few MiB; 64 MiB leaves room for the largest real systems.
-	maxDpkgStatus = 64 << 20
+	MaxDpkgStatus = 64 << 20
 	// maxStanzas bounds the number of stanzas; Debian's whole archive has
 	// fewer binary packages than this per architecture.
 	maxStanzas = 200000
 )
+
+// ErrNoDpkg says the target has no dpkg database: not a Debian-family tree.
+var ErrNoDpkg = errors.New("no dpkg database")
 
 type packagesCollector struct{}
 
@@ -56,16 +61,30 @@ func (packagesCollector) Collect(_ context.Context, env *collector.Env, f *facts
 // readPackages reads and parses the dpkg database of fsys; absence is
 // NotApplicable.
 func readPackages(fsys sysroot.FS) ([]facts.Package, error) {
-	data, err := fsys.ReadFileLimit(dpkgStatus, maxDpkgStatus)
+	all, err := ReadDpkgStatus(fsys)
+	if errors.Is(err, ErrNoDpkg) {
+		return nil, collector.NotApplicable("no dpkg database")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return factsOf(all), nil
+}
+
+// ReadDpkgStatus reads and parses the dpkg database of fsys, the one way
+// the packages collector and vulnerability matching both read it, within
+// one bound. A target without one is an error wrapping ErrNoDpkg.
+func ReadDpkgStatus(fsys sysroot.FS) ([]DpkgPackage, error) {
+	data, err := fsys.ReadFileLimit(DpkgStatusPath, MaxDpkgStatus)
 	if err != nil {
 		if sysroot.IsNotExist(err) {
-			return nil, collector.NotApplicable("no dpkg database")
+			return nil, fmt.Errorf("%s: %w", fsys.Display(DpkgStatusPath), ErrNoDpkg)
 		}
 		return nil, fmt.Errorf("reading dpkg database: %w", err)
 	}
-	pkgs, err := ParseDpkgStatus(data)
+	pkgs, err := ParseDpkgInstalled(data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(dpkgStatus), err)
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(DpkgStatusPath), err)
 	}
 	return pkgs, nil
 }
@@ -109,11 +128,16 @@ func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 	if err != nil {
 		return nil, err
 	}
+	return factsOf(all), nil
+}
+
+// factsOf keeps what the facts say of each package.
+func factsOf(all []DpkgPackage) []facts.Package {
 	pkgs := make([]facts.Package, len(all))
 	for i, p := range all {
 		pkgs[i] = p.Package
 	}
-	return pkgs, nil
+	return pkgs
 }
 
 // ParseDpkgInstalled is the one parser of /var/lib/dpkg/status: the scan's

@@ -1,6 +1,7 @@
 package packages
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -104,5 +105,19 @@ func TestDpkgInstalledWhateverTheSelection(t *testing.T) {
 	}
 	if got[1].Source != "bsrc (2.1)" || got[1].Maintainer != "M <m@example.org>" || got[1].Line != 6 {
 		t.Errorf("b: %+v", got[1])
+	}
+}
+
+// ReadDpkgStatus, which vulnerability matching reads packages through too,
+// tells a tree without dpkg from one whose database cannot be read.
+func TestReadDpkgStatusAbsentOrBroken(t *testing.T) {
+	_, err := ReadDpkgStatus(checktest.OpenFS(t, t.TempDir()))
+	if !errors.Is(err, ErrNoDpkg) {
+		t.Errorf("no database: %v, want ErrNoDpkg", err)
+	}
+	dir := checktest.TempTreeOf(t, map[string]any{"var/lib/dpkg/status": "Package: a\nno colon here\n"})
+	_, err = ReadDpkgStatus(checktest.OpenFS(t, dir))
+	if err == nil || errors.Is(err, ErrNoDpkg) || !strings.Contains(err.Error(), "/var/lib/dpkg/status") {
+		t.Errorf("broken database: %v, want a parse error naming the file", err)
 	}
 }

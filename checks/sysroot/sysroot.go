@@ -158,6 +158,14 @@ func readAll(rc io.ReadCloser, err error) ([]byte, error) {
 	return io.ReadAll(rc)
 }
 
+// ReadAllLimit reads r to its end within max bytes: past them it fails with
+// an error that names where and wraps ErrTooLarge, rather than return a
+// cut-short read. It bounds a stream (a tar entry, a decompressor, a
+// registry blob) as ReadFileLimit bounds a file.
+func ReadAllLimit(r io.Reader, max int64, where string) ([]byte, error) {
+	return io.ReadAll(&bounded{rc: io.NopCloser(r), left: max, max: max, where: where})
+}
+
 // bounded fails a read that goes past the limit instead of returning less.
 type bounded struct {
 	rc        io.ReadCloser

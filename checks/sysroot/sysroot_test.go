@@ -113,3 +113,14 @@ func TestGlobFollowsLinkedDirectories(t *testing.T) {
 		t.Fatalf("Glob = %v, %v", got, err)
 	}
 }
+
+func TestReadAllLimit(t *testing.T) {
+	data, err := ReadAllLimit(strings.NewReader("12345"), 5, "the stream")
+	if err != nil || string(data) != "12345" {
+		t.Errorf("five bytes within five: %q %v", data, err)
+	}
+	_, err = ReadAllLimit(strings.NewReader("123456"), 5, "the stream")
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "the stream") {
+		t.Errorf("six bytes within five: %v, want a too-large error naming the stream", err)
+	}
+}

@@ -17,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 const (
@@ -129,12 +131,12 @@ func (p *puller) manifest(ctx context.Context, digest string) ([]byte, string, e
 	if err := transport.CheckError(resp, http.StatusOK); err != nil {
 		return nil, "", fmt.Errorf("image %s: fetching manifest %s: %w", p.t.ref, digest, err)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifest+1))
+	body, err := sysroot.ReadAllLimit(resp.Body, maxManifest, "manifest "+digest)
+	if errors.Is(err, sysroot.ErrTooLarge) {
+		return nil, "", fmt.Errorf("image %s: manifest %s is larger than %d bytes", p.t.ref, digest, maxManifest)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("image %s: fetching manifest %s: %w", p.t.ref, digest, err)
-	}
-	if len(body) > maxManifest {
-		return nil, "", fmt.Errorf("image %s: manifest %s is larger than %d bytes", p.t.ref, digest, maxManifest)
 	}
 	if got := sha256Hex(body); got != digest {
 		return nil, "", &MismatchError{Ref: p.t.ref, Pinned: digest, Got: got}

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -36,6 +35,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 // Media types, annotations and tag suffixes of cosign's layout.
@@ -218,8 +219,11 @@ func layers(ctx context.Context, tag name.Tag, mediaType types.MediaType, opts [
 			return nil, fmt.Errorf("reading layer %s of %s: %w", d.Digest, tag, err)
 		}
 		// Read to the end: the registry's reader checks the digest there.
-		data, err := io.ReadAll(io.LimitReader(rc, maxPayload+1))
+		data, err := sysroot.ReadAllLimit(rc, maxPayload, "layer "+d.Digest.String())
 		rc.Close()
+		if errors.Is(err, sysroot.ErrTooLarge) {
+			return nil, fmt.Errorf("reading %s: layer %s is more than %d bytes, the manifest says %d", tag, d.Digest, maxPayload, d.Size)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading layer %s of %s: %w", d.Digest, tag, err)
 		}

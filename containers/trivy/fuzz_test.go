@@ -4,7 +4,30 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
+
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/packages"
 )
+
+// parseStatus is what readInventory makes of a dpkg status file.
+func parseStatus(data []byte) ([]ftypes.Package, error) {
+	installed, err := packages.ParseDpkgInstalled(data)
+	if err != nil {
+		return nil, err
+	}
+	return toPackages(installed)
+}
+
+// parseOSRelease is what readInventory makes of an os-release file.
+func parseOSRelease(data []byte) (ftypes.OS, error) {
+	vars, err := osinfo.OSReleaseVars(data)
+	if err != nil {
+		return ftypes.OS{}, err
+	}
+	return trivyOS(vars)
+}
 
 func FuzzParseStatus(f *testing.F) {
 	f.Add([]byte("Package: a\nStatus: install ok installed\nVersion: 1:2.3-4\nSource: b (2.3-1)\n"))

@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
@@ -33,11 +35,12 @@ const (
 	refNameAnnotation = "org.opencontainers.image.ref.name"
 )
 
-// wanted are the only files taken from an image: what readInventory reads.
-var wanted = map[string]bool{
-	strings.TrimPrefix(dpkgStatusFile, "/"): true,
-	strings.TrimPrefix(osReleaseFile, "/"):  true,
-	strings.TrimPrefix(osReleaseAlt, "/"):   true,
+// wanted are the only files taken from an image, what readInventory reads,
+// each with the bound its reader holds it to.
+var wanted = map[string]int64{
+	strings.TrimPrefix(packages.DpkgStatusPath, "/"):  packages.MaxDpkgStatus,
+	strings.TrimPrefix(osinfo.OSReleasePaths[0], "/"): osinfo.MaxOSRelease,
+	strings.TrimPrefix(osinfo.OSReleasePaths[1], "/"): osinfo.MaxOSRelease,
 }
 
 // SBOMImage returns a CycloneDX 1.6 JSON document of the OS packages of the
@@ -212,21 +215,18 @@ func pickFiles(ctx context.Context, tr *tar.Reader) (fstest.MapFS, error) {
 			return nil, err
 		}
 		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
-		if !wanted[name] {
+		limit, ok := wanted[name]
+		if !ok {
 			continue
 		}
 		switch hdr.Typeflag {
 		case tar.TypeReg:
-			limit := int64(maxOSReleaseSize)
-			if name == strings.TrimPrefix(dpkgStatusFile, "/") {
-				limit = maxStatusSize
-			}
 			if hdr.Size > limit {
 				return nil, fmt.Errorf("/%s: %w", name, sysroot.ErrTooLarge)
 			}
-			data, err := io.ReadAll(io.LimitReader(tr, limit))
+			data, err := sysroot.ReadAllLimit(tr, limit, "/"+name)
 			if err != nil {
-				return nil, fmt.Errorf("/%s: %w", name, err)
+				return nil, err
 			}
 			files[name] = &fstest.MapFile{Data: data, Mode: 0o644}
 		case tar.TypeSymlink:

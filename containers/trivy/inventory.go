@@ -15,32 +15,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
-// The only files trivy is told about. Trivy's own filesystem walker would
-// follow the target's symlinks and open its FIFOs, so we read these few
-// through sysroot and hand trivy the parsed result instead.
-const (
-	dpkgStatusFile = "/var/lib/dpkg/status"
-	osReleaseFile  = "/etc/os-release"
-	osReleaseAlt   = "/usr/lib/os-release"
-)
-
-const (
-	// maxStatusSize bounds /var/lib/dpkg/status: a CUDA image carries a few
-	// MiB, and 64 MiB leaves room for the largest real systems.
-	maxStatusSize = 64 << 20
-	// maxOSReleaseSize bounds os-release, a file of a dozen short lines.
-	maxOSReleaseSize = 64 << 10
-)
-
-var (
-	// errNoDpkg says the target has no dpkg database: not a Debian-family tree.
-	errNoDpkg = errors.New("no dpkg database")
-	// errNoOSRelease says the target has no os-release at all.
-	errNoOSRelease = errors.New("no os-release")
-	// errUnsupportedOS says os-release names a distribution trivy is not
-	// asked to match here.
-	errUnsupportedOS = errors.New("unsupported distribution")
-)
+// errUnsupportedOS says os-release names a distribution trivy is not asked
+// to match here.
+var errUnsupportedOS = errors.New("unsupported distribution")
 
 // inventory is what trivy needs to know about a target: its distribution
 // and its installed OS packages.
@@ -49,23 +26,24 @@ type inventory struct {
 	pkgs []ftypes.Package
 }
 
-// readInventory reads os-release and the dpkg status of fsys. Absent dpkg
-// status is errNoDpkg, wrapped with the file name.
+// readInventory reads os-release and the dpkg status of fsys, through the
+// readers the os and packages collectors use: trivy's own filesystem walker
+// would follow the target's symlinks and open its FIFOs, and a second
+// parser could disagree with the facts on what is installed. A target
+// without them is an error wrapping osinfo.ErrNoOSRelease or
+// packages.ErrNoDpkg.
 func readInventory(fsys sysroot.FS) (*inventory, error) {
 	osr, err := readOSRelease(fsys)
 	if err != nil {
 		return nil, err
 	}
-	data, err := fsys.ReadFileLimit(dpkgStatusFile, maxStatusSize)
+	installed, err := packages.ReadDpkgStatus(fsys)
 	if err != nil {
-		if sysroot.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: %w", fsys.Display(dpkgStatusFile), errNoDpkg)
-		}
-		return nil, fmt.Errorf("reading %s: %w", fsys.Display(dpkgStatusFile), err)
+		return nil, err
 	}
-	pkgs, err := parseStatus(data)
+	pkgs, err := toPackages(installed)
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(dpkgStatusFile), err)
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(packages.DpkgStatusPath), err)
 	}
 	inv := &inventory{os: osr, pkgs: pkgs}
 	inv.identify()
@@ -85,36 +63,23 @@ func (inv *inventory) identify() {
 	}
 }
 
-// readOSRelease finds the distribution: /etc/os-release, else
-// /usr/lib/os-release, as os-release(5) says.
+// readOSRelease finds the distribution in os-release.
 func readOSRelease(fsys sysroot.FS) (ftypes.OS, error) {
-	name := osReleaseFile
-	data, err := fsys.ReadFileLimit(name, maxOSReleaseSize)
-	if sysroot.IsNotExist(err) {
-		name = osReleaseAlt
-		data, err = fsys.ReadFileLimit(name, maxOSReleaseSize)
-	}
-	if sysroot.IsNotExist(err) {
-		return ftypes.OS{}, fmt.Errorf("%s: %w", fsys.Display(osReleaseFile), errNoOSRelease)
-	}
+	vars, name, err := osinfo.ReadOSRelease(fsys)
 	if err != nil {
-		return ftypes.OS{}, fmt.Errorf("reading os-release: %w", err)
+		return ftypes.OS{}, err
 	}
-	osr, err := parseOSRelease(data)
+	osr, err := trivyOS(vars)
 	if err != nil {
 		return ftypes.OS{}, fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
 	}
 	return osr, nil
 }
 
-// parseOSRelease maps os-release onto trivy's OS. Only the Debian family is
-// supported: gpuhost bakes Ubuntu and Debian, and dpkg is the only package
-// database read here.
-func parseOSRelease(data []byte) (ftypes.OS, error) {
-	kv, err := osinfo.OSReleaseVars(data)
-	if err != nil {
-		return ftypes.OS{}, err
-	}
+// trivyOS maps os-release's variables onto trivy's OS. Only the Debian
+// family is supported: gpuhost bakes Ubuntu and Debian, and dpkg is the
+// only package database read here.
+func trivyOS(kv map[string]string) (ftypes.OS, error) {
 	id := strings.ToLower(kv["ID"])
 	family := ftypes.OSType("")
 	for _, cand := range append([]string{id}, strings.Fields(strings.ToLower(kv["ID_LIKE"]))...) {
@@ -133,15 +98,11 @@ func parseOSRelease(data []byte) (ftypes.OS, error) {
 	return ftypes.OS{Family: family, Name: ver}, nil
 }
 
-// parseStatus reads dpkg's status file through the scan's own parser into
-// trivy packages, sorted by name and architecture. The version and source
-// fields are held to dpkg's grammar, because a database that lies about
-// versions hides vulnerabilities.
-func parseStatus(data []byte) ([]ftypes.Package, error) {
-	installed, err := packages.ParseDpkgInstalled(data)
-	if err != nil {
-		return nil, err
-	}
+// toPackages makes trivy packages of the installed ones, in their order
+// (by name and architecture). The version and source fields are held to
+// dpkg's grammar, because a database that lies about versions hides
+// vulnerabilities.
+func toPackages(installed []packages.DpkgPackage) ([]ftypes.Package, error) {
 	pkgs := make([]ftypes.Package, 0, len(installed))
 	for _, p := range installed {
 		pkg, err := toPackage(p)

@@ -24,6 +24,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
@@ -91,7 +93,7 @@ func (vulnCollector) Needs() []string { return nil }
 func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	v, err := VulnerabilitiesFS(ctx, env.FS, c.dbDir)
 	switch {
-	case errors.Is(err, errNoDpkg), errors.Is(err, errNoOSRelease), errors.Is(err, errUnsupportedOS):
+	case errors.Is(err, packages.ErrNoDpkg), errors.Is(err, osinfo.ErrNoOSRelease), errors.Is(err, errUnsupportedOS):
 		return collector.NotApplicable(err.Error())
 	case err != nil:
 		return err

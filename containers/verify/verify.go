@@ -18,13 +18,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/provenance"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
@@ -306,7 +306,10 @@ func readBlob(repo name.Repository, desc v1.Descriptor, opts []remote.Option) ([
 		return nil, err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxEvidence+1))
+	data, err := sysroot.ReadAllLimit(rc, maxEvidence, "layer "+desc.Digest.String())
+	if errors.Is(err, sysroot.ErrTooLarge) {
+		return nil, fmt.Errorf("layer %s is more than %d bytes, the manifest says %d", desc.Digest, maxEvidence, desc.Size)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading layer %s: %w", desc.Digest, err)
 	}
