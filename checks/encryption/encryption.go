@@ -51,6 +51,9 @@ func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *fac
 		if err != nil {
 			return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/crypttab"), err)
 		}
+		for i := range ct {
+			ct[i].File = "/etc/crypttab"
+		}
 		e.Crypttab = ct
 	}
 	if env.Live {
@@ -78,8 +81,9 @@ func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 		return nil, err
 	}
 	out := make([]facts.CrypttabEntry, 0, len(rows))
-	for _, fields := range rows {
-		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}}
+	for _, row := range rows {
+		fields := row.fields
+		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.line}
 		if len(fields) > 2 {
 			ent.KeyFile = fields[2]
 		}
@@ -95,11 +99,17 @@ func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 	return out, nil
 }
 
+// tableRow is one entry of a whitespace table and the line it is on.
+type tableRow struct {
+	line   int
+	fields []string
+}
+
 // tableRows splits a whitespace table (crypttab, fstab) into the fields of
 // each entry, skipping blanks and comments, and refusing binary text, rows
 // of the wrong width and more than maxTableEntries rows.
-func tableRows(data []byte, minFields, maxFields int) ([][]string, error) {
-	var rows [][]string
+func tableRows(data []byte, minFields, maxFields int) ([]tableRow, error) {
+	var rows []tableRow
 	for i, l := range textfile.Lines(data) {
 		if err := textfile.CheckLine([]byte(l)); err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
@@ -114,15 +124,16 @@ func tableRows(data []byte, minFields, maxFields int) ([][]string, error) {
 		if len(rows) >= maxTableEntries {
 			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
 		}
-		rows = append(rows, fields)
+		rows = append(rows, tableRow{line: i + 1, fields: fields})
 	}
 	return rows, nil
 }
 
-// fstabEntry is one line of fstab(5).
+// fstabEntry is one line of fstab(5), Line its line number.
 type fstabEntry struct {
 	Spec, File, Type string
 	Options          []string
+	Line             int
 }
 
 // parseFstab reads fstab(5), decoding the octal escapes (\040) it uses for
@@ -133,8 +144,9 @@ func parseFstab(data []byte) ([]fstabEntry, error) {
 		return nil, err
 	}
 	var out []fstabEntry
-	for _, fields := range rows {
-		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2]}
+	for _, row := range rows {
+		fields := row.fields
+		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2], Line: row.line}
 		if len(fields) > 3 {
 			ent.Options = strings.Split(fields[3], ",")
 		}
@@ -203,7 +215,8 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) e
 		case ent.File == "/":
 			c := &chain{}
 			enc := r.resolve(c, ent.Spec, "fstab", 0)
-			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops}
+			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops,
+				File: "/etc/fstab", Line: ent.Line}
 		}
 	}
 	return nil

@@ -533,12 +533,15 @@ type Encryption struct {
 	Swap     []Swap          `json:"swap"`
 }
 
-// CrypttabEntry is one line of /etc/crypttab.
+// CrypttabEntry is one line of /etc/crypttab; File and Line say where, so
+// that a finding about it points at the line.
 type CrypttabEntry struct {
 	Name    string   `json:"name"`
 	Device  string   `json:"device"`
 	KeyFile string   `json:"key_file"`
 	Options []string `json:"options"`
+	File    string   `json:"file,omitempty"`
+	Line    int      `json:"line,omitempty"`
 }
 
 // RootEncryption says whether / sits on an encrypting device-mapper target.
@@ -551,6 +554,9 @@ type RootEncryption struct {
 	Device    string   `json:"device,omitempty"`
 	Chain     []string `json:"chain"`
 	Hops      []Hop    `json:"hops,omitempty"`
+	// File and Line are the fstab line that mounts / (offline only).
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // Hop is one block device on the way from / down to a disk.

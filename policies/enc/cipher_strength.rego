@@ -107,7 +107,7 @@ deny contains msg if {
 	msg := sprintf("%s uses %s with a %d-bit key%s; at least %d bits of strength are required", [name(h), cipher(h), params(h).key_bits, aes_note(h), min_bits])
 }
 
-deny contains msg if {
+deny contains finding if {
 	some h in crypt_hops
 	p := params(h)
 	p.type == "plain"
@@ -115,4 +115,12 @@ deny contains msg if {
 	object.get(p, "hash", "") == ""
 	not random_key(h)
 	msg := sprintf("%s is plain dm-crypt with cipher %s and a %d-bit key but no hash= in /etc/crypttab for its passphrase", [name(h), cipher(h), p.key_bits])
+	finding := at_crypttab(msg, h.name)
 }
+
+# at_crypttab points a finding at the crypttab line of the mapping name,
+# when the facts know it (the first, should a hostile file repeat a name).
+at_crypttab(msg, mapping) := {"msg": msg, "file": lines[0].file, "line": lines[0].line} if {
+	lines := [e | some e in object.get(enc, "crypttab", []); e.name == mapping; object.get(e, "line", 0) > 0]
+	count(lines) > 0
+} else := msg

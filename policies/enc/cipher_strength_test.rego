@@ -92,3 +92,16 @@ test_random_key_swap_needs_no_hash if {
 	passphrase := with_swap(facts("image", []), [{"name": "cryptswap", "device": "/dev/sda2", "key_file": "none", "options": ["plain"]}], [{"device": "/dev/mapper/cryptswap", "encrypted": true, "kind": "fstab", "hops": [hop]}])
 	check.deny == {"/dev/mapper/cryptswap (cryptswap) is plain dm-crypt with cipher aes-xts-plain64 and a 512-bit key but no hash= in /etc/crypttab for its passphrase"} with input as passphrase with data.gpuhost.params as {}
 }
+
+# With its crypttab line known, the finding points at it; a name the file
+# repeats points at its first line.
+test_fail_plain_without_hash_points_at_crypttab if {
+	hop := {"device": "/dev/mapper/cryptswap", "kind": "crypt", "name": "cryptswap", "learned": "crypttab", "depth": 0, "crypt": {"type": "plain", "cipher": "aes-xts-plain64", "key_bits": 512, "source": "file"}}
+	entry := {"name": "cryptswap", "device": "/dev/sda2", "key_file": "none", "options": ["plain"], "file": "/etc/crypttab", "line": 3}
+	again := object.union(entry, {"line": 7})
+	passphrase := with_swap(facts("image", []), [entry, again], [{"device": "/dev/mapper/cryptswap", "encrypted": true, "kind": "fstab", "hops": [hop]}])
+	check.deny == {{
+		"msg": "/dev/mapper/cryptswap (cryptswap) is plain dm-crypt with cipher aes-xts-plain64 and a 512-bit key but no hash= in /etc/crypttab for its passphrase",
+		"file": "/etc/crypttab", "line": 3,
+	}} with input as passphrase with data.gpuhost.params as {}
+}

@@ -67,11 +67,12 @@ deny contains msg if {
 	)
 }
 
-deny contains msg if {
+deny contains finding if {
 	not live
 	not encrypted
 	root_device
 	msg := sprintf("/ is mounted from %s, and not every path down from it passes a mapping listed in /etc/crypttab (chain: %s)", [root_device, chain])
+	finding := at_fstab(msg)
 }
 
 deny contains msg if {
@@ -89,3 +90,9 @@ deny contains msg if {
 	count(crypttab) > 0
 	msg := "/etc/fstab names no device for /, so / cannot be followed to a mapping listed in /etc/crypttab"
 }
+
+# at_fstab points a finding at the fstab line that mounts /, when the facts
+# know it.
+at_fstab(msg) := {"msg": msg, "file": root.file, "line": root.line} if object.get(root, "line", 0) > 0
+
+else := msg

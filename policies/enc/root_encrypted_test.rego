@@ -88,3 +88,14 @@ test_fail_image_crypttab_without_root if {
 test_fail_image_no_crypttab if {
 	check.deny == {"/etc/crypttab has no entries, so no encrypted volume is set up for /"} with input as {"target": {"kind": "rootfs"}, "encryption": {"crypttab": [], "swap": []}}
 }
+
+# With the fstab line known, the finding points at it (a SARIF region).
+test_fail_image_points_at_fstab if {
+	check.deny == {{
+		"msg": "/ is mounted from UUID=1234, and not every path down from it passes a mapping listed in /etc/crypttab (chain: UUID=1234)",
+		"file": "/etc/fstab", "line": 4,
+	}} with input as image(
+		[{"name": "data", "device": "UUID=abcd", "key_file": "none", "options": ["luks"], "file": "/etc/crypttab", "line": 1}],
+		{"encrypted": false, "source": "fstab", "device": "UUID=1234", "chain": ["UUID=1234"], "file": "/etc/fstab", "line": 4},
+	)
+}
