@@ -41,10 +41,10 @@ plugin: check-go
 plugin-install: packer plugin
 	PACKER_PLUGIN_PATH=$(PACKER_PLUGIN_PATH) $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
 
-# Regenerate config.hcl2spec.go and docs/builder-rootfs.mdx; a test fails when
-# they are stale.
+# Regenerate every component's config.hcl2spec.go and docs/*.mdx; a test
+# fails when they are stale.
 generate-plugin: packer-sdc
-	cd builder/rootfs && $(GO) generate ./
+	$(GO) generate ./builder/...
 
 # A real `packer build` of builder/rootfs/testdata/e2e.pkr.hcl: bookworm minbase
 # from this machine's Debian mirror, a shell provisioner, then checks of the

@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing,Vulnerabilities
-//go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/post-processor-gate.mdx
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing
+//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/post-processor-gate.mdx
 
 // Package gate is the Packer post-processor "gpuhost-gate": it scans the
 // artifact a build produced with the one gpuhost pipeline (collectors, the
@@ -20,40 +20,9 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/internal/userfile"
-	"github.com/gpuhost/gpuhost/reports"
 )
-
-// Vulnerabilities sets the CVE params of the policy pack (cve_fail_on,
-// cve_grace_days, cve_ignore_unfixed). Unset settings keep the params
-// file's, or the pack's defaults.
-type Vulnerabilities struct {
-	// Fail on a CVE at this severity or above, once past the grace
-	// period: `critical`, `high`, `medium` or `low`. Defaults to
-	// `critical`.
-	FailOn string `mapstructure:"fail_on"`
-	// Days a CVE may stay unpatched, from its published date to the scan.
-	// Defaults to 14.
-	GraceDays *int `mapstructure:"grace_days"`
-	// Leave CVEs with no fixed version out: nothing can be installed for
-	// them. Defaults to true; false fails them too.
-	IgnoreUnfixed *bool `mapstructure:"ignore_unfixed"`
-}
-
-// params are the params the block sets.
-func (v Vulnerabilities) params() map[string]any {
-	p := map[string]any{}
-	if v.FailOn != "" {
-		p["cve_fail_on"] = v.FailOn
-	}
-	if v.GraceDays != nil {
-		p["cve_grace_days"] = *v.GraceDays
-	}
-	if v.IgnoreUnfixed != nil {
-		p["cve_ignore_unfixed"] = *v.IgnoreUnfixed
-	}
-	return p
-}
 
 // Publish says where a passing image is pushed.
 type Publish struct {
@@ -115,60 +84,15 @@ type Signing struct {
 type Config struct {
 	common.PackerConfig `mapstructure:",squash"`
 
-	// Policy directories or OPA bundles (`.tar.gz`) that replace the
-	// embedded policy pack. Empty: the embedded pack.
-	Policy []string `mapstructure:"policy"`
-	// Policy directories or bundles added to the pack in use.
-	ExtendPolicy []string `mapstructure:"extend_policy"`
-	// A public key (PEM file) that policy bundles must be signed with.
-	VerificationKey string `mapstructure:"verification_key"`
-	// The signing algorithm of verification_key. Defaults to `RS256`.
-	VerificationAlg string `mapstructure:"verification_alg"`
-	// A parameters file (YAML or JSON) read as `data.gpuhost.params`:
-	// pins, allowed ports, expected GPU count. It is checked against the
-	// pack's parameter schema.
-	Params string `mapstructure:"params"`
-	// A waiver file: a YAML list of `{id, target, justification,
-	// approved_by, expires}`.
-	Waivers string `mapstructure:"waivers"`
-	// Fail the build when a check fails at this severity or above:
-	// `critical`, `high`, `medium`, `low` or `info`. Defaults to `high`. A
-	// scan that cannot be trusted (a check or collector error) always fails
-	// the build.
-	FailOn string `mapstructure:"fail_on"`
-	// Also fail the build when a check at this severity or above could not
-	// be evaluated (skipped for missing facts, or errored), so that an image
-	// cannot pass on checks that never ran. Unset: skips never fail it.
-	// Checks that do not apply to the artifact's kind are not counted.
-	FailOnSkip string `mapstructure:"fail_on_skip"`
-	// An offline trivy vulnerability DB directory (`trivy.db` and
-	// `metadata.json`, as `trivy --download-db-only` leaves them) that the
-	// image's OS packages are matched against, as `gpuhost --trivy-db` does.
-	// Never downloaded. Unset: no vulnerability facts, so GH-SC-001 is
-	// skipped, which `fail_on_skip = "critical"` turns into a failed build.
-	TrivyDB string `mapstructure:"trivy_db"`
-	// How GH-SC-001 judges the CVEs trivy_db finds. Each setting set here
-	// replaces the params file's, so the template shows the threshold the
-	// image is held to.
-	Vulnerabilities Vulnerabilities `mapstructure:"vulnerabilities"`
-	// The report formats written beside the artifact, as
-	// `<artifact>.gate.<extension>`: `table` (.txt), `json`, `sarif`,
-	// `junit` (.junit.xml), `markdown` (.md), `html`. Defaults to all six.
-	Reports []string `mapstructure:"reports"`
+	// The policy pack, params, waivers, thresholds and reports, as the
+	// gpuhost-scan provisioner takes them. The reports are written beside
+	// the artifact.
+	evaluation.Config `mapstructure:",squash"`
+
 	// Push the image and its evidence when the gate passes.
 	Publish Publish `mapstructure:"publish"`
 
 	ctx interpolate.Context
-}
-
-// reportExt is the file name ending of each report format.
-var reportExt = map[string]string{
-	"table":    "txt",
-	"json":     "json",
-	"sarif":    "sarif",
-	"junit":    "junit.xml",
-	"markdown": "md",
-	"html":     "html",
 }
 
 // Decode reads raw post-processor configuration the way Packer does, applies
@@ -190,17 +114,7 @@ func Decode(raws ...interface{}) (*Config, error) {
 	return &c, nil
 }
 
-func (c *Config) defaults() {
-	if c.FailOn == "" {
-		c.FailOn = "high"
-	}
-	if c.VerificationAlg == "" {
-		c.VerificationAlg = "RS256"
-	}
-	if len(c.Reports) == 0 {
-		c.Reports = reports.Formats()
-	}
-}
+func (c *Config) defaults() { c.Config.Defaults() }
 
 var (
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -209,52 +123,7 @@ var (
 )
 
 func (c *Config) validate() []string {
-	var errs []string
-	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if c.FailOnSkip != "" && !reports.ValidSeverity(c.FailOnSkip) {
-		add("fail_on_skip: %q is not one of %s", c.FailOnSkip, strings.Join(reports.Severities, ", "))
-	}
-	if !reports.ValidSeverity(c.FailOn) {
-		add("fail_on: %q is not one of %s", c.FailOn, strings.Join(reports.Severities, ", "))
-	}
-	seen := map[string]bool{}
-	for i, f := range c.Reports {
-		switch {
-		case reportExt[f] == "":
-			add("reports[%d]: %q is not one of %s", i, f, strings.Join(reports.Formats(), ", "))
-		case seen[f]:
-			add("reports[%d]: %q is listed twice", i, f)
-		}
-		seen[f] = true
-	}
-	for _, f := range []struct {
-		field string
-		list  []string
-	}{{"policy", c.Policy}, {"extend_policy", c.ExtendPolicy}} {
-		for i, p := range f.list {
-			if strings.TrimSpace(p) == "" {
-				add("%s[%d]: empty path", f.field, i)
-			}
-		}
-	}
-	if c.TrivyDB != "" {
-		if err := userfile.CheckDir(c.TrivyDB); err != nil {
-			add("trivy_db: %s", err)
-		}
-	}
-	switch v := c.Vulnerabilities; {
-	case v.FailOn != "" && (!reports.ValidSeverity(v.FailOn) || v.FailOn == "info"):
-		add("vulnerabilities.fail_on: %q is not one of critical, high, medium, low", v.FailOn)
-	case v.GraceDays != nil && *v.GraceDays < 0:
-		add("vulnerabilities.grace_days: %d is negative", *v.GraceDays)
-	}
-	if len(c.Vulnerabilities.params()) > 0 && c.TrivyDB == "" {
-		add("vulnerabilities: set, but no trivy_db to match the image's packages against")
-	}
-	if c.VerificationKey != "" && len(c.Policy)+len(c.ExtendPolicy) == 0 {
-		add("verification_key: set, but no policy or extend_policy bundle to verify")
-	}
-	return append(errs, c.Publish.validate()...)
+	return append(c.Config.Validate(), c.Publish.validate()...)
 }
 
 func (p *Publish) validate() []string {

@@ -3,6 +3,7 @@
 package gate
 
 import (
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -10,26 +11,26 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName     *string              `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType   *string              `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion   *string              `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug         *bool                `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce         *bool                `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError       *string              `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars      map[string]string    `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars []string             `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	Policy              []string             `mapstructure:"policy" cty:"policy" hcl:"policy"`
-	ExtendPolicy        []string             `mapstructure:"extend_policy" cty:"extend_policy" hcl:"extend_policy"`
-	VerificationKey     *string              `mapstructure:"verification_key" cty:"verification_key" hcl:"verification_key"`
-	VerificationAlg     *string              `mapstructure:"verification_alg" cty:"verification_alg" hcl:"verification_alg"`
-	Params              *string              `mapstructure:"params" cty:"params" hcl:"params"`
-	Waivers             *string              `mapstructure:"waivers" cty:"waivers" hcl:"waivers"`
-	FailOn              *string              `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
-	FailOnSkip          *string              `mapstructure:"fail_on_skip" cty:"fail_on_skip" hcl:"fail_on_skip"`
-	TrivyDB             *string              `mapstructure:"trivy_db" cty:"trivy_db" hcl:"trivy_db"`
-	Vulnerabilities     *FlatVulnerabilities `mapstructure:"vulnerabilities" cty:"vulnerabilities" hcl:"vulnerabilities"`
-	Reports             []string             `mapstructure:"reports" cty:"reports" hcl:"reports"`
-	Publish             *FlatPublish         `mapstructure:"publish" cty:"publish" hcl:"publish"`
+	PackerBuildName     *string                         `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType   *string                         `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion   *string                         `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug         *bool                           `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce         *bool                           `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError       *string                         `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars      map[string]string               `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars []string                        `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	Policy              []string                        `mapstructure:"policy" cty:"policy" hcl:"policy"`
+	ExtendPolicy        []string                        `mapstructure:"extend_policy" cty:"extend_policy" hcl:"extend_policy"`
+	VerificationKey     *string                         `mapstructure:"verification_key" cty:"verification_key" hcl:"verification_key"`
+	VerificationAlg     *string                         `mapstructure:"verification_alg" cty:"verification_alg" hcl:"verification_alg"`
+	Params              *string                         `mapstructure:"params" cty:"params" hcl:"params"`
+	Waivers             *string                         `mapstructure:"waivers" cty:"waivers" hcl:"waivers"`
+	FailOn              *string                         `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
+	FailOnSkip          *string                         `mapstructure:"fail_on_skip" cty:"fail_on_skip" hcl:"fail_on_skip"`
+	TrivyDB             *string                         `mapstructure:"trivy_db" cty:"trivy_db" hcl:"trivy_db"`
+	Vulnerabilities     *evaluation.FlatVulnerabilities `mapstructure:"vulnerabilities" cty:"vulnerabilities" hcl:"vulnerabilities"`
+	Reports             []string                        `mapstructure:"reports" cty:"reports" hcl:"reports"`
+	Publish             *FlatPublish                    `mapstructure:"publish" cty:"publish" hcl:"publish"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -61,7 +62,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"fail_on":                    &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
 		"fail_on_skip":               &hcldec.AttrSpec{Name: "fail_on_skip", Type: cty.String, Required: false},
 		"trivy_db":                   &hcldec.AttrSpec{Name: "trivy_db", Type: cty.String, Required: false},
-		"vulnerabilities":            &hcldec.BlockSpec{TypeName: "vulnerabilities", Nested: hcldec.ObjectSpec((*FlatVulnerabilities)(nil).HCL2Spec())},
+		"vulnerabilities":            &hcldec.BlockSpec{TypeName: "vulnerabilities", Nested: hcldec.ObjectSpec((*evaluation.FlatVulnerabilities)(nil).HCL2Spec())},
 		"reports":                    &hcldec.AttrSpec{Name: "reports", Type: cty.List(cty.String), Required: false},
 		"publish":                    &hcldec.BlockSpec{TypeName: "publish", Nested: hcldec.ObjectSpec((*FlatPublish)(nil).HCL2Spec())},
 	}
@@ -130,33 +131,6 @@ func (*FlatSigning) HCL2Spec() map[string]hcldec.Spec {
 		"key_env":      &hcldec.AttrSpec{Name: "key_env", Type: cty.String, Required: false},
 		"password_env": &hcldec.AttrSpec{Name: "password_env", Type: cty.String, Required: false},
 		"kms_key":      &hcldec.AttrSpec{Name: "kms_key", Type: cty.String, Required: false},
-	}
-	return s
-}
-
-// FlatVulnerabilities is an auto-generated flat version of Vulnerabilities.
-// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
-type FlatVulnerabilities struct {
-	FailOn        *string `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
-	GraceDays     *int    `mapstructure:"grace_days" cty:"grace_days" hcl:"grace_days"`
-	IgnoreUnfixed *bool   `mapstructure:"ignore_unfixed" cty:"ignore_unfixed" hcl:"ignore_unfixed"`
-}
-
-// FlatMapstructure returns a new FlatVulnerabilities.
-// FlatVulnerabilities is an auto-generated flat version of Vulnerabilities.
-// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
-func (*Vulnerabilities) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
-	return new(FlatVulnerabilities)
-}
-
-// HCL2Spec returns the hcl spec of a Vulnerabilities.
-// This spec is used by HCL to read the fields of Vulnerabilities.
-// The decoded values from this spec will then be applied to a FlatVulnerabilities.
-func (*FlatVulnerabilities) HCL2Spec() map[string]hcldec.Spec {
-	s := map[string]hcldec.Spec{
-		"fail_on":        &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
-		"grace_days":     &hcldec.AttrSpec{Name: "grace_days", Type: cty.Number, Required: false},
-		"ignore_unfixed": &hcldec.AttrSpec{Name: "ignore_unfixed", Type: cty.Bool, Required: false},
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -98,8 +99,8 @@ func TestDecodeDefaults(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	for _, f := range reports.Formats() {
-		if reportExt[f] == "" {
-			t.Errorf("format %s has no file extension", f)
+		if got := evaluation.ReportPath("disk.raw", "gate", f); !strings.HasPrefix(got, "disk.raw.gate.") || strings.HasSuffix(got, ".") {
+			t.Errorf("format %s has no file extension: %s", f, got)
 		}
 	}
 }
@@ -148,7 +149,7 @@ func FuzzDefaultTag(f *testing.F) {
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gate"
-	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish,Signing,Vulnerabilities"), "config.hcl2spec.go", fix)
-	docs := sdctest.Docs(t, "post-processor-gate.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
+	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "gate", "Config,Publish,Signing"), "config.hcl2spec.go", fix)
+	docs := sdctest.Docs(t, "post-processor-gate.mdx", "sh", "gendocs.sh", sdc)
 	sdctest.Same(t, docs, "../../docs/post-processor-gate.mdx", fix)
 }

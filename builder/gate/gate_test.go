@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/trivy"
@@ -195,7 +196,7 @@ func TestFailingGatePushesNothing(t *testing.T) {
 	}
 	// The reports are still written, for the reviewer of the failed build.
 	for _, f := range reports.Formats() {
-		path := art.files[0] + ".gate." + reportExt[f]
+		path := evaluation.ReportPath(art.files[0], "gate", f)
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("%s report: %v", f, err)
 		}

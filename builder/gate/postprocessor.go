@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
@@ -23,7 +24,6 @@ import (
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/internal/manifest"
-	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -69,7 +69,7 @@ func (p *PostProcessor) Configure(raws ...interface{}) error {
 	if c.TrivyDB != "" && p.Vulnerabilities == nil {
 		return errors.New("gpuhost-gate: trivy_db is set, but this build of the plugin has no vulnerability matching")
 	}
-	sc, err := newScanner(context.Background(), c)
+	sc, err := c.Scanner(context.Background())
 	if err != nil {
 		return fmt.Errorf("gpuhost-gate: %w", err)
 	}
@@ -144,29 +144,15 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
 	}
 	out := &Artifact{source: a}
-	for _, format := range cfg.Reports {
-		r, err := reports.Lookup(format)
-		if err != nil {
-			return nil, true, true, err
-		}
-		path := t.base() + ".gate." + reportExt[format]
-		if err := reports.WriteFile(path, r, rep); err != nil {
-			return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
-		}
-		out.reports = append(out.reports, path)
+	out.reports, err = cfg.WriteReports(t.base(), "gate", rep)
+	if err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
 	}
-	th := scan.Thresholds{FailOn: cfg.FailOn, FailOnSkip: cfg.FailOnSkip}
-	say(ui, rep, th)
+	th := cfg.Thresholds()
+	evaluation.Say(ui, "gpuhost-gate", rep, th)
 	ui.Say("gpuhost-gate: reports: " + strings.Join(out.reports, ", "))
-
-	switch scan.ExitCode([]*reports.Report{rep}, th) {
-	case scan.ExitUntrusted:
-		return nil, true, true, fmt.Errorf("gpuhost-gate: the scan of %s cannot be trusted (a check or collector errored); nothing published", t.base())
-	case scan.ExitFail:
-		if rep.Failed(cfg.FailOn) {
-			return nil, true, true, fmt.Errorf("gpuhost-gate: %s fails policy at or above %s; nothing published", t.base(), cfg.FailOn)
-		}
-		return nil, true, true, fmt.Errorf("gpuhost-gate: checks of %s at or above %s could not be evaluated (fail_on_skip); nothing published", t.base(), cfg.FailOnSkip)
+	if err := evaluation.Verdict(rep, th); err != nil {
+		return nil, true, true, fmt.Errorf("gpuhost-gate: %s %w; nothing published", t.base(), err)
 	}
 	if cfg.Publish.Repository == "" {
 		return out, true, true, nil
@@ -187,38 +173,6 @@ func (p *PostProcessor) canPublish(t target) error {
 	return nil
 }
 
-// newScanner compiles the policy pack the configuration names, the way the
-// CLI's --policy, --extend-policy, --params and --waivers do.
-func newScanner(ctx context.Context, cfg *Config) (*scan.Scanner, error) {
-	pack := scan.Pack{Policies: cfg.Policy, Extend: cfg.ExtendPolicy, Params: cfg.Params,
-		VerificationKey: cfg.VerificationKey, VerificationAlg: cfg.VerificationAlg,
-		Set: cfg.Vulnerabilities.params(), SetBy: "the gate's vulnerabilities block"}
-	e, err := pack.Engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var sopts []scan.Option
-	if cfg.Waivers != "" {
-		// A gate that verifies its pack takes only waivers signed with the
-		// same key, as the CLI does.
-		key, err := pack.BundleKey()
-		if err != nil {
-			return nil, err
-		}
-		var list []waivers.Waiver
-		if key == nil {
-			list, err = waivers.Load(cfg.Waivers)
-		} else {
-			list, err = waivers.LoadVerified(cfg.Waivers, waivers.Key{PEM: key.PEM, Algorithm: key.Algorithm})
-		}
-		if err != nil {
-			return nil, err
-		}
-		sopts = append(sopts, scan.WithWaivers(list))
-	}
-	return scan.New(e, sopts...), nil
-}
-
 // collect gathers the facts: from the disk image when there is one (it is
 // what ships), else from the rootfs directory.
 func collect(ctx context.Context, t target, o checks.Options) (*facts.Facts, error) {
@@ -234,33 +188,6 @@ func (p *PostProcessor) collectOptions() checks.Options {
 		return checks.Options{}
 	}
 	return checks.Options{Collectors: append(checks.All(), p.Vulnerabilities(p.config.TrivyDB))}
-}
-
-// say prints the summary and every failure at or above the threshold.
-func say(ui packersdk.Ui, rep *reports.Report, th scan.Thresholds) {
-	s, c := rep.Summary, rep.Coverage
-	ui.Say(fmt.Sprintf("gpuhost-gate: %d checks: %d failed, %d errors, %d waived, %d skipped, %d passed (fail_on %s); %d of %d applicable checks evaluated",
-		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
-		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], th.FailOn, c.Evaluated, c.Checks))
-	for _, r := range rep.Results {
-		unevaluated := th.FailOnSkip != "" && r.Unevaluated() &&
-			reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOnSkip)
-		blocking := r.Status == reports.StatusError || unevaluated ||
-			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOn))
-		if !blocking {
-			continue
-		}
-		msg := fmt.Sprintf("gpuhost-gate: %s %s %s: %s", r.Status, r.Severity, r.ID, r.Title)
-		if len(r.Messages) > 0 {
-			msg += " (" + strings.Join(r.Messages, "; ") + ")"
-		}
-		ui.Error(msg)
-	}
-	for name, c := range rep.Collectors {
-		if c.Status == facts.StatusError {
-			ui.Error(fmt.Sprintf("gpuhost-gate: collector %s failed: %s", name, c.Reason))
-		}
-	}
 }
 
 // publish pushes the disk image with its three referrers: the report, the

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // Find returns packer-sdc: $PACKER_SDC, else the bin/packer-sdc that `make
-// packer-sdc` builds (tests run two levels below the module root), else one
-// on PATH. It skips the test when there is none: this module cannot build
+// packer-sdc` builds at the module root, else one on PATH. It skips the test when there is none: this module cannot build
 // packer-sdc itself, since its dependencies are outside go.sum.
 func Find(t testing.TB) string {
 	t.Helper()
@@ -24,8 +25,8 @@ func Find(t testing.TB) string {
 		}
 		return abs
 	}
-	if p, err := filepath.Abs(filepath.Join("..", "..", "bin", "packer-sdc")); err == nil {
-		if _, err := os.Stat(p); err == nil {
+	if root, err := testutil.RepoRoot(); err == nil {
+		if p := filepath.Join(root, "bin", "packer-sdc"); isFile(p) {
 			return p
 		}
 	}
@@ -91,4 +92,9 @@ func Same(t testing.TB, fresh, committed, fix string) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("%s is stale: run %s", committed, fix)
 	}
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
