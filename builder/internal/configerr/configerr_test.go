@@ -10,6 +10,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/builder/ngc"
 	"github.com/gpuhost/gpuhost/builder/rootfs"
+	"github.com/gpuhost/gpuhost/builder/scan"
 )
 
 // field is how every problem starts: the field it is about, in the
@@ -24,7 +25,8 @@ func TestEveryComponentReportsAlike(t *testing.T) {
 	_, gpuErr := gpu.Decode(map[string]any{"driver": map[string]any{"version": "x"}, "cuda": map[string]any{"version": "y"}})
 	ngcErr := (&ngc.Datasource{}).Configure(map[string]any{"timeout": "-1s"})
 	_, rootfsErr := (&rootfs.Config{}).Prepare(map[string]any{"output_format": "iso", "suite": ""})
-	for component, err := range map[string]error{"gpuhost-gate": gateErr, "gpuhost-gpu": gpuErr, "gpuhost-ngc": ngcErr, "gpuhost-rootfs": rootfsErr} {
+	_, scanErr := scan.Decode(bad)
+	for component, err := range map[string]error{"gpuhost-gate": gateErr, "gpuhost-gpu": gpuErr, "gpuhost-ngc": ngcErr, "gpuhost-rootfs": rootfsErr, "gpuhost-scan": scanErr} {
 		var ce *configerr.Error
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: %v is not a *configerr.Error", component, err)
