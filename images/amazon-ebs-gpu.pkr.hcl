@@ -1,9 +1,13 @@
-# Example: the same provisioner over SSH on an EC2 instance, baking an AMI.
-# Only our provisioner runs; the amazon plugin supplies the builder. This
-# template is checked with `packer validate -syntax-only` only (no AWS here).
+# Example: the same provisioner over SSH on an EC2 instance, baking an AMI,
+# gated by gpuhost-scan on the instance before the AMI is registered. Only
+# our provisioners run; the amazon plugin supplies the builder. With no AWS
+# here, the template is checked with `packer validate -syntax-only`, and its
+# gpuhost-scan block is decoded through the provisioner's spec and prepared
+# (builder/scan TestAmazonEBSExample).
 #
+#   make build    # bin/gpuhost-agent, the lean CLI gpuhost-scan uploads
 #   packer init images/amazon-ebs-gpu.pkr.hcl
-#   packer build -var-file=images/pins.pkrvars.hcl images/amazon-ebs-gpu.pkr.hcl
+#   packer build -var-file=images/pins.pkrvars.hcl -var trivy_db=DIR images/amazon-ebs-gpu.pkr.hcl
 
 packer {
   required_plugins {
@@ -56,8 +60,13 @@ variable "instance_type" {
 
 variable "gpuhost_binary" {
   type        = string
-  default     = "bin/gpuhost"
-  description = "The gpuhost CLI (linux/amd64) that gates the instance before the AMI is made; `make build` writes bin/gpuhost."
+  default     = "bin/gpuhost-agent"
+  description = "The lean gpuhost CLI (linux/amd64) that gpuhost-scan uploads to collect the instance's facts before the AMI is made; `make build` writes bin/gpuhost-agent."
+}
+
+variable "trivy_db" {
+  type        = string
+  description = "Offline trivy DB directory (trivy.db, metadata.json) the instance's packages are matched against on the build machine; a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an instance whose critical checks did not run."
 }
 
 variable "gate_fail_on" {
@@ -138,20 +147,17 @@ build {
 
   # The gate. An AMI is not a disk file the gpuhost-gate post-processor can
   # read (it takes a .qcow2/.raw/.img or a rootfs directory), so here the
-  # same pipeline runs on the instance itself, after the provisioner and
-  # before the AMI is registered: `gpuhost scan host` fails this step, and
-  # with it the build, when a check fails at or above gate_fail_on or the
-  # scan cannot be trusted. Its table is the build log's report.
-  provisioner "file" {
-    source      = var.gpuhost_binary
-    destination = "/tmp/gpuhost"
-  }
-
-  provisioner "shell" {
-    inline = [
-      "chmod 0755 /tmp/gpuhost",
-      "sudo -n /tmp/gpuhost scan host --fail-on ${var.gate_fail_on} --no-color",
-      "rm -f /tmp/gpuhost",
-    ]
+  # instance itself is judged, last, before the AMI is registered:
+  # gpuhost-scan uploads the lean CLI, collects `facts host` on the instance
+  # as root, removes what it staged, and judges the facts on this machine
+  # with the gate's settings. The build fails when a check fails at or above
+  # gate_fail_on, a critical check did not run, or the scan cannot be
+  # trusted; the reports land in out/ either way.
+  provisioner "gpuhost-scan" {
+    gpuhost_binary = var.gpuhost_binary
+    fail_on        = var.gate_fail_on
+    fail_on_skip   = "critical"
+    trivy_db       = var.trivy_db
+    report_prefix  = "out/amazon-ebs-gpu"
   }
 }

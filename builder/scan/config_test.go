@@ -6,7 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -146,4 +152,51 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	const fix = "go generate ./builder/scan"
 	sdctest.Same(t, sdctest.Spec(t, sdc, "config.go", "scan", "Config"), "config.hcl2spec.go", fix)
 	sdctest.Same(t, sdctest.Docs(t, "provisioner-scan.mdx", "sh", "gendocs.sh", sdc), "../../docs/provisioner-scan.mdx", fix)
+}
+
+// TestAmazonEBSExample decodes the example template's gpuhost-scan block
+// through the provisioner's HCL2 spec, as Packer does, and prepares it:
+// `packer validate -syntax-only`, all this machine can run on a template
+// for AWS, does not look inside a plugin's block.
+func TestAmazonEBSExample(t *testing.T) {
+	file, diags := hclparse.NewParser().ParseHCLFile("../../images/amazon-ebs-gpu.pkr.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	top, _, diags := file.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "build"}}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var blocks []*hcl.Block
+	for _, build := range top.Blocks {
+		content, _, diags := build.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provisioner", LabelNames: []string{"type"}}}})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		for _, b := range content.Blocks {
+			if b.Labels[0] == "gpuhost-scan" {
+				blocks = append(blocks, b)
+			}
+		}
+	}
+	if len(blocks) != 1 {
+		t.Fatalf("%d gpuhost-scan provisioners in the example; want the one that gates the AMI", len(blocks))
+	}
+	vars := cty.ObjectVal(map[string]cty.Value{
+		"gpuhost_binary": cty.StringVal(executable(t)),
+		"gate_fail_on":   cty.StringVal("high"),
+		"trivy_db":       cty.StringVal(t.TempDir()),
+	})
+	var p Provisioner
+	val, diags := hcldec.Decode(blocks[0].Body, hcldec.ObjectSpec(p.ConfigSpec()), &hcl.EvalContext{Variables: map[string]cty.Value{"var": vars}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	p.Vulnerabilities = trivy.VulnerabilitiesCollector
+	if err := p.Prepare(val); err != nil {
+		t.Fatal(err)
+	}
+	if c := p.config; c.FailOnSkip != "critical" || c.TrivyDB == "" || !slices.Equal(c.FactsArgs, []string{"facts", "host"}) || c.ExecuteCommand != defaultExecuteCommand {
+		t.Errorf("the example gates with %+v", c)
+	}
 }
