@@ -28,6 +28,8 @@ export GOEXPERIMENT := jsonv2
 # the real registry the publish gate's end-to-end test pushes to. The live
 # checks are compared with peers on real daemons: nginx, openssh-server,
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
+# The gpuhost-scan provisioner's tests log in to that sshd and run the
+# default `sudo -n CLI facts host` there, so sudo is needed too.
 # iptables loads a ufw-style ruleset through iptables-nft in the firewall
 # tests' network namespaces; python3 listens there.
 # The outputs are checked with the tools their users run: promtool (from
@@ -38,7 +40,7 @@ export GOEXPERIMENT := jsonv2
 # and SeaBIOS (which comes with QEMU) for BIOS.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
-  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit systemd cryptsetup-bin \
+  nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
   prometheus libxml2-utils man-db qemu-system-x86 ovmf
 APT_BENCH := lynis time strace
 

@@ -372,12 +372,12 @@ type ownerExecutable struct{ os.FileInfo }
 
 func (ownerExecutable) Mode() os.FileMode { return 0o700 }
 
-// download reads a file from the instance, refusing one over max bytes.
-func download(comm packersdk.Communicator, remote string, max int64) ([]byte, error) {
-	w := &limitedBuffer{max: max, fail: true}
+// download reads a file from the instance, refusing one over limit bytes.
+func download(comm packersdk.Communicator, remote string, limit int64) ([]byte, error) {
+	w := &limitedBuffer{max: limit, fail: true}
 	err := comm.Download(remote, w)
 	if w.truncated {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	if err != nil {
 		return nil, err
