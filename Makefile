@@ -37,11 +37,14 @@ export GOEXPERIMENT := jsonv2
 # the JUnit report, systemd-analyze on the units (and man, from man-db, on
 # the pages their Documentation= names).
 # The baked disk is booted in QEMU (qemu-system-x86), under OVMF for UEFI
-# and SeaBIOS (which comes with QEMU) for BIOS.
+# and SeaBIOS (which comes with QEMU) for BIOS, with a software TPM 2.0
+# (swtpm; swtpm-tools for swtpm_setup and swtpm_ioctl by hand) that its
+# encrypted root is sealed to. The LUKS2 writer's test decrypts a sector with
+# OpenSSL's AES-XTS through python3-cryptography (openssl enc has no XTS).
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
-  prometheus libxml2-utils man-db qemu-system-x86 ovmf
+  prometheus libxml2-utils man-db qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography
 APT_BENCH := lynis time strace
 
 .PHONY: help
@@ -139,7 +142,7 @@ test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign
 .PHONY: e2e
 e2e: check-go build-deps build packer plugin cosign
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) \
-	  $(GO) test -p 1 -count=1 -v -timeout 40m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
+	  $(GO) test -p 1 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 REPORTS = $(foreach f,table json sarif junit markdown html,--report $(f)=$(OUT)/$(1).$(f))
@@ -160,7 +163,7 @@ demo: check-go deps build-deps build packer plugin crane cosign trivy-db
 	PACKER=$(PACKER) CRANE=$(CRANE) GPUHOST=$(GPUHOST) COSIGN=$(COSIGN) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
 	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
-	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --params images/params-debian-12.yaml \
+	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --rootfs $(IMAGE_DIR)/rootfs --params images/params-debian-12.yaml \
 	  --waivers images/waivers-debian-12.yaml --trivy-db $(TRIVY_DB) --fail-on-skip critical \
 	  --no-color $(call REPORTS,debian-12-gpu)
 	@echo "== scanning the sample rootfs trees =="

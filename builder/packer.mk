@@ -6,8 +6,9 @@
 # chroot come with util-linux and coreutils; mkfs.ext4 and qemu-img write the
 # image formats; zstd compresses tarballs; a disk's partition table is
 # written by sfdisk (fdisk) and its EFI system partition by mkfs.vfat
-# (dosfstools) and mtools; GRUB comes from the image, not the build machine).
-APT_BUILD := mmdebstrap e2fsprogs qemu-utils zstd util-linux tar fdisk dosfstools mtools
+# (dosfstools) and mtools; GRUB comes from the image, not the build machine;
+# an encrypted root's LUKS2 header is written by cryptsetup (cryptsetup-bin)).
+APT_BUILD := mmdebstrap e2fsprogs qemu-utils zstd util-linux tar fdisk dosfstools mtools cryptsetup-bin
 
 PACKER := $(BIN)/packer
 PACKER_SDC := $(BIN)/packer-sdc

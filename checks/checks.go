@@ -71,6 +71,12 @@ type Options struct {
 	// Image says how Image opens a disk image: the backing files it may
 	// use, the root partition, the limits.
 	Image diskimage.Options
+	// ImageRootfs is the rootfs tree a disk image's encrypted root was
+	// made from (the gpuhost-rootfs builder keeps it beside the disk).
+	// Image reads the root's files from it, and the partitions, the LUKS
+	// header among them, from the disk. Only for a root inside a LUKS
+	// volume: with a readable root, Image refuses it.
+	ImageRootfs string
 }
 
 // Rootfs collects facts from an unpacked image tree.

@@ -3,21 +3,45 @@ package checks
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 // Image collects facts from a raw or qcow2 disk image, reading its ext4 root
 // filesystem without mounting it. An image that cannot be opened, or that
 // turns out cut short or corrupt while it is read, is an error: facts from
 // part of a disk could hide what the rest holds.
+//
+// A root inside a LUKS volume cannot be read without its key; with
+// o.ImageRootfs the files come from the tree it was made from, which must
+// name the disk's LUKS volume in its /etc/crypttab, and the encryption
+// facts from the disk's partitions and LUKS header.
 func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
-	img, err := o.Image.Open(ctx, file)
+	opts := o.Image
+	opts.EncryptedRoot = o.ImageRootfs != ""
+	img, err := opts.Open(ctx, file)
 	if err != nil {
 		return nil, err
 	}
 	defer img.Close()
+	fsys := img.FS()
+	switch {
+	case img.Encrypted != nil:
+		tree, closer, err := imageTree(o.ImageRootfs, img.Encrypted)
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", file, err)
+		}
+		defer closer.Close()
+		fsys = tree
+	case o.ImageRootfs != "":
+		return nil, fmt.Errorf("--rootfs %s: the root filesystem of %s is not encrypted, so it is read from the disk itself; --rootfs is for a root inside a LUKS volume", o.ImageRootfs, file)
+	}
 	parts, err := img.Partitions()
 	if err != nil {
 		return nil, err
@@ -26,9 +50,40 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 	for _, p := range parts {
 		devices = append(devices, collector.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
 	}
-	f := Collect(ctx, &collector.Env{FS: img.FS(), Devices: devices}, facts.KindImage, file, o)
+	f := Collect(ctx, &collector.Env{FS: fsys, Devices: devices}, facts.KindImage, file, o)
 	if err := img.Err(); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// imageTree opens dir, the rootfs tree of a disk whose root is inside the
+// LUKS volume enc. The tree must be that disk's: its /etc/crypttab must
+// open the volume by the UUID in the disk's header, or the scan would
+// judge one tree's files beside another disk's encryption.
+func imageTree(dir string, enc *diskimage.EncryptedRoot) (sysroot.FS, io.Closer, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--rootfs: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, nil, fmt.Errorf("--rootfs %s: not a directory", dir)
+	}
+	fsys, closer, err := sysroot.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := fsys.ReadFileLimit("/etc/crypttab", 1<<20)
+	if err != nil {
+		closer.Close()
+		return nil, nil, fmt.Errorf("--rootfs %s: reading /etc/crypttab, which must open the disk's LUKS volume %s: %w", dir, enc.UUID, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && !strings.HasPrefix(f[0], "#") && strings.EqualFold(f[1], "UUID="+enc.UUID) {
+			return fsys, closer, nil
+		}
+	}
+	closer.Close()
+	return nil, nil, fmt.Errorf("--rootfs %s: its /etc/crypttab does not open the LUKS volume UUID=%s on partition %d of the disk, so it is not the tree this disk was made from", dir, enc.UUID, enc.Partition.Index)
 }

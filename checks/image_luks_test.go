@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
+	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -33,16 +35,7 @@ func lvmOnLUKSTree(t *testing.T, dev func(uuid string) string, uuid string) stri
 			"\tlogical_volumes {\n\t\tubuntu-lv {\n\t\t\tid = \"St56Uv-Wx78-Yz90-Ab12-Cd34-Ef56-Gh78Ij\"\n" +
 			"\t\t\tsegment1 {\n\t\t\t\ttype = \"striped\"\n\t\t\t\tstripes = [\n\t\t\t\t\t\"pv0\", 0\n\t\t\t\t]\n\t\t\t}\n\t\t}\n\t}\n}\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return writeFiles(t, dir, files)
 }
 
 // luksImage builds a GPT disk whose first partition is the ext4 tree and
@@ -56,21 +49,29 @@ func luksImage(t *testing.T, keyBits int, dev func(uuid string) string) string {
 	root := filepath.Join(dir, "root.raw")
 	testutil.Run(t, time.Minute, mkfs, "-q", "-d", lvmOnLUKSTree(t, dev, uuid), root, "16M")
 
-	img := filepath.Join(dir, "disk.raw")
+	return twoPartitionDisk(t, filepath.Join(dir, "disk.raw"), root, vol,
+		&gpt.Partition{Type: gpt.LinuxFilesystem, Name: "root"},
+		&gpt.Partition{Type: gpt.LinuxFilesystem, Name: "crypt", GUID: "5E1C0F7A-2B7E-4D5E-9A4E-1F0C2E3D4B5A"})
+}
+
+// twoPartitionDisk writes img, a GPT disk of a 16 MiB partition holding
+// the file first and a 20 MiB one holding second, with the types, names
+// and GUIDs of p1 and p2.
+func twoPartitionDisk(t *testing.T, img, first, second string, p1, p2 *gpt.Partition) string {
+	t.Helper()
 	const start, mib = 2048, 2048 // sectors
 	d, err := diskfs.Create(img, (start+16*mib+20*mib+2048)*512, diskfs.SectorSizeDefault)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	table := &gpt.Table{LogicalSectorSize: 512, PhysicalSectorSize: 512, ProtectiveMBR: true, Partitions: []*gpt.Partition{
-		{Index: 1, Start: start, End: start + 16*mib - 1, Type: gpt.LinuxFilesystem, Name: "root"},
-		{Index: 2, Start: start + 16*mib, End: start + 36*mib - 1, Type: gpt.LinuxFilesystem, Name: "crypt", GUID: "5E1C0F7A-2B7E-4D5E-9A4E-1F0C2E3D4B5A"},
-	}}
+	p1.Index, p1.Start, p1.End = 1, start, start+16*mib-1
+	p2.Index, p2.Start, p2.End = 2, start+16*mib, start+36*mib-1
+	table := &gpt.Table{LogicalSectorSize: 512, PhysicalSectorSize: 512, ProtectiveMBR: true, Partitions: []*gpt.Partition{p1, p2}}
 	if err := d.Partition(table); err != nil {
 		t.Fatal(err)
 	}
-	for i, src := range []string{root, vol} {
+	for i, src := range []string{first, second} {
 		f, err := os.Open(src)
 		if err != nil {
 			t.Fatal(err)
@@ -141,4 +142,118 @@ func TestImageLUKSCipher(t *testing.T) {
 			t.Errorf("message does not name the device: %s", got["GH-ENC-003"])
 		}
 	}
+}
+
+// encryptedRootImage builds a disk as the gpuhost-rootfs builder does with
+// encryption: partition 1 an ext4 /boot (no OS in it), partition 2 the
+// root, typed as the x86-64 root, a LUKS2 volume. It returns the disk and
+// the volume's UUID.
+func encryptedRootImage(t *testing.T) (string, string) {
+	t.Helper()
+	mkfs := testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
+	vol, uuid := testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", 512)
+	dir := t.TempDir()
+	boot := filepath.Join(dir, "boot.raw")
+	bootTree := filepath.Join(dir, "boot")
+	if err := os.MkdirAll(filepath.Join(bootTree, "grub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bootTree, "grub/grub.cfg"), []byte("set default=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Run(t, time.Minute, mkfs, "-q", "-d", bootTree, boot, "16M")
+	img := twoPartitionDisk(t, filepath.Join(dir, "disk.raw"), boot, vol,
+		&gpt.Partition{Type: gpt.LinuxFilesystem, Name: "boot"},
+		&gpt.Partition{Type: gpt.Type("4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"), Name: "root"})
+	return img, uuid
+}
+
+// encryptedTree is the rootfs tree an encrypted root was made from: / on
+// the crypttab mapping of the LUKS volume uuid.
+func encryptedTree(t *testing.T, uuid string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tree")
+	files := map[string]string{
+		"etc/os-release": "ID=debian\nVERSION_ID=\"12\"\n",
+		"etc/fstab":      "/dev/mapper/luks-" + uuid + " / ext4 errors=remount-ro 0 1\n",
+		"etc/crypttab":   "luks-" + uuid + " UUID=" + uuid + " none luks,discard,tpm2-device=auto\n",
+	}
+	return writeFiles(t, dir, files)
+}
+
+// TestImageEncryptedRoot: a disk whose root is a LUKS2 volume is never
+// judged by its /boot, the one ext4 it has. Alone, the scan refuses it,
+// saying why and what to give; with the tree the volume was made from
+// (ImageRootfs), the files come from the tree and the encryption from the
+// disk's LUKS header, so GH-ENC-001 and GH-ENC-003 pass on what the disk
+// really is. A tree whose crypttab opens another volume, and a tree given
+// for a disk whose root is readable, are refused.
+func TestImageEncryptedRoot(t *testing.T) {
+	ctx := context.Background()
+	img, uuid := encryptedRootImage(t)
+	_, err := Image(ctx, img, Options{Now: time.Now()})
+	var encErr *diskimage.EncryptedRootError
+	if !errors.As(err, &encErr) || encErr.UUID != uuid || encErr.Partition.Index != 2 || !strings.Contains(err.Error(), "--rootfs DIR") {
+		t.Fatalf("a disk with an encrypted root, scanned alone: %v", err)
+	}
+
+	f, err := Image(ctx, img, Options{Now: time.Now(), ImageRootfs: encryptedTree(t, uuid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.OS == nil || f.OS.ID != "debian" {
+		t.Errorf("os %+v: not read from the tree", f.OS)
+	}
+	r := f.Encryption.Root
+	if r == nil || !r.Encrypted || len(r.Hops) != 2 || r.Hops[1].Learned != "luks-header" || r.Hops[1].Name != "partition 2" {
+		t.Fatalf("root %+v", r)
+	}
+	if c := r.Hops[0].Crypt; c == nil || c.Cipher != "aes-xts-plain64" || c.KeyBits != 512 || c.Type != "luks2" || c.Source != "file" {
+		t.Errorf("crypt %+v, want aes-xts-plain64 with 512 bits from the disk's header", c)
+	}
+	src, err := engine.LoadFS(policies.FS, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(ctx, engine.WithSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := engine.NewDocument(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := e.Evaluate(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		if (res.ID == "GH-ENC-001" || res.ID == "GH-ENC-003") && res.Status != "pass" {
+			t.Errorf("%s %s: %v", res.ID, res.Status, res.Messages)
+		}
+	}
+
+	other, _ := encryptedRootImage(t)
+	if _, err := Image(ctx, other, Options{ImageRootfs: encryptedTree(t, uuid)}); err == nil || !strings.Contains(err.Error(), "is not the tree this disk was made from") {
+		t.Errorf("another disk's tree: %v", err)
+	}
+	plain := luksImage(t, 512, func(u string) string { return "UUID=" + u })
+	if _, err := Image(ctx, plain, Options{ImageRootfs: encryptedTree(t, uuid)}); err == nil || !strings.Contains(err.Error(), "is not encrypted") {
+		t.Errorf("a tree for a disk whose root is readable: %v", err)
+	}
+}
+
+// writeFiles writes files (path: body) under dir and returns dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -106,7 +106,7 @@ func newAgentTLS(t *testing.T) *agentTLS {
 // same host on the next) and returns what its selftest reported. With
 // scrape, the selftest holds the machine up after writing its reports
 // while /metrics is read through the forwarded port.
-func bootSelftest(t *testing.T, name, disk, overlay string, fw qemu.Firmware, agent *agentTLS, scrape bool) *bootRun {
+func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmware, agent *agentTLS, scrape bool) *bootRun {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(overlay), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -133,8 +133,8 @@ func bootSelftest(t *testing.T, name, disk, overlay string, fw qemu.Firmware, ag
 	defer cancel()
 	vm, err := qemu.Start(ctx, qemu.Config{
 		Disk: disk, Overlay: overlay, OverlaySize: "4G", Firmware: fw, Dir: dir,
-		SelftestDisk: st,
-		Forwards:     []qemu.Forward{{Host: metricsPort, Guest: 9108}, {Host: sshPort, Guest: 22}},
+		SelftestDisk: st, TPMState: tpm,
+		Forwards: []qemu.Forward{{Host: metricsPort, Guest: 9108}, {Host: sshPort, Guest: 22}},
 		Credentials: map[string][]byte{
 			"gpuhost.agent-token":   []byte(agent.token),
 			"gpuhost.agent-tls-crt": agent.cert,
@@ -296,7 +296,9 @@ func assertBoot(t *testing.T, run *bootRun, baseRef, baseDigest, rootUUID string
 	}
 	root, _ := strconv.ParseInt(text("root-bytes"), 10, 64)
 	disk, _ := strconv.ParseInt(text("disk-bytes"), 10, 64)
-	if disk != 4<<30 || root < 3<<30+1<<29 {
+	// The root gets the disk but for the BIOS boot partition, the ESP,
+	// /boot (512 MiB) and the LUKS2 header (16 MiB).
+	if disk != 4<<30 || root < 3<<30+1<<28 {
 		t.Errorf("%s: the root file system is %d bytes on a %d-byte disk; it did not grow to the disk", run.name, root, disk)
 	}
 }
@@ -627,7 +629,7 @@ func paramsWith(t *testing.T, dir, registry string) string {
 // bootSelftestCLI is bootSelftest through `gpuhost boot --selftest`, as a
 // user runs it: the same overlay, the same credentials, and the reports
 // read from the directory the command writes.
-func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay string, fw qemu.Firmware, agent *agentTLS) *bootRun {
+func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay, tpm string, fw qemu.Firmware, agent *agentTLS) *bootRun {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(overlay), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -651,7 +653,7 @@ func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay string, fw qemu.
 	reportDir := filepath.Join(dir, "reports")
 	ctx, cancel := context.WithTimeout(context.Background(), selftestLimit+5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gpuhost, "boot", disk, "--overlay", overlay, "--firmware", string(fw),
+	cmd := exec.CommandContext(ctx, gpuhost, "boot", disk, "--overlay", overlay, "--tpm-state", tpm, "--firmware", string(fw),
 		"--selftest", reportDir, "--waivers", filepath.Join(dir, "waivers.yaml"), "--timeout", selftestLimit.String(),
 		"--credential", "gpuhost.agent-token="+filepath.Join(dir, "token"),
 		"--credential", "gpuhost.agent-tls-crt="+filepath.Join(dir, "agent.crt"),

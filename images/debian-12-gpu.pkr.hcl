@@ -5,17 +5,22 @@
 # package, so none is installed; containerd still gets SystemdCgroup.
 #
 # The output is a bootable disk (GPT, GRUB for UEFI and BIOS, Debian's own
-# kernel pinned in pins.pkrvars.hcl): containerd, sshd, nftables and the
-# gpuhost agent run once it boots, and `gpuhost boot` starts it in QEMU.
+# kernel pinned in pins.pkrvars.hcl) whose root is LUKS2, unlocked at first
+# boot by a one-time key made for this build and then by the host's TPM2
+# (see docs/builder-rootfs.mdx): containerd, sshd, nftables and the
+# gpuhost agent run once it boots, and `gpuhost boot --tpm-state DIR`
+# starts it in QEMU.
 #
 # Hardened for the gpuhost gate: nftables drops inbound traffic except ssh
 # and the agent's /metrics, OpenSSL's system default refuses protocols below
 # TLS 1.3, sshd takes keys only with strong algorithms, nouveau is
 # blacklisted. What Debian cannot give this image (the NVIDIA container
-# runtime, LUKS at bake time) is waived in waivers-debian-12.yaml, with why:
+# runtime, CUDA 12) is waived in waivers-debian-12.yaml, with why. The
+# encrypted root's files are read from the rootfs tree the builder keeps
+# beside the disk, its encryption from the disk:
 #
-#   gpuhost scan image OUT/disk.qcow2 --params images/params-debian-12.yaml \
-#     --waivers images/waivers-debian-12.yaml
+#   gpuhost scan image OUT/disk.qcow2 --rootfs OUT/rootfs \
+#     --params images/params-debian-12.yaml --waivers images/waivers-debian-12.yaml
 #
 #   packer build -var-file=images/pins.pkrvars.hcl images/debian-12-gpu.pkr.hcl
 #
@@ -154,6 +159,10 @@ source "gpuhost-rootfs" "debian_12" {
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
   disk_format         = "qcow2"
+  # LUKS2 root; first boot seals its key to the TPM2's PCR 7.
+  encryption {
+    luks2 = true
+  }
   kernel_package      = "linux-image-${var.debian_kernel}=${var.debian_kernel_version}"
   output_dir          = var.output_dir
   image_size          = var.image_size

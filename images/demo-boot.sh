@@ -30,7 +30,9 @@ cat "$here/waivers-debian-12.yaml" "$here/waivers-qemu.yaml" >"$work/waivers.yam
 
 say "booting $disk in QEMU (UEFI); the console follows in $work/console.log"
 rc=0
-"$GPUHOST" boot "$disk" --disk-size 4G --selftest "$OUT/selftest" --waivers "$work/waivers.yaml" \
+# The root is LUKS2: the first boot seals its key to this swtpm's TPM, kept
+# in $work/tpm as a host keeps its chip.
+"$GPUHOST" boot "$disk" --disk-size 4G --tpm-state "$work/tpm" --selftest "$OUT/selftest" --waivers "$work/waivers.yaml" \
 	--credential "gpuhost.agent-token=$work/token" \
 	--credential "gpuhost.agent-tls-crt=$work/agent.crt" \
 	--credential "gpuhost.agent-tls-key=$work/agent.key" >"$work/console.log" || rc=$?

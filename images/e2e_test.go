@@ -3,6 +3,7 @@
 package images
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,11 @@ import (
 // once, and everything else reads that one bake: mmdebstrap from this
 // machine's Debian mirror, the gpuhost-gpu provisioner installing the pinned
 // NVIDIA 535 userspace and pre-seeding a small base image by digest from an
-// in-process registry, a bootable qcow2 disk out. It reads the disk without
-// mounting it (qemu-img to raw, debugfs on the root partition) and checks
+// in-process registry, a bootable qcow2 disk out whose root is LUKS2. It
+// reads the disk without mounting it (qemu-img to raw; cryptsetup on the
+// root partition's header, which the build's one-time key opens; debugfs
+// on the /boot partition) and the rootfs tree the encrypted root was made
+// from, kept beside it, and checks
 // the manifest pins libnvidia-ml1 held at the pin, containerd sets
 // SystemdCgroup, the hardening is in place (nftables default-drop input
 // enabled, OpenSSL MinProtocol TLSv1.3), the image carries no SSH host key
@@ -93,26 +97,28 @@ func TestE2EDebian12(t *testing.T) {
 	}
 	raw := filepath.Join(out, "image.raw")
 	run("qemu-img", "convert", "-O", "raw", qcows[0], raw)
-	img, err := diskimage.Open(raw)
+	if _, err := diskimage.Open(raw); !errors.As(err, new(*diskimage.EncryptedRootError)) {
+		t.Fatalf("the baked disk opens without its encrypted root being said: %v", err)
+	}
+	img, err := diskimage.Options{EncryptedRoot: true}.Open(context.Background(), raw)
 	if err != nil {
 		t.Fatalf("the baked disk: %v", err)
 	}
-	rootOffset := img.Offset
+	enc := *img.Encrypted
+	parts, _ := img.Partitions()
 	img.Close()
-	if rootOffset == 0 {
-		t.Fatal("the baked disk has no partition table: its root starts at byte 0")
-	}
-	rootPart := fmt.Sprintf("%s?offset=%d", raw, rootOffset)
+	// The tree the encrypted root was made from, which the builder keeps
+	// beside the disk and the gate reads its files from.
+	tree := filepath.Join(out, "image", "rootfs")
 	cat := func(path string) []byte {
 		t.Helper()
-		b := run("debugfs", "-R", "cat "+path, rootPart)
-		// debugfs prints its version banner on stderr, which CombinedOutput
-		// folds in first.
-		if i := strings.Index(string(b), "\n"); i >= 0 && strings.HasPrefix(string(b), "debugfs ") {
-			b = b[i+1:]
+		b, err := os.ReadFile(filepath.Join(tree, path))
+		if err != nil {
+			t.Fatalf("the image's %s: %v", path, err)
 		}
 		return b
 	}
+	provisionKey := checkLUKSDisk(t, raw, enc, parts, tree, log)
 
 	var manifest struct {
 		Schema   string `json:"schema"`
@@ -166,10 +172,7 @@ func TestE2EDebian12(t *testing.T) {
 	// The real NVIDIA userspace is in the image but no driver is loaded:
 	// gpuhost run inside it must report NVML's own error, not crash or pass.
 	rootfs := filepath.Join(out, "rootfs")
-	if err := os.Mkdir(rootfs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run("debugfs", "-R", "rdump / "+rootfs, rootPart)
+	run("cp", "-a", tree, rootfs)
 	if wants, _ := filepath.Glob(filepath.Join(rootfs, "etc/systemd/system/*.wants/nftables.service")); len(wants) == 0 {
 		t.Error("nftables.service is not enabled in the image (no *.wants/nftables.service link)")
 	}
@@ -182,7 +185,7 @@ func TestE2EDebian12(t *testing.T) {
 	}
 	checkFirstBootHygiene(t, rootfs)
 	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
-	offline := gateImage(t, gpuhost, qcows[0], dbDir, params)
+	offline := gateImage(t, gpuhost, qcows[0], tree, dbDir, params)
 	// The same scan with a DB in which openssl's fix is one revision newer
 	// than the image's: GH-SC-001 judges the baked packages, so it fails.
 	if openssl == "" {
@@ -192,7 +195,7 @@ func TestE2EDebian12(t *testing.T) {
 		published := time.Now().AddDate(0, -2, 0)
 		poisoned.Advisories = append(slices.Clone(demoDB.Advisories), trivy.FixtureAdvisory{Bucket: "debian 12", Package: "openssl", ID: "CVE-2099-0001", Fixed: openssl + "+1"})
 		poisoned.Vulnerabilities = append(slices.Clone(demoDB.Vulnerabilities), trivy.FixtureVulnerability{ID: "CVE-2099-0001", Title: "e2e: a fix newer than the image", Severity: map[string]string{"nvd": "CRITICAL"}, Published: &published})
-		status, code, _ := scanImage(t, gpuhost, qcows[0], writeDB(t, poisoned), params)
+		status, code, _ := scanImage(t, gpuhost, qcows[0], tree, writeDB(t, poisoned), params)
 		if code != 1 || status["GH-SC-001"] != "fail" {
 			t.Errorf("with openssl's fix newer than the image's %s: exit %d, GH-SC-001 %q; want exit 1 and a fail", openssl, code, status["GH-SC-001"])
 		}
@@ -242,18 +245,28 @@ func TestE2EDebian12(t *testing.T) {
 		}
 	}
 
-	rootUUID := strings.TrimSpace(string(run("blkid", "-p", "-s", "UUID", "-o", "value", "-O", strconv.FormatInt(rootOffset, 10), raw)))
-	kernels, _ := filepath.Glob(filepath.Join(out, "image", "rootfs", "boot", "vmlinuz-*"))
+	// The ext4 inside the LUKS2 volume, which fstab and GRUB name.
+	m := regexp.MustCompile(`root=UUID=([0-9a-f-]{36}) `).FindSubmatch(cat("boot/grub/grub.cfg"))
+	if m == nil {
+		t.Fatalf("grub.cfg names no root=UUID=:\n%s", cat("boot/grub/grub.cfg"))
+	}
+	rootUUID := string(m[1])
+	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
 	os.Remove(raw)
-	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels)
+	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, enc.UUID, provisionKey)
 }
 
-// bootTests boots the baked disk twice, the same host both times: under
-// UEFI for its first boot, then under BIOS. Each boot's selftest reports
-// what runs, the live scan and drift, each compared check by check with
-// the offline gate; the second boot runs through `gpuhost boot`. Then the image's kernel is booted with no root,
-// and must be seen to panic.
-func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string) {
+// bootTests boots the baked disk three times. Under UEFI with a software
+// TPM, twice, the same host: the first boot unlocks the LUKS2 root with
+// the image's one-time key, seals a new key to the TPM and wipes the
+// provisioning key slot; the second, through `gpuhost boot`, unlocks from
+// the TPM with no passphrase and no key left. Then, as a second host (a
+// fresh overlay and TPM), under BIOS: SeaBIOS measures other PCRs than
+// OVMF, so the first host's TPM key could not unseal there, and this host
+// enrols its own. Each boot's selftest reports what runs, the live scan and
+// drift, each compared check by check with the offline gate. Then the
+// image's kernel is booted with no root, and must be seen to panic.
+func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luksUUID string, provisionKey []byte) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +277,14 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	}
 	agent := newAgentTLS(t)
 	overlay := filepath.Join(dir, "host.qcow2")
-	// Until the root is encrypted (LUKS2 and TPM2, issue 16's last part),
-	// GH-ENC-001 fails on the booted host, as it must.
-	wantFail := []string{"GH-ENC-001"}
+	tpm := filepath.Join(dir, "host.tpm")
+	// With the root encrypted, nothing fails on the booted host.
+	var wantFail []string
 	var first *bootRun
 	t.Run("uefi-first-boot", func(t *testing.T) {
-		first = bootSelftest(t, "uefi", disk, overlay, qemu.UEFI, agent, true)
+		first = bootSelftest(t, "uefi", disk, overlay, tpm, qemu.UEFI, agent, true)
 		assertBoot(t, first, base.ref, base.digest, rootUUID)
+		assertEnrolled(t, first, luksUUID, provisionKey)
 		liveVerdict(t, first, wantFail)
 		if !strings.Contains(first.metrics, "gpuhost_check_status{") {
 			t.Errorf("/metrics through the forwarded port has no gpuhost_check_status:\n%.2000s", first.metrics)
@@ -291,21 +305,36 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		}
 		agreement(t, offline, first.scan)
 	})
-	t.Run("bios-second-boot", func(t *testing.T) {
+	t.Run("uefi-second-boot-tpm-unlock", func(t *testing.T) {
 		if first == nil || first.reports == nil {
 			t.Skip("the first boot did not report")
 		}
 		// This boot goes through `gpuhost boot --selftest`, as a user runs it.
-		second := bootSelftestCLI(t, gpuhost, "bios", disk, overlay, qemu.BIOS, agent)
+		second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFI, agent)
 		assertBoot(t, second, base.ref, base.digest, rootUUID)
+		// Slot 0 and the key file are gone: the TPM alone opened the root.
+		assertEnrolled(t, second, luksUUID, provisionKey)
+		if strings.Contains(string(second.reports["luks-enroll.log"]), "sealing a new key") {
+			t.Errorf("the second boot enrolled again:\n%s", second.reports["luks-enroll.log"])
+		}
 		liveVerdict(t, second, wantFail)
 		// The same host: what first boot made for it stays.
-		for _, f := range []string{"machine-id", "ssh-host-keys.pub"} {
+		for _, f := range []string{"machine-id", "ssh-host-keys.pub", "luks-dump.txt"} {
 			if a, b := strings.TrimSpace(string(first.reports[f])), strings.TrimSpace(string(second.reports[f])); a != b {
 				t.Errorf("%s changed between the first and the second boot:\n%s\n%s", f, a, b)
 			}
 		}
 		agreement(t, offline, second.scan)
+	})
+	t.Run("bios-other-host", func(t *testing.T) {
+		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false)
+		assertBoot(t, other, base.ref, base.digest, rootUUID)
+		assertEnrolled(t, other, luksUUID, provisionKey)
+		liveVerdict(t, other, wantFail)
+		if first != nil && first.reports != nil && string(first.reports["machine-id"]) == string(other.reports["machine-id"]) {
+			t.Error("two hosts booted from the image share a machine-id")
+		}
+		agreement(t, offline, other.scan)
 	})
 	t.Run("kernel-panic", func(t *testing.T) {
 		if len(kernels) != 1 {
@@ -313,6 +342,43 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		}
 		bootPanics(t, kernels[0])
 	})
+}
+
+// assertEnrolled checks, from what the selftest read inside the guest
+// (cryptsetup luksDump of the root's header, the crypt units, /boot), that
+// the root is the baked LUKS2 volume, opened, with a systemd-tpm2 token on
+// a key slot of its own and the provisioning key slot 0 wiped, and the
+// provisioning key gone from /boot. The console never asked for a
+// passphrase: nothing answers one in the test, so a boot that had asked
+// would not have reported at all.
+func assertEnrolled(t *testing.T, run *bootRun, luksUUID string, provisionKey []byte) {
+	t.Helper()
+	r := run.reports
+	dump := string(r["luks-dump.txt"])
+	for _, want := range []string{"UUID:          \t" + luksUUID, "cipher: aes-xts-plain64", "systemd-tpm2", "  1: luks2"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("%s: the root's header, read in the guest, lacks %q:\n%s", run.name, want, dump)
+		}
+	}
+	if strings.Contains(dump, "  0: luks2") {
+		t.Errorf("%s: the provisioning key slot 0 is still there:\n%s", run.name, dump)
+	}
+	if units := string(r["crypt-units.txt"]); !strings.Contains(units, "luks-"+luksUUID) || !strings.Contains(units, "active") {
+		t.Errorf("%s: systemd-cryptsetup@luks-%s is not active:\n%s", run.name, luksUUID, units)
+	}
+	if files := string(r["boot-files.txt"]); strings.Contains(files, "luks-provision.key") {
+		t.Errorf("%s: the provisioning key is still on /boot:\n%s", run.name, files)
+	}
+	for name, b := range r {
+		if strings.Contains(string(b), string(provisionKey)) {
+			t.Errorf("%s: the guest's %s carries the provisioning key", run.name, name)
+		}
+	}
+	// The enrolment runs on a host's first boot and never again.
+	units := parseUnits(strings.TrimSpace(string(r["units.txt"])))
+	if run.name != "uefi-tpm" && (units["gpuhost-luks-enroll.service"] != "active" || !strings.Contains(string(r["luks-enroll.log"]), "sealing a new key")) {
+		t.Errorf("%s: gpuhost-luks-enroll.service is %q:\n%s", run.name, units["gpuhost-luks-enroll.service"], r["luks-enroll.log"])
+	}
 }
 
 // keepArtifacts copies the text a boot left in dir (consoles, reports)
@@ -414,9 +480,9 @@ func checkHardening(t *testing.T, cat func(string) []byte) {
 // params and waivers and the demo's vulnerability DB: it must exit 0, with
 // every check passed, skipped or waived, exactly the expected waivers used,
 // and no critical check left unevaluated.
-func gateImage(t *testing.T, gpuhost, qcow, dbDir, params string) reports.Report {
+func gateImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) reports.Report {
 	t.Helper()
-	status, code, report := scanImage(t, gpuhost, qcow, dbDir, params)
+	status, code, report := scanImage(t, gpuhost, qcow, tree, dbDir, params)
 	if code != 0 {
 		t.Errorf("gpuhost scan image with the Debian 12 waivers exited %d; want 0", code)
 	}
@@ -427,12 +493,13 @@ func gateImage(t *testing.T, gpuhost, qcow, dbDir, params string) reports.Report
 		}
 	}
 	slices.Sort(waived)
-	if want := []string{"GH-ENC-001", "GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(waived, want) {
+	// GH-ENC-001 needs no waiver: the root is LUKS2.
+	if want := []string{"GH-PIN-005", "GH-RT-001", "GH-RT-003"}; !slices.Equal(waived, want) {
 		t.Errorf("waived %v; want %v", waived, want)
 	}
 	// What the template hardens must pass on its own, not be skipped; so
 	// must the CVE check, which the demo's DB lets run.
-	for _, id := range []string{"GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002", "GH-SC-001", "GH-SSH-010", "GH-SSH-001", "GH-CGR-001"} {
+	for _, id := range []string{"GH-ENC-001", "GH-ENC-003", "GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002", "GH-SC-001", "GH-SSH-010", "GH-SSH-001", "GH-CGR-001"} {
 		if status[id] != "pass" {
 			t.Errorf("%s is %q in the baked image; want pass", id, status[id])
 		}
@@ -440,13 +507,13 @@ func gateImage(t *testing.T, gpuhost, qcow, dbDir, params string) reports.Report
 	return report
 }
 
-// scanImage runs `gpuhost scan image` as the gate does (the Debian 12
-// params and waivers, the DB in dbDir, failing on a critical check that
+// scanImage runs `gpuhost scan image` as the gate does (the encrypted
+// root's files from the tree it was made from, the Debian 12 params and waivers, the DB in dbDir, failing on a critical check that
 // did not run) and returns each check's status and the exit code. A check
 // that is neither passed, skipped nor waived is reported.
-func scanImage(t *testing.T, gpuhost, qcow, dbDir, params string) (map[string]string, int, reports.Report) {
+func scanImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) (map[string]string, int, reports.Report) {
 	t.Helper()
-	cmd := exec.Command(gpuhost, "scan", "image", qcow, "--params", params,
+	cmd := exec.Command(gpuhost, "scan", "image", qcow, "--rootfs", tree, "--params", params,
 		"--waivers", "waivers-debian-12.yaml", "--trivy-db", dbDir, "--fail-on-skip", "critical", "--format", "json")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -507,4 +574,80 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// checkLUKSDisk reads the encrypted disk as a machine that boots it would:
+// the root partition's LUKS2 header (cryptsetup luksDump, on the partition
+// cut out of the disk: aes-xts-plain64, a 512-bit key, argon2id, one key
+// slot and no token yet), opened by the one-time key on /boot and by no
+// other; the /boot partition (debugfs) holds that key, the kernel and the
+// initramfs; the tree's crypttab opens the volume by its UUID. The key is
+// never in Packer's output. It returns the key.
+func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string, log []byte) []byte {
+	t.Helper()
+	if len(parts) != 4 || enc.Partition.Index != 4 {
+		t.Fatalf("want BIOS boot, ESP, /boot and the LUKS2 root, found %d partitions, the root on %d", len(parts), enc.Partition.Index)
+	}
+	dir := t.TempDir()
+	header := filepath.Join(dir, "root-partition")
+	src, err := os.Open(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	hdr := make([]byte, 16<<20)
+	if _, err := src.ReadAt(hdr, enc.Partition.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(header, hdr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// luksFormat's data segment starts 16 MiB in; the header is all there.
+	if err := os.Truncate(header, enc.Partition.Size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("cryptsetup", "luksDump", header).CombinedOutput()
+	dump := string(out)
+	if err != nil {
+		t.Fatalf("cryptsetup luksDump of the root partition: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Version:       \t2", "UUID:          \t" + enc.UUID, "cipher: aes-xts-plain64", "Cipher key: 512 bits", "PBKDF:      argon2id", "  0: luks2"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("the root's LUKS2 header lacks %q:\n%s", want, dump)
+		}
+	}
+	if strings.Contains(dump, "  1: luks2") || strings.Contains(dump, "systemd-tpm2") {
+		t.Errorf("the baked root has more than its provisioning key slot:\n%s", dump)
+	}
+	key, err := os.ReadFile(filepath.Join(tree, "boot/gpuhost/luks-provision.key"))
+	if err != nil || len(key) != 64 {
+		t.Fatalf("the provisioning key in /boot of the tree: %q, %v", key, err)
+	}
+	if strings.Contains(string(log), string(key)) {
+		t.Error("Packer's output carries the provisioning key")
+	}
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cryptsetup", "open", "--test-passphrase", "--key-file", keyFile, "--key-slot", "0", header).CombinedOutput(); err != nil {
+		t.Errorf("the provisioning key does not open the disk's root: %v: %s", err, out)
+	}
+	var boot diskimage.Partition
+	for _, p := range parts {
+		if p.Label == "boot" {
+			boot = p
+		}
+	}
+	bootFS := fmt.Sprintf("%s?offset=%d", raw, boot.Start)
+	for _, f := range []string{"/gpuhost/luks-provision.key", "/grub/grub.cfg", "/grub/i386-pc/core.img"} {
+		if out, err := exec.Command("debugfs", "-R", "stat "+f, bootFS).CombinedOutput(); err != nil || strings.Contains(string(out), "not found") {
+			t.Errorf("the /boot partition lacks %s: %v %s", f, err, out)
+		}
+	}
+	if ct, err := os.ReadFile(filepath.Join(tree, "etc/crypttab")); err != nil || !strings.Contains(string(ct), "UUID="+enc.UUID) {
+		t.Errorf("the tree's /etc/crypttab does not open UUID=%s: %q %v", enc.UUID, ct, err)
+	}
+	t.Logf("the root: LUKS2 %s on partition %d, %s", enc.UUID, enc.Partition.Index, "aes-xts-plain64, 512-bit key, argon2id, key slot 0 only")
+	return key
 }

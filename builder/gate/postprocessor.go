@@ -82,6 +82,9 @@ func (p *PostProcessor) Configure(raws ...interface{}) error {
 type target struct {
 	disk   string
 	rootfs string
+	// encrypted says the disk's root is a LUKS volume (the rootfs
+	// builder's encryption): its files are read from rootfs.
+	encrypted bool
 }
 
 // findTarget picks the disk image among the artifact's files, and the
@@ -98,6 +101,10 @@ func findTarget(a packersdk.Artifact) (target, error) {
 		if info, err := os.Stat(dir); err == nil && info.IsDir() {
 			t.rootfs = dir
 		}
+	}
+	t.encrypted, _ = a.State("luks2").(bool)
+	if t.encrypted && (t.disk == "" || t.rootfs == "") {
+		return t, fmt.Errorf("gpuhost-gate: artifact %q has an encrypted root, which is judged from its disk and its rootfs directory together; keep both (the rootfs builder's remove_rootfs = false)", a.Id())
 	}
 	if t.disk == "" && t.rootfs == "" {
 		return t, fmt.Errorf("gpuhost-gate: artifact %q (builder %s) has no .qcow2, .raw or .img file and no rootfs directory to scan",
@@ -174,8 +181,12 @@ func (p *PostProcessor) canPublish(t target) error {
 }
 
 // collect gathers the facts: from the disk image when there is one (it is
-// what ships), else from the rootfs directory.
+// what ships), else from the rootfs directory. An encrypted root is read
+// from the rootfs directory, its encryption from the disk.
 func collect(ctx context.Context, t target, o checks.Options) (*facts.Facts, error) {
+	if t.encrypted {
+		o.ImageRootfs = t.rootfs
+	}
 	if t.disk != "" {
 		return checks.Image(ctx, t.disk, o)
 	}

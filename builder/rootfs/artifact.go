@@ -19,6 +19,8 @@ type Artifact struct {
 	files  []string
 	rootfs string
 	format string
+	// luks2 says the disk's root is encrypted.
+	luks2 bool
 	// generated is the build's generated data, for post-processors.
 	generated map[string]interface{}
 }
@@ -27,7 +29,7 @@ var _ packersdk.Artifact = (*Artifact)(nil)
 
 func newArtifact(state multistep.StateBag) *Artifact {
 	c := state.Get(stateConfig).(*Config)
-	a := &Artifact{format: c.OutputFormat}
+	a := &Artifact{format: c.OutputFormat, luks2: c.OutputFormat == "disk" && c.Encryption.LUKS2}
 	if f, ok := state.GetOk(stateFiles); ok {
 		a.files = f.([]string)
 	}
@@ -65,7 +67,9 @@ func (a *Artifact) String() string {
 
 // State returns "rootfs" (the rootfs directory, or "" once removed),
 // "manifest" (the path of etc/gpuhost/manifest.json in it, or "" when the
-// rootfs has none), "format" (dir, tar, raw, qcow2 or disk) and "generated_data".
+// rootfs has none), "format" (dir, tar, raw, qcow2 or disk), "luks2" (true when
+// the disk's root is a LUKS2 volume, whose files a scan reads from the rootfs
+// directory) and "generated_data".
 func (a *Artifact) State(name string) interface{} {
 	switch name {
 	case "rootfs":
@@ -86,6 +90,8 @@ func (a *Artifact) State(name string) interface{} {
 		return ""
 	case "format":
 		return a.format
+	case "luks2":
+		return a.luks2
 	case "generated_data":
 		return a.generated
 	}

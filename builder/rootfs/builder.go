@@ -63,6 +63,12 @@ func plan(c *Config) []namedStep {
 		{"policy-rc.d", policy},
 		{"mount", mount},
 		{"provision", &stepProvision{}},
+	}...)
+	if c.OutputFormat == "disk" && c.Encryption.LUKS2 {
+		// dracut reads /proc, /sys and /dev of the chroot: before unmount.
+		steps = append(steps, namedStep{"luks-initramfs", &stepLUKSInitramfs{}})
+	}
+	steps = append(steps, []namedStep{
 		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
 	}...)
 	if c.OutputFormat != "disk" {

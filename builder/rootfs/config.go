@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,EncryptionConfig
 //go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/builder-rootfs.mdx
 
 package rootfs
@@ -80,6 +80,8 @@ type Config struct {
 	OutputFormat string `mapstructure:"output_format" required:"false"`
 	// The file format of a `disk` output: `qcow2` (compressed, the default) or `raw`.
 	DiskFormat string `mapstructure:"disk_format" required:"false"`
+	// Encrypt the root file system of a `disk` output at rest; see `encryption` below.
+	Encryption EncryptionConfig `mapstructure:"encryption" required:"false"`
 	// The kernel a `disk` output boots, as `name` or `name=version`: installed during the bootstrap
 	// together with GRUB's EFI and BIOS images (`grub-efi-amd64-bin`, `grub-pc-bin`), and its
 	// initramfs made there. Defaults to `linux-image-amd64` (Debian) or `linux-image-generic`
@@ -120,6 +122,36 @@ type Config struct {
 	mirrorErr error
 }
 
+// EncryptionConfig is the `encryption` block of a `disk` output.
+//
+// With `luks2 = true` the root file system is a LUKS2 volume (aes-xts-plain64, a 512-bit volume
+// key, argon2id key slots) opened by the image's own initramfs, made with dracut and its systemd,
+// crypt and tpm2-tss modules; the kernel and initramfs move to an unencrypted ext4 `/boot`
+// partition, since GRUB 2.06 cannot read an argon2id key slot. No key that every host would share
+// unlocks it for long: each build makes a random one-time provisioning key, written into key
+// slot 0 and into `/boot` (of the disk, and of the rootfs directory kept beside it), never into
+// the build's output. The first boot unlocks with it, seals a new key to the host's TPM2 with
+// `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=...`, wipes the provisioning key slot and
+// shreds the key file; every later boot unlocks from the TPM2 with no passphrase. A host with
+// no TPM2 keeps the provisioning key, and its enrolment unit fails, saying so.
+//
+// Until its first boot an image is only as secret as the channel it is distributed through:
+// anyone holding the disk file holds the provisioning key on its `/boot`. The LUKS volume key is
+// made per build, so every host booted from one image shares it until it is re-encrypted
+// (`cryptsetup reencrypt`); wiping key slots does not change it. The builder's page says how to
+// enrol a recovery key.
+type EncryptionConfig struct {
+	// Put the root on LUKS2, unlocked at first boot by the provisioning key and then by the TPM2.
+	// Needs `cryptsetup-bin`, `dracut` and `tpm2-tools` in the image; the builder adds them to the
+	// bootstrap. Off by default.
+	LUKS2 bool `mapstructure:"luks2" required:"false"`
+	// The TPM2 PCRs first boot seals the key to, as systemd-cryptenroll's `--tpm2-pcrs`. Defaults
+	// to `[7]` (the Secure Boot state and its keys), which survives kernel and initramfs updates;
+	// a host whose firmware changes PCR 7 (Secure Boot toggled, its key databases updated)
+	// then needs its recovery key.
+	TPM2PCRs []int `mapstructure:"tpm2_pcrs" required:"false"`
+}
+
 // distributions maps each supported suite to its distribution.
 var distributions = map[string]string{
 	"jammy":    "ubuntu",
@@ -142,6 +174,13 @@ var defaultKernels = map[string]string{
 
 // bootPackages are what a disk's boot loader is built from, besides the kernel.
 var bootPackages = []string{"grub-efi-amd64-bin", "grub-pc-bin"}
+
+// luksPackages are what an encrypted root needs in the image: cryptsetup
+// for the initramfs and luksDump, dracut (which replaces initramfs-tools:
+// its cryptroot cannot unlock from a TPM2) and tpm2-tools, whose `tpm2`
+// binary dracut's tpm2-tss module requires before it installs the TSS
+// libraries systemd-cryptsetup loads.
+var luksPackages = []string{"cryptsetup-bin", "dracut", "tpm2-tools"}
 
 const defaultKernelCmdline = "console=tty0 console=ttyS0,115200n8"
 
@@ -279,6 +318,9 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.OutputFormat == "disk" {
 		errs = append(errs, c.prepareDisk()...)
 	} else {
+		if c.Encryption.LUKS2 || len(c.Encryption.TPM2PCRs) > 0 {
+			warns = append(warns, fmt.Sprintf("encryption is ignored for output_format %q: only a disk has a root partition to encrypt", c.OutputFormat))
+		}
 		for _, f := range []struct{ name, val string }{{"disk_format", c.DiskFormat}, {"kernel_package", c.KernelPackage}, {"kernel_cmdline", c.KernelCmdline}} {
 			if f.val != "" {
 				warns = append(warns, fmt.Sprintf("%s is ignored for output_format %q", f.name, c.OutputFormat))
@@ -374,6 +416,22 @@ func (c *Config) prepareDisk() []string {
 	} else if !cmdlineRE.MatchString(c.KernelCmdline) {
 		errs = append(errs, fmt.Sprintf("kernel_cmdline: %q has a quote, $, backslash or other character a shell would read; use plain key=value words", c.KernelCmdline))
 	}
+	e := &c.Encryption
+	if !e.LUKS2 && len(e.TPM2PCRs) > 0 {
+		errs = append(errs, "encryption.tpm2_pcrs: set only with encryption.luks2 = true")
+	}
+	if e.LUKS2 && len(e.TPM2PCRs) == 0 {
+		e.TPM2PCRs = []int{7}
+	}
+	seen := map[int]bool{}
+	for _, p := range e.TPM2PCRs {
+		if p < 0 || p > 23 {
+			errs = append(errs, fmt.Sprintf("encryption.tpm2_pcrs: %d is not a TPM2 PCR (0 to 23)", p))
+		} else if seen[p] {
+			errs = append(errs, fmt.Sprintf("encryption.tpm2_pcrs: %d is listed twice", p))
+		}
+		seen[p] = true
+	}
 	return errs
 }
 
@@ -389,7 +447,11 @@ func (c *Config) bootstrapPackages() []string {
 		name, _, _ := strings.Cut(p, "=")
 		names[name] = true
 	}
-	for _, p := range append([]string{c.KernelPackage}, bootPackages...) {
+	extra := append([]string{c.KernelPackage}, bootPackages...)
+	if c.Encryption.LUKS2 {
+		extra = append(extra, luksPackages...)
+	}
+	for _, p := range extra {
 		if name, _, _ := strings.Cut(p, "="); p != "" && !names[name] {
 			pkgs = append(pkgs, p)
 		}

@@ -10,33 +10,34 @@ import (
 // FlatConfig is an auto-generated flat version of Config.
 // Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
 type FlatConfig struct {
-	PackerBuildName     *string           `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
-	PackerBuilderType   *string           `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
-	PackerCoreVersion   *string           `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
-	PackerDebug         *bool             `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
-	PackerForce         *bool             `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
-	PackerOnError       *string           `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
-	PackerUserVars      map[string]string `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
-	PackerSensitiveVars []string          `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
-	Suite               *string           `mapstructure:"suite" required:"true" cty:"suite" hcl:"suite"`
-	Distribution        *string           `mapstructure:"distribution" required:"false" cty:"distribution" hcl:"distribution"`
-	Variant             *string           `mapstructure:"variant" required:"false" cty:"variant" hcl:"variant"`
-	Components          []string          `mapstructure:"components" required:"false" cty:"components" hcl:"components"`
-	Keyring             *string           `mapstructure:"keyring" required:"false" cty:"keyring" hcl:"keyring"`
-	Mirror              *string           `mapstructure:"mirror" required:"false" cty:"mirror" hcl:"mirror"`
-	Snapshot            *string           `mapstructure:"snapshot" required:"false" cty:"snapshot" hcl:"snapshot"`
-	ExtraPackages       []string          `mapstructure:"extra_packages" required:"false" cty:"extra_packages" hcl:"extra_packages"`
-	WorkDir             *string           `mapstructure:"work_dir" required:"false" cty:"work_dir" hcl:"work_dir"`
-	AptCacheDir         *string           `mapstructure:"apt_cache_dir" required:"false" cty:"apt_cache_dir" hcl:"apt_cache_dir"`
-	BootstrapCacheDir   *string           `mapstructure:"bootstrap_cache_dir" required:"false" cty:"bootstrap_cache_dir" hcl:"bootstrap_cache_dir"`
-	OutputFormat        *string           `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
-	DiskFormat          *string           `mapstructure:"disk_format" required:"false" cty:"disk_format" hcl:"disk_format"`
-	KernelPackage       *string           `mapstructure:"kernel_package" required:"false" cty:"kernel_package" hcl:"kernel_package"`
-	KernelCmdline       *string           `mapstructure:"kernel_cmdline" required:"false" cty:"kernel_cmdline" hcl:"kernel_cmdline"`
-	OutputDir           *string           `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
-	ImageSize           *string           `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
-	Mounts              []string          `mapstructure:"mounts" required:"false" cty:"mounts" hcl:"mounts"`
-	RemoveRootfs        *bool             `mapstructure:"remove_rootfs" required:"false" cty:"remove_rootfs" hcl:"remove_rootfs"`
+	PackerBuildName     *string               `mapstructure:"packer_build_name" cty:"packer_build_name" hcl:"packer_build_name"`
+	PackerBuilderType   *string               `mapstructure:"packer_builder_type" cty:"packer_builder_type" hcl:"packer_builder_type"`
+	PackerCoreVersion   *string               `mapstructure:"packer_core_version" cty:"packer_core_version" hcl:"packer_core_version"`
+	PackerDebug         *bool                 `mapstructure:"packer_debug" cty:"packer_debug" hcl:"packer_debug"`
+	PackerForce         *bool                 `mapstructure:"packer_force" cty:"packer_force" hcl:"packer_force"`
+	PackerOnError       *string               `mapstructure:"packer_on_error" cty:"packer_on_error" hcl:"packer_on_error"`
+	PackerUserVars      map[string]string     `mapstructure:"packer_user_variables" cty:"packer_user_variables" hcl:"packer_user_variables"`
+	PackerSensitiveVars []string              `mapstructure:"packer_sensitive_variables" cty:"packer_sensitive_variables" hcl:"packer_sensitive_variables"`
+	Suite               *string               `mapstructure:"suite" required:"true" cty:"suite" hcl:"suite"`
+	Distribution        *string               `mapstructure:"distribution" required:"false" cty:"distribution" hcl:"distribution"`
+	Variant             *string               `mapstructure:"variant" required:"false" cty:"variant" hcl:"variant"`
+	Components          []string              `mapstructure:"components" required:"false" cty:"components" hcl:"components"`
+	Keyring             *string               `mapstructure:"keyring" required:"false" cty:"keyring" hcl:"keyring"`
+	Mirror              *string               `mapstructure:"mirror" required:"false" cty:"mirror" hcl:"mirror"`
+	Snapshot            *string               `mapstructure:"snapshot" required:"false" cty:"snapshot" hcl:"snapshot"`
+	ExtraPackages       []string              `mapstructure:"extra_packages" required:"false" cty:"extra_packages" hcl:"extra_packages"`
+	WorkDir             *string               `mapstructure:"work_dir" required:"false" cty:"work_dir" hcl:"work_dir"`
+	AptCacheDir         *string               `mapstructure:"apt_cache_dir" required:"false" cty:"apt_cache_dir" hcl:"apt_cache_dir"`
+	BootstrapCacheDir   *string               `mapstructure:"bootstrap_cache_dir" required:"false" cty:"bootstrap_cache_dir" hcl:"bootstrap_cache_dir"`
+	OutputFormat        *string               `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
+	DiskFormat          *string               `mapstructure:"disk_format" required:"false" cty:"disk_format" hcl:"disk_format"`
+	Encryption          *FlatEncryptionConfig `mapstructure:"encryption" required:"false" cty:"encryption" hcl:"encryption"`
+	KernelPackage       *string               `mapstructure:"kernel_package" required:"false" cty:"kernel_package" hcl:"kernel_package"`
+	KernelCmdline       *string               `mapstructure:"kernel_cmdline" required:"false" cty:"kernel_cmdline" hcl:"kernel_cmdline"`
+	OutputDir           *string               `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
+	ImageSize           *string               `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
+	Mounts              []string              `mapstructure:"mounts" required:"false" cty:"mounts" hcl:"mounts"`
+	RemoveRootfs        *bool                 `mapstructure:"remove_rootfs" required:"false" cty:"remove_rootfs" hcl:"remove_rootfs"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -72,12 +73,38 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"bootstrap_cache_dir":        &hcldec.AttrSpec{Name: "bootstrap_cache_dir", Type: cty.String, Required: false},
 		"output_format":              &hcldec.AttrSpec{Name: "output_format", Type: cty.String, Required: false},
 		"disk_format":                &hcldec.AttrSpec{Name: "disk_format", Type: cty.String, Required: false},
+		"encryption":                 &hcldec.BlockSpec{TypeName: "encryption", Nested: hcldec.ObjectSpec((*FlatEncryptionConfig)(nil).HCL2Spec())},
 		"kernel_package":             &hcldec.AttrSpec{Name: "kernel_package", Type: cty.String, Required: false},
 		"kernel_cmdline":             &hcldec.AttrSpec{Name: "kernel_cmdline", Type: cty.String, Required: false},
 		"output_dir":                 &hcldec.AttrSpec{Name: "output_dir", Type: cty.String, Required: false},
 		"image_size":                 &hcldec.AttrSpec{Name: "image_size", Type: cty.String, Required: false},
 		"mounts":                     &hcldec.AttrSpec{Name: "mounts", Type: cty.List(cty.String), Required: false},
 		"remove_rootfs":              &hcldec.AttrSpec{Name: "remove_rootfs", Type: cty.Bool, Required: false},
+	}
+	return s
+}
+
+// FlatEncryptionConfig is an auto-generated flat version of EncryptionConfig.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatEncryptionConfig struct {
+	LUKS2    *bool `mapstructure:"luks2" required:"false" cty:"luks2" hcl:"luks2"`
+	TPM2PCRs []int `mapstructure:"tpm2_pcrs" required:"false" cty:"tpm2_pcrs" hcl:"tpm2_pcrs"`
+}
+
+// FlatMapstructure returns a new FlatEncryptionConfig.
+// FlatEncryptionConfig is an auto-generated flat version of EncryptionConfig.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*EncryptionConfig) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatEncryptionConfig)
+}
+
+// HCL2Spec returns the hcl spec of a EncryptionConfig.
+// This spec is used by HCL to read the fields of EncryptionConfig.
+// The decoded values from this spec will then be applied to a FlatEncryptionConfig.
+func (*FlatEncryptionConfig) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"luks2":     &hcldec.AttrSpec{Name: "luks2", Type: cty.Bool, Required: false},
+		"tpm2_pcrs": &hcldec.AttrSpec{Name: "tpm2_pcrs", Type: cty.List(cty.Number), Required: false},
 	}
 	return s
 }

@@ -71,6 +71,8 @@ const (
 	// The Discoverable Partitions Specification's x86-64 root, which
 	// systemd-repart matches to grow the root at first boot.
 	typeRootX8664 = "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
+	// A Linux file system: the /boot of a disk whose root is encrypted.
+	typeLinuxData = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 )
 
 // diskLayout is one disk: its size and the identifiers its partitions and
@@ -79,7 +81,10 @@ const (
 type diskLayout struct {
 	// Sectors is the size of the disk.
 	Sectors int64
-	// RootSectors is the size of the root partition, from rootStart.
+	// RootStart is where the root partition starts: rootStart, or after
+	// the /boot partition of an encrypted disk.
+	RootStart int64
+	// RootSectors is the size of the root partition, from RootStart.
 	RootSectors  int64
 	DiskGUID     string
 	BIOSPartUUID string
@@ -90,17 +95,41 @@ type diskLayout struct {
 	// ESPVolumeID is the FAT volume id as eight hex digits; fstab writes it
 	// as XXXX-XXXX.
 	ESPVolumeID string
+	// LUKS is the encryption of the root, nil when it is plain ext4. An
+	// encrypted disk has a /boot partition of BootSectors at rootStart,
+	// since GRUB cannot read the encrypted root.
+	LUKS         *luksRoot
+	BootSectors  int64
+	BootPartUUID string
+	BootFSUUID   string
 }
 
-// newDiskLayout lays out a disk of size bytes.
-func newDiskLayout(size int64) (*diskLayout, error) {
+// bootStart is where the /boot partition of an encrypted disk starts.
+const bootStart = rootStart
+
+// newDiskLayout lays out a disk of size bytes, with the root encrypted by
+// luks unless it is nil.
+func newDiskLayout(size int64, luks *luksRoot) (*diskLayout, error) {
 	sectors := size / sectorSize
-	root := (sectors - gptTailSectors - rootStart) / mib * mib
-	if root < mib {
-		return nil, fmt.Errorf("a disk of %d bytes leaves no room for the root partition after the first %d MiB", size, rootStart/mib)
+	l := &diskLayout{Sectors: sectors, RootStart: rootStart, LUKS: luks}
+	if luks != nil {
+		l.BootSectors = bootSectors
+		l.RootStart = bootStart + bootSectors
 	}
-	l := &diskLayout{Sectors: sectors, RootSectors: root}
-	for _, p := range []*string{&l.DiskGUID, &l.BIOSPartUUID, &l.ESPPartUUID, &l.RootPartUUID, &l.RootFSUUID} {
+	root := (sectors - gptTailSectors - l.RootStart) / mib * mib
+	// An encrypted root also holds its 16 MiB LUKS2 header.
+	if root < mib || (luks != nil && root < 32*mib) {
+		return nil, fmt.Errorf("a disk of %d bytes leaves no room for the root partition after the first %d MiB", size, l.RootStart/mib)
+	}
+	l.RootSectors = root
+	ids := []*string{&l.DiskGUID, &l.BIOSPartUUID, &l.ESPPartUUID, &l.RootPartUUID, &l.RootFSUUID}
+	if luks != nil {
+		// The /boot file system's UUID was chosen with the key: the
+		// initramfs's crypttab, made before the disk, names it.
+		l.BootFSUUID = luks.BootFSUUID
+		ids = append(ids, &l.BootPartUUID)
+	}
+	for _, p := range ids {
 		u, err := randomUUID()
 		if err != nil {
 			return nil, err
@@ -132,7 +161,10 @@ func (l *diskLayout) sfdiskScript() string {
 	fmt.Fprintf(&b, "label: gpt\nlabel-id: %s\nunit: sectors\nfirst-lba: %d\n", l.DiskGUID, biosStart)
 	fmt.Fprintf(&b, "start=%d, size=%d, type=%s, uuid=%s, name=\"bios\"\n", biosStart, biosSectors, typeBIOSBoot, l.BIOSPartUUID)
 	fmt.Fprintf(&b, "start=%d, size=%d, type=%s, uuid=%s, name=\"esp\"\n", espStart, espSectors, typeESP, l.ESPPartUUID)
-	fmt.Fprintf(&b, "start=%d, size=%d, type=%s, uuid=%s, name=\"root\"\n", rootStart, l.RootSectors, typeRootX8664, l.RootPartUUID)
+	if l.LUKS != nil {
+		fmt.Fprintf(&b, "start=%d, size=%d, type=%s, uuid=%s, name=\"boot\"\n", bootStart, l.BootSectors, typeLinuxData, l.BootPartUUID)
+	}
+	fmt.Fprintf(&b, "start=%d, size=%d, type=%s, uuid=%s, name=\"root\"\n", l.RootStart, l.RootSectors, typeRootX8664, l.RootPartUUID)
 	return b.String()
 }
 
@@ -293,15 +325,16 @@ func grubConfig(d *grubDefaults, l *diskLayout, kernels []kernel) string {
 	if out != "" {
 		fmt.Fprintf(&b, "terminal_output %s\n", out)
 	}
-	fmt.Fprintf(&b, "search --no-floppy --fs-uuid --set=root %s\n", l.RootFSUUID)
+	fmt.Fprintf(&b, "search --no-floppy --fs-uuid --set=root %s\n", l.grubFSUUID())
 	args := strings.TrimSpace("ro " + d.Cmdline + " " + d.CmdlineDef)
+	dir := l.grubBootDir()
 	for _, k := range kernels {
 		fmt.Fprintf(&b, "\nmenuentry '%s GNU/Linux, with Linux %s' --id 'gnulinux-%s' {\n", d.Distributor, k.Release, k.Release)
 		b.WriteString("\tinsmod part_gpt\n\tinsmod ext2\n\tinsmod gzio\n")
 		fmt.Fprintf(&b, "\techo 'Loading Linux %s ...'\n", k.Release)
-		fmt.Fprintf(&b, "\tlinux /boot/vmlinuz-%s root=UUID=%s %s\n", k.Release, l.RootFSUUID, args)
+		fmt.Fprintf(&b, "\tlinux %s/vmlinuz-%s root=UUID=%s %s\n", dir, k.Release, l.RootFSUUID, args)
 		b.WriteString("\techo 'Loading initial ramdisk ...'\n")
-		fmt.Fprintf(&b, "\tinitrd /boot/initrd.img-%s\n}\n", k.Release)
+		fmt.Fprintf(&b, "\tinitrd %s/initrd.img-%s\n}\n", dir, k.Release)
 	}
 	return b.String()
 }
@@ -309,7 +342,24 @@ func grubConfig(d *grubDefaults, l *diskLayout, kernels []kernel) string {
 // grubLoadConfig is the configuration built into GRUB's core images: find
 // the root by its UUID, then read /boot/grub/grub.cfg from it.
 func grubLoadConfig(l *diskLayout) string {
-	return fmt.Sprintf("search --no-floppy --fs-uuid --set=root %s\nset prefix=($root)/boot/grub\n", l.RootFSUUID)
+	return fmt.Sprintf("search --no-floppy --fs-uuid --set=root %s\nset prefix=($root)%s/grub\n", l.grubFSUUID(), l.grubBootDir())
+}
+
+// grubFSUUID is the file system GRUB reads the kernel from: the root, or
+// the /boot partition of an encrypted disk.
+func (l *diskLayout) grubFSUUID() string {
+	if l.LUKS != nil {
+		return l.BootFSUUID
+	}
+	return l.RootFSUUID
+}
+
+// grubBootDir is where /boot is on the file system GRUB reads.
+func (l *diskLayout) grubBootDir() string {
+	if l.LUKS != nil {
+		return ""
+	}
+	return "/boot"
 }
 
 // GRUB's core images: the modules built into each, enough to find the root
@@ -395,7 +445,11 @@ func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) mult
 	if err != nil {
 		return halt(state, fmt.Errorf("image_size: %w", err))
 	}
-	l, err := newDiskLayout(size)
+	var luks *luksRoot
+	if r, ok := state.GetOk(stateLUKS); ok {
+		luks = r.(*luksRoot)
+	}
+	l, err := newDiskLayout(size, luks)
 	if err != nil {
 		return halt(state, err)
 	}
@@ -426,6 +480,11 @@ func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) mult
 		return halt(state, err)
 	}
 	ui.Say(fmt.Sprintf("Booting Linux %s with: root=UUID=%s ro %s %s", kernels[0].Release, l.RootFSUUID, d.Cmdline, d.CmdlineDef))
+	if luks != nil {
+		if err := installLUKSEnroll(root, luks, c.Encryption.TPM2PCRs); err != nil {
+			return halt(state, err)
+		}
+	}
 	files := map[string]string{
 		"boot/grub/grub.cfg":            grubConfig(d, l, kernels),
 		"boot/grub/x86_64-efi/load.cfg": grubLoadConfig(l),
@@ -472,7 +531,7 @@ func writeFstab(root *os.Root, l *diskLayout) error {
 	}
 	for _, line := range strings.Split(string(old), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 2 && !strings.HasPrefix(f[0], "#") && (f[1] == "/" || f[1] == "/boot/efi") {
+		if len(f) >= 2 && !strings.HasPrefix(f[0], "#") && (f[1] == "/" || f[1] == "/boot/efi" || (l.LUKS != nil && f[1] == "/boot")) {
 			return fmt.Errorf("/etc/fstab of the rootfs already mounts %s (%q); a disk output writes its own entry by UUID", f[1], strings.TrimSpace(line))
 		}
 	}
@@ -482,6 +541,12 @@ func writeFstab(root *os.Root, l *diskLayout) error {
 	}
 	body += "# Written by the gpuhost-rootfs builder: the disk's root and EFI system partition.\n"
 	body += fmt.Sprintf("UUID=%s / ext4 errors=remount-ro 0 1\n", l.RootFSUUID)
+	if l.LUKS != nil {
+		// / is the ext4 inside the LUKS2 volume, which /etc/crypttab opens as
+		// /dev/mapper/luks-UUID; by its UUID it is found once opened.
+		body = strings.Replace(body, fmt.Sprintf("UUID=%s / ", l.RootFSUUID), fmt.Sprintf("/dev/mapper/%s / ", l.LUKS.Name()), 1)
+		body += fmt.Sprintf("UUID=%s /boot ext4 defaults 0 2\n", l.BootFSUUID)
+	}
 	body += fmt.Sprintf("UUID=%s /boot/efi vfat umask=0077,nofail 0 2\n", l.espFstabID())
 	return writeRootFile(root, "etc/fstab", body, 0o644)
 }
@@ -490,6 +555,9 @@ func writeFstab(root *os.Root, l *diskLayout) error {
 // disk's raw file.
 type stepDisk struct {
 	made []string
+	// aside is the rootfs's /boot while it is moved aside, and where it
+	// goes back.
+	aside [2]string
 }
 
 // diskRaw is where a disk's raw file is written: the output itself for
@@ -508,6 +576,10 @@ func (s *stepDisk) Run(ctx context.Context, state multistep.StateBag) multistep.
 	l := state.Get(stateDisk).(*diskLayout)
 	raw := diskRaw(c)
 	ui.Say(fmt.Sprintf("Writing a bootable disk %s (GPT: BIOS boot, EFI system partition %s, root %s)", raw, l.espFstabID(), l.RootFSUUID))
+	if l.LUKS != nil {
+		s.made = append(s.made, filepath.Join(c.WorkDir, "luks-header.tmp"), filepath.Join(c.WorkDir, "root.ext4.tmp"),
+			filepath.Join(c.WorkDir, "luks-volume.key.tmp"), filepath.Join(c.WorkDir, "luks-provision.key.tmp"))
+	}
 	run := func(stdin string, name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
@@ -546,16 +618,75 @@ func (s *stepDisk) Run(ctx context.Context, state multistep.StateBag) multistep.
 	}
 	_ = os.Remove(esp)
 
-	if err := run("", "mkfs.ext4", "-q", "-F", "-L", "root", "-U", l.RootFSUUID,
-		"-E", fmt.Sprintf("offset=%d", rootStart*sectorSize), "-d", rootfs, raw,
-		fmt.Sprintf("%dk", l.RootSectors*sectorSize/1024)); err != nil {
-		return halt(state, fmt.Errorf("writing the root file system: %w", err))
+	if l.LUKS == nil {
+		if err := run("", "mkfs.ext4", "-q", "-F", "-L", "root", "-U", l.RootFSUUID,
+			"-E", fmt.Sprintf("offset=%d", rootStart*sectorSize), "-d", rootfs, raw,
+			fmt.Sprintf("%dk", l.RootSectors*sectorSize/1024)); err != nil {
+			return halt(state, fmt.Errorf("writing the root file system: %w", err))
+		}
+		return multistep.ActionContinue
+	}
+	if err := run("", "mkfs.ext4", "-q", "-F", "-L", "boot", "-U", l.BootFSUUID,
+		"-E", fmt.Sprintf("offset=%d", bootStart*sectorSize), "-d", filepath.Join(rootfs, "boot"), raw,
+		fmt.Sprintf("%dk", l.BootSectors*sectorSize/1024)); err != nil {
+		return halt(state, fmt.Errorf("writing the /boot file system: %w", err))
+	}
+	ui.Say(fmt.Sprintf("Encrypting the root partition: LUKS2 %s, %s with a %d-bit key, argon2id", l.LUKS.UUID, luksCipher, luksKeyBits))
+	err := s.withoutBoot(c, rootfs, func() error {
+		return writeLUKSRoot(ctx, l.LUKS, c.WorkDir, raw, rootfs, l.RootFSUUID, l.RootStart*sectorSize, l.RootSectors*sectorSize, ui)
+	})
+	if err != nil {
+		return halt(state, fmt.Errorf("writing the encrypted root: %w", err))
 	}
 	return multistep.ActionContinue
 }
 
+// withoutBoot runs fn with the rootfs's /boot moved aside and an empty
+// directory in its place, the mount point of the /boot partition: the
+// root file system must not carry a second copy of the kernel, the
+// initramfs and the provisioning key under it. /boot is put back after,
+// and by Cleanup should the build stop in between.
+func (s *stepDisk) withoutBoot(c *Config, rootfs string, fn func() error) error {
+	boot, aside := filepath.Join(rootfs, "boot"), filepath.Join(c.WorkDir, "boot.aside.tmp")
+	fi, err := os.Lstat(boot)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(boot, aside); err != nil {
+		return err
+	}
+	s.aside = [2]string{aside, boot}
+	err = os.Mkdir(boot, fi.Mode().Perm())
+	if err == nil {
+		err = fn()
+	}
+	if rerr := s.restoreBoot(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// restoreBoot puts a /boot moved aside back.
+func (s *stepDisk) restoreBoot() error {
+	aside, boot := s.aside[0], s.aside[1]
+	if aside == "" {
+		return nil
+	}
+	if err := os.Remove(boot); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("putting back %s: %w", boot, err)
+	}
+	if err := os.Rename(aside, boot); err != nil {
+		return fmt.Errorf("putting back %s: %w", boot, err)
+	}
+	s.aside = [2]string{}
+	return nil
+}
+
 // Cleanup removes a half-written disk when the build did not finish.
 func (s *stepDisk) Cleanup(state multistep.StateBag) {
+	if err := s.restoreBoot(); err != nil {
+		state.Get(stateUI).(packersdk.Ui).Error(err.Error())
+	}
 	if !stopped(state) {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 // TestGeneratedSpecIsCurrent regenerates config.hcl2spec.go into a temp dir
 // and compares it with the committed one.
 func TestGeneratedSpecIsCurrent(t *testing.T) {
-	spec := sdctest.Spec(t, sdctest.Find(t), "config.go", "rootfs", "Config")
+	spec := sdctest.Spec(t, sdctest.Find(t), "config.go", "rootfs", "Config,EncryptionConfig")
 	sdctest.Same(t, spec, "config.hcl2spec.go", "go generate ./builder/rootfs/")
 }
 

@@ -40,6 +40,11 @@ type Options struct {
 	// Limits bound the memory, reads and time an image may take; a zero
 	// field takes DefaultLimits'.
 	Limits Limits
+	// EncryptedRoot, when set, lets Open succeed on a disk whose root is
+	// inside a LUKS volume: the Image then has Encrypted set and no FS,
+	// and the caller reads the root's files from elsewhere. Unset, such a
+	// disk is an *EncryptedRootError.
+	EncryptedRoot bool
 }
 
 // Image is an open disk image.
@@ -57,6 +62,11 @@ type Image struct {
 	// Root is the partition holding the root filesystem; nil when the
 	// filesystem fills the whole disk.
 	Root *Partition
+	// Encrypted is the LUKS volume the root is inside, when it is (and
+	// Options.EncryptedRoot allowed it); FS is nil then.
+	Encrypted *EncryptedRoot
+
+	allowEncrypted bool
 }
 
 // Open opens file, a raw or qcow2 disk image, and finds its ext4 root
@@ -83,7 +93,7 @@ func (o Options) Open(ctx context.Context, file string) (img *Image, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening image: %w", err)
 	}
-	im := &Image{file: file, chain: c}
+	im := &Image{file: file, chain: c, allowEncrypted: o.EncryptedRoot}
 	// The libraries below parse what the image says; a crafted image must
 	// give an error, never take the process down.
 	defer func() {
@@ -115,7 +125,7 @@ func (o Options) Open(ctx context.Context, file string) (img *Image, err error) 
 	return im, nil
 }
 
-// FS is the image's root filesystem.
+// FS is the image's root filesystem; nil when it is Encrypted.
 func (im *Image) FS() sysroot.FS { return im.fsys }
 
 // Err reports the first damage met so far: a read of the disk that failed
@@ -128,6 +138,9 @@ func (im *Image) FS() sysroot.FS { return im.fsys }
 func (im *Image) Err() error {
 	if err := im.disk.Err(); err != nil {
 		return fmt.Errorf("reading image %s: %w", im.file, err)
+	}
+	if im.view == nil {
+		return nil
 	}
 	if err := im.view.Err(); err != nil {
 		return fmt.Errorf("reading image %s: corrupt filesystem: %w", im.file, err)

@@ -32,7 +32,7 @@ const (
 // Discoverable Partitions Specification, for the architectures GPU hosts
 // run.
 var linuxRootTypes = map[string]string{
-	"4F68BCE3-E8CD-4DD3-B6ED-E0C7D4E4C3B2": "x86-64",
+	"4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709": "x86-64",
 	"B921B045-1DF0-41C3-AF44-4C6F280D3FAE": "arm64",
 }
 

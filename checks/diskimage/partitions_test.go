@@ -12,7 +12,7 @@ import (
 
 const (
 	linuxData    = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
-	linuxRootX86 = "4F68BCE3-E8CD-4DD3-B6ED-E0C7D4E4C3B2"
+	linuxRootX86 = "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
 )
 
 // testPart is a partition of a disk a test writes by hand, in sectors.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -33,6 +34,15 @@ import (
 //     / (by UUID=, LABEL=, PARTUUID= or PARTLABEL=), the MBR active flag.
 //  6. One left is the root; more is refused, naming them, and
 //     Options.RootPartition (--root-partition N) chooses.
+//
+// A LUKS volume cannot be read without its key. The root is taken to be
+// inside one when a LUKS partition carries the GPT type of a Linux root,
+// when --root-partition names a LUKS partition, or when the disk has one
+// LUKS partition and no ext4 filesystem holding an OS: judging the /boot
+// beside it would judge a decoy. Open then fails with an
+// *EncryptedRootError, or, with Options.EncryptedRoot, returns the image
+// with Encrypted set and no filesystem, for a caller that has the tree the
+// volume was made from.
 
 // candidate is an ext4 filesystem that could be the root.
 type candidate struct {
@@ -93,6 +103,17 @@ func (im *Image) findRoot(want int) error {
 		return fmt.Errorf("%w: no ext4 superblock at the start and no partition table", ErrNoFilesystem)
 	}
 	im.table = table
+	var lukss []*Partition
+	for i := range table.Parts {
+		p := &table.Parts[i]
+		if !isLUKS(im.disk, p) {
+			continue
+		}
+		lukss = append(lukss, p)
+		if (want == 0 && linuxRootTypes[p.Type] != "") || want == p.Index {
+			return im.encrypted(p)
+		}
+	}
 	if want == 0 {
 		if err := refuseUnreadable(im.disk, table); err != nil {
 			return err
@@ -119,6 +140,9 @@ func (im *Image) findRoot(want int) error {
 	if want != 0 && len(cands) == 0 {
 		return fmt.Errorf("--root-partition %d: no such partition in the %s", want, table)
 	}
+	if want == 0 && len(lukss) == 1 && !slices.ContainsFunc(cands, func(c *candidate) bool { return c.osRelease }) {
+		return im.encrypted(lukss[0])
+	}
 	if len(cands) == 0 {
 		return fmt.Errorf("%w in any partition of the %s", ErrNoFilesystem, table)
 	}
@@ -127,6 +151,58 @@ func (im *Image) findRoot(want int) error {
 		return err
 	}
 	im.use(c)
+	return nil
+}
+
+// EncryptedRoot is the LUKS volume a disk's root filesystem is inside.
+type EncryptedRoot struct {
+	Partition Partition
+	// UUID is the LUKS header's UUID, which crypttab names.
+	UUID string
+}
+
+// EncryptedRootError says that the root filesystem is inside a LUKS
+// volume, which cannot be read without its key.
+type EncryptedRootError struct {
+	EncryptedRoot
+}
+
+func (e *EncryptedRootError) Error() string {
+	return fmt.Sprintf("the root filesystem is inside the LUKS volume on partition %d (UUID %s), which cannot be read without its key; scan it together with the rootfs tree it was made from (--rootfs DIR; the gpuhost-rootfs builder keeps it beside the disk)", e.Partition.Index, e.UUID)
+}
+
+// luksMagic opens every LUKS header, LUKS1 and LUKS2.
+var luksMagic = []byte{'L', 'U', 'K', 'S', 0xba, 0xbe}
+
+// isLUKS says whether p starts with a LUKS header.
+func isLUKS(r io.ReaderAt, p *Partition) bool {
+	if p.Size < 4096 {
+		return false
+	}
+	b := make([]byte, 6)
+	_, err := r.ReadAt(b, p.Start)
+	return err == nil && bytes.Equal(b, luksMagic)
+}
+
+// encrypted records that the root is inside the LUKS volume on p, or
+// refuses the image when the caller cannot scan such a root.
+func (im *Image) encrypted(p *Partition) error {
+	hdr := make([]byte, 208)
+	if _, err := im.disk.ReadAt(hdr, p.Start); err != nil {
+		return fmt.Errorf("partition %d: reading its LUKS header: %w", p.Index, err)
+	}
+	// The UUID field, NUL-padded text, at the same place in LUKS1 and 2.
+	uuid := string(bytes.TrimRight(hdr[168:208], "\x00"))
+	for _, c := range uuid {
+		if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return fmt.Errorf("partition %d: its LUKS header's UUID %q is not a UUID", p.Index, uuid)
+		}
+	}
+	e := EncryptedRoot{Partition: *p, UUID: uuid}
+	if !im.allowEncrypted {
+		return &EncryptedRootError{e}
+	}
+	im.Encrypted, im.Root, im.Offset = &e, p, p.Start
 	return nil
 }
 

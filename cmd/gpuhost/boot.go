@@ -101,6 +101,7 @@ func (a *app) bootCommand() *cobra.Command {
 	f.IntVar(&cfg.MemoryMiB, "memory", 2048, "guest memory in MiB")
 	f.IntVar(&cfg.CPUs, "cpus", 2, "guest CPUs")
 	f.StringVar(&overlay, "overlay", "", "the qcow2 file the guest writes to, kept, so that a later boot with it boots the same host (default: a temporary one)")
+	f.StringVar(&cfg.TPMState, "tpm-state", "", "give the guest a TPM 2.0 (swtpm) keeping its state in this directory, kept, so that a later boot with it finds the same TPM and what the guest sealed to it (an encrypted root's key)")
 	f.StringVar(&cfg.OverlaySize, "disk-size", "", "size of a new overlay, such as 8G: the root grows to it at boot (default: the image's)")
 	f.StringArrayVar(&forwards, "forward", nil, "HOSTPORT:GUESTPORT, a TCP port on 127.0.0.1 to the guest (repeatable)")
 	f.StringArrayVar(&credentials, "credential", nil, "NAME=FILE, a systemd credential for the guest, such as gpuhost.agent-token=token.txt (repeatable)")
@@ -122,6 +123,9 @@ func (a *app) boot(ctx context.Context, cfg qemu.Config, selftest string, timeou
 	}
 	defer vm.Stop()
 	fmt.Fprintf(a.stderr, "gpuhost boot: %s under %s on %s (qemu pid %d)\n", cfg.Disk, cfg.Firmware, vm.Accel(), vm.PID())
+	if cfg.TPMState != "" {
+		fmt.Fprintf(a.stderr, "gpuhost boot: TPM 2.0 from swtpm pid %d, state in %s\n", vm.TPMPID(), cfg.TPMState)
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)

@@ -37,21 +37,28 @@ const imageLong = `Reads the image's ext4 root filesystem without mounting it. T
 its qcow2 structure and partition table are checked first, and an image that refers to a file
 outside itself (a qcow2 backing file or external data file) is refused unless --allow-backing
 names the directory its chain lies in. The root filesystem is the partition a boot would mount
-(see docs/limits.md); where that is not clear the scan exits 2 and --root-partition chooses.`
+(see docs/limits.md); where that is not clear the scan exits 2 and --root-partition chooses.
+A root inside a LUKS volume cannot be read without its key: the scan exits 2 unless --rootfs
+names the tree the volume was made from (the gpuhost-rootfs builder keeps it beside the disk),
+whose /etc/crypttab must open that volume; the files are then read from the tree and the
+encryption from the disk's partitions and LUKS header.`
 
 // imageFlags are the flags of the commands that open a disk image.
 type imageFlags struct {
 	allowBacking  string
 	rootPartition int
+	rootfs        string
 }
 
 func (f *imageFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.allowBacking, "allow-backing", "", "let a qcow2 image use backing files, all of which must lie in this directory (regular files, reached without symbolic links); by default a backing file is refused")
 	cmd.Flags().IntVar(&f.rootPartition, "root-partition", 0, "the number of the partition holding the root filesystem, where the image holds several that could be it")
+	cmd.Flags().StringVar(&f.rootfs, "rootfs", "", "the rootfs tree an image's encrypted (LUKS) root was made from: its files are read from this directory, the encryption from the disk")
 }
 
 func (f *imageFlags) options(o checks.Options) checks.Options {
 	o.Image = diskimage.Options{AllowBacking: f.allowBacking, RootPartition: f.rootPartition}
+	o.ImageRootfs = f.rootfs
 	return o
 }
 

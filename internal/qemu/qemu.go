@@ -103,6 +103,14 @@ type Config struct {
 	// Credentials are passed as systemd system credentials in SMBIOS type
 	// 11 strings, which PID 1 imports at boot.
 	Credentials map[string][]byte
+	// TPMState, when set, gives the VM a TPM 2.0 (a tpm-tis device) backed
+	// by a swtpm process (Debian package swtpm) that keeps its state in
+	// this directory: boot again with the same TPMState, as with the same
+	// Overlay, and the guest finds the same TPM, what it sealed included.
+	// The swtpm is started with QEMU and killed by its PID with it.
+	TPMState string
+	// SWTPM is the swtpm program; looked up on PATH when empty.
+	SWTPM string
 	// QEMU and QEMUImg are the programs; looked up on PATH when empty.
 	QEMU, QEMUImg string
 	// Log receives a line for each decision (accelerator, firmware).
@@ -114,6 +122,7 @@ type VM struct {
 	cfg     Config
 	cmd     *exec.Cmd
 	pid     int
+	tpm     *swtpm
 	serial  string
 	pidfile string
 	accel   string
@@ -188,6 +197,13 @@ func (c *Config) defaults() error {
 			}
 			*p = found
 		}
+	}
+	if c.TPMState != "" && c.SWTPM == "" {
+		found, err := exec.LookPath("swtpm")
+		if err != nil {
+			return errors.New("swtpm is not installed (Debian package swtpm), and TPMState asks for a TPM")
+		}
+		c.SWTPM = found
 	}
 	for name := range c.Credentials {
 		if !credentialRE.MatchString(name) {
@@ -327,7 +343,7 @@ func imageFormat(ctx context.Context, qemuImg, disk string) (string, error) {
 }
 
 // args returns QEMU's command line for accel.
-func (c *Config) args(accel, serial, pidfile string) []string {
+func (c *Config) args(accel, serial, pidfile, tpmSock string) []string {
 	a := []string{
 		"-name", "gpuhost-boot",
 		"-machine", "q35,graphics=off",
@@ -358,6 +374,10 @@ func (c *Config) args(accel, serial, pidfile string) []string {
 		// saying so.
 		a = append(a, "-drive", "file="+c.Overlay+",format=qcow2,if=none,id=root",
 			"-device", "virtio-blk-pci,drive=root,bootindex=0", "-boot", "strict=on")
+	}
+	if tpmSock != "" {
+		a = append(a, "-chardev", "socket,id=chrtpm,path="+tpmSock,
+			"-tpmdev", "emulator,id=tpm0,chardev=chrtpm", "-device", "tpm-tis,tpmdev=tpm0")
 	}
 	if c.SelftestDisk != "" {
 		a = append(a, "-drive", "file="+c.SelftestDisk+",format=raw,if=none,id=selftest",
@@ -392,10 +412,19 @@ func start(ctx context.Context, cfg Config, accel string) (*VM, error) {
 			return nil, err
 		}
 	}
-	v.cmd = exec.Command(cfg.QEMU, cfg.args(accel, v.serial, v.pidfile)...)
+	sock := ""
+	if cfg.TPMState != "" {
+		tpm, err := startSWTPM(ctx, cfg.SWTPM, cfg.TPMState, cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		v.tpm, sock = tpm, tpm.sock
+	}
+	v.cmd = exec.Command(cfg.QEMU, cfg.args(accel, v.serial, v.pidfile, sock)...)
 	v.cmd.Stdout, v.cmd.Stderr = v.stderr, v.stderr
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := v.cmd.Start(); err != nil {
+		v.tpm.stop()
 		return nil, fmt.Errorf("starting %s: %w", cfg.QEMU, err)
 	}
 	v.started = time.Now()
@@ -405,6 +434,9 @@ func start(ctx context.Context, cfg Config, accel string) (*VM, error) {
 	runningMu.Unlock()
 	go func() {
 		v.waitErr = v.cmd.Wait()
+		// The swtpm ends with QEMU (--terminate); should it not, it is
+		// killed here, before the VM counts as gone.
+		v.tpm.stop()
 		runningMu.Lock()
 		delete(running, v)
 		runningMu.Unlock()
@@ -468,6 +500,7 @@ func (v *VM) Done() <-chan struct{} { return v.done }
 // to daemonize); a pidfile naming another process would not be trusted.
 func (v *VM) Stop() {
 	if v.Exited() {
+		v.tpm.stop()
 		return
 	}
 	pid := v.pid
@@ -478,6 +511,15 @@ func (v *VM) Stop() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-v.done
 	}
+	v.tpm.stop()
+}
+
+// TPMPID is the swtpm's process id, or 0 when the VM has no TPM.
+func (v *VM) TPMPID() int {
+	if v.tpm == nil {
+		return 0
+	}
+	return v.tpm.cmd.Process.Pid
 }
 
 // Wait waits for QEMU to exit by itself (the guest powered off) within

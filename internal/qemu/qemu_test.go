@@ -23,7 +23,7 @@ func TestArgs(t *testing.T) {
 		Forwards:    []Forward{{Host: 40001, Guest: 9108}, {Host: 40002, Guest: 22}},
 		Credentials: map[string][]byte{"gpuhost.agent-token": []byte("secret,with=commas")},
 	}
-	args := strings.Join(c.args(AccelTCG, "/w/serial.log", "/w/qemu.pid"), " ")
+	args := strings.Join(c.args(AccelTCG, "/w/serial.log", "/w/qemu.pid", ""), " ")
 	for _, want := range []string{
 		"-accel tcg -cpu max",
 		"-serial file:/w/serial.log", "-pidfile /w/qemu.pid", "-no-reboot", "-monitor none",
@@ -38,7 +38,7 @@ func TestArgs(t *testing.T) {
 		}
 	}
 	c.Firmware = BIOS
-	args = strings.Join(c.args(AccelKVM, "s", "p"), " ")
+	args = strings.Join(c.args(AccelKVM, "s", "p", ""), " ")
 	if strings.Contains(args, "pflash") || !strings.Contains(args, "-accel kvm -cpu host") {
 		t.Errorf("BIOS on KVM: %s", args)
 	}
@@ -201,12 +201,13 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestNoQEMUSurvivesItsParent starts a VM from a child process, which is
-// then interrupted (SIGINT: its handler kills the VM by PID) or killed
-// (SIGKILL: the kernel kills QEMU, started with Pdeathsig): in both cases
-// the QEMU process must be gone.
+// TestNoQEMUSurvivesItsParent starts a VM with a software TPM from a child
+// process, which is then interrupted (SIGINT: its handler kills the VM and
+// its swtpm by PID) or killed (SIGKILL: the kernel kills QEMU and swtpm,
+// both started with Pdeathsig): in both cases neither process may remain.
 func TestNoQEMUSurvivesItsParent(t *testing.T) {
 	needQEMU(t)
+	testutil.Tool(t, "swtpm", "swtpm")
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -214,14 +215,18 @@ func TestNoQEMUSurvivesItsParent(t *testing.T) {
 			cmd.Env = append(os.Environ(), "GPUHOST_QEMU_HELPER="+dir)
 			p := testutil.Start(t, cmd)
 			p.WaitLine(t, 2*time.Minute, "qemu pid ")
-			pid := 0
+			pid, tpmPID := 0, 0
 			for _, l := range strings.Split(p.Output(), "\n") {
 				if v, ok := strings.CutPrefix(l, "qemu pid "); ok {
-					pid, _ = strconv.Atoi(strings.TrimSpace(v))
+					f := strings.Fields(v)
+					pid, _ = strconv.Atoi(f[0])
+					if len(f) == 3 && f[1] == "swtpm" {
+						tpmPID, _ = strconv.Atoi(f[2])
+					}
 				}
 			}
-			if pid == 0 {
-				t.Fatalf("the helper started no VM:\n%s", p.Output())
+			if pid == 0 || tpmPID == 0 {
+				t.Fatalf("the helper started no VM with a TPM:\n%s", p.Output())
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "qemu.pid")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(pid) {
 				t.Errorf("pidfile %q (%v), want %d", b, err, pid)
@@ -234,6 +239,13 @@ func TestNoQEMUSurvivesItsParent(t *testing.T) {
 				if i > 100 {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 					t.Fatalf("qemu %d survived its parent's %s", pid, sig)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			for i := 0; alive(tpmPID); i++ {
+				if i > 100 {
+					_ = syscall.Kill(tpmPID, syscall.SIGKILL)
+					t.Fatalf("swtpm %d survived its parent's %s", tpmPID, sig)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -263,7 +275,7 @@ func TestHelperVM(t *testing.T) {
 	disk := filepath.Join(dir, "blank.raw")
 	must(t, os.WriteFile(disk, nil, 0o644))
 	must(t, os.Truncate(disk, 1<<20))
-	v, err := Start(context.Background(), Config{Disk: disk, Dir: dir, Firmware: BIOS, Accel: AccelTCG, MemoryMiB: 128, CPUs: 1})
+	v, err := Start(context.Background(), Config{Disk: disk, Dir: dir, Firmware: BIOS, Accel: AccelTCG, MemoryMiB: 128, CPUs: 1, TPMState: filepath.Join(dir, "tpm")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +288,72 @@ func TestHelperVM(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Printf("qemu pid %d\n", v.PID())
+	fmt.Printf("qemu pid %d swtpm %d\n", v.PID(), v.TPMPID())
 	<-sigs
 	KillAll()
 	os.Exit(130)
+}
+
+// TestSWTPMStopsByPID starts a swtpm as a VM does and stops it: its socket
+// is served, its state directory made, and after stop the process is gone,
+// with no zombie left.
+func TestSWTPMStopsByPID(t *testing.T) {
+	bin := testutil.Tool(t, "swtpm", "swtpm")
+	dir := t.TempDir()
+	tpm, err := startSWTPM(context.Background(), bin, filepath.Join(dir, "state"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := tpm.cmd.Process.Pid
+	if fi, err := os.Stat(tpm.sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Errorf("%s is not a socket: %v", tpm.sock, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "swtpm.pid")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(pid) {
+		t.Errorf("swtpm's pidfile says %q (%v), want %d", b, err, pid)
+	}
+	tpm.stop()
+	tpm.stop()
+	if alive(pid) {
+		t.Fatalf("swtpm %d runs after stop", pid)
+	}
+	long := filepath.Join(dir, strings.Repeat("d", 100))
+	if _, err := startSWTPM(context.Background(), bin, filepath.Join(dir, "state"), long); err == nil || !strings.Contains(err.Error(), "Unix socket") {
+		t.Errorf("a socket path too long for a Unix socket: %v", err)
+	}
+}
+
+// TestTPMStateOutlivesTheVM boots a VM with a TPM twice from one state
+// directory, as the boot test's first and second boot do: the TPM's
+// permanent state is written the first time and still there for the
+// second (swtpm reuses it rather than manufacture a new TPM); no swtpm
+// outlives its VM.
+func TestTPMStateOutlivesTheVM(t *testing.T) {
+	needQEMU(t)
+	testutil.Tool(t, "swtpm", "swtpm")
+	state := filepath.Join(t.TempDir(), "tpm")
+	disk := unbootable(t)
+	for i := range 2 {
+		dir := t.TempDir()
+		v, err := Start(context.Background(), Config{Disk: disk, Overlay: filepath.Join(dir, "o.qcow2"), Dir: dir, Firmware: UEFI, Accel: AccelTCG, MemoryMiB: 256, CPUs: 1, TPMState: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(v.Stop)
+		if args := strings.Join(v.cmd.Args, " "); !strings.Contains(args, "-tpmdev emulator,id=tpm0,chardev=chrtpm -device tpm-tis,tpmdev=tpm0") {
+			t.Errorf("qemu runs without the TPM: %s", args)
+		}
+		tpmPID := v.TPMPID()
+		// OVMF finds no boot loader and stops in its shell, having used
+		// the TPM (it measures what it boots).
+		if err := v.Wait(context.Background(), 4*time.Minute); err == nil || !strings.Contains(err.Error(), "UEFI Interactive Shell") {
+			t.Fatalf("boot %d: %v", i+1, err)
+		}
+		if alive(tpmPID) {
+			t.Errorf("boot %d: swtpm %d outlived its VM", i+1, tpmPID)
+		}
+		b, err := os.ReadFile(filepath.Join(state, "tpm2-00.permall"))
+		if err != nil || len(b) == 0 {
+			t.Fatalf("boot %d: the TPM's permanent state: %v", i+1, err)
+		}
+	}
 }

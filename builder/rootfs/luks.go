@@ -1,0 +1,575 @@
+package rootfs
+
+// How the rootfs builder encrypts a disk's root (encryption { luks2 = true })
+//
+// Still with no loop device, no device-mapper and no mount:
+//
+//   - cryptsetup luksFormat writes a LUKS2 header into a sparse file the size
+//     of the root partition (cryptsetup formats a regular file without a
+//     loop device), with a volume key the builder made (--volume-key-file)
+//     and the build's one-time provisioning key in key slot 0;
+//   - mkfs.ext4 -d writes the root file system into a plain sparse file the
+//     size of the LUKS data segment;
+//   - the builder encrypts that file itself, AES-256-XTS with dm-crypt's
+//     plain64 IV (the 512-byte sector's number counted from the data
+//     segment's start, little-endian), which is what the kernel's dm-crypt
+//     reads for aes-xts-plain64 with --sector-size 512, and writes it at the
+//     data segment's offset in the partition, behind the header.
+//
+// Only the extents mkfs.ext4 wrote are encrypted (SEEK_DATA/SEEK_HOLE): the
+// rest of the partition stays a hole, which reads through dm-crypt as
+// random bytes, exactly as the never-written blocks of a volume that
+// luksFormat made on a real disk do. mkfs.ext4 runs with lazy_itable_init
+// and lazy_journal_init, the two places where it would otherwise rely on
+// zeroed blocks: the kernel initialises the inode tables itself, and a
+// journal is read back only behind a valid journal superblock. The disk stays
+// sparse, so qcow2 keeps it small.
+//
+// The kernel and the initramfs cannot be inside the volume: GRUB 2.06 cannot
+// open an argon2id key slot. A disk with an encrypted root therefore has a
+// fourth partition, an unencrypted ext4 /boot, made with mkfs.ext4 -d from the
+// rootfs's /boot.
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+	"golang.org/x/crypto/xts"
+	"golang.org/x/sys/unix"
+)
+
+// stateLUKS holds the *luksRoot of an encrypted disk build.
+const stateLUKS = "luks_root"
+
+// The LUKS2 format of the root: what issue 16 and GH-ENC-003 ask for.
+const (
+	luksCipher     = "aes-xts-plain64"
+	luksKeyBits    = 512
+	luksSectorSize = 512
+	// bootSectors is the size of the /boot partition of an encrypted disk:
+	// the kernel and dracut's initramfs (about 50 MiB each, twice over
+	// while a kernel update installs the next) and GRUB's modules.
+	bootSectors = (512 << 20) / sectorSize
+)
+
+// Where the provisioning key lives in the rootfs, and so on /boot: the
+// partition GRUB and the initramfs read, which is not encrypted.
+const (
+	provisionKeyDir  = "boot/gpuhost"
+	provisionKeyFile = "boot/gpuhost/luks-provision.key"
+	// luksEnrollScript is what first boot runs to replace the key.
+	luksEnrollScript = "usr/local/lib/gpuhost/gpuhost-luks-enroll"
+	// luksStateFile is the first boot's to-do: its presence starts the
+	// enrolment, and it names the volume, the key slot and the PCRs.
+	luksStateFile = "etc/gpuhost/luks-enroll.conf"
+	// dracutConf is the dracut configuration every initramfs of the image
+	// is made with, the ones a kernel update makes included.
+	dracutConf = "etc/dracut.conf.d/50-gpuhost-luks.conf"
+)
+
+// luksRoot is the encrypted root of one build.
+type luksRoot struct {
+	// UUID is the LUKS header's UUID; the mapping is named luks-UUID, the
+	// name dracut's own udev rule gives a LUKS device, so that the two do
+	// not open it twice.
+	UUID string
+	// BootFSUUID is the /boot file system's UUID, which the initramfs's
+	// crypttab reads the provisioning key from.
+	BootFSUUID string
+	// provisionKey is the build's one-time key, as hex text: first boot
+	// hands it to systemd-cryptenroll, which reads a key file as text. It
+	// is never logged.
+	provisionKey []byte
+}
+
+// Name is the device-mapper name of the opened root.
+func (r *luksRoot) Name() string { return "luks-" + r.UUID }
+
+// newLUKSRoot makes the identifiers and the provisioning key of a build.
+func newLUKSRoot() (*luksRoot, error) {
+	u, err := randomUUID()
+	if err != nil {
+		return nil, err
+	}
+	boot, err := randomUUID()
+	if err != nil {
+		return nil, err
+	}
+	var k [32]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		return nil, err
+	}
+	return &luksRoot{UUID: u, BootFSUUID: boot, provisionKey: []byte(hex.EncodeToString(k[:]))}, nil
+}
+
+// crypttab is /etc/crypttab for the root, as the booted system reads it:
+// the volume is already open (by the initramfs) and is unlocked from the
+// TPM2 once first boot has enrolled it. No key file is named here: the
+// booted system never needs the provisioning key to open the volume.
+func (r *luksRoot) crypttab() string {
+	return "# Written by the gpuhost-rootfs builder: the root is LUKS2, unlocked by the TPM2\n" +
+		"# once first boot has enrolled it (gpuhost-luks-enroll.service).\n" +
+		fmt.Sprintf("%s UUID=%s none luks,discard,x-initrd.attach,tpm2-device=auto\n", r.Name(), r.UUID)
+}
+
+// initrdCrypttab is the initramfs's /etc/crypttab. systemd-cryptsetup tries
+// the TPM2 token first; while none is enrolled (the first boot), it reads
+// the provisioning key from the /boot partition, which the generator mounts
+// read-only for that and unmounts after. Once first boot has shredded the
+// key, a host whose TPM2 no longer unseals waits keyfile-timeout for the
+// key and then asks for a passphrase: the recovery key.
+func (r *luksRoot) initrdCrypttab(bootFSUUID string) string {
+	return "# Written by the gpuhost-rootfs builder: the initramfs's crypttab (dracut\n" +
+		"# module gpuhost-luks installs it as /etc/crypttab).\n" +
+		fmt.Sprintf("%s UUID=%s /%s:UUID=%s luks,discard,x-initrd.attach,tpm2-device=auto,keyfile-timeout=30s\n",
+			r.Name(), r.UUID, strings.TrimPrefix(provisionKeyFile, "boot/"), bootFSUUID)
+}
+
+// Where the initramfs's crypttab and the dracut module that installs it
+// live in the image.
+const (
+	initrdCrypttabFile = "etc/gpuhost/crypttab.initrd"
+	dracutModuleSetup  = "usr/lib/dracut/modules.d/91gpuhost-luks/module-setup.sh"
+)
+
+// dracutModule installs the initramfs's own crypttab. A module rather than
+// an option on dracut's command line, so that the initramfs a kernel update
+// makes (the kernel's postinst runs plain dracut) gets it too. Numbered
+// after 90crypt, whose crypttab (host-only builds) it replaces.
+const dracutModule = `#!/bin/bash
+# Written by the gpuhost-rootfs builder: the LUKS2 root's crypttab for the
+# initramfs, which reads the first boot's provisioning key from /boot.
+check() { return 0; }
+depends() { echo systemd crypt tpm2-tss; }
+install() { inst_simple /etc/gpuhost/crypttab.initrd /etc/crypttab; }
+`
+
+// dracutConfFile is the image's dracut configuration: the systemd, crypt
+// and tpm2-tss modules (tpm2-tss brings the TPM drivers and the TSS
+// libraries systemd-cryptsetup loads) with gpuhost-luks, in an initramfs
+// that boots any machine, since the image is made on one machine and
+// booted on others. The initramfs holds no key.
+const dracutConfFile = `# Written by the gpuhost-rootfs builder: the root is LUKS2 and unlocked in
+# the initramfs by systemd-cryptsetup, from the TPM2.
+hostonly="no"
+add_dracutmodules+=" systemd crypt tpm2-tss gpuhost-luks "
+`
+
+// dracutScript makes the initramfs of each kernel with the image's own
+// dracut, in the chroot.
+func dracutScript(releases []string) string {
+	var b strings.Builder
+	b.WriteString("set -eu\n")
+	for _, rel := range releases {
+		fmt.Fprintf(&b, "dracut --force --kver %s /boot/initrd.img-%s\n", rel, rel)
+	}
+	return b.String()
+}
+
+// enrollConf is the first boot's to-do file, read by the enrol script.
+func (r *luksRoot) enrollConf(pcrs []int) string {
+	ps := make([]string, len(pcrs))
+	for i, p := range pcrs {
+		ps[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("# Written by the gpuhost-rootfs builder; gpuhost-luks-enroll removes it once done.\nLUKS_UUID=%s\nLUKS_NAME=%s\nPROVISION_SLOT=0\nPROVISION_KEY=/%s\nTPM2_PCRS=%s\n",
+		r.UUID, r.Name(), provisionKeyFile, strings.Join(ps, "+"))
+}
+
+// enrollUnit runs the enrolment once, on the first boot, before anything
+// that reports on the host (the selftest reads the key slots it leaves).
+const enrollUnit = `# Written by the gpuhost-rootfs builder: replace the image's one-time
+# provisioning key with a key sealed to this host's TPM2.
+[Unit]
+Description=Seal the root's LUKS2 key to this host's TPM2 and wipe the provisioning key
+Documentation=man:systemd-cryptenroll(1)
+ConditionPathExists=/etc/gpuhost/luks-enroll.conf
+RequiresMountsFor=/boot
+After=local-fs.target
+Before=gpuhost-selftest.service gpuhost-agentd.service multi-user.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/lib/gpuhost/gpuhost-luks-enroll
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// enrollScriptBody enrols the TPM2 and wipes the provisioning key slot in
+// one systemd-cryptenroll call (it wipes after it has enrolled), then
+// shreds the key file on /boot. The initramfs never held the key, so it
+// needs no remaking. A host with no TPM2 keeps its provisioning key and
+// says so: the unit fails, and the key stays until the host has one.
+const enrollScriptBody = `#!/bin/sh
+# gpuhost-luks-enroll: first boot of an image whose root is LUKS2 (written by
+# the gpuhost-rootfs builder). Reads /etc/gpuhost/luks-enroll.conf.
+set -eu
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+. /etc/gpuhost/luks-enroll.conf
+dev=/dev/disk/by-uuid/$LUKS_UUID
+say() { echo "gpuhost-luks-enroll: $*"; }
+if [ ! -e /dev/tpmrm0 ] && [ ! -e /dev/tpm0 ]; then
+	say "no TPM2 device on this host: the root keeps the image's provisioning key in slot $PROVISION_SLOT" >&2
+	exit 1
+fi
+if [ -f "$PROVISION_KEY" ]; then
+	say "sealing a new key of $dev to the TPM2 (PCRs $TPM2_PCRS) and wiping key slot $PROVISION_SLOT"
+	systemd-cryptenroll --unlock-key-file="$PROVISION_KEY" --tpm2-device=auto --tpm2-pcrs="$TPM2_PCRS" \
+		--wipe-slot="$PROVISION_SLOT" "$dev"
+	shred -u "$PROVISION_KEY"
+	rmdir "$(dirname "$PROVISION_KEY")" 2>/dev/null || true
+fi
+rm -f /etc/gpuhost/luks-enroll.conf
+say "done: $(cryptsetup luksDump "$dev" | grep -c 'systemd-tpm2') TPM2 token(s)"
+`
+
+// stepLUKSInitramfs makes the root's identifiers and key, writes crypttab,
+// the dracut configuration and the provisioning key into the rootfs, and
+// makes the initramfs with dracut. It runs while the provisioners' mounts
+// are still up: dracut reads /proc, /sys and /dev of the chroot.
+type stepLUKSInitramfs struct{}
+
+func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	ui := state.Get(stateUI).(packersdk.Ui)
+	rootfs := state.Get(stateRootfs).(string)
+	ns := state.Get(stateMountNS).(*mountNS)
+	r, err := newLUKSRoot()
+	if err != nil {
+		return halt(state, err)
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return halt(state, err)
+	}
+	defer root.Close()
+	kernels, err := imageKernels(root)
+	if err != nil {
+		return halt(state, fmt.Errorf("finding the image's kernel: %w", err))
+	}
+	if len(kernels) == 0 {
+		return halt(state, fmt.Errorf("encryption: /boot of the rootfs has no vmlinuz-RELEASE with its initrd.img-RELEASE; kernel_package %q installed none", c.KernelPackage))
+	}
+	for _, tool := range []string{"usr/bin/dracut", "usr/sbin/cryptsetup", "usr/bin/systemd-cryptenroll", "usr/bin/tpm2"} {
+		if _, err := root.Lstat(tool); err != nil {
+			return halt(state, fmt.Errorf("encryption.luks2: the image has no /%s; it needs cryptsetup-bin, dracut, tpm2-tools and systemd 250 or later", tool))
+		}
+	}
+	if err := checkNoCrypttab(root); err != nil {
+		return halt(state, err)
+	}
+	if err := writeRootFile(root, "etc/crypttab", r.crypttab(), 0o644); err != nil {
+		return halt(state, err)
+	}
+	if err := writeRootFile(root, dracutConf, dracutConfFile, 0o644); err != nil {
+		return halt(state, err)
+	}
+	if err := writeRootFile(root, dracutModuleSetup, dracutModule, 0o755); err != nil {
+		return halt(state, err)
+	}
+	if err := writeRootFile(root, initrdCrypttabFile, r.initrdCrypttab(r.BootFSUUID), 0o644); err != nil {
+		return halt(state, err)
+	}
+	if err := root.MkdirAll(provisionKeyDir, 0o700); err != nil {
+		return halt(state, fmt.Errorf("writing the provisioning key: %w", err))
+	}
+	if err := writeRootFile(root, provisionKeyFile, string(r.provisionKey), 0o400); err != nil {
+		return halt(state, err)
+	}
+	releases := make([]string, len(kernels))
+	for i, k := range kernels {
+		releases[i] = k.Release
+	}
+	ui.Say(fmt.Sprintf("Making the initramfs of %s with dracut (systemd, crypt, tpm2-tss) for the LUKS2 root %s", strings.Join(releases, ", "), r.UUID))
+	line, err := ns.Wrap("chroot " + shellQuote(rootfs) + " /bin/sh -c " + shellQuote(dracutScript(releases)))
+	if err != nil {
+		return halt(state, err)
+	}
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	if err := runStreaming(cmd, ui); err != nil {
+		return halt(state, fmt.Errorf("encryption: dracut in the rootfs: %w", err))
+	}
+	state.Put(stateLUKS, r)
+	return multistep.ActionContinue
+}
+
+func (s *stepLUKSInitramfs) Cleanup(multistep.StateBag) {}
+
+// checkNoCrypttab refuses a rootfs whose /etc/crypttab already opens
+// something: the builder writes the root's, and which of two entries a boot
+// would use for / is not for it to guess. Comments (Debian's cryptsetup
+// ships one) are fine.
+func checkNoCrypttab(root *os.Root) error {
+	b, err := root.ReadFile("etc/crypttab")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading /etc/crypttab: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			return fmt.Errorf("encryption.luks2: /etc/crypttab of the rootfs already opens %q; the builder writes the root's own entry", f[0])
+		}
+	}
+	return nil
+}
+
+// installLUKSEnroll writes the first boot's enrolment into the rootfs.
+func installLUKSEnroll(root *os.Root, r *luksRoot, pcrs []int) error {
+	if err := writeRootFile(root, luksStateFile, r.enrollConf(pcrs), 0o600); err != nil {
+		return err
+	}
+	if err := writeRootFile(root, luksEnrollScript, enrollScriptBody, 0o755); err != nil {
+		return err
+	}
+	return installUnit(root, "gpuhost-luks-enroll.service", enrollUnit, "multi-user.target.wants")
+}
+
+// luksFormatArgs are cryptsetup's arguments for the root's header. The
+// argon2id cost is the lowest cryptsetup accepts, deliberately: the only
+// key slot the image carries holds a random 256-bit key, which no PBKDF
+// cost makes harder to guess, while a cost benchmarked on the build
+// machine would take a minute to open in a slow or small first boot (the
+// initramfs under TCG, a VM with little memory). The slot first boot
+// enrols for the TPM2 holds a random key too.
+func luksFormatArgs(r *luksRoot, volumeKey, keyFile, file string) []string {
+	return []string{"luksFormat", "--batch-mode", "--type", "luks2",
+		"--cipher", luksCipher, "--key-size", strconv.Itoa(luksKeyBits), "--sector-size", strconv.Itoa(luksSectorSize),
+		"--hash", "sha256", "--pbkdf", "argon2id", "--pbkdf-force-iterations", "4", "--pbkdf-memory", "65536", "--pbkdf-parallel", "1",
+		"--uuid", r.UUID, "--label", "gpuhost-root", "--key-slot", "0",
+		"--volume-key-file", volumeKey, "--key-file", keyFile, file}
+}
+
+// luksSegment is where a LUKS2 header puts the encrypted data, read from
+// its JSON area.
+type luksSegment struct {
+	Offset     int64
+	Encryption string
+	SectorSize int
+}
+
+// readLUKSSegment reads segment 0 of the LUKS2 header at the start of r.
+func readLUKSSegment(r io.ReaderAt) (luksSegment, error) {
+	bin := make([]byte, 4096)
+	if _, err := r.ReadAt(bin, 0); err != nil {
+		return luksSegment{}, fmt.Errorf("reading the LUKS2 header: %w", err)
+	}
+	if string(bin[:6]) != "LUKS\xba\xbe" || binary.BigEndian.Uint16(bin[6:8]) != 2 {
+		return luksSegment{}, errors.New("no LUKS2 header")
+	}
+	size := binary.BigEndian.Uint64(bin[8:16])
+	if size < 16<<10 || size > 4<<20 {
+		return luksSegment{}, fmt.Errorf("LUKS2 header size %d", size)
+	}
+	area := make([]byte, size-4096)
+	if _, err := r.ReadAt(area, 4096); err != nil {
+		return luksSegment{}, fmt.Errorf("reading the LUKS2 JSON area: %w", err)
+	}
+	if i := strings.IndexByte(string(area), 0); i >= 0 {
+		area = area[:i]
+	}
+	var md struct {
+		Segments map[string]struct {
+			Type       string `json:"type"`
+			Offset     string `json:"offset"`
+			IVTweak    string `json:"iv_tweak"`
+			Encryption string `json:"encryption"`
+			SectorSize int    `json:"sector_size"`
+		} `json:"segments"`
+	}
+	if err := json.Unmarshal(area, &md); err != nil {
+		return luksSegment{}, fmt.Errorf("the LUKS2 JSON area: %w", err)
+	}
+	seg, ok := md.Segments["0"]
+	if !ok || seg.Type != "crypt" {
+		return luksSegment{}, errors.New("the LUKS2 header has no crypt segment 0")
+	}
+	off, err := strconv.ParseInt(seg.Offset, 10, 64)
+	if err != nil || off <= 0 || off%luksSectorSize != 0 {
+		return luksSegment{}, fmt.Errorf("LUKS2 segment 0 offset %q", seg.Offset)
+	}
+	if seg.IVTweak != "0" {
+		return luksSegment{}, fmt.Errorf("LUKS2 segment 0 iv_tweak %q; this writer numbers sectors from 0", seg.IVTweak)
+	}
+	return luksSegment{Offset: off, Encryption: seg.Encryption, SectorSize: seg.SectorSize}, nil
+}
+
+// formatLUKS writes the LUKS2 header of a partition of partBytes into
+// header (a sparse file the size of the partition, which luksFormat needs
+// to see) and returns the volume key and the data segment.
+func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes int64, ui packersdk.Ui) ([]byte, luksSegment, error) {
+	vk := make([]byte, luksKeyBits/8)
+	if _, err := rand.Read(vk); err != nil {
+		return nil, luksSegment{}, err
+	}
+	vkFile, keyFile := filepath.Join(dir, "luks-volume.key.tmp"), filepath.Join(dir, "luks-provision.key.tmp")
+	defer os.Remove(vkFile)
+	defer os.Remove(keyFile)
+	for f, b := range map[string][]byte{vkFile: vk, keyFile: r.provisionKey} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			return nil, luksSegment{}, err
+		}
+	}
+	if err := createSparse(header, partBytes); err != nil {
+		return nil, luksSegment{}, err
+	}
+	cmd := exec.CommandContext(ctx, "cryptsetup", luksFormatArgs(r, vkFile, keyFile, header)...)
+	if err := runStreaming(cmd, ui); err != nil {
+		return nil, luksSegment{}, fmt.Errorf("cryptsetup luksFormat %s: %w", header, err)
+	}
+	f, err := os.Open(header)
+	if err != nil {
+		return nil, luksSegment{}, err
+	}
+	defer f.Close()
+	seg, err := readLUKSSegment(f)
+	if err != nil {
+		return nil, luksSegment{}, fmt.Errorf("%s: %w", header, err)
+	}
+	if seg.Encryption != luksCipher || seg.SectorSize != luksSectorSize {
+		return nil, luksSegment{}, fmt.Errorf("%s: cryptsetup made segment 0 %s with %d-byte sectors, not %s with %d", header, seg.Encryption, seg.SectorSize, luksCipher, luksSectorSize)
+	}
+	if seg.Offset >= partBytes {
+		return nil, luksSegment{}, fmt.Errorf("%s: the LUKS2 data segment starts at byte %d, past the %d-byte partition", header, seg.Offset, partBytes)
+	}
+	return vk, seg, nil
+}
+
+// encryptExtents encrypts the data extents of the plain file src with
+// AES-XTS (key: the 512-bit volume key) and writes them into dst at offset,
+// sector n of src under the plain64 IV n. Holes of src are left as they
+// are in dst.
+func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.File, key []byte) error {
+	c, err := xts.NewCipher(aes.NewCipher, key)
+	if err != nil {
+		return err
+	}
+	fi, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size%luksSectorSize != 0 {
+		return fmt.Errorf("%s is %d bytes, not whole %d-byte sectors", src.Name(), size, luksSectorSize)
+	}
+	buf := make([]byte, 1<<20)
+	fd := int(src.Fd())
+	for pos := int64(0); pos < size; {
+		start, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return nil // no data after pos
+		}
+		if err != nil {
+			return fmt.Errorf("finding the data of %s: %w", src.Name(), err)
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return fmt.Errorf("finding the holes of %s: %w", src.Name(), err)
+		}
+		// Extents are file system blocks; whole sectors either way.
+		start -= start % luksSectorSize
+		if r := end % luksSectorSize; r != 0 {
+			end += luksSectorSize - r
+		}
+		end = min(end, size)
+		for at := start; at < end; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := min(int64(len(buf)), end-at)
+			chunk := buf[:n]
+			if _, err := src.ReadAt(chunk, at); err != nil {
+				return fmt.Errorf("reading %s: %w", src.Name(), err)
+			}
+			for s := int64(0); s < n; s += luksSectorSize {
+				sec := chunk[s : s+luksSectorSize]
+				c.Encrypt(sec, sec, uint64((at+s)/luksSectorSize))
+			}
+			if _, err := dst.WriteAt(chunk, offset+at); err != nil {
+				return fmt.Errorf("writing %s: %w", dst.Name(), err)
+			}
+			at += n
+		}
+		pos = end
+	}
+	return nil
+}
+
+// writeLUKSRoot writes the encrypted root partition into the disk raw at
+// partStart (bytes), partBytes long, from the rootfs tree (its /boot
+// excluded: see writeDiskFilesystems).
+func writeLUKSRoot(ctx context.Context, r *luksRoot, work, raw, rootTree, fsUUID string, partStart, partBytes int64, ui packersdk.Ui) error {
+	header := filepath.Join(work, "luks-header.tmp")
+	plain := filepath.Join(work, "root.ext4.tmp")
+	defer os.Remove(header)
+	defer os.Remove(plain)
+	vk, seg, err := formatLUKS(ctx, r, work, header, partBytes, ui)
+	if err != nil {
+		return err
+	}
+	defer clear(vk)
+	// Only the header area is copied: the rest of the file is a hole.
+	if err := copyHead(raw, header, partStart, seg.Offset); err != nil {
+		return fmt.Errorf("writing the LUKS2 header: %w", err)
+	}
+	os.Remove(header)
+	dataBytes := partBytes - seg.Offset
+	if err := createSparse(plain, dataBytes); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "root", "-U", fsUUID,
+		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-d", rootTree, plain, fmt.Sprintf("%dk", dataBytes/1024))
+	if err := runStreaming(cmd, ui); err != nil {
+		return fmt.Errorf("mkfs.ext4 of the root file system: %w", err)
+	}
+	src, err := os.Open(plain)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(raw, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := encryptExtents(ctx, dst, partStart+seg.Offset, src, vk); err != nil {
+		dst.Close()
+		return fmt.Errorf("encrypting the root file system: %w", err)
+	}
+	return dst.Close()
+}
+
+// copyHead copies the first n bytes of src into dst at offset.
+func copyHead(dst, src string, offset, n int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.NewOffsetWriter(out, offset), io.LimitReader(in, n)); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,204 @@
+package rootfs
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/xts"
+	"golang.org/x/sys/unix"
+
+	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// TestLUKSRootOpensWithCryptsetup writes an encrypted root partition the way
+// a disk build does and reads it back with tools other than the writer:
+// cryptsetup reads the header (cipher, key size, sector size, argon2id,
+// the provisioning key in slot 0) and gives the volume key the provisioning
+// key unlocks; OpenSSL's AES-256-XTS (through python3-cryptography) decrypts the ext4
+// superblock's sector
+// with that key and the sector's plain64 IV; and the whole file system,
+// decrypted with that key, passes e2fsck and holds the tree's files. This
+// machine has no device-mapper, so the kernel's own dm-crypt read is the
+// boot test's (images/e2e_test.go), which boots such a root.
+func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
+	cs := testutil.Tool(t, "cryptsetup", "cryptsetup-bin")
+	python := testutil.Tool(t, "python3", "python3-cryptography")
+	testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
+	e2fsck := testutil.Tool(t, "e2fsck", "e2fsprogs")
+	debugfs := testutil.Tool(t, "debugfs", "e2fsprogs")
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	must(t, os.MkdirAll(filepath.Join(tree, "etc"), 0o755))
+	body := strings.Repeat("gpuhost encrypted root\n", 20000)
+	must(t, os.WriteFile(filepath.Join(tree, "etc/hello"), []byte(body), 0o644))
+
+	r, err := newLUKSRoot()
+	must(t, err)
+	const partStart, partBytes = 1 << 20, 48 << 20
+	raw := filepath.Join(dir, "disk.raw")
+	must(t, createSparse(raw, partStart+partBytes+1<<20))
+	fsUUID, _ := randomUUID()
+	must(t, writeLUKSRoot(context.Background(), r, dir, raw, tree, fsUUID, partStart, partBytes, packerUI()))
+	for _, tmp := range []string{"luks-header.tmp", "root.ext4.tmp", "luks-volume.key.tmp", "luks-provision.key.tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, tmp)); err == nil {
+			t.Errorf("%s is left in the work directory", tmp)
+		}
+	}
+
+	part := filepath.Join(dir, "part.img")
+	must(t, createSparse(part, partBytes))
+	must(t, copyRange(raw, part, partStart, partBytes))
+	dump := testutil.Run(t, time.Minute, cs, "luksDump", part)
+	for _, want := range []string{"Version:       \t2", "UUID:          \t" + r.UUID, "cipher: aes-xts-plain64", "sector: 512 [bytes]", "Cipher key: 512 bits", "PBKDF:      argon2id", "0: luks2"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("luksDump lacks %q:\n%s", want, dump)
+		}
+	}
+	key := filepath.Join(dir, "key")
+	must(t, os.WriteFile(key, r.provisionKey, 0o600))
+	testutil.Run(t, time.Minute, cs, "open", "--test-passphrase", "--key-file", key, "--key-slot", "0", part)
+	wrong := filepath.Join(dir, "wrong")
+	must(t, os.WriteFile(wrong, []byte(strings.Repeat("0", 64)), 0o600))
+	if out, err := exec.Command(cs, "open", "--test-passphrase", "--key-file", wrong, part).CombinedOutput(); err == nil {
+		t.Errorf("another key opens the volume: %s", out)
+	}
+	vkOut := testutil.Run(t, time.Minute, cs, "luksDump", "--dump-volume-key", "--batch-mode", "--key-file", key, part)
+	m := regexp.MustCompile(`(?s)MK dump:\s*((?:[0-9a-f]{2}\s*)+)`).FindStringSubmatch(vkOut)
+	if m == nil {
+		t.Fatalf("no volume key in:\n%s", vkOut)
+	}
+	vk, err := hex.DecodeString(strings.Join(strings.Fields(m[1]), ""))
+	if err != nil || len(vk) != 64 {
+		t.Fatalf("volume key %q: %v", m[1], err)
+	}
+
+	f, err := os.Open(part)
+	must(t, err)
+	defer f.Close()
+	seg, err := readLUKSSegment(f)
+	must(t, err)
+	if seg.Offset != 16<<20 {
+		t.Logf("data segment at %d", seg.Offset)
+	}
+	// The superblock is at byte 1024 of the file system: sector 2 of the
+	// data segment, whose plain64 IV is 2 as 16 little-endian bytes.
+	enc := make([]byte, luksSectorSize)
+	_, err = f.ReadAt(enc, seg.Offset+2*luksSectorSize)
+	must(t, err)
+	iv := make([]byte, 16)
+	binary.LittleEndian.PutUint64(iv, 2)
+	cmd := exec.Command(python, "-c", opensslXTS, hex.EncodeToString(vk), hex.EncodeToString(iv))
+	cmd.Stdin = strings.NewReader(string(enc))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	plainSB, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), "No module named") {
+			testutil.Tool(t, "no-python3-cryptography", "python3-cryptography")
+		}
+		t.Fatalf("OpenSSL's AES-XTS through python3-cryptography: %v: %s", err, stderr.String())
+	}
+	if len(plainSB) != luksSectorSize || binary.LittleEndian.Uint16(plainSB[0x38:]) != 0xef53 {
+		t.Fatalf("OpenSSL's decryption of sector 2 holds no ext4 superblock magic: % x", plainSB[0x30:0x40])
+	}
+
+	// The whole file system, decrypted with the key cryptsetup gave.
+	c, err := xts.NewCipher(aes.NewCipher, vk)
+	must(t, err)
+	data := make([]byte, partBytes-seg.Offset)
+	_, err = f.ReadAt(data, seg.Offset)
+	must(t, err)
+	for s := 0; s < len(data); s += luksSectorSize {
+		c.Decrypt(data[s:s+luksSectorSize], data[s:s+luksSectorSize], uint64(s/luksSectorSize))
+	}
+	fsImg := filepath.Join(dir, "fs.ext4")
+	must(t, os.WriteFile(fsImg, data, 0o600))
+	testutil.Run(t, time.Minute, e2fsck, "-fn", fsImg)
+	got := testutil.Run(t, time.Minute, debugfs, "-R", "cat /etc/hello", fsImg)
+	if !strings.Contains(got, body) {
+		t.Errorf("/etc/hello in the decrypted file system is not the tree's (%d bytes)", len(got))
+	}
+	if out := testutil.Run(t, time.Minute, "blkid", "-p", "-o", "value", "-s", "UUID", fsImg); strings.TrimSpace(out) != fsUUID {
+		t.Errorf("the file system's UUID is %q, want %s", out, fsUUID)
+	}
+
+	// What mkfs.ext4 did not write stays a hole: the disk is not filled
+	// with ciphertext of zeros.
+	rf, err := os.Open(raw)
+	must(t, err)
+	defer rf.Close()
+	var st unix.Stat_t
+	must(t, unix.Fstat(int(rf.Fd()), &st))
+	if used := st.Blocks * 512; used > partBytes/2 {
+		t.Errorf("the %d-byte partition takes %d bytes on disk: its unused space was written", partBytes, used)
+	}
+}
+
+// opensslXTS decrypts stdin with OpenSSL's AES-XTS (through Debian's
+// python3-cryptography; the openssl command's enc has no XTS): the key and
+// the 16-byte tweak, hex, are its arguments.
+const opensslXTS = `import sys
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+d = Cipher(algorithms.AES(bytes.fromhex(sys.argv[1])), modes.XTS(bytes.fromhex(sys.argv[2]))).decryptor()
+sys.stdout.buffer.write(d.update(sys.stdin.buffer.read()) + d.finalize())
+`
+
+// copyRange copies n bytes of src from offset into the start of dst.
+func copyRange(src, dst string, offset, n int64) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) < offset+n {
+		return fmt.Errorf("%s is short", src)
+	}
+	return os.WriteFile(dst, b[offset:offset+n], 0o600)
+}
+
+func TestReadLUKSSegmentRefusesWhatItCannotWrite(t *testing.T) {
+	if _, err := readLUKSSegment(strings.NewReader(strings.Repeat("\x00", 8192))); err == nil || !strings.Contains(err.Error(), "no LUKS2 header") {
+		t.Errorf("zeros: %v", err)
+	}
+}
+
+func TestEncryptionConfig(t *testing.T) {
+	for name, c := range map[string]struct {
+		enc  EncryptionConfig
+		want string
+	}{
+		"default pcrs":     {EncryptionConfig{LUKS2: true}, ""},
+		"pcrs without":     {EncryptionConfig{TPM2PCRs: []int{7}}, "encryption.tpm2_pcrs: set only with encryption.luks2"},
+		"pcr out of range": {EncryptionConfig{LUKS2: true, TPM2PCRs: []int{24}}, "24 is not a TPM2 PCR"},
+		"pcr twice":        {EncryptionConfig{LUKS2: true, TPM2PCRs: []int{7, 7}}, "7 is listed twice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{Encryption: c.enc, Distribution: "debian"}
+			errs := strings.Join(cfg.prepareDisk(), "\n")
+			if c.want == "" && errs != "" || !strings.Contains(errs, c.want) {
+				t.Errorf("errors %q, want %q", errs, c.want)
+			}
+			if c.want == "" && fmt.Sprint(cfg.Encryption.TPM2PCRs) != "[7]" {
+				t.Errorf("PCRs default to %v, want [7]", cfg.Encryption.TPM2PCRs)
+			}
+		})
+	}
+}
+
+// packerUI is a UI whose output the test drops.
+func packerUI() packersdk.Ui {
+	return &packersdk.BasicUi{Reader: new(bytes.Buffer), Writer: io.Discard, ErrorWriter: io.Discard, PB: &packersdk.NoopProgressTracker{}}
+}
