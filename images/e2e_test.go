@@ -118,7 +118,7 @@ func TestE2EDebian12(t *testing.T) {
 		}
 		return b
 	}
-	provisionKey := checkLUKSDisk(t, raw, enc, parts, tree, log)
+	checkLUKSDisk(t, raw, enc, parts, tree)
 
 	var manifest struct {
 		Schema   string `json:"schema"`
@@ -253,7 +253,7 @@ func TestE2EDebian12(t *testing.T) {
 	rootUUID := string(m[1])
 	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
 	os.Remove(raw)
-	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, enc.UUID, provisionKey)
+	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, enc.UUID)
 }
 
 // bootTests boots the baked disk three times. Under UEFI with a software
@@ -266,7 +266,7 @@ func TestE2EDebian12(t *testing.T) {
 // enrols its own. Each boot's selftest reports what runs, the live scan and
 // drift, each compared check by check with the offline gate. Then the
 // image's kernel is booted with no root, and must be seen to panic.
-func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luksUUID string, provisionKey []byte) {
+func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luksUUID string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	t.Run("uefi-first-boot", func(t *testing.T) {
 		first = bootSelftest(t, "uefi", disk, overlay, tpm, qemu.UEFI, agent, true)
 		assertBoot(t, first, base.ref, base.digest, rootUUID)
-		assertEnrolled(t, first, luksUUID, provisionKey)
+		assertEnrolled(t, first, luksUUID)
 		liveVerdict(t, first, wantFail)
 		if !strings.Contains(first.metrics, "gpuhost_check_status{") {
 			t.Errorf("/metrics through the forwarded port has no gpuhost_check_status:\n%.2000s", first.metrics)
@@ -313,7 +313,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFI, agent)
 		assertBoot(t, second, base.ref, base.digest, rootUUID)
 		// Slot 0 and the key file are gone: the TPM alone opened the root.
-		assertEnrolled(t, second, luksUUID, provisionKey)
+		assertEnrolled(t, second, luksUUID)
 		if strings.Contains(string(second.reports["luks-enroll.log"]), "sealing a new key") {
 			t.Errorf("the second boot enrolled again:\n%s", second.reports["luks-enroll.log"])
 		}
@@ -329,7 +329,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	t.Run("bios-other-host", func(t *testing.T) {
 		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false)
 		assertBoot(t, other, base.ref, base.digest, rootUUID)
-		assertEnrolled(t, other, luksUUID, provisionKey)
+		assertEnrolled(t, other, luksUUID)
 		liveVerdict(t, other, wantFail)
 		if first != nil && first.reports != nil && string(first.reports["machine-id"]) == string(other.reports["machine-id"]) {
 			t.Error("two hosts booted from the image share a machine-id")
@@ -345,13 +345,13 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 }
 
 // assertEnrolled checks, from what the selftest read inside the guest
-// (cryptsetup luksDump of the root's header, the crypt units, /boot), that
-// the root is the baked LUKS2 volume, opened, with a systemd-tpm2 token on
-// a key slot of its own and the provisioning key slot 0 wiped, and the
-// provisioning key gone from /boot. The console never asked for a
-// passphrase: nothing answers one in the test, so a boot that had asked
-// would not have reported at all.
-func assertEnrolled(t *testing.T, run *bootRun, luksUUID string, provisionKey []byte) {
+// (cryptsetup luksDump of the root's header, the crypt units, a test of
+// the empty passphrase), that the root is the baked LUKS2 volume, opened,
+// with a systemd-tpm2 token on a key slot of its own and the one-time slot
+// 0 wiped, so that the empty passphrase opens nothing. The console never
+// asked for a passphrase: nothing answers one in the test, so a boot that
+// had asked would not have reported at all.
+func assertEnrolled(t *testing.T, run *bootRun, luksUUID string) {
 	t.Helper()
 	r := run.reports
 	dump := string(r["luks-dump.txt"])
@@ -361,18 +361,13 @@ func assertEnrolled(t *testing.T, run *bootRun, luksUUID string, provisionKey []
 		}
 	}
 	if strings.Contains(dump, "  0: luks2") {
-		t.Errorf("%s: the provisioning key slot 0 is still there:\n%s", run.name, dump)
+		t.Errorf("%s: the one-time key slot 0 is still there:\n%s", run.name, dump)
 	}
 	if units := string(r["crypt-units.txt"]); !strings.Contains(units, "luks-"+luksUUID) || !strings.Contains(units, "active") {
 		t.Errorf("%s: systemd-cryptsetup@luks-%s is not active:\n%s", run.name, luksUUID, units)
 	}
-	if files := string(r["boot-files.txt"]); strings.Contains(files, "luks-provision.key") {
-		t.Errorf("%s: the provisioning key is still on /boot:\n%s", run.name, files)
-	}
-	for name, b := range r {
-		if strings.Contains(string(b), string(provisionKey)) {
-			t.Errorf("%s: the guest's %s carries the provisioning key", run.name, name)
-		}
+	if empty := string(r["luks-empty-passphrase.txt"]); !strings.Contains(empty, "rc=2") {
+		t.Errorf("%s: the empty passphrase still opens the root (or was not tried):\n%s", run.name, empty)
 	}
 	// The enrolment runs on a host's first boot and never again.
 	units := parseUnits(strings.TrimSpace(string(r["units.txt"])))
@@ -578,12 +573,11 @@ func lastLine(s string) string {
 
 // checkLUKSDisk reads the encrypted disk as a machine that boots it would:
 // the root partition's LUKS2 header (cryptsetup luksDump, on the partition
-// cut out of the disk: aes-xts-plain64, a 512-bit key, argon2id, one key
-// slot and no token yet), opened by the one-time key on /boot and by no
-// other; the /boot partition (debugfs) holds that key, the kernel and the
-// initramfs; the tree's crypttab opens the volume by its UUID. The key is
-// never in Packer's output. It returns the key.
-func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string, log []byte) []byte {
+// cut out of the disk: aes-xts-plain64, a 512-bit key, argon2id, the one
+// key slot 0 and no token yet), which slot 0's empty passphrase opens and
+// a wrong one does not; the /boot partition (debugfs) holds GRUB; the
+// tree's crypttab opens the volume by its UUID.
+func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string) {
 	t.Helper()
 	if len(parts) != 4 || enc.Partition.Index != 4 {
 		t.Fatalf("want BIOS boot, ESP, /boot and the LUKS2 root, found %d partitions, the root on %d", len(parts), enc.Partition.Index)
@@ -617,21 +611,17 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 		}
 	}
 	if strings.Contains(dump, "  1: luks2") || strings.Contains(dump, "systemd-tpm2") {
-		t.Errorf("the baked root has more than its provisioning key slot:\n%s", dump)
+		t.Errorf("the baked root has more than its one-time key slot:\n%s", dump)
 	}
-	key, err := os.ReadFile(filepath.Join(tree, "boot/gpuhost/luks-provision.key"))
-	if err != nil || len(key) != 64 {
-		t.Fatalf("the provisioning key in /boot of the tree: %q, %v", key, err)
-	}
-	if strings.Contains(string(log), string(key)) {
-		t.Error("Packer's output carries the provisioning key")
-	}
-	keyFile := filepath.Join(dir, "key")
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cryptsetup", "open", "--test-passphrase", "--key-file", keyFile, "--key-slot", "0", header).CombinedOutput(); err != nil {
-		t.Errorf("the provisioning key does not open the disk's root: %v: %s", err, out)
+	for key, opens := range map[string]bool{"": true, "not the key": false} {
+		keyFile := filepath.Join(dir, "key")
+		if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("cryptsetup", "open", "--test-passphrase", "--key-file", keyFile, header).CombinedOutput()
+		if (err == nil) != opens {
+			t.Errorf("the passphrase %q opens the disk's root: %v, want %v (%v: %s)", key, err == nil, opens, err, out)
+		}
 	}
 	var boot diskimage.Partition
 	for _, p := range parts {
@@ -640,7 +630,7 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 		}
 	}
 	bootFS := fmt.Sprintf("%s?offset=%d", raw, boot.Start)
-	for _, f := range []string{"/gpuhost/luks-provision.key", "/grub/grub.cfg", "/grub/i386-pc/core.img"} {
+	for _, f := range []string{"/grub/grub.cfg", "/grub/i386-pc/core.img", "/grub/x86_64-efi/core.efi"} {
 		if out, err := exec.Command("debugfs", "-R", "stat "+f, bootFS).CombinedOutput(); err != nil || strings.Contains(string(out), "not found") {
 			t.Errorf("the /boot partition lacks %s: %v %s", f, err, out)
 		}
@@ -649,5 +639,4 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 		t.Errorf("the tree's /etc/crypttab does not open UUID=%s: %q %v", enc.UUID, ct, err)
 	}
 	t.Logf("the root: LUKS2 %s on partition %d, %s", enc.UUID, enc.Partition.Index, "aes-xts-plain64, 512-bit key, argon2id, key slot 0 only")
-	return key
 }

@@ -127,21 +127,20 @@ type Config struct {
 // With `luks2 = true` the root file system is a LUKS2 volume (aes-xts-plain64, a 512-bit volume
 // key, argon2id key slots) opened by the image's own initramfs, made with dracut and its systemd,
 // crypt and tpm2-tss modules; the kernel and initramfs move to an unencrypted ext4 `/boot`
-// partition, since GRUB 2.06 cannot read an argon2id key slot. No key that every host would share
-// unlocks it for long: each build makes a random one-time provisioning key, written into key
-// slot 0 and into `/boot` (of the disk, and of the rootfs directory kept beside it), never into
-// the build's output. The first boot unlocks with it, seals a new key to the host's TPM2 with
-// `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=...`, wipes the provisioning key slot and
-// shreds the key file; every later boot unlocks from the TPM2 with no passphrase. A host with
-// no TPM2 keeps the provisioning key, and its enrolment unit fails, saying so.
+// partition, since GRUB 2.06 cannot read an argon2id key slot. No key that every host would
+// share unlocks it for long: the image carries one one-time key slot, the empty passphrase
+// (crypttab's `try-empty-password`), which the first boot unlocks with; it then seals a new key
+// to the host's TPM2 with `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=...` and wipes
+// that slot; every later boot unlocks from the TPM2 with no passphrase. A host with no TPM2
+// keeps the one-time slot, and its enrolment unit fails, saying so.
 //
 // Until its first boot an image is only as secret as the channel it is distributed through:
-// anyone holding the disk file holds the provisioning key on its `/boot`. The LUKS volume key is
-// made per build, so every host booted from one image shares it until it is re-encrypted
-// (`cryptsetup reencrypt`); wiping key slots does not change it. The builder's page says how to
-// enrol a recovery key.
+// anyone holding the disk file can open it. The LUKS volume key is made per build, so every
+// host booted from one image shares it until it is re-encrypted (`cryptsetup reencrypt`);
+// wiping key slots does not change it. The builder's page says why the one-time secret is the
+// empty passphrase rather than a random key, and how to enrol a recovery key.
 type EncryptionConfig struct {
-	// Put the root on LUKS2, unlocked at first boot by the provisioning key and then by the TPM2.
+	// Put the root on LUKS2, unlocked at first boot by the one-time key slot and then by the TPM2.
 	// Needs `cryptsetup-bin`, `dracut` and `tpm2-tools` in the image; the builder adds them to the
 	// bootstrap. Off by default.
 	LUKS2 bool `mapstructure:"luks2" required:"false"`

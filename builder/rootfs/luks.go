@@ -25,6 +25,18 @@ package rootfs
 // journal is read back only behind a valid journal superblock. The disk stays
 // sparse, so qcow2 keeps it small.
 //
+// The provisioning secret is the empty passphrase, in key slot 0, and it is
+// one-time: first boot seals a new key to the TPM2 and wipes slot 0. Not a
+// random key per build, because Debian 12's systemd-cryptsetup (252) cannot
+// take one at first boot and the TPM2 at every later boot from one crypttab
+// line: with tpm2-device= set it treats a key file as a TPM2-sealed blob,
+// and once no token is found it drops the key file and goes on to
+// try-empty-password and then a prompt. A random key would need a second
+// initramfs made at first boot (minutes under emulation) or a crypttab the
+// booted host rewrites. Before first boot the two are worth the same:
+// whoever holds the image could read a random key off its unencrypted
+// /boot as well.
+//
 // The kernel and the initramfs cannot be inside the volume: GRUB 2.06 cannot
 // open an argon2id key slot. A disk with an encrypted root therefore has a
 // fourth partition, an unencrypted ext4 /boot, made with mkfs.ext4 -d from the
@@ -35,7 +47,6 @@ import (
 	"crypto/aes"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,11 +77,8 @@ const (
 	bootSectors = (512 << 20) / sectorSize
 )
 
-// Where the provisioning key lives in the rootfs, and so on /boot: the
-// partition GRUB and the initramfs read, which is not encrypted.
+// What first boot reads and runs.
 const (
-	provisionKeyDir  = "boot/gpuhost"
-	provisionKeyFile = "boot/gpuhost/luks-provision.key"
 	// luksEnrollScript is what first boot runs to replace the key.
 	luksEnrollScript = "usr/local/lib/gpuhost/gpuhost-luks-enroll"
 	// luksStateFile is the first boot's to-do: its presence starts the
@@ -87,19 +95,14 @@ type luksRoot struct {
 	// name dracut's own udev rule gives a LUKS device, so that the two do
 	// not open it twice.
 	UUID string
-	// BootFSUUID is the /boot file system's UUID, which the initramfs's
-	// crypttab reads the provisioning key from.
+	// BootFSUUID is the /boot file system's UUID, chosen with the root's.
 	BootFSUUID string
-	// provisionKey is the build's one-time key, as hex text: first boot
-	// hands it to systemd-cryptenroll, which reads a key file as text. It
-	// is never logged.
-	provisionKey []byte
 }
 
 // Name is the device-mapper name of the opened root.
 func (r *luksRoot) Name() string { return "luks-" + r.UUID }
 
-// newLUKSRoot makes the identifiers and the provisioning key of a build.
+// newLUKSRoot makes the identifiers of a build's encrypted root.
 func newLUKSRoot() (*luksRoot, error) {
 	u, err := randomUUID()
 	if err != nil {
@@ -109,64 +112,32 @@ func newLUKSRoot() (*luksRoot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var k [32]byte
-	if _, err := rand.Read(k[:]); err != nil {
-		return nil, err
-	}
-	return &luksRoot{UUID: u, BootFSUUID: boot, provisionKey: []byte(hex.EncodeToString(k[:]))}, nil
+	return &luksRoot{UUID: u, BootFSUUID: boot}, nil
 }
 
-// crypttab is /etc/crypttab for the root, as the booted system reads it:
-// the volume is already open (by the initramfs) and is unlocked from the
-// TPM2 once first boot has enrolled it. No key file is named here: the
-// booted system never needs the provisioning key to open the volume.
+// crypttab is /etc/crypttab, for the initramfs (dracut copies it in) and
+// the booted system alike. systemd-cryptsetup tries the TPM2 token first;
+// while none is enrolled (the first boot) it falls back to the empty
+// passphrase of key slot 0 (try-empty-password). Once first boot has wiped
+// slot 0, a host whose TPM2 no longer unseals gets a passphrase prompt: the
+// recovery key.
 func (r *luksRoot) crypttab() string {
 	return "# Written by the gpuhost-rootfs builder: the root is LUKS2, unlocked by the TPM2\n" +
-		"# once first boot has enrolled it (gpuhost-luks-enroll.service).\n" +
-		fmt.Sprintf("%s UUID=%s none luks,discard,x-initrd.attach,tpm2-device=auto\n", r.Name(), r.UUID)
+		"# once first boot has enrolled it (gpuhost-luks-enroll.service), and until then\n" +
+		"# by the empty passphrase of the one-time key slot 0, which that wipes.\n" +
+		fmt.Sprintf("%s UUID=%s none luks,discard,x-initrd.attach,tpm2-device=auto,try-empty-password=yes\n", r.Name(), r.UUID)
 }
-
-// initrdCrypttab is the initramfs's /etc/crypttab. systemd-cryptsetup tries
-// the TPM2 token first; while none is enrolled (the first boot), it reads
-// the provisioning key from the /boot partition, which the generator mounts
-// read-only for that and unmounts after. Once first boot has shredded the
-// key, a host whose TPM2 no longer unseals waits keyfile-timeout for the
-// key and then asks for a passphrase: the recovery key.
-func (r *luksRoot) initrdCrypttab(bootFSUUID string) string {
-	return "# Written by the gpuhost-rootfs builder: the initramfs's crypttab (dracut\n" +
-		"# module gpuhost-luks installs it as /etc/crypttab).\n" +
-		fmt.Sprintf("%s UUID=%s /%s:UUID=%s luks,discard,x-initrd.attach,tpm2-device=auto,keyfile-timeout=30s\n",
-			r.Name(), r.UUID, strings.TrimPrefix(provisionKeyFile, "boot/"), bootFSUUID)
-}
-
-// Where the initramfs's crypttab and the dracut module that installs it
-// live in the image.
-const (
-	initrdCrypttabFile = "etc/gpuhost/crypttab.initrd"
-	dracutModuleSetup  = "usr/lib/dracut/modules.d/91gpuhost-luks/module-setup.sh"
-)
-
-// dracutModule installs the initramfs's own crypttab. A module rather than
-// an option on dracut's command line, so that the initramfs a kernel update
-// makes (the kernel's postinst runs plain dracut) gets it too. Numbered
-// after 90crypt, whose crypttab (host-only builds) it replaces.
-const dracutModule = `#!/bin/bash
-# Written by the gpuhost-rootfs builder: the LUKS2 root's crypttab for the
-# initramfs, which reads the first boot's provisioning key from /boot.
-check() { return 0; }
-depends() { echo systemd crypt tpm2-tss; }
-install() { inst_simple /etc/gpuhost/crypttab.initrd /etc/crypttab; }
-`
 
 // dracutConfFile is the image's dracut configuration: the systemd, crypt
 // and tpm2-tss modules (tpm2-tss brings the TPM drivers and the TSS
-// libraries systemd-cryptsetup loads) with gpuhost-luks, in an initramfs
-// that boots any machine, since the image is made on one machine and
-// booted on others. The initramfs holds no key.
+// libraries systemd-cryptsetup loads), crypttab (dracut copies it only when
+// host-only), in an initramfs that boots any machine, since the image is
+// made on one machine and booted on others. The initramfs holds no key.
 const dracutConfFile = `# Written by the gpuhost-rootfs builder: the root is LUKS2 and unlocked in
 # the initramfs by systemd-cryptsetup, from the TPM2.
 hostonly="no"
-add_dracutmodules+=" systemd crypt tpm2-tss gpuhost-luks "
+add_dracutmodules+=" systemd crypt tpm2-tss "
+install_items+=" /etc/crypttab "
 `
 
 // dracutScript makes the initramfs of each kernel with the image's own
@@ -186,8 +157,8 @@ func (r *luksRoot) enrollConf(pcrs []int) string {
 	for i, p := range pcrs {
 		ps[i] = strconv.Itoa(p)
 	}
-	return fmt.Sprintf("# Written by the gpuhost-rootfs builder; gpuhost-luks-enroll removes it once done.\nLUKS_UUID=%s\nLUKS_NAME=%s\nPROVISION_SLOT=0\nPROVISION_KEY=/%s\nTPM2_PCRS=%s\n",
-		r.UUID, r.Name(), provisionKeyFile, strings.Join(ps, "+"))
+	return fmt.Sprintf("# Written by the gpuhost-rootfs builder; gpuhost-luks-enroll removes it once done.\nLUKS_UUID=%s\nLUKS_NAME=%s\nPROVISION_SLOT=0\nTPM2_PCRS=%s\n",
+		r.UUID, r.Name(), strings.Join(ps, "+"))
 }
 
 // enrollUnit runs the enrolment once, on the first boot, before anything
@@ -198,7 +169,6 @@ const enrollUnit = `# Written by the gpuhost-rootfs builder: replace the image's
 Description=Seal the root's LUKS2 key to this host's TPM2 and wipe the provisioning key
 Documentation=man:systemd-cryptenroll(1)
 ConditionPathExists=/etc/gpuhost/luks-enroll.conf
-RequiresMountsFor=/boot
 After=local-fs.target
 Before=gpuhost-selftest.service gpuhost-agentd.service multi-user.target
 
@@ -212,10 +182,9 @@ WantedBy=multi-user.target
 `
 
 // enrollScriptBody enrols the TPM2 and wipes the provisioning key slot in
-// one systemd-cryptenroll call (it wipes after it has enrolled), then
-// shreds the key file on /boot. The initramfs never held the key, so it
-// needs no remaking. A host with no TPM2 keeps its provisioning key and
-// says so: the unit fails, and the key stays until the host has one.
+// one systemd-cryptenroll call (it wipes after it has enrolled), unlocking
+// with the slot's empty passphrase. A host with no TPM2 keeps slot 0 and
+// says so: the unit fails, and the slot stays until the host has one.
 const enrollScriptBody = `#!/bin/sh
 # gpuhost-luks-enroll: first boot of an image whose root is LUKS2 (written by
 # the gpuhost-rootfs builder). Reads /etc/gpuhost/luks-enroll.conf.
@@ -225,23 +194,20 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 dev=/dev/disk/by-uuid/$LUKS_UUID
 say() { echo "gpuhost-luks-enroll: $*"; }
 if [ ! -e /dev/tpmrm0 ] && [ ! -e /dev/tpm0 ]; then
-	say "no TPM2 device on this host: the root keeps the image's provisioning key in slot $PROVISION_SLOT" >&2
+	say "no TPM2 device on this host: the root keeps the image's one-time key slot $PROVISION_SLOT" >&2
 	exit 1
 fi
-if [ -f "$PROVISION_KEY" ]; then
-	say "sealing a new key of $dev to the TPM2 (PCRs $TPM2_PCRS) and wiping key slot $PROVISION_SLOT"
-	systemd-cryptenroll --unlock-key-file="$PROVISION_KEY" --tpm2-device=auto --tpm2-pcrs="$TPM2_PCRS" \
-		--wipe-slot="$PROVISION_SLOT" "$dev"
-	shred -u "$PROVISION_KEY"
-	rmdir "$(dirname "$PROVISION_KEY")" 2>/dev/null || true
-fi
+empty=$(mktemp)
+trap 'rm -f "$empty"' EXIT
+say "sealing a new key of $dev to the TPM2 (PCRs $TPM2_PCRS) and wiping key slot $PROVISION_SLOT"
+systemd-cryptenroll --unlock-key-file="$empty" --tpm2-device=auto --tpm2-pcrs="$TPM2_PCRS" \
+	--wipe-slot="$PROVISION_SLOT" "$dev"
 rm -f /etc/gpuhost/luks-enroll.conf
 say "done: $(cryptsetup luksDump "$dev" | grep -c 'systemd-tpm2') TPM2 token(s)"
 `
 
-// stepLUKSInitramfs makes the root's identifiers and key, writes crypttab,
-// the dracut configuration and the provisioning key into the rootfs, and
-// makes the initramfs with dracut. It runs while the provisioners' mounts
+// stepLUKSInitramfs makes the root's identifiers, writes crypttab and the
+// dracut configuration into the rootfs, and makes the initramfs with dracut. It runs while the provisioners' mounts
 // are still up: dracut reads /proc, /sys and /dev of the chroot.
 type stepLUKSInitramfs struct{}
 
@@ -278,18 +244,6 @@ func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) m
 		return halt(state, err)
 	}
 	if err := writeRootFile(root, dracutConf, dracutConfFile, 0o644); err != nil {
-		return halt(state, err)
-	}
-	if err := writeRootFile(root, dracutModuleSetup, dracutModule, 0o755); err != nil {
-		return halt(state, err)
-	}
-	if err := writeRootFile(root, initrdCrypttabFile, r.initrdCrypttab(r.BootFSUUID), 0o644); err != nil {
-		return halt(state, err)
-	}
-	if err := root.MkdirAll(provisionKeyDir, 0o700); err != nil {
-		return halt(state, fmt.Errorf("writing the provisioning key: %w", err))
-	}
-	if err := writeRootFile(root, provisionKeyFile, string(r.provisionKey), 0o400); err != nil {
 		return halt(state, err)
 	}
 	releases := make([]string, len(kernels))
@@ -345,11 +299,11 @@ func installLUKSEnroll(root *os.Root, r *luksRoot, pcrs []int) error {
 
 // luksFormatArgs are cryptsetup's arguments for the root's header. The
 // argon2id cost is the lowest cryptsetup accepts, deliberately: the only
-// key slot the image carries holds a random 256-bit key, which no PBKDF
-// cost makes harder to guess, while a cost benchmarked on the build
-// machine would take a minute to open in a slow or small first boot (the
-// initramfs under TCG, a VM with little memory). The slot first boot
-// enrols for the TPM2 holds a random key too.
+// key slot the image carries holds the empty passphrase, which no PBKDF
+// cost protects, while a cost benchmarked on the build machine would take
+// a minute to open in a slow or small first boot (the initramfs under
+// emulation, a VM with little memory). The slot first boot enrols for the
+// TPM2 holds a random key.
 func luksFormatArgs(r *luksRoot, volumeKey, keyFile, file string) []string {
 	return []string{"luksFormat", "--batch-mode", "--type", "luks2",
 		"--cipher", luksCipher, "--key-size", strconv.Itoa(luksKeyBits), "--sector-size", strconv.Itoa(luksSectorSize),
@@ -423,7 +377,8 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 	vkFile, keyFile := filepath.Join(dir, "luks-volume.key.tmp"), filepath.Join(dir, "luks-provision.key.tmp")
 	defer os.Remove(vkFile)
 	defer os.Remove(keyFile)
-	for f, b := range map[string][]byte{vkFile: vk, keyFile: r.provisionKey} {
+	// The empty passphrase: an empty key file.
+	for f, b := range map[string][]byte{vkFile: vk, keyFile: nil} {
 		if err := os.WriteFile(f, b, 0o600); err != nil {
 			return nil, luksSegment{}, err
 		}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/xts"
 	"golang.org/x/sys/unix"
 
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -27,8 +28,8 @@ import (
 // TestLUKSRootOpensWithCryptsetup writes an encrypted root partition the way
 // a disk build does and reads it back with tools other than the writer:
 // cryptsetup reads the header (cipher, key size, sector size, argon2id,
-// the provisioning key in slot 0) and gives the volume key the provisioning
-// key unlocks; OpenSSL's AES-256-XTS (through python3-cryptography) decrypts the ext4
+// the one-time slot 0) and gives the volume key slot 0's empty passphrase
+// unlocks; OpenSSL's AES-256-XTS (through python3-cryptography) decrypts the ext4
 // superblock's sector
 // with that key and the sector's plain64 IV; and the whole file system,
 // decrypted with that key, passes e2fsck and holds the tree's files. This
@@ -69,7 +70,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 		}
 	}
 	key := filepath.Join(dir, "key")
-	must(t, os.WriteFile(key, r.provisionKey, 0o600))
+	must(t, os.WriteFile(key, nil, 0o600))
 	testutil.Run(t, time.Minute, cs, "open", "--test-passphrase", "--key-file", key, "--key-slot", "0", part)
 	wrong := filepath.Join(dir, "wrong")
 	must(t, os.WriteFile(wrong, []byte(strings.Repeat("0", 64)), 0o600))
@@ -201,4 +202,62 @@ func TestEncryptionConfig(t *testing.T) {
 // packerUI is a UI whose output the test drops.
 func packerUI() packersdk.Ui {
 	return &packersdk.BasicUi{Reader: new(bytes.Buffer), Writer: io.Discard, ErrorWriter: io.Discard, PB: &packersdk.NoopProgressTracker{}}
+}
+
+// TestBootAsideComesBack: while the encrypted root is written, the rootfs's
+// /boot is moved aside for an empty mount point; it comes back whether the
+// write fails or the build stops in the middle of it (Cleanup).
+func TestBootAsideComesBack(t *testing.T) {
+	work := t.TempDir()
+	rootfs := filepath.Join(work, "rootfs")
+	must(t, os.MkdirAll(filepath.Join(rootfs, "boot/grub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(rootfs, "boot/vmlinuz-6.1"), []byte("kernel"), 0o644))
+	c := &Config{WorkDir: work}
+	s := &stepDisk{}
+	err := s.withoutBoot(c, rootfs, func() error {
+		if entries, _ := os.ReadDir(filepath.Join(rootfs, "boot")); len(entries) != 0 {
+			t.Errorf("/boot is not empty while the root is written: %v", entries)
+		}
+		return fmt.Errorf("mkfs failed")
+	})
+	if err == nil || err.Error() != "mkfs failed" {
+		t.Errorf("error %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(rootfs, "boot/vmlinuz-6.1")); err != nil || string(b) != "kernel" {
+		t.Errorf("/boot did not come back: %q %v", b, err)
+	}
+
+	// The build stops while /boot is aside: Cleanup puts it back.
+	entered, stop, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.withoutBoot(c, rootfs, func() error { close(entered); <-stop; return nil })
+	}()
+	<-entered
+	state := new(multistep.BasicStateBag)
+	state.Put(stateUI, packerUI())
+	state.Put(multistep.StateCancelled, true)
+	s.Cleanup(state)
+	close(stop)
+	<-done
+	if b, err := os.ReadFile(filepath.Join(rootfs, "boot/vmlinuz-6.1")); err != nil || string(b) != "kernel" {
+		t.Errorf("/boot did not come back after Cleanup: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "boot.aside.tmp")); err == nil {
+		t.Error("boot.aside.tmp is left in the work directory")
+	}
+}
+
+func TestCrypttabOfTheImageIsNotOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	must(t, checkNoCrypttab(root))
+	must(t, writeRootFile(root, "etc/crypttab", "# <target name> <source device> <key file> <options>\n", 0o644))
+	must(t, checkNoCrypttab(root))
+	must(t, writeRootFile(root, "etc/crypttab", "data UUID=1 none luks\n", 0o644))
+	if err := checkNoCrypttab(root); err == nil || !strings.Contains(err.Error(), `already opens "data"`) {
+		t.Errorf("an image's own crypttab entry: %v", err)
+	}
 }
