@@ -545,7 +545,11 @@ func writeFstab(root *os.Root, l *diskLayout) error {
 		// / is the ext4 inside the LUKS2 volume, which /etc/crypttab opens as
 		// /dev/mapper/luks-UUID; by its UUID it is found once opened.
 		body = strings.Replace(body, fmt.Sprintf("UUID=%s / ", l.RootFSUUID), fmt.Sprintf("/dev/mapper/%s / ", l.LUKS.Name()), 1)
-		body += fmt.Sprintf("UUID=%s /boot ext4 defaults 0 2\n", l.BootFSUUID)
+		// nofail: / is already up (the initramfs mounted it), and nothing
+		// but a kernel update needs /boot; a boot whose udev is slow (a
+		// starved VM: device jobs time out after 90 s by default) must not
+		// end in emergency mode for it, nor the ESP below it.
+		body += fmt.Sprintf("UUID=%s /boot ext4 defaults,nofail,x-systemd.device-timeout=10min 0 2\n", l.BootFSUUID)
 	}
 	body += fmt.Sprintf("UUID=%s /boot/efi vfat umask=0077,nofail 0 2\n", l.espFstabID())
 	return writeRootFile(root, "etc/fstab", body, 0o644)

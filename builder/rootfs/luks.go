@@ -125,7 +125,7 @@ func (r *luksRoot) crypttab() string {
 	return "# Written by the gpuhost-rootfs builder: the root is LUKS2, unlocked by the TPM2\n" +
 		"# once first boot has enrolled it (gpuhost-luks-enroll.service), and until then\n" +
 		"# by the empty passphrase of the one-time key slot 0, which that wipes.\n" +
-		fmt.Sprintf("%s UUID=%s none luks,discard,x-initrd.attach,tpm2-device=auto,try-empty-password=yes\n", r.Name(), r.UUID)
+		fmt.Sprintf("%s UUID=%s none luks,discard,x-initrd.attach,x-systemd.device-timeout=10min,tpm2-device=auto,try-empty-password=yes\n", r.Name(), r.UUID)
 }
 
 // dracutConfFile is the image's dracut configuration: the systemd, crypt
