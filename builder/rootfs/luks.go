@@ -199,6 +199,16 @@ if [ ! -e /dev/tpmrm0 ] && [ ! -e /dev/tpm0 ]; then
 fi
 empty=$(mktemp)
 trap 'rm -f "$empty"' EXIT
+# gpuhost-growroot.service grew the partition, but systemd-growfs cannot
+# resize the open LUKS2 mapping without a key (crypt_resize: EPERM), so
+# the file system stayed the image's size: resize the mapping with the
+# one-time slot while it is there, then the file system. Neither failing
+# stops the enrolment.
+if cryptsetup resize --key-file "$empty" "$LUKS_NAME"; then
+	/usr/lib/systemd/systemd-growfs / || say "growing / failed" >&2
+else
+	say "resizing $LUKS_NAME to its grown partition failed" >&2
+fi
 say "sealing a new key of $dev to the TPM2 (PCRs $TPM2_PCRS) and wiping key slot $PROVISION_SLOT"
 systemd-cryptenroll --unlock-key-file="$empty" --tpm2-device=auto --tpm2-pcrs="$TPM2_PCRS" \
 	--wipe-slot="$PROVISION_SLOT" "$dev"
