@@ -59,6 +59,10 @@ func plan(c *Config) []namedStep {
 	if c.OutputFormat == "disk" {
 		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
 	}
+	if c.OutputFormat == "disk" && c.Encryption.LUKS2 {
+		// Before the provisioners, whose manifest records crypttab.
+		steps = append(steps, namedStep{"luks-crypttab", &stepLUKSCrypttab{}})
+	}
 	steps = append(steps, []namedStep{
 		{"policy-rc.d", policy},
 		{"mount", mount},

@@ -429,8 +429,9 @@ func TestDiskStepsWriteADiskTheScannerReads(t *testing.T) {
 	}
 }
 
-// TestDiskPlan: the GRUB defaults are written before the provisioners, which
-// add to them and record them in the manifest; the boot configuration and
+// TestDiskPlan: the GRUB defaults (and an encrypted root's crypttab) are
+// written before the provisioners, which add to them and record them in the
+// manifest; the boot configuration and
 // the disk come after everything is unmounted.
 func TestDiskPlan(t *testing.T) {
 	var names []string
@@ -440,6 +441,16 @@ func TestDiskPlan(t *testing.T) {
 	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "policy-rc.d", "mount", "provision", "unmount", "first-boot", "boot-config", "disk", "bootloader", "disk-output"}
 	if !slices.Equal(names, want) {
 		t.Errorf("disk steps %v, want %v", names, want)
+	}
+	// An encrypted root's crypttab is written before the provisioners,
+	// whose manifest records it, and its initramfs made after them.
+	names = nil
+	for _, s := range plan(&Config{OutputFormat: "disk", Encryption: EncryptionConfig{LUKS2: true}}) {
+		names = append(names, s.name)
+	}
+	want = []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "luks-crypttab", "policy-rc.d", "mount", "provision", "luks-initramfs", "unmount", "first-boot", "boot-config", "disk", "bootloader", "disk-output"}
+	if !slices.Equal(names, want) {
+		t.Errorf("encrypted disk steps %v, want %v", names, want)
 	}
 	names = nil
 	for _, s := range plan(&Config{OutputFormat: "qcow2"}) {

@@ -202,8 +202,10 @@ trap 'rm -f "$empty"' EXIT
 # gpuhost-growroot.service grew the partition, but systemd-growfs cannot
 # resize the open LUKS2 mapping without a key (crypt_resize: EPERM), so
 # the file system stayed the image's size: resize the mapping with the
-# one-time slot while it is there, then the file system. Neither failing
-# stops the enrolment.
+# one-time slot while it is there, then the file system. systemd-growfs
+# still logs its own crypt_resize's EPERM, then grows / into the mapping,
+# which is already the partition's size. Neither failing stops the
+# enrolment.
 if cryptsetup resize --key-file "$empty" "$LUKS_NAME"; then
 	/usr/lib/systemd/systemd-growfs / || say "growing / failed" >&2
 else
@@ -216,32 +218,20 @@ rm -f /etc/gpuhost/luks-enroll.conf
 say "done: $(cryptsetup luksDump "$dev" | grep -c 'systemd-tpm2') TPM2 token(s)"
 `
 
-// stepLUKSInitramfs makes the root's identifiers, writes crypttab and the
-// dracut configuration into the rootfs, and makes the initramfs with dracut. It runs while the provisioners' mounts
-// are still up: dracut reads /proc, /sys and /dev of the chroot.
-type stepLUKSInitramfs struct{}
+// stepLUKSCrypttab makes the root's identifiers and writes crypttab and
+// the dracut configuration into the rootfs. It runs before the
+// provisioners, as the GRUB defaults do, so that the manifest gpuhost-gpu
+// writes records the crypttab the image ships (its config digests include
+// /etc/crypttab): written after them, the booted host's drift found
+// /etc/crypttab new since the baseline (GH-DRIFT-008).
+type stepLUKSCrypttab struct{}
 
-func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	c := state.Get(stateConfig).(*Config)
-	ui := state.Get(stateUI).(packersdk.Ui)
-	rootfs := state.Get(stateRootfs).(string)
-	ns := state.Get(stateMountNS).(*mountNS)
-	r, err := newLUKSRoot()
-	if err != nil {
-		return halt(state, err)
-	}
-	root, err := os.OpenRoot(rootfs)
+func (s *stepLUKSCrypttab) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	root, err := os.OpenRoot(state.Get(stateRootfs).(string))
 	if err != nil {
 		return halt(state, err)
 	}
 	defer root.Close()
-	kernels, err := imageKernels(root)
-	if err != nil {
-		return halt(state, fmt.Errorf("finding the image's kernel: %w", err))
-	}
-	if len(kernels) == 0 {
-		return halt(state, fmt.Errorf("encryption: /boot of the rootfs has no vmlinuz-RELEASE with its initrd.img-RELEASE; kernel_package %q installed none", c.KernelPackage))
-	}
 	for _, tool := range []string{"usr/bin/dracut", "usr/sbin/cryptsetup", "usr/bin/systemd-cryptenroll", "usr/bin/tpm2"} {
 		if _, err := root.Lstat(tool); err != nil {
 			return halt(state, fmt.Errorf("encryption.luks2: the image has no /%s; it needs cryptsetup-bin, dracut, tpm2-tools and systemd 250 or later", tool))
@@ -250,11 +240,62 @@ func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) m
 	if err := checkNoCrypttab(root); err != nil {
 		return halt(state, err)
 	}
+	r, err := newLUKSRoot()
+	if err != nil {
+		return halt(state, err)
+	}
 	if err := writeRootFile(root, "etc/crypttab", r.crypttab(), 0o644); err != nil {
 		return halt(state, err)
 	}
 	if err := writeRootFile(root, dracutConf, dracutConfFile, 0o644); err != nil {
 		return halt(state, err)
+	}
+	state.Put(stateLUKS, r)
+	return multistep.ActionContinue
+}
+
+func (s *stepLUKSCrypttab) Cleanup(multistep.StateBag) {}
+
+// checkCrypttabKept refuses a rootfs whose crypttab a provisioner changed
+// after the builder wrote it: the disk is made to open what the builder
+// wrote, and the manifest recorded what the provisioner saw.
+func checkCrypttabKept(root *os.Root, r *luksRoot) error {
+	b, err := root.ReadFile("etc/crypttab")
+	if err != nil {
+		return fmt.Errorf("encryption.luks2: reading /etc/crypttab the builder wrote: %w", err)
+	}
+	if string(b) != r.crypttab() {
+		return fmt.Errorf("encryption.luks2: a provisioner changed /etc/crypttab, which the builder writes to open the root %s; leave it as written", r.Name())
+	}
+	return nil
+}
+
+// stepLUKSInitramfs makes the initramfs of each of the image's kernels
+// with dracut, from the crypttab stepLUKSCrypttab wrote. It runs after
+// the provisioners (whatever they install is in it) while their mounts are
+// still up: dracut reads /proc, /sys and /dev of the chroot.
+type stepLUKSInitramfs struct{}
+
+func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	c := state.Get(stateConfig).(*Config)
+	ui := state.Get(stateUI).(packersdk.Ui)
+	rootfs := state.Get(stateRootfs).(string)
+	ns := state.Get(stateMountNS).(*mountNS)
+	r := state.Get(stateLUKS).(*luksRoot)
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return halt(state, err)
+	}
+	defer root.Close()
+	if err := checkCrypttabKept(root, r); err != nil {
+		return halt(state, err)
+	}
+	kernels, err := imageKernels(root)
+	if err != nil {
+		return halt(state, fmt.Errorf("finding the image's kernel: %w", err))
+	}
+	if len(kernels) == 0 {
+		return halt(state, fmt.Errorf("encryption: /boot of the rootfs has no vmlinuz-RELEASE with its initrd.img-RELEASE; kernel_package %q installed none", c.KernelPackage))
 	}
 	releases := make([]string, len(kernels))
 	for i, k := range kernels {
@@ -270,7 +311,6 @@ func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) m
 	if err := runStreaming(cmd, ui); err != nil {
 		return halt(state, fmt.Errorf("encryption: dracut in the rootfs: %w", err))
 	}
-	state.Put(stateLUKS, r)
 	return multistep.ActionContinue
 }
 

@@ -261,3 +261,32 @@ func TestCrypttabOfTheImageIsNotOverwritten(t *testing.T) {
 		t.Errorf("an image's own crypttab entry: %v", err)
 	}
 }
+
+// The crypttab written before the provisioners must reach the initramfs
+// step as written: the disk opens that root, and the manifest recorded it.
+func TestCrypttabChangedByAProvisionerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tool := range []string{"usr/bin/dracut", "usr/sbin/cryptsetup", "usr/bin/systemd-cryptenroll", "usr/bin/tpm2"} {
+		must(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(tool)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, tool), nil, 0o755))
+	}
+	state := testState(dir)
+	if (&stepLUKSCrypttab{}).Run(context.Background(), state) != multistep.ActionContinue {
+		t.Fatal(state.Get("error"))
+	}
+	r := state.Get(stateLUKS).(*luksRoot)
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	if b, _ := root.ReadFile("etc/crypttab"); !strings.Contains(string(b), r.Name()+" UUID="+r.UUID+" ") {
+		t.Fatalf("crypttab does not open %s:\n%s", r.Name(), b)
+	}
+	if b, _ := root.ReadFile(dracutConf); string(b) != dracutConfFile {
+		t.Errorf("dracut configuration %q", b)
+	}
+	must(t, checkCrypttabKept(root, r))
+	must(t, writeRootFile(root, "etc/crypttab", r.crypttab()+"swap /dev/vdb /dev/urandom swap\n", 0o644))
+	if err := checkCrypttabKept(root, r); err == nil || !strings.Contains(err.Error(), "a provisioner changed /etc/crypttab") {
+		t.Errorf("a crypttab changed after the builder wrote it: %v", err)
+	}
+}
