@@ -139,9 +139,13 @@ test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign
 # build, Ctrl-C and SIGKILL mid-build) prove no mount leaks, and the gate
 # publishes to a real docker-registry process, where cosign and gpuhost
 # verify check its signature and provenance.
+# The boots' consoles, reports and timings are kept in $(E2E_ARTIFACTS),
+# which make bench reads the boot figures from.
+E2E_ARTIFACTS := $(OUT)/e2e
 .PHONY: e2e
 e2e: check-go build-deps build packer plugin cosign
-	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) \
+	rm -rf $(E2E_ARTIFACTS)
+	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) GPUHOST_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
 	  $(GO) test -p 1 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
@@ -233,7 +237,7 @@ npm-deps:
 bench: check-go deps bench-deps build build-deps packer plugin trivy-db
 	$(GO) test -run='^$$' -bench=. -benchmem ./scan/ ./agent/ ./engine/ ./checks/... ./reports/
 	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/
-	$(GO) run ./tools/bench -gpuhost $(GPUHOST) -agent $(AGENT)
+	$(GO) run ./tools/bench -gpuhost $(GPUHOST) -agent $(AGENT) -boot $(E2E_ARTIFACTS)
 	$(GO) run ./tools/buildbench -packer $(PACKER) -plugin $(PLUGIN) -var trivy_db=$(TRIVY_DB)
 
 .PHONY: fuzz

@@ -180,7 +180,24 @@ func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmwar
 		}
 	}
 	t.Logf("%s: %s, %s: power on to the live verdict on disk %s; %s", name, fw, run.accel, run.verdict.Round(time.Second), selftestTimes(vm))
+	recordTimings(t, dir, run, fw, "power on to the selftest's reports on its disk", vm.Tail(100000))
 	return run
+}
+
+// recordTimings writes the boot's figures beside its console, where the
+// artifacts keep them for `make bench`, and logs the guest's side of them.
+func recordTimings(t *testing.T, dir string, run *bootRun, fw qemu.Firmware, measured, console string) {
+	t.Helper()
+	b := qemu.BootTimings{Boot: run.name, Firmware: string(fw), Accelerator: run.accel, Measured: measured, PowerOnSeconds: qemu.Seconds(run.verdict)}
+	b.Selftest(run.reports, console)
+	if err := b.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	unlock := "the guest's journal showed no crypt unit start and finish"
+	if b.UnlockSeconds > 0 {
+		unlock = fmt.Sprintf("the root's crypt unit started %.1f s after the kernel and took %.1f s", b.UnlockStartSeconds, b.UnlockSeconds)
+	}
+	t.Logf("%s: on the guest's clock: %s; multi-user.target at %.1f s; reports gathered at %.1f s", run.name, unlock, b.MultiUserSeconds, b.ReportsSeconds)
 }
 
 // selftestTimes picks the selftest's own timings off the console.
@@ -712,5 +729,6 @@ func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay, tpm string, fw 
 		}
 	}
 	t.Logf("%s: %s, %s: power on to power off through gpuhost boot %s", name, fw, run.accel, run.verdict.Round(time.Second))
+	recordTimings(t, dir, run, fw, "power on to power off through gpuhost boot", stdout.String())
 	return run
 }

@@ -29,7 +29,8 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files) or "soak-images" (1,000 damaged disk images)`)
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files), "soak-images" (1,000 damaged disk images) or "boot" (the last boot test's figures, from -boot)`)
+	bootDir := flag.String("boot", "", "a directory holding the boot test's recorded figures (make e2e keeps them in out/e2e): each boot's time from power on to its live verdict, reported beside the target, not measured again")
 	soak := flag.Int("soak", 1000, "mutated files in the YAML soak")
 	soakList := flag.String(soakWorkerFlag, "", "internal: scan the images listed in this file, as the image soak's worker")
 	writeFleet := flag.String("write-fleet", "", "write the realistic fleet of -docs sample-image hosts (NDJSON) to this file, and the params to scan them with to FILE.params.yaml, and exit, for profiling with gpuhost --cpuprofile")
@@ -48,9 +49,18 @@ func main() {
 		}
 		return
 	}
-	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml", "soak-images"}, *only) {
-		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent, soak-yaml or soak-images, not %q\n", *only)
+	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml", "soak-images", "boot"}, *only) {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent, soak-yaml, soak-images or boot, not %q\n", *only)
 		os.Exit(2)
+	}
+	if *only == "" || *only == "boot" {
+		if err := reportBoots(os.Stdout, *bootDir, *only == "boot"); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		if *only != "" {
+			return
+		}
 	}
 	if *only == "" || *only == "soak-yaml" {
 		if err := soakYAML(*gpuhost, *sample, *soak); err != nil {
