@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -118,7 +119,9 @@ func cryptUnlock(journal string) (start, took float64) {
 		case !started && strings.HasPrefix(m[2], "systemd[") && strings.HasPrefix(m[3], "Starting systemd-cryptsetup@"):
 			start, started = at, true
 		case started && strings.HasPrefix(m[2], "systemd[") && strings.HasPrefix(m[3], "Finished systemd-cryptsetup@"):
-			return start, at - start
+			// Microseconds, as the journal gives them, without the float
+			// subtraction's tail.
+			return start, math.Round((at-start)*1e6) / 1e6
 		}
 	}
 	return 0, 0

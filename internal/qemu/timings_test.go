@@ -30,7 +30,7 @@ func TestBootTimingsFromSelftest(t *testing.T) {
 	if b.MultiUserSeconds != 334.612345 || b.ReportsSeconds != 459.97 || b.ScanSeconds != 42 || b.DriftSeconds != 24 {
 		t.Errorf("figures %+v", b)
 	}
-	if b.UnlockStartSeconds != 4.512345 || b.UnlockSeconds < 5.49999 || b.UnlockSeconds > 5.50001 {
+	if b.UnlockStartSeconds != 4.512345 || b.UnlockSeconds != 5.5 {
 		t.Errorf("unlock at %v taking %v; want 4.512345 and 5.5", b.UnlockStartSeconds, b.UnlockSeconds)
 	}
 	// A selftest that wrote none of it leaves the guest's figures at zero.
