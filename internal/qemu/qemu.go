@@ -560,6 +560,7 @@ func (v *VM) watch(ctx context.Context, timeout time.Duration, substr, what stri
 		}
 		for _, f := range bootFailures {
 			if strings.Contains(log, f) {
+				v.settle()
 				v.Stop()
 				return v.failure(fmt.Sprintf("the boot failed (%q on the console) before %s", f, what))
 			}
@@ -580,6 +581,31 @@ func (v *VM) watch(ctx context.Context, timeout time.Duration, substr, what stri
 			v.Stop()
 			return v.failure(fmt.Sprintf("cancelled while waiting for %s: %v", what, ctx.Err()))
 		case <-tick.C:
+		}
+	}
+}
+
+// settle gives a failing guest's console a moment to finish what it is
+// printing (firmware writes its verdict over several lines), so that the
+// tail a failure quotes holds whole lines: it returns once the console has
+// been quiet for a short while, QEMU exited, or a bound passed.
+func (v *VM) settle() {
+	const quiet, bound = 300 * time.Millisecond, 2 * time.Second
+	end := time.NewTimer(bound)
+	defer end.Stop()
+	last := len(v.readSerial())
+	for {
+		select {
+		case <-v.done:
+			return
+		case <-end.C:
+			return
+		case <-time.After(quiet):
+			n := len(v.readSerial())
+			if n == last {
+				return
+			}
+			last = n
 		}
 	}
 }
