@@ -29,7 +29,8 @@ export GOEXPERIMENT := jsonv2
 # checks are compared with peers on real daemons: nginx, openssh-server,
 # openssl and nftables serve, testssl.sh, sslscan and ssh-audit judge.
 # The gpuhost-scan provisioner's tests log in to that sshd and run the
-# default `sudo -n CLI facts host` there, so sudo is needed too.
+# default `sudo -n CLI facts host` there, so sudo is needed too; its visudo
+# also checks the provisioner's hardening edits of sudoers.
 # iptables loads a ufw-style ruleset through iptables-nft in the firewall
 # tests' network namespaces; python3 listens there.
 # The outputs are checked with the tools their users run: promtool (from

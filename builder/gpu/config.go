@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -214,8 +214,15 @@ type Config struct {
 	// Packages to hold besides the pins.
 	Hold Hold `mapstructure:"hold"`
 	// Mask unattended-upgrades and the apt-daily timers, so that nothing
-	// changes the image's packages behind the manifest.
-	DisableUnattendedUpgrades bool `mapstructure:"disable_unattended_upgrades"`
+	// changes the image's packages behind the manifest (GH-PIN-004).
+	// Defaults to true with hardening, since the plan always pins the
+	// driver, and to false without.
+	DisableUnattendedUpgrades config.Trilean `mapstructure:"disable_unattended_upgrades"`
+	// Harden the host: the OpenSSL system default, sshd, the firewall,
+	// auditd, sudo and the role groups, journald. The block with no
+	// settings applies the defaults the default policy pack passes; without
+	// it the plan hardens nothing.
+	Hardening *Hardening `mapstructure:"hardening"`
 	// NGC base images to pre-seed, each pinned by digest. They are pulled
 	// on the build host (verified: the manifest must hash to the pin and
 	// every blob to its digest), uploaded into the image as one OCI image
@@ -317,6 +324,15 @@ func (c *Config) defaults() {
 		} else {
 			c.Containerd.DefaultRuntime = "runc"
 		}
+	}
+	if c.DisableUnattendedUpgrades == config.TriUnset {
+		c.DisableUnattendedUpgrades = config.TriFalse
+		if c.Hardening != nil {
+			c.DisableUnattendedUpgrades = config.TriTrue
+		}
+	}
+	if c.Hardening != nil {
+		c.Hardening.defaults()
 	}
 	if c.ExecuteCommand == "" {
 		c.ExecuteCommand = "sh '{{.Path}}'"
@@ -499,6 +515,9 @@ func (c *Config) validate() []string {
 	}
 
 	errs = append(errs, c.MemoryLimits.validate()...)
+	if c.Hardening != nil {
+		errs = append(errs, c.Hardening.validate()...)
+	}
 
 	switch c.Containerd.DefaultRuntime {
 	case "runc":

@@ -51,6 +51,7 @@ type FlatConfig struct {
 	Containerd                *FlatContainerd       `mapstructure:"containerd" cty:"containerd" hcl:"containerd"`
 	Hold                      *FlatHold             `mapstructure:"hold" cty:"hold" hcl:"hold"`
 	DisableUnattendedUpgrades *bool                 `mapstructure:"disable_unattended_upgrades" cty:"disable_unattended_upgrades" hcl:"disable_unattended_upgrades"`
+	Hardening                 *FlatHardening        `mapstructure:"hardening" cty:"hardening" hcl:"hardening"`
 	NGCImages                 []FlatNGCImage        `mapstructure:"ngc_images" cty:"ngc_images" hcl:"ngc_images"`
 	NGCRegistry               *string               `mapstructure:"ngc_registry" cty:"ngc_registry" hcl:"ngc_registry"`
 	NGCAllowedRegistries      []string              `mapstructure:"ngc_allowed_registries" cty:"ngc_allowed_registries" hcl:"ngc_allowed_registries"`
@@ -94,6 +95,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"containerd":                  &hcldec.BlockSpec{TypeName: "containerd", Nested: hcldec.ObjectSpec((*FlatContainerd)(nil).HCL2Spec())},
 		"hold":                        &hcldec.BlockSpec{TypeName: "hold", Nested: hcldec.ObjectSpec((*FlatHold)(nil).HCL2Spec())},
 		"disable_unattended_upgrades": &hcldec.AttrSpec{Name: "disable_unattended_upgrades", Type: cty.Bool, Required: false},
+		"hardening":                   &hcldec.BlockSpec{TypeName: "hardening", Nested: hcldec.ObjectSpec((*FlatHardening)(nil).HCL2Spec())},
 		"ngc_images":                  &hcldec.BlockListSpec{TypeName: "ngc_images", Nested: hcldec.ObjectSpec((*FlatNGCImage)(nil).HCL2Spec())},
 		"ngc_registry":                &hcldec.AttrSpec{Name: "ngc_registry", Type: cty.String, Required: false},
 		"ngc_allowed_registries":      &hcldec.AttrSpec{Name: "ngc_allowed_registries", Type: cty.List(cty.String), Required: false},
@@ -215,6 +217,274 @@ func (*FlatDriver) HCL2Spec() map[string]hcldec.Spec {
 		"source":               &hcldec.AttrSpec{Name: "source", Type: cty.String, Required: false},
 		"branch":               &hcldec.AttrSpec{Name: "branch", Type: cty.String, Required: false},
 		"persistenced_version": &hcldec.AttrSpec{Name: "persistenced_version", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatHardening is an auto-generated flat version of Hardening.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardening struct {
+	Hostname *string                `mapstructure:"hostname" cty:"hostname" hcl:"hostname"`
+	Roles    *FlatHardeningRoles    `mapstructure:"roles" cty:"roles" hcl:"roles"`
+	TLS      *FlatHardeningTLS      `mapstructure:"tls" cty:"tls" hcl:"tls"`
+	SSH      *FlatHardeningSSH      `mapstructure:"ssh" cty:"ssh" hcl:"ssh"`
+	Firewall *FlatHardeningFirewall `mapstructure:"firewall" cty:"firewall" hcl:"firewall"`
+	Audit    *FlatHardeningAudit    `mapstructure:"audit" cty:"audit" hcl:"audit"`
+	Sudo     *FlatHardeningSudo     `mapstructure:"sudo" cty:"sudo" hcl:"sudo"`
+	Journald *FlatHardeningJournald `mapstructure:"journald" cty:"journald" hcl:"journald"`
+}
+
+// FlatMapstructure returns a new FlatHardening.
+// FlatHardening is an auto-generated flat version of Hardening.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*Hardening) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardening)
+}
+
+// HCL2Spec returns the hcl spec of a Hardening.
+// This spec is used by HCL to read the fields of Hardening.
+// The decoded values from this spec will then be applied to a FlatHardening.
+func (*FlatHardening) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"hostname": &hcldec.AttrSpec{Name: "hostname", Type: cty.String, Required: false},
+		"roles":    &hcldec.BlockSpec{TypeName: "roles", Nested: hcldec.ObjectSpec((*FlatHardeningRoles)(nil).HCL2Spec())},
+		"tls":      &hcldec.BlockSpec{TypeName: "tls", Nested: hcldec.ObjectSpec((*FlatHardeningTLS)(nil).HCL2Spec())},
+		"ssh":      &hcldec.BlockSpec{TypeName: "ssh", Nested: hcldec.ObjectSpec((*FlatHardeningSSH)(nil).HCL2Spec())},
+		"firewall": &hcldec.BlockSpec{TypeName: "firewall", Nested: hcldec.ObjectSpec((*FlatHardeningFirewall)(nil).HCL2Spec())},
+		"audit":    &hcldec.BlockSpec{TypeName: "audit", Nested: hcldec.ObjectSpec((*FlatHardeningAudit)(nil).HCL2Spec())},
+		"sudo":     &hcldec.BlockSpec{TypeName: "sudo", Nested: hcldec.ObjectSpec((*FlatHardeningSudo)(nil).HCL2Spec())},
+		"journald": &hcldec.BlockSpec{TypeName: "journald", Nested: hcldec.ObjectSpec((*FlatHardeningJournald)(nil).HCL2Spec())},
+	}
+	return s
+}
+
+// FlatHardeningAudit is an auto-generated flat version of HardeningAudit.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningAudit struct {
+	Skip                 *bool    `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	RecordCommands       *bool    `mapstructure:"record_commands" cty:"record_commands" hcl:"record_commands"`
+	WatchPaths           []string `mapstructure:"watch_paths" cty:"watch_paths" hcl:"watch_paths"`
+	ExecPaths            []string `mapstructure:"exec_paths" cty:"exec_paths" hcl:"exec_paths"`
+	MaxLogFileAction     *string  `mapstructure:"max_log_file_action" cty:"max_log_file_action" hcl:"max_log_file_action"`
+	SpaceLeftAction      *string  `mapstructure:"space_left_action" cty:"space_left_action" hcl:"space_left_action"`
+	AdminSpaceLeftAction *string  `mapstructure:"admin_space_left_action" cty:"admin_space_left_action" hcl:"admin_space_left_action"`
+	DiskFullAction       *string  `mapstructure:"disk_full_action" cty:"disk_full_action" hcl:"disk_full_action"`
+	DiskErrorAction      *string  `mapstructure:"disk_error_action" cty:"disk_error_action" hcl:"disk_error_action"`
+}
+
+// FlatMapstructure returns a new FlatHardeningAudit.
+// FlatHardeningAudit is an auto-generated flat version of HardeningAudit.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningAudit) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningAudit)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningAudit.
+// This spec is used by HCL to read the fields of HardeningAudit.
+// The decoded values from this spec will then be applied to a FlatHardeningAudit.
+func (*FlatHardeningAudit) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":                    &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"record_commands":         &hcldec.AttrSpec{Name: "record_commands", Type: cty.Bool, Required: false},
+		"watch_paths":             &hcldec.AttrSpec{Name: "watch_paths", Type: cty.List(cty.String), Required: false},
+		"exec_paths":              &hcldec.AttrSpec{Name: "exec_paths", Type: cty.List(cty.String), Required: false},
+		"max_log_file_action":     &hcldec.AttrSpec{Name: "max_log_file_action", Type: cty.String, Required: false},
+		"space_left_action":       &hcldec.AttrSpec{Name: "space_left_action", Type: cty.String, Required: false},
+		"admin_space_left_action": &hcldec.AttrSpec{Name: "admin_space_left_action", Type: cty.String, Required: false},
+		"disk_full_action":        &hcldec.AttrSpec{Name: "disk_full_action", Type: cty.String, Required: false},
+		"disk_error_action":       &hcldec.AttrSpec{Name: "disk_error_action", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatHardeningFirewall is an auto-generated flat version of HardeningFirewall.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningFirewall struct {
+	Skip            *bool `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	AllowedTCPPorts []int `mapstructure:"allowed_tcp_ports" cty:"allowed_tcp_ports" hcl:"allowed_tcp_ports"`
+	AllowedUDPPorts []int `mapstructure:"allowed_udp_ports" cty:"allowed_udp_ports" hcl:"allowed_udp_ports"`
+	AllowICMP       *bool `mapstructure:"allow_icmp" cty:"allow_icmp" hcl:"allow_icmp"`
+}
+
+// FlatMapstructure returns a new FlatHardeningFirewall.
+// FlatHardeningFirewall is an auto-generated flat version of HardeningFirewall.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningFirewall) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningFirewall)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningFirewall.
+// This spec is used by HCL to read the fields of HardeningFirewall.
+// The decoded values from this spec will then be applied to a FlatHardeningFirewall.
+func (*FlatHardeningFirewall) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":              &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"allowed_tcp_ports": &hcldec.AttrSpec{Name: "allowed_tcp_ports", Type: cty.List(cty.Number), Required: false},
+		"allowed_udp_ports": &hcldec.AttrSpec{Name: "allowed_udp_ports", Type: cty.List(cty.Number), Required: false},
+		"allow_icmp":        &hcldec.AttrSpec{Name: "allow_icmp", Type: cty.Bool, Required: false},
+	}
+	return s
+}
+
+// FlatHardeningJournald is an auto-generated flat version of HardeningJournald.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningJournald struct {
+	Skip         *bool   `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	Storage      *string `mapstructure:"storage" cty:"storage" hcl:"storage"`
+	SystemMaxUse *string `mapstructure:"system_max_use" cty:"system_max_use" hcl:"system_max_use"`
+}
+
+// FlatMapstructure returns a new FlatHardeningJournald.
+// FlatHardeningJournald is an auto-generated flat version of HardeningJournald.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningJournald) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningJournald)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningJournald.
+// This spec is used by HCL to read the fields of HardeningJournald.
+// The decoded values from this spec will then be applied to a FlatHardeningJournald.
+func (*FlatHardeningJournald) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":           &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"storage":        &hcldec.AttrSpec{Name: "storage", Type: cty.String, Required: false},
+		"system_max_use": &hcldec.AttrSpec{Name: "system_max_use", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatHardeningRoles is an auto-generated flat version of HardeningRoles.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningRoles struct {
+	Admin     []string `mapstructure:"admin" cty:"admin" hcl:"admin"`
+	Developer []string `mapstructure:"developer" cty:"developer" hcl:"developer"`
+	Auditor   []string `mapstructure:"auditor" cty:"auditor" hcl:"auditor"`
+}
+
+// FlatMapstructure returns a new FlatHardeningRoles.
+// FlatHardeningRoles is an auto-generated flat version of HardeningRoles.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningRoles) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningRoles)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningRoles.
+// This spec is used by HCL to read the fields of HardeningRoles.
+// The decoded values from this spec will then be applied to a FlatHardeningRoles.
+func (*FlatHardeningRoles) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"admin":     &hcldec.AttrSpec{Name: "admin", Type: cty.List(cty.String), Required: false},
+		"developer": &hcldec.AttrSpec{Name: "developer", Type: cty.List(cty.String), Required: false},
+		"auditor":   &hcldec.AttrSpec{Name: "auditor", Type: cty.List(cty.String), Required: false},
+	}
+	return s
+}
+
+// FlatHardeningSSH is an auto-generated flat version of HardeningSSH.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningSSH struct {
+	Skip                *bool    `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	PermitRootLogin     *string  `mapstructure:"permit_root_login" cty:"permit_root_login" hcl:"permit_root_login"`
+	Ciphers             []string `mapstructure:"ciphers" cty:"ciphers" hcl:"ciphers"`
+	KexAlgorithms       []string `mapstructure:"kex_algorithms" cty:"kex_algorithms" hcl:"kex_algorithms"`
+	MACs                []string `mapstructure:"macs" cty:"macs" hcl:"macs"`
+	HostKeyAlgorithms   []string `mapstructure:"host_key_algorithms" cty:"host_key_algorithms" hcl:"host_key_algorithms"`
+	AllowGroups         []string `mapstructure:"allow_groups" cty:"allow_groups" hcl:"allow_groups"`
+	MFAGroups           []string `mapstructure:"mfa_groups" cty:"mfa_groups" hcl:"mfa_groups"`
+	SecondFactor        *string  `mapstructure:"second_factor" cty:"second_factor" hcl:"second_factor"`
+	MaxAuthTries        *int     `mapstructure:"max_auth_tries" cty:"max_auth_tries" hcl:"max_auth_tries"`
+	LoginGraceTime      *int     `mapstructure:"login_grace_time" cty:"login_grace_time" hcl:"login_grace_time"`
+	ClientAliveInterval *int     `mapstructure:"client_alive_interval" cty:"client_alive_interval" hcl:"client_alive_interval"`
+	ClientAliveCountMax *int     `mapstructure:"client_alive_count_max" cty:"client_alive_count_max" hcl:"client_alive_count_max"`
+	X11Forwarding       *bool    `mapstructure:"x11_forwarding" cty:"x11_forwarding" hcl:"x11_forwarding"`
+	LogLevel            *string  `mapstructure:"log_level" cty:"log_level" hcl:"log_level"`
+	HostKeys            *string  `mapstructure:"host_keys" cty:"host_keys" hcl:"host_keys"`
+}
+
+// FlatMapstructure returns a new FlatHardeningSSH.
+// FlatHardeningSSH is an auto-generated flat version of HardeningSSH.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningSSH) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningSSH)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningSSH.
+// This spec is used by HCL to read the fields of HardeningSSH.
+// The decoded values from this spec will then be applied to a FlatHardeningSSH.
+func (*FlatHardeningSSH) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":                   &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"permit_root_login":      &hcldec.AttrSpec{Name: "permit_root_login", Type: cty.String, Required: false},
+		"ciphers":                &hcldec.AttrSpec{Name: "ciphers", Type: cty.List(cty.String), Required: false},
+		"kex_algorithms":         &hcldec.AttrSpec{Name: "kex_algorithms", Type: cty.List(cty.String), Required: false},
+		"macs":                   &hcldec.AttrSpec{Name: "macs", Type: cty.List(cty.String), Required: false},
+		"host_key_algorithms":    &hcldec.AttrSpec{Name: "host_key_algorithms", Type: cty.List(cty.String), Required: false},
+		"allow_groups":           &hcldec.AttrSpec{Name: "allow_groups", Type: cty.List(cty.String), Required: false},
+		"mfa_groups":             &hcldec.AttrSpec{Name: "mfa_groups", Type: cty.List(cty.String), Required: false},
+		"second_factor":          &hcldec.AttrSpec{Name: "second_factor", Type: cty.String, Required: false},
+		"max_auth_tries":         &hcldec.AttrSpec{Name: "max_auth_tries", Type: cty.Number, Required: false},
+		"login_grace_time":       &hcldec.AttrSpec{Name: "login_grace_time", Type: cty.Number, Required: false},
+		"client_alive_interval":  &hcldec.AttrSpec{Name: "client_alive_interval", Type: cty.Number, Required: false},
+		"client_alive_count_max": &hcldec.AttrSpec{Name: "client_alive_count_max", Type: cty.Number, Required: false},
+		"x11_forwarding":         &hcldec.AttrSpec{Name: "x11_forwarding", Type: cty.Bool, Required: false},
+		"log_level":              &hcldec.AttrSpec{Name: "log_level", Type: cty.String, Required: false},
+		"host_keys":              &hcldec.AttrSpec{Name: "host_keys", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatHardeningSudo is an auto-generated flat version of HardeningSudo.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningSudo struct {
+	Skip         *bool    `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	UsePTY       *bool    `mapstructure:"use_pty" cty:"use_pty" hcl:"use_pty"`
+	LogFile      *string  `mapstructure:"log_file" cty:"log_file" hcl:"log_file"`
+	RevokeGroups []string `mapstructure:"revoke_groups" cty:"revoke_groups" hcl:"revoke_groups"`
+}
+
+// FlatMapstructure returns a new FlatHardeningSudo.
+// FlatHardeningSudo is an auto-generated flat version of HardeningSudo.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningSudo) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningSudo)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningSudo.
+// This spec is used by HCL to read the fields of HardeningSudo.
+// The decoded values from this spec will then be applied to a FlatHardeningSudo.
+func (*FlatHardeningSudo) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":          &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"use_pty":       &hcldec.AttrSpec{Name: "use_pty", Type: cty.Bool, Required: false},
+		"log_file":      &hcldec.AttrSpec{Name: "log_file", Type: cty.String, Required: false},
+		"revoke_groups": &hcldec.AttrSpec{Name: "revoke_groups", Type: cty.List(cty.String), Required: false},
+	}
+	return s
+}
+
+// FlatHardeningTLS is an auto-generated flat version of HardeningTLS.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningTLS struct {
+	Skip         *bool   `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	MinProtocol  *string `mapstructure:"min_protocol" cty:"min_protocol" hcl:"min_protocol"`
+	CipherString *string `mapstructure:"cipher_string" cty:"cipher_string" hcl:"cipher_string"`
+}
+
+// FlatMapstructure returns a new FlatHardeningTLS.
+// FlatHardeningTLS is an auto-generated flat version of HardeningTLS.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningTLS) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningTLS)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningTLS.
+// This spec is used by HCL to read the fields of HardeningTLS.
+// The decoded values from this spec will then be applied to a FlatHardeningTLS.
+func (*FlatHardeningTLS) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":          &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"min_protocol":  &hcldec.AttrSpec{Name: "min_protocol", Type: cty.String, Required: false},
+		"cipher_string": &hcldec.AttrSpec{Name: "cipher_string", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -75,14 +75,19 @@ type planData struct {
 	SliceLimits    []sliceDropIn
 	Kubelet        KubeletMemory
 	KubeletMemory  bool
+	Unattended     bool
+	Hardening      *hardeningPlan
 }
 
 //go:embed plan.sh.tmpl
 var planTemplateText string
 
-var planTemplate = template.Must(template.New("plan").Funcs(template.FuncMap{
+//go:embed hardening.sh.tmpl
+var hardeningTemplateText string
+
+var planTemplate = template.Must(template.Must(template.New("plan").Funcs(template.FuncMap{
 	"join": strings.Join,
-}).Parse(planTemplateText))
+}).Parse(planTemplateText)).Parse(hardeningTemplateText))
 
 // RenderPlan returns the POSIX sh script that provisions a target with cfg.
 // It is a pure function of the configuration: the same cfg gives the same
@@ -124,6 +129,10 @@ func RenderPlan(cfg Config) (string, error) {
 	d.SliceLimits = c.MemoryLimits.sliceDropIns()
 	d.Kubelet = c.MemoryLimits.Kubelet
 	d.KubeletMemory = d.Kubelet != KubeletMemory{}
+	d.Unattended = c.DisableUnattendedUpgrades.True()
+	if c.Hardening != nil {
+		d.Hardening = c.Hardening.plan()
+	}
 	if c.Persistenced {
 		d.Persistenced = "nvidia-persistenced.service"
 	}

@@ -47,7 +47,8 @@ const (
 // ConfigFiles are the files and globs whose digests the manifest records:
 // what decides how the host runs containers and GPUs (containerd, docker,
 // the NVIDIA container runtime, CDI specs, modprobe), who gets in and as
-// whom (sshd, sudoers), what it talks over (openssl, nftables), what it
+// whom (sshd and its PAM stack, sudoers), what it talks over (openssl and
+// the files it includes, nftables), where its logs go (journald), what it
 // boots and unlocks (grub, crypttab), what it would install next (apt
 // sources, preferences and the keyrings that sign them) and what it
 // audits. Absent files are omitted. /etc/audit/audit.rules is left out:
@@ -60,10 +61,14 @@ var ConfigFiles = []string{
 	"/etc/cdi/*",
 	"/etc/ssh/sshd_config",
 	"/etc/ssh/sshd_config.d/*",
+	"/etc/pam.d/sshd",
 	"/etc/sudoers",
 	"/etc/sudoers.d/*",
 	"/etc/ssl/openssl.cnf",
+	"/etc/ssl/openssl.cnf.d/*",
 	"/etc/nftables.conf",
+	"/etc/systemd/journald.conf",
+	"/etc/systemd/journald.conf.d/*",
 	"/etc/default/grub",
 	"/etc/default/grub.d/*",
 	"/etc/crypttab",

@@ -1,9 +1,10 @@
 // Command gendocs writes docs/provisioner-gpu.mdx: a hand-written
 // introduction followed by the field reference that `packer-sdc
-// struct-markdown` generates from the comments in builder/gpu/config.go.
+// struct-markdown` generates from the comments in builder/gpu/config.go and
+// hardening.go.
 //
 // struct-markdown only runs inside a directory named packer-plugin-*, so the
-// source file is copied into such a directory under a temporary one first.
+// source files are copied into such a directory under a temporary one first.
 //
 //	go run ./internal/gendocs -out ../../docs/provisioner-gpu.mdx
 package main
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 //go:embed intro.mdx
@@ -34,14 +36,24 @@ var blocks = []struct{ typ, hcl string }{
 	{"Distro", "distro"},
 	{"Keyrings", "keyring_sha256"},
 	{"ManifestConfig", "manifest"},
+	{"MemoryLimits", "memory_limits"},
+	{"KubeletMemory", "memory_limits.kubelet"},
+	{"Hardening", "hardening"},
+	{"HardeningRoles", "hardening.roles"},
+	{"HardeningTLS", "hardening.tls"},
+	{"HardeningSSH", "hardening.ssh"},
+	{"HardeningFirewall", "hardening.firewall"},
+	{"HardeningAudit", "hardening.audit"},
+	{"HardeningSudo", "hardening.sudo"},
+	{"HardeningJournald", "hardening.journald"},
 }
 
 func main() {
 	out := flag.String("out", "", "file to write (default: stdout)")
-	src := flag.String("src", "config.go", "the Go file whose comments document the configuration")
+	src := flag.String("src", "config.go,hardening.go", "the Go files whose comments document the configuration, comma-separated")
 	sdc := flag.String("sdc", "", "packer-sdc binary (default: $PACKER_SDC, then packer-sdc on PATH, then bin/packer-sdc of the module)")
 	flag.Parse()
-	doc, err := render(*sdc, *src)
+	doc, err := render(*sdc, strings.Split(*src, ","))
 	if err == nil {
 		if *out == "" {
 			_, err = os.Stdout.Write(doc)
@@ -86,12 +98,8 @@ func findSDC(flagValue, src string) (string, error) {
 	return "", errors.New("packer-sdc not found: set PACKER_SDC or build it into bin/ (see tools/)")
 }
 
-func render(sdcFlag, src string) ([]byte, error) {
-	sdc, err := findSDC(sdcFlag, src)
-	if err != nil {
-		return nil, err
-	}
-	text, err := os.ReadFile(src)
+func render(sdcFlag string, srcs []string) ([]byte, error) {
+	sdc, err := findSDC(sdcFlag, srcs[0])
 	if err != nil {
 		return nil, err
 	}
@@ -104,13 +112,20 @@ func render(sdcFlag, src string) ([]byte, error) {
 	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(pkgDir, "config.go"), text, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(sdc, "struct-markdown", "config.go")
-	cmd.Dir = pkgDir
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("%s struct-markdown: %v\n%s", sdc, err, msg)
+	for _, src := range srcs {
+		text, err := os.ReadFile(src)
+		if err != nil {
+			return nil, err
+		}
+		name := filepath.Base(src)
+		if err := os.WriteFile(filepath.Join(pkgDir, name), text, 0o644); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(sdc, "struct-markdown", name)
+		cmd.Dir = pkgDir
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%s struct-markdown %s: %v\n%s", sdc, name, err, msg)
+		}
 	}
 	partials := filepath.Join(tmp, "packer-plugin-gpuhost", "docs-partials", "builder", "gpu")
 	var b bytes.Buffer

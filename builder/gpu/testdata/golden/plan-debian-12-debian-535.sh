@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpuhost-gpu plan: written by the gpuhost-gpu provisioner from its
 # configuration alone (`gpuhost plan` prints the same text). It installs the
-# pinned NVIDIA stack, holds it, configures containerd, and checks the pins.
+# pinned NVIDIA stack, holds it, configures containerd, hardens the host,
+# and checks the pins.
 # distro: debian 12 bookworm; driver: debian proprietary 535.261.03-1
 set -eu
 
@@ -10,6 +11,7 @@ export LC_ALL=C
 GPUHOST_STEP=start
 GPUHOST_WORK=$(mktemp -d)
 GPUHOST_POLICY_RC=
+GPUHOST_RUN_SSHD=
 
 step() {
 	GPUHOST_STEP=$1
@@ -26,6 +28,10 @@ cleanup() {
 	rm -rf "$GPUHOST_WORK"
 	if [ -n "$GPUHOST_POLICY_RC" ]; then
 		rm -f /usr/sbin/policy-rc.d
+	fi
+	# sshd -T's runtime directory, where the plan made it.
+	if [ -n "$GPUHOST_RUN_SSHD" ]; then
+		rmdir /run/sshd 2>/dev/null || true
 	fi
 	if [ "$rc" -ne 0 ]; then
 		echo "==> gpuhost-gpu failed in step: $GPUHOST_STEP (exit $rc)" >&2
@@ -278,6 +284,291 @@ enable_unit 'nvidia-persistenced.service'
 
 step "unattended upgrades"
 mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer
+
+step "hardening: packages"
+# What the hardening configures; apt-get leaves what is installed as it is.
+apt_install 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
+
+step "hardening: hostname"
+# mmdebstrap copies the build machine's /etc/hostname, which would name
+# every host booted from the image.
+echo 'debian-12-gpu' >/etc/hostname
+
+step "hardening: role groups"
+# The groups the access checks judge by (params.roles); members are added
+# where the hosts are deployed.
+for g in 'gpuhost-admin' 'gpuhost-dev' 'gpuhost-audit'; do
+	getent group "$g" >/dev/null 2>&1 || groupadd --system "$g"
+done
+
+step "hardening: openssl"
+cnf=/etc/ssl/openssl.cnf
+[ -f "$cnf" ] || die "$cnf is missing (the openssl package's configuration)"
+# libssl starts from the section openssl_conf names in the file's default
+# section, before the first [section]; without one, this plan adds it.
+ssl_init=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*openssl_conf[[:space:]]*=/ { v = $0; sub(/^[^=]*=[[:space:]]*/, "", v); sub(/[[:space:]]*(#.*)?$/, "", v) } END { print v }' "$cnf")
+if [ -z "$ssl_init" ]; then
+	ssl_init=gpuhost_openssl_init
+	{
+		echo "openssl_conf = $ssl_init"
+		cat "$cnf"
+	} >"$cnf.gpuhost"
+	cat "$cnf.gpuhost" >"$cnf"
+	rm -f "$cnf.gpuhost"
+fi
+case "$ssl_init" in
+*[!A-Za-z0-9_.]*) die "$cnf names the openssl_conf section '$ssl_init', which this plan does not edit" ;;
+esac
+mkdir -p "$(dirname '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf')"
+# The file reopens that section: OpenSSL keeps the last value of a name,
+# so its ssl_conf wins over one the distribution set (Ubuntu does).
+{
+	echo '# Written by the gpuhost-gpu provisioner (hardening.tls), included at the'
+	echo '# end of /etc/ssl/openssl.cnf: programs that link libssl refuse protocols'
+	echo '# below TLSv1.3 unless they set their own floor.'
+	echo "[$ssl_init]"
+	cat <<'GPUHOST_EOF'
+ssl_conf = gpuhost_ssl_sect
+
+[gpuhost_ssl_sect]
+system_default = gpuhost_system_default_sect
+
+[gpuhost_system_default_sect]
+MinProtocol = TLSv1.3
+CipherString = DEFAULT:@SECLEVEL=2
+GPUHOST_EOF
+} >'/etc/ssl/openssl.cnf.d/50-gpuhost.cnf'
+chmod 0644 '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf'
+# Included last, so that nothing after it sets those names again.
+if [ "$(grep -Ev '^[[:space:]]*(#|$)' "$cnf" | tail -n 1)" != '.include /etc/ssl/openssl.cnf.d/50-gpuhost.cnf' ]; then
+	grep -Fvx '.include /etc/ssl/openssl.cnf.d/50-gpuhost.cnf' "$cnf" >"$cnf.gpuhost" || true
+	printf '\n# The gpuhost-gpu provisioner (hardening.tls): the system default protocols.\n.include %s\n' '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf' >>"$cnf.gpuhost"
+	cat "$cnf.gpuhost" >"$cnf"
+	rm -f "$cnf.gpuhost"
+fi
+
+step "hardening: sshd"
+[ -f /etc/ssh/sshd_config ] || die "/etc/ssh/sshd_config is missing (openssh-server)"
+grep -Eq '^[[:space:]]*Include[[:space:]]+/etc/ssh/sshd_config\.d/\*\.conf' /etc/ssh/sshd_config || die "/etc/ssh/sshd_config does not include /etc/ssh/sshd_config.d/*.conf, where the hardening writes"
+mkdir -p /etc/ssh/sshd_config.d
+cat >'/etc/ssh/sshd_config.d/00-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.ssh). sshd takes the
+# first value of each keyword and reads sshd_config.d before the rest of
+# sshd_config, so these win; this name sorts before other drop-ins.
+# Keys only: no password is ever accepted.
+PermitRootLogin no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitEmptyPasswords no
+UsePAM yes
+Ciphers chacha20-poly1305@openssh.com,aes256-gcm@openssh.com
+KexAlgorithms sntrup761x25519-sha512@openssh.com,curve25519-sha256
+MACs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com
+HostKeyAlgorithms ssh-ed25519,rsa-sha2-512,rsa-sha2-256
+MaxAuthTries 4
+LoginGraceTime 60
+ClientAliveInterval 300
+ClientAliveCountMax 3
+LogLevel VERBOSE
+X11Forwarding no
+AllowGroups gpuhost-admin gpuhost-dev gpuhost-audit
+
+# A one-time code after the key: keyboard-interactive is asked only once
+# publickey has succeeded, so no password can be guessed. A Match block
+# ends this file's global settings.
+Match Group gpuhost-admin
+	KbdInteractiveAuthentication yes
+	AuthenticationMethods publickey,keyboard-interactive
+GPUHOST_EOF
+chmod 0644 '/etc/ssh/sshd_config.d/00-gpuhost.conf'
+# keyboard-interactive asks the second factor alone: common-auth would ask
+# for passwords the accounts do not have.
+pam_sshd=/etc/pam.d/sshd
+[ -f "$pam_sshd" ] || die "$pam_sshd is missing (openssh-server)"
+if ! grep -Eq '^auth[[:space:]]+required[[:space:]]+pam_google_authenticator\.so([[:space:]]|$)' "$pam_sshd"; then
+	grep -Eq '^@include common-auth$' "$pam_sshd" || die "$pam_sshd does not include common-auth where Debian and Ubuntu put it"
+	sed -E 's/^@include common-auth$/auth required pam_google_authenticator.so/' "$pam_sshd" >"$pam_sshd.gpuhost"
+	cat "$pam_sshd.gpuhost" >"$pam_sshd"
+	rm -f "$pam_sshd.gpuhost"
+fi
+dpkg-query -L 'libpam-google-authenticator' | grep -q '/pam_google_authenticator\.so$' || die "libpam-google-authenticator installed no pam_google_authenticator.so"
+# Each host makes its own host keys at first boot; hosts sharing keys can
+# impersonate each other.
+rm -f /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub
+cat >'/etc/systemd/system/gpuhost-ssh-hostkeys.service' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.ssh.host_keys): the
+# image carries no SSH host keys, which every host booted from it would
+# share; each host makes its own.
+[Unit]
+Description=Generate this host's SSH host keys
+Documentation=man:ssh-keygen(1)
+Before=ssh.service
+ConditionPathExistsGlob=!/etc/ssh/ssh_host_*_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=ssh.service
+GPUHOST_EOF
+chmod 0644 '/etc/systemd/system/gpuhost-ssh-hostkeys.service'
+mkdir -p /etc/systemd/system/ssh.service.wants
+ln -sf '/etc/systemd/system/gpuhost-ssh-hostkeys.service' '/etc/systemd/system/ssh.service.wants/gpuhost-ssh-hostkeys.service'
+# sshd's effective configuration must be what the drop-in says: a file
+# read before it would win. sshd -T needs a host key and its runtime
+# directory, which an image has not.
+ssh-keygen -q -t ed25519 -N '' -f "$GPUHOST_WORK/ssh_host_key"
+if [ ! -d /run/sshd ]; then
+	mkdir -p /run/sshd
+	GPUHOST_RUN_SSHD=1
+fi
+sshd_t=$(/usr/sbin/sshd -T -f /etc/ssh/sshd_config -h "$GPUHOST_WORK/ssh_host_key" 2>&1) || die "sshd -T refuses the configuration: $sshd_t"
+for want in \
+	'permitrootlogin no' \
+	'passwordauthentication no' \
+	'kbdinteractiveauthentication no' \
+	'permitemptypasswords no' \
+	'usepam yes' \
+	'ciphers chacha20-poly1305@openssh.com,aes256-gcm@openssh.com' \
+	'kexalgorithms sntrup761x25519-sha512@openssh.com,curve25519-sha256' \
+	'macs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com' \
+	'hostkeyalgorithms ssh-ed25519,rsa-sha2-512,rsa-sha2-256' \
+	'maxauthtries 4' \
+	'logingracetime 60' \
+	'clientaliveinterval 300' \
+	'clientalivecountmax 3' \
+	'loglevel VERBOSE' \
+	'x11forwarding no' \
+	'allowgroups gpuhost-admin' \
+	'allowgroups gpuhost-dev' \
+	'allowgroups gpuhost-audit' \
+	; do
+	printf '%s\n' "$sshd_t" | grep -Fxq "$want" || die "sshd's effective configuration lacks '$want'; it has: $(printf '%s\n' "$sshd_t" | grep "^${want%% *} " | tr '\n' ' ')"
+done
+
+step "hardening: firewall"
+command -v nft >/dev/null 2>&1 || die "nft is not installed (nftables)"
+cat >"$GPUHOST_WORK/nftables.conf" <<'GPUHOST_EOF'
+#!/usr/sbin/nft -f
+# Written by the gpuhost-gpu provisioner (hardening.firewall).
+#
+# Inbound traffic is dropped unless it comes from loopback, answers the
+# host's own connections, or goes to a port listed below. Forwarding is left
+# alone: the container network plugin installs its own table for pod
+# traffic, and a drop here would cut every pod off.
+
+flush ruleset
+
+table inet filter {
+	chain input {
+		type filter hook input priority filter; policy drop;
+
+		iif "lo" accept
+		ct state established,related accept
+		ct state invalid drop
+
+		# Path MTU discovery and IPv6 neighbour discovery need ICMP.
+		# icmpv6, nft's own name, not ipv6-icmp: that one is looked up in
+		# /etc/protocols, which a minbase image has not (no netbase), and
+		# nft then refuses the whole file at boot.
+		meta l4proto { icmp, icmpv6 } accept
+
+		tcp dport { 22, 9108 } accept
+	}
+
+	chain output {
+		type filter hook output priority filter; policy accept;
+	}
+}
+GPUHOST_EOF
+# Checked as nftables.service loads it at boot, against the image's own
+# /etc/protocols and /etc/services, without changing any ruleset.
+nft -c -f "$GPUHOST_WORK/nftables.conf" || die "nft refuses the ruleset"
+install -m 0755 -o root -g root "$GPUHOST_WORK/nftables.conf" '/etc/nftables.conf'
+enable_unit nftables.service
+
+step "hardening: auditd"
+[ -x /sbin/auditd ] || [ -x /usr/sbin/auditd ] || die "auditd is not installed"
+mkdir -p /etc/audit/rules.d
+cat >'/etc/audit/rules.d/50-gpuhost.rules' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.audit) as
+# /etc/audit/rules.d/50-gpuhost.rules; augenrules joins rules.d when auditd starts.
+
+# Every command run as root, and by everyone who logged in (auid), in both
+# system call tables: a 32-bit execve is not an arch=b64 execve.
+-a always,exit -F arch=b64 -S execve,execveat -F euid=0 -k gpuhost-root-exec
+-a always,exit -F arch=b32 -S execve,execveat -F euid=0 -k gpuhost-root-exec
+-a always,exit -F arch=b64 -S execve,execveat -F auid>=1000 -F auid!=unset -k gpuhost-user-exec
+-a always,exit -F arch=b32 -S execve,execveat -F auid>=1000 -F auid!=unset -k gpuhost-user-exec
+
+# Who may do what, and how the GPUs reach containers.
+-w /etc/sudoers -p wa -k gpuhost-config
+-w /etc/sudoers.d -p wa -k gpuhost-config
+-w /etc/ssh -p wa -k gpuhost-config
+-w /etc/gpuhost -p wa -k gpuhost-config
+-w /etc/containerd -p wa -k gpuhost-config
+-w /etc/nvidia-container-runtime -p wa -k gpuhost-config
+
+# GPU mode changes: MIG, ECC, clocks and power limits (nvidia-smi), the
+# runtime's GPU configuration (nvidia-ctk).
+-w /usr/bin/nvidia-smi -p x -k gpuhost-gpu-mode
+-w /usr/bin/nvidia-ctk -p x -k gpuhost-gpu-mode
+GPUHOST_EOF
+chmod 0640 '/etc/audit/rules.d/50-gpuhost.rules'
+conf=/etc/audit/auditd.conf
+[ -f "$conf" ] || die "$conf is missing (auditd)"
+# audit_set KEY VALUE: replace the setting where auditd.conf has it, else
+# add it.
+audit_set() {
+	if grep -Eq "^[[:space:]]*$1[[:space:]]*=" "$conf"; then
+		sed -E "s/^[[:space:]]*$1[[:space:]]*=.*/$1 = $2/" "$conf" >"$conf.gpuhost"
+	else
+		{
+			cat "$conf"
+			echo "$1 = $2"
+		} >"$conf.gpuhost"
+	fi
+	cat "$conf.gpuhost" >"$conf"
+	rm -f "$conf.gpuhost"
+}
+audit_set max_log_file_action keep_logs
+audit_set space_left_action email
+audit_set admin_space_left_action single
+audit_set disk_full_action halt
+audit_set disk_error_action halt
+enable_unit auditd.service
+
+step "hardening: sudo"
+command -v visudo >/dev/null 2>&1 || die "sudo is not installed"
+grep -Eq '^[@#]includedir[[:space:]]+/etc/sudoers\.d[[:space:]]*$' /etc/sudoers || die "/etc/sudoers does not include /etc/sudoers.d"
+cat >"$GPUHOST_WORK/sudoers" <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.sudo) as /etc/sudoers.d/50-gpuhost.
+# Only the admin role runs anything as root, with its own password.
+Defaults use_pty
+Defaults logfile="/var/log/sudo.log"
+%gpuhost-admin ALL=(ALL:ALL) ALL
+GPUHOST_EOF
+visudo -cqf "$GPUHOST_WORK/sudoers" || die "the sudoers drop-in does not parse"
+install -m 0440 -o root -g root "$GPUHOST_WORK/sudoers" '/etc/sudoers.d/50-gpuhost'
+# sudo makes its log, but not the directory it goes in.
+mkdir -p '/var/log'
+# The distributions give these groups everything; that is the admin role's
+# here.
+sed -E 's/^(%(sudo|admin)[[:space:]].*)$/# gpuhost-gpu (hardening.sudo), the admin role'"'"'s alone: \1/' /etc/sudoers >"$GPUHOST_WORK/sudoers.main"
+visudo -cqf "$GPUHOST_WORK/sudoers.main" || die "the edited /etc/sudoers does not parse"
+cat "$GPUHOST_WORK/sudoers.main" >/etc/sudoers
+! grep -Eq '^%(sudo|admin)[[:space:]]' /etc/sudoers || die "/etc/sudoers still grants a revoked group"
+visudo -cq || die "sudoers does not parse"
+
+step "hardening: journald"
+mkdir -p /etc/systemd/journald.conf.d
+cat >'/etc/systemd/journald.conf.d/50-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.journald).
+[Journal]
+Storage=persistent
+GPUHOST_EOF
+chmod 0644 '/etc/systemd/journald.conf.d/50-gpuhost.conf'
 
 step "verify pins"
 pin_check 'libnvidia-ml1' '535.261.03-1'

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpuhost-gpu plan: written by the gpuhost-gpu provisioner from its
 # configuration alone (`gpuhost plan` prints the same text). It installs the
-# pinned NVIDIA stack, holds it, configures containerd, and checks the pins.
+# pinned NVIDIA stack, holds it, configures containerd,
+# and checks the pins.
 # distro: ubuntu 22.04 jammy; driver: ubuntu-archive proprietary 535.247.01-0ubuntu0.22.04.1
 set -eu
 

@@ -1,0 +1,977 @@
+package gpu
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/goccy/go-yaml"
+	"github.com/hashicorp/packer-plugin-sdk/template/config"
+
+	"github.com/gpuhost/gpuhost/policies"
+)
+
+// Hardening is the host hardening the plan applies after the GPU stack, so
+// that the manifest the provisioner writes last records the hardened files.
+// Its defaults are the settings the default policy pack holds an image to
+// (GH-TLS, GH-SSH, GH-NET, GH-AUD and GH-IAM checks); each part can be left
+// out with its skip.
+type Hardening struct {
+	// The image's /etc/hostname. mmdebstrap copies the build machine's,
+	// which would then name every host booted from the image; a neutral name
+	// keeps the build machine out of the image and gives waivers a target.
+	// Empty leaves /etc/hostname as the target has it.
+	Hostname string `mapstructure:"hostname"`
+	// The role groups the access checks judge by (params.roles): created as
+	// system groups, admitted by sshd and, for admins, by sudo.
+	Roles HardeningRoles `mapstructure:"roles"`
+	// The system-wide OpenSSL default every program linking libssl starts
+	// from.
+	TLS HardeningTLS `mapstructure:"tls"`
+	// sshd: keys only, strong algorithms, the role groups, a second factor
+	// for admins.
+	SSH HardeningSSH `mapstructure:"ssh"`
+	// An nftables ruleset that drops inbound traffic by default.
+	Firewall HardeningFirewall `mapstructure:"firewall"`
+	// auditd's rules and what it does when its log or disk fills.
+	Audit HardeningAudit `mapstructure:"audit"`
+	// Who may run what as root.
+	Sudo HardeningSudo `mapstructure:"sudo"`
+	// Where the journal is kept.
+	Journald HardeningJournald `mapstructure:"journald"`
+}
+
+// HardeningRoles are the groups that hold each role. They must match the
+// params the image is judged with (params.roles; the default pack's are
+// these defaults).
+type HardeningRoles struct {
+	// Groups that may run anything as root (with their password) and log in
+	// with a second factor. Defaults to `["gpuhost-admin"]`; at least one.
+	Admin []string `mapstructure:"admin"`
+	// Groups that may log in and get named commands from a sudoers drop-in
+	// of their own. Defaults to `["gpuhost-dev"]`.
+	Developer []string `mapstructure:"developer"`
+	// Groups that may log in to review the host and change nothing.
+	// Defaults to `["gpuhost-audit"]`.
+	Auditor []string `mapstructure:"auditor"`
+}
+
+// HardeningTLS is the OpenSSL system default: openssl.cnf's openssl_conf
+// section gets an ssl_conf whose system_default sets these, in a file
+// /etc/ssl/openssl.cnf includes (/etc/ssl/openssl.cnf.d/50-gpuhost.cnf).
+type HardeningTLS struct {
+	// Leave OpenSSL's configuration alone.
+	Skip bool `mapstructure:"skip"`
+	// The lowest protocol libssl negotiates unless a program sets its own:
+	// `TLSv1.3` (the default) or `TLSv1.2`. GH-TLS-001 fails TLSv1.2 under
+	// the default params.
+	MinProtocol string `mapstructure:"min_protocol"`
+	// The system default CipherString (TLS 1.2 and below, and the security
+	// level, which bounds key sizes and signature algorithms in TLS 1.3
+	// too). Defaults to `DEFAULT:@SECLEVEL=2`, what Debian and Ubuntu build
+	// in; the file replaces Ubuntu's own system_default section, so it is
+	// set here again.
+	CipherString string `mapstructure:"cipher_string"`
+}
+
+// HardeningSSH is the sshd drop-in /etc/ssh/sshd_config.d/00-gpuhost.conf.
+// sshd takes the first value of each keyword and reads this directory in
+// name order before the rest of sshd_config, so these settings win over
+// any other drop-in (a cloud image's 50-cloud-init.conf, say). Passwords
+// and empty passwords are always refused: that is what the drop-in is for.
+// The plan checks with `sshd -T` that sshd's effective configuration is
+// what it wrote.
+type HardeningSSH struct {
+	// Leave sshd alone.
+	Skip bool `mapstructure:"skip"`
+	// `no` (the default), `prohibit-password` or `forced-commands-only`;
+	// `yes` is refused. GH-SSH-001 fails anything but no.
+	PermitRootLogin string `mapstructure:"permit_root_login"`
+	// Ciphers, in preference order. Defaults to
+	// `["chacha20-poly1305@openssh.com", "aes256-gcm@openssh.com"]`.
+	// Names must be OpenSSH's, and none the default pack calls weak.
+	Ciphers []string `mapstructure:"ciphers"`
+	// KexAlgorithms. Defaults to
+	// `["sntrup761x25519-sha512@openssh.com", "curve25519-sha256"]`.
+	KexAlgorithms []string `mapstructure:"kex_algorithms"`
+	// MACs. Defaults to
+	// `["hmac-sha2-512-etm@openssh.com", "hmac-sha2-256-etm@openssh.com"]`.
+	MACs []string `mapstructure:"macs"`
+	// HostKeyAlgorithms, the signatures sshd offers with its host keys.
+	// Defaults to `["ssh-ed25519", "rsa-sha2-512", "rsa-sha2-256"]`
+	// (ssh-rsa, which signs with SHA-1, is weak).
+	HostKeyAlgorithms []string `mapstructure:"host_key_algorithms"`
+	// The groups sshd admits (AllowGroups). Defaults to every role group;
+	// each must be a role group (GH-IAM-005).
+	AllowGroups []string `mapstructure:"allow_groups"`
+	// The groups asked a one-time code after their key (a Match Group block
+	// with AuthenticationMethods publickey,keyboard-interactive, and
+	// pam_google_authenticator in sshd's PAM stack). Defaults to the admin
+	// groups (GH-IAM-006).
+	MFAGroups []string `mapstructure:"mfa_groups"`
+	// The second factor: `totp` (the default: pam_google_authenticator,
+	// libpam-google-authenticator is installed; each admin enrolls with
+	// google-authenticator) or `none`, which writes no Match block and
+	// leaves PAM alone.
+	SecondFactor string `mapstructure:"second_factor"`
+	// MaxAuthTries. Defaults to 4.
+	MaxAuthTries int `mapstructure:"max_auth_tries"`
+	// LoginGraceTime in seconds. Defaults to 60.
+	LoginGraceTime int `mapstructure:"login_grace_time"`
+	// ClientAliveInterval in seconds: an idle session is probed this often.
+	// Defaults to 300.
+	ClientAliveInterval int `mapstructure:"client_alive_interval"`
+	// ClientAliveCountMax: unanswered probes before the session is dropped.
+	// Defaults to 3.
+	ClientAliveCountMax int `mapstructure:"client_alive_count_max"`
+	// Allow X11 forwarding. Off by default: a GPU host serves no display.
+	X11Forwarding bool `mapstructure:"x11_forwarding"`
+	// LogLevel: `VERBOSE` (the default; it logs the fingerprint of the key
+	// each login used) or `INFO`.
+	LogLevel string `mapstructure:"log_level"`
+	// What to do with the host keys openssh-server made when it was
+	// installed: `first_boot` (the default) removes them and installs
+	// gpuhost-ssh-hostkeys.service, which makes each host its own before
+	// sshd starts (GH-SSH-010: hosts sharing keys can impersonate each
+	// other); `keep` leaves them, for a cloud builder whose instances
+	// regenerate them (cloud-init) and whose build still logs in over ssh.
+	HostKeys string `mapstructure:"host_keys"`
+}
+
+// HardeningFirewall is /etc/nftables.conf, enabled at boot: inbound traffic
+// is dropped unless it answers the host's own connections, comes from
+// loopback, or goes to a port listed here. Forwarding is left alone: a
+// container network plugin adds its own table for pod traffic.
+type HardeningFirewall struct {
+	// Leave the firewall alone.
+	Skip bool `mapstructure:"skip"`
+	// TCP ports open inbound. Defaults to `[22]`. Each must be in the params'
+	// allowed_ports (GH-NET-003).
+	AllowedTCPPorts []int `mapstructure:"allowed_tcp_ports"`
+	// UDP ports open inbound. None by default.
+	AllowedUDPPorts []int `mapstructure:"allowed_udp_ports"`
+	// Accept ICMP and ICMPv6: path MTU discovery and IPv6 neighbour
+	// discovery break without them. Defaults to true.
+	AllowICMP config.Trilean `mapstructure:"allow_icmp"`
+}
+
+// HardeningAudit is /etc/audit/rules.d/50-gpuhost.rules (augenrules joins
+// rules.d when auditd starts) and the log settings in
+// /etc/audit/auditd.conf; auditd.service is enabled.
+type HardeningAudit struct {
+	// Leave auditd alone.
+	Skip bool `mapstructure:"skip"`
+	// Record every execve and execveat run as root and by every user who
+	// logged in (auid 1000 and up), in both system call tables (GH-AUD-002).
+	// Defaults to true.
+	RecordCommands config.Trilean `mapstructure:"record_commands"`
+	// Paths whose writes and attribute changes are recorded (-w PATH -p wa,
+	// GH-AUD-003). Defaults to the default params' audit_watch_paths:
+	// sudoers, sudoers.d, /etc/ssh, /etc/gpuhost, /etc/containerd and
+	// /etc/nvidia-container-runtime.
+	WatchPaths []string `mapstructure:"watch_paths"`
+	// Programs whose runs are recorded (-w PATH -p x, GH-AUD-004). Defaults
+	// to the default params' audit_gpu_tools, the GPU mode tools
+	// /usr/bin/nvidia-smi and /usr/bin/nvidia-ctk (watched where they are
+	// not installed yet too: the kernel watches the path).
+	ExecPaths []string `mapstructure:"exec_paths"`
+	// auditd.conf max_log_file_action. Defaults to `keep_logs`: rotate
+	// would delete the oldest records (GH-AUD-005).
+	MaxLogFileAction string `mapstructure:"max_log_file_action"`
+	// space_left_action. Defaults to `email`.
+	SpaceLeftAction string `mapstructure:"space_left_action"`
+	// admin_space_left_action. Defaults to `single`.
+	AdminSpaceLeftAction string `mapstructure:"admin_space_left_action"`
+	// disk_full_action. Defaults to `halt`.
+	DiskFullAction string `mapstructure:"disk_full_action"`
+	// disk_error_action. Defaults to `halt`.
+	DiskErrorAction string `mapstructure:"disk_error_action"`
+}
+
+// HardeningSudo is /etc/sudoers.d/50-gpuhost, checked with visudo -c before
+// it is installed: the admin groups may run anything as root with their
+// password, every command runs on its own pseudo-terminal and is logged.
+type HardeningSudo struct {
+	// Leave sudo alone.
+	Skip bool `mapstructure:"skip"`
+	// Run every command on a pseudo-terminal of its own (Defaults use_pty),
+	// so that it cannot push input into the caller's terminal after sudo
+	// exits (GH-IAM-004). Defaults to true.
+	UsePTY config.Trilean `mapstructure:"use_pty"`
+	// Where sudo logs what it ran (Defaults logfile). Defaults to
+	// `/var/log/sudo.log`.
+	LogFile string `mapstructure:"log_file"`
+	// Groups whose rules in /etc/sudoers are commented out: the
+	// distributions give `sudo` (and Ubuntu `admin`) everything, which is
+	// the admin role's alone here (GH-IAM-002). Defaults to
+	// `["sudo", "admin"]`.
+	RevokeGroups []string `mapstructure:"revoke_groups"`
+}
+
+// HardeningJournald is the journald drop-in
+// /etc/systemd/journald.conf.d/50-gpuhost.conf.
+type HardeningJournald struct {
+	// Leave journald alone.
+	Skip bool `mapstructure:"skip"`
+	// Storage=: `persistent` (the default; the journal outlives a reboot,
+	// which is when a crash's records matter), `auto` or `volatile`.
+	Storage string `mapstructure:"storage"`
+	// SystemMaxUse=, such as `4G`: the most the journal may take on disk.
+	// Empty keeps journald's default (10% of the file system, at most 4G).
+	SystemMaxUse string `mapstructure:"system_max_use"`
+}
+
+// Hardening defaults: the algorithms ssh-audit and the default pack accept
+// on every OpenSSH from 8.9 (Ubuntu 22.04) on.
+var (
+	defaultSSHCiphers           = []string{"chacha20-poly1305@openssh.com", "aes256-gcm@openssh.com"}
+	defaultSSHKex               = []string{"sntrup761x25519-sha512@openssh.com", "curve25519-sha256"}
+	defaultSSHMACs              = []string{"hmac-sha2-512-etm@openssh.com", "hmac-sha2-256-etm@openssh.com"}
+	defaultSSHHostKeyAlgorithms = []string{"ssh-ed25519", "rsa-sha2-512", "rsa-sha2-256"}
+)
+
+// Second factors, and what happens to the host keys.
+const (
+	SecondFactorTOTP  = "totp"
+	SecondFactorNone  = "none"
+	HostKeysFirstBoot = "first_boot"
+	HostKeysKeep      = "keep"
+)
+
+func (h *Hardening) defaults() {
+	r := &h.Roles
+	if r.Admin == nil {
+		r.Admin = []string{"gpuhost-admin"}
+	}
+	if r.Developer == nil {
+		r.Developer = []string{"gpuhost-dev"}
+	}
+	if r.Auditor == nil {
+		r.Auditor = []string{"gpuhost-audit"}
+	}
+	if h.TLS.MinProtocol == "" {
+		h.TLS.MinProtocol = "TLSv1.3"
+	}
+	if h.TLS.CipherString == "" {
+		h.TLS.CipherString = "DEFAULT:@SECLEVEL=2"
+	}
+	s := &h.SSH
+	if s.PermitRootLogin == "" {
+		s.PermitRootLogin = "no"
+	}
+	setList := func(l *[]string, def []string) {
+		if *l == nil {
+			*l = slices.Clone(def)
+		}
+	}
+	setList(&s.Ciphers, defaultSSHCiphers)
+	setList(&s.KexAlgorithms, defaultSSHKex)
+	setList(&s.MACs, defaultSSHMACs)
+	setList(&s.HostKeyAlgorithms, defaultSSHHostKeyAlgorithms)
+	setList(&s.AllowGroups, h.roleGroups())
+	setList(&s.MFAGroups, r.Admin)
+	if s.SecondFactor == "" {
+		s.SecondFactor = SecondFactorTOTP
+	}
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setInt(&s.MaxAuthTries, 4)
+	setInt(&s.LoginGraceTime, 60)
+	setInt(&s.ClientAliveInterval, 300)
+	setInt(&s.ClientAliveCountMax, 3)
+	if s.LogLevel == "" {
+		s.LogLevel = "VERBOSE"
+	}
+	if s.HostKeys == "" {
+		s.HostKeys = HostKeysFirstBoot
+	}
+	f := &h.Firewall
+	setTri := func(t *config.Trilean) {
+		if *t == config.TriUnset {
+			*t = config.TriTrue
+		}
+	}
+	if f.AllowedTCPPorts == nil {
+		f.AllowedTCPPorts = []int{22}
+	}
+	setTri(&f.AllowICMP)
+	a := &h.Audit
+	setTri(&a.RecordCommands)
+	pack := defaultPack()
+	setList(&a.WatchPaths, pack.AuditWatchPaths)
+	setList(&a.ExecPaths, pack.AuditGPUTools)
+	setStr := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	setStr(&a.MaxLogFileAction, "keep_logs")
+	setStr(&a.SpaceLeftAction, "email")
+	setStr(&a.AdminSpaceLeftAction, "single")
+	setStr(&a.DiskFullAction, "halt")
+	setStr(&a.DiskErrorAction, "halt")
+	setTri(&h.Sudo.UsePTY)
+	setStr(&h.Sudo.LogFile, "/var/log/sudo.log")
+	setList(&h.Sudo.RevokeGroups, []string{"sudo", "admin"})
+	setStr(&h.Journald.Storage, "persistent")
+}
+
+// roleGroups are every role's groups, admins first, without repeats.
+func (h *Hardening) roleGroups() []string {
+	var out []string
+	for _, g := range slices.Concat(h.Roles.Admin, h.Roles.Developer, h.Roles.Auditor) {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// mfa says whether the plan asks the MFA groups a second factor.
+func (h *Hardening) mfa() bool {
+	return !h.SSH.Skip && h.SSH.SecondFactor == SecondFactorTOTP && len(h.SSH.MFAGroups) > 0
+}
+
+// OpenSSH's algorithm names (9.x, which knows every name 8.9 does). A name
+// outside these makes sshd refuse to start, so it is refused before a
+// build rather than after.
+var (
+	sshCiphers = []string{
+		"3des-cbc", "aes128-cbc", "aes192-cbc", "aes256-cbc", "aes128-ctr", "aes192-ctr", "aes256-ctr",
+		"aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
+	}
+	sshKex = []string{
+		"curve25519-sha256", "curve25519-sha256@libssh.org",
+		"diffie-hellman-group1-sha1", "diffie-hellman-group14-sha1", "diffie-hellman-group14-sha256",
+		"diffie-hellman-group16-sha512", "diffie-hellman-group18-sha512",
+		"diffie-hellman-group-exchange-sha1", "diffie-hellman-group-exchange-sha256",
+		"ecdh-sha2-nistp256", "ecdh-sha2-nistp384", "ecdh-sha2-nistp521",
+		"sntrup761x25519-sha512@openssh.com", "sntrup761x25519-sha512", "mlkem768x25519-sha256",
+	}
+	sshMACs = func() []string {
+		base := []string{
+			"hmac-md5", "hmac-md5-96", "hmac-sha1", "hmac-sha1-96", "hmac-sha2-256", "hmac-sha2-512",
+			"umac-64@openssh.com", "umac-128@openssh.com",
+		}
+		out := slices.Clone(base)
+		for _, m := range base {
+			out = append(out, strings.TrimSuffix(m, "@openssh.com")+"-etm@openssh.com")
+		}
+		return out
+	}()
+	sshHostKeyAlgorithms = func() []string {
+		base := []string{
+			"ssh-ed25519", "sk-ssh-ed25519@openssh.com",
+			"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "sk-ecdsa-sha2-nistp256@openssh.com",
+			"rsa-sha2-256", "rsa-sha2-512", "ssh-rsa", "ssh-dss",
+		}
+		out := slices.Clone(base)
+		for _, a := range base {
+			out = append(out, strings.TrimSuffix(a, "@openssh.com")+"-cert-v01@openssh.com")
+		}
+		return out
+	}()
+)
+
+// packDefaults is what the hardening takes from the default policy pack's
+// params: the algorithms it calls weak and the paths it wants watched, so
+// that validation and the gate agree.
+type packDefaults struct {
+	WeakCiphers     []string `yaml:"ssh_weak_ciphers"`
+	WeakKex         []string `yaml:"ssh_weak_kex"`
+	WeakMACs        []string `yaml:"ssh_weak_macs"`
+	WeakHostKeys    []string `yaml:"ssh_weak_host_key_algorithms"`
+	AuditWatchPaths []string `yaml:"audit_watch_paths"`
+	AuditGPUTools   []string `yaml:"audit_gpu_tools"`
+}
+
+var packDefaultsOnce = sync.OnceValues(func() (packDefaults, error) {
+	var d packDefaults
+	data, err := policies.DefaultParams()
+	if err != nil {
+		return d, fmt.Errorf("reading the default params: %w", err)
+	}
+	if err := yaml.Unmarshal(data, &d); err != nil {
+		return d, fmt.Errorf("parsing the default params: %w", err)
+	}
+	return d, nil
+})
+
+// defaultPack is the default pack's params. They are embedded, so failing
+// to read them is a broken build, which every test of this package shows.
+func defaultPack() packDefaults {
+	d, err := packDefaultsOnce()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// weak reports whether name matches one of the pack's patterns, as the
+// sshd checks match them: case aside, exactly, or by the prefix before a
+// trailing "*".
+func weak(name string, patterns []string) bool {
+	n := strings.ToLower(name)
+	for _, p := range patterns {
+		p = strings.ToLower(p)
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(n, prefix) || n == p {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	groupRe    = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+	hostnameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+	// absPathRe is an absolute path of plain characters: the plan writes
+	// it into files and shell words.
+	absPathRe    = regexp.MustCompile(`^/[A-Za-z0-9._+/-]*$`)
+	cipherStrRe  = regexp.MustCompile(`^[A-Za-z0-9:@+!=_.-]+$`)
+	journalSize  = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
+	auditActions = map[string][]string{
+		// auditd.conf(5), less exec, which needs a program this block does
+		// not write.
+		"max_log_file_action":     {"ignore", "syslog", "suspend", "rotate", "keep_logs"},
+		"space_left_action":       {"ignore", "syslog", "rotate", "email", "suspend", "single", "halt"},
+		"admin_space_left_action": {"ignore", "syslog", "rotate", "email", "suspend", "single", "halt"},
+		"disk_full_action":        {"ignore", "syslog", "rotate", "suspend", "single", "halt"},
+		"disk_error_action":       {"ignore", "syslog", "suspend", "single", "halt"},
+	}
+)
+
+// validate checks the hardening after defaults; every problem names its
+// field under hardening.
+func (h *Hardening) validate() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+
+	if h.Hostname != "" && (len(h.Hostname) > 253 || !hostnameRe.MatchString(h.Hostname)) {
+		add("hardening.hostname: %q is not a host name (lower-case letters, digits and dashes, dot-separated labels)", h.Hostname)
+	}
+
+	groups := func(field string, names []string) {
+		for i, g := range names {
+			if !groupRe.MatchString(g) {
+				add("%s[%d]: %q is not a group name", field, i, g)
+			}
+		}
+		for i, g := range names {
+			if slices.Index(names, g) < i {
+				add("%s[%d]: %s is listed twice", field, i, g)
+			}
+		}
+	}
+	r := h.Roles
+	groups("hardening.roles.admin", r.Admin)
+	groups("hardening.roles.developer", r.Developer)
+	groups("hardening.roles.auditor", r.Auditor)
+	if len(r.Admin) == 0 {
+		add("hardening.roles.admin: at least one group must hold the admin role: sudo and the second factor are granted to it")
+	}
+	roleOf := map[string]string{}
+	for _, role := range []struct {
+		name   string
+		groups []string
+	}{{"admin", r.Admin}, {"developer", r.Developer}, {"auditor", r.Auditor}} {
+		for _, g := range role.groups {
+			if other, ok := roleOf[g]; ok && other != role.name {
+				add("hardening.roles.%s: %s already holds the %s role; a group holds one role (an auditor that is also an admin changes what it reviews)", role.name, g, other)
+			}
+			roleOf[g] = role.name
+		}
+	}
+
+	if t := h.TLS; !t.Skip {
+		if t.MinProtocol != "TLSv1.3" && t.MinProtocol != "TLSv1.2" {
+			add("hardening.tls.min_protocol: %q is not one of TLSv1.3, TLSv1.2", t.MinProtocol)
+		}
+		if !cipherStrRe.MatchString(t.CipherString) {
+			add("hardening.tls.cipher_string: %q is not an OpenSSL cipher string such as DEFAULT:@SECLEVEL=2", t.CipherString)
+		}
+	}
+
+	if s := h.SSH; !s.Skip {
+		errs = append(errs, h.validateSSH()...)
+	}
+
+	if f := h.Firewall; !f.Skip {
+		ports := func(field string, ps []int) {
+			for i, p := range ps {
+				if p < 1 || p > 65535 {
+					add("%s[%d]: %d is not a port (1-65535)", field, i, p)
+				} else if slices.Index(ps, p) < i {
+					add("%s[%d]: %d is listed twice", field, i, p)
+				}
+			}
+		}
+		ports("hardening.firewall.allowed_tcp_ports", f.AllowedTCPPorts)
+		ports("hardening.firewall.allowed_udp_ports", f.AllowedUDPPorts)
+	}
+
+	if a := h.Audit; !a.Skip {
+		paths := func(field string, ps []string) {
+			for i, p := range ps {
+				if !absPathRe.MatchString(p) || path.Clean(p) != p {
+					add("%s[%d]: %q is not a clean absolute path of plain characters", field, i, p)
+				} else if slices.Index(ps, p) < i {
+					add("%s[%d]: %s is listed twice", field, i, p)
+				}
+			}
+		}
+		paths("hardening.audit.watch_paths", a.WatchPaths)
+		paths("hardening.audit.exec_paths", a.ExecPaths)
+		for _, kv := range a.conf() {
+			if !slices.Contains(auditActions[kv.Key], kv.Value) {
+				add("hardening.audit.%s: %q is not one of %s", kv.Key, kv.Value, strings.Join(auditActions[kv.Key], ", "))
+			}
+		}
+	}
+
+	if s := h.Sudo; !s.Skip {
+		if !absPathRe.MatchString(s.LogFile) || path.Clean(s.LogFile) != s.LogFile {
+			add("hardening.sudo.log_file: %q is not a clean absolute path of plain characters", s.LogFile)
+		}
+		groups("hardening.sudo.revoke_groups", s.RevokeGroups)
+		for i, g := range s.RevokeGroups {
+			if slices.Contains(r.Admin, g) {
+				add("hardening.sudo.revoke_groups[%d]: %s is an admin group", i, g)
+			}
+		}
+	}
+
+	if j := h.Journald; !j.Skip {
+		switch j.Storage {
+		case "persistent", "auto", "volatile":
+		default:
+			add("hardening.journald.storage: %q is not one of persistent, auto, volatile", j.Storage)
+		}
+		if j.SystemMaxUse != "" && !journalSize.MatchString(j.SystemMaxUse) {
+			add("hardening.journald.system_max_use: %q is not a size such as 4G", j.SystemMaxUse)
+		}
+	}
+	return errs
+}
+
+func (h *Hardening) validateSSH() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	s := h.SSH
+	switch s.PermitRootLogin {
+	case "no", "prohibit-password", "forced-commands-only":
+	case "yes":
+		add("hardening.ssh.permit_root_login: yes lets root log in with a password; use no, prohibit-password or forced-commands-only")
+	default:
+		add("hardening.ssh.permit_root_login: %q is not one of no, prohibit-password, forced-commands-only", s.PermitRootLogin)
+	}
+	d, err := packDefaultsOnce()
+	if err != nil {
+		add("hardening.ssh: %v", err)
+		return errs
+	}
+	for _, l := range []struct {
+		field       string
+		names, weak []string
+		known       []string
+	}{
+		{"ciphers", s.Ciphers, d.WeakCiphers, sshCiphers},
+		{"kex_algorithms", s.KexAlgorithms, d.WeakKex, sshKex},
+		{"macs", s.MACs, d.WeakMACs, sshMACs},
+		{"host_key_algorithms", s.HostKeyAlgorithms, d.WeakHostKeys, sshHostKeyAlgorithms},
+	} {
+		if len(l.names) == 0 {
+			add("hardening.ssh.%s: empty; leave it out for the defaults", l.field)
+		}
+		for i, n := range l.names {
+			switch {
+			case weak(n, l.weak):
+				add("hardening.ssh.%s[%d]: %s is weak (the default policy pack fails it)", l.field, i, n)
+			case !slices.Contains(l.known, n):
+				add("hardening.ssh.%s[%d]: %q is not an algorithm OpenSSH knows", l.field, i, n)
+			case slices.Index(l.names, n) < i:
+				add("hardening.ssh.%s[%d]: %s is listed twice", l.field, i, n)
+			}
+		}
+	}
+	roles := h.roleGroups()
+	for i, g := range s.AllowGroups {
+		if !slices.Contains(roles, g) {
+			add("hardening.ssh.allow_groups[%d]: %q is not a role group (%s)", i, g, strings.Join(roles, ", "))
+		}
+	}
+	if len(s.AllowGroups) == 0 {
+		add("hardening.ssh.allow_groups: empty; sshd would admit every account")
+	}
+	switch s.SecondFactor {
+	case SecondFactorTOTP, SecondFactorNone:
+	default:
+		add("hardening.ssh.second_factor: %q is not one of totp, none", s.SecondFactor)
+	}
+	for i, g := range s.MFAGroups {
+		if !slices.Contains(s.AllowGroups, g) {
+			add("hardening.ssh.mfa_groups[%d]: %q is not in allow_groups, so it cannot log in at all", i, g)
+		}
+	}
+	for _, n := range []struct {
+		field     string
+		v, lo, hi int
+	}{
+		{"max_auth_tries", s.MaxAuthTries, 1, 10},
+		{"login_grace_time", s.LoginGraceTime, 1, 600},
+		{"client_alive_interval", s.ClientAliveInterval, 1, 3600},
+		{"client_alive_count_max", s.ClientAliveCountMax, 1, 10},
+	} {
+		if n.v < n.lo || n.v > n.hi {
+			add("hardening.ssh.%s: %d is outside %d-%d", n.field, n.v, n.lo, n.hi)
+		}
+	}
+	if s.LogLevel != "VERBOSE" && s.LogLevel != "INFO" {
+		add("hardening.ssh.log_level: %q is not one of VERBOSE, INFO (quieter levels lose the login records, DEBUG logs what users type)", s.LogLevel)
+	}
+	if s.HostKeys != HostKeysFirstBoot && s.HostKeys != HostKeysKeep {
+		add("hardening.ssh.host_keys: %q is not one of first_boot, keep", s.HostKeys)
+	}
+	for _, g := range []struct {
+		field string
+		names []string
+	}{{"allow_groups", s.AllowGroups}, {"mfa_groups", s.MFAGroups}} {
+		for i, n := range g.names {
+			if slices.Index(g.names, n) < i {
+				add("hardening.ssh.%s[%d]: %s is listed twice", g.field, i, n)
+			}
+		}
+	}
+	return errs
+}
+
+// keyValue is one setting of a file the plan edits.
+type keyValue struct{ Key, Value string }
+
+// conf is what the plan sets in auditd.conf, in the file's own order.
+func (a HardeningAudit) conf() []keyValue {
+	return []keyValue{
+		{"max_log_file_action", a.MaxLogFileAction},
+		{"space_left_action", a.SpaceLeftAction},
+		{"admin_space_left_action", a.AdminSpaceLeftAction},
+		{"disk_full_action", a.DiskFullAction},
+		{"disk_error_action", a.DiskErrorAction},
+	}
+}
+
+// Where the hardening writes.
+const (
+	SSHDropIn        = "/etc/ssh/sshd_config.d/00-gpuhost.conf"
+	OpenSSLInclude   = "/etc/ssl/openssl.cnf.d/50-gpuhost.cnf"
+	NftablesConf     = "/etc/nftables.conf"
+	AuditRulesFile   = "/etc/audit/rules.d/50-gpuhost.rules"
+	SudoersDropIn    = "/etc/sudoers.d/50-gpuhost"
+	JournaldDropIn   = "/etc/systemd/journald.conf.d/50-gpuhost.conf"
+	sshHostKeysUnit  = "gpuhost-ssh-hostkeys.service"
+	pamTOTPModule    = "pam_google_authenticator.so"
+	totpPackage      = "libpam-google-authenticator"
+	opensslSSLSect   = "gpuhost_ssl_sect"
+	opensslSysDefSec = "gpuhost_system_default_sect"
+)
+
+// hardeningPlan is what the plan template needs: every file the hardening
+// writes, rendered here so that tests can read each with the parser the
+// matching collector uses.
+type hardeningPlan struct {
+	H        *Hardening
+	Packages []string
+	// Where each file goes, for the template.
+	OpenSSLFile, SSHDFile, NftablesFile, AuditRulesFile, SudoersFile, JournaldFile string
+	HostKeysUnit, TOTPPackage                                                      string
+
+	Groups     []string
+	OpenSSL    string
+	SSHD       string
+	SSHDExpect []string
+	MFA        bool
+	HostKeys   string
+	Nftables   string
+	AuditRules string
+	AuditConf  []keyValue
+	Sudoers    string
+	SudoLogDir string
+	Revoke     string
+	Journald   string
+}
+
+// hardeningPlan renders the files; h has passed validation.
+func (h *Hardening) plan() *hardeningPlan {
+	p := &hardeningPlan{
+		H: h, Groups: h.roleGroups(),
+		OpenSSLFile: OpenSSLInclude, SSHDFile: SSHDropIn, NftablesFile: NftablesConf,
+		AuditRulesFile: AuditRulesFile, SudoersFile: SudoersDropIn, JournaldFile: JournaldDropIn,
+		HostKeysUnit: sshHostKeysUnit, TOTPPackage: totpPackage,
+	}
+	if !h.TLS.Skip {
+		p.OpenSSL = h.openSSLInclude()
+	}
+	if !h.SSH.Skip {
+		p.Packages = append(p.Packages, "openssh-server")
+		p.SSHD = h.sshdDropIn()
+		p.SSHDExpect = h.sshdExpect()
+		p.MFA = h.mfa()
+		if p.MFA {
+			p.Packages = append(p.Packages, totpPackage)
+		}
+		if h.SSH.HostKeys == HostKeysFirstBoot {
+			p.HostKeys = hostKeysUnitText
+		}
+	}
+	if !h.Firewall.Skip {
+		p.Packages = append(p.Packages, "nftables")
+		p.Nftables = h.nftables()
+	}
+	if !h.Audit.Skip {
+		p.Packages = append(p.Packages, "auditd")
+		p.AuditRules = h.auditRules()
+		p.AuditConf = h.Audit.conf()
+	}
+	if !h.Sudo.Skip {
+		p.Packages = append(p.Packages, "sudo")
+		p.Sudoers = h.sudoers()
+		p.SudoLogDir = path.Dir(h.Sudo.LogFile)
+		p.Revoke = strings.Join(h.Sudo.RevokeGroups, "|")
+	}
+	if !h.Journald.Skip {
+		p.Journald = h.journald()
+	}
+	return p
+}
+
+// openSSLInclude is the file openssl.cnf includes, less its first line:
+// the header of the openssl_conf section, which the plan reads from the
+// target's openssl.cnf. Reopening that section adds ssl_conf to it; OpenSSL
+// keeps the last value of a name, so this one wins over a distribution's
+// own ssl_conf (Ubuntu's) wherever it is.
+func (h *Hardening) openSSLInclude() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ssl_conf = %s\n\n", opensslSSLSect)
+	fmt.Fprintf(&b, "[%s]\nsystem_default = %s\n\n", opensslSSLSect, opensslSysDefSec)
+	fmt.Fprintf(&b, "[%s]\n", opensslSysDefSec)
+	fmt.Fprintf(&b, "MinProtocol = %s\n", h.TLS.MinProtocol)
+	fmt.Fprintf(&b, "CipherString = %s\n", h.TLS.CipherString)
+	return b.String()
+}
+
+func (h *Hardening) sshdDropIn() string {
+	s := h.SSH
+	yesNo := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return "no"
+	}
+	var b strings.Builder
+	b.WriteString(`# Written by the gpuhost-gpu provisioner (hardening.ssh). sshd takes the
+# first value of each keyword and reads sshd_config.d before the rest of
+# sshd_config, so these win; this name sorts before other drop-ins.
+# Keys only: no password is ever accepted.
+`)
+	for _, kv := range h.sshdSettings() {
+		fmt.Fprintf(&b, "%s %s\n", kv.Key, kv.Value)
+	}
+	fmt.Fprintf(&b, "X11Forwarding %s\n", yesNo(s.X11Forwarding))
+	fmt.Fprintf(&b, "AllowGroups %s\n", strings.Join(s.AllowGroups, " "))
+	if h.mfa() {
+		b.WriteString(`
+# A one-time code after the key: keyboard-interactive is asked only once
+# publickey has succeeded, so no password can be guessed. A Match block
+# ends this file's global settings.
+`)
+		fmt.Fprintf(&b, "Match Group %s\n", strings.Join(s.MFAGroups, ","))
+		b.WriteString("\tKbdInteractiveAuthentication yes\n")
+		b.WriteString("\tAuthenticationMethods publickey,keyboard-interactive\n")
+	}
+	return b.String()
+}
+
+// sshdSettings are the drop-in's global keywords whose effective value the
+// plan checks with sshd -T, in the order written.
+func (h *Hardening) sshdSettings() []keyValue {
+	s := h.SSH
+	kv := []keyValue{
+		{"PermitRootLogin", s.PermitRootLogin},
+		{"PasswordAuthentication", "no"},
+		{"KbdInteractiveAuthentication", "no"},
+		{"PermitEmptyPasswords", "no"},
+	}
+	if h.mfa() {
+		kv = append(kv, keyValue{"UsePAM", "yes"})
+	}
+	return append(kv,
+		keyValue{"Ciphers", strings.Join(s.Ciphers, ",")},
+		keyValue{"KexAlgorithms", strings.Join(s.KexAlgorithms, ",")},
+		keyValue{"MACs", strings.Join(s.MACs, ",")},
+		keyValue{"HostKeyAlgorithms", strings.Join(s.HostKeyAlgorithms, ",")},
+		keyValue{"MaxAuthTries", strconv.Itoa(s.MaxAuthTries)},
+		keyValue{"LoginGraceTime", strconv.Itoa(s.LoginGraceTime)},
+		keyValue{"ClientAliveInterval", strconv.Itoa(s.ClientAliveInterval)},
+		keyValue{"ClientAliveCountMax", strconv.Itoa(s.ClientAliveCountMax)},
+		keyValue{"LogLevel", s.LogLevel},
+	)
+}
+
+// sshdExpect are the lines `sshd -T` must print: lower-case keywords, and
+// one allowgroups line per group.
+func (h *Hardening) sshdExpect() []string {
+	var out []string
+	for _, kv := range h.sshdSettings() {
+		out = append(out, strings.ToLower(kv.Key)+" "+kv.Value)
+	}
+	x11 := "no"
+	if h.SSH.X11Forwarding {
+		x11 = "yes"
+	}
+	out = append(out, "x11forwarding "+x11)
+	for _, g := range h.SSH.AllowGroups {
+		out = append(out, "allowgroups "+g)
+	}
+	return out
+}
+
+// hostKeysUnitText makes the host keys the image leaves out, before sshd
+// starts; ssh-keygen -A makes only missing ones, so a host given its keys
+// keeps them. The gpuhost-rootfs builder's disk output installs the same
+// unit.
+const hostKeysUnitText = `# Written by the gpuhost-gpu provisioner (hardening.ssh.host_keys): the
+# image carries no SSH host keys, which every host booted from it would
+# share; each host makes its own.
+[Unit]
+Description=Generate this host's SSH host keys
+Documentation=man:ssh-keygen(1)
+Before=ssh.service
+ConditionPathExistsGlob=!/etc/ssh/ssh_host_*_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=ssh.service
+`
+
+func (h *Hardening) nftables() string {
+	f := h.Firewall
+	var b strings.Builder
+	b.WriteString(`#!/usr/sbin/nft -f
+# Written by the gpuhost-gpu provisioner (hardening.firewall).
+#
+# Inbound traffic is dropped unless it comes from loopback, answers the
+# host's own connections, or goes to a port listed below. Forwarding is left
+# alone: the container network plugin installs its own table for pod
+# traffic, and a drop here would cut every pod off.
+
+flush ruleset
+
+table inet filter {
+	chain input {
+		type filter hook input priority filter; policy drop;
+
+		iif "lo" accept
+		ct state established,related accept
+		ct state invalid drop
+`)
+	if f.AllowICMP.True() {
+		b.WriteString(`
+		# Path MTU discovery and IPv6 neighbour discovery need ICMP.
+		# icmpv6, nft's own name, not ipv6-icmp: that one is looked up in
+		# /etc/protocols, which a minbase image has not (no netbase), and
+		# nft then refuses the whole file at boot.
+		meta l4proto { icmp, icmpv6 } accept
+`)
+	}
+	for _, l := range []struct {
+		proto string
+		ports []int
+	}{{"tcp", f.AllowedTCPPorts}, {"udp", f.AllowedUDPPorts}} {
+		if len(l.ports) == 0 {
+			continue
+		}
+		s := make([]string, len(l.ports))
+		for i, p := range l.ports {
+			s[i] = strconv.Itoa(p)
+		}
+		if l.proto == "tcp" {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "\t\t%s dport { %s } accept\n", l.proto, strings.Join(s, ", "))
+	}
+	b.WriteString(`	}
+
+	chain output {
+		type filter hook output priority filter; policy accept;
+	}
+}
+`)
+	return b.String()
+}
+
+func (h *Hardening) auditRules() string {
+	a := h.Audit
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by the gpuhost-gpu provisioner (hardening.audit) as\n# %s; augenrules joins rules.d when auditd starts.\n", AuditRulesFile)
+	if a.RecordCommands.True() {
+		b.WriteString(`
+# Every command run as root, and by everyone who logged in (auid), in both
+# system call tables: a 32-bit execve is not an arch=b64 execve.
+`)
+		for _, who := range []struct{ filter, key string }{
+			{"-F euid=0", "gpuhost-root-exec"},
+			{"-F auid>=1000 -F auid!=unset", "gpuhost-user-exec"},
+		} {
+			for _, arch := range []string{"b64", "b32"} {
+				fmt.Fprintf(&b, "-a always,exit -F arch=%s -S execve,execveat %s -k %s\n", arch, who.filter, who.key)
+			}
+		}
+	}
+	if len(a.WatchPaths) > 0 {
+		b.WriteString("\n# Who may do what, and how the GPUs reach containers.\n")
+		for _, p := range a.WatchPaths {
+			fmt.Fprintf(&b, "-w %s -p wa -k gpuhost-config\n", p)
+		}
+	}
+	if len(a.ExecPaths) > 0 {
+		b.WriteString("\n# GPU mode changes: MIG, ECC, clocks and power limits (nvidia-smi), the\n# runtime's GPU configuration (nvidia-ctk).\n")
+		for _, p := range a.ExecPaths {
+			fmt.Fprintf(&b, "-w %s -p x -k gpuhost-gpu-mode\n", p)
+		}
+	}
+	return b.String()
+}
+
+func (h *Hardening) sudoers() string {
+	s := h.Sudo
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by the gpuhost-gpu provisioner (hardening.sudo) as %s.\n", SudoersDropIn)
+	b.WriteString("# Only the admin role runs anything as root, with its own password.\n")
+	if s.UsePTY.True() {
+		b.WriteString("Defaults use_pty\n")
+	}
+	fmt.Fprintf(&b, "Defaults logfile=%q\n", s.LogFile)
+	for _, g := range h.Roles.Admin {
+		fmt.Fprintf(&b, "%%%s ALL=(ALL:ALL) ALL\n", g)
+	}
+	return b.String()
+}
+
+func (h *Hardening) journald() string {
+	j := h.Journald
+	var b strings.Builder
+	b.WriteString("# Written by the gpuhost-gpu provisioner (hardening.journald).\n[Journal]\n")
+	fmt.Fprintf(&b, "Storage=%s\n", j.Storage)
+	if j.SystemMaxUse != "" {
+		fmt.Fprintf(&b, "SystemMaxUse=%s\n", j.SystemMaxUse)
+	}
+	return b.String()
+}
