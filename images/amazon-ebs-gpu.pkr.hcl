@@ -96,12 +96,17 @@ source "amazon-ebs" "ubuntu_2204_gpu" {
     most_recent = true
   }
 
+  # EBS encrypts the volume and the AMI's snapshots (KMS, the account's
+  # default key unless kms_key_id is set): encryption at rest below the
+  # guest, which waivers-amazon-ebs.yaml accounts for.
   launch_block_device_mappings {
     device_name           = "/dev/sda1"
     volume_size           = 64
     volume_type           = "gp3"
+    encrypted             = true
     delete_on_termination = true
   }
+  encrypt_boot = true
 }
 
 build {
@@ -139,6 +144,17 @@ build {
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
+    # The same hardening as the other templates, but the host keys stay:
+    # cloud-init makes each instance its own at first boot, and this build
+    # goes on logging in over ssh. cloud-init also names each instance, so
+    # no hostname is set. Instances admit only the role groups, admins
+    # with a one-time code after their key: give cloud-init's default user
+    # a role in user-data (system_info.default_user.groups) and enroll it.
+    hardening {
+      ssh {
+        host_keys = "keep"
+      }
+    }
     manifest {
       template       = "amazon-ebs-gpu"
       plugin_version = var.plugin_version
@@ -158,6 +174,10 @@ build {
     fail_on        = var.gate_fail_on
     fail_on_skip   = "critical"
     trivy_db       = var.trivy_db
-    report_prefix  = "out/amazon-ebs-gpu"
+    # The Ubuntu 22.04 template's params (the same image, the same pins),
+    # and the waiver for the encryption EBS does below the guest.
+    params        = "${path.root}/params-ubuntu-22.04.yaml"
+    waivers       = "${path.root}/waivers-amazon-ebs.yaml"
+    report_prefix = "out/amazon-ebs-gpu"
   }
 }

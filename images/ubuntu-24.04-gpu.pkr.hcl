@@ -1,5 +1,7 @@
 # Ubuntu 24.04 GPU host image: a pinned NVIDIA stack from NVIDIA's CUDA
-# repository on a noble rootfs.
+# repository on a noble rootfs, hardened by the gpuhost-gpu provisioner's
+# hardening block and gated with params-ubuntu-24.04.yaml and
+# waivers-ubuntu-24.04.yaml.
 #
 #   packer build -var-file=images/pins.pkrvars.hcl -var mirror=URL \
 #     -var target_kernel=6.8.0-45-generic images/ubuntu-24.04-gpu.pkr.hcl
@@ -115,9 +117,19 @@ variable "signing_key_file" {
   description = "PEM private key (ECDSA P-256, or cosign's encrypted format with COSIGN_PASSWORD set) that signs a published image and its SLSA provenance; required with publish_repository. Verify with cosign verify --key or gpuhost verify --key and the public key."
 }
 
+variable "params" {
+  type        = string
+  default     = ""
+  description = "Policy params the gate judges the image with. Empty: params-ubuntu-24.04.yaml beside the template, which pins the default driver branch; a build of another branch passes its own."
+}
+
 variable "trivy_db" {
   type        = string
   description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
+}
+
+locals {
+  params = var.params != "" ? var.params : "${path.root}/params-ubuntu-24.04.yaml"
 }
 
 # Resolves the base's tag to the digest the registry serves now (NGC_API_KEY
@@ -180,6 +192,12 @@ build {
     persistenced                = true
     cgroup_v2                   = true
     disable_unattended_upgrades = true
+    # The host's hardening, after the GPU stack and before the manifest:
+    # the OpenSSL default, sshd, nftables (ssh alone open), auditd, sudo
+    # and the role groups, journald. The name is the waivers' target.
+    hardening {
+      hostname = "ubuntu-2404-gpu"
+    }
     ngc_images {
       ref    = data.gpuhost-ngc.base.ref
       digest = data.gpuhost-ngc.base.digest
@@ -194,6 +212,8 @@ build {
 
   # Nothing is published unless the image passes the pack at fail_on.
   post-processor "gpuhost-gate" {
+    params       = local.params
+    waivers      = "${path.root}/waivers-ubuntu-24.04.yaml"
     fail_on      = "high"
     fail_on_skip = "critical"
     trivy_db     = var.trivy_db

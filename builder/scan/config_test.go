@@ -188,7 +188,9 @@ func TestAmazonEBSExample(t *testing.T) {
 		"trivy_db":       cty.StringVal(t.TempDir()),
 	})
 	var p Provisioner
-	val, diags := hcldec.Decode(blocks[0].Body, hcldec.ObjectSpec(p.ConfigSpec()), &hcl.EvalContext{Variables: map[string]cty.Value{"var": vars}})
+	// path.root is the template's directory, where its params and waivers are.
+	root := cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal("../../images")})
+	val, diags := hcldec.Decode(blocks[0].Body, hcldec.ObjectSpec(p.ConfigSpec()), &hcl.EvalContext{Variables: map[string]cty.Value{"var": vars, "path": root}})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
