@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/checks/access"
@@ -572,5 +575,45 @@ mount --bind "$1/sudoers.d" /etc/sudoers.d
 				t.Errorf("the drop-in's mode: %v, %v; want 0440", info.Mode(), err)
 			}
 		})
+	}
+}
+
+// In a template, an empty hardening block is the whole hardening with its
+// defaults, and no block is none: the block is decoded as Packer decodes
+// it, through the provisioner's HCL2 spec.
+func TestHardeningBlockInHCL(t *testing.T) {
+	spec := hcldec.ObjectSpec((&Provisioner{}).ConfigSpec())
+	for _, c := range []struct {
+		hcl  string
+		want bool
+	}{
+		{"hardening {}\n", true},
+		{"hardening {\n  firewall {\n    allowed_tcp_ports = [22, 9108]\n  }\n}\n", true},
+		{"", false},
+	} {
+		f, diags := hclsyntax.ParseConfig([]byte(`driver {
+  version = "535.261.03-1"
+  source  = "debian"
+}
+`+c.hcl), "test.pkr.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		val, diags := hcldec.Decode(f.Body, spec, nil)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		var p Provisioner
+		if err := p.Prepare(val); err != nil {
+			t.Fatalf("%q: %v", c.hcl, err)
+		}
+		h := p.config.Hardening
+		if (h != nil) != c.want {
+			t.Errorf("%q: hardening %+v, want present %v", c.hcl, h, c.want)
+			continue
+		}
+		if h != nil && (h.SSH.PermitRootLogin != "no" || len(h.Firewall.AllowedTCPPorts) == 0 || !p.config.DisableUnattendedUpgrades.True()) {
+			t.Errorf("%q: defaults not applied: %+v", c.hcl, h)
+		}
 	}
 }
