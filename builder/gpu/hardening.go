@@ -713,7 +713,10 @@ func (h *Hardening) plan() *hardeningPlan {
 		AuditRulesFile: AuditRulesFile, SudoersFile: SudoersDropIn, JournaldFile: JournaldDropIn,
 		HostKeysUnit: sshHostKeysUnit, TOTPPackage: totpPackage,
 	}
+	// groupadd, for the role groups; openssl ships openssl.cnf.
+	p.Packages = []string{"passwd"}
 	if !h.TLS.Skip {
+		p.Packages = append(p.Packages, "openssl")
 		p.OpenSSL = h.openSSLInclude()
 	}
 	if !h.SSH.Skip {

@@ -287,7 +287,7 @@ mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer
 
 step "hardening: packages"
 # What the hardening configures; apt-get leaves what is installed as it is.
-apt_install 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
+apt_install 'passwd' 'openssl' 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
 
 step "hardening: hostname"
 # mmdebstrap copies the build machine's /etc/hostname, which would name

@@ -347,7 +347,7 @@ mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer
 
 step "hardening: packages"
 # What the hardening configures; apt-get leaves what is installed as it is.
-apt_install 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
+apt_install 'passwd' 'openssl' 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
 
 step "hardening: role groups"
 # The groups the access checks judge by (params.roles); members are added
