@@ -11,10 +11,12 @@
 # gpuhost agent run once it boots, and `gpuhost boot --tpm-state DIR`
 # starts it in QEMU.
 #
-# Hardened for the gpuhost gate: nftables drops inbound traffic except ssh
-# and the agent's /metrics, OpenSSL's system default refuses protocols below
-# TLS 1.3, sshd takes keys only with strong algorithms, nouveau is
-# blacklisted. What Debian cannot give this image (the NVIDIA container
+# Hardened for the gpuhost gate by the gpuhost-gpu provisioner's hardening
+# block: nftables drops inbound traffic except ssh and the agent's /metrics,
+# OpenSSL's system default refuses protocols below TLS 1.3, sshd takes keys
+# only with strong algorithms (and a one-time code from admins), auditd
+# records root's and users' commands, only admins may sudo, the journal is
+# kept; nouveau is blacklisted. What Debian cannot give this image (the NVIDIA container
 # runtime, CUDA 12) is waived in waivers-debian-12.yaml, with why. The
 # encrypted root's files are read from the rootfs tree the builder keeps
 # beside the disk, its encryption from the disk:
@@ -148,8 +150,9 @@ source "gpuhost-rootfs" "debian_12" {
   # What the host runs comes with the bootstrap, not a provisioner's
   # apt-get: the gpuhost-gpu manifest then lists it as baked, and no second
   # apt-get update runs. systemd-sysv gives /sbin/init, udev the device
-  # links fstab and the selftest disk are found by; the hardening script
-  # configures nftables, sshd, sudo, sshd's second factor and auditd.
+  # links fstab and the selftest disk are found by; the provisioner's
+  # hardening configures nftables, sshd, sudo, sshd's second factor and
+  # auditd.
   extra_packages = [
     "systemd", "systemd-sysv", "udev", "ca-certificates", "nftables", "openssh-server",
     "sudo", "libpam-google-authenticator", "auditd",
@@ -163,31 +166,14 @@ source "gpuhost-rootfs" "debian_12" {
   encryption {
     luks2 = true
   }
-  kernel_package      = "linux-image-${var.debian_kernel}=${var.debian_kernel_version}"
-  output_dir          = var.output_dir
-  image_size          = var.image_size
+  kernel_package = "linux-image-${var.debian_kernel}=${var.debian_kernel_version}"
+  output_dir     = var.output_dir
+  image_size     = var.image_size
 }
 
 build {
   name    = "debian-12-gpu"
   sources = ["source.gpuhost-rootfs.debian_12"]
-
-  # Hardening first: the gpuhost-gpu provisioner writes the manifest last,
-  # and its config_files digests must be of the hardened files.
-  provisioner "file" {
-    sources = [
-      "${path.root}/files/nftables.conf",
-      "${path.root}/files/openssl-system-default.cnf",
-      "${path.root}/files/sshd-gpuhost.conf",
-      "${path.root}/files/sudoers-gpuhost",
-      "${path.root}/files/audit-gpuhost.rules",
-    ]
-    destination = "/tmp/gpuhost-harden/"
-  }
-
-  provisioner "shell" {
-    script = "${path.root}/scripts/harden-debian-12.sh"
-  }
 
   # The agent and what the booted host needs around it; the units and
   # scripts are the ones make install puts on any node (deploy/).
@@ -260,6 +246,16 @@ build {
       content {
         ref    = ngc_images.value.ref
         digest = ngc_images.value.digest
+      }
+    }
+    # The host's hardening, in the plan after the GPU stack and before the
+    # manifest, whose config_files digests are then of the hardened files.
+    # The firewall opens ssh and the agent's /metrics (params-debian-12.yaml
+    # allows both); the name is the waivers' target.
+    hardening {
+      hostname = "debian-12-gpu"
+      firewall {
+        allowed_tcp_ports = [22, 9108]
       }
     }
     manifest {

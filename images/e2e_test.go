@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/network"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/qemu"
@@ -167,7 +169,7 @@ func TestE2EDebian12(t *testing.T) {
 		t.Errorf("no containerd config in the image sets SystemdCgroup = true:\n%s", containerd.String())
 	}
 
-	checkHardening(t, cat)
+	checkHardening(t, cat, tree, manifest.ConfigFiles)
 
 	// The real NVIDIA userspace is in the image but no driver is loaded:
 	// gpuhost run inside it must report NVML's own error, not crash or pass.
@@ -442,32 +444,56 @@ func logStepTimings(t *testing.T, log []byte) {
 	t.Logf("bake step timings:\n%s", b.String())
 }
 
-// checkHardening reads the hardened files out of the image: the firewall
-// the template installs and OpenSSL's system default.
-func checkHardening(t *testing.T, cat func(string) []byte) {
+// checkHardening reads the files the provisioner's hardening wrote out of
+// the image: the firewall, OpenSSL's system default through the file
+// openssl.cnf includes, the sshd and journald drop-ins and the host name;
+// and the baked manifest digests each of them, so drift from them shows.
+func checkHardening(t *testing.T, cat func(string) []byte, tree string, configFiles []struct {
+	Path string `json:"path"`
+}) {
 	t.Helper()
 	policy, ports, hasInput, err := network.ParseNftables(cat("/etc/nftables.conf"))
 	if err != nil {
 		t.Errorf("/etc/nftables.conf in the image: %v", err)
 	}
 	allowed := allowedPorts(t)
-	if !hasInput || policy != "drop" || !slices.Contains(ports, 22) {
-		t.Errorf("/etc/nftables.conf in the image: input chain %v, policy %q, ports %v; want policy drop with 22 open", hasInput, policy, ports)
+	if !hasInput || policy != "drop" || !slices.Contains(ports, 22) || !slices.Contains(ports, 9108) {
+		t.Errorf("/etc/nftables.conf in the image: input chain %v, policy %q, ports %v; want policy drop with 22 and 9108 open", hasInput, policy, ports)
 	}
 	for _, p := range ports {
 		if !slices.Contains(allowed, p) {
 			t.Errorf("/etc/nftables.conf in the image accepts port %d, not in allowed_ports %v", p, allowed)
 		}
 	}
-	ssl, err := tls.ParseOpenSSL(cat("/etc/ssl/openssl.cnf"))
+	fsys, closer, err := sysroot.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	ssl, err := tls.LoadOpenSSL(fsys, "/etc/ssl/openssl.cnf")
 	if err != nil {
 		t.Fatalf("/etc/ssl/openssl.cnf in the image: %v", err)
 	}
-	if sd := ssl.SystemDefault(); sd.MinProtocol != "TLSv1.3" {
-		t.Errorf("/etc/ssl/openssl.cnf in the image: system_default %+v; want MinProtocol TLSv1.3", sd)
+	if sd := ssl.SystemDefault(); sd.MinProtocol != "TLSv1.3" || sd.MinProtocolAt.File != gpu.OpenSSLInclude {
+		t.Errorf("/etc/ssl/openssl.cnf in the image: system_default %+v; want MinProtocol TLSv1.3 from %s", sd, gpu.OpenSSLInclude)
+	}
+	if got := string(cat(gpu.SSHDropIn)); !strings.Contains(got, "PasswordAuthentication no") || !strings.Contains(got, "Match Group gpuhost-admin") {
+		t.Errorf("%s in the image:\n%s", gpu.SSHDropIn, got)
+	}
+	if got := string(cat(gpu.JournaldDropIn)); !strings.Contains(got, "Storage=persistent") {
+		t.Errorf("%s in the image:\n%s", gpu.JournaldDropIn, got)
 	}
 	if got := strings.TrimSpace(string(cat("/etc/hostname"))); got != "debian-12-gpu" {
 		t.Errorf("/etc/hostname in the image is %q, want debian-12-gpu (the waivers' target)", got)
+	}
+	var digested []string
+	for _, f := range configFiles {
+		digested = append(digested, f.Path)
+	}
+	for _, f := range []string{gpu.OpenSSLInclude, gpu.SSHDropIn, gpu.NftablesConf, gpu.AuditRulesFile, gpu.SudoersDropIn, gpu.JournaldDropIn, "/etc/pam.d/sshd"} {
+		if !slices.Contains(digested, f) {
+			t.Errorf("the baked manifest does not digest %s", f)
+		}
 	}
 }
 
@@ -494,7 +520,10 @@ func gateImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) reports.
 	}
 	// What the template hardens must pass on its own, not be skipped; so
 	// must the CVE check, which the demo's DB lets run.
-	for _, id := range []string{"GH-ENC-001", "GH-ENC-003", "GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002", "GH-SC-001", "GH-SSH-010", "GH-SSH-001", "GH-CGR-001"} {
+	for _, id := range []string{"GH-ENC-001", "GH-ENC-003", "GH-NET-002", "GH-NET-003", "GH-TLS-001", "GH-GPU-015", "GH-PIN-001", "GH-PIN-002", "GH-SC-001", "GH-SSH-010", "GH-SSH-001", "GH-CGR-001",
+		// What the provisioner's hardening block is for.
+		"GH-SSH-002", "GH-SSH-004", "GH-SSH-005", "GH-SSH-006", "GH-SSH-008", "GH-SSH-009", "GH-AUD-001", "GH-AUD-002", "GH-AUD-003", "GH-AUD-004", "GH-AUD-005",
+		"GH-IAM-002", "GH-IAM-003", "GH-IAM-004", "GH-IAM-005", "GH-IAM-006", "GH-PIN-004"} {
 		if status[id] != "pass" {
 			t.Errorf("%s is %q in the baked image; want pass", id, status[id])
 		}
