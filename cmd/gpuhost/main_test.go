@@ -281,6 +281,9 @@ func TestUntrustedInputsExit2(t *testing.T) {
 		"missing params":       {[]string{"scan", "rootfs", hardened, "--params", "/nonexistent.yaml"}, "--params"},
 		"unknown command":      {[]string{"scna"}, "unknown command"},
 	} {
+		if tc.args[0] == "verify" && !fullBuild {
+			continue // the lean build has no verify command
+		}
 		o := gpuhost(t, "", tc.args...)
 		if o.code != 2 || !strings.Contains(o.stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", name, o.code, o.stderr, tc.want)
