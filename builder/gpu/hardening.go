@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 
 	"github.com/gpuhost/gpuhost/policies"
+
+	"github.com/gpuhost/gpuhost/builder/internal/firstboot"
 )
 
 // Hardening is the host hardening the plan applies after the GPU stack, so
@@ -673,7 +675,6 @@ const (
 	AuditRulesFile   = "/etc/audit/rules.d/50-gpuhost.rules"
 	SudoersDropIn    = "/etc/sudoers.d/50-gpuhost"
 	JournaldDropIn   = "/etc/systemd/journald.conf.d/50-gpuhost.conf"
-	sshHostKeysUnit  = "gpuhost-ssh-hostkeys.service"
 	pamTOTPModule    = "pam_google_authenticator.so"
 	totpPackage      = "libpam-google-authenticator"
 	opensslSSLSect   = "gpuhost_ssl_sect"
@@ -711,7 +712,7 @@ func (h *Hardening) plan() *hardeningPlan {
 		H: h, Groups: h.roleGroups(),
 		OpenSSLFile: OpenSSLInclude, SSHDFile: SSHDropIn, NftablesFile: NftablesConf,
 		AuditRulesFile: AuditRulesFile, SudoersFile: SudoersDropIn, JournaldFile: JournaldDropIn,
-		HostKeysUnit: sshHostKeysUnit, TOTPPackage: totpPackage,
+		HostKeysUnit: firstboot.SSHHostKeysUnitName, TOTPPackage: totpPackage,
 	}
 	// groupadd, for the role groups; openssl ships openssl.cnf.
 	p.Packages = []string{"passwd"}
@@ -728,7 +729,7 @@ func (h *Hardening) plan() *hardeningPlan {
 			p.Packages = append(p.Packages, totpPackage)
 		}
 		if h.SSH.HostKeys == HostKeysFirstBoot {
-			p.HostKeys = hostKeysUnitText
+			p.HostKeys = firstboot.SSHHostKeysUnit
 		}
 	}
 	if !h.Firewall.Skip {
@@ -842,27 +843,6 @@ func (h *Hardening) sshdExpect() []string {
 	}
 	return out
 }
-
-// hostKeysUnitText makes the host keys the image leaves out, before sshd
-// starts; ssh-keygen -A makes only missing ones, so a host given its keys
-// keeps them. The gpuhost-rootfs builder's disk output installs the same
-// unit.
-const hostKeysUnitText = `# Written by the gpuhost-gpu provisioner (hardening.ssh.host_keys): the
-# image carries no SSH host keys, which every host booted from it would
-# share; each host makes its own.
-[Unit]
-Description=Generate this host's SSH host keys
-Documentation=man:ssh-keygen(1)
-Before=ssh.service
-ConditionPathExistsGlob=!/etc/ssh/ssh_host_*_key
-
-[Service]
-Type=oneshot
-ExecStart=/usr/bin/ssh-keygen -A
-
-[Install]
-WantedBy=ssh.service
-`
 
 func (h *Hardening) nftables() string {
 	f := h.Firewall

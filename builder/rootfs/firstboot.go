@@ -11,30 +11,13 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/gpuhost/gpuhost/builder/internal/firstboot"
 )
 
 // What a disk output leaves for its first boot, as cloud images do: every
 // host booted from one image must get its own identity, and the root must
 // fill whatever disk the image is written to.
-
-// sshHostKeysUnit makes the host keys the image was built without. Debian's
-// ssh.service refuses to start with none, and ssh-keygen -A makes only the
-// missing ones, so a host whose keys were provided keeps them.
-const sshHostKeysUnit = `# Written by the gpuhost-rootfs builder: the image carries no SSH host keys,
-# which every host booted from it would share; each host makes its own.
-[Unit]
-Description=Generate this host's SSH host keys
-Documentation=man:ssh-keygen(1)
-Before=ssh.service
-ConditionPathExistsGlob=!/etc/ssh/ssh_host_*_key
-
-[Service]
-Type=oneshot
-ExecStart=/usr/bin/ssh-keygen -A
-
-[Install]
-WantedBy=ssh.service
-`
 
 // growRootUnit grows the root partition to the end of its disk and then the
 // file system to the partition, at every boot (both do nothing when there
@@ -113,7 +96,7 @@ func prepareFirstBoot(root *os.Root, ui packersdk.Ui) error {
 		ui.Message("Removed the SSH host keys " + strings.Join(removed, ", ") + ": each host makes its own at first boot")
 	}
 	if _, err := root.Lstat("usr/sbin/sshd"); err == nil {
-		if err := installUnit(root, "gpuhost-ssh-hostkeys.service", sshHostKeysUnit, "ssh.service.wants"); err != nil {
+		if err := installUnit(root, firstboot.SSHHostKeysUnitName, firstboot.SSHHostKeysUnit, "ssh.service.wants"); err != nil {
 			return err
 		}
 	}

@@ -396,9 +396,8 @@ dpkg-query -L 'libpam-google-authenticator' | grep -q '/pam_google_authenticator
 # impersonate each other.
 rm -f /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub
 cat >'/etc/systemd/system/gpuhost-ssh-hostkeys.service' <<'GPUHOST_EOF'
-# Written by the gpuhost-gpu provisioner (hardening.ssh.host_keys): the
-# image carries no SSH host keys, which every host booted from it would
-# share; each host makes its own.
+# Written by gpuhost: the image carries no SSH host keys, which every host
+# booted from it would share; each host makes its own.
 [Unit]
 Description=Generate this host's SSH host keys
 Documentation=man:ssh-keygen(1)
