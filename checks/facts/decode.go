@@ -119,13 +119,13 @@ func (p *parser) nestedValue() (any, error) {
 
 // plainValue reads one value of the given kind, building its tree.
 func (p *parser) plainValue(kind jsontext.Kind) (any, error) {
-	p.depth++
-	defer func() { p.depth-- }()
 	switch kind {
 	case '{':
 		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, err
 		}
+		p.depth++
+		defer func() { p.depth-- }()
 		obj := map[string]any{}
 		for p.dec.PeekKind() != '}' {
 			name, err := p.str(true)
@@ -146,6 +146,8 @@ func (p *parser) plainValue(kind jsontext.Kind) (any, error) {
 		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, err
 		}
+		p.depth++
+		defer func() { p.depth-- }()
 		arr := []any{}
 		for p.dec.PeekKind() != ']' {
 			v, err := p.value()
