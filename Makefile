@@ -57,6 +57,7 @@ help:
 	@echo "make fuzz    run each fuzzer for FUZZTIME (default $(FUZZTIME))"
 	@echo "make e2e     bake images/debian-12-gpu.pkr.hcl with the real Packer (part of make test)"
 	@echo "make gpu-check  gpuhost facts host and scan host on this machine's GPUs, saved to ./out"
+	@echo "make agent-image  the agent's OCI image (Debian base + lean binary) as an OCI layout in ./out/agent-image"
 
 .PHONY: check-go
 check-go:
@@ -162,11 +163,12 @@ trivy-db: check-go
 	$(GO) run ./tools/trivydb -o $(TRIVY_DB) images/trivy-db-demo.yaml
 
 .PHONY: demo
-demo: check-go deps build-deps build packer plugin crane cosign trivy-db
+demo: check-go deps build-deps build packer plugin crane cosign trivy-db agentimage
 	@mkdir -p $(OUT)
 	PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins $(PACKER) plugins install --path $(PLUGIN) $(PLUGIN_ADDRESS)
 	PACKER=$(PACKER) CRANE=$(CRANE) GPUHOST=$(GPUHOST) COSIGN=$(COSIGN) OUT=$(OUT) IMAGE_DIR=$(IMAGE_DIR) APT_CACHE_DIR=$(CURDIR)/.cache/apt \
-	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins bash images/demo.sh
+	  TRIVY_DB=$(TRIVY_DB) PACKER_PLUGIN_PATH=$(OUT)/.packer-plugins AGENTIMAGE=$(AGENTIMAGE) AGENT=$(AGENT) AGENT_BASE=$(AGENT_BASE) \
+	  VERSION=$(VERSION) bash images/demo.sh
 	@echo "== scanning the baked image without mounting it =="
 	$(GPUHOST) scan image $(IMAGE_DIR)/disk.qcow2 --rootfs $(IMAGE_DIR)/rootfs --params images/params-debian-12.yaml \
 	  --waivers images/waivers-debian-12.yaml --trivy-db $(TRIVY_DB) --fail-on-skip critical \
@@ -181,6 +183,20 @@ demo: check-go deps build-deps build packer plugin crane cosign trivy-db
 	@echo "== booting the image: the live verdict beside the offline one =="
 	GPUHOST=$(GPUHOST) IMAGE_DIR=$(IMAGE_DIR) OUT=$(OUT) bash images/demo-boot.sh
 	@echo; echo "image: $(IMAGE_DIR)/disk.qcow2"; echo "reports in $(OUT):"; ls -1 $(OUT) | grep -E '\.(table|json|sarif|junit|markdown|html)$$'
+
+# The agent's OCI image, built with go-containerregistry (no Docker): a
+# minimal Debian base from mmdebstrap (as root; kept in $(AGENT_BASE), so a
+# rebuild only adds the binary) under the lean binary. make demo pushes it
+# by digest and renders the DaemonSet that runs it into $(OUT)/daemonset.yaml.
+AGENTIMAGE := $(BIN)/agentimage
+AGENT_BASE := $(OUT)/agent-base.tar
+.PHONY: agentimage agent-image
+agentimage: check-go
+	$(GO) build -trimpath -o $(AGENTIMAGE) ./tools/agentimage
+agent-image: build agentimage
+	@mkdir -p $(OUT)
+	$(AGENTIMAGE) -base $(AGENT_BASE) -apt-cache $(CURDIR)/.cache/apt -binary $(AGENT) -version $(VERSION) \
+	  -revision "$$(git rev-parse HEAD 2>/dev/null)" -layout $(OUT)/agent-image
 
 # crane pushes the demo's base image to the local registry.
 CRANE := $(BIN)/crane

@@ -1,9 +1,8 @@
-// Package deploy holds the systemd units, Kubernetes manifests and
-// Prometheus rules that run the agent; its tests keep them honest.
 package deploy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -20,18 +19,30 @@ import (
 
 type doc = map[string]any
 
-// loadYAML parses every document of every YAML file under kubernetes/.
+// testImage is the agent image the tests render the DaemonSet with.
+const testImage = "registry.test:5000/gpuhost/gpuhost-agent@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// loadYAML parses every document of every YAML file under kubernetes/, and
+// of the DaemonSet rendered with testImage.
 func loadYAML(t *testing.T) map[string][]doc {
 	t.Helper()
 	files, err := filepath.Glob("kubernetes/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
+	var ds bytes.Buffer
+	if err := RenderDaemonSet(&ds, testImage); err != nil {
+		t.Fatal(err)
+	}
 	out := map[string][]doc{}
-	for _, file := range files {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
+	for _, file := range append(files, "kubernetes/daemonset.yaml.tmpl") {
+		var f io.Reader = &ds
+		if !strings.HasSuffix(file, ".tmpl") {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f = bytes.NewReader(b)
 		}
 		dec := yaml.NewDecoder(f)
 		for i := 0; i < 100; i++ {
@@ -52,7 +63,6 @@ func loadYAML(t *testing.T) map[string][]doc {
 			kind, _ := d["kind"].(string)
 			out[kind] = append(out[kind], d)
 		}
-		f.Close()
 	}
 	return out
 }

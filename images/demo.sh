@@ -8,12 +8,17 @@
 # key made for the demo and with its SLSA provenance; then gpuhost verify
 # and cosign check it as a pre-deploy gate would.
 #
+# Last, the agent's own image is built (go-containerregistry on an
+# mmdebstrap base), pushed by digest, and the DaemonSet that runs it is
+# rendered into $OUT/daemonset.yaml.
+#
 # The Makefile passes the tools in: PACKER, CRANE, GPUHOST, COSIGN, OUT,
-# IMAGE_DIR, APT_CACHE_DIR, TRIVY_DB and PACKER_PLUGIN_PATH. DEMO_REGISTRY
-# picks the address.
+# IMAGE_DIR, APT_CACHE_DIR, TRIVY_DB, PACKER_PLUGIN_PATH, AGENTIMAGE, AGENT,
+# AGENT_BASE and VERSION. DEMO_REGISTRY picks the address.
 set -euo pipefail
 
 : "${PACKER:?}" "${CRANE:?}" "${GPUHOST:?}" "${COSIGN:?}" "${OUT:?}" "${IMAGE_DIR:?}" "${APT_CACHE_DIR:?}" "${TRIVY_DB:?}" "${PACKER_PLUGIN_PATH:?}"
+: "${AGENTIMAGE:?}" "${AGENT:?}" "${AGENT_BASE:?}" "${VERSION:?}"
 registry=${DEMO_REGISTRY:-127.0.0.1:5055}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$OUT/demo-registry
@@ -101,3 +106,9 @@ say "verifying $pushed as a pre-deploy gate (referrers only, never the disk)"
 "$COSIGN" verify --key "$work/cosign.pub" --insecure-ignore-tlog=true "$pushed" >/dev/null
 "$COSIGN" verify-attestation --key "$work/cosign.pub" --type slsaprovenance1 --insecure-ignore-tlog=true "$pushed" >/dev/null
 echo "cosign verify and cosign verify-attestation --type slsaprovenance1: ok"
+
+say "building the agent's image and pushing it by digest"
+"$AGENTIMAGE" -base "$AGENT_BASE" -apt-cache "$APT_CACHE_DIR" -binary "$AGENT" -version "$VERSION" \
+	-revision "$(git -C "$here" rev-parse HEAD 2>/dev/null || true)" \
+	-push "$registry/gpuhost/gpuhost-agent" -insecure -daemonset "$OUT/daemonset.yaml"
+echo "the DaemonSet runs $(sed -n 's/^ *image: //p' "$OUT/daemonset.yaml")"
