@@ -710,6 +710,19 @@ type Containerd struct {
 	// without a running daemon.
 	Source string `json:"source,omitempty"`
 	PID    int    `json:"pid,omitempty"`
+	// Locations say where the settings above are set, by their JSON name
+	// (default_runtime, cdi_enabled, systemd_cgroup, nvidia_runtime,
+	// nvidia_binary, nvidia_systemd_cgroup): the key's line, or its
+	// table's header, in the main file or the import that set it last. A
+	// setting left at containerd's default has none.
+	Locations map[string]FileLine `json:"locations,omitempty"`
+}
+
+// FileLine is a place in a file of the target: its path as shown to users
+// and a line, from 1.
+type FileLine struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
 }
 
 // Docker is /etc/docker/daemon.json.

@@ -132,9 +132,11 @@ func mergeTOML(dst, src map[string]any, depth int) error {
 
 // ContainerdSettings is what the CRI plugin of a merged config says.
 type ContainerdSettings struct {
-	DefaultRuntime      string
-	Runtimes            []string
-	NvidiaRuntime       bool
+	DefaultRuntime string
+	Runtimes       []string
+	NvidiaRuntime  bool
+	// NvidiaName is the runtime NvidiaRuntime found.
+	NvidiaName          string
 	NvidiaBinary        string
 	SystemdCgroup       *bool
 	NvidiaSystemdCgroup *bool
@@ -214,7 +216,7 @@ func ExtractContainerd(tree map[string]any, version int) (*ContainerdSettings, e
 		// over others that merely run the same binary.
 		if isNvidia && (nvidia == "" || name == "nvidia") {
 			nvidia = name
-			s.NvidiaRuntime = true
+			s.NvidiaRuntime, s.NvidiaName = true, name
 			s.NvidiaBinary = binary
 			s.NvidiaSystemdCgroup = cgroup
 		}
@@ -287,9 +289,18 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 	}
 	main.Name = path.Clean("/" + name)
 	version := max(main.Version, 2)
-	merged := map[string]any{}
+	// lines has the merged tree's shape, with where each value was set.
+	merged, lines := map[string]any{}, map[string]any{}
+	mainLines, err := tomlLines(main.Display, data)
+	if err != nil {
+		return nil, err
+	}
 	MigrateContainerd(main.Tree, main.Version, version)
+	MigrateContainerd(mainLines, main.Version, version)
 	if err := MergeTOML(merged, main.Tree); err != nil {
+		return nil, fmt.Errorf("merging %s: %w", main.Display, err)
+	}
+	if err := MergeTOML(lines, mainLines); err != nil {
 		return nil, fmt.Errorf("merging %s: %w", main.Display, err)
 	}
 	imports := []string{}
@@ -320,12 +331,21 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 					return nil, err
 				}
 				imp.Name = f
-				MigrateContainerd(imp.Tree, imp.Version, version)
-				// An import's own version and imports do not override the
-				// main file's.
-				delete(imp.Tree, "version")
-				delete(imp.Tree, "imports")
+				impLines, err := tomlLines(imp.Display, data)
+				if err != nil {
+					return nil, err
+				}
+				for _, tree := range []map[string]any{imp.Tree, impLines} {
+					MigrateContainerd(tree, imp.Version, version)
+					// An import's own version and imports do not
+					// override the main file's.
+					delete(tree, "version")
+					delete(tree, "imports")
+				}
 				if err := MergeTOML(merged, imp.Tree); err != nil {
+					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
+				}
+				if err := MergeTOML(lines, impLines); err != nil {
 					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
 				}
 				imports = append(imports, imp.Display)
@@ -351,7 +371,44 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 		SystemdCgroup:       s.SystemdCgroup,
 		NvidiaSystemdCgroup: s.NvidiaSystemdCgroup,
 		CDIEnabled:          s.CDIEnabled,
+		Locations:           containerdLocations(lines, version, s),
 	}, nil
+}
+
+// containerdLocations says where the merged settings s were set, from the
+// line tree of the files merged: the paths ExtractContainerd reads, each
+// falling back to the table around it.
+func containerdLocations(lines map[string]any, version int, s *ContainerdSettings) map[string]facts.FileLine {
+	plugin := criPluginV2
+	if version >= 3 {
+		plugin = criRuntimePlugin
+	}
+	key := func(keys ...string) []string { return append([]string{"plugins", plugin}, keys...) }
+	runtime := func(name string, keys ...string) []string {
+		return key(append([]string{"containerd", "runtimes", name}, keys...)...)
+	}
+	out := map[string]facts.FileLine{}
+	put := func(setting string, paths ...[]string) {
+		for _, p := range paths {
+			if l, ok := lineOf(lines, p...); ok {
+				out[setting] = l
+				return
+			}
+		}
+	}
+	put("default_runtime", key("containerd", "default_runtime_name"))
+	put("cdi_enabled", key("enable_cdi"))
+	put("systemd_cgroup", runtime(s.DefaultRuntime, "options", "SystemdCgroup"), runtime(s.DefaultRuntime, "options"), runtime(s.DefaultRuntime))
+	if s.NvidiaRuntime {
+		n := s.NvidiaName
+		put("nvidia_runtime", runtime(n))
+		put("nvidia_binary", runtime(n, "options", "BinaryName"), runtime(n, "options"), runtime(n))
+		put("nvidia_systemd_cgroup", runtime(n, "options", "SystemdCgroup"), runtime(n, "options"), runtime(n))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // binaryPath is where the runc shim finds a BinaryName that is not a path:

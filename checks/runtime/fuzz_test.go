@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +18,15 @@ func FuzzContainerdTOML(f *testing.F) {
 		file, err := DecodeContainerdTOML("fuzz.toml", data)
 		if err != nil {
 			return
+		}
+		// A file that decodes has lines; each is in the file.
+		lines, err := tomlLines("fuzz.toml", data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "nested deeper") {
+				t.Fatalf("decodes but has no lines: %v", err)
+			}
+		} else if l, ok := firstLine(lines, 0); ok && (l.Line < 1 || l.Line > bytes.Count(data, []byte("\n"))+1) {
+			t.Fatalf("line %d of a %d-line file", l.Line, bytes.Count(data, []byte("\n"))+1)
 		}
 		for _, version := range []int{2, 3} {
 			main, err := DecodeContainerdTOML("base.toml", base)

@@ -29,11 +29,18 @@ gpu_ready if containerd.default_runtime in nvidia_runtimes
 
 gpu_ready if containerd.cdi_enabled == true
 
-deny contains msg if {
+deny contains finding if {
 	containerd != null
 	not gpu_ready
 	msg := sprintf(
 		"containerd (%s): default runtime is %q and CDI is not enabled, so containers get no GPU unless they ask for the nvidia runtime",
 		[containerd.config_path, object.get(containerd, "default_runtime", "")],
 	)
+	finding := at(msg, "default_runtime")
 }
+
+# at points a finding at the line that sets setting, when the facts know it
+# (the main file or the import that set it last).
+at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+	l := containerd.locations[setting]
+} else := msg

@@ -29,3 +29,14 @@ test_fail_runc_without_cdi if {
 test_skip_no_containerd if {
 	check.skip == {"containerd is not configured"} with input as {"target": {"kind": "host"}, "container_runtime": {"cdi_specs": []}}
 }
+
+test_fail_points_at_default_runtime_name if {
+	located := {"target": {"kind": "image"}, "container_runtime": {"containerd": {
+		"config_path": "/etc/containerd/config.toml", "default_runtime": "runc", "cdi_enabled": false,
+		"locations": {"default_runtime": {"file": "/etc/containerd/config.toml", "line": 19}},
+	}}}
+	check.deny == {{
+		"msg": "containerd (/etc/containerd/config.toml): default runtime is \"runc\" and CDI is not enabled, so containers get no GPU unless they ask for the nvidia runtime",
+		"file": "/etc/containerd/config.toml", "line": 19,
+	}} with input as located
+}

@@ -29,19 +29,21 @@ installed contains p.name if some p in object.get(input, "packages", [])
 
 skip contains "containerd is not configured" if containerd == null
 
-deny contains msg if {
+# No line sets what is missing: the finding points at the main file.
+deny contains {"msg": msg, "file": containerd.config_path} if {
 	containerd != null
 	not containerd.nvidia_runtime
 	msg := sprintf("containerd (%s) defines no nvidia runtime", [containerd.config_path])
 }
 
-deny contains msg if {
+deny contains finding if {
 	containerd.nvidia_runtime
 	object.get(containerd, "nvidia_binary", "") == ""
 	msg := sprintf("containerd (%s) defines an nvidia runtime with no BinaryName, so it runs plain runc", [containerd.config_path])
+	finding := at(msg, "nvidia_runtime")
 }
 
-deny contains msg if {
+deny contains finding if {
 	containerd.nvidia_runtime
 	object.get(containerd, "nvidia_binary", "") != ""
 	not containerd.nvidia_binary_present
@@ -49,9 +51,10 @@ deny contains msg if {
 		"containerd (%s) runs the nvidia runtime from %s, which is not an executable file in the target",
 		[containerd.config_path, containerd.nvidia_binary],
 	)
+	finding := at(msg, "nvidia_binary")
 }
 
-deny contains msg if {
+deny contains finding if {
 	containerd.nvidia_runtime
 	missing := toolkit - installed
 	count(missing) > 0
@@ -59,4 +62,11 @@ deny contains msg if {
 		"containerd (%s) defines an nvidia runtime but the container toolkit is not installed: %s missing",
 		[containerd.config_path, concat(", ", sort(missing))],
 	)
+	finding := at(msg, "nvidia_runtime")
 }
+
+# at points a finding at the line that sets setting, when the facts know it
+# (the main file or the import that set it last).
+at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+	l := containerd.locations[setting]
+} else := msg

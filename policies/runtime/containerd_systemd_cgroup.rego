@@ -28,17 +28,25 @@ state(false) := "false"
 
 state(null) := "unset"
 
-deny contains msg if {
+deny contains finding if {
 	containerd != null
 	v := object.get(containerd, "systemd_cgroup", null)
 	v != true
 	msg := sprintf("containerd (%s): SystemdCgroup is %s for the default runtime; %s", [containerd.config_path, state(v), why])
+	finding := at(msg, "systemd_cgroup")
 }
 
-deny contains msg if {
+deny contains finding if {
 	containerd != null
 	containerd.nvidia_runtime
 	v := object.get(containerd, "nvidia_systemd_cgroup", null)
 	v != true
 	msg := sprintf("containerd (%s): SystemdCgroup is %s for the nvidia runtime; %s", [containerd.config_path, state(v), why])
+	finding := at(msg, "nvidia_systemd_cgroup")
 }
+
+# at points a finding at the line that sets setting, when the facts know it
+# (the main file or the import that set it last).
+at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+	l := containerd.locations[setting]
+} else := msg

@@ -42,3 +42,25 @@ test_fail_missing_field if {
 test_skip_no_containerd if {
 	check.skip == {"containerd is not configured"} with input as {"target": {"kind": "image"}, "container_runtime": {"cdi_specs": []}}
 }
+
+# With the lines known, each finding points at the line that set it: the
+# nvidia runtime's in the import that defines it.
+test_fail_points_at_the_setting if {
+	located := json.patch(facts(true, false, null), [{
+		"op": "add", "path": "/container_runtime/containerd/locations",
+		"value": {
+			"systemd_cgroup": {"file": "/etc/containerd/config.toml", "line": 25},
+			"nvidia_systemd_cgroup": {"file": "/etc/containerd/conf.d/99-nvidia.toml", "line": 16},
+		},
+	}])
+	check.deny == {
+		{
+			"msg": sprintf("containerd (/etc/containerd/config.toml): SystemdCgroup is false for the default runtime; %s", [why]),
+			"file": "/etc/containerd/config.toml", "line": 25,
+		},
+		{
+			"msg": sprintf("containerd (/etc/containerd/config.toml): SystemdCgroup is unset for the nvidia runtime; %s", [why]),
+			"file": "/etc/containerd/conf.d/99-nvidia.toml", "line": 16,
+		},
+	} with input as located
+}
