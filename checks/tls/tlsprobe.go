@@ -27,6 +27,12 @@ const (
 	// perPortHandshakes bounds the probe's connections open at once to one
 	// listener, so a small service never sees a burst from the scanner.
 	perPortHandshakes = 2
+	// serverFirstWait is how long the first connection to a port listens
+	// before sending a ClientHello. A TLS server never speaks first; SSH,
+	// SMTP, FTP and POP servers greet at once, and such a port is left
+	// after that one connection (sshd counts every unauthenticated one
+	// against MaxStartups, and starts dropping the scanner's own).
+	serverFirstWait = 300 * time.Millisecond
 )
 
 // probeVersions are the protocol versions each listener is asked for, newest
@@ -178,9 +184,12 @@ type attempt struct {
 	version  uint16
 	accepted bool // the ServerHello chose the pinned version
 	spoke    bool // the peer answered in TLS at all (a hello or an alert)
-	cert     *x509.Certificate
-	suite    uint16 // the suite of a completed handshake
-	err      error
+	// greeted: the peer sent before the ClientHello, which no TLS server
+	// does; notTLS: it answered the ClientHello with something else.
+	greeted, notTLS bool
+	cert            *x509.Certificate
+	suite           uint16 // the suite of a completed handshake
+	err             error
 }
 
 // listener probes one target at every version, and for its weak cipher
@@ -188,15 +197,26 @@ type attempt struct {
 // shows no sign of speaking TLS and is not a conventional TLS port: SSH's
 // banner, an HTTP error page, a silent DNS server and a closed port all
 // land there.
+//
+// The first version is asked alone, listening first: a port whose server
+// greets first or answers the hello with something not TLS gets no more
+// connections, unless it is a conventional TLS port, which is reported.
 func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
 	attempts := make([]attempt, len(probeVersions))
+	attempts[0] = p.handshake(ctx, t.dial, probeVersions[0], everySuite, serverFirstWait)
+	if (attempts[0].greeted || attempts[0].notTLS) && !tlsPorts[t.port] {
+		return nil
+	}
 	perPort := make(chan struct{}, perPortHandshakes)
 	var wg sync.WaitGroup
 	for i, v := range probeVersions {
+		if i == 0 {
+			continue
+		}
 		wg.Go(func() {
 			perPort <- struct{}{}
 			defer func() { <-perPort }()
-			attempts[i] = p.handshake(ctx, t.dial, v, everySuite)
+			attempts[i] = p.handshake(ctx, t.dial, v, everySuite, 0)
 		})
 	}
 	wg.Wait()
@@ -220,7 +240,10 @@ func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
 		if r.Certificate == nil && a.cert != nil {
 			r.Certificate = certificateFacts(a.cert, time.Now())
 		}
-		if !a.spoke && a.err != nil {
+		switch {
+		case a.greeted:
+			problems = append(problems, versionName(a.version)+": the server spoke first, which no TLS server does")
+		case !a.spoke && a.err != nil:
 			problems = append(problems, versionName(a.version)+": "+unreachable(a.err, p.timeout))
 		}
 	}
@@ -266,8 +289,10 @@ func unreachable(err error, timeout time.Duration) string {
 }
 
 // handshake connects to addr pinned to version, offering suites (they only
-// matter below TLS 1.3), and reports what the server chose.
-func (p *prober) handshake(ctx context.Context, addr string, version uint16, suites []uint16) attempt {
+// matter below TLS 1.3), and reports what the server chose. With listen
+// above zero it first waits that long for the server to speak, and stops
+// there if it does.
+func (p *prober) handshake(ctx context.Context, addr string, version uint16, suites []uint16, listen time.Duration) attempt {
 	a := attempt{version: version}
 	select {
 	case p.sem <- struct{}{}:
@@ -276,7 +301,8 @@ func (p *prober) handshake(ctx context.Context, addr string, version uint16, sui
 		return a
 	}
 	defer func() { <-p.sem }()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	// Listening comes on top of the time a handshake is given.
+	ctx, cancel := context.WithTimeout(ctx, p.timeout+listen)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -285,6 +311,12 @@ func (p *prober) handshake(ctx context.Context, addr string, version uint16, sui
 		return a
 	}
 	defer conn.Close()
+	if listen > 0 {
+		if greeted, err := speaksFirst(ctx, conn, listen); greeted || err != nil {
+			a.greeted, a.err = greeted, err
+			return a
+		}
+	}
 	c := tls.Client(conn, &tls.Config{
 		MinVersion:   version,
 		MaxVersion:   version,
@@ -309,11 +341,35 @@ func (p *prober) handshake(ctx context.Context, addr string, version uint16, sui
 	// any other version, so equality means the server chose it.
 	a.accepted = c.ConnectionState().Version == version
 	a.spoke = err == nil || a.accepted || tlsAnswer(err)
+	var rh tls.RecordHeaderError
+	a.notTLS = !a.spoke && errors.As(err, &rh)
 	a.err = err
 	if err == nil {
 		a.suite = c.ConnectionState().CipherSuite
 	}
 	return a
+}
+
+// speaksFirst reads from a fresh connection for up to wait: any byte means
+// the server speaks first. Silence is the TLS answer and leaves the
+// connection as it was; an error (the server closed) is returned.
+func speaksFirst(ctx context.Context, conn net.Conn, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return false, err
+	}
+	var b [1]byte
+	n, err := conn.Read(b[:])
+	if n > 0 {
+		return true, nil
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+		return false, conn.SetReadDeadline(time.Time{})
+	}
+	return false, err
 }
 
 // tlsAnswer tells whether a failed handshake still heard TLS from the peer:

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,25 +33,74 @@ func tlsServer(t *testing.T, min, max uint16) int {
 
 // bannerServer speaks first, as sshd does, and never speaks TLS.
 func bannerServer(t *testing.T) int {
+	port, _ := countingServer(t, true)
+	return port
+}
+
+// countingServer never speaks TLS: it greets first as sshd does, or
+// answers whatever it is sent with an HTTP error as a plain HTTP server
+// does. It counts the connections it accepted.
+func countingServer(t *testing.T, greet bool) (int, *atomic.Int32) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int32
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			c.Write([]byte("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"))
-			buf := make([]byte, 512)
-			c.Read(buf)
-			c.Close()
+			n.Add(1)
+			go func() {
+				defer c.Close()
+				if greet {
+					c.Write([]byte("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"))
+				}
+				buf := make([]byte, 512)
+				c.Read(buf)
+				if !greet {
+					c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+				}
+			}()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, &n
+}
+
+// TestTLSProbeLeavesServersThatAreNotTLS: a server that greets first, or
+// answers the hello with something not TLS, gets one connection and is no
+// TLS listener; a TLS server gets every version asked.
+func TestTLSProbeLeavesServersThatAreNotTLS(t *testing.T) {
+	ssh, sshConns := countingServer(t, true)
+	plain, plainConns := countingServer(t, false)
+	p := &prober{timeout: 2 * time.Second, sem: make(chan struct{}, 4)}
+	for name, tc := range map[string]struct {
+		port  int
+		conns *atomic.Int32
+	}{"greets first": {ssh, sshConns}, "answers in HTTP": {plain, plainConns}} {
+		r := p.listener(context.Background(), probeTarget{listen: "127.0.0.1:" + strconv.Itoa(tc.port), dial: "127.0.0.1:" + strconv.Itoa(tc.port), port: tc.port})
+		if r != nil {
+			t.Errorf("%s: taken for a TLS listener: %+v", name, r)
+		}
+		if n := tc.conns.Load(); n != 1 {
+			t.Errorf("%s: %d connections, want 1", name, n)
+		}
+	}
+	only13 := tlsServer(t, tls.VersionTLS13, 0)
+	r := p.listener(context.Background(), probeTarget{listen: "127.0.0.1:" + strconv.Itoa(only13), dial: "127.0.0.1:" + strconv.Itoa(only13), port: only13})
+	if r == nil || !r.TLS13Accepted || r.TLS12Accepted || r.Error != "" {
+		t.Errorf("a TLS 1.3 server after the wait: %+v", r)
+	}
+	// On a conventional TLS port the same greeting is reported, not
+	// skipped: a port meant for TLS that speaks something else is wrong.
+	r = p.listener(context.Background(), probeTarget{listen: "127.0.0.1:" + strconv.Itoa(ssh), dial: "127.0.0.1:" + strconv.Itoa(ssh), port: 443})
+	if r == nil || !strings.Contains(r.Error, "tls1.3: the server spoke first") {
+		t.Errorf("a greeting on port 443: %+v", r)
+	}
 }
 
 func TestTLSProbe(t *testing.T) {

@@ -44,7 +44,7 @@ func (p *prober) weakSuites(ctx context.Context, addr string, version uint16) ([
 	for _, set := range weakSuiteSets {
 		offer := slices.DeleteFunc(slices.Clone(set), func(id uint16) bool { return found[id] })
 		for len(offer) > 0 {
-			a := p.handshake(ctx, addr, version, offer)
+			a := p.handshake(ctx, addr, version, offer, 0)
 			if !a.spoke && a.err != nil {
 				return sortedSuiteNames(found), fmt.Errorf("%s cipher suites: %s", versionName(version), unreachable(a.err, p.timeout))
 			}
