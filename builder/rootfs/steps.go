@@ -126,13 +126,13 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 	}
 	// Keep the package lists mmdebstrap fetched: the provisioners' first
 	// apt-get update then gets "not modified" for them instead of
-	// downloading every Packages index a second time (about 9 MB and a
-	// fifth of the provision step for bookworm). The image ends up with
+	// downloading every Packages index a second time (several megabytes
+	// for bookworm). The image ends up with
 	// lists either way once a provisioner runs apt-get update.
 	args = append(args, "--skip=cleanup/apt/lists")
 	// dpkg fsyncs every file it unpacks; for a tree that is packed into an
 	// image afterwards (and rebuilt from scratch if the machine crashes)
-	// that buys nothing and costs a third of the bootstrap. A hook, not
+	// that buys nothing and slows the bootstrap down. A hook, not
 	// --dpkgopt, which mmdebstrap would leave in the image for good.
 	args = append(args,
 		`--setup-hook=mkdir -p "$1/etc/dpkg/dpkg.cfg.d" && echo force-unsafe-io >"$1/`+unsafeIOConf+`"`,
