@@ -625,3 +625,26 @@ func TestTrivyDBNeedsMatching(t *testing.T) {
 		t.Fatalf("Configure = %v; want a refusal naming trivy_db", err)
 	}
 }
+
+// TestEvidenceOfAnEncryptedRootComesFromItsTree: the manifest and SBOM a
+// publish attaches are read from the rootfs an encrypted root was made
+// from, since its disk cannot be read without the key (make demo's publish
+// of the LUKS2 image failed there after the gate had passed it).
+func TestEvidenceOfAnEncryptedRootComesFromItsTree(t *testing.T) {
+	tree := copyRootfs(t, hardened, true)
+	disk := filepath.Join(t.TempDir(), "disk.qcow2")
+	if err := os.WriteFile(disk, []byte("not readable without its key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(tree, "etc/gpuhost/manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readFromTarget(target{disk: disk, rootfs: tree, encrypted: true}, "/etc/gpuhost/manifest.json")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the manifest of an encrypted root: %d bytes, %v; want the tree's %d", len(got), err, len(want))
+	}
+	if _, err := readFromTarget(target{disk: disk, rootfs: tree}, "/etc/gpuhost/manifest.json"); err == nil {
+		t.Error("an unencrypted target's manifest was not read from its disk")
+	}
+}

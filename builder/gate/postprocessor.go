@@ -321,10 +321,12 @@ func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t target) ([]
 
 // readFromTarget reads one file from the disk image when there is one (it is
 // what ships), else from the rootfs, never following a link out of either.
-// A file that is not there is (nil, nil).
+// An encrypted root cannot be read from its disk: its files come from the
+// rootfs it was made from, as the scan's did. A file that is not there is
+// (nil, nil).
 func readFromTarget(t target, name string) ([]byte, error) {
 	var fsys sysroot.FS
-	if t.disk != "" {
+	if t.disk != "" && !t.encrypted {
 		img, err := diskimage.Open(t.disk)
 		if err != nil {
 			return nil, err

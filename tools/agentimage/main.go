@@ -64,6 +64,19 @@ func run(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("%w: give -layout or -push (and -push for -daemonset)", flag.ErrHelp)
 	}
+	// The repository is checked before minutes go into a bootstrap.
+	var repo name.Repository
+	if *push != "" {
+		var opts []name.Option
+		if *insecure {
+			opts = append(opts, name.Insecure)
+		}
+		r, err := name.NewRepository(*push, append(opts, name.StrictValidation)...)
+		if err != nil {
+			return fmt.Errorf("parsing repository %q: %w", *push, err)
+		}
+		repo = r
+	}
 	if _, err := os.Stat(*base); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(os.Stderr, "bootstrapping the agent's base into %s\n", *base)
 		if err := os.MkdirAll(filepath.Dir(*base), 0o755); err != nil {
@@ -90,14 +103,6 @@ func run(ctx context.Context, args []string) error {
 	}
 	if *push == "" {
 		return nil
-	}
-	var opts []name.Option
-	if *insecure {
-		opts = append(opts, name.Insecure)
-	}
-	repo, err := name.NewRepository(*push, append(opts, name.StrictValidation)...)
-	if err != nil {
-		return fmt.Errorf("parsing repository %q: %w", *push, err)
 	}
 	ref := repo.Digest(digest.String())
 	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
