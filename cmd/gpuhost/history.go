@@ -84,8 +84,8 @@ func (a *app) historyCommand() *cobra.Command {
 				reps[i] = r.Report
 			}
 			res := diff.Compare(reps[0], reps[1], "run "+args[0], "run "+args[1])
-			if err := diff.Render(a.stdout, res, format); err != nil {
-				return fmt.Errorf("writing diff: %w", err)
+			if err := writeDiff(a.stdout, res, format); err != nil {
+				return err
 			}
 			if res.HasNewFailures() {
 				return &exitError{code: 1}
@@ -93,7 +93,7 @@ func (a *app) historyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	d.Flags().Var(choiceVar(&format, "table", diff.Formats...), "format", "output format: "+strings.Join(diff.Formats, ", "))
+	d.Flags().Var(choiceVar(&format, "table", diff.Formats()...), "format", "output format: "+strings.Join(diff.Formats(), ", "))
 	cmd.AddCommand(d)
 	return cmd
 }
