@@ -56,7 +56,7 @@ func TestCommittedCatalogIsCurrent(t *testing.T) {
 // table, a fence that would swallow the rest of the page.
 const hostileRego = `# METADATA
 # title: "<script>alert(1)</script> | pipe [x](javascript:alert(1))"
-# description: "desc <img src=x onerror=alert(1)> | more\n\n~~~\n# not a heading\n| a | b |"
+# description: "~~~ opens a fence\n<img src=x onerror=alert(1)> | more\n\n# not a heading\n| a | b |"
 # custom:
 #   id: EX-001
 #   severity: high
@@ -114,7 +114,7 @@ func TestGolden(t *testing.T) {
 // no row split, no block the text opens.
 func TestMarkdownEscapesBundleText(t *testing.T) {
 	out := rendered(t, hostile(t), "markdown")
-	for _, bad := range []string{"<script>", "<img", "<b>", "\n# not"} {
+	for _, bad := range []string{"<script>", "<img", "<b>", "\n~~~", "\n# not"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("markdown carries %q from the bundle:\n%s", bad, out)
 		}
@@ -124,7 +124,7 @@ func TestMarkdownEscapesBundleText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| [EX-001](#ex-001) | high | &lt;script&gt;alert(1)&lt;/script&gt; \\| pipe \\[x\\](javascript:alert(1)) | rootfs |",
-		"desc &lt;img src=x onerror=alert(1)&gt; \\| more ~~~ \\# not a heading \\| a \\| b \\|\n",
+		"\n\\~\\~\\~ opens a fence &lt;img src=x onerror=alert(1)&gt; \\| more \\# not a heading \\| a \\| b \\|\n",
 		"**Remediation:** run \\`rm\\` &lt;b&gt;now&lt;/b&gt; \\!\\[p\\](http://attacker.invalid/p.png)\n",
 		"| Parameters | `knob` |",
 		"| Collectors | `ssh` |",
