@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/reports/diff"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // historyCommand reads the agent's run history.
@@ -42,7 +43,7 @@ func (a *app) historyCommand() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.StartedAt.UTC().Format(time.RFC3339),
 					r.Duration.Round(time.Millisecond), r.ExitCode, r.Summary.ByStatus[reports.StatusFail],
-					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], target)
+					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], escape.Terminal(target))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
