@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
@@ -73,19 +75,7 @@ func TestGolden(t *testing.T) {
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := rendered(t, r, rep)
-			file := filepath.Join("testdata", "golden", "report."+name)
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test ./reports -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s; run go test ./reports -update and review the diff", name, file)
-			}
+			testutil.Golden(t, filepath.Join("testdata", "golden", "report."+name), got, *update)
 			// Rendering twice gives the same bytes: map order must not leak.
 			if again := rendered(t, r, rep); !bytes.Equal(got, again) {
 				t.Errorf("%s is not deterministic", name)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -122,23 +124,7 @@ func TestRenderGolden(t *testing.T) {
 		if err := registry.Render(&buf, d, format); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", "golden", "diff."+format)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test -update)", err)
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Errorf("%s output differs from %s (run go test -update after checking):\n%s", format, golden, buf.String())
-		}
+		testutil.Golden(t, filepath.Join("testdata", "golden", "diff."+format), buf.Bytes(), *update)
 	}
 	if err := registry.Render(&bytes.Buffer{}, d, "sarif"); err == nil {
 		t.Error("Render accepted an unknown format")
