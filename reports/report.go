@@ -1,5 +1,7 @@
 // Package reports holds gpuhost.report/v1 and its renderers, one file per
-// format. The engine produces a Report; renderers only read it.
+// format. The engine produces a Report; renderers only read it. The other
+// documents gpuhost writes are rendered beside it the same way (see
+// reports/render): diff, catalog and summary.
 package reports
 
 import (

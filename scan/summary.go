@@ -17,7 +17,8 @@ const maxExamples = 5
 
 // FleetSummary folds many hosts' reports into one row per check: how many
 // hosts fail it, pass it, skip it, error on it or have it waived. It holds
-// counts only, so its size does not grow with the fleet.
+// counts only, so its size does not grow with the fleet. reports/summary
+// renders it.
 type FleetSummary struct {
 	Schema       string `json:"schema"`
 	FailOn       string `json:"fail_on"`
