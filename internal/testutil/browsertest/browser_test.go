@@ -21,6 +21,7 @@ import (
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policy/catalog"
 	"github.com/gpuhost/gpuhost/reports"
+	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
 	"github.com/gpuhost/gpuhost/scan"
 )
 
@@ -419,7 +420,11 @@ func TestCatalogInChromium(t *testing.T) {
 	bctx := browser(t)
 	e := embeddedEngine(t)
 	var buf bytes.Buffer
-	if err := catalog.Render(&buf, catalog.New(e), "html"); err != nil {
+	renderer, err := catalogdoc.Lookup("html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := renderer.Render(&buf, catalog.New(e)); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "catalog.html")
