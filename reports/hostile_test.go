@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
 	"github.com/gpuhost/gpuhost/reports/diff"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // A document renderer under test: renders the document of its kind whose
@@ -97,7 +98,7 @@ func catalog(text string) *policycatalog.Catalog {
 	return c
 }
 
-func renderers(t *testing.T) []textRenderer {
+func renderers(t testing.TB) []textRenderer {
 	t.Helper()
 	var out []textRenderer
 	for _, format := range []string{"markdown", "html"} {
@@ -151,7 +152,31 @@ func TestHostileTextKeepsStructure(t *testing.T) {
 	}
 }
 
-func rendered(t *testing.T, r textRenderer, text string) string {
+// FuzzHostileTextKeepsStructure is TestHostileTextKeepsStructure for any
+// text.
+func FuzzHostileTextKeepsStructure(f *testing.F) {
+	for _, s := range testutil.Hostile {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.TrimSpace(escape.Markdown(text)) == "" {
+			// Blank text leaves out what it would fill (a paragraph, a
+			// line of metadata): a different document, not a broken one.
+			return
+		}
+		for _, r := range renderers(t) {
+			shape := markdownShape
+			if r.format == "html" {
+				shape = htmlShape
+			}
+			if got, want := shape(t, rendered(t, r, text)), shape(t, rendered(t, r, benign)); !slices.Equal(got, want) {
+				t.Fatalf("%s %s: text %q changes the structure:\n%s", r.name, r.format, text, firstDifference(got, want))
+			}
+		}
+	})
+}
+
+func rendered(t testing.TB, r textRenderer, text string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := r.render(&buf, text); err != nil {
@@ -184,7 +209,7 @@ var markdownStart = regexp.MustCompile("^(?:#+ |[-+*] |---|>|<[a-z!/]|~~~|```|[0
 
 // markdownShape is, for each line, the block it starts and how many of each
 // Markdown character it has that no backslash escapes.
-func markdownShape(t *testing.T, doc string) []string {
+func markdownShape(t testing.TB, doc string) []string {
 	t.Helper()
 	var out []string
 	for _, line := range strings.Split(doc, "\n") {
@@ -218,7 +243,7 @@ func markdownShape(t *testing.T, doc string) []string {
 }
 
 // htmlShape is the document's tags in order, each with its attribute names.
-func htmlShape(t *testing.T, doc string) []string {
+func htmlShape(t testing.TB, doc string) []string {
 	t.Helper()
 	var out []string
 	z := html.NewTokenizer(strings.NewReader(doc))
