@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policy/catalog"
 	"github.com/gpuhost/gpuhost/reports"
@@ -450,6 +451,53 @@ func TestCatalogInChromium(t *testing.T) {
 		t.Errorf("no visible table in the catalog: %+v", b)
 	}
 	noErrors(t, "catalog", errs)
+}
+
+// TestHostileCatalogInChromium renders a catalog whose every check carries
+// one of testutil.Hostile as its id, title, description, remediation,
+// targets, controls and parameter: the page must stay inert (no script, no
+// image, no dialog, no console error) and show the markup as text.
+func TestHostileCatalogInChromium(t *testing.T) {
+	bctx := browser(t)
+	cat := &catalog.Catalog{Params: map[string]any{}}
+	for i, text := range testutil.Hostile {
+		cat.Entries = append(cat.Entries, catalog.Entry{
+			Check: engine.Check{ID: fmt.Sprintf("EX-%03d %s", i, text), Title: text, Description: text, Severity: "high",
+				Remediation: text, Controls: map[string][]string{text: {text}}, Targets: []string{text},
+				Requires: []string{text}, Package: text, File: text},
+			Params: []string{text},
+		})
+		cat.Params[text] = text
+	}
+	renderer, err := catalogdoc.Lookup("html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := renderer.Render(&buf, cat); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "catalog-hostile.html")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, errs := open(t, bctx, file)
+	var counts struct{ Scripts, Images, Headings, Checks int }
+	evalJSON(t, tab, `JSON.stringify({Scripts: document.scripts.length, Images: document.images.length,
+		Headings: document.querySelectorAll("h1").length, Checks: document.querySelectorAll("div.check").length})`, &counts)
+	if counts.Scripts != 0 || counts.Images != 0 || counts.Headings != 1 || counts.Checks != len(testutil.Hostile) {
+		t.Errorf("the page has %+v; want no script or image, its one h1 and a check each", counts)
+	}
+	text, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "</td></tr></table><h1>injected</h1>"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q as text", want)
+		}
+	}
+	noErrors(t, "hostile catalog", errs)
 }
 
 // TestHarnessSeesErrors proves the listeners work: a page that logs an
