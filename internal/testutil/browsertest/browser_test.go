@@ -23,6 +23,7 @@ import (
 	"github.com/gpuhost/gpuhost/policy/catalog"
 	"github.com/gpuhost/gpuhost/reports"
 	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
+	"github.com/gpuhost/gpuhost/reports/render"
 	"github.com/gpuhost/gpuhost/scan"
 )
 
@@ -277,11 +278,28 @@ func writeReport(t *testing.T, rep *reports.Report) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := r.Render(&buf, rep); err != nil {
+	return writePage(t, r, rep, "report.html")
+}
+
+// writeCatalog writes the catalog's HTML page and returns its file.
+func writeCatalog(t *testing.T, cat *catalog.Catalog, name string) string {
+	t.Helper()
+	r, err := catalogdoc.Lookup("html")
+	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "report.html")
+	return writePage(t, r, cat, name)
+}
+
+// writePage renders doc with r into a temporary file called name and
+// returns the file.
+func writePage[D any](t *testing.T, r render.Renderer[D], doc D, name string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.Render(&buf, doc); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -420,19 +438,7 @@ func countRows(t *testing.T, tab context.Context, suffix string) int {
 func TestCatalogInChromium(t *testing.T) {
 	bctx := browser(t)
 	e := embeddedEngine(t)
-	var buf bytes.Buffer
-	renderer, err := catalogdoc.Lookup("html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := renderer.Render(&buf, catalog.New(e)); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "catalog.html")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tab, errs := open(t, bctx, file)
+	tab, errs := open(t, bctx, writeCatalog(t, catalog.New(e), "catalog.html"))
 	screenshot(t, tab, "catalog")
 
 	if b := boxOf(t, tab, "h1"); !visibleInViewport(b) {
@@ -469,19 +475,7 @@ func TestHostileCatalogInChromium(t *testing.T) {
 		})
 		cat.Params[text] = text
 	}
-	renderer, err := catalogdoc.Lookup("html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := renderer.Render(&buf, cat); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "catalog-hostile.html")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tab, errs := open(t, bctx, file)
+	tab, errs := open(t, bctx, writeCatalog(t, cat, "catalog-hostile.html"))
 	var counts struct{ Scripts, Images, Headings, Checks int }
 	evalJSON(t, tab, `JSON.stringify({Scripts: document.scripts.length, Images: document.images.length,
 		Headings: document.querySelectorAll("h1").length, Checks: document.querySelectorAll("div.check").length})`, &counts)
