@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
@@ -34,7 +36,7 @@ func loadReport(t testing.TB) *Report {
 	return &rep
 }
 
-func render(t testing.TB, r Renderer, rep *Report) []byte {
+func rendered(t testing.TB, r Renderer, rep *Report) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := r.Render(&buf, rep); err != nil {
@@ -72,22 +74,10 @@ func TestGolden(t *testing.T) {
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := render(t, r, rep)
-			file := filepath.Join("testdata", "golden", "report."+name)
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test ./reports -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s; run go test ./reports -update and review the diff", name, file)
-			}
+			got := rendered(t, r, rep)
+			testutil.Golden(t, filepath.Join("testdata", "golden", "report."+name), got, *update)
 			// Rendering twice gives the same bytes: map order must not leak.
-			if again := render(t, r, rep); !bytes.Equal(got, again) {
+			if again := rendered(t, r, rep); !bytes.Equal(got, again) {
 				t.Errorf("%s is not deterministic", name)
 			}
 		})
@@ -98,7 +88,7 @@ func TestRenderersDoNotMutate(t *testing.T) {
 	rep := loadReport(t)
 	before, _ := json.Marshal(rep)
 	for _, f := range Formats() {
-		render(t, mustLookup(t, f), rep)
+		rendered(t, mustLookup(t, f), rep)
 	}
 	after, _ := json.Marshal(rep)
 	if !bytes.Equal(before, after) {
@@ -108,7 +98,7 @@ func TestRenderersDoNotMutate(t *testing.T) {
 
 func TestJSONRoundTrips(t *testing.T) {
 	rep := loadReport(t)
-	out := render(t, mustLookup(t, "json"), rep)
+	out := rendered(t, mustLookup(t, "json"), rep)
 	if !bytes.HasSuffix(out, []byte("}\n")) {
 		t.Error("json output lacks a trailing newline")
 	}
@@ -123,7 +113,7 @@ func TestJSONRoundTrips(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	rep := loadReport(t)
-	plain := string(render(t, mustLookup(t, "table"), rep))
+	plain := string(rendered(t, mustLookup(t, "table"), rep))
 	if strings.Contains(plain, "\x1b") {
 		t.Error("plain table contains escape codes")
 	}
@@ -169,7 +159,7 @@ func TestTable(t *testing.T) {
 	if rows != 13 {
 		t.Errorf("%d rows, want 13", rows)
 	}
-	color := string(render(t, NewTable(true), rep))
+	color := string(rendered(t, NewTable(true), rep))
 	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
 		t.Error("colour table does not colour statuses")
 	}
@@ -182,7 +172,7 @@ func TestTable(t *testing.T) {
 func TestTableNeutralizesControlCharacters(t *testing.T) {
 	rep := &Report{Results: []Result{{ID: "X-Y-1", Severity: "high", Status: StatusFail,
 		Title: "evil\x1b[2Jtitle\u202e", Messages: []string{"a\x1b]0;pwned\x07b\nc"}}}}
-	out := string(render(t, mustLookup(t, "table"), rep))
+	out := string(rendered(t, mustLookup(t, "table"), rep))
 	if strings.ContainsAny(out, "\x1b\x07\u202e") {
 		t.Errorf("control characters reach the terminal: %q", out)
 	}
@@ -193,7 +183,7 @@ func TestTableNeutralizesControlCharacters(t *testing.T) {
 
 func TestTableTruncatesTitles(t *testing.T) {
 	rep := &Report{Results: []Result{{ID: "X-Y-1", Severity: "low", Status: StatusPass, Title: strings.Repeat("ü", 200)}}}
-	out := string(render(t, mustLookup(t, "table"), rep))
+	out := string(rendered(t, mustLookup(t, "table"), rep))
 	if strings.Contains(out, strings.Repeat("ü", maxTitleWidth)) || !strings.Contains(out, strings.Repeat("ü", maxTitleWidth-1)+"…") {
 		t.Errorf("title not truncated to %d runes", maxTitleWidth)
 	}
@@ -255,7 +245,7 @@ func TestSARIF(t *testing.T) {
 			} `json:"results"`
 		} `json:"runs"`
 	}
-	if err := json.Unmarshal(render(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+	if err := json.Unmarshal(rendered(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Version != "2.1.0" || doc.Schema != "https://json.schemastore.org/sarif-2.1.0.json" || len(doc.Runs) != 1 {
@@ -388,7 +378,7 @@ func TestDomain(t *testing.T) {
 
 func TestJUnit(t *testing.T) {
 	rep := loadReport(t)
-	out := render(t, mustLookup(t, "junit"), rep)
+	out := rendered(t, mustLookup(t, "junit"), rep)
 	var doc struct {
 		XMLName  xml.Name `xml:"testsuites"`
 		Tests    int      `xml:"tests,attr"`
@@ -461,7 +451,7 @@ func TestJUnit(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	rep := loadReport(t)
-	out := string(render(t, mustLookup(t, "markdown"), rep))
+	out := string(rendered(t, mustLookup(t, "markdown"), rep))
 	for _, want := range []string{
 		"# gpuhost scan: image build/ubuntu-22.04-gpu.qcow2\n",
 		"## Failures", "## Waived", "## Errors", "## Skipped",
@@ -491,7 +481,7 @@ var externalURL = regexp.MustCompile(`(src|href)="https?:`)
 
 func TestHTML(t *testing.T) {
 	rep := loadReport(t)
-	out := string(render(t, mustLookup(t, "html"), rep))
+	out := string(rendered(t, mustLookup(t, "html"), rep))
 	if externalURL.MatchString(out) {
 		t.Error("html refers to an external URL")
 	}
@@ -546,7 +536,7 @@ func TestHTMLChartScales(t *testing.T) {
 func TestEmptyReport(t *testing.T) {
 	rep := &Report{Schema: Schema, Target: Target{Kind: "host", Ref: "x"}}
 	for _, f := range Formats() {
-		out := render(t, mustLookup(t, f), rep)
+		out := rendered(t, mustLookup(t, f), rep)
 		if len(out) == 0 {
 			t.Errorf("%s: empty output for an empty report", f)
 		}
@@ -602,7 +592,7 @@ func TestTableWrapsMessages(t *testing.T) {
 		{ID: "GH-SSH-001", Severity: "critical", Status: StatusFail, Title: "t", Messages: []string{msg}},
 		{ID: "GH-SSH-002", Severity: "low", Status: StatusFail, Title: "t", Messages: []string{long}},
 	}}
-	out := string(render(t, mustLookup(t, "table"), rep))
+	out := string(rendered(t, mustLookup(t, "table"), rep))
 	lines := strings.Split(out, "\n")
 	col := -1
 	var text []string
@@ -647,7 +637,7 @@ func TestSARIFFingerprints(t *testing.T) {
 				} `json:"results"`
 			} `json:"runs"`
 		}
-		if err := json.Unmarshal(render(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+		if err := json.Unmarshal(rendered(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
 			t.Fatal(err)
 		}
 		var out []string

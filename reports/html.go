@@ -13,8 +13,6 @@ type htmlRenderer struct{}
 
 var _ Renderer = (*htmlRenderer)(nil)
 
-func init() { register(&htmlRenderer{}) }
-
 func (*htmlRenderer) Format() string { return "html" }
 
 // Chart geometry, in SVG user units. The chart is drawn in Go so the report

@@ -10,8 +10,6 @@ type jsonRenderer struct{}
 
 var _ Renderer = (*jsonRenderer)(nil)
 
-func init() { register(&jsonRenderer{}) }
-
 func (*jsonRenderer) Format() string { return "json" }
 
 func (*jsonRenderer) Render(w io.Writer, rep *Report) error {

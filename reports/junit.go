@@ -10,8 +10,6 @@ type junit struct{}
 
 var _ Renderer = (*junit)(nil)
 
-func init() { register(&junit{}) }
-
 func (*junit) Format() string { return "junit" }
 
 // The JUnit XML shape CI systems read (Jenkins, GitLab, GitHub actions

@@ -14,7 +14,7 @@ import (
 func wantLine(t testing.TB, rep *Report) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	if err := json.Compact(&out, render(t, mustLookup(t, "json"), rep)); err != nil {
+	if err := json.Compact(&out, rendered(t, mustLookup(t, "json"), rep)); err != nil {
 		t.Fatal(err)
 	}
 	return append(out.Bytes(), '\n')

@@ -13,8 +13,6 @@ type markdown struct{}
 
 var _ Renderer = (*markdown)(nil)
 
-func init() { register(&markdown{}) }
-
 func (*markdown) Format() string { return "markdown" }
 
 // statusHeadings names the sections in the order they appear.

@@ -1,14 +1,15 @@
 // Package reports holds gpuhost.report/v1 and its renderers, one file per
-// format. The engine produces a Report; renderers only read it.
+// format. The engine produces a Report; renderers only read it. The other
+// documents gpuhost writes are rendered beside it the same way (see
+// reports/render): diff, catalog and summary.
 package reports
 
 import (
 	"cmp"
-	"fmt"
-	"io"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/gpuhost/gpuhost/reports/render"
 )
 
 // Schema is the value of Report.Schema.
@@ -305,32 +306,14 @@ func (r *Report) Errored() bool {
 }
 
 // Renderer writes a report in one format. Implementations live one per file.
-type Renderer interface {
-	// Format is the name used in --format and --report FORMAT=PATH.
-	Format() string
-	Render(w io.Writer, r *Report) error
-}
+type Renderer = render.Renderer[*Report]
 
-var registry = map[string]Renderer{}
-
-// register is called from each format's init.
-func register(r Renderer) { registry[r.Format()] = r }
+// registry holds the report formats, in the order help text lists them.
+var registry = render.NewRegistry[*Report]("report",
+	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{})
 
 // Lookup returns the renderer for a format name.
-func Lookup(format string) (Renderer, error) {
-	r, ok := registry[format]
-	if !ok {
-		return nil, fmt.Errorf("unknown report format %q (want one of %s)", format, strings.Join(Formats(), ", "))
-	}
-	return r, nil
-}
+func Lookup(format string) (Renderer, error) { return registry.Lookup(format) }
 
-// Formats lists the registered format names, sorted.
-func Formats() []string {
-	out := make([]string, 0, len(registry))
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// Formats lists the format names, sorted.
+func Formats() []string { return registry.Formats() }

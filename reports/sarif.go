@@ -23,8 +23,6 @@ type sarif struct{}
 
 var _ Renderer = (*sarif)(nil)
 
-func init() { register(&sarif{}) }
-
 func (*sarif) Format() string { return "sarif" }
 
 // The SARIF object model, as much of it as we emit. Field order follows the

@@ -36,8 +36,6 @@ type table struct {
 
 var _ Renderer = (*table)(nil)
 
-func init() { register(&table{}) }
-
 // NewTable returns the "table" renderer; with color it marks statuses with
 // ANSI colours, for a terminal. The registered "table" has no colour, so
 // files and pipes stay clean.

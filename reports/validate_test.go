@@ -27,7 +27,7 @@ func validationReports(t *testing.T) map[string]*Report {
 func writeRendered(t *testing.T, dir, name, format string, rep *Report) string {
 	t.Helper()
 	file := filepath.Join(dir, name+"."+format)
-	if err := os.WriteFile(file, render(t, mustLookup(t, format), rep), 0o644); err != nil {
+	if err := os.WriteFile(file, rendered(t, mustLookup(t, format), rep), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file

@@ -12,7 +12,7 @@ import (
 func TestEveryFormatShowsTheWaiver(t *testing.T) {
 	rep := loadReport(t)
 	for _, format := range Formats() {
-		out := string(render(t, mustLookup(t, format), rep))
+		out := string(rendered(t, mustLookup(t, format), rep))
 		// Formats escape differently (&lt; in XML and HTML, \u003c in
 		// JSON, \* in Markdown); compare the text that needs no escaping.
 		text := html.UnescapeString(strings.NewReplacer(`\*`, "*", `\u0026`, "&").Replace(out))

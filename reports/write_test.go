@@ -33,7 +33,7 @@ func TestWriteFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := render(t, mustLookup(t, "json"), rep); string(got) != string(want) {
+	if want := rendered(t, mustLookup(t, "json"), rep); string(got) != string(want) {
 		t.Error("file differs from the rendered report")
 	}
 	fi, err := os.Stat(path)

@@ -1,16 +1,11 @@
 package scan
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gpuhost/gpuhost/internal/version"
 	"github.com/gpuhost/gpuhost/reports"
-	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // SummarySchema is the value of FleetSummary.Schema.
@@ -22,7 +17,8 @@ const maxExamples = 5
 
 // FleetSummary folds many hosts' reports into one row per check: how many
 // hosts fail it, pass it, skip it, error on it or have it waived. It holds
-// counts only, so its size does not grow with the fleet.
+// counts only, so its size does not grow with the fleet. reports/summary
+// renders it.
 type FleetSummary struct {
 	Schema       string `json:"schema"`
 	FailOn       string `json:"fail_on"`
@@ -123,9 +119,9 @@ func (s *FleetSummary) ExitCode() int {
 	return ExitPass
 }
 
-// sorted orders the rows as an operator reads them: the most failing hosts
+// Rows are the checks as an operator reads them: the most failing hosts
 // first, then errors, then by severity and id.
-func (s *FleetSummary) sorted() []CheckSummary {
+func (s *FleetSummary) Rows() []CheckSummary {
 	rows := slices.Clone(s.Checks)
 	slices.SortStableFunc(rows, func(a, b CheckSummary) int {
 		if a.Fail != b.Fail {
@@ -141,31 +137,3 @@ func (s *FleetSummary) sorted() []CheckSummary {
 	})
 	return rows
 }
-
-// WriteJSON writes the summary as one indented JSON document.
-func (s *FleetSummary) WriteJSON(w io.Writer) error {
-	out := *s
-	out.Checks = s.sorted()
-	b, err := json.MarshalIndent(&out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding the summary: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-// WriteTable writes the summary as an aligned text table.
-func (s *FleetSummary) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%d hosts: %d failing at or above %s, %d untrusted\n\n", s.Hosts, s.HostsFailing, s.FailOn, s.HostsUntrusted)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSEVERITY\tFAIL\tERROR\tWAIVED\tSKIP\tPASS\tTITLE\tFAILING (FIRST)")
-	for _, c := range s.sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", c.ID, c.Severity, c.Fail, c.Error, c.Waived, c.Skip, c.Pass,
-			oneLine(c.Title), oneLine(strings.Join(c.Failing, ", ")))
-	}
-	return tw.Flush()
-}
-
-// oneLine keeps a title from an outside pack, or a host ref from an
-// untrusted document, from breaking the table or driving the terminal.
-func oneLine(s string) string { return strings.Join(strings.Fields(escape.Terminal(s)), " ") }

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/reports/diff"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 // historyCommand reads the agent's run history.
@@ -42,7 +43,7 @@ func (a *app) historyCommand() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.StartedAt.UTC().Format(time.RFC3339),
 					r.Duration.Round(time.Millisecond), r.ExitCode, r.Summary.ByStatus[reports.StatusFail],
-					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], target)
+					r.Summary.ByStatus[reports.StatusError], r.Summary.ByStatus[reports.StatusWaived], escape.Terminal(target))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -84,8 +85,8 @@ func (a *app) historyCommand() *cobra.Command {
 				reps[i] = r.Report
 			}
 			res := diff.Compare(reps[0], reps[1], "run "+args[0], "run "+args[1])
-			if err := diff.Render(a.stdout, res, format); err != nil {
-				return fmt.Errorf("writing diff: %w", err)
+			if err := writeDiff(a.stdout, res, format); err != nil {
+				return err
 			}
 			if res.HasNewFailures() {
 				return &exitError{code: 1}
@@ -93,7 +94,7 @@ func (a *app) historyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	d.Flags().Var(choiceVar(&format, "table", diff.Formats...), "format", "output format: "+strings.Join(diff.Formats, ", "))
+	d.Flags().Var(choiceVar(&format, "table", diff.Formats()...), "format", "output format: "+strings.Join(diff.Formats(), ", "))
 	cmd.AddCommand(d)
 	return cmd
 }

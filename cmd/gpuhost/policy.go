@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/reports/escape"
 )
 
 func (a *app) policyCommand() *cobra.Command {
@@ -31,7 +32,10 @@ func (a *app) policyCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSEVERITY\tTARGETS\tTITLE")
 			for _, c := range e.Checks() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.Severity, strings.Join(c.Targets, ","), c.Title)
+				// A pack given with --policy is not trusted: its text must not
+				// drive the terminal or break the table.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", escape.Terminal(c.ID), escape.Terminal(c.Severity),
+					escape.Terminal(strings.Join(c.Targets, ",")), escape.Terminal(c.Title))
 			}
 			fmt.Fprintf(tw, "\n%d checks, policy digest %s\n", len(e.Checks()), e.Digest())
 			return tw.Flush()

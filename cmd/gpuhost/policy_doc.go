@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/policy/catalog"
+	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
 )
 
 // policyDocCommand renders the pack as a review document; it belongs under
@@ -29,9 +30,12 @@ func (a *app) policyDocCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cat := catalog.New(e)
+			r, err := catalogdoc.Lookup(format)
+			if err != nil {
+				return err
+			}
 			var buf bytes.Buffer
-			if err := catalog.Render(&buf, cat, format); err != nil {
+			if err := r.Render(&buf, catalog.New(e)); err != nil {
 				return err
 			}
 			if output == "" || output == "-" {
@@ -46,7 +50,7 @@ func (a *app) policyDocCommand() *cobra.Command {
 		},
 	}
 	pf.register(cmd)
-	cmd.Flags().Var(choiceVar(&format, "markdown", catalog.Formats...), "format", "output format: "+strings.Join(catalog.Formats, ", "))
+	cmd.Flags().Var(choiceVar(&format, "markdown", catalogdoc.Formats()...), "format", "output format: "+strings.Join(catalogdoc.Formats(), ", "))
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (atomically) instead of stdout")
 	return cmd
 }

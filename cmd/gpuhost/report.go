@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,8 +35,8 @@ func (a *app) reportCommand() *cobra.Command {
 				return err
 			}
 			res := diff.Compare(oldRep, newRep, args[0], args[1])
-			if err := diff.Render(a.stdout, res, format); err != nil {
-				return fmt.Errorf("writing diff: %w", err)
+			if err := writeDiff(a.stdout, res, format); err != nil {
+				return err
 			}
 			if res.HasNewFailures() {
 				return &exitError{code: 1}
@@ -43,7 +44,19 @@ func (a *app) reportCommand() *cobra.Command {
 			return nil
 		},
 	}
-	d.Flags().Var(choiceVar(&format, "table", diff.Formats...), "format", "output format: "+strings.Join(diff.Formats, ", "))
+	d.Flags().Var(choiceVar(&format, "table", diff.Formats()...), "format", "output format: "+strings.Join(diff.Formats(), ", "))
 	cmd.AddCommand(d)
 	return cmd
+}
+
+// writeDiff writes a report diff in format to w.
+func writeDiff(w io.Writer, d *diff.Diff, format string) error {
+	r, err := diff.Lookup(format)
+	if err != nil {
+		return err
+	}
+	if err := r.Render(w, d); err != nil {
+		return fmt.Errorf("writing diff: %w", err)
+	}
+	return nil
 }

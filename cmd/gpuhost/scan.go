@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/reports/summary"
 	"github.com/gpuhost/gpuhost/scan"
 )
 
@@ -320,12 +321,16 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 	if sum.Hosts == 0 {
 		return errors.New("no facts documents read")
 	}
-	w := bufio.NewWriter(a.stdout)
-	write := sum.WriteTable
-	if s.format == "json" {
-		write = sum.WriteJSON
+	format := s.format
+	if format == "" {
+		format = "table"
 	}
-	if err := write(w); err != nil {
+	r, err := summary.Lookup(format)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(a.stdout)
+	if err := r.Render(w, sum); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
 	if err := w.Flush(); err != nil {
@@ -340,7 +345,7 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 // validateSummaryFlags refuses what a summary cannot honour: it is one
 // document over the fleet, in a table or JSON, never per-host report files.
 func validateSummaryFlags(s *scanFlags) error {
-	if s.format != "" && s.format != "table" && s.format != "json" {
+	if _, err := summary.Lookup(s.format); s.format != "" && err != nil {
 		return fmt.Errorf("--summary writes a table or json, not %q", s.format)
 	}
 	if len(s.reports) > 0 {

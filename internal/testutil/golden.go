@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,12 +19,18 @@ func GoldenJSON(t testing.TB, file string, v any, update bool, oldnew ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer(oldnew...).Replace(string(got)) + "\n"
+	Golden(t, file, []byte(strings.NewReplacer(oldnew...).Replace(string(got))+"\n"), update)
+}
+
+// Golden compares got with file byte for byte. With update it first
+// rewrites file, creating its directory.
+func Golden(t testing.TB, file string, got []byte, update bool) {
+	t.Helper()
 	if update {
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,7 +38,7 @@ func GoldenJSON(t testing.TB, file string, v any, update bool, oldnew ...string)
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
-	if text != string(want) {
-		t.Errorf("%s differs (run with -update after checking):\n%s", file, text)
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update after checking):\n%s", file, got)
 	}
 }

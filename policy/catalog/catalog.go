@@ -1,14 +1,15 @@
-// Package catalog renders a policy pack as a document for security review:
+// Package catalog is a policy pack as a document for security review:
 // every check with its metadata, the collectors and parameters it relies on,
-// and a matrix of compliance controls against checks. `gpuhost policy doc`
-// writes it; docs/policies.md is the default pack's.
+// and a matrix of compliance controls against checks. reports/catalog
+// renders it (`gpuhost policy doc`); docs/policies.md is the default pack's.
+// Everything in it but the parameter values is text from the pack, which a
+// third-party bundle may have written: renderers escape it all.
 package catalog
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,20 +73,6 @@ func (c *Catalog) Problems() []string {
 	return out
 }
 
-// Formats lists the formats Render accepts.
-var Formats = []string{"markdown", "html"}
-
-// Render writes the catalog in one of Formats.
-func Render(w io.Writer, c *Catalog, format string) error {
-	switch format {
-	case "markdown", "md":
-		return renderMarkdown(w, c)
-	case "html":
-		return renderHTML(w, c)
-	}
-	return fmt.Errorf("unknown catalog format %q (want one of %s)", format, strings.Join(Formats, ", "))
-}
-
 // frameworks lists the frameworks any check maps to, sorted.
 func (c *Catalog) frameworks() []string {
 	set := map[string]bool{}
@@ -104,9 +91,9 @@ func (c *Catalog) frameworks() []string {
 	return out
 }
 
-// matrix is one framework's controls (rows) against the checks that map to
+// Matrix is one framework's controls (rows) against the checks that map to
 // any of them (columns).
-type matrix struct {
+type Matrix struct {
 	Framework string
 	Controls  []string
 	Checks    []string
@@ -114,10 +101,12 @@ type matrix struct {
 	Marks [][]bool
 }
 
-func (c *Catalog) matrices() []matrix {
-	var out []matrix
+// Matrices are the control matrices, one per framework, frameworks sorted
+// and controls in natural order.
+func (c *Catalog) Matrices() []Matrix {
+	var out []Matrix
 	for _, fw := range c.frameworks() {
-		m := matrix{Framework: fw}
+		m := Matrix{Framework: fw}
 		covers := map[string]map[string]bool{}
 		for _, e := range c.Entries {
 			if len(e.Controls[fw]) == 0 {
@@ -176,6 +165,30 @@ func chunk(s string) (string, string) {
 	return s[:i], s[i:]
 }
 
+// Param is one parameter: its effective value and the checks that read it.
+type Param struct {
+	Name string
+	// Value is the value as compact JSON, or "(not set)" for a parameter
+	// a check reads that has none.
+	Value string
+	// Readers are the checks that read it by name, then those that read
+	// parameters by a key known only at run time.
+	Readers []string
+}
+
+// ParamTable lists every parameter that has a value or a reader, sorted by
+// name.
+func (c *Catalog) ParamTable() []Param {
+	users := c.paramUsers()
+	var out []Param
+	for _, p := range c.paramNames() {
+		v, ok := c.Params[p]
+		out = append(out, Param{Name: p, Value: value(v, ok),
+			Readers: append(append([]string{}, users[p]...), users[engine.ParamsAll]...)})
+	}
+	return out
+}
+
 // paramUsers maps each parameter to the checks that read it.
 func (c *Catalog) paramUsers() map[string][]string {
 	users := map[string][]string{}
@@ -222,8 +235,9 @@ func value(v any, ok bool) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-// controlList is "fw: id, id; fw: id", frameworks sorted.
-func controlList(controls map[string][]string) string {
+// ControlList is "fw: id, id; fw: id", frameworks sorted and ids in natural
+// order; empty when the check maps to no control.
+func ControlList(controls map[string][]string) string {
 	fws := make([]string, 0, len(controls))
 	for fw := range controls {
 		fws = append(fws, fw)
@@ -236,12 +250,4 @@ func controlList(controls map[string][]string) string {
 		parts = append(parts, fw+": "+strings.Join(ids, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// orNone is a list joined, or "none".
-func orNone(list []string) string {
-	if len(list) == 0 {
-		return "none"
-	}
-	return strings.Join(list, ", ")
 }

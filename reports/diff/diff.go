@@ -7,7 +7,6 @@ package diff
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -222,29 +221,4 @@ func (d *Diff) lists() []list {
 		{"Checks added", &d.ChecksAdded},
 		{"Checks removed", &d.ChecksRemoved},
 	}
-}
-
-// Formats lists the formats Render accepts.
-var Formats = []string{"table", "markdown", "json"}
-
-// Render writes d in one of Formats.
-func Render(w io.Writer, d *Diff, format string) error {
-	switch format {
-	case "table":
-		return renderTable(w, d)
-	case "markdown":
-		return renderMarkdown(w, d)
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		// Empty lists are [] rather than null, so consumers need not care.
-		out := *d
-		for _, l := range out.lists() {
-			if *l.changes == nil {
-				*l.changes = []Change{}
-			}
-		}
-		return enc.Encode(&out)
-	}
-	return errors.New("unknown diff format " + format + " (want one of " + strings.Join(Formats, ", ") + ")")
 }

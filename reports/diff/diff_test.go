@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -117,30 +119,14 @@ func TestParseRejects(t *testing.T) {
 
 func TestRenderGolden(t *testing.T) {
 	d := load(t, "new.json")
-	for _, format := range Formats {
+	for _, format := range Formats() {
 		var buf bytes.Buffer
-		if err := Render(&buf, d, format); err != nil {
+		if err := registry.Render(&buf, d, format); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", "golden", "diff."+format)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test -update)", err)
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Errorf("%s output differs from %s (run go test -update after checking):\n%s", format, golden, buf.String())
-		}
+		testutil.Golden(t, filepath.Join("testdata", "golden", "diff."+format), buf.Bytes(), *update)
 	}
-	if err := Render(&bytes.Buffer{}, d, "sarif"); err == nil {
+	if err := registry.Render(&bytes.Buffer{}, d, "sarif"); err == nil {
 		t.Error("Render accepted an unknown format")
 	}
 }
@@ -155,7 +141,7 @@ func TestRenderEscapes(t *testing.T) {
 	empty, _ := Parse([]byte(`{"schema":"gpuhost.report/v1","results":[]}`), "o")
 	d := Compare(empty, n, "o", "n")
 	var md, table bytes.Buffer
-	if err := Render(&md, d, "markdown"); err != nil {
+	if err := registry.Render(&md, d, "markdown"); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(md.String(), "\n") {
@@ -168,7 +154,7 @@ func TestRenderEscapes(t *testing.T) {
 	if strings.Contains(md.String(), "<script>") {
 		t.Error("markdown carries raw HTML from the report")
 	}
-	if err := Render(&table, d, "table"); err != nil {
+	if err := registry.Render(&table, d, "table"); err != nil {
 		t.Fatal(err)
 	}
 	if strings.ContainsRune(table.String(), 0x1b) {
@@ -195,8 +181,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, d := range []*Diff{Compare(base, rep, "a", "b"), Compare(rep, base, "b", "a")} {
-			for _, format := range Formats {
-				if err := Render(&bytes.Buffer{}, d, format); err != nil {
+			for _, format := range Formats() {
+				if err := registry.Render(&bytes.Buffer{}, d, format); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,15 +1,25 @@
 package diff
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"github.com/gpuhost/gpuhost/reports/escape"
+	"github.com/gpuhost/gpuhost/reports/render"
 )
+
+// Renderer writes a diff in one format. Implementations live one per file.
+type Renderer = render.Renderer[*Diff]
+
+// registry holds the diff formats, in the order help text lists them.
+var registry = render.NewRegistry[*Diff]("diff", tableRenderer{}, markdownRenderer{}, jsonRenderer{})
+
+// Lookup returns the renderer for a format name.
+func Lookup(format string) (Renderer, error) { return registry.Lookup(format) }
+
+// Formats lists the format names.
+func Formats() []string { return registry.Formats() }
 
 // transition shows how a value moved: "fail -> pass", or just one side when
 // the check is only in one report.
@@ -68,49 +78,4 @@ func (d *Diff) counts() string {
 		parts = append(parts, fmt.Sprintf("%d %s", len(*l.changes), strings.ToLower(l.title)))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func renderTable(w io.Writer, d *Diff) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "gpuhost report diff:", d.header(" -> ", plain))
-	for _, l := range d.lists() {
-		if len(*l.changes) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "\n%s (%d)\n", strings.ToUpper(l.title), len(*l.changes))
-		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tSEVERITY\tSTATUS\tTITLE\tDETAIL")
-		for _, c := range *l.changes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", plain(c.ID), transition(c.OldSeverity, c.NewSeverity),
-				transition(c.OldStatus, c.NewStatus), plain(c.Title), plain(c.detail()))
-		}
-		tw.Flush()
-	}
-	fmt.Fprintf(bw, "\n%s\n", d.counts())
-	return bw.Flush()
-}
-
-// md is plain for a Markdown table cell.
-func md(s string) string { return escape.Markdown(plain(s)) }
-
-func renderMarkdown(w io.Writer, d *Diff) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# gpuhost report diff\n\n%s\n\n", d.header(" → ", md))
-	if d.Old.PolicyDigest != d.New.PolicyDigest {
-		fmt.Fprintf(bw, "Policy changed: %s → %s\n\n", md(d.Old.PolicyDigest), md(d.New.PolicyDigest))
-	}
-	fmt.Fprintf(bw, "%s\n", md(d.counts()))
-	for _, l := range d.lists() {
-		fmt.Fprintf(bw, "\n## %s (%d)\n\n", l.title, len(*l.changes))
-		if len(*l.changes) == 0 {
-			bw.WriteString("_None._\n")
-			continue
-		}
-		bw.WriteString("| ID | Severity | Status | Title | Detail |\n| --- | --- | --- | --- | --- |\n")
-		for _, c := range *l.changes {
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", md(c.ID), transitionWith(c.OldSeverity, c.NewSeverity, " → ", md),
-				transitionWith(c.OldStatus, c.NewStatus, " → ", md), md(c.Title), md(c.detail()))
-		}
-	}
-	return bw.Flush()
 }

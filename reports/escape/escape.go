@@ -30,8 +30,8 @@ func Terminal(s string) string {
 // markdown makes text inert in GitHub-flavoured Markdown, in a table cell
 // or in prose: a pipe would split the cell and a newline end the row;
 // GitHub renders inline HTML, so markup characters become entities; and
-// emphasis, code and link characters are escaped so that text cannot style
-// itself or become a link.
+// emphasis, strikethrough, code and link characters are escaped so that
+// text cannot style itself or become a link.
 var markdown = strings.NewReplacer(
 	"\\", "\\\\",
 	"|", "\\|",
@@ -48,12 +48,22 @@ var markdown = strings.NewReplacer(
 	"]", "\\]",
 	"#", "\\#",
 	"!", "\\!",
+	"~", "\\~",
 )
 
 // Markdown escapes s for a Markdown table cell or paragraph. Line breaks
-// are kept as <br>; other control and format characters are dropped.
+// are kept as <br>; other control and format characters are dropped. Text
+// may start a line (a paragraph, a list item), so it cannot start a block
+// either: leading blanks and line breaks (an indented code block, a bare
+// <br>) are dropped, and a list marker at its start is escaped.
 func Markdown(s string) string {
-	return markdown.Replace(strings.Map(func(r rune) rune {
+	return blockStart(markdown.Replace(strings.TrimLeft(inline(s), " \r\n")))
+}
+
+// inline keeps line breaks, makes a tab a blank and drops every other
+// control or format character.
+func inline(s string) string {
+	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\n' || r == '\r':
 			return r
@@ -63,7 +73,26 @@ func Markdown(s string) string {
 			return -1
 		}
 		return r
-	}, s))
+	}, s)
+}
+
+// listMarker is a list item's marker at the start of a line: "-", "+" or
+// "*" (already escaped), or up to nine digits and "." or ")", followed by a
+// blank or the end.
+var listMarker = regexp.MustCompile(`^(?:[-+]|[0-9]{1,9}[.)])(?: |$)`)
+
+// blockStart escapes a list marker or thematic break ("---", "- - -") that
+// s starts with; the other block starts (#, >, <, fences) are escaped
+// wherever they are.
+func blockStart(s string) string {
+	switch {
+	case listMarker.MatchString(s):
+		i := strings.IndexAny(s, "-+.)")
+		return s[:i] + "\\" + s[i:]
+	case strings.HasPrefix(s, "-"):
+		return "\\" + s
+	}
+	return s
 }
 
 // codeSafe is what a code span may hold verbatim: a backtick cannot be

@@ -4,23 +4,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // hostile is text an attacker controls: a check message built from facts,
 // a title from a third-party pack.
-var hostile = []string{
-	"\x1b[2J\x1b[31mPASS\x1b[0m",
-	"line one\nline two\r\n\tthree",
-	"safe\u202egnp.exe",
-	"<script>alert(1)</script>",
-	"<img src=x onerror=alert(1)>",
-	"[click](javascript:alert(1))",
-	"![x](http://attacker/pixel.png)",
-	"a | b | c",
-	"`code` **bold** _em_ # heading",
-	"&lt; already escaped",
-	"\\| escaped pipe",
-}
+var hostile = testutil.Hostile
 
 // unescapedLink is "](" not preceded by a backslash: a Markdown link.
 var unescapedLink = regexp.MustCompile(`(^|[^\\])\]\(`)
@@ -53,10 +43,46 @@ func TestMarkdown(t *testing.T) {
 			t.Errorf("Markdown(%q) = %q has an unescaped pipe", s, got)
 		}
 	}
-	if got := Markdown("a\nb"); got != "a<br>b" {
-		t.Errorf("line break: %q", got)
+	for in, want := range map[string]string{
+		"a\nb":             "a<br>b",
+		"~~~":              "\\~\\~\\~",
+		"~~strike~~":       "\\~\\~strike\\~\\~",
+		"- item":           "\\- item",
+		"+ item":           "\\+ item",
+		"---":              "\\---",
+		"- - -":            "\\- - -",
+		"1. first":         "1\\. first",
+		"123456789) ninth": "123456789\\) ninth",
+		"1.2.10":           "1.2.10",
+		"GH-SSH-001 - x":   "GH-SSH-001 - x",
+		"    code":         "code",
+		"\t\tcode":         "code",
+		"a    b":           "a    b",
+		"x\n- y":           "x<br>- y",
+		"\n\r\n - y":       "\\- y",
+	} {
+		if got := Markdown(in); got != want {
+			t.Errorf("Markdown(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
+
+// Escaped text starts no Markdown block: no list, rule, code block, fence,
+// heading, quote or HTML block, wherever a renderer puts it.
+func TestMarkdownStartsNoBlock(t *testing.T) {
+	for _, s := range hostile {
+		got := Markdown(s)
+		if got == "" {
+			continue
+		}
+		if strings.HasPrefix(got, " ") || blockOpener.MatchString(got) {
+			t.Errorf("Markdown(%q) = %q can start a block", s, got)
+		}
+	}
+}
+
+// blockOpener matches what opens a CommonMark block at a line's start.
+var blockOpener = regexp.MustCompile("^(?:-|[+*](?: |$)|[>#<~`]|[0-9]{1,9}[.)](?: |$))")
 
 func TestMarkdownCode(t *testing.T) {
 	if got := MarkdownCode("GH-SSH-001"); got != "`GH-SSH-001`" {
@@ -72,9 +98,13 @@ func FuzzMarkdown(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := strings.ReplaceAll(Markdown(s), "<br>", "")
+		md := Markdown(s)
+		got := strings.ReplaceAll(md, "<br>", "")
 		if strings.ContainsAny(got, "\n\r<>") || unescapedLink.MatchString(got) {
 			t.Fatalf("Markdown(%q) = %q", s, got)
+		}
+		if strings.HasPrefix(md, " ") || blockOpener.MatchString(md) {
+			t.Fatalf("Markdown(%q) = %q can start a block", s, md)
 		}
 		if strings.ContainsAny(Terminal(s), "\x1b\n\r\t") {
 			t.Fatalf("Terminal(%q) keeps a control character", s)

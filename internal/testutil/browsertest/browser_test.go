@@ -18,9 +18,12 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policy/catalog"
 	"github.com/gpuhost/gpuhost/reports"
+	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
+	"github.com/gpuhost/gpuhost/reports/render"
 	"github.com/gpuhost/gpuhost/scan"
 )
 
@@ -275,11 +278,28 @@ func writeReport(t *testing.T, rep *reports.Report) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := r.Render(&buf, rep); err != nil {
+	return writePage(t, r, rep, "report.html")
+}
+
+// writeCatalog writes the catalog's HTML page and returns its file.
+func writeCatalog(t *testing.T, cat *catalog.Catalog, name string) string {
+	t.Helper()
+	r, err := catalogdoc.Lookup("html")
+	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "report.html")
+	return writePage(t, r, cat, name)
+}
+
+// writePage renders doc with r into a temporary file called name and
+// returns the file.
+func writePage[D any](t *testing.T, r render.Renderer[D], doc D, name string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.Render(&buf, doc); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -418,15 +438,7 @@ func countRows(t *testing.T, tab context.Context, suffix string) int {
 func TestCatalogInChromium(t *testing.T) {
 	bctx := browser(t)
 	e := embeddedEngine(t)
-	var buf bytes.Buffer
-	if err := catalog.Render(&buf, catalog.New(e), "html"); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "catalog.html")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tab, errs := open(t, bctx, file)
+	tab, errs := open(t, bctx, writeCatalog(t, catalog.New(e), "catalog.html"))
 	screenshot(t, tab, "catalog")
 
 	if b := boxOf(t, tab, "h1"); !visibleInViewport(b) {
@@ -445,6 +457,41 @@ func TestCatalogInChromium(t *testing.T) {
 		t.Errorf("no visible table in the catalog: %+v", b)
 	}
 	noErrors(t, "catalog", errs)
+}
+
+// TestHostileCatalogInChromium renders a catalog whose every check carries
+// one of testutil.Hostile as its id, title, description, remediation,
+// targets, controls and parameter: the page must stay inert (no script, no
+// image, no dialog, no console error) and show the markup as text.
+func TestHostileCatalogInChromium(t *testing.T) {
+	bctx := browser(t)
+	cat := &catalog.Catalog{Params: map[string]any{}}
+	for i, text := range testutil.Hostile {
+		cat.Entries = append(cat.Entries, catalog.Entry{
+			Check: engine.Check{ID: fmt.Sprintf("EX-%03d %s", i, text), Title: text, Description: text, Severity: "high",
+				Remediation: text, Controls: map[string][]string{text: {text}}, Targets: []string{text},
+				Requires: []string{text}, Package: text, File: text},
+			Params: []string{text},
+		})
+		cat.Params[text] = text
+	}
+	tab, errs := open(t, bctx, writeCatalog(t, cat, "catalog-hostile.html"))
+	var counts struct{ Scripts, Images, Headings, Checks int }
+	evalJSON(t, tab, `JSON.stringify({Scripts: document.scripts.length, Images: document.images.length,
+		Headings: document.querySelectorAll("h1").length, Checks: document.querySelectorAll("div.check").length})`, &counts)
+	if counts.Scripts != 0 || counts.Images != 0 || counts.Headings != 1 || counts.Checks != len(testutil.Hostile) {
+		t.Errorf("the page has %+v; want no script or image, its one h1 and a check each", counts)
+	}
+	text, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "</td></tr></table><h1>injected</h1>"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q as text", want)
+		}
+	}
+	noErrors(t, "hostile catalog", errs)
 }
 
 // TestHarnessSeesErrors proves the listeners work: a page that logs an

@@ -5,8 +5,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/engine"
+	policycatalog "github.com/gpuhost/gpuhost/policy/catalog"
 )
+
+type htmlRenderer struct{}
+
+func (htmlRenderer) Format() string { return "html" }
 
 // The page is one self-contained file: inline CSS, no scripts, no external
 // URLs, so it can be attached to a review ticket or opened offline.
@@ -17,10 +21,7 @@ var page = template.Must(template.New("catalog").Funcs(template.FuncMap{
 	"params": func(ps []string) string {
 		out := make([]string, 0, len(ps))
 		for _, p := range ps {
-			if p == engine.ParamsAll {
-				p = "any (key chosen at run time)"
-			}
-			out = append(out, p)
+			out = append(out, paramName(p, func(s string) string { return s }))
 		}
 		return orNone(out)
 	},
@@ -105,22 +106,10 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em;bac
 </html>
 `))
 
-type htmlParam struct {
-	Name, Value string
-	Readers     []string
-}
-
-func renderHTML(w io.Writer, c *Catalog) error {
-	users := c.paramUsers()
-	var params []htmlParam
-	for _, p := range c.paramNames() {
-		v, ok := c.Params[p]
-		params = append(params, htmlParam{Name: p, Value: value(v, ok),
-			Readers: append(append([]string{}, users[p]...), users[engine.ParamsAll]...)})
-	}
+func (htmlRenderer) Render(w io.Writer, c *policycatalog.Catalog) error {
 	return page.Execute(w, struct {
-		Entries  []Entry
-		Params   []htmlParam
-		Matrices []matrix
-	}{c.Entries, params, c.matrices()})
+		Entries  []policycatalog.Entry
+		Params   []policycatalog.Param
+		Matrices []policycatalog.Matrix
+	}{c.Entries, c.ParamTable(), c.Matrices()})
 }
