@@ -156,6 +156,11 @@ func TestHTMLSelfContained(t *testing.T) {
 		if !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "<style>") || !strings.Contains(out, "✓") {
 			t.Errorf("%s: not a complete page with a matrix", name)
 		}
+		// A browser runs nothing and loads nothing the page did not
+		// inline, should an escape ever slip.
+		if !strings.Contains(out, `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`) {
+			t.Errorf("%s: no Content-Security-Policy that forbids scripts", name)
+		}
 		if name == "hostile" && !strings.Contains(out, "&lt;script&gt;") {
 			t.Error("the hostile title is not escaped")
 		}

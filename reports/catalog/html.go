@@ -31,6 +31,7 @@ var page = template.Must(template.New("catalog").Funcs(template.FuncMap{
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>gpuhost policy catalog</title>
 <style>
