@@ -81,6 +81,12 @@ func upstream(v string) string {
 	return v
 }
 
+// PinningPreferences is the apt preferences file
+// nvidia-driver-pinning-<upstream> installs.
+func PinningPreferences(upstream string) string {
+	return "/etc/apt/preferences.d/nvidia-driver-pinning-" + upstream + ".pref"
+}
+
 func script(body string) string { return "#!/bin/sh\n" + body }
 
 // driverPackages are one driver release's packages, in the shape of
@@ -89,7 +95,7 @@ func script(body string) string { return "#!/bin/sh\n" + body }
 // >= on the branch's components, which is why nvidia-driver-pinning-U
 // exists: without its preferences the newest build of each component
 // would be taken.
-func driverPackages(branch, v string) []pkg {
+func driverPackages(branch, v string, ignoredPinning bool) []pkg {
 	u := upstream(v)
 	components := []string{"nvidia-utils-" + branch, "libnvidia-compute-" + branch, "nvidia-compute-utils-" + branch}
 	dep := func(names ...string) string {
@@ -101,6 +107,13 @@ func driverPackages(branch, v string) []pkg {
 	}
 	pinned := append([]string{"nvidia-driver-" + branch + "-open", "nvidia-driver-" + branch, "cuda-drivers-" + branch,
 		"nvidia-dkms-" + branch + "-open", "nvidia-dkms-" + branch, "nvidia-fabricmanager-" + branch}, components...)
+	// apt reads a preferences.d file only when its name has no extension
+	// or .pref: without it, "-535.261.03" would be an extension ("03") and
+	// the file silently ignored, every component taken at its newest.
+	prefFile := PinningPreferences(u)
+	if ignoredPinning {
+		prefFile = strings.TrimSuffix(prefFile, ".pref")
+	}
 	var pref strings.Builder
 	fmt.Fprintf(&pref, "# Installed by nvidia-driver-pinning-%s: every package of the driver at %s.\n", u, u)
 	fmt.Fprintf(&pref, "Package: %s\nPin: version %s-*\nPin-Priority: 1000\n", strings.Join(pinned, " "), u)
@@ -157,8 +170,8 @@ exit 9
 	return []pkg{
 		{name: "nvidia-driver-pinning-" + u, version: v, arch: "all",
 			description: "apt preferences that hold the NVIDIA driver at " + u + " (stand-in)",
-			files:       []file{{path: "/etc/apt/preferences.d/nvidia-driver-pinning-" + u, mode: 0o644, data: pref.String()}},
-			conffiles:   []string{"/etc/apt/preferences.d/nvidia-driver-pinning-" + u}},
+			files:       []file{{path: prefFile, mode: 0o644, data: pref.String()}},
+			conffiles:   []string{prefFile}},
 		meta("nvidia-driver-"+branch+"-open", "nvidia-dkms-"+branch+"-open", "nvidia-driver-"+branch),
 		meta("nvidia-driver-"+branch, "nvidia-dkms-"+branch, "nvidia-driver-"+branch+"-open"),
 		{name: "cuda-drivers-" + branch, version: v, arch: "amd64", depends: dep("nvidia-driver-" + branch),

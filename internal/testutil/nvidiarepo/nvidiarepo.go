@@ -47,6 +47,12 @@ type Options struct {
 	CC string
 	// Gpg is the gpg binary. Default "gpg".
 	Gpg string
+	// IgnoredPinning names each nvidia-driver-pinning package's
+	// preferences file without the .pref extension, so that apt ignores
+	// it (the first version of this stand-in did): the driver's
+	// components then resolve to their newest builds, for a test that the
+	// payload checks catch what the package versions alone would not.
+	IgnoredPinning bool
 }
 
 // Layout is a built pair of repositories under Root, the directory to
@@ -136,7 +142,7 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	cuda := []pkg{keyringPackage(l.CUDAKey, strings.TrimRight(o.Official, "/"))}
 	for _, branch := range sortedKeys(DriverVersions) {
 		for _, v := range DriverVersions[branch] {
-			cuda = append(cuda, driverPackages(branch, v)...)
+			cuda = append(cuda, driverPackages(branch, v, o.IgnoredPinning)...)
 		}
 	}
 	for _, release := range sortedKeys(CUDAVersions) {

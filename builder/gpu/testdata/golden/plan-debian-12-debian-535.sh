@@ -83,17 +83,17 @@ mask_unit() {
 # version when VERSION is empty); otherwise say which versions they carry.
 available() {
 	have=$(apt-cache madison "$1" | awk -F'|' '{ gsub(/ /, "", $2); if (!seen[$2]++) printf "%s%s", (n++ ? ", " : ""), $2 }')
-	if [ -z "$2" ] && [ -n "$have" ]; then
+	if [ -z "$have" ]; then
+		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
+		return 1
+	fi
+	if [ -z "$2" ]; then
 		return 0
 	fi
 	case ", $have, " in
 	*", $2, "*) return 0 ;;
 	esac
-	if [ -z "$have" ]; then
-		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
-	else
-		echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
-	fi
+	echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
 	return 1
 }
 
