@@ -27,10 +27,11 @@ import (
 // cuda-keyring's digest, add both sources signed-by their own keys, pin
 // the driver through nvidia-driver-pinning, install and hold exactly the
 // pins, build the module with DKMS for the target kernel, verify the
-// payloads and write the manifest. Then two bakes that must fail, each
-// naming what was wrong: a keyring digest that is not the file's, and a
-// driver version the repository does not have. The later bakes take the
-// tree from the first one's bootstrap cache.
+// payloads and write the manifest. Then three bakes that must fail, each
+// naming what was wrong: a keyring digest that is not the file's, a driver
+// version the repository does not have, and a pinning package apt ignores
+// (every meta package at its pin, the library under it newer). The later
+// bakes take the tree from the first one's bootstrap cache.
 func TestE2ECUDARepoMirror(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("end-to-end bake of the cuda-repo path: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
@@ -47,22 +48,6 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 	// extract.
 	bootCache := cache + "-cuda-repo-bootstrap"
 
-	// serve builds a stand-in with o and serves it until the test ends.
-	serve := func(o nvidiarepo.Options) (*nvidiarepo.Layout, string) {
-		t.Helper()
-		o.Official = gpu.DefaultCUDARepositories
-		l, err := nvidiarepo.Build(filepath.Join(t.TempDir(), "repo"), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(l.Close)
-		base, stop, err := l.Serve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		return l, base
-	}
 	// repoVars point the template at a stand-in and pin its keys.
 	repoVars := func(l *nvidiarepo.Layout, base string) map[string]string {
 		return map[string]string{
@@ -73,7 +58,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 			"toolkit_key_sha256":  l.ToolkitKeySHA256,
 		}
 	}
-	repo, base := serve(nvidiarepo.Options{})
+	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories})
 
 	pluginPath := t.TempDir()
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
@@ -157,7 +142,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		// at their pins, but their components (the library, the module
 		// source) at the newer build the repository also has. Only the
 		// payload check can see it.
-		broken, brokenBase := serve(nvidiarepo.Options{IgnoredPinning: true})
+		broken, brokenBase := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories, IgnoredPinning: true})
 		_, log, err := bake("ignored-pinning", repoVars(broken, brokenBase))
 		newer := strings.TrimSuffix(nvidiarepo.DriverVersions["535"][1], "-1")
 		want := fmt.Sprintf("libnvidia-ml.so.1 is libnvidia-ml.so.%s, want libnvidia-ml.so.%s", newer, strings.TrimSuffix(driver, "-1"))

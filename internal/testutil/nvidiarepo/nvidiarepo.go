@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -249,6 +250,23 @@ func (l *Layout) Serve() (base string, stop func(), err error) {
 	srv := &http.Server{Handler: http.FileServer(http.Dir(l.Root)), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// Start builds the repositories under a temporary directory of t's and
+// serves them until t ends; it returns the layout and the base URL.
+func Start(t testing.TB, o Options) (*Layout, string) {
+	t.Helper()
+	l, err := Build(filepath.Join(t.TempDir(), "repo"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	base, stop, err := l.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return l, base
 }
 
 // builder makes packages and their index.

@@ -21,16 +21,7 @@ func TestAptReadsTheRepositories(t *testing.T) {
 	for _, tool := range [][2]string{{"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}, {"apt-get", "apt"}} {
 		testutil.Tool(t, tool[0], tool[1])
 	}
-	l, err := Build(filepath.Join(t.TempDir(), "repo"), Options{Official: official})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	base, stop, err := l.Serve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	l, base := Start(t, Options{Official: official})
 
 	state := t.TempDir()
 	cudaKey := filepath.Join(state, "cuda.gpg")
