@@ -33,7 +33,7 @@ func TestAptReadsTheRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("gpg", "--batch", "--yes", "--dearmor", "-o", toolkitKey, filepath.Join(l.Root, l.ToolkitKey)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gpg", "--homedir", t.TempDir(), "--batch", "--yes", "--dearmor", "-o", toolkitKey, filepath.Join(l.Root, l.ToolkitKey)).CombinedOutput(); err != nil {
 		t.Fatalf("dearmoring the toolkit key: %v\n%s", err, out)
 	}
 	if sha(armored) != l.ToolkitKeySHA256 {
