@@ -120,11 +120,11 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	}
 	defer os.RemoveAll(work)
 
-	cudaHome, err := l.newKey(work, "cuda", "gpuhost stand-in CUDA repository <cuda@gpuhost.invalid>")
+	cudaHome, err := l.newKey("cuda", "gpuhost stand-in CUDA repository <cuda@gpuhost.invalid>")
 	if err != nil {
 		return nil, err
 	}
-	toolkitHome, err := l.newKey(work, "toolkit", "gpuhost stand-in libnvidia-container <toolkit@gpuhost.invalid>")
+	toolkitHome, err := l.newKey("toolkit", "gpuhost stand-in libnvidia-container <toolkit@gpuhost.invalid>")
 	if err != nil {
 		return nil, err
 	}
@@ -175,18 +175,22 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	return l, nil
 }
 
-// Close stops the gpg agents Build started.
+// Close stops the gpg agents Build started and removes their homes.
 func (l *Layout) Close() {
 	for _, h := range l.gpgHomes {
 		_ = exec.Command("gpgconf", "--homedir", h, "--kill", "all").Run()
+		_ = os.RemoveAll(h)
 	}
 	l.gpgHomes = nil
 }
 
-// newKey makes a throwaway signing key in a gpg home of its own.
-func (l *Layout) newKey(work, name, uid string) (string, error) {
-	home := filepath.Join(work, "gnupg-"+name)
-	if err := os.Mkdir(home, 0o700); err != nil {
+// newKey makes a throwaway signing key in a gpg home of its own. The home
+// is a short directory of its own under the system's temporary one, not
+// under the layout: gpg-agent's socket lives there, and a socket path
+// longer than 107 bytes (a subtest's TempDir easily is) cannot be bound.
+func (l *Layout) newKey(name, uid string) (string, error) {
+	home, err := os.MkdirTemp("", "nvrepo-gpg-"+name+"-")
+	if err != nil {
 		return "", err
 	}
 	l.gpgHomes = append(l.gpgHomes, home)
