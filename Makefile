@@ -42,8 +42,10 @@ export GOEXPERIMENT := jsonv2
 # (swtpm; swtpm-tools for swtpm_setup and swtpm_ioctl by hand) that its
 # encrypted root is sealed to. The LUKS2 writer's test decrypts a sector with
 # OpenSSL's AES-XTS through python3-cryptography (openssl enc has no XTS).
+# The stand-in NVIDIA repositories of the cuda-repo bake are signed by gpg
+# and their libnvidia-ml stubs are shared objects made by gcc.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
-APT_TEST := ca-certificates git chromium docker-registry iproute2 \
+APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
   prometheus libxml2-utils man-db qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography
 APT_BENCH := lynis time strace
@@ -140,7 +142,9 @@ test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign
 # the plugin installed offline, the builder's own end-to-end tests (a minimal
 # build, Ctrl-C and SIGKILL mid-build) prove no mount leaks, and the gate
 # publishes to a real docker-registry process, where cosign and gpuhost
-# verify check its signature and provenance.
+# verify check its signature and provenance. The production cuda-repo path
+# bakes against a signed stand-in of NVIDIA's repositories on 127.0.0.1
+# (images/cudarepo_test.go).
 # The boots' consoles, reports and timings are kept in $(E2E_ARTIFACTS),
 # which make bench reads the boot figures from.
 E2E_ARTIFACTS := $(OUT)/e2e

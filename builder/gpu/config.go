@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -142,6 +142,30 @@ type Keyrings struct {
 	ContainerToolkitKey string `mapstructure:"container_toolkit_key"`
 }
 
+// Repositories are where NVIDIA's repositories are fetched from. The
+// defaults are NVIDIA's own; a mirror of them (an internal proxy, or a
+// local copy for a test) goes here. What is trusted does not change with
+// the URL: the CUDA keyring package must still hash to
+// keyring_sha256.cuda_keyring, the toolkit key to
+// keyring_sha256.container_toolkit_key, and apt checks every index against
+// the key its source is signed-by.
+type Repositories struct {
+	// The directory holding NVIDIA's CUDA repositories, one per
+	// distribution and architecture: the plan fetches
+	// `<cuda>/<distro>/<arch>/cuda-keyring_1.1-1_all.deb` and adds
+	// `<cuda>/<distro>/<arch>/ /` as a source, where distro is `ubuntu2204`,
+	// `ubuntu2404` or `debian12` and arch `x86_64` or `sbsa`. Defaults to
+	// `https://developer.download.nvidia.com/compute/cuda/repos`.
+	CUDA string `mapstructure:"cuda"`
+	// The container toolkit's repository: the plan adds
+	// `<container_toolkit>/$(ARCH) /` as a source. Defaults to
+	// `https://nvidia.github.io/libnvidia-container/stable/deb`.
+	ContainerToolkit string `mapstructure:"container_toolkit"`
+	// The container toolkit's ASCII-armored signing key. Defaults to
+	// `https://nvidia.github.io/libnvidia-container/gpgkey`.
+	ContainerToolkitKey string `mapstructure:"container_toolkit_key"`
+}
+
 // ManifestConfig is what the baked manifest records about the build.
 type ManifestConfig struct {
 	// The template that built the image, such as `ubuntu-22.04-gpu`.
@@ -256,6 +280,11 @@ type Config struct {
 	TargetKernel string `mapstructure:"target_kernel"`
 	// Expected digests of NVIDIA's repository keys.
 	KeyringSHA256 Keyrings `mapstructure:"keyring_sha256"`
+	// Where NVIDIA's repositories are fetched from. Each URL is `https://`,
+	// or `http://` on a loopback address (127.0.0.0/8, `[::1]`,
+	// `localhost`: a mirror on the build machine, which the chroot
+	// communicator shares the network with).
+	Repositories Repositories `mapstructure:"repositories"`
 	// What the baked manifest records about the build.
 	Manifest ManifestConfig `mapstructure:"manifest"`
 	// How to run a script on the target; `{{.Path}}` is the script. Defaults
@@ -334,6 +363,7 @@ func (c *Config) defaults() {
 	if c.Hardening != nil {
 		c.Hardening.defaults()
 	}
+	c.Repositories.defaults()
 	if c.ExecuteCommand == "" {
 		c.ExecuteCommand = "sh '{{.Path}}'"
 	}
@@ -507,6 +537,7 @@ func (c *Config) validate() []string {
 	if h := c.KeyringSHA256.ContainerToolkitKey; h != "" && !sha256Re.MatchString(h) {
 		add("keyring_sha256.container_toolkit_key: %q is not 64 lower-case hex digits", h)
 	}
+	errs = append(errs, c.Repositories.validate()...)
 	if c.FabricManager && d.Source == SourceDebian {
 		add("fabric_manager: the debian source has no fabric manager package")
 	}
@@ -605,16 +636,22 @@ func (c *Config) validateDistro() []string {
 			add("driver.source: debian needs distro.id debian, not ubuntu")
 		}
 		if src == SourceCUDARepo {
-			if _, ok := cudaRepoDistro[c.Distro.VersionID]; !ok {
+			if _, ok := cudaRepoDistro["ubuntu "+c.Distro.VersionID]; !ok {
 				add("distro.version_id: %q has no CUDA repository here; want one of 22.04, 24.04", c.Distro.VersionID)
 			}
 		}
 	case "debian":
-		if src != SourceDebian {
-			add("driver.source: %s needs distro.id ubuntu; use source debian on debian", src)
-		}
-		if c.Distro.VersionID != "" && c.Distro.VersionID != "12" {
-			add("distro.version_id: %q: the debian source is checked on debian 12 only", c.Distro.VersionID)
+		switch src {
+		case SourceDebian:
+			if c.Distro.VersionID != "" && c.Distro.VersionID != "12" {
+				add("distro.version_id: %q: the debian source is checked on debian 12 only", c.Distro.VersionID)
+			}
+		case SourceCUDARepo:
+			if _, ok := cudaRepoDistro["debian "+c.Distro.VersionID]; !ok {
+				add("distro.version_id: %q has no CUDA repository here; want 12", c.Distro.VersionID)
+			}
+		default:
+			add("driver.source: %s needs distro.id ubuntu; use source debian or cuda-repo on debian", src)
 		}
 	default:
 		add("distro.id: %q is not one of ubuntu, debian", c.Distro.ID)
@@ -622,10 +659,13 @@ func (c *Config) validateDistro() []string {
 	return errs
 }
 
-// cudaRepoDistro maps Ubuntu releases onto NVIDIA's repository names.
+// cudaRepoDistro maps "ID VERSION_ID" onto NVIDIA's CUDA repository names.
+// NVIDIA publishes a debian12 repository with the same packages and shape
+// as the Ubuntu ones; the end-to-end test runs the cuda-repo path on it.
 var cudaRepoDistro = map[string]string{
-	"22.04": "ubuntu2204",
-	"24.04": "ubuntu2404",
+	"ubuntu 22.04": "ubuntu2204",
+	"ubuntu 24.04": "ubuntu2404",
+	"debian 12":    "debian12",
 }
 
 func (n NGCImage) check() string {

@@ -60,6 +60,7 @@ type FlatConfig struct {
 	Distro                    *FlatDistro           `mapstructure:"distro" cty:"distro" hcl:"distro"`
 	TargetKernel              *string               `mapstructure:"target_kernel" cty:"target_kernel" hcl:"target_kernel"`
 	KeyringSHA256             *FlatKeyrings         `mapstructure:"keyring_sha256" cty:"keyring_sha256" hcl:"keyring_sha256"`
+	Repositories              *FlatRepositories     `mapstructure:"repositories" cty:"repositories" hcl:"repositories"`
 	Manifest                  *FlatManifestConfig   `mapstructure:"manifest" cty:"manifest" hcl:"manifest"`
 	ExecuteCommand            *string               `mapstructure:"execute_command" cty:"execute_command" hcl:"execute_command"`
 	RemoteFolder              *string               `mapstructure:"remote_folder" cty:"remote_folder" hcl:"remote_folder"`
@@ -104,6 +105,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"distro":                      &hcldec.BlockSpec{TypeName: "distro", Nested: hcldec.ObjectSpec((*FlatDistro)(nil).HCL2Spec())},
 		"target_kernel":               &hcldec.AttrSpec{Name: "target_kernel", Type: cty.String, Required: false},
 		"keyring_sha256":              &hcldec.BlockSpec{TypeName: "keyring_sha256", Nested: hcldec.ObjectSpec((*FlatKeyrings)(nil).HCL2Spec())},
+		"repositories":                &hcldec.BlockSpec{TypeName: "repositories", Nested: hcldec.ObjectSpec((*FlatRepositories)(nil).HCL2Spec())},
 		"manifest":                    &hcldec.BlockSpec{TypeName: "manifest", Nested: hcldec.ObjectSpec((*FlatManifestConfig)(nil).HCL2Spec())},
 		"execute_command":             &hcldec.AttrSpec{Name: "execute_command", Type: cty.String, Required: false},
 		"remote_folder":               &hcldec.AttrSpec{Name: "remote_folder", Type: cty.String, Required: false},
@@ -647,6 +649,33 @@ func (*FlatNGCImage) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
 		"ref":    &hcldec.AttrSpec{Name: "ref", Type: cty.String, Required: false},
 		"digest": &hcldec.AttrSpec{Name: "digest", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatRepositories is an auto-generated flat version of Repositories.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatRepositories struct {
+	CUDA                *string `mapstructure:"cuda" cty:"cuda" hcl:"cuda"`
+	ContainerToolkit    *string `mapstructure:"container_toolkit" cty:"container_toolkit" hcl:"container_toolkit"`
+	ContainerToolkitKey *string `mapstructure:"container_toolkit_key" cty:"container_toolkit_key" hcl:"container_toolkit_key"`
+}
+
+// FlatMapstructure returns a new FlatRepositories.
+// FlatRepositories is an auto-generated flat version of Repositories.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*Repositories) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatRepositories)
+}
+
+// HCL2Spec returns the hcl spec of a Repositories.
+// This spec is used by HCL to read the fields of Repositories.
+// The decoded values from this spec will then be applied to a FlatRepositories.
+func (*FlatRepositories) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"cuda":                  &hcldec.AttrSpec{Name: "cuda", Type: cty.String, Required: false},
+		"container_toolkit":     &hcldec.AttrSpec{Name: "container_toolkit", Type: cty.String, Required: false},
+		"container_toolkit_key": &hcldec.AttrSpec{Name: "container_toolkit_key", Type: cty.String, Required: false},
 	}
 	return s
 }

@@ -145,7 +145,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	}
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gpu"
-	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
+	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
 	sdctest.Same(t, spec, "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)
@@ -171,5 +171,39 @@ func TestCUDANewerThanTheDriverIsRefused(t *testing.T) {
 	}
 	if _, err := DecodeJSON([]byte(cfg("440.118.02-0ubuntu1", "11.0"))); err == nil || !strings.Contains(err.Error(), "driver branch 440 is older than any the compatibility matrix knows") {
 		t.Errorf("an unknown old branch: err = %v", err)
+	}
+}
+
+// TestRepositoriesAreHTTPSOrLoopback: a mirror may replace NVIDIA's
+// repositories, over https, or over plain http only on this machine.
+func TestRepositoriesAreHTTPSOrLoopback(t *testing.T) {
+	base := `"driver": {"version": "580.95.05-0ubuntu1"}, "container_toolkit": {"version": "1.17.8-1"},
+		"keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}`
+	for _, ok := range []string{
+		`{"cuda": "https://mirror.example/nvidia/cuda/repos/"}`,
+		`{"cuda": "http://127.0.0.1:8080/cuda/repos", "container_toolkit": "http://localhost:9/deb", "container_toolkit_key": "http://[::1]:9/gpgkey"}`,
+	} {
+		cfg, err := DecodeJSON([]byte(`{` + base + `, "repositories": ` + ok + `}`))
+		if err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+			continue
+		}
+		if strings.HasSuffix(cfg.Repositories.CUDA, "/") || cfg.Repositories.ContainerToolkitKey == "" {
+			t.Errorf("%s: decoded as %+v", ok, cfg.Repositories)
+		}
+	}
+	_, err := DecodeJSON([]byte(`{` + base + `, "repositories": {"cuda": "http://mirror.example/cuda", "container_toolkit": "https://x.example/deb?a=1", "container_toolkit_key": "ftp://x.example/key"}}`))
+	for _, want := range []string{
+		`repositories.cuda: "http://mirror.example/cuda": plain http is allowed on loopback only`,
+		`repositories.container_toolkit: "https://x.example/deb?a=1" is not an http(s) URL`,
+		`repositories.container_toolkit_key: "ftp://x.example/key" is not an http(s) URL`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	cfg, err := DecodeJSON([]byte(`{` + base + `}`))
+	if err != nil || cfg.Repositories != (Repositories{DefaultCUDARepositories, DefaultToolkitRepository, DefaultToolkitKey}) {
+		t.Errorf("defaults: %+v, %v", cfg.Repositories, err)
 	}
 }

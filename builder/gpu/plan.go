@@ -33,9 +33,9 @@ const (
 	// CUDAKeyringDeb is the package that installs NVIDIA's CUDA repository
 	// key (3bf863cc) and source list.
 	CUDAKeyringDeb = "cuda-keyring_1.1-1_all.deb"
-	cudaRepoBase   = "https://developer.download.nvidia.com/compute/cuda/repos"
-	toolkitKeyURL  = "https://nvidia.github.io/libnvidia-container/gpgkey"
-	toolkitRepo    = "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /"
+	// CUDAKeyring is the key cuda-keyring installs; the CUDA source list
+	// the plan writes names it with signed-by.
+	CUDAKeyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 	// ToolkitKeyring is where the dearmored toolkit key is written; the
 	// source list names it with signed-by, so the key trusts only that repo.
 	ToolkitKeyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
@@ -49,7 +49,7 @@ const (
 // together, in the plan's order.
 type aptGroup struct {
 	Step     string
-	Packages []string
+	Packages []Pin
 }
 
 // planData is what the template sees; every string in it has passed the
@@ -57,13 +57,17 @@ type aptGroup struct {
 type planData struct {
 	C              *Config
 	CUDARepoURL    string
+	CUDARepoName   string
+	CUDAKeyring    string
 	ToolkitKeyURL  string
 	ToolkitRepo    string
 	ToolkitKeyring string
 	Keyring        string
 	Prereqs        []string
 	Groups         []aptGroup
+	Available      []Pin
 	Pins           []Pin
+	Payload        payload
 	KernelHold     bool
 	DKMS           bool
 	Toolkit        bool
@@ -107,8 +111,9 @@ func RenderPlan(cfg Config) (string, error) {
 	}
 	d := planData{
 		C:              c,
-		ToolkitKeyURL:  toolkitKeyURL,
-		ToolkitRepo:    toolkitRepo,
+		ToolkitKeyURL:  c.Repositories.ContainerToolkitKey,
+		ToolkitRepo:    c.Repositories.ContainerToolkit + "/$(ARCH) /",
+		CUDAKeyring:    CUDAKeyring,
 		ToolkitKeyring: ToolkitKeyring,
 		Keyring:        CUDAKeyringDeb,
 		Pins:           c.Pins(),
@@ -119,12 +124,15 @@ func RenderPlan(cfg Config) (string, error) {
 		Debian:         c.Driver.Source == SourceDebian,
 	}
 	if c.Driver.Source == SourceCUDARepo {
-		d.CUDARepoURL = cudaRepoBase + "/" + cudaRepoDistro[c.Distro.VersionID]
+		d.CUDARepoName = cudaRepoDistro[c.Distro.ID+" "+c.Distro.VersionID]
+		d.CUDARepoURL = c.Repositories.CUDA + "/" + d.CUDARepoName
 	}
 	if d.CUDARepoURL != "" || d.Toolkit {
 		d.Prereqs = []string{"ca-certificates", "curl", "gpg"}
 	}
 	d.Groups = c.installGroups()
+	d.Available = availableOrder(d.Groups)
+	d.Payload = c.payload()
 	d.Preferences = c.sourcePins()
 	d.SliceLimits = c.MemoryLimits.sliceDropIns()
 	d.Kubelet = c.MemoryLimits.Kubelet
@@ -298,39 +306,84 @@ func (c *Config) Pins() []Pin {
 	return pins
 }
 
-func specs(pins []Pin) []string {
-	out := make([]string, len(pins))
-	for i, p := range pins {
-		out[i] = p.Spec()
-	}
-	return out
-}
-
 // installGroups returns the apt-get install calls in order.
 func (c *Config) installGroups() []aptGroup {
 	var groups []aptGroup
 	if c.Driver.Source == SourceCUDARepo {
 		// DKMS builds the modules against these headers, for the target
 		// kernel rather than the build host's.
-		groups = append(groups, aptGroup{"kernel headers", []string{"linux-headers-" + c.TargetKernel}})
+		groups = append(groups, aptGroup{"kernel headers", []Pin{{Name: "linux-headers-" + c.TargetKernel}}})
 	}
 	for i, g := range c.driverPins() {
 		step := "driver"
 		if c.Driver.Source == SourceCUDARepo && i == 0 {
 			step = "driver pinning"
 		}
-		groups = append(groups, aptGroup{step, specs(g)})
+		groups = append(groups, aptGroup{step, g})
 	}
 	if p, ok := c.fabricManagerPin(); ok {
-		groups = append(groups, aptGroup{"fabric manager", []string{p.Spec()}})
+		groups = append(groups, aptGroup{"fabric manager", []Pin{p}})
 	}
 	if p, ok := c.cudaPin(); ok {
-		groups = append(groups, aptGroup{"cuda toolkit", []string{p.Spec()}})
+		groups = append(groups, aptGroup{"cuda toolkit", []Pin{p}})
 	}
 	if t := c.toolkitPins(); len(t) > 0 {
-		groups = append(groups, aptGroup{"container toolkit", specs(t)})
+		groups = append(groups, aptGroup{"container toolkit", t})
 	}
 	ctr := Pin{Name: "containerd", Version: c.Containerd.Version}
-	groups = append(groups, aptGroup{"containerd", []string{ctr.Spec()}})
+	groups = append(groups, aptGroup{"containerd", []Pin{ctr}})
 	return groups
+}
+
+// availableOrder is every package the install steps name, those pinned to
+// a version first: when a driver version is missing from the repository,
+// the message then names the meta package and the versions the repository
+// has, not only the pinning package whose name carries the version.
+func availableOrder(groups []aptGroup) []Pin {
+	var versioned, any []Pin
+	for _, g := range groups {
+		for _, p := range g.Packages {
+			if p.Version != "" {
+				versioned = append(versioned, p)
+			} else {
+				any = append(any, p)
+			}
+		}
+	}
+	return append(versioned, any...)
+}
+
+// payload is what the plan checks in the installed files, past the package
+// versions dpkg records: a meta package at the pin says little about the
+// library or module it pulled in.
+type payload struct {
+	// NVML is the upstream driver version libnvidia-ml.so.1 must resolve
+	// to (libnvidia-ml.so.<NVML>).
+	NVML string
+	// Module is the version the nvidia kernel module for the target kernel
+	// must carry; empty where the source installs no module.
+	Module string
+	// Toolkit is the version nvidia-ctk and nvidia-container-cli (and the
+	// libnvidia-container it loads) must report; empty without the toolkit.
+	Toolkit string
+	// CUDA is the release nvcc must report (12.8), and CUDAHome where the
+	// toolkit lives; empty for the debian source and without CUDA.
+	CUDA, CUDAHome string
+}
+
+func (c *Config) payload() payload {
+	p := payload{NVML: upstreamVersion(c.Driver.Version)}
+	// Debian's source is userspace only; the other two bring the module,
+	// DKMS-built or Canonical's precompiled one.
+	if c.Driver.Source != SourceDebian {
+		p.Module = p.NVML
+	}
+	if v := c.ContainerToolkit.Version; v != "" {
+		p.Toolkit = upstreamVersion(v)
+	}
+	if m := cudaRe.FindStringSubmatch(c.CUDA.Version); m != nil && c.Driver.Source != SourceDebian {
+		p.CUDA = m[1] + "." + m[2]
+		p.CUDAHome = "/usr/local/cuda-" + p.CUDA
+	}
+	return p
 }

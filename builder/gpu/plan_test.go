@@ -20,6 +20,7 @@ var planCases = []string{
 	"ubuntu-24.04-cuda-repo-proprietary-550",
 	"ubuntu-22.04-ubuntu-archive-535",
 	"debian-12-debian-535",
+	"debian-12-cuda-repo-open-535",
 }
 
 func loadCase(t *testing.T, name string) *Config {
@@ -300,5 +301,82 @@ func TestPlanCDIUnit(t *testing.T) {
 	}
 	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestPlanCUDARepoFollowsRepositories: the CUDA source and the toolkit's
+// come from repositories, each signed-by its own key, and the keyring the
+// plan trusts is fetched from the same place.
+func TestPlanCUDARepoFollowsRepositories(t *testing.T) {
+	plan := renderCase(t, "debian-12-cuda-repo-open-535")
+	for _, want := range []string{
+		`fetch "http://127.0.0.1:8080/compute/cuda/repos/debian12/$cuda_arch/cuda-keyring_1.1-1_all.deb" "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb" '` + strings.Repeat("2", 64) + `'`,
+		`echo "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] http://127.0.0.1:8080/compute/cuda/repos/debian12/$cuda_arch/ /" >"/etc/apt/sources.list.d/cuda-debian12-$cuda_arch.list"`,
+		`fetch 'http://127.0.0.1:8080/libnvidia-container/gpgkey' "$GPUHOST_WORK/nvidia-container-toolkit.key" '` + strings.Repeat("3", 64) + `'`,
+		`echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] http://127.0.0.1:8080/libnvidia-container/stable/deb/$(ARCH) /' >/etc/apt/sources.list.d/nvidia-container-toolkit.list`,
+	} {
+		if !hasLine(plan, want) {
+			t.Errorf("the plan has no line\n%s", want)
+		}
+	}
+}
+
+// TestPlanChecksPinsAreAvailableBeforeInstalling: every package the
+// install steps name is looked up first, versioned pins before names, so
+// a missing driver version is reported on the meta package with the
+// versions the repository has.
+func TestPlanChecksPinsAreAvailableBeforeInstalling(t *testing.T) {
+	plan := renderCase(t, "debian-12-cuda-repo-open-535")
+	check := strings.Index(plan, `step "pins available"`)
+	install := strings.Index(plan, `step "install kernel headers"`)
+	if check < 0 || install < check {
+		t.Fatalf("the availability check (at %d) does not come before the first install (at %d)", check, install)
+	}
+	var got []string
+	for _, l := range lines(plan[check:install]) {
+		if strings.HasPrefix(l, "available ") {
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		"available 'nvidia-driver-535-open' '535.261.03-1' || missing=1",
+		"available 'nvidia-fabricmanager-535' '535.261.03-1' || missing=1",
+		"available 'cuda-toolkit-12-2' '12.2.1-1' || missing=1",
+		"available 'nvidia-container-toolkit' '1.17.8-1' || missing=1",
+		"available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1",
+		"available 'libnvidia-container-tools' '1.17.8-1' || missing=1",
+		"available 'libnvidia-container1' '1.17.8-1' || missing=1",
+		"available 'linux-headers-6.1.0-50-amd64' '' || missing=1",
+		"available 'nvidia-driver-pinning-535.261.03' '' || missing=1",
+		"available 'containerd' '' || missing=1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("availability checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPlanVerifiesPayloadVersions: past dpkg's versions, the plan checks
+// the library NVML users load, the module built for the target kernel,
+// the toolkit's binaries and nvcc; the debian source brings no module.
+func TestPlanVerifiesPayloadVersions(t *testing.T) {
+	plan := renderCase(t, "debian-12-cuda-repo-open-535")
+	for _, want := range []string{
+		`	[ "${real##*/}" = 'libnvidia-ml.so.535.261.03' ] || die "$lib is ${real##*/}, want libnvidia-ml.so.535.261.03"`,
+		`mods=$(find '/lib/modules/6.1.0-50-amd64' -type f \( -name 'nvidia.ko' -o -name 'nvidia.ko.*' \))`,
+		`	[ "$got" = '535.261.03' ] || die "$mod is version ${got:-unknown}, want 535.261.03"`,
+		`[ "$got" = '1.17.8' ] || die "nvidia-ctk --version reports ${got:-no version}, want 1.17.8"`,
+		`	[ "$got" = '1.17.8' ] || die "nvidia-container-cli --version reports $field ${got:-none}, want 1.17.8"`,
+		`[ "$got" = '12.2' ] || die "/usr/local/cuda-12.2/bin/nvcc reports release ${got:-none}, want 12.2"`,
+	} {
+		if !hasLine(plan, want) {
+			t.Errorf("the plan has no line\n%s", want)
+		}
+	}
+	debian := renderCase(t, "debian-12-debian-535")
+	if !strings.Contains(debian, "want libnvidia-ml.so.535.261.03") {
+		t.Error("the debian plan does not check libnvidia-ml's version")
+	}
+	if strings.Contains(debian, "modinfo") || strings.Contains(debian, "nvidia-ctk --version") {
+		t.Error("the debian plan checks a module or toolkit that source does not install")
 	}
 }

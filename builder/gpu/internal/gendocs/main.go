@@ -35,6 +35,7 @@ var blocks = []struct{ typ, hcl string }{
 	{"NGCImage", "ngc_images"},
 	{"Distro", "distro"},
 	{"Keyrings", "keyring_sha256"},
+	{"Repositories", "repositories"},
 	{"ManifestConfig", "manifest"},
 	{"MemoryLimits", "memory_limits"},
 	{"KubeletMemory", "memory_limits.kubelet"},

@@ -79,6 +79,24 @@ mask_unit() {
 	fi
 }
 
+# available PKG VERSION: the apt sources carry PKG at VERSION (at any
+# version when VERSION is empty); otherwise say which versions they carry.
+available() {
+	have=$(apt-cache madison "$1" | awk -F'|' '{ gsub(/ /, "", $2); if (!seen[$2]++) printf "%s%s", (n++ ? ", " : ""), $2 }')
+	if [ -z "$have" ]; then
+		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
+		return 1
+	fi
+	if [ -z "$2" ]; then
+		return 0
+	fi
+	case ", $have, " in
+	*", $2, "*) return 0 ;;
+	esac
+	echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
+	return 1
+}
+
 # pin_check PKG VERSION: the package is installed and held, at VERSION
 # unless VERSION is empty.
 pin_check() {
@@ -156,6 +174,16 @@ EOF
 
 step "apt update"
 apt-get update
+
+step "pins available"
+# Every pin is looked up before anything is installed: a version missing
+# from the repository fails here, naming the versions it has.
+missing=
+available 'libnvidia-ml1' '535.261.03-1' || missing=1
+available 'nvidia-smi' '535.261.03-1' || missing=1
+available 'nvidia-persistenced' '535.171.04-1~deb12u1' || missing=1
+available 'containerd' '' || missing=1
+[ -z "$missing" ] || die "pinned packages are missing from the apt sources (above)"
 
 step "install driver"
 apt_install 'libnvidia-ml1=535.261.03-1' 'nvidia-smi=535.261.03-1' 'nvidia-persistenced=535.171.04-1~deb12u1'
@@ -574,5 +602,15 @@ pin_check 'libnvidia-ml1' '535.261.03-1'
 pin_check 'nvidia-smi' '535.261.03-1'
 pin_check 'nvidia-persistenced' '535.171.04-1~deb12u1'
 
+step "verify payload"
+# What the packages put on disk, at the pinned versions. The loader's
+# libnvidia-ml.so.1 (what NVML users open) must be the driver's build.
+nvml=$(ldconfig -p | awk '$1 == "libnvidia-ml.so.1" { print $NF }')
+[ -n "$nvml" ] || die "libnvidia-ml.so.1 is not in the dynamic loader's cache (ldconfig -p)"
+for lib in $nvml; do
+	real=$(readlink -f "$lib")
+	[ "${real##*/}" = 'libnvidia-ml.so.535.261.03' ] || die "$lib is ${real##*/}, want libnvidia-ml.so.535.261.03"
+done
+
 step done
-echo "gpuhost-gpu: all pins installed and held"
+echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

@@ -47,9 +47,15 @@ apt_install() {
 }
 
 # fetch URL FILE SHA256: download, and refuse the file unless its digest is
-# the pinned one. Nothing fetched is installed before this check.
+# the pinned one. Nothing fetched is installed before this check. Over
+# https, or plain http to a mirror on this machine's loopback.
 fetch() {
-	curl -fsSL --retry 3 --proto '=https' --tlsv1.2 -o "$2" "$1"
+	case "$1" in
+	https://*) proto='=https' ;;
+	http://127.*|http://localhost:*|http://localhost/*|http://\[::1\]*) proto='=http' ;;
+	*) die "refusing to fetch $1: not https, nor http on loopback" ;;
+	esac
+	curl -fsSL --retry 3 --proto "$proto" --tlsv1.2 -o "$2" "$1"
 	got=$(sha256sum "$2" | cut -d' ' -f1)
 	[ "$got" = "$3" ] || die "sha256 of $1 is $got, want $3"
 }
@@ -85,6 +91,24 @@ mask_unit() {
 			ln -sf /dev/null "/etc/systemd/system/$u"
 		done
 	fi
+}
+
+# available PKG VERSION: the apt sources carry PKG at VERSION (at any
+# version when VERSION is empty); otherwise say which versions they carry.
+available() {
+	have=$(apt-cache madison "$1" | awk -F'|' '{ gsub(/ /, "", $2); if (!seen[$2]++) printf "%s%s", (n++ ? ", " : ""), $2 }')
+	if [ -z "$have" ]; then
+		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
+		return 1
+	fi
+	if [ -z "$2" ]; then
+		return 0
+	fi
+	case ", $have, " in
+	*", $2, "*) return 0 ;;
+	esac
+	echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
+	return 1
 }
 
 # pin_check PKG VERSION: the package is installed and held, at VERSION
@@ -127,6 +151,10 @@ arm64) cuda_arch=sbsa ;;
 esac
 fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/$cuda_arch/cuda-keyring_1.1-1_all.deb" "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb" '0000000000000000000000000000000000000000000000000000000000000000'
 dpkg -i "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb"
+[ -s '/usr/share/keyrings/cuda-archive-keyring.gpg' ] || die "cuda-keyring_1.1-1_all.deb installed no /usr/share/keyrings/cuda-archive-keyring.gpg"
+# The source the image keeps, in the file cuda-keyring itself writes (so
+# there is one): the configured repository, trusted through that key alone.
+echo "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/$cuda_arch/ /" >"/etc/apt/sources.list.d/cuda-ubuntu2204-$cuda_arch.list"
 
 step "container toolkit repository"
 fetch 'https://nvidia.github.io/libnvidia-container/gpgkey' "$GPUHOST_WORK/nvidia-container-toolkit.key" '1111111111111111111111111111111111111111111111111111111111111111'
@@ -136,6 +164,22 @@ echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] h
 
 step "apt update"
 apt-get update
+
+step "pins available"
+# Every pin is looked up before anything is installed: a version missing
+# from the repository fails here, naming the versions it has.
+missing=
+available 'nvidia-driver-580-open' '580.95.05-0ubuntu1' || missing=1
+available 'nvidia-fabricmanager-580' '580.95.05-0ubuntu1' || missing=1
+available 'cuda-toolkit-12-8' '12.8.1-1' || missing=1
+available 'nvidia-container-toolkit' '1.17.8-1' || missing=1
+available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1
+available 'libnvidia-container-tools' '1.17.8-1' || missing=1
+available 'libnvidia-container1' '1.17.8-1' || missing=1
+available 'linux-headers-5.15.0-153-generic' '' || missing=1
+available 'nvidia-driver-pinning-580.95.05' '' || missing=1
+available 'containerd' '' || missing=1
+[ -z "$missing" ] || die "pinned packages are missing from the apt sources (above)"
 
 step "install kernel headers"
 apt_install 'linux-headers-5.15.0-153-generic'
@@ -639,5 +683,35 @@ if dpkg-query -W -f='${Status}' 'linux-headers-5.15.0-153-generic' 2>/dev/null |
 	pin_check 'linux-headers-5.15.0-153-generic' ''
 fi
 
+step "verify payload"
+# What the packages put on disk, at the pinned versions. The loader's
+# libnvidia-ml.so.1 (what NVML users open) must be the driver's build.
+nvml=$(ldconfig -p | awk '$1 == "libnvidia-ml.so.1" { print $NF }')
+[ -n "$nvml" ] || die "libnvidia-ml.so.1 is not in the dynamic loader's cache (ldconfig -p)"
+for lib in $nvml; do
+	real=$(readlink -f "$lib")
+	[ "${real##*/}" = 'libnvidia-ml.so.580.95.05' ] || die "$lib is ${real##*/}, want libnvidia-ml.so.580.95.05"
+done
+# The module for the image's kernel, read from its file: a chroot runs the
+# build host's kernel, so neither modprobe nor /proc/driver/nvidia/version
+# (which the booted host's NVML facts report) can say anything here.
+mods=$(find '/lib/modules/5.15.0-153-generic' -type f \( -name 'nvidia.ko' -o -name 'nvidia.ko.*' \))
+[ -n "$mods" ] || die "no nvidia kernel module under /lib/modules/5.15.0-153-generic"
+for mod in $mods; do
+	got=$(modinfo -F version "$mod") || die "modinfo cannot read $mod"
+	[ "$got" = '580.95.05' ] || die "$mod is version ${got:-unknown}, want 580.95.05"
+done
+# nvidia-ctk is nvidia-container-toolkit-base's; nvidia-container-cli's
+# lib-version is the libnvidia-container1 it loaded.
+got=$(nvidia-ctk --version | sed -n 's/^NVIDIA Container Toolkit CLI version //p')
+[ "$got" = '1.17.8' ] || die "nvidia-ctk --version reports ${got:-no version}, want 1.17.8"
+cli=$(nvidia-container-cli --version)
+for field in cli-version lib-version; do
+	got=$(echo "$cli" | sed -n "s/^$field: //p")
+	[ "$got" = '1.17.8' ] || die "nvidia-container-cli --version reports $field ${got:-none}, want 1.17.8"
+done
+got=$('/usr/local/cuda-12.8/bin/nvcc' --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+[ "$got" = '12.8' ] || die "/usr/local/cuda-12.8/bin/nvcc reports release ${got:-none}, want 12.8"
+
 step done
-echo "gpuhost-gpu: all pins installed and held"
+echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

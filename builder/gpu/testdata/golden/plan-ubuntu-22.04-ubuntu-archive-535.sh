@@ -42,9 +42,15 @@ apt_install() {
 }
 
 # fetch URL FILE SHA256: download, and refuse the file unless its digest is
-# the pinned one. Nothing fetched is installed before this check.
+# the pinned one. Nothing fetched is installed before this check. Over
+# https, or plain http to a mirror on this machine's loopback.
 fetch() {
-	curl -fsSL --retry 3 --proto '=https' --tlsv1.2 -o "$2" "$1"
+	case "$1" in
+	https://*) proto='=https' ;;
+	http://127.*|http://localhost:*|http://localhost/*|http://\[::1\]*) proto='=http' ;;
+	*) die "refusing to fetch $1: not https, nor http on loopback" ;;
+	esac
+	curl -fsSL --retry 3 --proto "$proto" --tlsv1.2 -o "$2" "$1"
 	got=$(sha256sum "$2" | cut -d' ' -f1)
 	[ "$got" = "$3" ] || die "sha256 of $1 is $got, want $3"
 }
@@ -80,6 +86,24 @@ mask_unit() {
 			ln -sf /dev/null "/etc/systemd/system/$u"
 		done
 	fi
+}
+
+# available PKG VERSION: the apt sources carry PKG at VERSION (at any
+# version when VERSION is empty); otherwise say which versions they carry.
+available() {
+	have=$(apt-cache madison "$1" | awk -F'|' '{ gsub(/ /, "", $2); if (!seen[$2]++) printf "%s%s", (n++ ? ", " : ""), $2 }')
+	if [ -z "$have" ]; then
+		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
+		return 1
+	fi
+	if [ -z "$2" ]; then
+		return 0
+	fi
+	case ", $have, " in
+	*", $2, "*) return 0 ;;
+	esac
+	echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
+	return 1
 }
 
 # pin_check PKG VERSION: the package is installed and held, at VERSION
@@ -131,6 +155,21 @@ echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] h
 
 step "apt update"
 apt-get update
+
+step "pins available"
+# Every pin is looked up before anything is installed: a version missing
+# from the repository fails here, naming the versions it has.
+missing=
+available 'nvidia-headless-no-dkms-535-server' '535.247.01-0ubuntu0.22.04.1' || missing=1
+available 'nvidia-utils-535-server' '535.247.01-0ubuntu0.22.04.1' || missing=1
+available 'nvidia-fabricmanager-535' '535.247.01-0ubuntu0.22.04.1' || missing=1
+available 'nvidia-container-toolkit' '1.17.8-1' || missing=1
+available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1
+available 'libnvidia-container-tools' '1.17.8-1' || missing=1
+available 'libnvidia-container1' '1.17.8-1' || missing=1
+available 'linux-modules-nvidia-535-server-5.15.0-153-generic' '' || missing=1
+available 'containerd' '' || missing=1
+[ -z "$missing" ] || die "pinned packages are missing from the apt sources (above)"
 
 step "install driver"
 apt_install 'nvidia-headless-no-dkms-535-server=535.247.01-0ubuntu0.22.04.1' 'nvidia-utils-535-server=535.247.01-0ubuntu0.22.04.1' 'linux-modules-nvidia-535-server-5.15.0-153-generic'
@@ -276,5 +315,33 @@ if dpkg-query -W -f='${Status}' 'linux-headers-5.15.0-153-generic' 2>/dev/null |
 	pin_check 'linux-headers-5.15.0-153-generic' ''
 fi
 
+step "verify payload"
+# What the packages put on disk, at the pinned versions. The loader's
+# libnvidia-ml.so.1 (what NVML users open) must be the driver's build.
+nvml=$(ldconfig -p | awk '$1 == "libnvidia-ml.so.1" { print $NF }')
+[ -n "$nvml" ] || die "libnvidia-ml.so.1 is not in the dynamic loader's cache (ldconfig -p)"
+for lib in $nvml; do
+	real=$(readlink -f "$lib")
+	[ "${real##*/}" = 'libnvidia-ml.so.535.247.01' ] || die "$lib is ${real##*/}, want libnvidia-ml.so.535.247.01"
+done
+# The module for the image's kernel, read from its file: a chroot runs the
+# build host's kernel, so neither modprobe nor /proc/driver/nvidia/version
+# (which the booted host's NVML facts report) can say anything here.
+mods=$(find '/lib/modules/5.15.0-153-generic' -type f \( -name 'nvidia.ko' -o -name 'nvidia.ko.*' \))
+[ -n "$mods" ] || die "no nvidia kernel module under /lib/modules/5.15.0-153-generic"
+for mod in $mods; do
+	got=$(modinfo -F version "$mod") || die "modinfo cannot read $mod"
+	[ "$got" = '535.247.01' ] || die "$mod is version ${got:-unknown}, want 535.247.01"
+done
+# nvidia-ctk is nvidia-container-toolkit-base's; nvidia-container-cli's
+# lib-version is the libnvidia-container1 it loaded.
+got=$(nvidia-ctk --version | sed -n 's/^NVIDIA Container Toolkit CLI version //p')
+[ "$got" = '1.17.8' ] || die "nvidia-ctk --version reports ${got:-no version}, want 1.17.8"
+cli=$(nvidia-container-cli --version)
+for field in cli-version lib-version; do
+	got=$(echo "$cli" | sed -n "s/^$field: //p")
+	[ "$got" = '1.17.8' ] || die "nvidia-container-cli --version reports $field ${got:-none}, want 1.17.8"
+done
+
 step done
-echo "gpuhost-gpu: all pins installed and held"
+echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

@@ -1,0 +1,354 @@
+package images
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/builder/gpu"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/internal/testutil/nvidiarepo"
+)
+
+// TestE2ECUDARepoMirror runs the production plan's cuda-repo path for real:
+// `packer build testdata/cuda-repo-mirror.pkr.hcl`, a Debian 12 minbase
+// from this machine's mirror with the gpuhost-gpu provisioner pointed
+// (repositories {}) at a stand-in of NVIDIA's CUDA and libnvidia-container
+// repositories served on 127.0.0.1 and signed with throwaway keys. The
+// repositories publish newer versions of every pin. The bake must verify
+// cuda-keyring's digest, add both sources signed-by their own keys, pin
+// the driver through nvidia-driver-pinning, install and hold exactly the
+// pins, build the module with DKMS for the target kernel, verify the
+// payloads and write the manifest. Then three bakes that must fail, each
+// naming what was wrong: a keyring digest that is not the file's, a driver
+// version the repository does not have, and a pinning package apt ignores
+// (every meta package at its pin, the library under it newer). The later
+// bakes take the tree from the first one's bootstrap cache.
+func TestE2ECUDARepoMirror(t *testing.T) {
+	if os.Getenv("GPUHOST_E2E") != "1" {
+		t.Skip("end-to-end bake of the cuda-repo path: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
+	}
+	testutil.Root(t)
+	for _, tool := range [][2]string{{"mmdebstrap", "mmdebstrap"}, {"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}} {
+		testutil.Tool(t, tool[0], tool[1])
+	}
+	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
+	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
+	cache := envOr("GPUHOST_E2E_APT_CACHE", filepath.Join(os.TempDir(), "gpuhost-e2e-apt-cache"))
+	// Beside the apt cache, as the Debian template keeps its own: the
+	// first bake of a run (or of the last run) bootstraps, later ones
+	// extract.
+	bootCache := cache + "-cuda-repo-bootstrap"
+
+	// repoVars point the template at a stand-in and pin its keys.
+	repoVars := func(l *nvidiarepo.Layout, base string) map[string]string {
+		return map[string]string{
+			"cuda_repositories":   base + "/" + l.CUDARepos,
+			"toolkit_repository":  base + "/" + l.Toolkit,
+			"toolkit_key":         base + "/" + l.ToolkitKey,
+			"cuda_keyring_sha256": l.KeyringSHA256,
+			"toolkit_key_sha256":  l.ToolkitKeySHA256,
+		}
+	}
+	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories})
+
+	pluginPath := t.TempDir()
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
+		t.Fatalf("packer plugins install: %v\n%s", err, out)
+	}
+
+	const kernel = "6.1.0-50-amd64"
+	driver := nvidiarepo.DriverVersions["535"][0]
+	cuda := nvidiarepo.CUDAVersions["12.2"][0]
+	toolkit := nvidiarepo.ToolkitVersions[1]
+	vars := repoVars(repo, base)
+	maps.Copy(vars, map[string]string{
+		"apt_cache_dir":             cache,
+		"bootstrap_cache_dir":       bootCache,
+		"driver_version":            driver,
+		"cuda_version":              cuda,
+		"container_toolkit_version": toolkit,
+		"target_kernel":             kernel,
+	})
+	bake := func(name string, change map[string]string) (string, string, error) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), name)
+		args := []string{"build", "-force", "-var", "output_dir=" + out}
+		for k, v := range vars {
+			if c, ok := change[k]; ok {
+				v = c
+			}
+			args = append(args, "-var", k+"="+v)
+		}
+		start := time.Now()
+		b, err := packerCmd(env, packer, append(args, "testdata/cuda-repo-mirror.pkr.hcl")...).CombinedOutput()
+		t.Logf("bake %s took %s", name, time.Since(start).Round(time.Second))
+		return filepath.Join(out, "rootfs"), string(b), err
+	}
+
+	t.Run("installs and holds the pins", func(t *testing.T) {
+		tree, log, err := bake("pinned", nil)
+		if err != nil {
+			t.Fatalf("packer build: %v\n%s", err, log)
+		}
+		checkCUDARepoImage(t, tree, log, base, repo, kernel, driver, cuda, toolkit)
+	})
+
+	t.Run("a wrong keyring digest fails naming the file", func(t *testing.T) {
+		wrong := strings.Repeat("0", 63) + "1"
+		_, log, err := bake("wrong-keyring", map[string]string{"cuda_keyring_sha256": wrong})
+		want := fmt.Sprintf("gpuhost-gpu: sha256 of %s/%s/%s/%s/%s is %s, want %s", base, repo.CUDARepos, nvidiarepo.CUDADistro, nvidiarepo.CUDAArch, nvidiarepo.KeyringDeb, repo.KeyringSHA256, wrong)
+		if err == nil || !strings.Contains(log, want) {
+			t.Fatalf("err %v; want the build to fail with\n%s\nin:\n%s", err, want, log)
+		}
+		if !strings.Contains(log, "gpuhost-gpu failed in step: cuda repository") {
+			t.Errorf("the failure does not name the cuda repository step:\n%s", log)
+		}
+	})
+
+	t.Run("a pinned version missing from the repository fails naming what it has", func(t *testing.T) {
+		// 535.230.02 is a real 535 release the stand-in does not publish.
+		_, log, err := bake("missing-version", map[string]string{"driver_version": "535.230.02-1"})
+		want := "gpuhost-gpu: nvidia-driver-535-open=535.230.02-1 is not in the apt sources, which have nvidia-driver-535-open at: " +
+			strings.Join(reversed(nvidiarepo.DriverVersions["535"]), ", ")
+		if err == nil || !strings.Contains(log, want) {
+			t.Fatalf("err %v; want the build to fail with\n%s\nin:\n%s", err, want, log)
+		}
+		for _, w := range []string{
+			"gpuhost-gpu: nvidia-fabricmanager-535=535.230.02-1 is not in the apt sources",
+			"gpuhost-gpu: nvidia-driver-pinning-535.230.02 is not in the apt sources at any version",
+			"gpuhost-gpu failed in step: pins available",
+		} {
+			if !strings.Contains(log, w) {
+				t.Errorf("missing %q in:\n%s", w, log)
+			}
+		}
+		if strings.Contains(log, "step: install driver") {
+			t.Errorf("the build went on to install:\n%s", log)
+		}
+	})
+
+	t.Run("a payload not at the pin fails though every meta package is", func(t *testing.T) {
+		// A pinning package apt ignores: the meta packages are installed
+		// at their pins, but their components (the library, the module
+		// source) at the newer build the repository also has. Only the
+		// payload check can see it.
+		broken, brokenBase := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories, IgnoredPinning: true})
+		_, log, err := bake("ignored-pinning", repoVars(broken, brokenBase))
+		newer := strings.TrimSuffix(nvidiarepo.DriverVersions["535"][1], "-1")
+		want := fmt.Sprintf("libnvidia-ml.so.1 is libnvidia-ml.so.%s, want libnvidia-ml.so.%s", newer, strings.TrimSuffix(driver, "-1"))
+		if err == nil || !strings.Contains(log, want) {
+			t.Fatalf("err %v; want the build to fail with\n%s\nin:\n%s", err, want, log)
+		}
+		for _, w := range []string{"==> gpuhost-gpu step: verify pins", "gpuhost-gpu failed in step: verify payload"} {
+			if !strings.Contains(log, w) {
+				t.Errorf("missing %q in:\n%s", w, log)
+			}
+		}
+	})
+}
+
+// checkCUDARepoImage reads the baked tree: sources, keyring, preferences,
+// the packages dpkg has and holds, the payloads and the manifest.
+func checkCUDARepoImage(t *testing.T, tree, log, base string, repo *nvidiarepo.Layout, kernel, driver, cuda, toolkit string) {
+	t.Helper()
+	read := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(tree, p))
+		if err != nil {
+			t.Errorf("the image's %s: %v", p, err)
+		}
+		return string(b)
+	}
+	if !strings.Contains(log, "gpuhost-gpu: all pins installed and held, payload at the pinned versions") {
+		t.Errorf("the plan did not finish its checks:\n%s", log)
+	}
+	for _, step := range []string{"cuda repository", "container toolkit repository", "pins available", "dkms", "verify payload"} {
+		if !strings.Contains(log, "==> gpuhost-gpu step: "+step) {
+			t.Errorf("the plan did not run step %q", step)
+		}
+	}
+	// Both sources, each trusting its own key; cuda-keyring's own list,
+	// which names NVIDIA's server, is replaced by the configured one.
+	cudaList := fmt.Sprintf("etc/apt/sources.list.d/cuda-%s-%s.list", nvidiarepo.CUDADistro, nvidiarepo.CUDAArch)
+	if got, want := read(cudaList), fmt.Sprintf("deb [signed-by=%s] %s/%s/%s/%s/ /\n", gpu.CUDAKeyring, base, repo.CUDARepos, nvidiarepo.CUDADistro, nvidiarepo.CUDAArch); got != want {
+		t.Errorf("%s is %q, want %q", cudaList, got, want)
+	}
+	if got, want := read("etc/apt/sources.list.d/nvidia-container-toolkit.list"), fmt.Sprintf("deb [signed-by=%s] %s/%s/$(ARCH) /\n", gpu.ToolkitKeyring, base, repo.Toolkit); got != want {
+		t.Errorf("the toolkit's source is %q, want %q", got, want)
+	}
+	if read(strings.TrimPrefix(gpu.CUDAKeyring, "/")) != string(repo.CUDAKey) {
+		t.Errorf("%s is not the CUDA repository's key", gpu.CUDAKeyring)
+	}
+	u := strings.TrimSuffix(driver, "-1")
+	if pref := read(strings.TrimPrefix(nvidiarepo.PinningPreferences(u), "/")); !strings.Contains(pref, "Pin: version "+u+"-*") {
+		t.Errorf("nvidia-driver-pinning-%s's preferences do not pin %s:\n%s", u, u, pref)
+	}
+
+	// dpkg's view: every pin at its version and held, the components the
+	// meta packages pull in at the driver's version although the
+	// repository has a newer build of each.
+	status := dpkgStatus(t, filepath.Join(tree, "var/lib/dpkg/status"))
+	held := map[string]string{
+		"nvidia-driver-535-open":        driver,
+		"nvidia-fabricmanager-535":      driver,
+		"cuda-toolkit-12-2":             cuda,
+		"nvidia-driver-pinning-" + u:    driver,
+		"nvidia-container-toolkit":      toolkit,
+		"nvidia-container-toolkit-base": toolkit,
+		"libnvidia-container-tools":     toolkit,
+		"libnvidia-container1":          toolkit,
+	}
+	for name, want := range held {
+		p, ok := status[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is not installed", name)
+		case want != "" && p.version != want:
+			t.Errorf("%s is %s, want %s", name, p.version, want)
+		case p.want != "hold":
+			t.Errorf("%s is not held (%s)", name, p.want)
+		}
+	}
+	if _, ok := status["linux-headers-"+kernel]; !ok {
+		t.Errorf("linux-headers-%s, which DKMS builds against, is not installed", kernel)
+	}
+	for _, name := range []string{"nvidia-dkms-535-open", "libnvidia-compute-535", "nvidia-utils-535", "nvidia-compute-utils-535"} {
+		if p := status[name]; p.version != driver {
+			t.Errorf("%s is %q, want %s (the repository's newer %s must not win)", name, p.version, driver, nvidiarepo.DriverVersions["535"][1])
+		}
+	}
+
+	// The payloads, read here rather than trusted from the plan's log.
+	mod := filepath.Join(tree, "lib/modules", kernel, "updates/dkms/nvidia.ko")
+	if got, err := moduleVersion(mod); err != nil || got != u {
+		t.Errorf("%s: version %q (%v), want %s", mod, got, err, u)
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Join(tree, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")); err != nil || filepath.Base(real) != "libnvidia-ml.so."+u {
+		t.Errorf("libnvidia-ml.so.1 resolves to %q (%v), want libnvidia-ml.so.%s", real, err, u)
+	}
+	if ctr := read("etc/containerd/conf.d/99-zz-gpuhost.toml"); !strings.Contains(ctr, `default_runtime_name = "nvidia"`) || !strings.Contains(ctr, `BinaryName = "/usr/bin/nvidia-container-runtime"`) {
+		t.Errorf("containerd does not default to the nvidia runtime:\n%s", ctr)
+	}
+
+	var m struct {
+		Schema   string `json:"schema"`
+		Packages []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+			Held    bool   `json:"held"`
+		} `json:"packages"`
+		ConfigFiles []struct {
+			Path string `json:"path"`
+		} `json:"config_files"`
+	}
+	if err := json.Unmarshal([]byte(read("etc/gpuhost/manifest.json")), &m); err != nil {
+		t.Fatalf("the manifest: %v", err)
+	}
+	if m.Schema != "gpuhost.manifest/v1" {
+		t.Errorf("manifest schema %q", m.Schema)
+	}
+	inventory := map[string]bool{}
+	for _, p := range m.Packages {
+		if want, ok := held[p.Name]; ok && (want == "" || p.Version == want) && p.Held {
+			inventory[p.Name] = true
+		}
+	}
+	for name := range held {
+		if !inventory[name] {
+			t.Errorf("the manifest does not list %s held at its pin", name)
+		}
+	}
+	paths := map[string]bool{}
+	for _, f := range m.ConfigFiles {
+		paths[f.Path] = true
+	}
+	for _, p := range []string{"/" + cudaList, "/etc/apt/sources.list.d/nvidia-container-toolkit.list", gpu.CUDAKeyring, gpu.ToolkitKeyring} {
+		if !paths[p] {
+			t.Errorf("the manifest has no digest of %s", p)
+		}
+	}
+}
+
+// moduleVersion reads a kernel module's version= from its .modinfo
+// section, as modinfo -F version does.
+func moduleVersion(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return "", fmt.Errorf("%s has no .modinfo section", path)
+	}
+	b, err := sec.Data()
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "version="); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s carries no version", path)
+}
+
+type dpkgPkg struct{ version, want string }
+
+var stanzaField = regexp.MustCompile(`(?m)^(Package|Version|Status): (.*)$`)
+
+// dpkgStatus reads the name, version and selection (install, hold) of
+// every installed package in a dpkg status file.
+func dpkgStatus(t *testing.T, path string) map[string]dpkgPkg {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]dpkgPkg{}
+	for _, stanza := range strings.Split(string(b), "\n\n") {
+		var name string
+		var p dpkgPkg
+		installed := false
+		for _, m := range stanzaField.FindAllStringSubmatch(stanza, -1) {
+			switch m[1] {
+			case "Package":
+				name = m[2]
+			case "Version":
+				p.version = m[2]
+			case "Status":
+				f := strings.Fields(m[2])
+				p.want = f[0]
+				installed = len(f) == 3 && f[2] == "installed"
+			}
+		}
+		if name != "" && installed {
+			out[name] = p
+		}
+	}
+	return out
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+func packerCmd(env []string, packer string, args ...string) *exec.Cmd {
+	cmd := exec.Command(packer, args...)
+	cmd.Env = env
+	return cmd
+}
