@@ -32,6 +32,13 @@ container_toolkit_version = "1.17.8-1"
 cuda_keyring_sha256          = "0000000000000000000000000000000000000000000000000000000000000000" # cuda-keyring_1.1-1_all.deb (key 3bf863cc)
 container_toolkit_key_sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # libnvidia-container gpgkey, ASCII-armored
 
+# The NGC base the Ubuntu templates pre-seed (their ngc_base), by the digest
+# its tag named when the image was reviewed. The gpuhost-ngc data source
+# fails the build when the tag resolves to anything else, naming both
+# digests. Like the trust anchors above, the all-zero value fails the first
+# build that way: review the image it names, then put that digest here.
+ngc_base_digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000" # nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04
+
 # The Debian 12 stand-in: NVIDIA 535 userspace from Debian non-free.
 debian_driver_version       = "535.261.03-1"
 debian_persistenced_version = "535.171.04-1~deb12u1"

@@ -105,6 +105,11 @@ variable "ngc_base" {
   description = "NGC base image pre-seeded into the image; the gpuhost-ngc data source pins its tag to a digest at build time, and the manifest records it."
 }
 
+variable "ngc_base_digest" {
+  type        = string
+  description = "The reviewed digest of ngc_base (pins.pkrvars.hcl): the gpuhost-ngc data source fails the build, naming both digests, when the tag no longer resolves to it."
+}
+
 variable "publish_repository" {
   type        = string
   default     = ""
@@ -132,11 +137,13 @@ locals {
   params = var.params != "" ? var.params : "${path.root}/params-ubuntu-22.04.yaml"
 }
 
-# Resolves the base's tag to the digest the registry serves now (NGC_API_KEY
-# from the environment, never logged); the provisioner pulls exactly that
-# digest and verifies every blob.
+# Resolves the base's tag (NGC_API_KEY from the environment, never logged)
+# and holds it to the reviewed pin: a tag that has moved since the review
+# fails the build. The provisioner pulls exactly the pinned digest and
+# verifies every blob.
 data "gpuhost-ngc" "base" {
-  ref = var.ngc_base
+  ref    = var.ngc_base
+  pinned = var.ngc_base_digest
 }
 
 source "gpuhost-rootfs" "ubuntu_2204" {

@@ -9,7 +9,10 @@ package ngc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log"
+	"regexp"
 	"strings"
 	"time"
 
@@ -44,6 +47,17 @@ type Config struct {
 	AllowedRegistries []string `mapstructure:"allowed_registries" required:"false"`
 	// How long resolving may take, as a Go duration. Defaults to `2m`.
 	Timeout string `mapstructure:"timeout" required:"false"`
+	// The reviewed digest of `ref`, `sha256:<64 hex>`, as a pins file keeps
+	// it. When set, `digest` is this pin whatever the tag says now, and a
+	// tag that has moved to another manifest is handled as `on_moved`
+	// says: a moved tag means an image nobody reviewed is what the tag
+	// names today.
+	Pinned string `mapstructure:"pinned" required:"false"`
+	// What a tag that no longer resolves to `pinned` does: `fail` (the
+	// default) stops the build, naming both digests; `warn` logs it, keeps
+	// the pin, and sets the output `moved`. Without `pinned` it has no
+	// effect.
+	OnMoved string `mapstructure:"on_moved" required:"false"`
 
 	timeout time.Duration
 }
@@ -59,6 +73,11 @@ type DatasourceOutput struct {
 	PinnedRef string `mapstructure:"pinned_ref"`
 	// The manifest's media type: an image index for multi-platform images.
 	MediaType string `mapstructure:"media_type"`
+	// What the registry resolves `ref` to now; differs from `digest` only
+	// when `pinned` is set and the tag has moved.
+	Current string `mapstructure:"current"`
+	// Whether the tag has moved away from `pinned` (with `on_moved = "warn"`).
+	Moved bool `mapstructure:"moved"`
 }
 
 // Datasource is the Packer data source "gpuhost-ngc".
@@ -100,6 +119,16 @@ func (d *Datasource) Configure(raws ...interface{}) error {
 	if strings.ContainsAny(c.Registry, "/ \t\n") {
 		errs = append(errs, fmt.Sprintf("registry: %q is not a host[:port]", c.Registry))
 	}
+	if c.Pinned != "" && !digestRE.MatchString(c.Pinned) {
+		errs = append(errs, fmt.Sprintf("pinned: %q is not a digest sha256:<64 lowercase hex>", c.Pinned))
+	}
+	switch c.OnMoved {
+	case "":
+		c.OnMoved = "fail"
+	case "fail", "warn":
+	default:
+		errs = append(errs, fmt.Sprintf("on_moved: %q is not fail or warn", c.OnMoved))
+	}
 	return configerr.Check("gpuhost-ngc", errs)
 }
 
@@ -122,10 +151,29 @@ func (d *Datasource) resolve() (DatasourceOutput, error) {
 	if err != nil {
 		return DatasourceOutput{}, fmt.Errorf("gpuhost-ngc: %w", err)
 	}
-	return DatasourceOutput{
+	out := DatasourceOutput{
 		Ref:       d.config.Ref,
 		Digest:    r.Digest,
 		PinnedRef: seed.Repository(d.config.Ref) + "@" + r.Digest,
 		MediaType: r.MediaType,
-	}, nil
+		Current:   r.Digest,
+	}
+	if pin := d.config.Pinned; pin != "" && pin != r.Digest {
+		msg := fmt.Sprintf("gpuhost-ngc: %s has moved: it resolves to %s, and the reviewed pin is %s", d.config.Ref, r.Digest, pin)
+		if d.config.OnMoved != "warn" {
+			return DatasourceOutput{}, errors.New(msg + "; review the new image and update the pin (or set on_moved = \"warn\" to build the pin anyway)")
+		}
+		log.Print(msg + "; building the pin")
+		// The pin is what is baked; its media type is the registry's
+		// answer for the pin, not for the tag's new manifest.
+		pinned, err := seed.Resolve(ctx, seed.Repository(d.config.Ref)+"@"+pin, o)
+		if err != nil {
+			return DatasourceOutput{}, fmt.Errorf("gpuhost-ngc: the pin of %s: %w", d.config.Ref, err)
+		}
+		out.Digest, out.PinnedRef, out.MediaType, out.Moved = pin, seed.Repository(d.config.Ref)+"@"+pin, pinned.MediaType, true
+	}
+	return out, nil
 }
+
+// digestRE is a sha256 manifest digest as registries and pins files write it.
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

@@ -22,6 +22,8 @@ type FlatConfig struct {
 	Registry            *string           `mapstructure:"registry" required:"false" cty:"registry" hcl:"registry"`
 	AllowedRegistries   []string          `mapstructure:"allowed_registries" required:"false" cty:"allowed_registries" hcl:"allowed_registries"`
 	Timeout             *string           `mapstructure:"timeout" required:"false" cty:"timeout" hcl:"timeout"`
+	Pinned              *string           `mapstructure:"pinned" required:"false" cty:"pinned" hcl:"pinned"`
+	OnMoved             *string           `mapstructure:"on_moved" required:"false" cty:"on_moved" hcl:"on_moved"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -48,6 +50,8 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"registry":                   &hcldec.AttrSpec{Name: "registry", Type: cty.String, Required: false},
 		"allowed_registries":         &hcldec.AttrSpec{Name: "allowed_registries", Type: cty.List(cty.String), Required: false},
 		"timeout":                    &hcldec.AttrSpec{Name: "timeout", Type: cty.String, Required: false},
+		"pinned":                     &hcldec.AttrSpec{Name: "pinned", Type: cty.String, Required: false},
+		"on_moved":                   &hcldec.AttrSpec{Name: "on_moved", Type: cty.String, Required: false},
 	}
 	return s
 }
@@ -59,6 +63,8 @@ type FlatDatasourceOutput struct {
 	Digest    *string `mapstructure:"digest" cty:"digest" hcl:"digest"`
 	PinnedRef *string `mapstructure:"pinned_ref" cty:"pinned_ref" hcl:"pinned_ref"`
 	MediaType *string `mapstructure:"media_type" cty:"media_type" hcl:"media_type"`
+	Current   *string `mapstructure:"current" cty:"current" hcl:"current"`
+	Moved     *bool   `mapstructure:"moved" cty:"moved" hcl:"moved"`
 }
 
 // FlatMapstructure returns a new FlatDatasourceOutput.
@@ -77,6 +83,8 @@ func (*FlatDatasourceOutput) HCL2Spec() map[string]hcldec.Spec {
 		"digest":     &hcldec.AttrSpec{Name: "digest", Type: cty.String, Required: false},
 		"pinned_ref": &hcldec.AttrSpec{Name: "pinned_ref", Type: cty.String, Required: false},
 		"media_type": &hcldec.AttrSpec{Name: "media_type", Type: cty.String, Required: false},
+		"current":    &hcldec.AttrSpec{Name: "current", Type: cty.String, Required: false},
+		"moved":      &hcldec.AttrSpec{Name: "moved", Type: cty.Bool, Required: false},
 	}
 	return s
 }

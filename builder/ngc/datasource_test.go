@@ -75,8 +75,8 @@ func TestExecuteErrors(t *testing.T) {
 
 func TestConfigureErrors(t *testing.T) {
 	var d Datasource
-	err := d.Configure(map[string]interface{}{"timeout": "soon", "registry": "a/b"})
-	for _, want := range []string{"ref: required", "timeout:", "registry:"} {
+	err := d.Configure(map[string]interface{}{"timeout": "soon", "registry": "a/b", "pinned": "sha256:ABC", "on_moved": "ignore"})
+	for _, want := range []string{"ref: required", "timeout:", "registry:", `pinned: "sha256:ABC" is not a digest`, `on_moved: "ignore" is not fail or warn`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want %q", err, want)
 		}
@@ -86,7 +86,7 @@ func TestConfigureErrors(t *testing.T) {
 func TestOutputSpecMatchesExecute(t *testing.T) {
 	var d Datasource
 	spec := d.OutputSpec()
-	for _, k := range []string{"ref", "digest", "pinned_ref", "media_type"} {
+	for _, k := range []string{"ref", "digest", "pinned_ref", "media_type", "current", "moved"} {
 		if _, ok := spec[k]; !ok {
 			t.Errorf("output spec lacks %s", k)
 		}
@@ -100,4 +100,45 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	const fix = "go generate ./builder/ngc/"
 	sdctest.Same(t, sdctest.Spec(t, sdc, "datasource.go", "ngc", "Config,DatasourceOutput"), "datasource.hcl2spec.go", fix)
 	sdctest.Same(t, sdctest.Docs(t, "datasource-ngc.mdx", "sh", "gendocs.sh", sdc), "../../docs/datasource-ngc.mdx", fix)
+}
+
+// TestPinnedTagThatMoved: with the reviewed pin, a tag that still names it
+// passes; once the tag moves to another image, the build fails naming both
+// digests, or with on_moved = "warn" bakes the pin and says it moved.
+func TestPinnedTagThatMoved(t *testing.T) {
+	reg := seedtest.New(t)
+	reviewed := seedtest.Digest(t, reg.Push(t, "nvidia/cuda", "12.2.2-base", 256, 1))
+	execute := func(raw map[string]interface{}) (cty.Value, error) {
+		t.Helper()
+		var d Datasource
+		if err := d.Configure(raw); err != nil {
+			t.Fatal(err)
+		}
+		return d.Execute()
+	}
+	cfg := func(extra ...string) map[string]interface{} {
+		raw := map[string]interface{}{"ref": "nvcr.io/nvidia/cuda:12.2.2-base", "registry": reg.Host, "pinned": reviewed}
+		for i := 0; i+1 < len(extra); i += 2 {
+			raw[extra[i]] = extra[i+1]
+		}
+		return raw
+	}
+	v, err := execute(cfg())
+	if err != nil || v.GetAttr("digest").AsString() != reviewed || v.GetAttr("moved").True() {
+		t.Fatalf("a tag at its pin: %v %#v", err, v)
+	}
+
+	moved := seedtest.Digest(t, reg.Push(t, "nvidia/cuda", "12.2.2-base", 256, 1))
+	_, err = execute(cfg())
+	if err == nil || !strings.Contains(err.Error(), "has moved: it resolves to "+moved+", and the reviewed pin is "+reviewed) {
+		t.Errorf("a moved tag, on_moved unset: err = %v", err)
+	}
+	v, err = execute(cfg("on_moved", "warn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GetAttr("digest").AsString() != reviewed || v.GetAttr("pinned_ref").AsString() != "nvcr.io/nvidia/cuda@"+reviewed ||
+		v.GetAttr("current").AsString() != moved || !v.GetAttr("moved").True() {
+		t.Errorf("a moved tag with on_moved = warn: %#v", v)
+	}
 }
