@@ -4,12 +4,7 @@ package images
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +26,7 @@ import (
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/qemu"
-	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -91,7 +86,7 @@ func TestE2EDebian12(t *testing.T) {
 	// own (blobs on disk: the disk is large), as make demo and a release
 	// pipeline do.
 	release := seedtest.NewOnDisk(t, t.TempDir())
-	signingKey, verifyKey := signingKeys(t, out)
+	signingKey, verifyKey := testsign.ECDSAKeyFiles(t)
 	start := time.Now()
 	log := run(packer, "build", "-force", "-var-file=pins.pkrvars.hcl",
 		"-var", "output_dir="+filepath.Join(out, "image"), "-var", "apt_cache_dir="+cache,
@@ -684,32 +679,6 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 	t.Logf("the root: LUKS2 %s on partition %d, %s", enc.UUID, enc.Partition.Index, "aes-xts-plain64, 512-bit key, argon2id, key slot 0 only")
 }
 
-// signingKeys writes the ECDSA P-256 key pair the gate signs with, as PEM
-// (PKCS #8 and PKIX, what openssl genpkey and pkey -pubout write).
-func signingKeys(t *testing.T, dir string) (private, public string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	private, public = filepath.Join(dir, "signing.key"), filepath.Join(dir, "signing.pub")
-	if err := os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return private, public
-}
-
 // checkPublished: the gate pushed the encrypted image it passed, and the
 // pre-deploy gate accepts it from its referrers: gpuhost verify, and the
 // real cosign's verify and verify-attestation with the public key.
@@ -725,20 +694,6 @@ func checkPublished(t *testing.T, log []byte, pub string) {
 	if out, err := exec.Command(gpuhost, "verify", ref, "--key", pub, "--max-age", "1d", "--fail-on", "high").CombinedOutput(); err != nil {
 		t.Errorf("gpuhost verify %s: %v\n%s", ref, err, out)
 	}
-	cosign := os.Getenv("GPUHOST_COSIGN")
-	if cosign == "" {
-		cosign = testutil.BuiltTool(t, "cosign", "cosign")
-	}
-	for _, args := range [][]string{
-		{"verify", "--key", pub, "--insecure-ignore-tlog=true", ref},
-		{"verify-attestation", "--key", pub, "--type", "slsaprovenance1", "--insecure-ignore-tlog=true", ref},
-	} {
-		cmd := exec.Command(cosign, args...)
-		// Offline: no TUF root can be fetched; cosign gets a home of its own.
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+filepath.Join(t.TempDir(), "tuf"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	testsign.CosignVerifies(t, ref, pub, nil)
 	t.Logf("published %s; gpuhost verify and cosign verify, verify-attestation: ok", ref)
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpuhost/gpuhost/containers/publish"
+	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 )
 
 // TestE2ERealRegistry publishes through the gate to a real registry
@@ -136,7 +137,7 @@ auth:
 	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), []byte(`{"auths":{"`+addr+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cosignVerifies(t, ref, pub, []string{"DOCKER_CONFIG=" + dockerConfig})
+	testsign.CosignVerifies(t, ref, pub, []string{"DOCKER_CONFIG=" + dockerConfig})
 	if bin := os.Getenv("GPUHOST_BIN"); bin != "" {
 		cmd := exec.Command(bin, "verify", ref, "--key", pub, "--max-age", "1d",
 			"--username-env", "E2E_REGISTRY_USER", "--password-env", "E2E_REGISTRY_PASSWORD")

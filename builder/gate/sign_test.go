@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/containers/verify"
-	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 )
@@ -72,7 +70,7 @@ func TestPublishedImageIsSignedWithProvenance(t *testing.T) {
 		}
 	}
 
-	cosignVerifies(t, ref, pub, nil)
+	testsign.CosignVerifies(t, ref, pub, nil)
 }
 
 // TestSigningFailurePushesNoTag: a key that cannot be read stops the
@@ -176,43 +174,6 @@ func publicKey(t *testing.T, pub string) sign.Verifier {
 	return v
 }
 
-// cosignVerifies runs `cosign verify` and `cosign verify-attestation
-// --type slsaprovenance1` with the public key and no transparency log, as
-// a user's pipeline would; env adds to cosign's environment (registry
-// credentials).
-func cosignVerifies(t *testing.T, ref, pub string, env []string) {
-	t.Helper()
-	cosign := os.Getenv("GPUHOST_COSIGN")
-	if cosign == "" {
-		cosign = testutil.BuiltTool(t, "cosign", "cosign")
-	}
-	for _, args := range [][]string{
-		{"verify", "--key", pub, "--insecure-ignore-tlog=true", ref},
-		{"verify-attestation", "--key", pub, "--type", "slsaprovenance1", "--insecure-ignore-tlog=true", ref},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, cosign, args...)
-		// Offline: no TUF root can be fetched, so cosign gets a home of
-		// its own and warns instead of reading the user's.
-		cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+filepath.Join(t.TempDir(), "tuf")), env...)
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			t.Errorf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-			continue
-		}
-		t.Logf("cosign %s: ok\n%s", strings.Join(args, " "), lastLines(string(out), 3))
-	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // TestCVEWaiverExportsVEX: a fixable critical CVE fails the gate; a waiver
 // with a cve list makes it pass, and the published image carries an
 // OpenVEX referrer saying so, listed in the signed provenance, which
@@ -259,5 +220,5 @@ func TestCVEWaiverExportsVEX(t *testing.T) {
 		!strings.Contains(doc.Statements[0].Products[0].ID, "@"+res.Image.Digest) {
 		t.Errorf("VEX statements %+v", doc.Statements)
 	}
-	cosignVerifies(t, ref, pub, nil)
+	testsign.CosignVerifies(t, ref, pub, nil)
 }

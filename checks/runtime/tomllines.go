@@ -36,8 +36,7 @@ func tomlLines(display string, data []byte) (map[string]any, error) {
 	root := map[string]any{}
 	var p unstable.Parser
 	p.Reset(data)
-	var table map[string]any // nil inside an array of tables
-	table = root
+	table := root // nil inside an array of tables
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {

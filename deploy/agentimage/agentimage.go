@@ -153,7 +153,7 @@ func Build(base, binary string, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	agentLayer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+	binLayer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(agentTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
@@ -163,7 +163,7 @@ func Build(base, binary string, o Options) (v1.Image, error) {
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: baseLayer, MediaType: types.OCILayer, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "mmdebstrap --variant=essential --include=ca-certificates " + Suite, Comment: "Debian " + Suite + " base"}},
-		mutate.Addendum{Layer: agentLayer, MediaType: types.OCILayer, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "gpuhost agentimage: " + BinaryPath, Comment: "the lean gpuhost build"}},
+		mutate.Addendum{Layer: binLayer, MediaType: types.OCILayer, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "gpuhost agentimage: " + BinaryPath, Comment: "the lean gpuhost build"}},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("assembling the agent image: %w", err)

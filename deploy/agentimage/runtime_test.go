@@ -420,12 +420,10 @@ func TestAgentImageInAChroot(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if promtool, err := exec.LookPath("promtool"); err == nil {
-		check := exec.Command(promtool, "check", "metrics")
-		check.Stdin = strings.NewReader(metrics)
-		if b, err := check.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics: %v\n%s", err, b)
-		}
+	check := exec.Command(testutil.Tool(t, "promtool", "prometheus"), "check", "metrics")
+	check.Stdin = strings.NewReader(metrics)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, b)
 	}
 	t.Logf("%s: %s", ref, nvmlErr)
 	// The run judged the GPUs from what it saw: a host with NVIDIA's

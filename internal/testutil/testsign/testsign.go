@@ -1,12 +1,14 @@
-// Package testsign gives tests what signing needs: fresh keys, and a way to
-// tamper with a signed tar.gz. Policy bundles and waiver files are signed
-// the same way, so their tests share these.
+// Package testsign gives tests what signing needs: fresh keys, a way to
+// tamper with a signed tar.gz, and the real cosign's verdict on a signed
+// image. Policy bundles and waiver files are signed the same way, so their
+// tests share these.
 package testsign
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -14,10 +16,15 @@ import (
 	"encoding/pem"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // RSAKeyPEM returns a fresh 2048-bit RSA key: the private key as PKCS#1 PEM
@@ -111,4 +118,35 @@ func RewriteTarGz(t testing.TB, data []byte, edit func(name string, body []byte)
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// CosignVerifies runs the real cosign's `verify` and `verify-attestation
+// --type slsaprovenance1` on ref with the public key file pub and no
+// transparency log, as a user's pipeline would; env adds to cosign's
+// environment (registry credentials). The binary is GPUHOST_COSIGN, or
+// bin/cosign (make cosign).
+func CosignVerifies(t testing.TB, ref, pub string, env []string) {
+	t.Helper()
+	cosign := os.Getenv("GPUHOST_COSIGN")
+	if cosign == "" {
+		cosign = testutil.BuiltTool(t, "cosign", "cosign")
+	}
+	for _, args := range [][]string{
+		{"verify", "--key", pub, "--insecure-ignore-tlog=true", ref},
+		{"verify-attestation", "--key", pub, "--type", "slsaprovenance1", "--insecure-ignore-tlog=true", ref},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, cosign, args...)
+		// Offline: no TUF root can be fetched, so cosign gets a home of
+		// its own and warns instead of reading the user's.
+		cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir(), "TUF_ROOT="+filepath.Join(t.TempDir(), "tuf")), env...)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Logf("cosign %s: ok\n%s", strings.Join(args, " "), strings.Join(lines[max(0, len(lines)-3):], "\n"))
+	}
 }
