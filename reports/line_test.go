@@ -98,6 +98,10 @@ func FuzzLineEncoder(f *testing.F) {
 	f.Add("GH-X-1", "\u2028line\u2029", "waived", "a|b\nc\t\"q\"\\", "\x00", "bob")
 	f.Add("", "", "", "", "", "")
 	f.Add("ID", "\xff\xfe", "pass", "\x7f\x1b[0m", "é", "\u202e")
+	// Skipped and errored high checks are the coverage's gaps, which carry
+	// the check's title and the messages as the reason.
+	f.Add("GH-GAP-1", "<b>\u2028", "skip", "no facts\x00\"", "", "carol")
+	f.Add("GH-GAP-2", "t", "error", "\xc3(", "r", "")
 	f.Fuzz(func(t *testing.T, id, title, status, msg, remediation, approver string) {
 		res := Result{ID: id, Title: title, Description: msg, Severity: "high", Status: status,
 			Messages: []string{msg, title}, Remediation: remediation,

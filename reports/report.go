@@ -231,46 +231,45 @@ func (r *Report) NotEvaluated(threshold string) bool {
 }
 
 // sortResults orders results by status, severity and id, keeping the input
-// order of equal ones. It sorts small keys and moves each Result once:
-// Results are large, and a fleet scan sorts every host's.
+// order of equal ones. Status and severity take a handful of values, so
+// the results are dealt into their buckets in input order and only a
+// bucket whose ids are out of order is sorted; each Result then moves
+// once: Results are large, and a fleet scan sorts every host's.
 func sortResults(results []Result) {
-	keys := make([]resultKey, len(results))
-	sorted := true
+	severities := len(Severities) + 1 // unknown ones sort last
+	counts := make([]int, (len(Statuses)+1)*severities)
+	bucket := make([]int, len(results))
 	for i := range results {
-		keys[i] = resultKey{statusRank(results[i].Status), SeverityRank(results[i].Severity), results[i].ID, i}
-		if i > 0 && keys[i-1].compare(keys[i]) > 0 {
-			sorted = false
+		bucket[i] = statusRank(results[i].Status)*severities + SeverityRank(results[i].Severity)
+		counts[bucket[i]]++
+	}
+	starts := make([]int, len(counts)+1)
+	for b, c := range counts {
+		starts[b+1] = starts[b] + c
+	}
+	order := make([]int, len(results))
+	next := slices.Clone(starts)
+	for i, b := range bucket {
+		order[next[b]] = i
+		next[b]++
+	}
+	byID := func(a, b int) int { return strings.Compare(results[a].ID, results[b].ID) }
+	for b := range counts {
+		if in := order[starts[b]:starts[b+1]]; !slices.IsSortedFunc(in, byID) {
+			slices.SortStableFunc(in, byID)
 		}
 	}
-	if sorted {
+	moved := false
+	for i, at := range order {
+		moved = moved || i != at
+	}
+	if !moved {
 		return
 	}
-	slices.SortFunc(keys, resultKey.compare)
 	in := slices.Clone(results)
-	for i, k := range keys {
-		results[i] = in[k.at]
+	for i, at := range order {
+		results[i] = in[at]
 	}
-}
-
-// resultKey is where a Result sorts; at, its place in the input, breaks
-// ties so that the sort is stable.
-type resultKey struct {
-	status, severity int
-	id               string
-	at               int
-}
-
-func (a resultKey) compare(b resultKey) int {
-	if c := cmp.Compare(a.status, b.status); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.severity, b.severity); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.id, b.id); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.at, b.at)
 }
 
 func statusRank(s string) int {

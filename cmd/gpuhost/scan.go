@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -265,11 +266,17 @@ func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(cont
 // single-document scan (which honours --report) or a stream.
 func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, args []string, workers int) error {
 	o := scan.FleetOptions{Workers: workers}
+	out := &manyWriter{app: a, flags: s, w: bufio.NewWriterSize(a.stdout, 1<<20)}
 	if s.format == "json" {
 		lines := reports.NewLineEncoder()
-		o.Encode = func(rep *reports.Report) ([]byte, error) { return lines.Append(nil, rep) }
+		o.Encode = func(rep *reports.Report) ([]byte, error) {
+			var line []byte
+			if b, ok := out.spare.Get().(*[]byte); ok {
+				line = (*b)[:0]
+			}
+			return lines.Append(line, rep)
+		}
 	}
-	out := &manyWriter{app: a, flags: s, w: bufio.NewWriterSize(a.stdout, 1<<20)}
 	var first scan.FleetResult
 	count := 0
 	err := sc.Fleet(ctx, scan.NewSavedReader(args, a.stdin), o, func(r scan.FleetResult) error {
@@ -362,12 +369,16 @@ type manyWriter struct {
 	w     *bufio.Writer
 	r     reports.Renderer
 	code  int
+	// spare holds written lines' buffers for the encoder to fill again:
+	// lines are as large as a report, and a fleet writes thousands.
+	spare sync.Pool
 }
 
 func (m *manyWriter) write(r scan.FleetResult) error {
 	m.code = max(m.code, scan.ExitCode([]*reports.Report{r.Report}, m.flags.thresholds()))
 	if r.Line != nil {
 		_, err := m.w.Write(r.Line)
+		m.spare.Put(&r.Line)
 		return err
 	}
 	if m.r == nil {
