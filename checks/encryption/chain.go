@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
@@ -54,6 +56,7 @@ type offlineResolver struct {
 	crypttab map[string]facts.CrypttabEntry
 	vgs      map[string]lvmVG
 	luks     []imageLUKS
+	enroll   firstBootEnroll
 }
 
 // imageLUKS is a LUKS header found on a partition of a disk image.
@@ -61,6 +64,10 @@ type imageLUKS struct {
 	Device              string
 	PartUUID, PartLabel string
 	Header              luksHeader
+	// Keyslots and KeyslotsError are what trying the header's key slots
+	// found (see luksHeader.keyslots).
+	Keyslots      []facts.Keyslot
+	KeyslotsError string
 }
 
 // imageLUKSHeaders reads the LUKS header of each of an image's partitions
@@ -76,7 +83,9 @@ func imageLUKSHeaders(devices []collector.BlockDevice) ([]imageLUKS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the LUKS header of %s: %w", d.Name, err)
 		}
-		out = append(out, imageLUKS{Device: d.Name, PartUUID: d.PartUUID, PartLabel: d.PartLabel, Header: h})
+		var p facts.CryptParams
+		h.keyslots(d.R, d.Size, &p)
+		out = append(out, imageLUKS{Device: d.Name, PartUUID: d.PartUUID, PartLabel: d.PartLabel, Header: h, Keyslots: p.Keyslots, KeyslotsError: p.KeyslotsError})
 	}
 	return out, nil
 }
@@ -91,7 +100,56 @@ func newOfflineResolver(fsys sysroot.FS, ct []facts.CrypttabEntry, luks []imageL
 		return nil, err
 	}
 	r.vgs = vgs
+	if r.enroll, err = readFirstBootEnroll(fsys); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// The gpuhost-rootfs builder's first-boot enrolment: a unit that seals a
+// key to the host's TPM2 and wipes the image's one-time key slot, and the
+// file that names the volume and the slot.
+const (
+	enrollConf = "/etc/gpuhost/luks-enroll.conf"
+	enrollUnit = "/etc/systemd/system/multi-user.target.wants/gpuhost-luks-enroll.service"
+)
+
+// firstBootEnroll is the volume (by LUKS UUID) and key slot the image's
+// first boot wipes; zero when the image has no enrolment installed.
+type firstBootEnroll struct {
+	uuid, slot string
+}
+
+// readFirstBootEnroll reads the enrolment's file, which counts only when
+// its unit is enabled: a file nothing acts on wipes nothing.
+func readFirstBootEnroll(fsys sysroot.FS) (firstBootEnroll, error) {
+	if _, err := fsys.Lstat(enrollUnit); err != nil {
+		return firstBootEnroll{}, nil
+	}
+	data, ok, err := textfile.ReadOptional(fsys, enrollConf)
+	if err != nil || !ok {
+		return firstBootEnroll{}, err
+	}
+	var e firstBootEnroll
+	for _, l := range textfile.Lines(data) {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
+		switch k {
+		case "LUKS_UUID":
+			e.uuid = v
+		case "PROVISION_SLOT":
+			e.slot = v
+		}
+	}
+	return e, nil
+}
+
+// markFirstBoot notes on each of slots that first boot wipes it.
+func (e firstBootEnroll) markFirstBoot(uuid string, slots []facts.Keyslot) {
+	for i := range slots {
+		if e.uuid != "" && strings.EqualFold(e.uuid, uuid) && slots[i].ID == e.slot {
+			slots[i].FirstBoot = enrollConf
+		}
+	}
 }
 
 // readLVMBackups reads every volume group's metadata backup. A backup that
@@ -185,7 +243,9 @@ func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) boo
 func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntry, depth int) bool {
 	h := c.add(facts.Hop{Device: spec, Kind: "crypt", Name: ent.Name, Learned: "crypttab", Depth: depth, Crypt: cryptFromCrypttab(ent)})
 	if l, ok := r.headerFor(ent.Device); ok {
-		h.Crypt = &facts.CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file"}
+		h.Crypt = &facts.CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file",
+			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError}
+		r.enroll.markFirstBoot(l.Header.UUID, h.Crypt.Keyslots)
 		c.add(facts.Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
 		return true
 	}

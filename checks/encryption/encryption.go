@@ -7,6 +7,9 @@ package encryption
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"math"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -409,6 +412,9 @@ func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
 	h.Kind = w.kind(p, name, uuid)
 	if h.Kind == "crypt" {
 		h.Crypt = w.crypt(h.Name, uuid)
+		if strings.HasPrefix(uuid, "CRYPT-LUKS") {
+			w.keyslots(p, h.Crypt)
+		}
 	}
 	c.add(h)
 	encrypting := h.Kind == "crypt"
@@ -483,6 +489,46 @@ func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
 	cp := cryptFromTable(targets, source)
 	cp.Type = typ
 	return cp
+}
+
+// keyslots tries the key slots of the LUKS header on the one device under
+// the mapping at p, opened read-only under the host's root (/dev/NAME),
+// its size as sysfs gives it.
+func (w *chainWalker) keyslots(p string, cp *facts.CryptParams) {
+	fail := func(format string, args ...any) { cp.KeyslotsError = fmt.Sprintf(format, args...) }
+	slaves, err := w.fsys.ReadDir(p + "/slaves")
+	if err != nil || len(slaves) != 1 || !validDevName(slaves[0].Name()) {
+		fail("the mapping does not lie on exactly one device whose header could be read")
+		return
+	}
+	name := slaves[0].Name()
+	sectors, err := strconv.ParseInt(w.sysfsLine(p+"/slaves/"+name+"/size"), 10, 64)
+	if err != nil || sectors <= 0 || sectors > math.MaxInt64/512 {
+		fail("sysfs gives no size for %s", name)
+		return
+	}
+	root, err := os.OpenRoot(w.fsys.Root())
+	if err != nil {
+		fail("opening the host root to read /dev/%s: %v", name, err)
+		return
+	}
+	defer root.Close()
+	f, err := root.Open("dev/" + name)
+	if err != nil {
+		fail("reading the LUKS header: %v", err)
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Mode()&fs.ModeDevice == 0 {
+		fail("/dev/%s is not a block device", name)
+		return
+	}
+	hdr, err := readLUKSHeader(f, sectors*512)
+	if err != nil {
+		fail("reading the LUKS header of /dev/%s: %v", name, err)
+		return
+	}
+	hdr.keyslots(f, sectors*512, cp)
 }
 
 // devName is the kernel name of the device at p (dm-0, sda3).

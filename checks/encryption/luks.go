@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
 )
 
 // luksMagic opens every LUKS header (cryptsetup's on-disk formats, LUKS1 and
@@ -34,6 +36,8 @@ type luksHeader struct {
 	// Cipher is the dm-crypt spec: cipher-mode, as in aes-xts-plain64.
 	Cipher  string
 	KeyBits int
+	// json is a LUKS2 header's JSON area, which describes its key slots.
+	json []byte
 }
 
 // errNotLUKS says the device does not start with a LUKS header.
@@ -152,7 +156,7 @@ func readLUKS2(r io.ReaderAt, size int64) (luksHeader, error) {
 	if err != nil {
 		return luksHeader{}, err
 	}
-	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits}, nil
+	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits, json: area}, nil
 }
 
 // validLUKS2Size tells whether n is a header size the format allows: a
@@ -215,4 +219,19 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 		return seg.Encryption, 0, fmt.Errorf("LUKS2 segment %s has no key slot with a key size", id)
 	}
 	return "", 0, errors.New("LUKS2 header has no crypt segment")
+}
+
+// keyslots tries the empty passphrase on every key slot of the header h
+// read from r, a device of size bytes, and records them in p.
+func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams) {
+	if h.Version != 2 {
+		p.KeyslotsError = fmt.Sprintf("the key slots of a LUKS%d header are not tried", h.Version)
+		return
+	}
+	slots, err := luks2Slots(r, size, h.json, defaultTrialLimits)
+	if err != nil {
+		p.KeyslotsError = err.Error()
+		return
+	}
+	p.Keyslots = slots
 }

@@ -594,6 +594,30 @@ type CryptParams struct {
 	Source string `json:"source"`
 	// Error says why the cipher could not be read.
 	Error string `json:"error,omitempty"`
+	// Keyslots are a LUKS header's key slots, with what the empty
+	// passphrase does to each; nil when no header was read.
+	Keyslots []Keyslot `json:"keyslots,omitempty"`
+	// KeyslotsError says why the key slots of a header could not be read.
+	KeyslotsError string `json:"keyslots_error,omitempty"`
+}
+
+// Keyslot is one LUKS key slot, never its key.
+type Keyslot struct {
+	// ID is the slot's number.
+	ID string `json:"id"`
+	// KDF derives the slot's key: argon2id, argon2i or pbkdf2.
+	KDF string `json:"kdf"`
+	// Token is the type of the token bound to the slot (systemd-tpm2 for a
+	// key sealed to a TPM2), "" for none.
+	Token string `json:"token,omitempty"`
+	// EmptyPassphrase is true when the empty passphrase opens the slot.
+	EmptyPassphrase bool `json:"empty_passphrase"`
+	// Untried says why the empty passphrase was not tried (a KDF beyond
+	// what a trial spends, a cipher not tried); "" when it was.
+	Untried string `json:"untried,omitempty"`
+	// FirstBoot names the file that has first boot wipe this slot, when the
+	// image's first-boot enrolment is installed to do so (offline only).
+	FirstBoot string `json:"first_boot,omitempty"`
 }
 
 // Swap is one swap area, from /proc/swaps (host) or fstab (image). Hops is

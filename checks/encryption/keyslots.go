@@ -1,0 +1,377 @@
+package encryption
+
+import (
+	"crypto/aes"
+	"crypto/pbkdf2"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/xts"
+
+	"github.com/gpuhost/gpuhost/checks/facts"
+)
+
+// A LUKS key slot holds the volume key encrypted under a key derived from a
+// passphrase. Whether the empty passphrase opens a slot is found the only
+// way there is: derive its key from "", decrypt the slot's key material,
+// merge the anti-forensic stripes, and hold the result to the header's
+// digest. Nothing else tells an empty passphrase from a long one, and a slot
+// that opens with it gives the disk to anyone who holds it.
+
+// trialLimits bound what trying the empty passphrase on one key slot may
+// cost. A header is untrusted input: its KDF parameters are the attacker's
+// to choose, so a slot beyond the limits is not tried and says so.
+type trialLimits struct {
+	// ArgonKiB is the most memory an argon2 KDF may ask for, and ArgonWork
+	// the most passes times memory (KiB).
+	ArgonKiB, ArgonWork uint64
+	// PBKDF2Iterations is the most iterations a PBKDF2 slot or digest may ask for.
+	PBKDF2Iterations uint64
+}
+
+// defaultTrialLimits admit every slot cryptsetup makes with its defaults:
+// it caps argon2 memory at 1 GiB and benchmarks the passes to about two
+// seconds, and PBKDF2 to about two seconds of iterations.
+var defaultTrialLimits = trialLimits{ArgonKiB: 1 << 20, ArgonWork: 16 << 20, PBKDF2Iterations: 20_000_000}
+
+const (
+	// maxKeyslots bounds the slots tried in one header; LUKS2 allows 32.
+	maxKeyslots = 32
+	// maxStripes bounds a slot's anti-forensic stripes; cryptsetup writes 4000.
+	maxStripes = 4000
+	// maxSlotKeyBytes bounds a volume key; 64 bytes is AES-256 in XTS.
+	maxSlotKeyBytes = 128
+)
+
+// luks2Keyslots is the part of the LUKS2 JSON area a trial needs.
+type luks2Keyslots struct {
+	Keyslots map[string]luks2Keyslot `json:"keyslots"`
+	Digests  map[string]struct {
+		Type       string   `json:"type"`
+		Keyslots   []string `json:"keyslots"`
+		Hash       string   `json:"hash"`
+		Iterations uint64   `json:"iterations"`
+		Salt       string   `json:"salt"`
+		Digest     string   `json:"digest"`
+	} `json:"digests"`
+	Tokens map[string]struct {
+		Type     string   `json:"type"`
+		Keyslots []string `json:"keyslots"`
+	} `json:"tokens"`
+}
+
+type luks2Keyslot struct {
+	Type    string `json:"type"`
+	KeySize int    `json:"key_size"`
+	Area    struct {
+		Type       string `json:"type"`
+		Offset     string `json:"offset"`
+		Size       string `json:"size"`
+		Encryption string `json:"encryption"`
+		KeySize    int    `json:"key_size"`
+	} `json:"area"`
+	KDF struct {
+		Type       string `json:"type"`
+		Hash       string `json:"hash"`
+		Iterations uint64 `json:"iterations"`
+		Time       uint64 `json:"time"`
+		Memory     uint64 `json:"memory"`
+		CPUs       uint64 `json:"cpus"`
+		Salt       string `json:"salt"`
+	} `json:"kdf"`
+	AF struct {
+		Type    string `json:"type"`
+		Stripes int    `json:"stripes"`
+		Hash    string `json:"hash"`
+	} `json:"af"`
+}
+
+// trials remembers the outcome of each header it tried, by the digest of
+// the header and its key material: an agent scans the same host every few
+// minutes, and a trial costs what the slot's KDF costs.
+var trials = struct {
+	sync.Mutex
+	m map[[sha256.Size]byte][]facts.Keyslot
+}{m: map[[sha256.Size]byte][]facts.Keyslot{}}
+
+// maxRememberedTrials bounds trials; a host has a handful of LUKS devices.
+const maxRememberedTrials = 64
+
+// luks2Slots tries the empty passphrase on every key slot of the LUKS2
+// header whose JSON area is js, on the device r of size bytes. The error
+// is for a JSON area that does not describe key slots; a slot that cannot
+// be tried is recorded with why.
+func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.Keyslot, error) {
+	var md luks2Keyslots
+	if err := json.Unmarshal(js, &md); err != nil {
+		return nil, fmt.Errorf("LUKS2 JSON area: %w", err)
+	}
+	if len(md.Keyslots) > maxKeyslots {
+		return nil, fmt.Errorf("LUKS2 header has %d key slots; the format allows %d", len(md.Keyslots), maxKeyslots)
+	}
+	ids := make([]string, 0, len(md.Keyslots))
+	for id := range md.Keyslots {
+		if n, err := strconv.Atoi(id); err != nil || n < 0 || n >= maxKeyslots {
+			return nil, fmt.Errorf("LUKS2 key slot %q is not a slot number", id)
+		}
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+
+	// The key material of every slot is read first, bounded by the device,
+	// so that the remembered outcome is keyed by all that decides it.
+	areas := make(map[string][]byte, len(ids))
+	sum := sha256.New()
+	sum.Write(js)
+	for _, id := range ids {
+		ks := md.Keyslots[id]
+		n, err := ks.materialSize()
+		if err != nil {
+			continue
+		}
+		off, err := strconv.ParseInt(ks.Area.Offset, 10, 64)
+		if err != nil || off < 0 || off > size || int64(n) > size-off {
+			continue
+		}
+		area := make([]byte, n)
+		if _, err := r.ReadAt(area, off); err != nil {
+			return nil, fmt.Errorf("reading the key material of LUKS2 key slot %s: %w", id, err)
+		}
+		areas[id] = area
+		sum.Write(area)
+	}
+	var key [sha256.Size]byte
+	sum.Sum(key[:0])
+	trials.Lock()
+	if out, ok := trials.m[key]; ok {
+		trials.Unlock()
+		return slices.Clone(out), nil
+	}
+	trials.Unlock()
+
+	out := make([]facts.Keyslot, 0, len(ids))
+	for _, id := range ids {
+		ks := md.Keyslots[id]
+		slot := facts.Keyslot{ID: id, KDF: ks.KDF.Type, Token: md.tokenOf(id)}
+		area, ok := areas[id]
+		if !ok {
+			_, err := ks.materialSize()
+			if err == nil {
+				err = errors.New("its key material lies outside the device")
+			}
+			slot.Untried = err.Error()
+			out = append(out, slot)
+			continue
+		}
+		vk, err := ks.open(nil, area, lim)
+		if err != nil {
+			slot.Untried = err.Error()
+			out = append(out, slot)
+			continue
+		}
+		opens, err := md.digestMatches(id, vk, lim)
+		clear(vk)
+		if err != nil {
+			slot.Untried = err.Error()
+		}
+		slot.EmptyPassphrase = opens
+		out = append(out, slot)
+	}
+
+	trials.Lock()
+	if len(trials.m) >= maxRememberedTrials {
+		clear(trials.m)
+	}
+	trials.m[key] = slices.Clone(out)
+	trials.Unlock()
+	return out, nil
+}
+
+// tokenOf is the type of the token bound to slot id (systemd-tpm2, say),
+// the lowest-numbered one should several claim it.
+func (md luks2Keyslots) tokenOf(id string) string {
+	best, typ := -1, ""
+	for tid, t := range md.Tokens {
+		n, err := strconv.Atoi(tid)
+		if err != nil || !slices.Contains(t.Keyslots, id) || best >= 0 && n >= best {
+			continue
+		}
+		best, typ = n, t.Type
+	}
+	return typ
+}
+
+// materialSize is how many bytes of the slot's area hold its stripes,
+// whole 512-byte sectors, or why the slot is not one a trial can read.
+func (ks luks2Keyslot) materialSize() (int, error) {
+	switch {
+	case ks.Type != "luks2":
+		return 0, fmt.Errorf("key slot type %q is not tried", ks.Type)
+	case ks.Area.Type != "raw":
+		return 0, fmt.Errorf("key material area type %q is not tried", ks.Area.Type)
+	case ks.AF.Type != "luks1":
+		return 0, fmt.Errorf("anti-forensic splitter %q is not tried", ks.AF.Type)
+	case ks.KeySize <= 0 || ks.KeySize > maxSlotKeyBytes:
+		return 0, fmt.Errorf("a %d-byte volume key is not tried", ks.KeySize)
+	case ks.AF.Stripes <= 0 || ks.AF.Stripes > maxStripes:
+		return 0, fmt.Errorf("%d anti-forensic stripes are more than the %d tried", ks.AF.Stripes, maxStripes)
+	}
+	n := ks.KeySize * ks.AF.Stripes
+	n = (n + 511) / 512 * 512
+	areaSize, err := strconv.ParseInt(ks.Area.Size, 10, 64)
+	if err != nil || areaSize < int64(n) {
+		return 0, fmt.Errorf("the key material area of %q bytes cannot hold %d stripes of %d bytes", ks.Area.Size, ks.AF.Stripes, ks.KeySize)
+	}
+	return n, nil
+}
+
+// open derives the slot's key from passphrase, decrypts its key material
+// and merges the stripes into the candidate volume key.
+func (ks luks2Keyslot) open(passphrase, area []byte, lim trialLimits) ([]byte, error) {
+	if ks.Area.Encryption != "aes-xts-plain64" {
+		return nil, fmt.Errorf("key material cipher %q is not tried", ks.Area.Encryption)
+	}
+	if ks.Area.KeySize != 32 && ks.Area.KeySize != 64 {
+		return nil, fmt.Errorf("a %d-byte aes-xts-plain64 key material key is not one AES-XTS has", ks.Area.KeySize)
+	}
+	salt, err := base64.StdEncoding.DecodeString(ks.KDF.Salt)
+	if err != nil || len(salt) == 0 || len(salt) > 1024 {
+		return nil, errors.New("the KDF salt is not base64")
+	}
+	var kek []byte
+	switch ks.KDF.Type {
+	case "argon2i", "argon2id":
+		k := ks.KDF
+		switch {
+		case k.Memory == 0 || k.Memory > lim.ArgonKiB:
+			return nil, fmt.Errorf("%s with %d KiB of memory is more than the %d KiB a trial spends", k.Type, k.Memory, lim.ArgonKiB)
+		case k.Time == 0 || k.Time > lim.ArgonWork/k.Memory:
+			return nil, fmt.Errorf("%s with %d passes over %d KiB is more work than a trial spends", k.Type, k.Time, k.Memory)
+		case k.CPUs == 0 || k.CPUs > 255:
+			return nil, fmt.Errorf("%s with %d lanes is not tried", k.Type, k.CPUs)
+		}
+		f := argon2.IDKey
+		if k.Type == "argon2i" {
+			f = argon2.Key
+		}
+		kek = f(passphrase, salt, uint32(k.Time), uint32(k.Memory), uint8(k.CPUs), uint32(ks.Area.KeySize))
+	case "pbkdf2":
+		h, err := hashFunc(ks.KDF.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if ks.KDF.Iterations == 0 || ks.KDF.Iterations > lim.PBKDF2Iterations {
+			return nil, fmt.Errorf("pbkdf2 with %d iterations is more than the %d a trial spends", ks.KDF.Iterations, lim.PBKDF2Iterations)
+		}
+		if kek, err = pbkdf2.Key(h, string(passphrase), salt, int(ks.KDF.Iterations), ks.Area.KeySize); err != nil {
+			return nil, fmt.Errorf("pbkdf2: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("KDF %q is not tried", ks.KDF.Type)
+	}
+	defer clear(kek)
+	c, err := xts.NewCipher(aes.NewCipher, kek)
+	if err != nil {
+		return nil, fmt.Errorf("aes-xts-plain64: %w", err)
+	}
+	plain := make([]byte, len(area))
+	defer clear(plain)
+	for s := 0; s < len(area)/512; s++ {
+		c.Decrypt(plain[s*512:(s+1)*512], area[s*512:(s+1)*512], uint64(s))
+	}
+	h, err := hashFunc(ks.AF.Hash)
+	if err != nil {
+		return nil, err
+	}
+	return afMerge(plain, ks.KeySize, ks.AF.Stripes, h), nil
+}
+
+// digestMatches holds a candidate volume key of slot id to the digest that
+// covers the slot.
+func (md luks2Keyslots) digestMatches(id string, vk []byte, lim trialLimits) (bool, error) {
+	for _, d := range md.Digests {
+		if !slices.Contains(d.Keyslots, id) {
+			continue
+		}
+		if d.Type != "pbkdf2" {
+			return false, fmt.Errorf("digest type %q is not tried", d.Type)
+		}
+		h, err := hashFunc(d.Hash)
+		if err != nil {
+			return false, err
+		}
+		if d.Iterations == 0 || d.Iterations > lim.PBKDF2Iterations {
+			return false, fmt.Errorf("a digest of %d pbkdf2 iterations is more than the %d a trial spends", d.Iterations, lim.PBKDF2Iterations)
+		}
+		salt, err1 := base64.StdEncoding.DecodeString(d.Salt)
+		want, err2 := base64.StdEncoding.DecodeString(d.Digest)
+		if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 64 || len(salt) > 1024 {
+			return false, errors.New("the digest's salt or value is not base64")
+		}
+		got, err := pbkdf2.Key(h, string(vk), salt, int(d.Iterations), len(want))
+		if err != nil {
+			return false, fmt.Errorf("pbkdf2: %w", err)
+		}
+		return subtle.ConstantTimeCompare(got, want) == 1, nil
+	}
+	return false, errors.New("no digest covers the slot")
+}
+
+// afMerge undoes LUKS's anti-forensic split: the stripes XORed together,
+// each sum but the last diffused with the hash.
+func afMerge(src []byte, keySize, stripes int, h func() hash.Hash) []byte {
+	d := make([]byte, keySize)
+	for i := range stripes - 1 {
+		subtle.XORBytes(d, d, src[i*keySize:(i+1)*keySize])
+		diffuse(d, h)
+	}
+	subtle.XORBytes(d, d, src[(stripes-1)*keySize:stripes*keySize])
+	return d
+}
+
+// diffuse replaces each hash-sized block of d by the hash of its index
+// (big-endian) and the block, the last block cut to what is left.
+func diffuse(d []byte, newHash func() hash.Hash) {
+	h := newHash()
+	size := h.Size()
+	var iv [4]byte
+	for i, at := 0, 0; at < len(d); i, at = i+1, at+size {
+		end := min(at+size, len(d))
+		h.Reset()
+		binary.BigEndian.PutUint32(iv[:], uint32(i))
+		h.Write(iv[:])
+		h.Write(d[at:end])
+		copy(d[at:end], h.Sum(nil))
+	}
+}
+
+// hashFunc is the hash a LUKS header names.
+func hashFunc(name string) (func() hash.Hash, error) {
+	switch strings.ToLower(name) {
+	case "sha1":
+		return sha1.New, nil
+	case "sha256":
+		return sha256.New, nil
+	case "sha512":
+		return sha512.New, nil
+	}
+	return nil, fmt.Errorf("hash %q is not tried", name)
+}

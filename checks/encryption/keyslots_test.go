@@ -1,0 +1,234 @@
+package encryption
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// emptySlotVolume is a LUKS2 volume made by cryptsetup with four key
+// slots: 0 a 64-byte key file (PBKDF2), 1 the empty passphrase (argon2id,
+// as the gpuhost-rootfs builder's one-time slot), 2 a passphrase (argon2id),
+// 3 the empty passphrase under PBKDF2 (sha512).
+func emptySlotVolume(t *testing.T) (vol string) {
+	t.Helper()
+	vol, _ = testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", 512)
+	dir := filepath.Dir(vol)
+	key, empty, pass := filepath.Join(dir, "key"), filepath.Join(dir, "empty"), filepath.Join(dir, "pass")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pass, []byte("correct horse battery staple"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs := testutil.Tool(t, "cryptsetup", "cryptsetup-bin")
+	argon := []string{"--pbkdf", "argon2id", "--pbkdf-force-iterations", "4", "--pbkdf-memory", "32768", "--pbkdf-parallel", "1"}
+	for _, add := range [][]string{
+		append([]string{"--key-slot", "1"}, argon...),
+		append([]string{"--key-slot", "2"}, argon...),
+		{"--key-slot", "3", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "--hash", "sha512"},
+	} {
+		newKey := empty
+		if add[1] == "2" {
+			newKey = pass
+		}
+		args := append([]string{"luksAddKey", "--batch-mode", "--key-file", key}, add...)
+		testutil.Run(t, time.Minute, cs, append(args, vol, newKey)...)
+	}
+	return vol
+}
+
+func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
+	vol := emptySlotVolume(t)
+	d := openDevice(t, vol)
+	h, err := readLUKSHeader(d.R, d.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p facts.CryptParams
+	h.keyslots(d.R, d.Size, &p)
+	want := []facts.Keyslot{
+		{ID: "0", KDF: "pbkdf2"},
+		{ID: "1", KDF: "argon2id", EmptyPassphrase: true},
+		{ID: "2", KDF: "argon2id"},
+		{ID: "3", KDF: "pbkdf2", EmptyPassphrase: true},
+	}
+	if p.KeyslotsError != "" || !reflect.DeepEqual(p.Keyslots, want) {
+		t.Fatalf("keyslots %+v (error %q), want %+v", p.Keyslots, p.KeyslotsError, want)
+	}
+
+	// The same header again comes from what was remembered, and a copy:
+	// the caller's changes do not reach the next scan.
+	var again facts.CryptParams
+	h.keyslots(d.R, d.Size, &again)
+	again.Keyslots[1].FirstBoot = "x"
+	var third facts.CryptParams
+	h.keyslots(d.R, d.Size, &third)
+	if !reflect.DeepEqual(third.Keyslots, want) {
+		t.Errorf("remembered keyslots %+v, want %+v", third.Keyslots, want)
+	}
+}
+
+// A slot whose KDF asks for more than a trial spends is not tried, and
+// says what it asked for.
+func TestKeyslotsBeyondTheLimitsAreNotTried(t *testing.T) {
+	vol := emptySlotVolume(t)
+	d := openDevice(t, vol)
+	h, err := readLUKSHeader(d.R, d.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := luks2Slots(d.R, d.Size, h.json, trialLimits{ArgonKiB: 1024, ArgonWork: 1 << 20, PBKDF2Iterations: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.EmptyPassphrase || s.Untried == "" {
+			t.Errorf("slot %s: %+v; want it untried", s.ID, s)
+		}
+	}
+	if !strings.Contains(slots[1].Untried, "argon2id with 32768 KiB of memory is more than the 1024 KiB") {
+		t.Errorf("slot 1 untried because %q", slots[1].Untried)
+	}
+	if !strings.Contains(slots[0].Untried, "pbkdf2 with 1000 iterations is more than the 500") {
+		t.Errorf("slot 0 untried because %q", slots[0].Untried)
+	}
+}
+
+// Key material the header places past the device's end is not read.
+func TestKeyslotsMaterialOutsideTheDevice(t *testing.T) {
+	vol := emptySlotVolume(t)
+	data, err := os.ReadFile(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := readLUKSHeader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut the device to its header: the slots' areas lie after it.
+	cut := int64(len(h.json)) + luks2BinarySize
+	slots, err := luks2Slots(bytes.NewReader(data[:cut]), cut, h.json, defaultTrialLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.EmptyPassphrase || s.Untried != "its key material lies outside the device" {
+			t.Errorf("slot %s: %+v", s.ID, s)
+		}
+	}
+}
+
+// The anti-forensic merge undoes a split made the way LUKS makes it:
+// random stripes, each sum diffused, the last stripe making up the key.
+func TestAFMergeUndoesASplit(t *testing.T) {
+	for _, tc := range []struct {
+		hash             string
+		keySize, stripes int
+	}{{"sha256", 64, 4000}, {"sha1", 32, 3}, {"sha512", 100, 2}, {"sha256", 16, 1}} {
+		h, err := hashFunc(tc.hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := bytes.Repeat([]byte{0x5a, 0x13}, tc.keySize/2)
+		split := make([]byte, tc.keySize*tc.stripes)
+		for i := range split {
+			split[i] = byte(i*7 + 3)
+		}
+		d := make([]byte, tc.keySize)
+		for i := range tc.stripes - 1 {
+			for j := range d {
+				d[j] ^= split[i*tc.keySize+j]
+			}
+			diffuse(d, h)
+		}
+		last := split[(tc.stripes-1)*tc.keySize:]
+		for j := range d {
+			last[j] = d[j] ^ key[j]
+		}
+		if got := afMerge(split, tc.keySize, tc.stripes, h); !bytes.Equal(got, key) {
+			t.Errorf("%s %d×%d: merged %x, want %x", tc.hash, tc.stripes, tc.keySize, got, key)
+		}
+	}
+}
+
+// FuzzKeyslots feeds hostile JSON areas over a small device with limits a
+// fuzzer cannot make expensive: nothing panics, nothing opens.
+func FuzzKeyslots(f *testing.F) {
+	f.Add([]byte(`{"keyslots":{"0":{"type":"luks2","key_size":64,"area":{"type":"raw","offset":"0","size":"4096","encryption":"aes-xts-plain64","key_size":64},"kdf":{"type":"argon2id","time":1,"memory":8,"cpus":1,"salt":"AAAA"},"af":{"type":"luks1","stripes":4,"hash":"sha256"}}},"digests":{"0":{"type":"pbkdf2","keyslots":["0"],"hash":"sha256","iterations":1,"salt":"AAAA","digest":"AAAA"}},"tokens":{"0":{"type":"systemd-tpm2","keyslots":["0"]}}}`))
+	f.Add([]byte(`{"keyslots":{"31":{"type":"luks2","key_size":128,"area":{"type":"raw","offset":"512","size":"99999999","encryption":"aes-xts-plain64","key_size":32},"kdf":{"type":"pbkdf2","hash":"sha1","iterations":2,"salt":"AAAA"},"af":{"type":"luks1","stripes":4000,"hash":"sha512"}}}}`))
+	f.Add([]byte(`{"keyslots":{"x":{}}}`))
+	device := bytes.Repeat([]byte{0xa5}, 64<<10)
+	lim := trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Iterations: 16}
+	f.Fuzz(func(t *testing.T, js []byte) {
+		slots, err := luks2Slots(bytes.NewReader(device), int64(len(device)), js, lim)
+		if err != nil {
+			return
+		}
+		if len(slots) > maxKeyslots {
+			t.Fatalf("%d slots", len(slots))
+		}
+		for _, s := range slots {
+			if s.EmptyPassphrase {
+				t.Fatalf("slot %s opened on a device of one repeated byte: %+v", s.ID, s)
+			}
+		}
+	})
+}
+
+// An image's one-time slot is the one its first-boot enrolment names, and
+// only while the enrolment's unit is enabled; any other empty slot stays
+// unmarked, for GH-ENC-004 to fail.
+func TestOfflineFirstBootSlot(t *testing.T) {
+	vol := emptySlotVolume(t)
+	uuid := strings.TrimSpace(testutil.Run(t, time.Minute, testutil.Tool(t, "cryptsetup", "cryptsetup-bin"), "luksUUID", vol))
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+		want    map[string]string
+	}{
+		{"enabled", true, map[string]string{"1": enrollConf}},
+		{"no unit", false, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := map[string]any{
+				"etc/fstab":                    "/dev/mapper/gpuhost-root / ext4 defaults 0 1\n",
+				"etc/crypttab":                 "gpuhost-root UUID=" + uuid + " none luks,try-empty-password\n",
+				"etc/gpuhost/luks-enroll.conf": "LUKS_UUID=" + uuid + "\nLUKS_NAME=gpuhost-root\nPROVISION_SLOT=1\nTPM2_PCRS=7\n",
+			}
+			if tc.enabled {
+				tree[strings.TrimPrefix(enrollUnit, "/")] = ""
+			}
+			dir := t.TempDir()
+			checktest.WriteTree(t, dir, tree)
+			env := checktest.NewEnv(t, dir, false)
+			env.Devices = []collector.BlockDevice{openDevice(t, vol)}
+			f := checktest.NewFacts(facts.KindImage)
+			if err := collectOne(t, env, f, "encryption"); err != nil {
+				t.Fatal(err)
+			}
+			c := f.Encryption.Root.Hops[0].Crypt
+			if c == nil || len(c.Keyslots) != 4 {
+				t.Fatalf("crypt %+v", c)
+			}
+			got := map[string]string{}
+			for _, s := range c.Keyslots {
+				if s.FirstBoot != "" {
+					got[s.ID] = s.FirstBoot
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("first-boot slots %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
