@@ -88,8 +88,10 @@ func TestPinsPerTemplateFamily(t *testing.T) {
 				if tp.cfg.Driver.Branch != b || tp.cfg.CUDA.Version != cuda {
 					t.Errorf("branch %s renders driver branch %s with CUDA %s; want CUDA %s from the pins file", b, tp.cfg.Driver.Branch, tp.cfg.CUDA.Version, cuda)
 				}
-				if !strings.Contains(tp.plan, "'cuda-toolkit-"+strings.ReplaceAll(cudaRelease(cuda), ".", "-")+"="+cuda+"'") {
-					t.Errorf("branch %s: the plan does not install cuda-toolkit at %s", b, cuda)
+				dash := strings.ReplaceAll(cudaRelease(cuda), ".", "-")
+				major, _, _ := strings.Cut(dash, "-")
+				if set := "cuda_set 'cuda-toolkit-" + dash + "' '" + cuda + "' '" + dash + "' '" + major + "'"; !strings.Contains(tp.plan, "\n"+set+"\n") {
+					t.Errorf("branch %s: the plan does not pin the CUDA release at %s whole (%s)", b, cuda, set)
 				}
 				bases, ok := vars["ngc_bases"]
 				if !ok {
