@@ -79,7 +79,7 @@ func TestPinsPerTemplateFamily(t *testing.T) {
 				}
 			}
 			for _, b := range branches {
-				tp, err := renderTemplateWith(t, tpl, func(v map[string]cty.Value) { v["driver_branch"] = cty.StringVal(b) })
+				tp, err := renderTemplateWith(t, tpl, func(v map[string]cty.Value) { v["driver_branch"] = cty.StringVal(b) }, nil)
 				if err != nil {
 					t.Errorf("branch %s: %v", b, err)
 					continue
@@ -122,7 +122,7 @@ func TestPinsPerTemplateFamily(t *testing.T) {
 				m[oldest] = m[newest]
 				v["cuda_versions"] = cty.MapVal(m)
 				v["driver_branch"] = cty.StringVal(oldest)
-			})
+			}, nil)
 			if err == nil || !strings.Contains(err.Error(), "cuda.version: CUDA "+cudaRelease(entry(vars["cuda_versions"], newest).AsString())+" needs a newer driver than branch "+oldest) {
 				t.Errorf("branch %s with branch %s's CUDA: %v; want the provisioner to refuse it", oldest, newest, err)
 			}

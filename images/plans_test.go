@@ -35,6 +35,10 @@ type templatePlan struct {
 	plan             string
 	params, waivers  string
 	hostname, target string
+	// gate is the gpuhost-gate post-processor block, and ctx what its
+	// expressions are evaluated in.
+	gate *hclsyntax.Block
+	ctx  *hcl.EvalContext
 }
 
 // renderTemplate decodes a template's gpuhost-gpu provisioner block the way
@@ -46,7 +50,7 @@ type templatePlan struct {
 // is what the template's source image has.
 func renderTemplate(t *testing.T, file string) templatePlan {
 	t.Helper()
-	tp, err := renderTemplateWith(t, file, nil)
+	tp, err := renderTemplateWith(t, file, nil, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -100,9 +104,10 @@ func templatePins(t *testing.T, file string) string {
 }
 
 // renderTemplateWith renders as renderTemplate does, with set (when not
-// nil) changing the variables first, as -var flags would; it returns what
-// the provisioner's decoding or the plan refuses.
-func renderTemplateWith(t *testing.T, file string, set func(vars map[string]cty.Value)) (templatePlan, error) {
+// nil) changing the variables first, as -var flags would, and the
+// gpuhost-ngc data source answering digests[ref] where given; it returns
+// what the provisioner's decoding or the plan refuses.
+func renderTemplateWith(t *testing.T, file string, set func(vars map[string]cty.Value), digests map[string]string) (templatePlan, error) {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
@@ -135,7 +140,11 @@ func renderTemplateWith(t *testing.T, file string, set func(vars map[string]cty.
 		}
 		ref := value(t, file, b.Body.Attributes["ref"].Expr, ctx)
 		sum := sha256.Sum256([]byte(ref.AsString()))
-		data[b.Labels[1]] = cty.ObjectVal(map[string]cty.Value{"ref": ref, "digest": cty.StringVal("sha256:" + hex.EncodeToString(sum[:]))})
+		digest := "sha256:" + hex.EncodeToString(sum[:])
+		if d, ok := digests[ref.AsString()]; ok {
+			digest = d
+		}
+		data[b.Labels[1]] = cty.ObjectVal(map[string]cty.Value{"ref": ref, "digest": cty.StringVal(digest)})
 	}
 	if len(data) > 0 {
 		ctx.Variables["data"] = cty.ObjectVal(map[string]cty.Value{"gpuhost-ngc": cty.ObjectVal(data)})
@@ -167,6 +176,9 @@ func renderTemplateWith(t *testing.T, file string, set func(vars map[string]cty.
 			p.Type == "provisioner" && p.Labels[0] == "gpuhost-scan":
 			tp.params = attrString(t, file, p, "params", ctx)
 			tp.waivers = attrString(t, file, p, "waivers", ctx)
+			if p.Type == "post-processor" {
+				tp.gate, tp.ctx = p, ctx
+			}
 		}
 	}
 	if provisioners != 1 {
