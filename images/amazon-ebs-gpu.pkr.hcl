@@ -7,7 +7,11 @@
 #
 #   make build    # bin/gpuhost-agent, the lean CLI gpuhost-scan uploads
 #   packer init images/amazon-ebs-gpu.pkr.hcl
-#   packer build -var-file=images/pins.pkrvars.hcl -var trivy_db=DIR images/amazon-ebs-gpu.pkr.hcl
+#   packer build -var-file=images/pins-ubuntu-22.04.pkrvars.hcl -var trivy_db=DIR images/amazon-ebs-gpu.pkr.hcl
+#
+# The source AMI is Ubuntu 22.04, so the pins are the Ubuntu 22.04 template's:
+# the same ubuntu2204 repositories, the same reviewed versions (its NGC
+# bases are not used here; Packer warns that ngc_bases is not declared).
 
 packer {
   required_plugins {
@@ -23,16 +27,23 @@ packer {
 }
 
 variable "driver_branch" {
-  type    = string
-  default = "580"
+  type        = string
+  default     = "580"
+  description = "NVIDIA driver branch: 535, 550 or 580. It selects the driver and the CUDA release from pins-ubuntu-22.04.pkrvars.hcl, so a branch always gets the CUDA it runs."
+  validation {
+    condition     = contains(["535", "550", "580"], var.driver_branch)
+    error_message = "The driver_branch must be 535, 550 or 580 (the branches pins-ubuntu-22.04.pkrvars.hcl pins)."
+  }
 }
 
 variable "driver_versions" {
-  type = map(string)
+  type        = map(string)
+  description = "Driver package version by branch; from pins-ubuntu-22.04.pkrvars.hcl."
 }
 
-variable "cuda_version" {
-  type = string
+variable "cuda_versions" {
+  type        = map(string)
+  description = "cuda-toolkit-X-Y package version by driver branch; from pins-ubuntu-22.04.pkrvars.hcl."
 }
 
 variable "container_toolkit_version" {
@@ -122,8 +133,9 @@ build {
       source  = "cuda-repo"
       flavor  = "open"
     }
+    # The CUDA release the driver branch runs, from the same pins file.
     cuda {
-      version = var.cuda_version
+      version = var.cuda_versions[var.driver_branch]
     }
     container_toolkit {
       version = var.container_toolkit_version

@@ -25,9 +25,11 @@ import (
 // repositories served on 127.0.0.1 and signed with throwaway keys. The
 // repositories publish newer versions of every pin. The bake must verify
 // cuda-keyring's digest, add both sources signed-by their own keys, pin
-// the driver through nvidia-driver-pinning, install and hold exactly the
-// pins, build the module with DKMS for the target kernel, verify the
-// payloads and write the manifest. Then three bakes that must fail, each
+// the driver through nvidia-driver-pinning, pin the CUDA release whole
+// (every component the toolkit's meta packages reach, at the release's
+// build, while the repository has the next release's), install and hold
+// exactly the pins, build the module with DKMS for the target kernel,
+// verify the payloads and write the manifest. Then three bakes that must fail, each
 // naming what was wrong: a keyring digest that is not the file's, a driver
 // version the repository does not have, and a pinning package apt ignores
 // (every meta package at its pin, the library under it newer). The later
@@ -208,6 +210,22 @@ func checkCUDARepoImage(t *testing.T, tree, log, base string, repo *nvidiarepo.L
 		"libnvidia-container-tools":     toolkit,
 		"libnvidia-container1":          toolkit,
 	}
+	// The CUDA release whole: every package the toolkit's meta packages
+	// reach at the pinned release's build, held, though the repository
+	// has the next release's builds, which satisfy the same dependencies.
+	comp := nvidiarepo.CUDAComponents[cuda]
+	release := strings.Join(strings.SplitN(cuda, ".", 3)[:2], "-")
+	cudaSet := map[string]string{
+		"cuda-compiler-" + release:                                                 cuda,
+		"cuda-libraries-" + release:                                                cuda,
+		"cuda-toolkit-" + release + "-config-common":                               comp["cuda-cudart"],
+		"cuda-toolkit-" + release[:strings.Index(release, "-")] + "-config-common": comp["cuda-cudart"],
+		"cuda-toolkit-config-common":                                               comp["cuda-cudart"],
+	}
+	for c, v := range comp {
+		cudaSet[c+"-"+release] = v
+	}
+	maps.Copy(held, cudaSet)
 	for name, want := range held {
 		p, ok := status[name]
 		switch {
@@ -228,7 +246,26 @@ func checkCUDARepoImage(t *testing.T, tree, log, base string, repo *nvidiarepo.L
 		}
 	}
 
+	pref := read(strings.TrimPrefix(gpu.CUDAPreferences, "/"))
+	for name, v := range cudaSet {
+		if !strings.Contains(pref, "Package: "+name+"\nPin: version "+v+"\nPin-Priority: 1001\n") {
+			t.Errorf("%s does not pin %s at %s:\n%s", gpu.CUDAPreferences, name, v, pref)
+		}
+		if !strings.Contains(log, "gpuhost-gpu: cuda set: "+name+" "+v) {
+			t.Errorf("the plan's log does not list %s %s in the CUDA set", name, v)
+		}
+	}
+
 	// The payloads, read here rather than trusted from the plan's log.
+	home := "usr/local/cuda-" + strings.ReplaceAll(release, "-", ".")
+	for _, lib := range []string{"libcudart.so." + strings.TrimSuffix(comp["cuda-cudart"], "-1"), "libcublas.so." + strings.TrimSuffix(comp["libcublas"], "-1")} {
+		if _, err := os.Stat(filepath.Join(tree, home, "targets/x86_64-linux/lib", lib)); err != nil {
+			t.Errorf("the release's %s: %v", lib, err)
+		}
+	}
+	if nvcc := read(home + "/bin/nvcc"); !strings.Contains(nvcc, ", V"+strings.TrimSuffix(comp["cuda-nvcc"], "-1")+"'") {
+		t.Errorf("%s/bin/nvcc is not cuda-nvcc %s's:\n%s", home, comp["cuda-nvcc"], nvcc)
+	}
 	mod := filepath.Join(tree, "lib/modules", kernel, "updates/dkms/nvidia.ko")
 	if got, err := moduleVersion(mod); err != nil || got != u {
 		t.Errorf("%s: version %q (%v), want %s", mod, got, err, u)

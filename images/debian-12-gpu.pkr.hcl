@@ -5,7 +5,7 @@
 # package, so none is installed; containerd still gets SystemdCgroup.
 #
 # The output is a bootable disk (GPT, GRUB for UEFI and BIOS, Debian's own
-# kernel pinned in pins.pkrvars.hcl) whose root is LUKS2, unlocked at first
+# kernel pinned in pins-debian-12.pkrvars.hcl) whose root is LUKS2, unlocked at first
 # boot by a one-time key made for this build and then by the host's TPM2
 # (see docs/builder-rootfs.mdx): containerd, sshd, nftables and the
 # gpuhost agent run once it boots, and `gpuhost boot --tpm-state DIR`
@@ -24,7 +24,7 @@
 #   gpuhost scan image OUT/disk.qcow2 --rootfs OUT/rootfs \
 #     --params images/params-debian-12.yaml --waivers images/waivers-debian-12.yaml
 #
-#   packer build -var-file=images/pins.pkrvars.hcl images/debian-12-gpu.pkr.hcl
+#   packer build -var-file=images/pins-debian-12.pkrvars.hcl images/debian-12-gpu.pkr.hcl
 #
 # Build one template file at a time: each declares the variables it reads.
 
@@ -39,22 +39,22 @@ packer {
 
 variable "debian_driver_version" {
   type        = string
-  description = "Version of libnvidia-ml1 and nvidia-smi; from pins.pkrvars.hcl."
+  description = "Version of libnvidia-ml1 and nvidia-smi; from pins-debian-12.pkrvars.hcl."
 }
 
 variable "debian_persistenced_version" {
   type        = string
-  description = "Version of nvidia-persistenced; from pins.pkrvars.hcl."
+  description = "Version of nvidia-persistenced; from pins-debian-12.pkrvars.hcl."
 }
 
 variable "debian_kernel" {
   type        = string
-  description = "Kernel release the image boots (linux-image-<release>), installed and held; from pins.pkrvars.hcl."
+  description = "Kernel release the image boots (linux-image-<release>), installed and held; from pins-debian-12.pkrvars.hcl."
 }
 
 variable "debian_kernel_version" {
   type        = string
-  description = "Package version of linux-image-<debian_kernel>; from pins.pkrvars.hcl."
+  description = "Package version of linux-image-<debian_kernel>; from pins-debian-12.pkrvars.hcl."
 }
 
 variable "agent_bin" {

@@ -79,7 +79,7 @@ log="$OUT/packer-build.log"
 (
 	cd "$here"
 	CHECKPOINT_DISABLE=1 "$PACKER" build -force -color=false \
-		-var-file=pins.pkrvars.hcl \
+		-var-file=pins-debian-12.pkrvars.hcl \
 		-var "output_dir=$IMAGE_DIR" \
 		-var "apt_cache_dir=$APT_CACHE_DIR" \
 		-var "ngc_images=[{ref = \"$base\", digest = \"$digest\"}]" \

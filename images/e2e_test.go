@@ -88,7 +88,7 @@ func TestE2EDebian12(t *testing.T) {
 	release := seedtest.NewOnDisk(t, t.TempDir())
 	signingKey, verifyKey := testsign.ECDSAKeyFiles(t)
 	start := time.Now()
-	log := run(packer, "build", "-force", "-var-file=pins.pkrvars.hcl",
+	log := run(packer, "build", "-force", "-var-file=pins-debian-12.pkrvars.hcl",
 		"-var", "output_dir="+filepath.Join(out, "image"), "-var", "apt_cache_dir="+cache,
 		"-var", "trivy_db="+dbDir, "-var", "params="+params, "-var", "agent_bin="+agentBin,
 		"-var", fmt.Sprintf(`ngc_images=[{ref = %q, digest = %q}]`, base.ref, base.digest),

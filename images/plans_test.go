@@ -3,8 +3,11 @@ package images
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/internal/waivers"
@@ -31,10 +35,14 @@ type templatePlan struct {
 	plan             string
 	params, waivers  string
 	hostname, target string
+	// gate is the gpuhost-gate post-processor block, and ctx what its
+	// expressions are evaluated in.
+	gate *hclsyntax.Block
+	ctx  *hcl.EvalContext
 }
 
 // renderTemplate decodes a template's gpuhost-gpu provisioner block the way
-// Packer does (its variables from their defaults and pins.pkrvars.hcl, its
+// Packer does (its variables from their defaults and its pins file, its
 // locals, dynamic blocks, the provisioner's own HCL2 spec), then renders the
 // plan as the provisioner would. Data sources are what the registry would
 // answer: the gpuhost-ngc source's ref with a digest made up from it. What
@@ -42,10 +50,18 @@ type templatePlan struct {
 // is what the template's source image has.
 func renderTemplate(t *testing.T, file string) templatePlan {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Dir(file))
+	tp, err := renderTemplateWith(t, file, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
 	}
+	return tp
+}
+
+// templateVars are a template's variables as `packer build -var-file=PINS`
+// sets them: the declared defaults, then what the pins file sets for the
+// variables the template declares.
+func templateVars(t *testing.T, file string) map[string]cty.Value {
+	t.Helper()
 	body := parseHCL(t, file)
 	vars := map[string]cty.Value{}
 	for _, b := range blocks(body, "variable") {
@@ -53,18 +69,61 @@ func renderTemplate(t *testing.T, file string) templatePlan {
 			vars[b.Labels[0]] = value(t, file, a.Expr, nil)
 		}
 	}
-	pins := parseHCL(t, filepath.Join(filepath.Dir(file), "pins.pkrvars.hcl"))
-	for name, a := range pins.Attributes {
+	pinsFile := templatePins(t, file)
+	for name, a := range parseHCL(t, pinsFile).Attributes {
 		if len(blocks(body, "variable", name)) > 0 {
-			vars[name] = value(t, "pins.pkrvars.hcl", a.Expr, nil)
+			vars[name] = value(t, pinsFile, a.Expr, nil)
 		}
+	}
+	return vars
+}
+
+// pinsUsage is how a template's header says which pins file to build with.
+var pinsUsage = regexp.MustCompile(`-var-file=images/(pins-[a-z0-9.-]+\.pkrvars\.hcl)`)
+
+// templatePins is the pins file beside a template that its usage line
+// passes with -var-file: the tests read what the documented command does,
+// so the command cannot name a file that is gone or another family's.
+func templatePins(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range pinsUsage.FindAllStringSubmatch(string(data), -1) {
+		names[m[1]] = true
+	}
+	if len(names) != 1 {
+		t.Fatalf("%s names pins files %v in its usage; want exactly one -var-file=images/pins-<family>.pkrvars.hcl", file, slices.Sorted(maps.Keys(names)))
+	}
+	for name := range names {
+		return filepath.Join(filepath.Dir(file), name)
+	}
+	return ""
+}
+
+// renderTemplateWith renders as renderTemplate does, with set (when not
+// nil) changing the variables first, as -var flags would, and the
+// gpuhost-ngc data source answering digests[ref] where given; it returns
+// what the provisioner's decoding or the plan refuses.
+func renderTemplateWith(t *testing.T, file string, set func(vars map[string]cty.Value), digests map[string]string) (templatePlan, error) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := parseHCL(t, file)
+	vars := templateVars(t, file)
+	if set != nil {
+		set(vars)
 	}
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{
 			"var":  cty.ObjectVal(vars),
 			"path": cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal(dir)}),
 		},
-		Functions: map[string]function.Function{"abspath": abspath},
+		Functions: packerFunctions,
 	}
 	locals := map[string]cty.Value{}
 	for _, b := range blocks(body, "locals") {
@@ -81,7 +140,11 @@ func renderTemplate(t *testing.T, file string) templatePlan {
 		}
 		ref := value(t, file, b.Body.Attributes["ref"].Expr, ctx)
 		sum := sha256.Sum256([]byte(ref.AsString()))
-		data[b.Labels[1]] = cty.ObjectVal(map[string]cty.Value{"ref": ref, "digest": cty.StringVal("sha256:" + hex.EncodeToString(sum[:]))})
+		digest := "sha256:" + hex.EncodeToString(sum[:])
+		if d, ok := digests[ref.AsString()]; ok {
+			digest = d
+		}
+		data[b.Labels[1]] = cty.ObjectVal(map[string]cty.Value{"ref": ref, "digest": cty.StringVal(digest)})
 	}
 	if len(data) > 0 {
 		ctx.Variables["data"] = cty.ObjectVal(map[string]cty.Value{"gpuhost-ngc": cty.ObjectVal(data)})
@@ -101,11 +164,11 @@ func renderTemplate(t *testing.T, file string) templatePlan {
 			provisioners++
 			val, diags := hcldec.Decode(dynblock.Expand(p.Body, ctx), spec, ctx)
 			if diags.HasErrors() {
-				t.Fatalf("%s: decoding the gpuhost-gpu block: %s", file, diags.Error())
+				return tp, fmt.Errorf("decoding the gpuhost-gpu block: %s", diags.Error())
 			}
 			cfg, err := gpu.Decode(val)
 			if err != nil {
-				t.Fatalf("%s: %v", file, err)
+				return tp, err
 			}
 			tp.cfg = cfg
 		case p.Type == "post-processor" && p.Labels[0] == "gpuhost-gate",
@@ -113,6 +176,9 @@ func renderTemplate(t *testing.T, file string) templatePlan {
 			p.Type == "provisioner" && p.Labels[0] == "gpuhost-scan":
 			tp.params = attrString(t, file, p, "params", ctx)
 			tp.waivers = attrString(t, file, p, "waivers", ctx)
+			if p.Type == "post-processor" {
+				tp.gate, tp.ctx = p, ctx
+			}
 		}
 	}
 	if provisioners != 1 {
@@ -128,12 +194,12 @@ func renderTemplate(t *testing.T, file string) templatePlan {
 	}
 	tp.plan, err = gpu.RenderPlan(cfg)
 	if err != nil {
-		t.Fatalf("%s: %v", file, err)
+		return tp, err
 	}
 	if h := tp.cfg.Hardening; h != nil {
 		tp.hostname = h.Hostname
 	}
-	return tp
+	return tp, nil
 }
 
 func parseHCL(t *testing.T, file string) *hclsyntax.Body {
@@ -173,6 +239,9 @@ func attrString(t *testing.T, file string, b *hclsyntax.Block, name string, ctx 
 	}
 	return value(t, file, a.Expr, ctx).AsString()
 }
+
+// packerFunctions are the HCL functions of Packer's that the templates call.
+var packerFunctions = map[string]function.Function{"abspath": abspath, "contains": stdlib.ContainsFunc}
 
 // abspath is Packer's function of that name.
 var abspath = function.New(&function.Spec{
@@ -242,6 +311,22 @@ func TestTemplatesRenderHardenedPlans(t *testing.T) {
 			}
 			if len(params.Pins) == 0 {
 				t.Errorf("%s pins nothing", tp.params)
+			}
+			// The gate's pins are what the template installs at its default
+			// branch, CUDA included.
+			installs := map[string]string{}
+			for _, p := range tp.cfg.Pins() {
+				installs[p.Name] = p.Version
+			}
+			for name, v := range params.Pins {
+				if got, ok := installs[name]; !ok || got != v {
+					t.Errorf("%s pins %s at %s; the template installs it at %q (installed: %v)", tp.params, name, v, got, ok)
+				}
+			}
+			if v := tp.cfg.CUDA.Version; v != "" {
+				if name := "cuda-toolkit-" + strings.ReplaceAll(cudaRelease(v), ".", "-"); params.Pins[name] != v {
+					t.Errorf("%s does not pin %s at %s, the CUDA the template installs", tp.params, name, v)
+				}
 			}
 			for _, p := range slices.Concat(h.Firewall.AllowedTCPPorts, h.Firewall.AllowedUDPPorts) {
 				if !slices.Contains(params.AllowedPorts, p) {

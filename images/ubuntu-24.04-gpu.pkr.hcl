@@ -3,7 +3,7 @@
 # hardening block and gated with params-ubuntu-24.04.yaml and
 # waivers-ubuntu-24.04.yaml.
 #
-#   packer build -var-file=images/pins.pkrvars.hcl -var mirror=URL \
+#   packer build -var-file=images/pins-ubuntu-24.04.pkrvars.hcl -var mirror=URL \
 #     -var target_kernel=6.8.0-45-generic images/ubuntu-24.04-gpu.pkr.hcl
 #
 # Build one template file at a time: each declares the variables it reads.
@@ -20,10 +20,10 @@ packer {
 variable "driver_branch" {
   type        = string
   default     = "580"
-  description = "NVIDIA driver branch: 535, 550 or 580 (versions in pins.pkrvars.hcl)."
+  description = "NVIDIA driver branch: 580, the one branch pins-ubuntu-24.04.pkrvars.hcl pins (NVIDIA's ubuntu2404 repository has no CUDA that 535 or 550 runs). It selects the driver, the CUDA release and the NGC base, so a branch always gets the CUDA it runs."
   validation {
-    condition     = contains(["535", "550", "580"], var.driver_branch)
-    error_message = "The driver_branch must be 535, 550 or 580."
+    condition     = contains(["580"], var.driver_branch)
+    error_message = "The driver_branch must be 580 on Ubuntu 24.04: NVIDIA's ubuntu2404 repository begins at CUDA 12.5, newer than branch 535 or 550 runs (see pins-ubuntu-24.04.pkrvars.hcl)."
   }
 }
 
@@ -35,11 +35,12 @@ variable "driver_flavor" {
 
 variable "driver_versions" {
   type        = map(string)
-  description = "Driver package version by branch; from pins.pkrvars.hcl."
+  description = "Driver package version by branch; from pins-ubuntu-24.04.pkrvars.hcl."
 }
 
-variable "cuda_version" {
-  type = string
+variable "cuda_versions" {
+  type        = map(string)
+  description = "cuda-toolkit-X-Y package version by driver branch, each the newest CUDA its branch runs; from pins-ubuntu-24.04.pkrvars.hcl. The plan pins and holds the release's component packages with it."
 }
 
 variable "container_toolkit_version" {
@@ -99,15 +100,12 @@ variable "plugin_version" {
   default = "0.1.0"
 }
 
-variable "ngc_base" {
-  type        = string
-  default     = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
-  description = "NGC base image pre-seeded into the image; the gpuhost-ngc data source pins its tag to a digest at build time, and the manifest records it."
-}
-
-variable "ngc_base_digest" {
-  type        = string
-  description = "The reviewed digest of ngc_base (pins.pkrvars.hcl): the gpuhost-ngc data source fails the build, naming both digests, when the tag no longer resolves to it."
+variable "ngc_bases" {
+  type = map(object({
+    ref    = string
+    digest = string
+  }))
+  description = "NGC base image pre-seeded into the image, by driver branch: NVIDIA's CUDA base of the branch's CUDA release and its reviewed digest (pins-ubuntu-24.04.pkrvars.hcl). The gpuhost-ngc data source fails the build, naming both digests, when the tag no longer resolves to it; the manifest records it."
 }
 
 variable "publish_repository" {
@@ -142,8 +140,8 @@ locals {
 # fails the build. The provisioner pulls exactly the pinned digest and
 # verifies every blob.
 data "gpuhost-ngc" "base" {
-  ref    = var.ngc_base
-  pinned = var.ngc_base_digest
+  ref    = var.ngc_bases[var.driver_branch].ref
+  pinned = var.ngc_bases[var.driver_branch].digest
 }
 
 source "gpuhost-rootfs" "ubuntu_2404" {
@@ -171,8 +169,10 @@ build {
       flavor  = var.driver_flavor
       source  = "cuda-repo"
     }
+    # The CUDA release the driver branch runs, from the same pins file, so
+    # a branch cannot be paired with a CUDA it does not support.
     cuda {
-      version = var.cuda_version
+      version = var.cuda_versions[var.driver_branch]
     }
     container_toolkit {
       version = var.container_toolkit_version

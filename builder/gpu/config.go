@@ -70,8 +70,15 @@ type Driver struct {
 type CUDA struct {
 	// The CUDA toolkit version. `12.8` installs the meta package
 	// cuda-toolkit-12-8 (held, any patch release); `12.8.1-1` also pins the
-	// package version. For the debian source this is the version of
-	// nvidia-cuda-toolkit. Empty installs no toolkit.
+	// package version. Either way the plan pins the release whole: every
+	// package of it the meta package's dependencies reach (cuda-nvcc-12-8,
+	// cuda-cudart-12-8, libcublas-12-8, ... and the configuration packages
+	// they share) is installed at the release's own build, pinned in
+	// /etc/apt/preferences.d/gpuhost-cuda.pref, held and checked, so that
+	// a later update of the release, which satisfies the same dependencies,
+	// never replaces a part of it. For the debian source this is the
+	// version of nvidia-cuda-toolkit, whose source package is pinned
+	// whole. Empty installs no toolkit.
 	Version string `mapstructure:"version"`
 }
 

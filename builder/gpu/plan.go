@@ -46,11 +46,30 @@ const (
 )
 
 // aptGroup is one apt-get install call: packages that must be resolved
-// together, in the plan's order.
+// together, in the plan's order. CUDASet installs the CUDA release the plan
+// resolved instead of Packages.
 type aptGroup struct {
 	Step     string
 	Packages []Pin
+	CUDASet  bool
 }
+
+// cudaSet is the CUDA release the plan pins whole: the toolkit's meta
+// package at its pin (any version when empty) and every package of the
+// release its dependencies reach. Those are known only once the apt
+// sources are, so the plan resolves them on the target; Suffix is what
+// names them (`12-2` in cuda-nvcc-12-2, libcublas-12-2) and Major the
+// CUDA major release whose shared configuration packages they depend on
+// (cuda-toolkit-12-config-common).
+type cudaSet struct {
+	Toolkit Pin
+	Suffix  string
+	Major   string
+}
+
+// CUDAPreferences is the apt preferences file that pins every package of
+// the CUDA release at the version the plan resolved for it.
+const CUDAPreferences = "/etc/apt/preferences.d/gpuhost-cuda.pref"
 
 // planData is what the template sees; every string in it has passed the
 // validation regexps, so none needs shell quoting beyond single quotes.
@@ -81,6 +100,8 @@ type planData struct {
 	KubeletMemory  bool
 	Unattended     bool
 	Hardening      *hardeningPlan
+	CUDASet        *cudaSet
+	CUDAPref       string
 }
 
 //go:embed plan.sh.tmpl
@@ -130,6 +151,8 @@ func RenderPlan(cfg Config) (string, error) {
 	if d.CUDARepoURL != "" || d.Toolkit {
 		d.Prereqs = []string{"ca-certificates", "curl", "gpg"}
 	}
+	d.CUDASet = c.cudaSet()
+	d.CUDAPref = CUDAPreferences
 	d.Groups = c.installGroups()
 	d.Available = availableOrder(d.Groups)
 	d.Payload = c.payload()
@@ -224,6 +247,11 @@ func (c *Config) sourcePins() []Pin {
 		if c.Persistenced && c.Driver.PersistencedVersion != "" {
 			pins = append(pins, Pin{Name: "nvidia-persistenced", Version: c.Driver.PersistencedVersion})
 		}
+		// Its libraries (libcudart, libcublas, ...) are binaries of the
+		// same source at the same version.
+		if c.CUDA.Version != "" {
+			pins = append(pins, Pin{Name: "nvidia-cuda-toolkit", Version: c.CUDA.Version})
+		}
 		return pins
 	case SourceUbuntuArchive:
 		return []Pin{{Name: "nvidia-graphics-drivers-" + c.Driver.Branch + "-server", Version: c.Driver.Version}}
@@ -257,6 +285,18 @@ func (c *Config) cudaPin() (Pin, bool) {
 		return Pin{Name: name}, true
 	}
 	return Pin{Name: name, Version: v}, true
+}
+
+// cudaSet is the CUDA release pinned whole, for NVIDIA's cuda-toolkit-X-Y
+// meta package; Debian's nvidia-cuda-toolkit is one source package, pinned
+// through sourcePins instead.
+func (c *Config) cudaSet() *cudaSet {
+	p, ok := c.cudaPin()
+	if !ok || c.Driver.Source == SourceDebian {
+		return nil
+	}
+	m := cudaRe.FindStringSubmatch(c.CUDA.Version)
+	return &cudaSet{Toolkit: p, Suffix: m[1] + "-" + m[2], Major: m[1]}
 }
 
 func (c *Config) toolkitPins() []Pin {
@@ -312,26 +352,26 @@ func (c *Config) installGroups() []aptGroup {
 	if c.Driver.Source == SourceCUDARepo {
 		// DKMS builds the modules against these headers, for the target
 		// kernel rather than the build host's.
-		groups = append(groups, aptGroup{"kernel headers", []Pin{{Name: "linux-headers-" + c.TargetKernel}}})
+		groups = append(groups, aptGroup{Step: "kernel headers", Packages: []Pin{{Name: "linux-headers-" + c.TargetKernel}}})
 	}
 	for i, g := range c.driverPins() {
 		step := "driver"
 		if c.Driver.Source == SourceCUDARepo && i == 0 {
 			step = "driver pinning"
 		}
-		groups = append(groups, aptGroup{step, g})
+		groups = append(groups, aptGroup{Step: step, Packages: g})
 	}
 	if p, ok := c.fabricManagerPin(); ok {
-		groups = append(groups, aptGroup{"fabric manager", []Pin{p}})
+		groups = append(groups, aptGroup{Step: "fabric manager", Packages: []Pin{p}})
 	}
 	if p, ok := c.cudaPin(); ok {
-		groups = append(groups, aptGroup{"cuda toolkit", []Pin{p}})
+		groups = append(groups, aptGroup{Step: "cuda toolkit", Packages: []Pin{p}, CUDASet: c.cudaSet() != nil})
 	}
 	if t := c.toolkitPins(); len(t) > 0 {
-		groups = append(groups, aptGroup{"container toolkit", t})
+		groups = append(groups, aptGroup{Step: "container toolkit", Packages: t})
 	}
 	ctr := Pin{Name: "containerd", Version: c.Containerd.Version}
-	groups = append(groups, aptGroup{"containerd", []Pin{ctr}})
+	groups = append(groups, aptGroup{Step: "containerd", Packages: []Pin{ctr}})
 	return groups
 }
 

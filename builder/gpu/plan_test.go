@@ -2,13 +2,16 @@ package gpu
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/internal/testutil/nvidiarepo"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -265,8 +268,8 @@ func TestPlanPinsWholeDriverSource(t *testing.T) {
 	if !strings.Contains(arch, "Package: src:nvidia-graphics-drivers-535-server\nPin: version 535.247.01-0ubuntu0.22.04.1\n") {
 		t.Error("ubuntu-archive plan does not pin its driver source package")
 	}
-	if strings.Contains(renderCase(t, "ubuntu-22.04-cuda-repo-open-580"), "preferences.d") {
-		t.Error("cuda-repo relies on nvidia-driver-pinning, not its own preferences")
+	if strings.Contains(renderCase(t, "ubuntu-22.04-cuda-repo-open-580"), "Package: src:") {
+		t.Error("cuda-repo pins the driver through nvidia-driver-pinning, not its own preferences")
 	}
 }
 
@@ -341,7 +344,7 @@ func TestPlanChecksPinsAreAvailableBeforeInstalling(t *testing.T) {
 	want := []string{
 		"available 'nvidia-driver-535-open' '535.261.03-1' || missing=1",
 		"available 'nvidia-fabricmanager-535' '535.261.03-1' || missing=1",
-		"available 'cuda-toolkit-12-2' '12.2.1-1' || missing=1",
+		"available 'cuda-toolkit-12-2' '12.2.0-1' || missing=1",
 		"available 'nvidia-container-toolkit' '1.17.8-1' || missing=1",
 		"available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1",
 		"available 'libnvidia-container-tools' '1.17.8-1' || missing=1",
@@ -378,5 +381,164 @@ func TestPlanVerifiesPayloadVersions(t *testing.T) {
 	}
 	if strings.Contains(debian, "modinfo") || strings.Contains(debian, "nvidia-ctk --version") {
 		t.Error("the debian plan checks a module or toolkit that source does not install")
+	}
+}
+
+// aptState is a private apt (any user, its own state directory) over the
+// stand-in's CUDA repository, trusted through its key; prefs is the
+// preferences directory it reads. It returns the APT_CONFIG file for apt
+// commands and the plan's functions.
+func aptState(t *testing.T, repo *nvidiarepo.Layout, base, prefs string) string {
+	t.Helper()
+	state := t.TempDir()
+	key := filepath.Join(state, "cuda.gpg")
+	if err := os.WriteFile(key, repo.CUDAKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := "deb [signed-by=" + key + "] " + base + "/" + repo.CUDARepos + "/" + nvidiarepo.CUDADistro + "/" + nvidiarepo.CUDAArch + "/ /\n"
+	for _, d := range []string{"lists/partial", "cache/archives/partial", "none"} {
+		if err := os.MkdirAll(filepath.Join(state, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := "root"
+	if os.Geteuid() != 0 {
+		user = os.Getenv("USER")
+	}
+	// Installed: what a Debian 12 image has that the toolkit needs from
+	// the distribution.
+	files := map[string]string{
+		"sources.list": list,
+		"status":       "Package: dkms\nStatus: install ok installed\nVersion: 3.0.10-8+deb12u1\nArchitecture: all\n\n",
+		"apt.conf": `Dir::Etc::SourceList "` + filepath.Join(state, "sources.list") + `";
+Dir::Etc::SourceParts "` + filepath.Join(state, "none") + `";
+Dir::Etc::Preferences "` + filepath.Join(state, "none", "preferences") + `";
+Dir::Etc::PreferencesParts "` + prefs + `";
+Dir::State::Lists "` + filepath.Join(state, "lists") + `";
+Dir::State::status "` + filepath.Join(state, "status") + `";
+Dir::Cache "` + filepath.Join(state, "cache") + `";
+APT::Architecture "amd64";
+APT::Sandbox::User "` + user + `";
+Debug::NoLocking "1";
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(state, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(state, "apt.conf")
+	cmd := exec.Command("apt-get", "update")
+	cmd.Env = append(os.Environ(), "APT_CONFIG="+conf)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "W: ") {
+		t.Fatalf("apt-get update: %v\n%s", err, out)
+	}
+	return conf
+}
+
+// TestPlanPinsWholeCUDARelease runs the plan's cuda set step against the
+// stand-in of NVIDIA's CUDA repository with apt's own tools: every
+// component the toolkit's meta packages reach is at the pinned release's
+// build (cuda-nvcc-12-2 12.2.91-1 for 12.2.0, not 12.2.2's 12.2.140-1,
+// which satisfies the same ">="), the shared configuration packages are
+// in the set at the release's runtime build although later releases
+// publish newer ones, what the distribution provides (dkms) is not; under the
+// preferences the step writes, apt installs exactly the set, while without
+// them it would take the newer builds. The plan installs, holds and checks
+// the set it resolved.
+func TestPlanPinsWholeCUDARelease(t *testing.T) {
+	for _, tool := range [][2]string{{"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}, {"apt-get", "apt"}} {
+		testutil.Tool(t, tool[0], tool[1])
+	}
+	plan := renderCase(t, "debian-12-cuda-repo-open-535")
+	step := planStep(t, plan, "cuda set")
+	_, rest, ok := strings.Cut(plan, "\ncuda_set() {\n")
+	fn, _, ok2 := strings.Cut(rest, "\n}\n")
+	if !ok || !ok2 {
+		t.Fatal("the plan defines no cuda_set")
+	}
+	for _, want := range []string{
+		"apt_install $(awk '{ print $1 \"=\" $2 }' \"$GPUHOST_WORK/cuda-set\")",
+		"apt-mark hold $(cut -d' ' -f1 \"$GPUHOST_WORK/cuda-set\")",
+		"\tpin_check \"$name\" \"$version\"",
+	} {
+		if !hasLine(plan, want) {
+			t.Errorf("the plan has no line %q", want)
+		}
+	}
+	for _, s := range []string{`step "pins available"`, `step "cuda set"`, `step "install cuda toolkit"`, `step "hold"`, `step "verify pins"`} {
+		if !strings.Contains(plan, s) {
+			t.Fatalf("the plan has no %s", s)
+		}
+	}
+	if strings.Index(plan, `step "cuda set"`) < strings.Index(plan, `step "pins available"`) || strings.Index(plan, `step "cuda set"`) > strings.Index(plan, `step "install kernel headers"`) {
+		t.Error("the cuda set must be resolved after the pins are found available and before anything is installed")
+	}
+
+	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: DefaultCUDARepositories})
+	prefs := t.TempDir()
+	conf := aptState(t, repo, base, prefs)
+	work := t.TempDir()
+	pref := filepath.Join(prefs, "gpuhost-cuda.pref")
+	script := "set -eu\ndie() { echo \"die: $*\" >&2; exit 1; }\nGPUHOST_WORK=$1\ncuda_set() {\n" + fn + "\n}\n" +
+		strings.ReplaceAll(step, CUDAPreferences, pref)
+	cmd := exec.Command("sh", "-c", script, "sh", work)
+	cmd.Env = append(os.Environ(), "APT_CONFIG="+conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the cuda set step: %v\n%s", err, out)
+	}
+	set, err := os.ReadFile(filepath.Join(work, "cuda-set"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(set)), "\n") {
+		name, version, _ := strings.Cut(l, " ")
+		got[name] = version
+	}
+	comp := nvidiarepo.CUDAComponents["12.2.0-1"]
+	want := map[string]string{
+		"cuda-toolkit-12-2":               "12.2.0-1",
+		"cuda-compiler-12-2":              "12.2.0-1",
+		"cuda-libraries-12-2":             "12.2.0-1",
+		"cuda-nvcc-12-2":                  comp["cuda-nvcc"],
+		"cuda-cudart-12-2":                comp["cuda-cudart"],
+		"libcublas-12-2":                  comp["libcublas"],
+		"cuda-toolkit-12-2-config-common": comp["cuda-cudart"],
+		"cuda-toolkit-12-config-common":   comp["cuda-cudart"],
+		"cuda-toolkit-config-common":      comp["cuda-cudart"],
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("cuda set:\n%s\nwant %v", set, want)
+	}
+	if !strings.Contains(string(out), "gpuhost-gpu: cuda set: cuda-nvcc-12-2 "+comp["cuda-nvcc"]+"\n") {
+		t.Errorf("the step does not log the set:\n%s", out)
+	}
+
+	// apt itself, under the step's preferences: the meta package alone
+	// brings the set at its builds; without them, the newer builds.
+	install := func(args ...string) map[string]string {
+		t.Helper()
+		cmd := exec.Command("apt-get", append([]string{"install", "-s", "--no-install-recommends"}, args...)...)
+		cmd.Env = append(os.Environ(), "APT_CONFIG="+conf)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("apt-get install -s %v: %v\n%s", args, err, out)
+		}
+		inst := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^Inst (\S+) \((\S+) `).FindAllStringSubmatch(string(out), -1) {
+			inst[m[1]] = m[2]
+		}
+		return inst
+	}
+	if inst := install("cuda-toolkit-12-2=12.2.0-1"); !maps.Equal(inst, want) {
+		t.Errorf("under %s apt installs %v; want %v", pref, inst, want)
+	}
+	if err := os.Remove(pref); err != nil {
+		t.Fatal(err)
+	}
+	if inst := install("cuda-toolkit-12-2=12.2.0-1"); inst["cuda-nvcc-12-2"] != nvidiarepo.CUDAComponents["12.2.2-1"]["cuda-nvcc"] {
+		t.Errorf("without the preferences apt installs cuda-nvcc-12-2 %s; the stand-in no longer shows why the set is needed", inst["cuda-nvcc-12-2"])
 	}
 }

@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.packer, "packer", "bin/packer", "the Packer binary")
 	flag.StringVar(&o.plugin, "plugin", "bin/packer-plugin-gpuhost", "the gpuhost plugin binary, installed offline into a private plugin directory")
 	flag.StringVar(&o.template, "template", "images/debian-12-gpu.pkr.hcl", "the template our build bakes")
-	flag.StringVar(&o.varFile, "var-file", "images/pins.pkrvars.hcl", "the template's variable file")
+	flag.StringVar(&o.varFile, "var-file", "images/pins-debian-12.pkrvars.hcl", "the template's variable file (pins-<family>.pkrvars.hcl)")
 	flag.Func("var", "a template variable as name=value, passed to packer build as -var (repeatable; the Debian template needs trivy_db)", func(v string) error {
 		if !strings.Contains(v, "=") {
 			return fmt.Errorf("%q is not name=value", v)
@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&o.work, "work", "", "work directory (default: a new one under /var/tmp, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory: build logs, rootfs trees and images")
 	// The template's extra_packages, then what its disk output installs
-	// besides: the pinned kernel (pins.pkrvars.hcl) and GRUB's images.
+	// besides: the pinned kernel (pins-debian-12.pkrvars.hcl) and GRUB's images.
 	flag.StringVar(&o.include, "include", "systemd,systemd-sysv,udev,ca-certificates,nftables,openssh-server,sudo,libpam-google-authenticator,auditd,linux-image-6.1.0-50-amd64=6.1.176-1,grub-efi-amd64-bin,grub-pc-bin", "the packages the template's bootstrap installs (extra_packages, kernel_package and GRUB), which the plain build passes to mmdebstrap --include")
 	flag.StringVar(&o.components, "components", "main,contrib,non-free,non-free-firmware", "the template's components")
 	flag.StringVar(&o.installExtra, "install", "containerd", "packages the plain build installs with apt-get besides the pins our image's manifest lists")

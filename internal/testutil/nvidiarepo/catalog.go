@@ -20,9 +20,25 @@ var (
 	// release nvcc reports is X.Y; the branch each needs is in the
 	// compatibility matrix (535 -> 12.2, 550 -> 12.4, 580 -> 13.0).
 	CUDAVersions = map[string][]string{
-		"12.2": {"12.2.1-1", "12.2.2-1"},
+		"12.2": {"12.2.0-1", "12.2.2-1"},
 		"12.4": {"12.4.0-1", "12.4.1-1"},
 		"13.0": {"13.0.1-1", "13.0.2-1"},
+	}
+	// CUDAComponents are the builds of the component packages each
+	// toolkit version's meta packages pull in, by toolkit version and
+	// component (the package's name without -X-Y). They carry versions of
+	// their own, as NVIDIA's do (CUDA 12.2.2 ships cuda-cudart-12-2
+	// 12.2.140-1 and libcublas-12-2 12.2.5.6-1, 12.4.1 cuda-cudart-12-4
+	// 12.4.127-1 and libcublas-12-4 12.4.5.8-1, 13.0.1 cuda-cudart-13-0
+	// 13.0.88-1; the rest follow the same scheme), and the later release's
+	// builds satisfy the earlier meta packages' ">=" too.
+	CUDAComponents = map[string]map[string]string{
+		"12.2.0-1": {"cuda-nvcc": "12.2.91-1", "cuda-cudart": "12.2.53-1", "libcublas": "12.2.1.16-1"},
+		"12.2.2-1": {"cuda-nvcc": "12.2.140-1", "cuda-cudart": "12.2.140-1", "libcublas": "12.2.5.6-1"},
+		"12.4.0-1": {"cuda-nvcc": "12.4.99-1", "cuda-cudart": "12.4.99-1", "libcublas": "12.4.2.65-1"},
+		"12.4.1-1": {"cuda-nvcc": "12.4.131-1", "cuda-cudart": "12.4.127-1", "libcublas": "12.4.5.8-1"},
+		"13.0.1-1": {"cuda-nvcc": "13.0.88-1", "cuda-cudart": "13.0.88-1", "libcublas": "13.0.2.14-1"},
+		"13.0.2-1": {"cuda-nvcc": "13.0.96-1", "cuda-cudart": "13.0.96-1", "libcublas": "13.1.0.3-1"},
 	}
 	// ToolkitVersions are the container toolkit's versions: all four
 	// packages at each.
@@ -202,13 +218,21 @@ exit 9
 	}
 }
 
-// cudaPackages are one CUDA release's packages: the toolkit meta package
-// depends with >= on the compiler, as NVIDIA's does, and nvcc reports the
-// release.
+// cudaPackages are one CUDA toolkit version's packages, in the shape of
+// NVIDIA's: the toolkit meta package depends with ">=" on the release's
+// compiler and library meta packages, those with ">=" on the components'
+// own builds (CUDAComponents), and the runtime on the configuration
+// packages with no version at all. Every payload carries its build: nvcc
+// reports it (`release 12.2, V12.2.91`), and the runtime and cuBLAS are
+// files named for theirs.
 func cudaPackages(release, v string) []pkg {
 	dash := strings.ReplaceAll(release, ".", "-")
+	major, _, _ := strings.Cut(release, ".")
 	u := upstream(v)
 	home := "/usr/local/cuda-" + release
+	comp := CUDAComponents[v]
+	name := func(c string) string { return c + "-" + dash }
+	atLeast := func(c string) string { return fmt.Sprintf("%s (>= %s)", name(c), upstream(comp[c])) }
 	nvcc := script(fmt.Sprintf(`case "$1" in
 --version)
 	echo 'nvcc: NVIDIA (R) Cuda compiler driver'
@@ -218,16 +242,36 @@ func cudaPackages(release, v string) []pkg {
 	;;
 *) echo 'nvcc stand-in: only --version' >&2; exit 1 ;;
 esac
-`, release, u, release, release))
-	return []pkg{
-		{name: "cuda-toolkit-" + dash, version: v, arch: "amd64", depends: fmt.Sprintf("cuda-compiler-%s (>= %s)", dash, u),
+`, release, upstream(comp["cuda-nvcc"]), release, release))
+	lib := home + "/targets/x86_64-linux/lib"
+	// The configuration packages the runtime depends on with no version:
+	// one per release, one per major release and one for all of CUDA, each
+	// published at every release's cudart build, so that the newest is a
+	// later release's.
+	config := []string{"cuda-toolkit-" + dash + "-config-common", "cuda-toolkit-" + major + "-config-common", "cuda-toolkit-config-common"}
+	pkgs := []pkg{
+		{name: "cuda-toolkit-" + dash, version: v, arch: "amd64",
+			depends:     fmt.Sprintf("cuda-compiler-%[1]s (>= %[2]s), cuda-libraries-%[1]s (>= %[2]s), dkms", dash, u),
 			description: "CUDA Toolkit " + release + " meta package (stand-in)"},
-		{name: "cuda-compiler-" + dash, version: v, arch: "amd64", depends: fmt.Sprintf("cuda-nvcc-%s (>= %s)", dash, u),
+		{name: "cuda-compiler-" + dash, version: v, arch: "amd64", depends: atLeast("cuda-nvcc"),
 			description: "CUDA compiler meta package (stand-in)"},
-		{name: "cuda-nvcc-" + dash, version: v, arch: "amd64",
-			description: "CUDA nvcc (stand-in that reports its release)",
+		{name: "cuda-libraries-" + dash, version: v, arch: "amd64", depends: atLeast("cuda-cudart") + ", " + atLeast("libcublas"),
+			description: "CUDA libraries meta package (stand-in)"},
+		{name: name("cuda-nvcc"), version: comp["cuda-nvcc"], arch: "amd64",
+			description: "CUDA nvcc (stand-in that reports its build)",
 			files:       []file{{path: home + "/bin/nvcc", mode: 0o755, data: nvcc}}},
+		{name: name("cuda-cudart"), version: comp["cuda-cudart"], arch: "amd64", depends: strings.Join(config, ", "),
+			description: "CUDA runtime (stand-in: a file named for its build)",
+			files:       []file{{path: lib + "/libcudart.so." + upstream(comp["cuda-cudart"]), mode: 0o644, data: "gpuhost stand-in\n"}}},
+		{name: name("libcublas"), version: comp["libcublas"], arch: "amd64",
+			description: "cuBLAS (stand-in: a file named for its build)",
+			files:       []file{{path: lib + "/libcublas.so." + upstream(comp["libcublas"]), mode: 0o644, data: "gpuhost stand-in\n"}}},
 	}
+	for _, c := range config {
+		pkgs = append(pkgs, pkg{name: c, version: comp["cuda-cudart"], arch: "all",
+			description: "CUDA configuration shared by components (stand-in)"})
+	}
+	return pkgs
 }
 
 // toolkitPackages are one container toolkit release: the four packages

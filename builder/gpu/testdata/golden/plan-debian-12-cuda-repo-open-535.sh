@@ -106,6 +106,73 @@ available() {
 	return 1
 }
 
+# cuda_set PKG VERSION SUFFIX MAJOR writes PKG at VERSION (apt's candidate
+# when empty) and every package of its CUDA release that its dependencies
+# reach to $GPUHOST_WORK/cuda-set, one "name version" a line. NVIDIA's meta
+# packages depend on each part of the release with ">=" the release's own
+# build of it (cuda-toolkit-12-2 12.2.2-1 on cuda-libraries-12-2 (>= 12.2.2),
+# that on cuda-cudart-12-2 (>= 12.2.140)), which every later update of the
+# release satisfies too, so apt alone would take the newest of each. The set
+# takes the oldest version in the apt sources that the dependant accepts,
+# which is the release's own; a dependency with no version takes the
+# dependant's version, or else the candidate. The release's packages are those named for it (-SUFFIX, as in
+# cuda-nvcc-12-2 and libcublas-12-2) and the configuration packages they
+# share (cuda-toolkit-MAJOR-config-common, cuda-toolkit-config-common);
+# what else they need (dkms, a JRE) comes from the distribution and is left
+# to apt.
+cuda_set() {
+	set_file=$GPUHOST_WORK/cuda-set
+	ver=$2
+	if [ -z "$ver" ]; then
+		ver=$(apt-cache policy "$1" | awk '$1 == "Candidate:" { print $2 }')
+	fi
+	printf '%s %s\n' "$1" "$ver" >"$set_file"
+	n=1
+	while entry=$(sed -n "${n}p" "$set_file") && [ -n "$entry" ]; do
+		n=$((n + 1))
+		pkg=${entry% *}
+		ver=${entry#* }
+		apt-cache show "$pkg=$ver" >"$GPUHOST_WORK/cuda-show" || die "apt-cache cannot show $pkg=$ver"
+		# The first stanza's dependencies, one a line as "name op version",
+		# the first of each set of alternatives.
+		awk '/^$/ { exit } /^(Pre-)?Depends: / { sub(/^[^:]*: /, ""); print }' "$GPUHOST_WORK/cuda-show" | tr ',' '\n' |
+			sed -E -e 's/\|.*//' -e 's/^[[:space:]]*([^[:space:](]+)[[:space:]]*(\(([<>=]+)[[:space:]]*([^)[:space:]]+)\))?.*$/\1 \3 \4/' >"$GPUHOST_WORK/cuda-deps"
+		while read -r dep op want; do
+			dep=${dep%%:*}
+			case "$dep" in
+			*"-$3" | *"-$3-"* | "cuda-toolkit-$4-config-common" | cuda-toolkit-config-common) ;;
+			*) continue ;;
+			esac
+			if grep -q "^$dep " "$set_file"; then
+				continue
+			fi
+			best=
+			if [ -z "$op" ]; then
+				# Nothing to go by but the dependant: its own version where
+				# the sources have it (a release's configuration packages
+				# are built at its runtime's version), else the candidate.
+				if apt-cache madison "$dep" | awk -F'|' -v v="$ver" '{ gsub(/ /, "", $2) } $2 == v { found = 1 } END { exit !found }'; then
+					best=$ver
+				else
+					best=$(apt-cache policy "$dep" | awk '$1 == "Candidate:" && $2 != "(none)" { print $2 }')
+				fi
+			else
+				for v in $(apt-cache madison "$dep" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+					dpkg --compare-versions "$v" "$op" "$want" || continue
+					if [ -z "$best" ] || dpkg --compare-versions "$v" lt "$best"; then
+						best=$v
+					fi
+				done
+			fi
+			[ -n "$best" ] || die "$dep${op:+ ($op $want)}, which $pkg $ver depends on, is not in the apt sources at a version it accepts"
+			case "$dep $best" in
+			*[!A-Za-z0-9.+~:\ -]*) die "the apt sources name a package or version this plan will not write: $dep $best" ;;
+			esac
+			echo "$dep $best" >>"$set_file"
+		done <"$GPUHOST_WORK/cuda-deps"
+	done
+}
+
 # pin_check PKG VERSION: the package is installed and held, at VERSION
 # unless VERSION is empty.
 pin_check() {
@@ -166,7 +233,7 @@ step "pins available"
 missing=
 available 'nvidia-driver-535-open' '535.261.03-1' || missing=1
 available 'nvidia-fabricmanager-535' '535.261.03-1' || missing=1
-available 'cuda-toolkit-12-2' '12.2.1-1' || missing=1
+available 'cuda-toolkit-12-2' '12.2.0-1' || missing=1
 available 'nvidia-container-toolkit' '1.17.8-1' || missing=1
 available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1
 available 'libnvidia-container-tools' '1.17.8-1' || missing=1
@@ -175,6 +242,17 @@ available 'linux-headers-6.1.0-50-amd64' '' || missing=1
 available 'nvidia-driver-pinning-535.261.03' '' || missing=1
 available 'containerd' '' || missing=1
 [ -z "$missing" ] || die "pinned packages are missing from the apt sources (above)"
+
+step "cuda set"
+# The whole CUDA release at the pin, before anything is installed: each
+# package installed at its version, pinned here so that no apt-get upgrade
+# moves it to a later update, held and checked after install.
+cuda_set 'cuda-toolkit-12-2' '12.2.0-1' '12-2' '12'
+while read -r name version; do
+	printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$name" "$version"
+done <"$GPUHOST_WORK/cuda-set" >'/etc/apt/preferences.d/gpuhost-cuda.pref'
+chmod 0644 '/etc/apt/preferences.d/gpuhost-cuda.pref'
+sed 's/^/gpuhost-gpu: cuda set: /' "$GPUHOST_WORK/cuda-set"
 
 step "install kernel headers"
 apt_install 'linux-headers-6.1.0-50-amd64'
@@ -189,7 +267,8 @@ step "install fabric manager"
 apt_install 'nvidia-fabricmanager-535=535.261.03-1'
 
 step "install cuda toolkit"
-apt_install 'cuda-toolkit-12-2=12.2.1-1'
+# shellcheck disable=SC2046 # one word per package=version
+apt_install $(awk '{ print $1 "=" $2 }' "$GPUHOST_WORK/cuda-set")
 
 step "install container toolkit"
 apt_install 'nvidia-container-toolkit=1.17.8-1' 'nvidia-container-toolkit-base=1.17.8-1' 'libnvidia-container-tools=1.17.8-1' 'libnvidia-container1=1.17.8-1'
@@ -204,6 +283,8 @@ dkms status -k '6.1.0-50-amd64' | grep -q 'installed' || die "dkms built no modu
 
 step "hold"
 apt-mark hold 'nvidia-driver-pinning-535.261.03' 'nvidia-driver-535-open' 'nvidia-fabricmanager-535' 'cuda-toolkit-12-2' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
+# shellcheck disable=SC2046 # one word per package
+apt-mark hold $(cut -d' ' -f1 "$GPUHOST_WORK/cuda-set")
 
 step "containerd config"
 command -v containerd >/dev/null 2>&1 || die "containerd is not installed"
@@ -302,11 +383,15 @@ step "verify pins"
 pin_check 'nvidia-driver-pinning-535.261.03' ''
 pin_check 'nvidia-driver-535-open' '535.261.03-1'
 pin_check 'nvidia-fabricmanager-535' '535.261.03-1'
-pin_check 'cuda-toolkit-12-2' '12.2.1-1'
+pin_check 'cuda-toolkit-12-2' '12.2.0-1'
 pin_check 'nvidia-container-toolkit' '1.17.8-1'
 pin_check 'nvidia-container-toolkit-base' '1.17.8-1'
 pin_check 'libnvidia-container-tools' '1.17.8-1'
 pin_check 'libnvidia-container1' '1.17.8-1'
+# The CUDA release: every package at the version the set resolved, held.
+while read -r name version; do
+	pin_check "$name" "$version"
+done <"$GPUHOST_WORK/cuda-set"
 
 step "verify payload"
 # What the packages put on disk, at the pinned versions. The loader's
@@ -337,6 +422,12 @@ for field in cli-version lib-version; do
 done
 got=$('/usr/local/cuda-12.2/bin/nvcc' --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
 [ "$got" = '12.2' ] || die "/usr/local/cuda-12.2/bin/nvcc reports release ${got:-none}, want 12.2"
+# And the release's own build of the compiler, the one the CUDA set pinned.
+want=$(awk '$1 == "cuda-nvcc-12-2" { v = $2; sub(/-[^-]*$/, "", v); print v }' "$GPUHOST_WORK/cuda-set")
+if [ -n "$want" ]; then
+	got=$('/usr/local/cuda-12.2/bin/nvcc' --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\)$/\1/p')
+	[ "$got" = "$want" ] || die "/usr/local/cuda-12.2/bin/nvcc reports V${got:-none}, want V$want (cuda-nvcc-12-2 as the CUDA set pinned it)"
+fi
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"
