@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"crypto/aes"
+	"crypto/cipher"
 	"crypto/pbkdf2"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -160,13 +161,12 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.
 	}
 	var key [sha256.Size]byte
 	sum.Sum(key[:0])
-	trials.Lock()
-	if out, ok := trials.m[key]; ok {
-		trials.Unlock()
-		return slices.Clone(out), nil
-	}
-	trials.Unlock()
+	return remembered(key, func() []facts.Keyslot { return md.try(ids, areas, lim) }), nil
+}
 
+// try tries the empty passphrase on each slot of ids whose key material
+// areas holds.
+func (md luks2Keyslots) try(ids []string, areas map[string][]byte, lim trialLimits) []facts.Keyslot {
 	out := make([]facts.Keyslot, 0, len(ids))
 	for _, id := range ids {
 		ks := md.Keyslots[id]
@@ -195,14 +195,27 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.
 		slot.EmptyPassphrase = opens
 		out = append(out, slot)
 	}
+	return out
+}
 
+// remembered returns what try finds for the header whose digest is key,
+// trying it only when the header has not been tried before. The caller
+// gets its own copy.
+func remembered(key [sha256.Size]byte, try func() []facts.Keyslot) []facts.Keyslot {
+	trials.Lock()
+	out, ok := trials.m[key]
+	trials.Unlock()
+	if ok {
+		return slices.Clone(out)
+	}
+	out = try()
 	trials.Lock()
 	if len(trials.m) >= maxRememberedTrials {
 		clear(trials.m)
 	}
 	trials.m[key] = slices.Clone(out)
 	trials.Unlock()
-	return out, nil
+	return out
 }
 
 // tokenOf is the type of the token bound to slot id (systemd-tpm2, say),
@@ -246,11 +259,8 @@ func (ks luks2Keyslot) materialSize() (int, error) {
 // open derives the slot's key from passphrase, decrypts its key material
 // and merges the stripes into the candidate volume key.
 func (ks luks2Keyslot) open(passphrase, area []byte, lim trialLimits) ([]byte, error) {
-	if ks.Area.Encryption != "aes-xts-plain64" {
-		return nil, fmt.Errorf("key material cipher %q is not tried", ks.Area.Encryption)
-	}
-	if ks.Area.KeySize != 32 && ks.Area.KeySize != 64 {
-		return nil, fmt.Errorf("a %d-byte aes-xts-plain64 key material key is not one AES-XTS has", ks.Area.KeySize)
+	if ks.Area.KeySize <= 0 || ks.Area.KeySize > maxSlotKeyBytes {
+		return nil, fmt.Errorf("a %d-byte key material key is not tried", ks.Area.KeySize)
 	}
 	salt, err := base64.StdEncoding.DecodeString(ks.KDF.Salt)
 	if err != nil || len(salt) == 0 || len(salt) > 1024 {
@@ -288,21 +298,182 @@ func (ks luks2Keyslot) open(passphrase, area []byte, lim trialLimits) ([]byte, e
 		return nil, fmt.Errorf("KDF %q is not tried", ks.KDF.Type)
 	}
 	defer clear(kek)
-	c, err := xts.NewCipher(aes.NewCipher, kek)
-	if err != nil {
-		return nil, fmt.Errorf("aes-xts-plain64: %w", err)
-	}
-	plain := make([]byte, len(area))
-	defer clear(plain)
-	for s := 0; s < len(area)/512; s++ {
-		c.Decrypt(plain[s*512:(s+1)*512], area[s*512:(s+1)*512], uint64(s))
-	}
 	h, err := hashFunc(ks.AF.Hash)
 	if err != nil {
 		return nil, err
 	}
-	return afMerge(plain, ks.KeySize, ks.AF.Stripes, h), nil
+	return mergeMaterial(ks.Area.Encryption, kek, area, ks.KeySize, ks.AF.Stripes, h)
 }
+
+// mergeMaterial decrypts a slot's key material with cipher (a dm-crypt
+// spec) under kek, sector by sector from sector 0, and merges its stripes.
+func mergeMaterial(cipher string, kek, area []byte, keySize, stripes int, h func() hash.Hash) ([]byte, error) {
+	decrypt, err := sectorCipher(cipher, kek)
+	if err != nil {
+		return nil, err
+	}
+	plain := make([]byte, len(area))
+	defer clear(plain)
+	for s := 0; s < len(area)/512; s++ {
+		decrypt(plain[s*512:(s+1)*512], area[s*512:(s+1)*512], uint64(s))
+	}
+	return afMerge(plain, keySize, stripes, h), nil
+}
+
+// sectorCipher returns how a 512-byte sector is decrypted under key with
+// the dm-crypt cipher spec: AES in XTS with plain64 sector numbers (what
+// cryptsetup uses by default), or in CBC with plain, plain64 or
+// essiv:sha256 IVs (LUKS1's old default).
+func sectorCipher(spec string, key []byte) (func(dst, src []byte, sector uint64), error) {
+	switch spec {
+	case "aes-xts-plain64":
+		if len(key) != 32 && len(key) != 64 {
+			return nil, fmt.Errorf("a %d-byte key is not one %s has", len(key), spec)
+		}
+		c, err := xts.NewCipher(aes.NewCipher, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
+		}
+		return c.Decrypt, nil
+	case "aes-cbc-plain", "aes-cbc-plain64", "aes-cbc-essiv:sha256":
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
+		}
+		iv := func(sector uint64) []byte {
+			v := make([]byte, aes.BlockSize)
+			if spec == "aes-cbc-plain" {
+				sector &= 0xffffffff
+			}
+			binary.LittleEndian.PutUint64(v, sector)
+			return v
+		}
+		if spec == "aes-cbc-essiv:sha256" {
+			salt := sha256.Sum256(key)
+			essiv, err := aes.NewCipher(salt[:])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", spec, err)
+			}
+			plain := iv
+			iv = func(sector uint64) []byte {
+				v := plain(sector)
+				essiv.Encrypt(v, v)
+				return v
+			}
+		}
+		return func(dst, src []byte, sector uint64) {
+			cipher.NewCBCDecrypter(block, iv(sector)).CryptBlocks(dst, src)
+		}, nil
+	}
+	return nil, fmt.Errorf("key material cipher %q is not tried", spec)
+}
+
+// luks1Slots tries the empty passphrase on the eight key slots of the
+// LUKS1 header h read from r, a device of size bytes. A LUKS1 slot is
+// PBKDF2 with the header's hash, its key material encrypted with the
+// volume's own cipher, and one master-key digest covers every slot.
+func luks1Slots(r io.ReaderAt, size int64, h luksHeader, lim trialLimits) ([]facts.Keyslot, error) {
+	hd := h.luks1
+	keyBytes := int(binary.BigEndian.Uint32(hd[108:112]))
+	hashName, err := cString(hd[72:104])
+	if err != nil {
+		return nil, fmt.Errorf("LUKS1 hash: %w", err)
+	}
+	sum := sha256.New()
+	sum.Write(hd)
+	type slot struct {
+		id         int
+		iterations uint64
+		salt, area []byte
+		stripes    int
+		untried    string
+	}
+	var slots []slot
+	for i := range 8 {
+		at := luks1SlotsAt + i*luks1SlotSize
+		switch binary.BigEndian.Uint32(hd[at:]) {
+		case luks1SlotDisabled:
+			continue
+		case luks1SlotActive:
+		default:
+			return nil, fmt.Errorf("LUKS1 key slot %d is neither active nor disabled", i)
+		}
+		s := slot{id: i, iterations: uint64(binary.BigEndian.Uint32(hd[at+4:])), salt: hd[at+8 : at+40],
+			stripes: int(binary.BigEndian.Uint32(hd[at+44:]))}
+		off := int64(binary.BigEndian.Uint32(hd[at+40:])) * 512
+		n := (keyBytes*s.stripes + 511) / 512 * 512
+		switch {
+		case keyBytes > maxSlotKeyBytes:
+			s.untried = fmt.Sprintf("a %d-byte volume key is not tried", keyBytes)
+		case s.stripes <= 0 || s.stripes > maxStripes:
+			s.untried = fmt.Sprintf("%d anti-forensic stripes are more than the %d tried", s.stripes, maxStripes)
+		case off > size || int64(n) > size-off:
+			s.untried = "its key material lies outside the device"
+		default:
+			s.area = make([]byte, n)
+			if _, err := r.ReadAt(s.area, off); err != nil {
+				return nil, fmt.Errorf("reading the key material of LUKS1 key slot %d: %w", i, err)
+			}
+			sum.Write(s.area)
+		}
+		slots = append(slots, s)
+	}
+	var key [sha256.Size]byte
+	sum.Sum(key[:0])
+	return remembered(key, func() []facts.Keyslot {
+		out := make([]facts.Keyslot, 0, len(slots))
+		for _, s := range slots {
+			ks := facts.Keyslot{ID: strconv.Itoa(s.id), KDF: "pbkdf2", Untried: s.untried}
+			if ks.Untried == "" {
+				opens, err := luks1Opens(hd, h.Cipher, hashName, keyBytes, s.iterations, s.salt, s.area, s.stripes, lim)
+				if err != nil {
+					ks.Untried = err.Error()
+				}
+				ks.EmptyPassphrase = opens
+			}
+			out = append(out, ks)
+		}
+		return out
+	}), nil
+}
+
+// luks1Opens derives one LUKS1 slot's key from the empty passphrase and
+// holds the master key it unlocks to the header's digest.
+func luks1Opens(hd []byte, cipher, hashName string, keyBytes int, iterations uint64, salt, area []byte, stripes int, lim trialLimits) (bool, error) {
+	h, err := hashFunc(hashName)
+	if err != nil {
+		return false, err
+	}
+	digestIter := uint64(binary.BigEndian.Uint32(hd[164:168]))
+	for _, n := range []uint64{iterations, digestIter} {
+		if n == 0 || n > lim.PBKDF2Iterations {
+			return false, fmt.Errorf("pbkdf2 with %d iterations is more than the %d a trial spends", n, lim.PBKDF2Iterations)
+		}
+	}
+	kek, err := pbkdf2.Key(h, "", salt, int(iterations), keyBytes)
+	if err != nil {
+		return false, fmt.Errorf("pbkdf2: %w", err)
+	}
+	defer clear(kek)
+	mk, err := mergeMaterial(cipher, kek, area, keyBytes, stripes, h)
+	if err != nil {
+		return false, err
+	}
+	defer clear(mk)
+	got, err := pbkdf2.Key(h, string(mk), hd[132:164], int(digestIter), 20)
+	if err != nil {
+		return false, fmt.Errorf("pbkdf2: %w", err)
+	}
+	return subtle.ConstantTimeCompare(got, hd[112:132]) == 1, nil
+}
+
+// Where a LUKS1 header keeps its key slots, and what marks one in use.
+const (
+	luks1SlotsAt      = 208
+	luks1SlotSize     = 48
+	luks1SlotActive   = 0x00ac71f3
+	luks1SlotDisabled = 0x0000dead
+)
 
 // digestMatches holds a candidate volume key of slot id to the digest that
 // covers the slot.

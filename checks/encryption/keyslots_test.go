@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -75,6 +76,44 @@ func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
 	h.keyslots(d.R, d.Size, &third)
 	if !reflect.DeepEqual(third.Keyslots, want) {
 		t.Errorf("remembered keyslots %+v, want %+v", third.Keyslots, want)
+	}
+}
+
+// LUKS1 slots are tried too, with the volume's own cipher on their key
+// material: XTS, and CBC with ESSIV, LUKS1's old default. LUKS2 volumes of
+// either cipher keep their slots' material as cryptsetup chose.
+func TestKeyslotsEveryCipher(t *testing.T) {
+	cs := testutil.Tool(t, "cryptsetup", "cryptsetup-bin")
+	for _, tc := range []struct {
+		typ, cipher string
+		bits        int
+	}{
+		{"luks1", "aes-xts-plain64", 512},
+		{"luks1", "aes-cbc-essiv:sha256", 256},
+		{"luks1", "aes-cbc-plain64", 128},
+		{"luks2", "aes-cbc-essiv:sha256", 256},
+	} {
+		t.Run(tc.typ+" "+tc.cipher, func(t *testing.T) {
+			vol, _ := testutil.LUKSFormat(t, tc.typ, tc.cipher, tc.bits)
+			dir := filepath.Dir(vol)
+			empty := filepath.Join(dir, "empty")
+			if err := os.WriteFile(empty, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Run(t, time.Minute, cs, "luksAddKey", "--batch-mode", "--key-file", filepath.Join(dir, "key"),
+				"--key-slot", "5", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", vol, empty)
+			d := openDevice(t, vol)
+			h, err := readLUKSHeader(d.R, d.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p facts.CryptParams
+			h.keyslots(d.R, d.Size, &p)
+			want := []facts.Keyslot{{ID: "0", KDF: "pbkdf2"}, {ID: "5", KDF: "pbkdf2", EmptyPassphrase: true}}
+			if p.KeyslotsError != "" || !reflect.DeepEqual(p.Keyslots, want) {
+				t.Fatalf("keyslots %+v (error %q), want %+v", p.Keyslots, p.KeyslotsError, want)
+			}
+		})
 	}
 }
 
@@ -231,4 +270,46 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzLUKS1Keyslots feeds hostile LUKS1 headers over a small device, with
+// limits a fuzzer cannot make expensive.
+func FuzzLUKS1Keyslots(f *testing.F) {
+	seed := make([]byte, luks1HeaderSize)
+	copy(seed, luksMagic)
+	seed[7] = 1
+	copy(seed[8:], "aes")
+	copy(seed[40:], "cbc-essiv:sha256")
+	copy(seed[72:], "sha256")
+	seed[111] = 32
+	seed[167] = 2 // digest iterations
+	for i := range 8 {
+		at := luks1SlotsAt + i*luks1SlotSize
+		binary.BigEndian.PutUint32(seed[at:], luks1SlotDisabled)
+	}
+	binary.BigEndian.PutUint32(seed[luks1SlotsAt:], luks1SlotActive)
+	binary.BigEndian.PutUint32(seed[luks1SlotsAt+4:], 2)
+	binary.BigEndian.PutUint32(seed[luks1SlotsAt+40:], 8)
+	binary.BigEndian.PutUint32(seed[luks1SlotsAt+44:], 4)
+	f.Add(seed)
+	device := bytes.Repeat([]byte{0x3c}, 64<<10)
+	lim := trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Iterations: 16}
+	f.Fuzz(func(t *testing.T, hd []byte) {
+		h, err := readLUKSHeader(bytes.NewReader(hd), int64(len(hd)))
+		if err != nil || h.Version != 1 {
+			return
+		}
+		slots, err := luks1Slots(bytes.NewReader(device), int64(len(device)), h, lim)
+		if err != nil {
+			return
+		}
+		if len(slots) > 8 {
+			t.Fatalf("%d slots", len(slots))
+		}
+		for _, s := range slots {
+			if s.EmptyPassphrase {
+				t.Fatalf("slot %s opened on a device of one repeated byte: %+v", s.ID, s)
+			}
+		}
+	})
 }

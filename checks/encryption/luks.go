@@ -36,8 +36,9 @@ type luksHeader struct {
 	// Cipher is the dm-crypt spec: cipher-mode, as in aes-xts-plain64.
 	Cipher  string
 	KeyBits int
-	// json is a LUKS2 header's JSON area, which describes its key slots.
-	json []byte
+	// json is a LUKS2 header's JSON area, which describes its key slots;
+	// luks1 is a LUKS1 header's fixed part, which holds them.
+	json, luks1 []byte
 }
 
 // errNotLUKS says the device does not start with a LUKS header.
@@ -101,7 +102,7 @@ func parseLUKS1(h []byte) (luksHeader, error) {
 	if mode != "" {
 		cipher += "-" + mode
 	}
-	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8}, nil
+	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8, luks1: h}, nil
 }
 
 // luks2Metadata is the part of the LUKS2 JSON area read here.
@@ -224,11 +225,16 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 // keyslots tries the empty passphrase on every key slot of the header h
 // read from r, a device of size bytes, and records them in p.
 func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams) {
-	if h.Version != 2 {
-		p.KeyslotsError = fmt.Sprintf("the key slots of a LUKS%d header are not tried", h.Version)
-		return
+	var slots []facts.Keyslot
+	var err error
+	switch h.Version {
+	case 1:
+		slots, err = luks1Slots(r, size, h, defaultTrialLimits)
+	case 2:
+		slots, err = luks2Slots(r, size, h.json, defaultTrialLimits)
+	default:
+		err = fmt.Errorf("the key slots of a LUKS%d header are not tried", h.Version)
 	}
-	slots, err := luks2Slots(r, size, h.json, defaultTrialLimits)
 	if err != nil {
 		p.KeyslotsError = err.Error()
 		return

@@ -3,7 +3,7 @@
 # description: >-
 #   A LUKS key slot that the empty passphrase opens hands the volume to anyone who holds the
 #   disk, whatever cipher protects it. gpuhost tries the empty passphrase on every key slot of
-#   each LUKS2 volume under / and swap, the way cryptsetup would open it (the slot's KDF, its
+#   each LUKS1 and LUKS2 volume under / and swap, the way cryptsetup would open it (the slot's KDF, its
 #   key material, the anti-forensic merge, the header's digest), read from the partition on a
 #   live host and from the disk in an image. An image may carry one such slot, the one-time
 #   slot the gpuhost-rootfs builder's first boot wipes once it has sealed a key to the host's
