@@ -27,6 +27,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
+	"github.com/gpuhost/gpuhost/internal/lock"
 )
 
 // Driver sources and flavors.
@@ -287,6 +288,20 @@ type Config struct {
 	Repositories Repositories `mapstructure:"repositories"`
 	// What the baked manifest records about the build.
 	Manifest ManifestConfig `mapstructure:"manifest"`
+	// A lock file (gpuhost.lock/v1, written by `gpuhost lock --from
+	// MANIFEST`) the image must match exactly. The plan then prefers every
+	// locked version while it installs (an apt preferences file that lives
+	// only for the build), checks that each locked package it has to
+	// install is in the apt sources at its version with its .deb's sha256,
+	// installs what the lock holds and the configuration did not, and in
+	// its `verify lock` step compares the final dpkg inventory with the
+	// lock: a package missing, extra, at another version or whose .deb
+	// hashes to another sha256 fails the build naming it, as does an apt
+	// source, preferences file or keyring whose digest differs. A pin of
+	// this configuration at a version other than the lock's is refused
+	// before anything runs. Give the gpuhost-rootfs builder the same file,
+	// so that the bootstrap is held to it too.
+	LockFile string `mapstructure:"lock_file"`
 	// How to run a script on the target; `{{.Path}}` is the script. Defaults
 	// to `sh '{{.Path}}'`. Over SSH as a non-root user use
 	// `sudo -n sh '{{.Path}}'`.
@@ -296,6 +311,8 @@ type Config struct {
 	RemoteFolder string `mapstructure:"remote_folder"`
 
 	ctx interpolate.Context
+	// lock is lock_file, read by Decode.
+	lock *lock.Lock
 }
 
 // ToolkitPackages are the container toolkit's packages; they are pinned and
@@ -322,10 +339,37 @@ func Decode(raws ...interface{}) (*Config, error) {
 		return nil, err
 	}
 	c.defaults()
-	if err := configerr.Check("gpuhost-gpu", c.validate()); err != nil {
+	problems := c.validate()
+	if c.LockFile != "" {
+		l, err := lock.ReadFile(c.LockFile)
+		if err != nil {
+			problems = append(problems, "lock_file: "+err.Error())
+		} else {
+			c.lock = l
+			problems = append(problems, c.lockConflicts()...)
+		}
+	}
+	if err := configerr.Check("gpuhost-gpu", problems); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// lockConflicts are the pins the lock holds at another version: a lock
+// made from an image of another configuration.
+func (c *Config) lockConflicts() []string {
+	var errs []string
+	for _, p := range c.Pins() {
+		if p.Version == "" {
+			continue
+		}
+		for _, l := range c.lock.Packages {
+			if l.Name == p.Name && l.Version != p.Version {
+				errs = append(errs, fmt.Sprintf("lock_file: the configuration pins %s, which the lock %s has at %s; make the lock again from an image of this configuration", p.Spec(), c.LockFile, l.Version))
+			}
+		}
+	}
+	return errs
 }
 
 func (c *Config) defaults() {

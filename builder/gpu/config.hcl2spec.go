@@ -62,6 +62,7 @@ type FlatConfig struct {
 	KeyringSHA256             *FlatKeyrings         `mapstructure:"keyring_sha256" cty:"keyring_sha256" hcl:"keyring_sha256"`
 	Repositories              *FlatRepositories     `mapstructure:"repositories" cty:"repositories" hcl:"repositories"`
 	Manifest                  *FlatManifestConfig   `mapstructure:"manifest" cty:"manifest" hcl:"manifest"`
+	LockFile                  *string               `mapstructure:"lock_file" cty:"lock_file" hcl:"lock_file"`
 	ExecuteCommand            *string               `mapstructure:"execute_command" cty:"execute_command" hcl:"execute_command"`
 	RemoteFolder              *string               `mapstructure:"remote_folder" cty:"remote_folder" hcl:"remote_folder"`
 }
@@ -107,6 +108,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"keyring_sha256":              &hcldec.BlockSpec{TypeName: "keyring_sha256", Nested: hcldec.ObjectSpec((*FlatKeyrings)(nil).HCL2Spec())},
 		"repositories":                &hcldec.BlockSpec{TypeName: "repositories", Nested: hcldec.ObjectSpec((*FlatRepositories)(nil).HCL2Spec())},
 		"manifest":                    &hcldec.BlockSpec{TypeName: "manifest", Nested: hcldec.ObjectSpec((*FlatManifestConfig)(nil).HCL2Spec())},
+		"lock_file":                   &hcldec.AttrSpec{Name: "lock_file", Type: cty.String, Required: false},
 		"execute_command":             &hcldec.AttrSpec{Name: "execute_command", Type: cty.String, Required: false},
 		"remote_folder":               &hcldec.AttrSpec{Name: "remote_folder", Type: cty.String, Required: false},
 	}

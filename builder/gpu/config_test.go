@@ -1,6 +1,9 @@
 package gpu
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -205,5 +208,43 @@ func TestRepositoriesAreHTTPSOrLoopback(t *testing.T) {
 	cfg, err := DecodeJSON([]byte(`{` + base + `}`))
 	if err != nil || cfg.Repositories != (Repositories{DefaultCUDARepositories, DefaultToolkitRepository, DefaultToolkitKey}) {
 		t.Errorf("defaults: %+v, %v", cfg.Repositories, err)
+	}
+}
+
+func TestLockFileIsReadAndHeldToThePins(t *testing.T) {
+	raw := func(lockFile string) map[string]interface{} {
+		data, err := os.ReadFile(filepath.Join("testdata", "cases", "debian-12-cuda-repo-open-535.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]interface{}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["lock_file"] = lockFile
+		return m
+	}
+	if _, err := Decode(raw(filepath.Join("testdata", "locks", "debian-12-cuda-repo.lock"))); err != nil {
+		t.Fatalf("the golden case's lock: %v", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.lock")
+	if err := os.WriteFile(bad, []byte("gpuhost.lock/v1\npackage nvidia-smi 535 amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Decode(raw(bad))
+	if err == nil || !strings.Contains(err.Error(), `lock_file: parsing lock file "`+bad+`": line 2: package "nvidia-smi" is not name=version`) {
+		t.Errorf("a bad lock: %v", err)
+	}
+	other := filepath.Join(dir, "other.lock")
+	if err := os.WriteFile(other, []byte("gpuhost.lock/v1\npackage cuda-toolkit-12-2=12.2.2-1 amd64 "+strings.Repeat("c", 64)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Decode(raw(other))
+	if err == nil || !strings.Contains(err.Error(), "lock_file: the configuration pins cuda-toolkit-12-2=12.2.1-1, which the lock "+other+" has at 12.2.2-1") {
+		t.Errorf("a lock of another configuration: %v", err)
+	}
+	if _, err := Decode(raw(filepath.Join(dir, "none.lock"))); err == nil || !strings.Contains(err.Error(), "lock_file: reading lock file") {
+		t.Errorf("a missing lock: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/internal/lock"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 )
 
@@ -60,6 +61,9 @@ const (
 	manifestStageName  = "gpuhost-gpu-manifest.json"
 	manifestScriptName = "gpuhost-gpu-manifest.sh"
 	sbomStageName      = "gpuhost-gpu-sbom.cdx.json"
+	// digestsStageName is where the plan leaves the .deb digests of the
+	// installed packages, in the lock file's format, for the manifest.
+	digestsStageName = "gpuhost-gpu-debs.lock"
 	// maxProbeOutput bounds what a small probe command may print: the
 	// target is not trusted to stop talking.
 	maxProbeOutput = 1 << 20
@@ -346,7 +350,11 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	m, err := manifest.Build(ctx, fsys, cfg.ManifestOptions(t))
+	opts := cfg.ManifestOptions(t)
+	if opts.DebSHA256, err = downloadDigests(comm, path.Join(cfg.RemoteFolder, digestsStageName), filepath.Join(tmp, digestsStageName)); err != nil {
+		return err
+	}
+	m, err := manifest.Build(ctx, fsys, opts)
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
@@ -372,6 +380,7 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	// Installing goes through execute_command like the plan, so that it has
 	// the same privileges; the renames make each file appear whole.
 	script := fmt.Sprintf(`set -eu
+rm -f '%[6]s'
 mkdir -p /etc/gpuhost %[4]s
 cp '%[1]s' %[2]s.tmp
 chmod 0644 %[2]s.tmp
@@ -383,12 +392,42 @@ chmod 0644 %[5]s.tmp
 mv -f %[5]s.tmp %[5]s
 rm -f '%[3]s'
 echo "gpuhost-gpu: SBOM written to %[5]s"
-`, stage, manifest.Path, bomStage, path.Dir(packages.SBOMPath), packages.SBOMPath)
+`, stage, manifest.Path, bomStage, path.Dir(packages.SBOMPath), packages.SBOMPath, path.Join(cfg.RemoteFolder, digestsStageName))
 	scriptPath := path.Join(cfg.RemoteFolder, manifestScriptName)
 	if err := comm.Upload(scriptPath, strings.NewReader(script), nil); err != nil {
 		return fmt.Errorf("manifest: uploading %s: %w", scriptPath, err)
 	}
 	return runScript(ctx, ui, comm, cfg, scriptPath, "install manifest")
+}
+
+// downloadDigests reads the .deb digests the plan left at remote (the
+// lock file's format, package records only) through local. The target is
+// not trusted: the file is bounded and parsed as strictly as a lock.
+func downloadDigests(comm packersdk.Communicator, remote, local string) (map[manifest.DebKey]string, error) {
+	f, err := os.OpenFile(local, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	err = comm.Download(remote, &limitWriter{w: f, n: lock.MaxSize})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("manifest: downloading the package digests the plan left at %s: %w", remote, err)
+	}
+	data, err := os.ReadFile(local)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	l, err := lock.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: parsing the package digests the plan left at %s: %w", remote, err)
+	}
+	out := make(map[manifest.DebKey]string, len(l.Packages))
+	for _, p := range l.Packages {
+		out[manifest.DebKey{Name: p.Name, Arch: p.Arch, Version: p.Version}] = p.SHA256
+	}
+	return out, nil
 }
 
 // listRemote asks the target which of the manifest's files exist. The
