@@ -56,6 +56,9 @@ func plan(c *Config) []namedStep {
 		{"mmdebstrap", &stepMmdebstrap{}},
 		{"cache-save", &stepBootstrapCacheSave{}},
 	}
+	if c.lock != nil {
+		steps = append(steps, namedStep{"lock-check", &stepLockCheck{}})
+	}
 	if c.OutputFormat == "disk" {
 		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
 	}
@@ -76,13 +79,14 @@ func plan(c *Config) []namedStep {
 		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
 	}...)
 	if c.OutputFormat != "disk" {
-		return append(steps, namedStep{"pack", &stepPack{}})
+		return append(steps, namedStep{"tree-digest", &stepTreeDigest{}}, namedStep{"pack", &stepPack{}})
 	}
 	// The boot configuration is written after the provisioners, whose
 	// grub.d drop-ins it reads, and into a tree with nothing mounted.
 	return append(steps,
 		namedStep{"first-boot", &stepFirstBoot{}},
 		namedStep{"boot-config", &stepBootConfig{}},
+		namedStep{"tree-digest", &stepTreeDigest{}},
 		namedStep{"disk", &stepDisk{}},
 		namedStep{"bootloader", &stepBootloader{}},
 		namedStep{"disk-output", &stepDiskOutput{}},
