@@ -61,7 +61,9 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories})
 
 	pluginPath := t.TempDir()
-	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	// A fixed SOURCE_DATE_EPOCH, so that two bakes of one lock can be
+	// compared byte for byte (lockedRebuilds).
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1", "SOURCE_DATE_EPOCH=1735689600")
 	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
@@ -78,6 +80,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		"cuda_version":              cuda,
 		"container_toolkit_version": toolkit,
 		"target_kernel":             kernel,
+		"lock_file":                 "",
 	})
 	bake := func(name string, change map[string]string) (string, string, error) {
 		t.Helper()
@@ -95,12 +98,21 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		return filepath.Join(out, "rootfs"), string(b), err
 	}
 
+	var pinned string
 	t.Run("installs and holds the pins", func(t *testing.T) {
 		tree, log, err := bake("pinned", nil)
 		if err != nil {
 			t.Fatalf("packer build: %v\n%s", err, log)
 		}
 		checkCUDARepoImage(t, tree, log, base, repo, kernel, driver, cuda, toolkit)
+		pinned = tree
+	})
+
+	t.Run("two bakes from its lock give the same image, and a lock the mirror cannot meet fails naming the package", func(t *testing.T) {
+		if pinned == "" {
+			t.Fatal("the pinned bake failed; there is no manifest to lock")
+		}
+		lockedRebuilds(t, pinned, bake)
 	})
 
 	t.Run("a wrong keyring digest fails naming the file", func(t *testing.T) {

@@ -1,0 +1,196 @@
+package images
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/lock"
+	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/treedigest"
+)
+
+// bakeFunc bakes testdata/cuda-repo-mirror.pkr.hcl with some variables
+// changed and returns the rootfs, the build's output and its error.
+type bakeFunc func(name string, change map[string]string) (string, string, error)
+
+// lockedRebuilds locks the image baked at pinned (`gpuhost lock --from`'s
+// library) and bakes it twice from that lock, with SOURCE_DATE_EPOCH set
+// by the caller: both bakes must pass the builder's bootstrap check and the
+// plan's verify lock step, hold the same inventory as the lock, and give
+// the same rootfs tree digest, which the builder records beside the tree.
+// Then the lock is broken three ways, and each bake must fail naming the
+// package: a version the mirror lacks (a Debian package the plan installs),
+// a base package's .deb hash (the builder's check), a stand-in package's
+// hash (the plan's check against the apt sources, before installing).
+func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
+	data, err := os.ReadFile(filepath.Join(pinned, "etc/gpuhost/manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatalf("the pinned bake's manifest: %v", err)
+	}
+	l, err := lock.FromManifest(m)
+	if err != nil {
+		t.Fatalf("locking the pinned bake: %v", err)
+	}
+	dir := t.TempDir()
+	writeLock := func(name string, l *lock.Lock) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, l.Marshal(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lockFile := writeLock("cuda-repo.lock", l)
+	for _, name := range []string{"base-files", "dkms", "nvidia-driver-535-open", "cuda-keyring", "nvidia-container-toolkit"} {
+		if _, ok := find(l, name); !ok {
+			t.Errorf("the lock has no %s", name)
+		}
+	}
+	if !slices.ContainsFunc(l.Keyrings, func(f lock.File) bool { return f.Path == "/usr/share/keyrings/cuda-archive-keyring.gpg" }) ||
+		!slices.ContainsFunc(l.Sources, func(f lock.File) bool { return strings.HasPrefix(f.Path, "/etc/apt/sources.list.d/cuda-") }) {
+		t.Errorf("the lock lacks the CUDA repository's source or keyring:\n%s", l.Marshal())
+	}
+	t.Logf("lock: %d packages, %d sources, %d keyrings", len(l.Packages), len(l.Sources), len(l.Keyrings))
+
+	var trees, digests []string
+	for _, name := range []string{"locked-a", "locked-b"} {
+		tree, log, err := bake(name, map[string]string{"lock_file": lockFile})
+		if err != nil {
+			t.Fatalf("bake %s from the lock: %v\n%s", name, err, log)
+		}
+		for _, want := range []string{"Bootstrap matches the lock", "==> gpuhost-gpu step: verify lock", "gpuhost-gpu: every package, .deb digest, apt source and keyring as the lock has them"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("bake %s: no %q in:\n%s", name, want, log)
+			}
+		}
+		recorded, err := os.ReadFile(filepath.Join(filepath.Dir(tree), "tree-digest.txt"))
+		if err != nil {
+			t.Fatalf("bake %s recorded no tree digest: %v", name, err)
+		}
+		d, err := treedigest.Digest(tree, treedigest.Options{Exclude: treedigest.BuildExcludes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(recorded)); got != d {
+			t.Errorf("bake %s recorded tree digest %s, the tree's is %s", name, got, d)
+		}
+		trees, digests = append(trees, tree), append(digests, d)
+	}
+	a, b := dpkgStatus(t, filepath.Join(trees[0], "var/lib/dpkg/status")), dpkgStatus(t, filepath.Join(trees[1], "var/lib/dpkg/status"))
+	if !maps.Equal(a, b) {
+		t.Errorf("the two bakes' inventories differ")
+	}
+	if len(a) != len(l.Packages) {
+		t.Errorf("the bakes hold %d packages, the lock %d", len(a), len(l.Packages))
+	}
+	for _, p := range l.Packages {
+		if a[p.Name].version != p.Version {
+			t.Errorf("%s is %q, the lock has %s", p.Name, a[p.Name].version, p.Version)
+		}
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two bakes of one lock: tree digests %s and %s; the entries that differ:\n%s", digests[0], digests[1], treeDiff(t, trees[0], trees[1]))
+	} else {
+		t.Logf("both locked bakes: tree digest %s", digests[0])
+	}
+	// The unlocked bake bootstrapped on its own (its cache key has no
+	// lock), so the same digest here says mmdebstrap made the same tree
+	// twice too.
+	if d, err := treedigest.Digest(pinned, treedigest.Options{Exclude: treedigest.BuildExcludes}); err != nil || d != digests[0] {
+		t.Errorf("the unlocked bake's tree digest is %s (%v), the locked bakes' %s; the entries that differ:\n%s", d, err, digests[0], treeDiff(t, pinned, trees[0]))
+	}
+
+	broken := func(name string, change func(p *lock.Package)) (lock.Package, string) {
+		t.Helper()
+		c := *l
+		c.Packages = slices.Clone(l.Packages)
+		i := slices.IndexFunc(c.Packages, func(p lock.Package) bool { return p.Name == name })
+		if i < 0 {
+			t.Fatalf("the lock has no %s", name)
+		}
+		change(&c.Packages[i])
+		return c.Packages[i], writeLock(name+".lock", &c)
+	}
+	mustFail := func(bakeName, lockFile string, want ...string) {
+		t.Helper()
+		_, log, err := bake(bakeName, map[string]string{"lock_file": lockFile})
+		if err == nil {
+			t.Fatalf("bake %s passed", bakeName)
+		}
+		for _, w := range want {
+			if !strings.Contains(log, w) {
+				t.Errorf("bake %s: no %q in:\n%s", bakeName, w, log)
+			}
+		}
+	}
+
+	dkms, _ := find(l, "dkms")
+	p, f := broken("dkms", func(p *lock.Package) { p.Version = "0.0.1-1" })
+	mustFail("lock-missing-version", f,
+		fmt.Sprintf("gpuhost-gpu: lock: dkms=%s (%s) is not in the apt sources, which have dkms at: %s", p.Version, p.Arch, dkms.Version),
+		"gpuhost-gpu failed in step: lock available")
+
+	tampered := strings.Repeat("0", 64)
+	base, _ := find(l, "base-files")
+	p, f = broken("base-files", func(p *lock.Package) { p.SHA256 = tampered })
+	mustFail("lock-tampered-base", f,
+		fmt.Sprintf("package base-files=%s (%s): the .deb's sha256 is %s, the lock has %s", p.Version, p.Arch, base.SHA256, tampered))
+
+	toolkit, _ := find(l, "cuda-toolkit-12-2")
+	p, f = broken("cuda-toolkit-12-2", func(p *lock.Package) { p.SHA256 = tampered })
+	mustFail("lock-tampered-repo", f,
+		fmt.Sprintf("gpuhost-gpu: lock: cuda-toolkit-12-2=%s (%s): the apt sources give sha256 %s, the lock has %s", p.Version, p.Arch, toolkit.SHA256, tampered),
+		"gpuhost-gpu failed in step: lock available")
+}
+
+func find(l *lock.Lock, name string) (lock.Package, bool) {
+	for _, p := range l.Packages {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return lock.Package{}, false
+}
+
+// treeDiff lists the entries whose lines differ between two trees, at most
+// 60 of them.
+func treeDiff(t *testing.T, a, b string) string {
+	t.Helper()
+	lines := func(root string) map[string]string {
+		out := map[string]string{}
+		err := treedigest.Walk(root, treedigest.Options{Exclude: treedigest.BuildExcludes}, func(line string) error {
+			p, _, _ := strings.Cut(line, "\" ")
+			out[p] = line
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		return out
+	}
+	la, lb := lines(a), lines(b)
+	var diff []string
+	for _, p := range slices.Sorted(maps.Keys(la)) {
+		if la[p] != lb[p] {
+			diff = append(diff, "- "+la[p], "+ "+lb[p])
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(lb)) {
+		if _, ok := la[p]; !ok {
+			diff = append(diff, "+ "+lb[p])
+		}
+	}
+	if len(diff) > 120 {
+		diff = append(diff[:120], fmt.Sprintf("... and %d more", len(diff)-120))
+	}
+	return strings.Join(diff, "\n")
+}
