@@ -365,7 +365,7 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	if err := downloadOSRelease(comm, tmp); err != nil {
 		return err
 	}
-	bom, err := trivy.SBOMFS(ctx, fsys)
+	bom, err := trivy.BakedSBOMFS(ctx, fsys, t)
 	if err != nil {
 		return fmt.Errorf("sbom: %w", err)
 	}
