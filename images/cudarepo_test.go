@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
@@ -82,6 +83,10 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		"target_kernel":             kernel,
 		"lock_file":                 "",
 	})
+	// One module signing key for every bake, as a template that wants
+	// reproducible images gives it.
+	dkmsCert, dkmsKey, _ := testutil.WriteCert(t, t.TempDir(), testutil.CertSpec{Key: "rsa2048"})
+	vars["dkms_signing_key"], vars["dkms_signing_certificate"] = dkmsKey, dkmsCert
 	bake := func(name string, change map[string]string) (string, string, error) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), name)
@@ -105,6 +110,14 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 			t.Fatalf("packer build: %v\n%s", err, log)
 		}
 		checkCUDARepoImage(t, tree, log, base, repo, kernel, driver, cuda, toolkit)
+		// The module was signed with the configured key, which the image
+		// does not keep; its certificate stays for enrolment.
+		if _, err := os.Lstat(filepath.Join(tree, "var/lib/dkms/mok.key")); err == nil {
+			t.Error("the image carries DKMS's signing key")
+		}
+		if got, err := os.ReadFile(filepath.Join(tree, "var/lib/dkms/mok.pub")); err != nil || !bytes.Equal(got, mustRead(t, dkmsCert)) {
+			t.Errorf("/var/lib/dkms/mok.pub is not the configured certificate (%v)", err)
+		}
 		pinned = tree
 	})
 
@@ -363,4 +376,13 @@ func packerCmd(env []string, packer string, args ...string) *exec.Cmd {
 	cmd := exec.Command(packer, args...)
 	cmd.Env = env
 	return cmd
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -102,6 +103,11 @@ func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
 	} else {
 		t.Logf("both locked bakes: tree digest %s", digests[0])
 	}
+	// What the digest leaves out and an image format keeps: when files
+	// were written. Packages unpack with their .deb's times; what the
+	// build itself writes has the time it ran.
+	n, examples := mtimesDiffer(t, trees[0], trees[1])
+	t.Logf("modification times differ between the two locked bakes for %d entries, such as %s", n, strings.Join(examples, ", "))
 	// The unlocked bake bootstrapped on its own (its cache key has no
 	// lock), so the same digest here says mmdebstrap made the same tree
 	// twice too.
@@ -193,4 +199,35 @@ func treeDiff(t *testing.T, a, b string) string {
 		diff = append(diff[:120], fmt.Sprintf("... and %d more", len(diff)-120))
 	}
 	return strings.Join(diff, "\n")
+}
+
+// mtimesDiffer counts the entries of tree a whose modification time is not
+// the one of the same path in b, and names a few.
+func mtimesDiffer(t *testing.T, a, b string) (int, []string) {
+	t.Helper()
+	n := 0
+	var examples []string
+	err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		fa, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		fb, err := os.Lstat(filepath.Join(b, rel))
+		if err == nil && fa.ModTime().Equal(fb.ModTime()) {
+			return nil
+		}
+		n++
+		if len(examples) < 5 {
+			examples = append(examples, "/"+rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	return n, examples
 }

@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -130,6 +131,22 @@ type Distro struct {
 	VersionID string `mapstructure:"version_id"`
 	// `jammy`, `noble` or `bookworm`.
 	Codename string `mapstructure:"codename"`
+}
+
+// DKMS is the key DKMS signs the NVIDIA module with. Without one, DKMS
+// makes a new key for every build, so the module (and the tree's digest)
+// differs from build to build. Either way the private key is removed from
+// the image once the module is built: whoever held it could sign modules
+// that every host booted from the image trusts. The certificate stays at
+// /var/lib/dkms/mok.pub, for `mokutil --import` where Secure Boot is on.
+type DKMS struct {
+	// A file on the build machine holding the module signing key, an
+	// unencrypted RSA private key in PEM (ECDSA signatures are randomised,
+	// so two builds would still differ). Set with signing_certificate.
+	SigningKey string `mapstructure:"signing_key"`
+	// A file on the build machine holding the key's X.509 certificate, PEM
+	// or DER, as the kernel's sign-file reads it.
+	SigningCertificate string `mapstructure:"signing_certificate"`
 }
 
 // Keyrings holds the expected digests of what establishes trust in NVIDIA's
@@ -279,6 +296,8 @@ type Config struct {
 	// holds it. When empty and needed, the provisioner takes the only
 	// directory under the target's /lib/modules.
 	TargetKernel string `mapstructure:"target_kernel"`
+	// How DKMS signs the module it builds (the cuda-repo source).
+	DKMS DKMS `mapstructure:"dkms"`
 	// Expected digests of NVIDIA's repository keys.
 	KeyringSHA256 Keyrings `mapstructure:"keyring_sha256"`
 	// Where NVIDIA's repositories are fetched from. Each URL is `https://`,
@@ -582,6 +601,7 @@ func (c *Config) validate() []string {
 		add("keyring_sha256.container_toolkit_key: %q is not 64 lower-case hex digits", h)
 	}
 	errs = append(errs, c.Repositories.validate()...)
+	errs = append(errs, c.DKMS.validate(d.Source)...)
 	if c.FabricManager && d.Source == SourceDebian {
 		add("fabric_manager: the debian source has no fabric manager package")
 	}
@@ -663,6 +683,26 @@ func (c *Config) validate() []string {
 	} {
 		if strings.ContainsAny(s.v, "\x00\n\r") {
 			add("%s: control characters are not allowed", s.field)
+		}
+	}
+	return errs
+}
+
+func (k DKMS) validate(source string) []string {
+	if k == (DKMS{}) {
+		return nil
+	}
+	var errs []string
+	if source != SourceCUDARepo {
+		errs = append(errs, fmt.Sprintf("dkms: only the cuda-repo source builds a module with DKMS, not %s", source))
+	}
+	for _, f := range []struct{ name, path string }{{"signing_key", k.SigningKey}, {"signing_certificate", k.SigningCertificate}} {
+		if f.path == "" {
+			errs = append(errs, fmt.Sprintf("dkms.%s: required with the other", f.name))
+		} else if fi, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Sprintf("dkms.%s: %v", f.name, err))
+		} else if !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Sprintf("dkms.%s: %s is not a regular file", f.name, f.path))
 		}
 	}
 	return errs

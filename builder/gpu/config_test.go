@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,7 +149,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	}
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gpu"
-	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
+	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
 	sdctest.Same(t, spec, "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)
@@ -246,5 +247,20 @@ func TestLockFileIsReadAndHeldToThePins(t *testing.T) {
 	}
 	if _, err := Decode(raw(filepath.Join(dir, "none.lock"))); err == nil || !strings.Contains(err.Error(), "lock_file: reading lock file") {
 		t.Errorf("a missing lock: %v", err)
+	}
+}
+
+func TestDKMSSigningKeyNeedsBothFilesAndDKMS(t *testing.T) {
+	base := `"driver": {"version": "535.261.03-1", "source": "%s"}, "container_toolkit": {"version": "1.17.8-1"}, "keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}`
+	key := filepath.Join("testdata", "dkms", "signing.key")
+	for _, tc := range []struct{ source, dkms, want string }{
+		{"cuda-repo", `{"signing_key": "` + key + `"}`, "dkms.signing_certificate: required with the other"},
+		{"cuda-repo", `{"signing_key": "` + key + `", "signing_certificate": "testdata/none.crt"}`, "dkms.signing_certificate: stat testdata/none.crt"},
+		{"debian", `{"signing_key": "` + key + `", "signing_certificate": "` + key + `"}`, "dkms: only the cuda-repo source builds a module with DKMS, not debian"},
+	} {
+		_, err := DecodeJSON([]byte("{" + fmt.Sprintf(base, tc.source) + `, "dkms": ` + tc.dkms + "}"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.dkms, err, tc.want)
+		}
 	}
 }

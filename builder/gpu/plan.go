@@ -91,6 +91,9 @@ type planData struct {
 	LockPreferences string
 	// LockFiles are the globs of the apt files the lock holds digests of.
 	LockFiles []string
+	// DKMSKey and DKMSCert are where the provisioner stages dkms's signing
+	// key and certificate, "" without them.
+	DKMSKey, DKMSCert string
 	// Digests is where the plan leaves the installed packages' .deb
 	// digests for the manifest, or "" when no manifest is written.
 	Digests string
@@ -148,6 +151,10 @@ func RenderPlan(cfg Config) (string, error) {
 	if c.lock != nil {
 		d.LockPreferences = LockPreferencesPath
 		d.LockFiles = append(slices.Clone(lock.SourcePatterns), lock.KeyringPatterns...)
+	}
+	if c.DKMS.SigningKey != "" {
+		d.DKMSKey = path.Join(c.RemoteFolder, dkmsKeyStageName)
+		d.DKMSCert = path.Join(c.RemoteFolder, dkmsCertStageName)
 	}
 	if !c.Manifest.Skip {
 		d.Digests = path.Join(c.RemoteFolder, digestsStageName)

@@ -27,6 +27,7 @@ import (
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/lock"
 	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // Provisioner is the Packer provisioner "gpuhost-gpu".
@@ -64,6 +65,10 @@ const (
 	// digestsStageName is where the plan leaves the .deb digests of the
 	// installed packages, in the lock file's format, for the manifest.
 	digestsStageName = "gpuhost-gpu-debs.lock"
+	// dkmsKeyStageName and dkmsCertStageName are where dkms's signing key
+	// and certificate wait for the plan, which moves them into place.
+	dkmsKeyStageName  = "gpuhost-gpu-mok.key"
+	dkmsCertStageName = "gpuhost-gpu-mok.pub"
 	// maxProbeOutput bounds what a small probe command may print: the
 	// target is not trusted to stop talking.
 	maxProbeOutput = 1 << 20
@@ -98,6 +103,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if err != nil {
 		return err
 	}
+	if err := stageDKMSKey(comm, &cfg); err != nil {
+		return err
+	}
 	planPath := path.Join(cfg.RemoteFolder, planName)
 	if err := comm.Upload(planPath, strings.NewReader(plan), nil); err != nil {
 		return fmt.Errorf("uploading the plan to %s: %w", planPath, err)
@@ -118,6 +126,28 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	}
 	ui.Say("gpuhost-gpu: writing " + manifest.Path)
 	return writeManifest(ctx, ui, comm, &cfg, now())
+}
+
+// stageDKMSKey uploads dkms's signing key and certificate, when configured,
+// for the plan's dkms step.
+func stageDKMSKey(comm packersdk.Communicator, cfg *Config) error {
+	if cfg.DKMS.SigningKey == "" {
+		return nil
+	}
+	for _, f := range []struct{ field, src, dst string }{
+		{"dkms.signing_key", cfg.DKMS.SigningKey, dkmsKeyStageName},
+		{"dkms.signing_certificate", cfg.DKMS.SigningCertificate, dkmsCertStageName},
+	} {
+		data, err := userfile.Read(f.src, userfile.MaxKey)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.field, err)
+		}
+		dst := path.Join(cfg.RemoteFolder, f.dst)
+		if err := comm.Upload(dst, bytes.NewReader(data), nil); err != nil {
+			return fmt.Errorf("%s: uploading to %s: %w", f.field, dst, err)
+		}
+	}
+	return nil
 }
 
 // runScript runs an uploaded script through execute_command, streams its

@@ -61,6 +61,15 @@ variable "container_toolkit_version" {
   type = string
 }
 
+variable "dkms_signing_key" {
+  type        = string
+  description = "The RSA key DKMS signs the module with: the same in every bake, so that bakes can be compared."
+}
+
+variable "dkms_signing_certificate" {
+  type = string
+}
+
 variable "lock_file" {
   type        = string
   default     = ""
@@ -100,6 +109,10 @@ build {
     persistenced   = true
     target_kernel  = var.target_kernel
     lock_file      = var.lock_file
+    dkms {
+      signing_key         = var.dkms_signing_key
+      signing_certificate = var.dkms_signing_certificate
+    }
     keyring_sha256 {
       cuda_keyring          = var.cuda_keyring_sha256
       container_toolkit_key = var.toolkit_key_sha256

@@ -259,8 +259,24 @@ func modeBits(m fs.FileMode) uint32 {
 // BuildExcludes are the entries whose contents differ between two builds
 // of the same lock for reasons that say nothing about what was installed;
 // the builder and `gpuhost tree-digest` leave their contents out (each
-// still has its line). Each is here for a reason found by building twice.
-var BuildExcludes = []string{}
+// still has its line, so one that appears or goes away still counts). Two
+// bakes of one lock showed these and no others, once the build had made
+// everything else deterministic (the SBOM, the DKMS signing key, apt's and
+// ldconfig's caches):
+//
+//   - dpkg's, update-alternatives' and apt's logs: a line per package
+//     operation of this build's run, stamped with its time. What was
+//     installed is in dpkg's database and the manifest, which are hashed.
+//     They stay in the image as its record of the build.
+//   - DKMS's make.log of each module build, which opens with the time of
+//     the build. The module it made is hashed.
+var BuildExcludes = []string{
+	"/var/log/dpkg.log",
+	"/var/log/alternatives.log",
+	"/var/log/apt/history.log",
+	"/var/log/apt/term.log",
+	"/var/lib/dkms/*/*/*/*/log/make.log",
+}
 
 // ExcludedSummary lists BuildExcludes for a command's help.
 func ExcludedSummary() string {

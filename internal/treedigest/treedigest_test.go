@@ -51,7 +51,9 @@ func TestDigestFollowsWhatTheTreeHolds(t *testing.T) {
 		name   string
 		change func(dir string) error
 	}{
-		{"contents", func(d string) error { return os.WriteFile(filepath.Join(d, "etc/os-release"), []byte("ID=ubuntu\n"), 0o644) }},
+		{"contents", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "etc/os-release"), []byte("ID=ubuntu\n"), 0o644)
+		}},
 		{"mode", func(d string) error { return os.Chmod(filepath.Join(d, "usr/bin/tool"), 0o755) }},
 		{"setuid", func(d string) error { return os.Chmod(filepath.Join(d, "usr/bin/tool"), os.ModeSetuid|0o644) }},
 		{"symlink target", func(d string) error {

@@ -29,6 +29,7 @@ cleanup() {
 		rm -f /usr/sbin/policy-rc.d
 	fi
 	rm -f '/etc/apt/preferences.d/zz-gpuhost-lock.pref'
+	rm -f '/tmp/gpuhost-gpu-mok.key' /var/lib/dkms/mok.key
 	if [ "$rc" -ne 0 ]; then
 		echo "==> gpuhost-gpu failed in step: $GPUHOST_STEP (exit $rc)" >&2
 	fi
@@ -274,9 +275,18 @@ step "install containerd"
 apt_install 'containerd'
 
 step "dkms"
+# The configured signing key (dkms.signing_key), where dkms looks for it:
+# the same key signs the same module alike in every build.
+mkdir -p /var/lib/dkms
+install -m 0600 '/tmp/gpuhost-gpu-mok.key' /var/lib/dkms/mok.key
+install -m 0644 '/tmp/gpuhost-gpu-mok.pub' /var/lib/dkms/mok.pub
+rm -f '/tmp/gpuhost-gpu-mok.key' '/tmp/gpuhost-gpu-mok.pub'
 # Build for the image's kernel: in a chroot, uname -r is the build host's.
 dkms autoinstall -k '6.1.0-50-amd64'
 dkms status -k '6.1.0-50-amd64' | grep -q 'installed' || die "dkms built no module for 6.1.0-50-amd64"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
 
 step "install lock"
 # What the lock holds and the steps above did not install.
@@ -500,6 +510,12 @@ if [ -s "$GPUHOST_WORK/lock-problems" ]; then
 	die "the image differs from its lock_file (above)"
 fi
 echo "gpuhost-gpu: every package, .deb digest, apt source and keyring as the lock has them"
+
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

@@ -225,6 +225,9 @@ step "dkms"
 # Build for the image's kernel: in a chroot, uname -r is the build host's.
 dkms autoinstall -k '6.1.0-50-amd64'
 dkms status -k '6.1.0-50-amd64' | grep -q 'installed' || die "dkms built no module for 6.1.0-50-amd64"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
 
 step "hold"
 apt-mark hold 'nvidia-driver-pinning-535.261.03' 'nvidia-driver-535-open' 'nvidia-fabricmanager-535' 'cuda-toolkit-12-2' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
@@ -387,6 +390,12 @@ done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
 	' "$GPUHOST_WORK/cached" "$GPUHOST_WORK/index" "$GPUHOST_WORK/installed"
 } >"$GPUHOST_WORK/digests"
 cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
+
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

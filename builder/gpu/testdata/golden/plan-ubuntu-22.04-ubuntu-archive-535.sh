@@ -393,5 +393,11 @@ done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
 } >"$GPUHOST_WORK/digests"
 cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
 
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
+
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

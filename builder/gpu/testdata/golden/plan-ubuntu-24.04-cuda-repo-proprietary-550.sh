@@ -226,6 +226,9 @@ step "dkms"
 # Build for the image's kernel: in a chroot, uname -r is the build host's.
 dkms autoinstall -k '6.8.0-45-generic'
 dkms status -k '6.8.0-45-generic' | grep -q 'installed' || die "dkms built no module for 6.8.0-45-generic"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
 
 step "hold"
 apt-mark hold 'nvidia-driver-pinning-550.163.01' 'cuda-drivers-550' 'cuda-toolkit-12-4' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
@@ -633,6 +636,12 @@ done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
 	' "$GPUHOST_WORK/cached" "$GPUHOST_WORK/index" "$GPUHOST_WORK/installed"
 } >"$GPUHOST_WORK/digests"
 cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
+
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"
