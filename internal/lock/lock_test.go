@@ -177,3 +177,22 @@ func TestFromManifest(t *testing.T) {
 		t.Errorf("err %v, want the packages without a digest named", err)
 	}
 }
+
+func TestParseBounds(t *testing.T) {
+	long := "gpuhost.lock/v1\ntemplate " + strings.Repeat("a", maxLine) + "\n"
+	if _, err := Parse([]byte(long)); err == nil || !strings.Contains(err.Error(), "line 2: longer than 4096 bytes") {
+		t.Errorf("a long record: %v", err)
+	}
+	big := append([]byte("gpuhost.lock/v1\n"), bytes.Repeat([]byte("#\n"), MaxSize/2)...)
+	if _, err := Parse(big); err == nil || !strings.Contains(err.Error(), "larger than 8388608 bytes") {
+		t.Errorf("a large file: %v", err)
+	}
+	var many strings.Builder
+	many.WriteString("gpuhost.lock/v1\n")
+	for range 30 {
+		many.WriteString("bogus\n")
+	}
+	if _, err := Parse([]byte(many.String())); err == nil || strings.Count(err.Error(), "unknown record") != 20 || !strings.Contains(err.Error(), "too many problems") {
+		t.Errorf("many problems: %v", err)
+	}
+}
