@@ -188,7 +188,9 @@ type Repositories struct {
 type ManifestConfig struct {
 	// The template that built the image, such as `ubuntu-22.04-gpu`.
 	Template string `mapstructure:"template"`
-	// The package mirror the rootfs came from.
+	// The package mirror the rootfs came from. When neither this nor
+	// snapshot is set, the mirror or snapshot the gpuhost-rootfs builder
+	// bootstrapped from, so that a lock made from the manifest names it.
 	Mirror string `mapstructure:"mirror"`
 	// The archive snapshot the rootfs came from, if any.
 	Snapshot string `mapstructure:"snapshot"`

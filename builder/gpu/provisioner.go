@@ -78,8 +78,9 @@ const (
 
 // Provision resolves the distribution and kernel when the configuration left
 // them out, renders the plan, uploads and runs it, and writes the manifest.
-func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
+func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
 	cfg := p.config
+	builderArchive(&cfg.Manifest, generated)
 	if cfg.Distro.ID == "" {
 		d, err := detectDistro(ctx, comm)
 		if err != nil {
@@ -148,6 +149,25 @@ func stageDKMSKey(comm packersdk.Communicator, cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// builderArchive fills the manifest's mirror and snapshot, when the
+// configuration left both out, from what the builder says it bootstrapped
+// from (gpuhost-rootfs's generated Mirror and Snapshot). Values that are
+// not plain URLs and timestamps are left out.
+func builderArchive(m *ManifestConfig, generated map[string]interface{}) {
+	if m.Mirror != "" || m.Snapshot != "" {
+		return
+	}
+	mirror, _ := generated["Mirror"].(string)
+	snapshot, _ := generated["Snapshot"].(string)
+	// A lock made from the manifest must be able to hold them.
+	if lock.ValidMirror(mirror) {
+		m.Mirror = mirror
+	}
+	if lock.ValidSnapshot(snapshot) {
+		m.Snapshot = snapshot
+	}
 }
 
 // runScript runs an uploaded script through execute_command, streams its

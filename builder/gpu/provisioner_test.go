@@ -381,3 +381,21 @@ func TestProvisionRefusesBadPackageDigests(t *testing.T) {
 		t.Error("a manifest was written from bad digests")
 	}
 }
+
+func TestManifestTakesTheBuildersArchive(t *testing.T) {
+	var m ManifestConfig
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://mirror.invalid/debian", "Snapshot": ""})
+	if m.Mirror != "http://mirror.invalid/debian" || m.Snapshot != "" {
+		t.Errorf("from the builder: %+v", m)
+	}
+	m = ManifestConfig{Snapshot: "20250101T000000Z"}
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://mirror.invalid/debian"})
+	if m.Mirror != "" {
+		t.Errorf("the configuration's archive was not kept: %+v", m)
+	}
+	m = ManifestConfig{}
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://x/\n$(reboot)", "Snapshot": 7})
+	if m != (ManifestConfig{}) {
+		t.Errorf("values no lock could hold were taken: %+v", m)
+	}
+}

@@ -30,11 +30,17 @@ var _ packersdk.Builder = (*Builder)(nil)
 // ConfigSpec returns the HCL2 spec of Config.
 func (b *Builder) ConfigSpec() hcldec.ObjectSpec { return b.config.FlatMapstructure().HCL2Spec() }
 
-// Prepare decodes and validates the configuration. It returns no generated
-// variables, the warnings, and one error listing every problem found.
+// generatedVars are what a build tells its provisioners (and templates,
+// as build.Mirror): the archive the rootfs came from, which the gpuhost-gpu
+// provisioner records in the manifest, and so in a lock made from it.
+var generatedVars = []string{"Mirror", "Snapshot"}
+
+// Prepare decodes and validates the configuration. It returns the
+// generated variables, the warnings, and one error listing every problem
+// found.
 func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
 	warns, err := b.config.Prepare(raws...)
-	return nil, warns, err
+	return generatedVars, warns, err
 }
 
 // namedStep is a step with the name the timing table shows.
@@ -102,6 +108,7 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	state.Put(stateConfig, c)
 	state.Put(stateUI, ui)
 	state.Put(stateHook, hook)
+	state.Put("generated_data", map[string]interface{}{"Mirror": c.Mirror, "Snapshot": c.Snapshot})
 
 	var steps []multistep.Step
 	for _, s := range plan(c) {

@@ -101,6 +101,12 @@ var (
 	snapshotRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z$`)
 )
 
+// ValidMirror says whether s can be a lock's mirror.
+func ValidMirror(s string) bool { return mirrorRe.MatchString(s) }
+
+// ValidSnapshot says whether s can be a lock's snapshot.
+func ValidSnapshot(s string) bool { return snapshotRe.MatchString(s) }
+
 // ReadFile reads and parses the lock file at name. Its errors name the file.
 func ReadFile(name string) (*Lock, error) {
 	data, err := userfile.Read(name, MaxSize)
