@@ -203,6 +203,15 @@ echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] h
 step "apt update"
 apt-get update
 
+step "dkms signing key"
+# The configured signing key (dkms.signing_key), where dkms looks for it,
+# before any package install can make dkms build and sign: the same key
+# signs the same module alike in every build.
+mkdir -p /var/lib/dkms
+install -m 0600 '/tmp/gpuhost-gpu-mok.key' /var/lib/dkms/mok.key
+install -m 0644 '/tmp/gpuhost-gpu-mok.pub' /var/lib/dkms/mok.pub
+rm -f '/tmp/gpuhost-gpu-mok.key' '/tmp/gpuhost-gpu-mok.pub'
+
 step "pins available"
 # Every pin is looked up before anything is installed: a version missing
 # from the repository fails here, naming the versions it has.
@@ -274,20 +283,6 @@ apt_install 'nvidia-container-toolkit=1.17.8-1' 'nvidia-container-toolkit-base=1
 step "install containerd"
 apt_install 'containerd'
 
-step "dkms"
-# The configured signing key (dkms.signing_key), where dkms looks for it:
-# the same key signs the same module alike in every build.
-mkdir -p /var/lib/dkms
-install -m 0600 '/tmp/gpuhost-gpu-mok.key' /var/lib/dkms/mok.key
-install -m 0644 '/tmp/gpuhost-gpu-mok.pub' /var/lib/dkms/mok.pub
-rm -f '/tmp/gpuhost-gpu-mok.key' '/tmp/gpuhost-gpu-mok.pub'
-# Build for the image's kernel: in a chroot, uname -r is the build host's.
-dkms autoinstall -k '6.1.0-50-amd64'
-dkms status -k '6.1.0-50-amd64' | grep -q 'installed' || die "dkms built no module for 6.1.0-50-amd64"
-# No image carries a module signing key: whoever held it could sign modules
-# that every host booted from the image trusts. The certificate stays.
-rm -f /var/lib/dkms/mok.key
-
 step "install lock"
 # What the lock holds and the steps above did not install.
 installed_packages "$GPUHOST_WORK/installed"
@@ -300,6 +295,14 @@ if [ -n "$todo" ]; then
 	# shellcheck disable=SC2086
 	apt_install --allow-downgrades $todo
 fi
+
+step "dkms"
+# Build for the image's kernel: in a chroot, uname -r is the build host's.
+dkms autoinstall -k '6.1.0-50-amd64'
+dkms status -k '6.1.0-50-amd64' | grep -q 'installed' || die "dkms built no module for 6.1.0-50-amd64"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
 
 step "hold"
 apt-mark hold 'nvidia-driver-pinning-535.261.03' 'nvidia-driver-535-open' 'nvidia-fabricmanager-535' 'cuda-toolkit-12-2' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
