@@ -24,10 +24,10 @@ type bakeFunc func(name string, change map[string]string) (string, string, error
 // by the caller: both bakes must pass the builder's bootstrap check and the
 // plan's verify lock step, hold the same inventory as the lock, and give
 // the same rootfs tree digest, which the builder records beside the tree.
-// Then the lock is broken three ways, and each bake must fail naming the
-// package: a version the mirror lacks (a Debian package the plan installs),
-// a base package's .deb hash (the builder's check), a stand-in package's
-// hash (the plan's check against the apt sources, before installing).
+// Then broken locks must fail the bake naming the package: a version the
+// mirror lacks (a Debian package the plan installs) together with a stand-in
+// package's hash (both named by the plan's check against the apt sources,
+// before it installs), and a base package's .deb hash (the builder's check).
 func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
 	data, err := os.ReadFile(filepath.Join(pinned, "etc/gpuhost/manifest.json"))
 	if err != nil {
@@ -115,47 +115,56 @@ func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
 		t.Errorf("the unlocked bake's tree digest is %s (%v), the locked bakes' %s; the entries that differ:\n%s", d, err, digests[0], treeDiff(t, pinned, trees[0]))
 	}
 
-	broken := func(name string, change func(p *lock.Package)) (lock.Package, string) {
-		t.Helper()
-		c := *l
-		c.Packages = slices.Clone(l.Packages)
-		i := slices.IndexFunc(c.Packages, func(p lock.Package) bool { return p.Name == name })
-		if i < 0 {
-			t.Fatalf("the lock has no %s", name)
-		}
-		change(&c.Packages[i])
-		return c.Packages[i], writeLock(name+".lock", &c)
-	}
-	mustFail := func(bakeName, lockFile string, want ...string) {
-		t.Helper()
-		_, log, err := bake(bakeName, map[string]string{"lock_file": lockFile})
-		if err == nil {
-			t.Fatalf("bake %s passed", bakeName)
-		}
-		for _, w := range want {
-			if !strings.Contains(log, w) {
-				t.Errorf("bake %s: no %q in:\n%s", bakeName, w, log)
-			}
-		}
-	}
-
-	dkms, _ := find(l, "dkms")
-	p, f := broken("dkms", func(p *lock.Package) { p.Version = "0.0.1-1" })
-	mustFail("lock-missing-version", f,
-		fmt.Sprintf("gpuhost-gpu: lock: dkms=%s (%s) is not in the apt sources, which have dkms at: %s", p.Version, p.Arch, dkms.Version),
-		"gpuhost-gpu failed in step: lock available")
-
+	// A lock another build could not meet: one bake, since the plan names
+	// every locked package it cannot get before it installs any.
 	tampered := strings.Repeat("0", 64)
-	base, _ := find(l, "base-files")
-	p, f = broken("base-files", func(p *lock.Package) { p.SHA256 = tampered })
-	mustFail("lock-tampered-base", f,
-		fmt.Sprintf("package base-files=%s (%s): the .deb's sha256 is %s, the lock has %s", p.Version, p.Arch, base.SHA256, tampered))
-
-	toolkit, _ := find(l, "cuda-toolkit-12-2")
-	p, f = broken("cuda-toolkit-12-2", func(p *lock.Package) { p.SHA256 = tampered })
-	mustFail("lock-tampered-repo", f,
-		fmt.Sprintf("gpuhost-gpu: lock: cuda-toolkit-12-2=%s (%s): the apt sources give sha256 %s, the lock has %s", p.Version, p.Arch, toolkit.SHA256, tampered),
+	c := *l
+	c.Packages = slices.Clone(l.Packages)
+	var dkms, toolkit lock.Package
+	for i, p := range c.Packages {
+		switch p.Name {
+		case "dkms":
+			dkms = p
+			c.Packages[i].Version = "0.0.1-1"
+		case "cuda-toolkit-12-2":
+			toolkit = p
+			c.Packages[i].SHA256 = tampered
+		}
+	}
+	mustFail(t, bake, "lock-unmet", writeLock("unmet.lock", &c),
+		fmt.Sprintf("gpuhost-gpu: lock: dkms=0.0.1-1 (%s) is not in the apt sources, which have dkms at: %s", dkms.Arch, dkms.Version),
+		fmt.Sprintf("gpuhost-gpu: lock: cuda-toolkit-12-2=%s (%s): the apt sources give sha256 %s, the lock has %s", toolkit.Version, toolkit.Arch, toolkit.SHA256, tampered),
 		"gpuhost-gpu failed in step: lock available")
+
+	// A base package's hash: the builder refuses the bootstrap. The
+	// bootstrap cache key has the locked versions, not their hashes, so
+	// this bake extracts the tree the first locked bake cached.
+	c.Packages = slices.Clone(l.Packages)
+	var base lock.Package
+	for i, p := range c.Packages {
+		if p.Name == "base-files" {
+			base = p
+			c.Packages[i].SHA256 = tampered
+		}
+	}
+	mustFail(t, bake, "lock-tampered-base", writeLock("tampered-base.lock", &c),
+		fmt.Sprintf("package base-files=%s (%s): the .deb's sha256 is %s, the lock has %s", base.Version, base.Arch, base.SHA256, tampered),
+		"bootstrap cache hit")
+}
+
+// mustFail bakes from lockFile and wants the bake to fail with each of want
+// in its output.
+func mustFail(t *testing.T, bake bakeFunc, name, lockFile string, want ...string) {
+	t.Helper()
+	_, log, err := bake(name, map[string]string{"lock_file": lockFile})
+	if err == nil {
+		t.Fatalf("bake %s passed", name)
+	}
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("bake %s: no %q in:\n%s", name, w, log)
+		}
+	}
 }
 
 func find(l *lock.Lock, name string) (lock.Package, bool) {
