@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,14 +213,7 @@ func TestRepositoriesAreHTTPSOrLoopback(t *testing.T) {
 
 func TestLockFileIsReadAndHeldToThePins(t *testing.T) {
 	raw := func(lockFile string) map[string]interface{} {
-		data, err := os.ReadFile(filepath.Join("testdata", "cases", "debian-12-cuda-repo-open-535.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]interface{}
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatal(err)
-		}
+		m := caseRaw(t, "debian-12-cuda-repo-open-535")
 		m["lock_file"] = lockFile
 		return m
 	}

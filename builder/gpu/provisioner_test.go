@@ -167,9 +167,10 @@ func newTarget(t *testing.T) string {
 	return root
 }
 
-func debianRaw(t *testing.T) map[string]interface{} {
+// caseRaw is the raw configuration of testdata/cases/NAME.json.
+func caseRaw(t *testing.T, name string) map[string]interface{} {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "cases", "debian-12-debian-535.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "cases", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +178,12 @@ func debianRaw(t *testing.T) map[string]interface{} {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+func debianRaw(t *testing.T) map[string]interface{} {
+	t.Helper()
+	raw := caseRaw(t, "debian-12-debian-535")
 	// Leave the distribution for the provisioner to read from the target.
 	delete(raw, "distro")
 	// One NGC base, pinned in its ref, served by an in-process registry
