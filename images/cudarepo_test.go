@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
@@ -63,7 +64,9 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories})
 
 	pluginPath := t.TempDir()
-	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	// A fixed SOURCE_DATE_EPOCH, so that two bakes of one lock can be
+	// compared byte for byte (lockedRebuilds).
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1", "SOURCE_DATE_EPOCH=1735689600")
 	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
@@ -80,7 +83,12 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		"cuda_version":              cuda,
 		"container_toolkit_version": toolkit,
 		"target_kernel":             kernel,
+		"lock_file":                 "",
 	})
+	// One module signing key for every bake, as a template that wants
+	// reproducible images gives it.
+	dkmsCert, dkmsKey, _ := testutil.WriteCert(t, t.TempDir(), testutil.CertSpec{Key: "rsa2048"})
+	vars["dkms_signing_key"], vars["dkms_signing_certificate"] = dkmsKey, dkmsCert
 	bake := func(name string, change map[string]string) (string, string, error) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), name)
@@ -97,12 +105,29 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		return filepath.Join(out, "rootfs"), string(b), err
 	}
 
+	var pinned string
 	t.Run("installs and holds the pins", func(t *testing.T) {
 		tree, log, err := bake("pinned", nil)
 		if err != nil {
 			t.Fatalf("packer build: %v\n%s", err, log)
 		}
 		checkCUDARepoImage(t, tree, log, base, repo, kernel, driver, cuda, toolkit)
+		// The module was signed with the configured key, which the image
+		// does not keep; its certificate stays for enrolment.
+		if _, err := os.Lstat(filepath.Join(tree, "var/lib/dkms/mok.key")); err == nil {
+			t.Error("the image carries DKMS's signing key")
+		}
+		if got, err := os.ReadFile(filepath.Join(tree, "var/lib/dkms/mok.pub")); err != nil || !bytes.Equal(got, mustRead(t, dkmsCert)) {
+			t.Errorf("/var/lib/dkms/mok.pub is not the configured certificate (%v)", err)
+		}
+		pinned = tree
+	})
+
+	t.Run("two bakes from its lock give the same image, and a lock the mirror cannot meet fails naming the package", func(t *testing.T) {
+		if pinned == "" {
+			t.Fatal("the pinned bake failed; there is no manifest to lock")
+		}
+		lockedRebuilds(t, pinned, bake)
 	})
 
 	t.Run("a wrong keyring digest fails naming the file", func(t *testing.T) {
@@ -388,4 +413,13 @@ func packerCmd(env []string, packer string, args ...string) *exec.Cmd {
 	cmd := exec.Command(packer, args...)
 	cmd.Env = env
 	return cmd
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

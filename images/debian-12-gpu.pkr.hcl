@@ -81,6 +81,12 @@ variable "snapshot" {
   description = "Debian snapshot timestamp (YYYYMMDDTHHMMSSZ) for a repeatable build; exclusive with mirror."
 }
 
+variable "lock_file" {
+  type        = string
+  default     = ""
+  description = "A lock file (gpuhost lock --from MANIFEST writes debian-12-gpu.lock) the bake must match exactly: the bootstrap and every package the provisioner installs, with their .deb hashes. Empty: no lock."
+}
+
 variable "apt_cache_dir" {
   type        = string
   default     = ""
@@ -158,6 +164,7 @@ source "gpuhost-rootfs" "debian_12" {
     "sudo", "libpam-google-authenticator", "auditd",
   ]
   apt_cache_dir = var.apt_cache_dir
+  lock_file     = var.lock_file
   # Beside the apt cache, not in it: that one is mounted into the build.
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
@@ -222,6 +229,7 @@ build {
     # The image's own kernel is held like the driver; the debian source
     # installs userspace only, so no DKMS builds against it.
     target_kernel = var.debian_kernel
+    lock_file     = var.lock_file
     hold {
       kernel = true
     }

@@ -1,4 +1,4 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
+//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
 //go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -27,6 +28,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
+	"github.com/gpuhost/gpuhost/internal/lock"
 )
 
 // Driver sources and flavors.
@@ -138,6 +140,22 @@ type Distro struct {
 	Codename string `mapstructure:"codename"`
 }
 
+// DKMS is the key DKMS signs the NVIDIA module with. Without one, DKMS
+// makes a new key for every build, so the module (and the tree's digest)
+// differs from build to build. Either way the private key is removed from
+// the image once the module is built: whoever held it could sign modules
+// that every host booted from the image trusts. The certificate stays at
+// /var/lib/dkms/mok.pub, for `mokutil --import` where Secure Boot is on.
+type DKMS struct {
+	// A file on the build machine holding the module signing key, an
+	// unencrypted RSA private key in PEM (ECDSA signatures are randomised,
+	// so two builds would still differ). Set with signing_certificate.
+	SigningKey string `mapstructure:"signing_key"`
+	// A file on the build machine holding the key's X.509 certificate, PEM
+	// or DER, as the kernel's sign-file reads it.
+	SigningCertificate string `mapstructure:"signing_certificate"`
+}
+
 // Keyrings holds the expected digests of what establishes trust in NVIDIA's
 // repositories. Both are checked before anything is installed from them.
 type Keyrings struct {
@@ -177,7 +195,9 @@ type Repositories struct {
 type ManifestConfig struct {
 	// The template that built the image, such as `ubuntu-22.04-gpu`.
 	Template string `mapstructure:"template"`
-	// The package mirror the rootfs came from.
+	// The package mirror the rootfs came from. When neither this nor
+	// snapshot is set, the mirror or snapshot the gpuhost-rootfs builder
+	// bootstrapped from, so that a lock made from the manifest names it.
 	Mirror string `mapstructure:"mirror"`
 	// The archive snapshot the rootfs came from, if any.
 	Snapshot string `mapstructure:"snapshot"`
@@ -285,6 +305,8 @@ type Config struct {
 	// holds it. When empty and needed, the provisioner takes the only
 	// directory under the target's /lib/modules.
 	TargetKernel string `mapstructure:"target_kernel"`
+	// How DKMS signs the module it builds (the cuda-repo source).
+	DKMS DKMS `mapstructure:"dkms"`
 	// Expected digests of NVIDIA's repository keys.
 	KeyringSHA256 Keyrings `mapstructure:"keyring_sha256"`
 	// Where NVIDIA's repositories are fetched from. Each URL is `https://`,
@@ -294,6 +316,20 @@ type Config struct {
 	Repositories Repositories `mapstructure:"repositories"`
 	// What the baked manifest records about the build.
 	Manifest ManifestConfig `mapstructure:"manifest"`
+	// A lock file (gpuhost.lock/v1, written by `gpuhost lock --from
+	// MANIFEST`) the image must match exactly. The plan then prefers every
+	// locked version while it installs (an apt preferences file that lives
+	// only for the build), checks that each locked package it has to
+	// install is in the apt sources at its version with its .deb's sha256,
+	// installs what the lock holds and the configuration did not, and in
+	// its `verify lock` step compares the final dpkg inventory with the
+	// lock: a package missing, extra, at another version or whose .deb
+	// hashes to another sha256 fails the build naming it, as does an apt
+	// source, preferences file or keyring whose digest differs. A pin of
+	// this configuration at a version other than the lock's is refused
+	// before anything runs. Give the gpuhost-rootfs builder the same file,
+	// so that the bootstrap is held to it too.
+	LockFile string `mapstructure:"lock_file"`
 	// How to run a script on the target; `{{.Path}}` is the script. Defaults
 	// to `sh '{{.Path}}'`. Over SSH as a non-root user use
 	// `sudo -n sh '{{.Path}}'`.
@@ -303,6 +339,8 @@ type Config struct {
 	RemoteFolder string `mapstructure:"remote_folder"`
 
 	ctx interpolate.Context
+	// lock is lock_file, read by Decode.
+	lock *lock.Lock
 }
 
 // ToolkitPackages are the container toolkit's packages; they are pinned and
@@ -329,10 +367,37 @@ func Decode(raws ...interface{}) (*Config, error) {
 		return nil, err
 	}
 	c.defaults()
-	if err := configerr.Check("gpuhost-gpu", c.validate()); err != nil {
+	problems := c.validate()
+	if c.LockFile != "" {
+		l, err := lock.ReadFile(c.LockFile)
+		if err != nil {
+			problems = append(problems, "lock_file: "+err.Error())
+		} else {
+			c.lock = l
+			problems = append(problems, c.lockConflicts()...)
+		}
+	}
+	if err := configerr.Check("gpuhost-gpu", problems); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// lockConflicts are the pins the lock holds at another version: a lock
+// made from an image of another configuration.
+func (c *Config) lockConflicts() []string {
+	var errs []string
+	for _, p := range c.Pins() {
+		if p.Version == "" {
+			continue
+		}
+		for _, l := range c.lock.Packages {
+			if l.Name == p.Name && l.Version != p.Version {
+				errs = append(errs, fmt.Sprintf("lock_file: the configuration pins %s, which the lock %s has at %s; make the lock again from an image of this configuration", p.Spec(), c.LockFile, l.Version))
+			}
+		}
+	}
+	return errs
 }
 
 func (c *Config) defaults() {
@@ -545,6 +610,7 @@ func (c *Config) validate() []string {
 		add("keyring_sha256.container_toolkit_key: %q is not 64 lower-case hex digits", h)
 	}
 	errs = append(errs, c.Repositories.validate()...)
+	errs = append(errs, c.DKMS.validate(d.Source)...)
 	if c.FabricManager && d.Source == SourceDebian {
 		add("fabric_manager: the debian source has no fabric manager package")
 	}
@@ -626,6 +692,26 @@ func (c *Config) validate() []string {
 	} {
 		if strings.ContainsAny(s.v, "\x00\n\r") {
 			add("%s: control characters are not allowed", s.field)
+		}
+	}
+	return errs
+}
+
+func (k DKMS) validate(source string) []string {
+	if k == (DKMS{}) {
+		return nil
+	}
+	var errs []string
+	if source != SourceCUDARepo {
+		errs = append(errs, fmt.Sprintf("dkms: only the cuda-repo source builds a module with DKMS, not %s", source))
+	}
+	for _, f := range []struct{ name, path string }{{"signing_key", k.SigningKey}, {"signing_certificate", k.SigningCertificate}} {
+		if f.path == "" {
+			errs = append(errs, fmt.Sprintf("dkms.%s: required with the other", f.name))
+		} else if fi, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Sprintf("dkms.%s: %v", f.name, err))
+		} else if !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Sprintf("dkms.%s: %s is not a regular file", f.name, f.path))
 		}
 	}
 	return errs

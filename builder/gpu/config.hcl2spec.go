@@ -59,9 +59,11 @@ type FlatConfig struct {
 	NGCCacheDir               *string               `mapstructure:"ngc_cache_dir" cty:"ngc_cache_dir" hcl:"ngc_cache_dir"`
 	Distro                    *FlatDistro           `mapstructure:"distro" cty:"distro" hcl:"distro"`
 	TargetKernel              *string               `mapstructure:"target_kernel" cty:"target_kernel" hcl:"target_kernel"`
+	DKMS                      *FlatDKMS             `mapstructure:"dkms" cty:"dkms" hcl:"dkms"`
 	KeyringSHA256             *FlatKeyrings         `mapstructure:"keyring_sha256" cty:"keyring_sha256" hcl:"keyring_sha256"`
 	Repositories              *FlatRepositories     `mapstructure:"repositories" cty:"repositories" hcl:"repositories"`
 	Manifest                  *FlatManifestConfig   `mapstructure:"manifest" cty:"manifest" hcl:"manifest"`
+	LockFile                  *string               `mapstructure:"lock_file" cty:"lock_file" hcl:"lock_file"`
 	ExecuteCommand            *string               `mapstructure:"execute_command" cty:"execute_command" hcl:"execute_command"`
 	RemoteFolder              *string               `mapstructure:"remote_folder" cty:"remote_folder" hcl:"remote_folder"`
 }
@@ -104,9 +106,11 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"ngc_cache_dir":               &hcldec.AttrSpec{Name: "ngc_cache_dir", Type: cty.String, Required: false},
 		"distro":                      &hcldec.BlockSpec{TypeName: "distro", Nested: hcldec.ObjectSpec((*FlatDistro)(nil).HCL2Spec())},
 		"target_kernel":               &hcldec.AttrSpec{Name: "target_kernel", Type: cty.String, Required: false},
+		"dkms":                        &hcldec.BlockSpec{TypeName: "dkms", Nested: hcldec.ObjectSpec((*FlatDKMS)(nil).HCL2Spec())},
 		"keyring_sha256":              &hcldec.BlockSpec{TypeName: "keyring_sha256", Nested: hcldec.ObjectSpec((*FlatKeyrings)(nil).HCL2Spec())},
 		"repositories":                &hcldec.BlockSpec{TypeName: "repositories", Nested: hcldec.ObjectSpec((*FlatRepositories)(nil).HCL2Spec())},
 		"manifest":                    &hcldec.BlockSpec{TypeName: "manifest", Nested: hcldec.ObjectSpec((*FlatManifestConfig)(nil).HCL2Spec())},
+		"lock_file":                   &hcldec.AttrSpec{Name: "lock_file", Type: cty.String, Required: false},
 		"execute_command":             &hcldec.AttrSpec{Name: "execute_command", Type: cty.String, Required: false},
 		"remote_folder":               &hcldec.AttrSpec{Name: "remote_folder", Type: cty.String, Required: false},
 	}
@@ -161,6 +165,31 @@ func (*FlatContainerd) HCL2Spec() map[string]hcldec.Spec {
 		"default_runtime": &hcldec.AttrSpec{Name: "default_runtime", Type: cty.String, Required: false},
 		"cdi":             &hcldec.AttrSpec{Name: "cdi", Type: cty.Bool, Required: false},
 		"version":         &hcldec.AttrSpec{Name: "version", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatDKMS is an auto-generated flat version of DKMS.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatDKMS struct {
+	SigningKey         *string `mapstructure:"signing_key" cty:"signing_key" hcl:"signing_key"`
+	SigningCertificate *string `mapstructure:"signing_certificate" cty:"signing_certificate" hcl:"signing_certificate"`
+}
+
+// FlatMapstructure returns a new FlatDKMS.
+// FlatDKMS is an auto-generated flat version of DKMS.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*DKMS) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatDKMS)
+}
+
+// HCL2Spec returns the hcl spec of a DKMS.
+// This spec is used by HCL to read the fields of DKMS.
+// The decoded values from this spec will then be applied to a FlatDKMS.
+func (*FlatDKMS) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"signing_key":         &hcldec.AttrSpec{Name: "signing_key", Type: cty.String, Required: false},
+		"signing_certificate": &hcldec.AttrSpec{Name: "signing_certificate", Type: cty.String, Required: false},
 	}
 	return s
 }

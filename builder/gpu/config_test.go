@@ -1,6 +1,9 @@
 package gpu
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -145,7 +148,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	}
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gpu"
-	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
+	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
 	sdctest.Same(t, spec, "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)
@@ -205,5 +208,51 @@ func TestRepositoriesAreHTTPSOrLoopback(t *testing.T) {
 	cfg, err := DecodeJSON([]byte(`{` + base + `}`))
 	if err != nil || cfg.Repositories != (Repositories{DefaultCUDARepositories, DefaultToolkitRepository, DefaultToolkitKey}) {
 		t.Errorf("defaults: %+v, %v", cfg.Repositories, err)
+	}
+}
+
+func TestLockFileIsReadAndHeldToThePins(t *testing.T) {
+	raw := func(lockFile string) map[string]interface{} {
+		m := caseRaw(t, "debian-12-cuda-repo-open-535")
+		m["lock_file"] = lockFile
+		return m
+	}
+	if _, err := Decode(raw(filepath.Join("testdata", "locks", "debian-12-cuda-repo.lock"))); err != nil {
+		t.Fatalf("the golden case's lock: %v", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.lock")
+	if err := os.WriteFile(bad, []byte("gpuhost.lock/v1\npackage nvidia-smi 535 amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Decode(raw(bad))
+	if err == nil || !strings.Contains(err.Error(), `lock_file: parsing lock file "`+bad+`": line 2: package "nvidia-smi" is not name=version`) {
+		t.Errorf("a bad lock: %v", err)
+	}
+	other := filepath.Join(dir, "other.lock")
+	if err := os.WriteFile(other, []byte("gpuhost.lock/v1\npackage cuda-toolkit-12-2=12.2.2-1 amd64 "+strings.Repeat("c", 64)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Decode(raw(other))
+	if err == nil || !strings.Contains(err.Error(), "lock_file: the configuration pins cuda-toolkit-12-2=12.2.0-1, which the lock "+other+" has at 12.2.2-1") {
+		t.Errorf("a lock of another configuration: %v", err)
+	}
+	if _, err := Decode(raw(filepath.Join(dir, "none.lock"))); err == nil || !strings.Contains(err.Error(), "lock_file: reading lock file") {
+		t.Errorf("a missing lock: %v", err)
+	}
+}
+
+func TestDKMSSigningKeyNeedsBothFilesAndDKMS(t *testing.T) {
+	base := `"driver": {"version": "535.261.03-1", "source": "%s"}, "container_toolkit": {"version": "1.17.8-1"}, "keyring_sha256": {"cuda_keyring": "` + strings.Repeat("0", 64) + `", "container_toolkit_key": "` + strings.Repeat("1", 64) + `"}`
+	key := filepath.Join("testdata", "dkms", "signing.key")
+	for _, tc := range []struct{ source, dkms, want string }{
+		{"cuda-repo", `{"signing_key": "` + key + `"}`, "dkms.signing_certificate: required with the other"},
+		{"cuda-repo", `{"signing_key": "` + key + `", "signing_certificate": "testdata/none.crt"}`, "dkms.signing_certificate: stat testdata/none.crt"},
+		{"debian", `{"signing_key": "` + key + `", "signing_certificate": "` + key + `"}`, "dkms: only the cuda-repo source builds a module with DKMS, not debian"},
+	} {
+		_, err := DecodeJSON([]byte("{" + fmt.Sprintf(base, tc.source) + `, "dkms": ` + tc.dkms + "}"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.dkms, err, tc.want)
+		}
 	}
 }

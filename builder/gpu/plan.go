@@ -5,12 +5,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"text/template"
 
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
+	"github.com/gpuhost/gpuhost/internal/lock"
 )
 
 // Pin is one package the plan installs (or finds installed), holds and then
@@ -102,7 +105,25 @@ type planData struct {
 	Hardening      *hardeningPlan
 	CUDASet        *cudaSet
 	CUDAPref       string
+	// Lock is lock_file's content, nil without one.
+	Lock *lock.Lock
+	// LockPreferences is where the build-only preferences for the locked
+	// versions go.
+	LockPreferences string
+	// LockFiles are the globs of the apt files the lock holds digests of.
+	LockFiles []string
+	// DKMSKey and DKMSCert are where the provisioner stages dkms's signing
+	// key and certificate, "" without them.
+	DKMSKey, DKMSCert string
+	// Digests is where the plan leaves the installed packages' .deb
+	// digests for the manifest, or "" when no manifest is written.
+	Digests string
 }
+
+// LockPreferencesPath is the apt preferences file a locked plan writes for
+// the build and removes before it verifies: it sorts after every other, so
+// that the locked version is each package's candidate.
+const LockPreferencesPath = "/etc/apt/preferences.d/zz-gpuhost-lock.pref"
 
 //go:embed plan.sh.tmpl
 var planTemplateText string
@@ -130,6 +151,9 @@ func RenderPlan(cfg Config) (string, error) {
 	if c.needsKernel() && c.TargetKernel == "" {
 		return "", fmt.Errorf("target_kernel: required with driver source %s or hold.kernel (the provisioner reads it from the target's /lib/modules)", c.Driver.Source)
 	}
+	if c.LockFile != "" && c.lock == nil {
+		return "", fmt.Errorf("lock_file: %s was not read; decode the configuration first", c.LockFile)
+	}
 	d := planData{
 		C:              c,
 		ToolkitKeyURL:  c.Repositories.ContainerToolkitKey,
@@ -143,6 +167,18 @@ func RenderPlan(cfg Config) (string, error) {
 		Toolkit:        c.ContainerToolkit.Version != "",
 		SystemdCgroup:  c.Containerd.SystemdCgroup == config.TriTrue,
 		Debian:         c.Driver.Source == SourceDebian,
+		Lock:           c.lock,
+	}
+	if c.lock != nil {
+		d.LockPreferences = LockPreferencesPath
+		d.LockFiles = append(slices.Clone(lock.SourcePatterns), lock.KeyringPatterns...)
+	}
+	if c.DKMS.SigningKey != "" {
+		d.DKMSKey = path.Join(c.RemoteFolder, dkmsKeyStageName)
+		d.DKMSCert = path.Join(c.RemoteFolder, dkmsCertStageName)
+	}
+	if !c.Manifest.Skip {
+		d.Digests = path.Join(c.RemoteFolder, digestsStageName)
 	}
 	if c.Driver.Source == SourceCUDARepo {
 		d.CUDARepoName = cudaRepoDistro[c.Distro.ID+" "+c.Distro.VersionID]

@@ -24,6 +24,7 @@ var planCases = []string{
 	"ubuntu-22.04-ubuntu-archive-535",
 	"debian-12-debian-535",
 	"debian-12-cuda-repo-open-535",
+	"debian-12-cuda-repo-open-535-locked",
 }
 
 func loadCase(t *testing.T, name string) *Config {

@@ -25,7 +25,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/internal/lock"
 	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // Provisioner is the Packer provisioner "gpuhost-gpu".
@@ -60,6 +62,13 @@ const (
 	manifestStageName  = "gpuhost-gpu-manifest.json"
 	manifestScriptName = "gpuhost-gpu-manifest.sh"
 	sbomStageName      = "gpuhost-gpu-sbom.cdx.json"
+	// digestsStageName is where the plan leaves the .deb digests of the
+	// installed packages, in the lock file's format, for the manifest.
+	digestsStageName = "gpuhost-gpu-debs.lock"
+	// dkmsKeyStageName and dkmsCertStageName are where dkms's signing key
+	// and certificate wait for the plan, which moves them into place.
+	dkmsKeyStageName  = "gpuhost-gpu-mok.key"
+	dkmsCertStageName = "gpuhost-gpu-mok.pub"
 	// maxProbeOutput bounds what a small probe command may print: the
 	// target is not trusted to stop talking.
 	maxProbeOutput = 1 << 20
@@ -69,8 +78,9 @@ const (
 
 // Provision resolves the distribution and kernel when the configuration left
 // them out, renders the plan, uploads and runs it, and writes the manifest.
-func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, _ map[string]interface{}) error {
+func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, generated map[string]interface{}) error {
 	cfg := p.config
+	builderArchive(&cfg.Manifest, generated)
 	if cfg.Distro.ID == "" {
 		d, err := detectDistro(ctx, comm)
 		if err != nil {
@@ -94,6 +104,9 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	if err != nil {
 		return err
 	}
+	if err := stageDKMSKey(comm, &cfg); err != nil {
+		return err
+	}
 	planPath := path.Join(cfg.RemoteFolder, planName)
 	if err := comm.Upload(planPath, strings.NewReader(plan), nil); err != nil {
 		return fmt.Errorf("uploading the plan to %s: %w", planPath, err)
@@ -114,6 +127,47 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 	}
 	ui.Say("gpuhost-gpu: writing " + manifest.Path)
 	return writeManifest(ctx, ui, comm, &cfg, now())
+}
+
+// stageDKMSKey uploads dkms's signing key and certificate, when configured,
+// for the plan's dkms step.
+func stageDKMSKey(comm packersdk.Communicator, cfg *Config) error {
+	if cfg.DKMS.SigningKey == "" {
+		return nil
+	}
+	for _, f := range []struct{ field, src, dst string }{
+		{"dkms.signing_key", cfg.DKMS.SigningKey, dkmsKeyStageName},
+		{"dkms.signing_certificate", cfg.DKMS.SigningCertificate, dkmsCertStageName},
+	} {
+		data, err := userfile.Read(f.src, userfile.MaxKey)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.field, err)
+		}
+		dst := path.Join(cfg.RemoteFolder, f.dst)
+		if err := comm.Upload(dst, bytes.NewReader(data), nil); err != nil {
+			return fmt.Errorf("%s: uploading to %s: %w", f.field, dst, err)
+		}
+	}
+	return nil
+}
+
+// builderArchive fills the manifest's mirror and snapshot, when the
+// configuration left both out, from what the builder says it bootstrapped
+// from (gpuhost-rootfs's generated Mirror and Snapshot). Values that are
+// not plain URLs and timestamps are left out.
+func builderArchive(m *ManifestConfig, generated map[string]interface{}) {
+	if m.Mirror != "" || m.Snapshot != "" {
+		return
+	}
+	mirror, _ := generated["Mirror"].(string)
+	snapshot, _ := generated["Snapshot"].(string)
+	// A lock made from the manifest must be able to hold them.
+	if lock.ValidMirror(mirror) {
+		m.Mirror = mirror
+	}
+	if lock.ValidSnapshot(snapshot) {
+		m.Snapshot = snapshot
+	}
 }
 
 // runScript runs an uploaded script through execute_command, streams its
@@ -346,7 +400,11 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	m, err := manifest.Build(ctx, fsys, cfg.ManifestOptions(t))
+	opts := cfg.ManifestOptions(t)
+	if opts.DebSHA256, err = downloadDigests(comm, path.Join(cfg.RemoteFolder, digestsStageName), filepath.Join(tmp, digestsStageName)); err != nil {
+		return err
+	}
+	m, err := manifest.Build(ctx, fsys, opts)
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
@@ -357,7 +415,7 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	if err := downloadOSRelease(comm, tmp); err != nil {
 		return err
 	}
-	bom, err := trivy.SBOMFS(ctx, fsys)
+	bom, err := trivy.BakedSBOMFS(ctx, fsys, t)
 	if err != nil {
 		return fmt.Errorf("sbom: %w", err)
 	}
@@ -372,6 +430,7 @@ func writeManifest(ctx context.Context, ui packersdk.Ui, comm packersdk.Communic
 	// Installing goes through execute_command like the plan, so that it has
 	// the same privileges; the renames make each file appear whole.
 	script := fmt.Sprintf(`set -eu
+rm -f '%[6]s'
 mkdir -p /etc/gpuhost %[4]s
 cp '%[1]s' %[2]s.tmp
 chmod 0644 %[2]s.tmp
@@ -383,12 +442,42 @@ chmod 0644 %[5]s.tmp
 mv -f %[5]s.tmp %[5]s
 rm -f '%[3]s'
 echo "gpuhost-gpu: SBOM written to %[5]s"
-`, stage, manifest.Path, bomStage, path.Dir(packages.SBOMPath), packages.SBOMPath)
+`, stage, manifest.Path, bomStage, path.Dir(packages.SBOMPath), packages.SBOMPath, path.Join(cfg.RemoteFolder, digestsStageName))
 	scriptPath := path.Join(cfg.RemoteFolder, manifestScriptName)
 	if err := comm.Upload(scriptPath, strings.NewReader(script), nil); err != nil {
 		return fmt.Errorf("manifest: uploading %s: %w", scriptPath, err)
 	}
 	return runScript(ctx, ui, comm, cfg, scriptPath, "install manifest")
+}
+
+// downloadDigests reads the .deb digests the plan left at remote (the
+// lock file's format, package records only) through local. The target is
+// not trusted: the file is bounded and parsed as strictly as a lock.
+func downloadDigests(comm packersdk.Communicator, remote, local string) (map[manifest.DebKey]string, error) {
+	f, err := os.OpenFile(local, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	err = comm.Download(remote, &limitWriter{w: f, n: lock.MaxSize})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("manifest: downloading the package digests the plan left at %s: %w", remote, err)
+	}
+	data, err := os.ReadFile(local)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	l, err := lock.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: parsing the package digests the plan left at %s: %w", remote, err)
+	}
+	out := make(map[manifest.DebKey]string, len(l.Packages))
+	for _, p := range l.Packages {
+		out[manifest.DebKey{Name: p.Name, Arch: p.Arch, Version: p.Version}] = p.SHA256
+	}
+	return out, nil
 }
 
 // listRemote asks the target which of the manifest's files exist. The

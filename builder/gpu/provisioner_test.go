@@ -135,6 +135,11 @@ func (c *dirComm) Download(src string, w io.Writer) error {
 
 func (c *dirComm) DownloadDir(string, string, []string) error { return fmt.Errorf("not used") }
 
+// planDigests is what the plan's package digests step leaves on
+// newTarget: a digest for each build it could tell (none for containerd).
+var planDigests = "gpuhost.lock/v1\npackage libnvidia-ml1=535.261.03-1 amd64 " + strings.Repeat("a", 64) +
+	"\npackage nvidia-smi=535.261.03-1 amd64 " + strings.Repeat("b", 64) + "\n"
+
 func newTarget(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
@@ -148,6 +153,7 @@ func newTarget(t *testing.T) string {
 		"etc/ssh/sshd_config":                      "PermitRootLogin no\n",
 		"etc/default/grub.d/60-gpuhost.cfg":        "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX systemd.unified_cgroup_hierarchy=1\"\n",
 		"tmp/.keep":                                "",
+		"tmp/" + digestsStageName:                  planDigests,
 	}
 	for name, body := range files {
 		p := filepath.Join(root, name)
@@ -161,9 +167,10 @@ func newTarget(t *testing.T) string {
 	return root
 }
 
-func debianRaw(t *testing.T) map[string]interface{} {
+// caseRaw is the raw configuration of testdata/cases/NAME.json.
+func caseRaw(t *testing.T, name string) map[string]interface{} {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "cases", "debian-12-debian-535.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "cases", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +178,12 @@ func debianRaw(t *testing.T) map[string]interface{} {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+func debianRaw(t *testing.T) map[string]interface{} {
+	t.Helper()
+	raw := caseRaw(t, "debian-12-debian-535")
 	// Leave the distribution for the provisioner to read from the target.
 	delete(raw, "distro")
 	// One NGC base, pinned in its ref, served by an in-process registry
@@ -242,6 +255,8 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 	}
 	if len(m.Packages) != 3 || m.Packages[1].Name != "libnvidia-ml1" || !m.Packages[1].Held {
 		t.Errorf("inventory %+v", m.Packages)
+	} else if m.Packages[0].SHA256 != "" || m.Packages[1].SHA256 != strings.Repeat("a", 64) || m.Packages[2].SHA256 != strings.Repeat("b", 64) {
+		t.Errorf("the inventory's .deb digests are not the plan's: %+v", m.Packages)
 	}
 	var paths []string
 	for _, f := range m.ConfigFiles {
@@ -262,7 +277,7 @@ func TestProvisionRunsPlanAndWritesManifest(t *testing.T) {
 		t.Errorf("SBOM does not list libnvidia-ml1:\n%.600s", bom)
 	}
 	// Staged files are cleaned up on the target.
-	for _, name := range []string{planName, manifestStageName, manifestScriptName, sbomStageName} {
+	for _, name := range []string{planName, manifestStageName, manifestScriptName, sbomStageName, digestsStageName} {
 		if _, err := os.Stat(filepath.Join(root, "tmp", name)); err == nil && name != planName {
 			t.Errorf("/tmp/%s left on the target", name)
 		}
@@ -352,5 +367,42 @@ func TestStepTracker(t *testing.T) {
 	s.Write(bytes.Repeat([]byte("x"), 10000))
 	if len(s.buf) > 4096 {
 		t.Error("unbounded line buffer")
+	}
+}
+
+func TestProvisionRefusesBadPackageDigests(t *testing.T) {
+	root := newTarget(t)
+	if err := os.WriteFile(filepath.Join(root, "tmp", digestsStageName), []byte("gpuhost.lock/v1\npackage nvidia-smi=535 amd64 $(reboot)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	comm := &dirComm{root: root, planResult: func(io.Writer) int { return 0 }}
+	var p Provisioner
+	if err := p.Prepare(debianRaw(t)); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Provision(context.Background(), packersdk.TestUi(t), comm, nil)
+	if err == nil || !strings.Contains(err.Error(), "parsing the package digests the plan left at /tmp/"+digestsStageName+": line 2: package nvidia-smi: sha256") {
+		t.Fatalf("err = %v, want the digests file and its line named", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/gpuhost/manifest.json")); err == nil {
+		t.Error("a manifest was written from bad digests")
+	}
+}
+
+func TestManifestTakesTheBuildersArchive(t *testing.T) {
+	var m ManifestConfig
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://mirror.invalid/debian", "Snapshot": ""})
+	if m.Mirror != "http://mirror.invalid/debian" || m.Snapshot != "" {
+		t.Errorf("from the builder: %+v", m)
+	}
+	m = ManifestConfig{Snapshot: "20250101T000000Z"}
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://mirror.invalid/debian"})
+	if m.Mirror != "" {
+		t.Errorf("the configuration's archive was not kept: %+v", m)
+	}
+	m = ManifestConfig{}
+	builderArchive(&m, map[string]interface{}{"Mirror": "http://x/\n$(reboot)", "Snapshot": 7})
+	if m != (ManifestConfig{}) {
+		t.Errorf("values no lock could hold were taken: %+v", m)
 	}
 }

@@ -23,6 +23,8 @@ type Artifact struct {
 	luks2 bool
 	// generated is the build's generated data, for post-processors.
 	generated map[string]interface{}
+	// treeDigest is the rootfs tree's digest (internal/treedigest).
+	treeDigest string
 }
 
 var _ packersdk.Artifact = (*Artifact)(nil)
@@ -35,6 +37,9 @@ func newArtifact(state multistep.StateBag) *Artifact {
 	}
 	if r, ok := state.GetOk(stateRootfs); ok {
 		a.rootfs = r.(string)
+	}
+	if d, ok := state.GetOk(stateTreeDigest); ok {
+		a.treeDigest = d.(string)
 	}
 	if g, ok := state.GetOk("generated_data"); ok {
 		a.generated, _ = g.(map[string]interface{})
@@ -62,6 +67,9 @@ func (a *Artifact) String() string {
 	if a.rootfs != "" && a.format != "dir" {
 		s += "\nrootfs directory: " + a.rootfs
 	}
+	if a.treeDigest != "" {
+		s += "\nrootfs tree digest: " + a.treeDigest
+	}
 	return s
 }
 
@@ -69,7 +77,8 @@ func (a *Artifact) String() string {
 // "manifest" (the path of etc/gpuhost/manifest.json in it, or "" when the
 // rootfs has none), "format" (dir, tar, raw, qcow2 or disk), "luks2" (true when
 // the disk's root is a LUKS2 volume, whose files a scan reads from the rootfs
-// directory) and "generated_data".
+// directory), "tree_digest" (the digest of the finished rootfs tree,
+// "sha256:<hex>", as `gpuhost tree-digest` computes it) and "generated_data".
 func (a *Artifact) State(name string) interface{} {
 	switch name {
 	case "rootfs":
@@ -92,6 +101,8 @@ func (a *Artifact) State(name string) interface{} {
 		return a.format
 	case "luks2":
 		return a.luks2
+	case "tree_digest":
+		return a.treeDigest
 	case "generated_data":
 		return a.generated
 	}

@@ -98,6 +98,7 @@ func bootstrapKey(c *Config, version, release, keyring string) string {
 	field("mmdebstrap", version)
 	field("args", mmdebstrapArgs(&k, "ROOTFS")...)
 	field("release", release)
+	field("lock", lockPrefsSum(c))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -30,11 +30,17 @@ var _ packersdk.Builder = (*Builder)(nil)
 // ConfigSpec returns the HCL2 spec of Config.
 func (b *Builder) ConfigSpec() hcldec.ObjectSpec { return b.config.FlatMapstructure().HCL2Spec() }
 
-// Prepare decodes and validates the configuration. It returns no generated
-// variables, the warnings, and one error listing every problem found.
+// generatedVars are what a build tells its provisioners (and templates,
+// as build.Mirror): the archive the rootfs came from, which the gpuhost-gpu
+// provisioner records in the manifest, and so in a lock made from it.
+var generatedVars = []string{"Mirror", "Snapshot"}
+
+// Prepare decodes and validates the configuration. It returns the
+// generated variables, the warnings, and one error listing every problem
+// found.
 func (b *Builder) Prepare(raws ...interface{}) ([]string, []string, error) {
 	warns, err := b.config.Prepare(raws...)
-	return nil, warns, err
+	return generatedVars, warns, err
 }
 
 // namedStep is a step with the name the timing table shows.
@@ -56,6 +62,9 @@ func plan(c *Config) []namedStep {
 		{"mmdebstrap", &stepMmdebstrap{}},
 		{"cache-save", &stepBootstrapCacheSave{}},
 	}
+	if c.lock != nil {
+		steps = append(steps, namedStep{"lock-check", &stepLockCheck{}})
+	}
 	if c.OutputFormat == "disk" {
 		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
 	}
@@ -76,13 +85,14 @@ func plan(c *Config) []namedStep {
 		{"unmount", &stepEarlyCleanup{cleaners: []earlyCleaner{mount, policy}}},
 	}...)
 	if c.OutputFormat != "disk" {
-		return append(steps, namedStep{"pack", &stepPack{}})
+		return append(steps, namedStep{"tree-digest", &stepTreeDigest{}}, namedStep{"pack", &stepPack{}})
 	}
 	// The boot configuration is written after the provisioners, whose
 	// grub.d drop-ins it reads, and into a tree with nothing mounted.
 	return append(steps,
 		namedStep{"first-boot", &stepFirstBoot{}},
 		namedStep{"boot-config", &stepBootConfig{}},
+		namedStep{"tree-digest", &stepTreeDigest{}},
 		namedStep{"disk", &stepDisk{}},
 		namedStep{"bootloader", &stepBootloader{}},
 		namedStep{"disk-output", &stepDiskOutput{}},
@@ -98,6 +108,7 @@ func (b *Builder) Run(ctx context.Context, ui packersdk.Ui, hook packersdk.Hook)
 	state.Put(stateConfig, c)
 	state.Put(stateUI, ui)
 	state.Put(stateHook, hook)
+	state.Put("generated_data", map[string]interface{}{"Mirror": c.Mirror, "Snapshot": c.Snapshot})
 
 	var steps []multistep.Step
 	for _, s := range plan(c) {

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
+	"github.com/gpuhost/gpuhost/internal/lock"
 )
 
 // Config is the configuration of the rootfs builder (`source "gpuhost-rootfs"`).
@@ -111,11 +112,22 @@ type Config struct {
 	// Remove the rootfs directory once a `tar`, `raw` or `qcow2` output is written. By default it
 	// is kept beside the output, so that post-processors can scan it.
 	RemoveRootfs bool `mapstructure:"remove_rootfs" required:"false"`
+	// A lock file (gpuhost.lock/v1, written by `gpuhost lock --from MANIFEST`) that the bootstrap
+	// is held to: every locked version is apt's candidate while mmdebstrap resolves the variant and
+	// `extra_packages` (an apt preferences file that lives only for the bootstrap), and the tree it
+	// makes must hold nothing the lock does not, each package at its locked version and, where
+	// `apt_cache_dir` keeps its .deb, with its locked sha256; the build fails naming every package
+	// that differs. The lock's snapshot must be `snapshot`, and its mirror `mirror` when both are
+	// set. Give the gpuhost-gpu provisioner the same file: its plan installs the rest of the lock
+	// and verifies the whole inventory, every .deb digest and the apt sources and keyrings.
+	LockFile string `mapstructure:"lock_file" required:"false"`
 
 	ctx interpolate.Context
 	// hostRoot is where the build machine's apt sources are read from: "/" in a
 	// build, a fake tree in tests.
 	hostRoot string
+	// lock is lock_file, read by Prepare.
+	lock *lock.Lock
 	// mirrorErr says why no default mirror was found; it is reported by Run,
 	// not Prepare, so that `packer validate` of an Ubuntu template still passes
 	// on a machine that only reaches Debian.
@@ -288,6 +300,20 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 			c.mirrorErr = fmt.Errorf("mirror: none set, and %w; set mirror or snapshot", err)
 		} else {
 			c.Mirror = m
+		}
+	}
+
+	if c.LockFile != "" {
+		if l, err := lock.ReadFile(c.LockFile); err != nil {
+			bad("lock_file: %v", err)
+		} else {
+			c.lock = l
+			if l.Snapshot != c.Snapshot {
+				bad("lock_file: the lock %s was made from snapshot %q, this build reads snapshot %q", c.LockFile, l.Snapshot, c.Snapshot)
+			}
+			if l.Mirror != "" && c.Mirror != "" && c.Snapshot == "" && l.Mirror != c.Mirror {
+				bad("lock_file: the lock %s was made from mirror %s, this build reads %s", c.LockFile, l.Mirror, c.Mirror)
+			}
 		}
 	}
 

@@ -38,6 +38,7 @@ type FlatConfig struct {
 	ImageSize           *string               `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
 	Mounts              []string              `mapstructure:"mounts" required:"false" cty:"mounts" hcl:"mounts"`
 	RemoveRootfs        *bool                 `mapstructure:"remove_rootfs" required:"false" cty:"remove_rootfs" hcl:"remove_rootfs"`
+	LockFile            *string               `mapstructure:"lock_file" required:"false" cty:"lock_file" hcl:"lock_file"`
 }
 
 // FlatMapstructure returns a new FlatConfig.
@@ -80,6 +81,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"image_size":                 &hcldec.AttrSpec{Name: "image_size", Type: cty.String, Required: false},
 		"mounts":                     &hcldec.AttrSpec{Name: "mounts", Type: cty.List(cty.String), Required: false},
 		"remove_rootfs":              &hcldec.AttrSpec{Name: "remove_rootfs", Type: cty.Bool, Required: false},
+		"lock_file":                  &hcldec.AttrSpec{Name: "lock_file", Type: cty.String, Required: false},
 	}
 	return s
 }

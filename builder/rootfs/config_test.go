@@ -240,11 +240,12 @@ func TestPlan(t *testing.T) {
 		types = append(types, reflect.TypeOf(s.step).Elem().Name())
 	}
 	// The cache steps sit around mmdebstrap, before any provisioner.
-	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "policy-rc.d", "mount", "provision", "unmount", "pack"}
+	// The tree's digest is taken once it is final, with nothing mounted.
+	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "policy-rc.d", "mount", "provision", "unmount", "tree-digest", "pack"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("plan %v, want %v", names, want)
 	}
-	if types[1] != "stepBootstrapCacheLookup" || types[3] != "stepBootstrapCacheSave" || types[5] != "stepMount" || types[6] != "stepProvision" || types[8] != "stepPack" {
+	if types[1] != "stepBootstrapCacheLookup" || types[3] != "stepBootstrapCacheSave" || types[5] != "stepMount" || types[6] != "stepProvision" || types[8] != "stepTreeDigest" || types[9] != "stepPack" {
 		t.Errorf("step types %v", types)
 	}
 	// The unmount step undoes the very mount and policy-rc.d steps of the plan.

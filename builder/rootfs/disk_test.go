@@ -438,7 +438,7 @@ func TestDiskPlan(t *testing.T) {
 	for _, s := range plan(&Config{OutputFormat: "disk"}) {
 		names = append(names, s.name)
 	}
-	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "policy-rc.d", "mount", "provision", "unmount", "first-boot", "boot-config", "disk", "bootloader", "disk-output"}
+	want := []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "policy-rc.d", "mount", "provision", "unmount", "first-boot", "boot-config", "tree-digest", "disk", "bootloader", "disk-output"}
 	if !slices.Equal(names, want) {
 		t.Errorf("disk steps %v, want %v", names, want)
 	}
@@ -448,7 +448,7 @@ func TestDiskPlan(t *testing.T) {
 	for _, s := range plan(&Config{OutputFormat: "disk", Encryption: EncryptionConfig{LUKS2: true}}) {
 		names = append(names, s.name)
 	}
-	want = []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "luks-crypttab", "policy-rc.d", "mount", "provision", "luks-initramfs", "unmount", "first-boot", "boot-config", "disk", "bootloader", "disk-output"}
+	want = []string{"dirs", "cache-lookup", "mmdebstrap", "cache-save", "grub-defaults", "luks-crypttab", "policy-rc.d", "mount", "provision", "luks-initramfs", "unmount", "first-boot", "boot-config", "tree-digest", "disk", "bootloader", "disk-output"}
 	if !slices.Equal(names, want) {
 		t.Errorf("encrypted disk steps %v, want %v", names, want)
 	}

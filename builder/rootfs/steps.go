@@ -148,6 +148,9 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 			`--customize-hook=umount "$1/var/cache/apt/archives"`,
 		)
 	}
+	if c.lock != nil {
+		args = append(args, lockArgs(filepath.Join(filepath.Dir(rootfs), lockPrefsName))...)
+	}
 	return append(args, c.Suite, rootfs, c.Mirror)
 }
 
@@ -171,6 +174,9 @@ func (s *stepMmdebstrap) Run(ctx context.Context, state multistep.StateBag) mult
 	if cacheHit(state) {
 		ui.Say(fmt.Sprintf("Bootstrapping %s %s (%s) from %s (extracted from the bootstrap cache)", c.Distribution, c.Suite, c.Variant, c.Mirror))
 		return multistep.ActionContinue
+	}
+	if err := writeLockPrefs(c, rootfs); err != nil {
+		return halt(state, fmt.Errorf("lock_file: %w", err))
 	}
 	args := mmdebstrapArgs(c, rootfs)
 	ui.Say(fmt.Sprintf("Bootstrapping %s %s (%s) from %s", c.Distribution, c.Suite, c.Variant, c.Mirror))

@@ -26,5 +26,5 @@ func vulnerabilityCollector(db string) collector.Collector { return trivy.Vulner
 
 // buildCommands are the commands only the full build has.
 func (a *app) buildCommands() []*cobra.Command {
-	return []*cobra.Command{a.planCommand(), a.manifestCommand(), a.sbomCommand(), a.bootCommand(), a.verifyCommand()}
+	return []*cobra.Command{a.planCommand(), a.manifestCommand(), a.lockCommand(), a.treeDigestCommand(), a.sbomCommand(), a.bootCommand(), a.verifyCommand()}
 }

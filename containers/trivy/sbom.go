@@ -3,7 +3,12 @@ package trivy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
@@ -41,9 +46,108 @@ func SBOMFS(ctx context.Context, fsys sysroot.FS) ([]byte, error) {
 	return encodeSBOM(ctx, inv, fsys.Root(), ftypes.TypeFilesystem, types.Metadata{})
 }
 
+// BakedSBOMFS is SBOMFS for the SBOM an image carries, made so that two
+// builds of the same packages bake the same bytes: the root component is
+// named "/" (not the directory the build read the tree through), the
+// timestamp is at (the build's time, SOURCE_DATE_EPOCH in a reproducible
+// build), and the serial number and the bom-refs trivy draws at random
+// are derived from the document's content instead. CycloneDX asks for a
+// serial number unique to each BOM; one derived from the content is unique
+// to each distinct BOM, which is what reproducible builds need.
+func BakedSBOMFS(ctx context.Context, fsys sysroot.FS, at time.Time) ([]byte, error) {
+	inv, err := readInventory(fsys)
+	if err != nil {
+		return nil, err
+	}
+	bom, err := buildSBOM(ctx, inv, "/", ftypes.TypeFilesystem, types.Metadata{})
+	if err != nil {
+		return nil, err
+	}
+	if bom.Metadata != nil {
+		bom.Metadata.Timestamp = at.UTC().Format(time.RFC3339)
+	}
+	stableRefs(bom)
+	bom.SerialNumber = ""
+	data, err := writeBOM(bom, "/")
+	if err != nil {
+		return nil, err
+	}
+	bom.SerialNumber = "urn:uuid:" + contentUUID(data)
+	return writeBOM(bom, "/")
+}
+
+// uuidRE is a bom-ref trivy drew at random (it names components with no
+// package URL that way: the root and the operating system).
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// stableRefs replaces each random bom-ref with one derived from its
+// component's type, name and version, in the components and in the
+// dependency graph.
+func stableRefs(bom *cdx.BOM) {
+	refs := map[string]string{}
+	used := map[string]bool{}
+	fix := func(c *cdx.Component) {
+		if c == nil || !uuidRE.MatchString(c.BOMRef) {
+			return
+		}
+		seed := fmt.Sprintf("bom-ref\x00%s\x00%s\x00%s", c.Type, c.Name, c.Version)
+		ref := contentUUID([]byte(seed))
+		for i := 1; used[ref]; i++ {
+			ref = contentUUID([]byte(fmt.Sprintf("%s\x00%d", seed, i)))
+		}
+		used[ref] = true
+		refs[c.BOMRef] = ref
+		c.BOMRef = ref
+	}
+	if bom.Metadata != nil {
+		fix(bom.Metadata.Component)
+	}
+	if bom.Components != nil {
+		for i := range *bom.Components {
+			fix(&(*bom.Components)[i])
+		}
+	}
+	if bom.Dependencies == nil {
+		return
+	}
+	for i := range *bom.Dependencies {
+		d := &(*bom.Dependencies)[i]
+		if r, ok := refs[d.Ref]; ok {
+			d.Ref = r
+		}
+		if d.Dependencies != nil {
+			for j, on := range *d.Dependencies {
+				if r, ok := refs[on]; ok {
+					(*d.Dependencies)[j] = r
+				}
+			}
+			slices.Sort(*d.Dependencies)
+		}
+	}
+	// trivy sorted the graph by the random refs.
+	slices.SortFunc(*bom.Dependencies, func(a, b cdx.Dependency) int { return strings.Compare(a.Ref, b.Ref) })
+}
+
+// contentUUID is a name-based UUID (version 5's layout, over SHA-256) of data.
+func contentUUID(data []byte) string {
+	h := sha256.Sum256(data)
+	h[6] = h[6]&0x0f | 0x50
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
 // encodeSBOM has trivy turn an inventory into CycloneDX JSON. md carries
 // image metadata for an image's root component; the OS is filled here.
 func encodeSBOM(ctx context.Context, inv *inventory, name string, kind ftypes.ArtifactType, md types.Metadata) ([]byte, error) {
+	bom, err := buildSBOM(ctx, inv, name, kind, md)
+	if err != nil {
+		return nil, err
+	}
+	return writeBOM(bom, name)
+}
+
+// buildSBOM has trivy turn an inventory into a CycloneDX document.
+func buildSBOM(ctx context.Context, inv *inventory, name string, kind ftypes.ArtifactType, md types.Metadata) (*cdx.BOM, error) {
 	md.OS = &inv.os
 	report := types.Report{
 		SchemaVersion: reportSchemaVersion,
@@ -62,6 +166,11 @@ func encodeSBOM(ctx context.Context, inv *inventory, name string, kind ftypes.Ar
 	if err != nil {
 		return nil, fmt.Errorf("building SBOM of %s: %w", name, err)
 	}
+	return bom, nil
+}
+
+// writeBOM encodes bom, the SBOM of name, as indented CycloneDX 1.6 JSON.
+func writeBOM(bom *cdx.BOM, name string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON)
 	enc.SetPretty(true)

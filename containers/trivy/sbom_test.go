@@ -1,6 +1,7 @@
 package trivy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 
 // bookworm builds a Debian 12 rootfs from testdata/bookworm in a temp dir.
@@ -173,4 +177,76 @@ func TestSBOMHostileRootfs(t *testing.T) {
 			t.Fatalf("err = %v, want one naming os-release", err)
 		}
 	})
+}
+
+func TestBakedSBOMIsTheSameForTheSamePackages(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	bake := func(root string) []byte {
+		t.Helper()
+		fsys, closer, err := sysroot.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		data, err := BakedSBOMFS(context.Background(), fsys, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	a, b := bake(bookworm(t)), bake(bookworm(t))
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two trees of the same packages baked different SBOMs:\n%s\n%s", a, b)
+	}
+	doc := decodeCDX(t, a)
+	if doc.Metadata.Component.Name != "/" {
+		t.Errorf("root component %q, want /", doc.Metadata.Component.Name)
+	}
+	var full struct {
+		Serial   string `json:"serialNumber"`
+		Metadata struct {
+			Timestamp string `json:"timestamp"`
+			Component struct {
+				Ref string `json:"bom-ref"`
+			} `json:"component"`
+		} `json:"metadata"`
+		Components []struct {
+			Ref string `json:"bom-ref"`
+		} `json:"components"`
+		Dependencies []struct {
+			Ref       string   `json:"ref"`
+			DependsOn []string `json:"dependsOn"`
+		} `json:"dependencies"`
+	}
+	if err := json.Unmarshal(a, &full); err != nil {
+		t.Fatal(err)
+	}
+	if full.Metadata.Timestamp != "2025-01-01T00:00:00Z" || !strings.HasPrefix(full.Serial, "urn:uuid:") {
+		t.Errorf("timestamp %q, serial %q", full.Metadata.Timestamp, full.Serial)
+	}
+	// The graph still joins up: every reference names a component.
+	refs := map[string]bool{full.Metadata.Component.Ref: true}
+	for _, c := range full.Components {
+		refs[c.Ref] = true
+	}
+	for _, d := range full.Dependencies {
+		for _, r := range append([]string{d.Ref}, d.DependsOn...) {
+			if !refs[r] {
+				t.Errorf("dependency %q names no component", r)
+			}
+		}
+	}
+	// Another inventory is another document, with another serial number.
+	other := bookworm(t)
+	put(t, other, "var/lib/dpkg/status", []byte(strings.Replace(string(readTestdata(t, "bookworm/status")), "5.2.15-2+b7", "5.2.15-2+b8", 1)))
+	c := bake(other)
+	var oc struct {
+		Serial string `json:"serialNumber"`
+	}
+	if err := json.Unmarshal(c, &oc); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a, c) || oc.Serial == full.Serial {
+		t.Errorf("another bash build kept the serial number %s", oc.Serial)
+	}
 }

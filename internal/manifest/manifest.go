@@ -92,8 +92,9 @@ type Manifest struct {
 	// Pins is what the image was built to hold.
 	Pins Pins `json:"pins"`
 	// Packages is the full dpkg inventory, sorted by name then arch, with
-	// held set for packages on hold.
-	Packages []facts.Package `json:"packages"`
+	// held set for packages on hold and, where the build could tell, the
+	// sha256 of each package's .deb.
+	Packages []Package `json:"packages"`
 	// ConfigFiles are the sha256 digests of the configuration that matters,
 	// sorted by path.
 	ConfigFiles []ConfigFile `json:"config_files"`
@@ -125,6 +126,21 @@ type Pins struct {
 	Packages []PackagePin `json:"packages"`
 	// NGCImages are the container base images, by digest.
 	NGCImages []Image `json:"ngc_images"`
+}
+
+// Package is one installed package of the inventory.
+type Package struct {
+	facts.Package
+	// SHA256 is the hex sha256 of the .deb the package was installed from,
+	// as apt's Packages index and the downloaded file give it; empty where
+	// the build could not tell (a manifest made outside a build, or by a
+	// plugin older than the field). `gpuhost lock --from` needs it.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// DebKey names one package build: what a .deb digest belongs to.
+type DebKey struct {
+	Name, Arch, Version string
 }
 
 // PackagePin is one held package.
@@ -175,6 +191,9 @@ type Options struct {
 	Time time.Time
 	// PolicyDigest, when known.
 	PolicyDigest string
+	// DebSHA256 are the sha256 digests of the installed packages' .debs;
+	// an installed package with none here is recorded without one.
+	DebSHA256 map[DebKey]string
 }
 
 // Build reads the package inventory and the configuration digests from fsys
@@ -187,9 +206,13 @@ func Build(ctx context.Context, fsys sysroot.FS, opts Options) (*Manifest, error
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fsys.Display(DpkgStatus), err)
 	}
-	pkgs, err := packages.ParseDpkgStatus(data)
+	installed, err := packages.ParseDpkgStatus(data)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(DpkgStatus), err)
+	}
+	pkgs := make([]Package, 0, len(installed))
+	for _, p := range installed {
+		pkgs = append(pkgs, Package{Package: p, SHA256: opts.DebSHA256[DebKey{Name: p.Name, Arch: p.Arch, Version: p.Version}]})
 	}
 	files, err := digestConfigFiles(ctx, fsys)
 	if err != nil {

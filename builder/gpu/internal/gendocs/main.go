@@ -34,6 +34,7 @@ var blocks = []struct{ typ, hcl string }{
 	{"Hold", "hold"},
 	{"NGCImage", "ngc_images"},
 	{"Distro", "distro"},
+	{"DKMS", "dkms"},
 	{"Keyrings", "keyring_sha256"},
 	{"Repositories", "repositories"},
 	{"ManifestConfig", "manifest"},

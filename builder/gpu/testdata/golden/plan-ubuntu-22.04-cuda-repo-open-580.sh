@@ -199,6 +199,30 @@ pin_check() {
 	exit 1
 }
 
+# installed_packages FILE: NAME ARCH VERSION of every installed package,
+# sorted.
+installed_packages() {
+	dpkg-query -W -f='${Package} ${Architecture} ${Version} ${Status}\n' |
+		awk '$6 == "installed" { print $1, $2, $3 }' | LC_ALL=C sort >"$1"
+}
+
+# apt_index FILE: NAME ARCH VERSION SHA256 of every package build apt's
+# Packages indexes offer: what apt checks a download against.
+apt_index() {
+	apt-get indextargets --format '$(FILENAME)' 'Created-By: Packages' | while IFS= read -r f; do
+		if [ -f "$f" ]; then
+			/usr/lib/apt/apt-helper cat-file "$f"
+		fi
+	done | awk '
+	/^Package: / { p = $2 }
+	/^Version: / { v = $2 }
+	/^Architecture: / { a = $2 }
+	/^SHA256: / { s = $2 }
+	/^$/ { if (p != "" && s != "") print p, a, v, s; p = v = a = s = "" }
+	END { if (p != "" && s != "") print p, a, v, s }
+	' | LC_ALL=C sort -u >"$1"
+}
+
 # Package scripts must not start services on an image being built.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
 	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
@@ -285,6 +309,9 @@ step "dkms"
 # Build for the image's kernel: in a chroot, uname -r is the build host's.
 dkms autoinstall -k '5.15.0-153-generic'
 dkms status -k '5.15.0-153-generic' | grep -q 'installed' || die "dkms built no module for 5.15.0-153-generic"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
 
 step "hold"
 apt-mark hold 'linux-image-5.15.0-153-generic' 'nvidia-driver-pinning-580.95.05' 'nvidia-driver-580-open' 'nvidia-fabricmanager-580' 'cuda-toolkit-12-8' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1' 'linux-firmware'
@@ -803,6 +830,38 @@ if [ -n "$want" ]; then
 	got=$('/usr/local/cuda-12.8/bin/nvcc' --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\)$/\1/p')
 	[ "$got" = "$want" ] || die "/usr/local/cuda-12.8/bin/nvcc reports V${got:-none}, want V$want (cuda-nvcc-12-8 as the CUDA set pinned it)"
 fi
+
+step "package digests"
+# The sha256 of every installed package's .deb: the file apt downloaded,
+# while the apt cache still holds it, else the one apt's index gives for
+# that build, the index apt checked the download against.
+installed_packages "$GPUHOST_WORK/installed"
+apt_index "$GPUHOST_WORK/index"
+while read -r name arch version; do
+	deb="/var/cache/apt/archives/${name}_$(echo "$version" | sed 's/:/%3a/g')_${arch}.deb"
+	if [ -f "$deb" ]; then
+		echo "$name $arch $version $(sha256sum <"$deb" | cut -d' ' -f1)"
+	fi
+done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
+{
+	echo 'gpuhost.lock/v1'
+	awk '
+	FILENAME == ARGV[1] { cached[$1 " " $2 " " $3] = $4; next }
+	FILENAME == ARGV[2] { k = $1 " " $2 " " $3; n[k]++; sum[k] = $4; next }
+	{
+		k = $1 " " $2 " " $3
+		if (k in cached) print "package " $1 "=" $3 " " $2 " " cached[k]
+		else if (n[k] == 1) print "package " $1 "=" $3 " " $2 " " sum[k]
+	}
+	' "$GPUHOST_WORK/cached" "$GPUHOST_WORK/index" "$GPUHOST_WORK/installed"
+} >"$GPUHOST_WORK/digests"
+cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
+
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"
