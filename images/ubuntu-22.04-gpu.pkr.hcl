@@ -108,6 +108,12 @@ variable "ngc_bases" {
   description = "NGC base image pre-seeded into the image, by driver branch: NVIDIA's CUDA base of the branch's CUDA release and its reviewed digest (pins-ubuntu-22.04.pkrvars.hcl). The gpuhost-ngc data source fails the build, naming both digests, when the tag no longer resolves to it; the manifest records it."
 }
 
+variable "ngc_registry" {
+  type        = string
+  default     = ""
+  description = "A registry (host[:port]) to resolve the NGC base from instead of nvcr.io, such as a mirror; the manifest keeps the nvcr.io name. Empty asks nvcr.io."
+}
+
 variable "publish_repository" {
   type        = string
   default     = ""
@@ -140,8 +146,9 @@ locals {
 # fails the build. The provisioner pulls exactly the pinned digest and
 # verifies every blob.
 data "gpuhost-ngc" "base" {
-  ref    = var.ngc_bases[var.driver_branch].ref
-  pinned = var.ngc_bases[var.driver_branch].digest
+  ref      = var.ngc_bases[var.driver_branch].ref
+  pinned   = var.ngc_bases[var.driver_branch].digest
+  registry = var.ngc_registry
 }
 
 source "gpuhost-rootfs" "ubuntu_2204" {

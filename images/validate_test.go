@@ -1,10 +1,16 @@
 package images
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
+	"github.com/gpuhost/gpuhost/containers/trivy"
 )
 
 // TestE2ETemplatesValidate checks every template with the real Packer,
@@ -35,4 +41,86 @@ func TestE2ETemplatesValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestE2EUbuntuTemplatesValidateFully runs `packer validate` on each
+// Ubuntu template in full: every component's Prepare, with the gpuhost-ngc
+// data source evaluated (-evaluate-datasources) against a stand-in of
+// nvcr.io that serves each branch's NGC base (the template's ngc_registry),
+// a stub archive keyring, and the demo trivy DB. With the pins file's own
+// digests (all zeros until reviewed) the data source must fail naming the
+// one the tag resolves to; with the served digests as the pins, validate
+// passes. The amazon-ebs template needs the Amazon plugin, which only the
+// syntax check above does without.
+func TestE2EUbuntuTemplatesValidateFully(t *testing.T) {
+	if os.Getenv("GPUHOST_E2E") != "1" {
+		t.Skip("needs the Packer binary and the plugin: set GPUHOST_E2E=1 (make e2e)")
+	}
+	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
+	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
+	pluginPath := t.TempDir()
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
+		t.Fatalf("packer plugins install: %v\n%s", err, out)
+	}
+	keyring := filepath.Join(t.TempDir(), "ubuntu-archive-keyring.gpg")
+	if err := os.WriteFile(keyring, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := trivy.ReadFixture("trivy-db-demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := writeDB(t, fx)
+	reg := seedtest.New(t)
+
+	for _, tpl := range []string{"ubuntu-22.04-gpu.pkr.hcl", "ubuntu-24.04-gpu.pkr.hcl"} {
+		t.Run(tpl, func(t *testing.T) {
+			pins := templatePins(t, tpl)
+			bases := value(t, pins, parseHCL(t, pins).Attributes["ngc_bases"].Expr, nil)
+			// Each branch's base, served under its nvcr.io name, and the
+			// pins a reviewer would write for what is served.
+			var served []string
+			var first, firstRef, firstDigest string
+			for branch, b := range bases.AsValueMap() {
+				ref := b.GetAttr("ref").AsString()
+				repo, tag, ok := strings.Cut(strings.TrimPrefix(ref, "nvcr.io/"), ":")
+				if !ok || !strings.HasPrefix(ref, "nvcr.io/") {
+					t.Fatalf("%s: ngc_bases[%s].ref %q is not nvcr.io/REPO:TAG", pins, branch, ref)
+				}
+				d, err := reg.Push(t, repo, tag, 256, 1).Digest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				served = append(served, fmt.Sprintf("%q = { ref = %q, digest = %q }", branch, ref, d.String()))
+				if first == "" || branch < first {
+					first, firstRef, firstDigest = branch, ref, d.String()
+				}
+			}
+			slices.Sort(served)
+			validate := func(extra ...string) (string, error) {
+				args := append([]string{"validate", "-evaluate-datasources", "-var-file=" + pins, "-var", "keyring=" + keyring,
+					"-var", "trivy_db=" + db, "-var", "ngc_registry=" + reg.Host, "-var", "driver_branch=" + first}, extra...)
+				out, err := packerCmd(env, packer, append(args, tpl)...).CombinedOutput()
+				return string(out), err
+			}
+
+			out, err := validate()
+			if err == nil || !strings.Contains(out, firstRef) || !strings.Contains(out, firstDigest) {
+				t.Errorf("validate with the unreviewed pins: %v; want a failure naming %s at %s\n%s", err, firstRef, firstDigest, out)
+			}
+			t.Logf("unreviewed pins: %s", lastLines(out, 4))
+			out, err = validate("-var", "ngc_bases={"+strings.Join(served, ", ")+"}")
+			if err != nil {
+				t.Errorf("validate with the served digests pinned: %v\n%s", err, out)
+			}
+			t.Logf("served digests pinned: %s", lastLines(out, 2))
+		})
+	}
+}
+
+// lastLines is the last n non-empty lines of out, for the log.
+func lastLines(out string, n int) string {
+	lines := slices.DeleteFunc(strings.Split(out, "\n"), func(l string) bool { return strings.TrimSpace(l) == "" })
+	return strings.Join(lines[max(len(lines)-n, 0):], " | ")
 }
