@@ -140,7 +140,7 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.
 	// The key material of every slot is read first, bounded by the device,
 	// so that the remembered outcome is keyed by all that decides it.
 	areas := make(map[string][]byte, len(ids))
-	sum := sha256.New()
+	sum := trialDigest(lim)
 	sum.Write(js)
 	for _, id := range ids {
 		ks := md.Keyslots[id]
@@ -196,6 +196,14 @@ func (md luks2Keyslots) try(ids []string, areas map[string][]byte, lim trialLimi
 		out = append(out, slot)
 	}
 	return out
+}
+
+// trialDigest starts the digest a trial is remembered by: the limits it
+// was tried within, then the header and key material the caller adds.
+func trialDigest(lim trialLimits) hash.Hash {
+	sum := sha256.New()
+	_ = binary.Write(sum, binary.BigEndian, lim)
+	return sum
 }
 
 // remembered returns what try finds for the header whose digest is key,
@@ -379,7 +387,7 @@ func luks1Slots(r io.ReaderAt, size int64, h luksHeader, lim trialLimits) ([]fac
 	if err != nil {
 		return nil, fmt.Errorf("LUKS1 hash: %w", err)
 	}
-	sum := sha256.New()
+	sum := trialDigest(lim)
 	sum.Write(hd)
 	type slot struct {
 		id         int

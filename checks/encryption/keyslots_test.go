@@ -126,6 +126,12 @@ func TestKeyslotsBeyondTheLimitsAreNotTried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Tried within the defaults first: what is remembered is per limits.
+	var p facts.CryptParams
+	h.keyslots(d.R, d.Size, &p)
+	if len(p.Keyslots) != 4 || !p.Keyslots[1].EmptyPassphrase {
+		t.Fatalf("within the defaults: %+v %q", p.Keyslots, p.KeyslotsError)
+	}
 	slots, err := luks2Slots(d.R, d.Size, h.json, trialLimits{ArgonKiB: 1024, ArgonWork: 1 << 20, PBKDF2Iterations: 500})
 	if err != nil {
 		t.Fatal(err)
