@@ -24,6 +24,7 @@ import (
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/manifest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/internal/testutil/nvidiarepo"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -82,23 +83,10 @@ var ubuntuFiles = map[string]string{
 	"/etc/alternatives/awk":      "->/usr/bin/mawk",
 	"/etc/alternatives/nawk":     "->/usr/bin/mawk",
 	"/usr/lib/x86_64-linux-gnu/security/pam_google_authenticator.so": "stand-in\n",
-	"/usr/sbin/auditd":                  "#!/bin/sh\nexit 0\n",
-	"/usr/bin/containerd":               "#!/bin/sh\necho 'containerd github.com/containerd/containerd CTRVERSION'\n",
-	"/usr/bin/nvidia-container-runtime": "#!/bin/sh\nexit 0\n",
-	"/usr/bin/nvidia-ctk": `#!/bin/sh
-# nvidia-ctk runtime configure --runtime=containerd, as 1.17 writes it.
-[ "$1 $2 $3" = "runtime configure --runtime=containerd" ] || { echo "nvidia-ctk stand-in: $*" >&2; exit 1; }
-mkdir -p /etc/containerd
-cat >/etc/containerd/config.toml <<'EOF'
-version = 2
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-  runtime_type = "io.containerd.runc.v2"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
-  BinaryName = "/usr/bin/nvidia-container-runtime"
-EOF
-`,
+	"/usr/sbin/auditd":                                    "#!/bin/sh\nexit 0\n",
+	"/usr/bin/containerd":                                 "#!/bin/sh\necho 'containerd github.com/containerd/containerd CTRVERSION'\n",
+	"/usr/bin/nvidia-container-runtime":                   "#!/bin/sh\nexit 0\n",
+	"/usr/bin/nvidia-ctk":                                 nvidiarepo.NvidiaCTK(nvidiarepo.ToolkitVersions[0]),
 	"/usr/lib/systemd/system/ssh.service":                 "[Unit]\nDescription=OpenBSD Secure Shell server\n[Service]\nExecStart=/usr/sbin/sshd -D\n[Install]\nWantedBy=multi-user.target\n",
 	"/usr/lib/systemd/system/nftables.service":            "[Unit]\nDescription=nftables\n[Service]\nType=oneshot\nExecStart=/usr/sbin/nft -f /etc/nftables.conf\n[Install]\nWantedBy=sysinit.target\n",
 	"/usr/lib/systemd/system/auditd.service":              "[Unit]\nDescription=Security Auditing Service\n[Service]\nType=forking\nExecStart=/sbin/auditd\n[Install]\nWantedBy=multi-user.target\n",
@@ -151,20 +139,9 @@ func configSteps(t *testing.T, plan string) string {
 		t.Fatal("the plan has no containerd config step before its pin checks")
 	}
 	body := plan[from:to]
-	pkgs := planStep(t, plan, "hardening: packages")
+	pkgs := testutil.PlanStep(t, plan, "hardening: packages")
 	body = strings.Replace(body, "\nstep \"hardening: packages\"\n"+pkgs, "", 1)
 	return plan[:first] + body + "\nstep done\n"
-}
-
-// planStep is one step of a rendered plan, from its step line to the next.
-func planStep(t *testing.T, plan, name string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(plan, "\nstep \""+name+"\"\n")
-	if !ok {
-		t.Fatalf("the plan has no step %q", name)
-	}
-	body, _, _ := strings.Cut(rest, "\nstep \"")
-	return body
 }
 
 // synthesize writes an Ubuntu rootfs the plan's installs would leave: the

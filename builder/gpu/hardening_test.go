@@ -337,17 +337,6 @@ func TestHardeningFilesReadAsTheChecksWant(t *testing.T) {
 	}
 }
 
-// planStep is one step of a rendered plan: from its step line to the next.
-func planStep(t *testing.T, plan, name string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(plan, "\nstep \""+name+"\"\n")
-	if !ok {
-		t.Fatalf("the plan has no step %q", name)
-	}
-	body, _, _ := strings.Cut(rest, "\nstep \"")
-	return body
-}
-
 // The openssl step, run as the plan runs it against the openssl.cnf of
 // Debian 12, of Ubuntu (which has its own system_default) and of one
 // without openssl_conf, and run twice: the collector then reads MinProtocol
@@ -358,7 +347,7 @@ func TestHardeningOpenSSLStep(t *testing.T) {
 	testutil.Root(t)
 	unshare := testutil.Tool(t, "unshare", "util-linux")
 	openssl := testutil.Tool(t, "openssl", "openssl")
-	step := planStep(t, renderCase(t, "debian-12-debian-535"), "hardening: openssl")
+	step := testutil.PlanStep(t, renderCase(t, "debian-12-debian-535"), "hardening: openssl")
 
 	tls12, tls13 := tlsServer(t, tls.VersionTLS12), tlsServer(t, tls.VersionTLS13)
 	for _, c := range []struct{ name, cnf string }{
@@ -527,7 +516,7 @@ func TestHardeningSudoStep(t *testing.T) {
 	testutil.Root(t)
 	testutil.Tool(t, "visudo", "sudo")
 	unshare := testutil.Tool(t, "unshare", "util-linux")
-	step := planStep(t, renderCase(t, "debian-12-debian-535"), "hardening: sudo")
+	step := testutil.PlanStep(t, renderCase(t, "debian-12-debian-535"), "hardening: sudo")
 	for name, sudoers := range map[string]string{
 		"debian": "Defaults\tenv_reset\nDefaults\tsecure_path=\"/usr/sbin:/usr/bin:/sbin:/bin\"\nroot\tALL=(ALL:ALL) ALL\n%sudo\tALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n",
 		"ubuntu": "Defaults\tenv_reset\nroot\tALL=(ALL:ALL) ALL\n%admin ALL=(ALL) ALL\n%sudo\tALL=(ALL:ALL) ALL\n#includedir /etc/sudoers.d\n",

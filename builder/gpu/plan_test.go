@@ -452,7 +452,7 @@ func TestPlanPinsWholeCUDARelease(t *testing.T) {
 		testutil.Tool(t, tool[0], tool[1])
 	}
 	plan := renderCase(t, "debian-12-cuda-repo-open-535")
-	step := planStep(t, plan, "cuda set")
+	step := testutil.PlanStep(t, plan, "cuda set")
 	_, rest, ok := strings.Cut(plan, "\ncuda_set() {\n")
 	fn, _, ok2 := strings.Cut(rest, "\n}\n")
 	if !ok || !ok2 {

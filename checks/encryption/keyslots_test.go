@@ -48,8 +48,10 @@ func emptySlotVolume(t *testing.T) (vol string) {
 	return vol
 }
 
-func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
-	vol := emptySlotVolume(t)
+// tryVolume reads the LUKS header of vol and tries its key slots within
+// the default limits.
+func tryVolume(t *testing.T, vol string) (luksHeader, collector.BlockDevice, facts.CryptParams) {
+	t.Helper()
 	d := openDevice(t, vol)
 	h, err := readLUKSHeader(d.R, d.Size)
 	if err != nil {
@@ -57,6 +59,12 @@ func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
 	}
 	var p facts.CryptParams
 	h.keyslots(d.R, d.Size, &p)
+	return h, d, p
+}
+
+func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
+	vol := emptySlotVolume(t)
+	h, d, p := tryVolume(t, vol)
 	want := []facts.Keyslot{
 		{ID: "0", KDF: "pbkdf2"},
 		{ID: "1", KDF: "argon2id", EmptyPassphrase: true},
@@ -102,13 +110,7 @@ func TestKeyslotsEveryCipher(t *testing.T) {
 			}
 			testutil.Run(t, time.Minute, cs, "luksAddKey", "--batch-mode", "--key-file", filepath.Join(dir, "key"),
 				"--key-slot", "5", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", vol, empty)
-			d := openDevice(t, vol)
-			h, err := readLUKSHeader(d.R, d.Size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var p facts.CryptParams
-			h.keyslots(d.R, d.Size, &p)
+			_, _, p := tryVolume(t, vol)
 			want := []facts.Keyslot{{ID: "0", KDF: "pbkdf2"}, {ID: "5", KDF: "pbkdf2", EmptyPassphrase: true}}
 			if p.KeyslotsError != "" || !reflect.DeepEqual(p.Keyslots, want) {
 				t.Fatalf("keyslots %+v (error %q), want %+v", p.Keyslots, p.KeyslotsError, want)
@@ -121,14 +123,8 @@ func TestKeyslotsEveryCipher(t *testing.T) {
 // says what it asked for.
 func TestKeyslotsBeyondTheLimitsAreNotTried(t *testing.T) {
 	vol := emptySlotVolume(t)
-	d := openDevice(t, vol)
-	h, err := readLUKSHeader(d.R, d.Size)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Tried within the defaults first: what is remembered is per limits.
-	var p facts.CryptParams
-	h.keyslots(d.R, d.Size, &p)
+	h, d, p := tryVolume(t, vol)
 	if len(p.Keyslots) != 4 || !p.Keyslots[1].EmptyPassphrase {
 		t.Fatalf("within the defaults: %+v %q", p.Keyslots, p.KeyslotsError)
 	}

@@ -274,12 +274,13 @@ esac
 	return pkgs
 }
 
-// toolkitPackages are one container toolkit release: the four packages
-// and their dependency shape (the toolkit on its base at the same version
-// and on the tools at >=, the tools on the library at >=).
-func toolkitPackages(v string) []pkg {
+// NvidiaCTK is the stand-in nvidia-ctk of container toolkit release v (a
+// Debian version): it reports its version, and `runtime configure
+// --runtime=containerd` writes containerd's config.toml as 1.17 does.
+// Tests that need the CLI without the repository use it too.
+func NvidiaCTK(v string) string {
 	u := upstream(v)
-	ctk := script(fmt.Sprintf(`case "$1" in
+	return script(fmt.Sprintf(`case "$1" in
 --version|-v)
 	echo 'NVIDIA Container Toolkit CLI version %s'
 	echo 'commit: 0000000000000000000000000000000000000000'
@@ -302,6 +303,14 @@ EOF
 *) echo "nvidia-ctk stand-in: unsupported: $*" >&2; exit 1 ;;
 esac
 `, u))
+}
+
+// toolkitPackages are one container toolkit release: the four packages
+// and their dependency shape (the toolkit on its base at the same version
+// and on the tools at >=, the tools on the library at >=).
+func toolkitPackages(v string) []pkg {
+	u := upstream(v)
+	ctk := NvidiaCTK(v)
 	// The real CLI's lib-version is the library it loaded; the stand-in
 	// reads it from the file libnvidia-container.so.1 resolves to.
 	cli := script(fmt.Sprintf(`case "$1" in
