@@ -704,6 +704,9 @@ type hardeningPlan struct {
 	SudoLogDir string
 	Revoke     string
 	Journald   string
+	// Live renders the step that applies the files to the running host
+	// (Config.Live).
+	Live bool
 }
 
 // hardeningPlan renders the files; h has passed validation.

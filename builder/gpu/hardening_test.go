@@ -606,3 +606,90 @@ func TestHardeningBlockInHCL(t *testing.T) {
 		}
 	}
 }
+
+// live adds the step that applies the hardening to the running host, last
+// among the hardening steps; every check in it comes before anything is
+// loaded, and sshd is reloaded after the rest. Without live (the
+// gpuhost-rootfs builder's images) the step is not rendered at all.
+func TestHardeningApplyLiveStep(t *testing.T) {
+	live := renderCase(t, "ubuntu-22.04-cuda-repo-open-580-live")
+	step := testutil.PlanStep(t, live, "hardening: apply live")
+	if j, a, v := strings.Index(live, `step "hardening: journald"`), strings.Index(live, `step "hardening: apply live"`), strings.Index(live, `step "verify pins"`); j >= a || a >= v {
+		t.Errorf("apply live at %d, want after the journald step (%d) and before verify pins (%d)", a, j, v)
+	}
+	order := []string{
+		"if ischroot", "[ -d /run/systemd/system ] || die", "nft -c -f '/etc/nftables.conf'", "sshd -t -f /etc/ssh/sshd_config",
+		"systemctl restart nftables.service", "nft list chain inet filter input", "systemctl restart auditd.service", "augenrules --load",
+		"auditctl -l", "systemctl restart systemd-journald.service", "journalctl --flush", `kill -HUP "$sshd_pid"`,
+	}
+	last := -1
+	for _, want := range order {
+		i := strings.Index(step, want)
+		if i < 0 {
+			t.Errorf("the step lacks %q:\n%s", want, step)
+			continue
+		}
+		if i < last {
+			t.Errorf("%q comes before what precedes it in %v", want, order)
+		}
+		last = i
+	}
+	// Each command that changes the host fails the build naming itself.
+	for _, l := range lines(step) {
+		l = strings.TrimSpace(l)
+		for _, cmd := range []string{"systemctl restart ", "augenrules --load", "journalctl --flush", "kill -HUP", "nft -f", "nft -c -f"} {
+			if strings.HasPrefix(l, cmd) && !strings.Contains(l, `|| die "live: `) {
+				t.Errorf("%q does not stop the build when it fails", l)
+			}
+		}
+	}
+	for _, name := range planCases {
+		if !strings.HasSuffix(name, "-live") && strings.Contains(renderCase(t, name), "apply live") {
+			t.Errorf("%s is not live, yet its plan applies the hardening to the running host", name)
+		}
+	}
+
+	// Parts left out are neither applied nor waited for: without auditd and
+	// journald the step needs no systemd.
+	cfg := decodeHardening(t, `{"ssh": {"host_keys": "keep"}, "audit": {"skip": true}, "journald": {"skip": true}}`)
+	cfg.Live = true
+	plan, err := RenderPlan(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step = testutil.PlanStep(t, plan, "hardening: apply live")
+	for _, absent := range []string{"auditd", "augenrules", "journald", "[ -d /run/systemd/system ] || die"} {
+		if strings.Contains(step, absent) {
+			t.Errorf("with audit and journald skipped the step still has %q", absent)
+		}
+	}
+}
+
+// live is refused where it would reach the build machine (the rootfs
+// builder's chroot) or remove the host keys the build logs in with again.
+func TestHardeningLiveIsRefusedWhereItCannotWork(t *testing.T) {
+	for _, c := range []struct {
+		name, extra, want string
+	}{
+		{"rootfs builder", `"packer_builder_type": "gpuhost-rootfs", "hardening": {"ssh": {"host_keys": "keep"}}`, "live: the gpuhost-rootfs builder's target is a chroot"},
+		{"host keys removed", `"hardening": {}`, "hardening.ssh.host_keys: first_boot removes the host keys of the running host"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeJSON([]byte(`{` + debianBase + `, "live": true, ` + c.extra + `}`))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+	// The same configurations without live are fine, and so is live on a
+	// cloud builder that keeps the keys.
+	for _, ok := range []string{
+		`"packer_builder_type": "gpuhost-rootfs", "hardening": {}`,
+		`"packer_builder_type": "amazon-ebs", "live": true, "hardening": {"ssh": {"host_keys": "keep"}}`,
+		`"live": true, "hardening": {"ssh": {"skip": true}}`,
+	} {
+		if _, err := DecodeJSON([]byte(`{` + debianBase + `, ` + ok + `}`)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
