@@ -293,7 +293,8 @@ type Config struct {
 	// Requires hardening.ssh.host_keys = `keep` (the build logs in again
 	// after the plan); refused with the gpuhost-rootfs builder, whose
 	// chroot runs on the build machine's kernel, and the step itself
-	// refuses to run where `ischroot` says it is in one. Defaults to false:
+	// refuses to run where its / is not PID 1's (a chroot) or /proc is not
+	// mounted. Defaults to false:
 	// an image's hardening takes effect when it boots. cgroup_v2, the
 	// kernel hold and the memory limits take effect at the next boot
 	// either way.

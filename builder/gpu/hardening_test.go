@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -618,7 +619,7 @@ func TestHardeningApplyLiveStep(t *testing.T) {
 		t.Errorf("apply live at %d, want after the journald step (%d) and before verify pins (%d)", a, j, v)
 	}
 	order := []string{
-		"if ischroot", "[ -d /run/systemd/system ] || die", "nft -c -f '/etc/nftables.conf'", "sshd -t -f /etc/ssh/sshd_config",
+		"/proc/1/root", "[ -d /run/systemd/system ] || die", "nft -c -f '/etc/nftables.conf'", "sshd -t -f /etc/ssh/sshd_config",
 		"systemctl restart nftables.service", "nft list chain inet filter input", "systemctl restart auditd.service", "augenrules --load",
 		"auditctl -l", "systemctl restart systemd-journald.service", "journalctl --flush", `kill -HUP "$sshd_pid"`,
 	}
@@ -690,6 +691,61 @@ func TestHardeningLiveIsRefusedWhereItCannotWork(t *testing.T) {
 	} {
 		if _, err := DecodeJSON([]byte(`{` + debianBase + `, ` + ok + `}`)); err != nil {
 			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
+// The live step refuses a chroot, the gpuhost-rootfs builder's kind of
+// target, before it changes anything, and goes on on a host's own /. Both
+// run for real in a pid and mount namespace of the test's own, whose PID 1
+// is the test's shell: once chrooted into a tree sharing the machine's /usr
+// (read-only) with that namespace's /proc mounted, once not.
+func TestHardeningApplyLiveRefusesAChroot(t *testing.T) {
+	testutil.Root(t)
+	unshare := testutil.Tool(t, "unshare", "util-linux")
+	cfg := decodeHardening(t, `{"tls": {"skip": true}, "ssh": {"skip": true}, "firewall": {"skip": true}, "audit": {"skip": true}, "sudo": {"skip": true}, "journald": {"skip": true}}`)
+	cfg.Live = true
+	plan, err := RenderPlan(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preamble, _, _ := strings.Cut(plan, "\nstep \"")
+	script := preamble + "\nstep 'hardening: apply live'\n" + testutil.PlanStep(t, plan, "hardening: apply live") + "\necho 'nothing refused'\n"
+	root := t.TempDir()
+	for _, d := range []string{"usr", "proc", "tmp"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"bin", "lib", "lib64", "sbin"} {
+		if err := os.Symlink("usr/"+l, filepath.Join(root, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "plan.sh"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup := `set -e
+mount --make-rprivate /
+mount -o bind,ro /usr "$1/usr"
+mount -t proc proc "$1/proc"
+rc=0
+if [ "$2" = chroot ]; then
+	TMPDIR=/tmp chroot "$1" /bin/sh /plan.sh || rc=$?
+else
+	TMPDIR="$1/tmp" /bin/sh "$1/plan.sh" || rc=$?
+fi
+exit "$rc"`
+	for _, c := range []struct {
+		mode, want string
+		fails      bool
+	}{
+		{"chroot", "gpuhost-gpu: live: the plan runs in a chroot, whose kernel is the build machine's; nothing was applied", true},
+		{"host", "nothing refused", false},
+	} {
+		out, err := exec.Command(unshare, "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", setup, "sh", root, c.mode).CombinedOutput()
+		if (err != nil) != c.fails || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: err = %v, want failing %v with %q; output:\n%s", c.mode, err, c.fails, c.want, out)
 		}
 	}
 }

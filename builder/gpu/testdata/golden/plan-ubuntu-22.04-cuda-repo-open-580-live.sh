@@ -717,8 +717,12 @@ step "hardening: apply live"
 # The plan runs on a booted host (live): what the steps above wrote takes
 # effect now, as it would at the next boot, so that the host is judged by
 # its hardened daemons before its image is made. Everything is checked
-# before anything is loaded.
-if ischroot 2>/dev/null; then
+# before anything is loaded. A chroot runs on the build machine's kernel:
+# its / is not PID 1's. (ischroot takes a / whose PID 1 root it may not
+# read, as in a mount namespace of its own, for a chroot.)
+[ -d /proc/self ] || die "live: /proc is not mounted, so this cannot be told from a chroot; nothing was applied"
+live_root=$(stat -Lc '%d:%i' /) || die "live: cannot stat /"
+if live_init=$(stat -Lc '%d:%i' /proc/1/root 2>&1) && [ "$live_init" != "$live_root" ]; then
 	die "live: the plan runs in a chroot, whose kernel is the build machine's; nothing was applied"
 fi
 [ -d /run/systemd/system ] || die "live: systemd does not run here, so auditd and systemd-journald cannot be restarted; nothing was applied"
