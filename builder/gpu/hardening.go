@@ -834,6 +834,11 @@ func (h *Hardening) sshdSettings() []keyValue {
 func (h *Hardening) sshdExpect() []string {
 	var out []string
 	for _, kv := range h.sshdSettings() {
+		// sshd -T prints the first name of a value: prohibit-password as
+		// its older alias without-password.
+		if kv.Key == "PermitRootLogin" && kv.Value == "prohibit-password" {
+			kv.Value = "without-password"
+		}
 		out = append(out, strings.ToLower(kv.Key)+" "+kv.Value)
 	}
 	x11 := "no"

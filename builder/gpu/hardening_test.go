@@ -434,7 +434,7 @@ func TestHardeningSSHDEffective(t *testing.T) {
 	unshare := testutil.Tool(t, "unshare", "util-linux")
 	sshd := testutil.Tool(t, "sshd", "openssh-server")
 	keygen := testutil.Tool(t, "ssh-keygen", "openssh-client")
-	for _, hardening := range []string{`{}`, `{"ssh": {"second_factor": "none", "ciphers": ["aes256-gcm@openssh.com"], "x11_forwarding": true, "log_level": "INFO"}}`} {
+	for _, hardening := range []string{`{}`, `{"ssh": {"second_factor": "none", "ciphers": ["aes256-gcm@openssh.com"], "x11_forwarding": true, "log_level": "INFO", "permit_root_login": "prohibit-password"}}`} {
 		h := decodeHardening(t, hardening).Hardening
 		p := h.plan()
 		dir := t.TempDir()
