@@ -191,6 +191,9 @@ func TestLiveApplyOverSSH(t *testing.T) {
 		t.Fatalf("the source image's sshd refuses aes128-ctr already: %v", err)
 	}
 
+	// The communicator logs in again, silently, when its connection drops;
+	// sshd logs each login.
+	logins := strings.Count(in.sshd.Output(), "Accepted publickey")
 	work := t.TempDir()
 	path := filepath.Join(work, "gpuhost-gpu-plan.sh")
 	if err := in.comm.Upload(path, strings.NewReader(script), nil); err != nil {
@@ -215,6 +218,9 @@ func TestLiveApplyOverSSH(t *testing.T) {
 	policy, ports := kernelRuleset(t, in.comm)
 	if policy != "drop" || !slices.Equal(ports, []int{22}) {
 		t.Errorf("after the plan the namespace's kernel has input policy %q with ports %v; want drop with [22]", policy, ports)
+	}
+	if n := strings.Count(in.sshd.Output(), "Accepted publickey"); n != logins {
+		t.Errorf("sshd logged %d logins while the plan ran and after, want none: the build's connection did not survive\n%s", n-logins, in.sshd.Output())
 	}
 
 	// sshd: the same process, told to reload, listening again.
