@@ -167,6 +167,12 @@ build {
         host_keys = "keep"
       }
     }
+    # The instance is a booted host, not an image in a chroot: the plan's
+    # last hardening step loads what it wrote (the nftables ruleset, the
+    # audit rules, journald's and sshd's settings; sshd is reloaded, and
+    # this build's open session stays), so that gpuhost-scan below judges
+    # the hardened daemons rather than the source AMI's.
+    live = true
     manifest {
       template       = "amazon-ebs-gpu"
       plugin_version = var.plugin_version
@@ -177,7 +183,9 @@ build {
   # read (it takes a .qcow2/.raw/.img or a rootfs directory), so here the
   # instance itself is judged, last, before the AMI is registered:
   # gpuhost-scan uploads the lean CLI, collects `facts host` on the instance
-  # as root, removes what it staged, and judges the facts on this machine
+  # as root (its kernel's ruleset and running daemons, which the
+  # gpuhost-gpu plan has loaded with live = true), removes what it staged,
+  # and judges the facts on this machine
   # with the gate's settings. The build fails when a check fails at or above
   # gate_fail_on, a critical check did not run, or the scan cannot be
   # trusted; the reports land in out/ either way.

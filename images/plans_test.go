@@ -282,6 +282,14 @@ func TestTemplatesRenderHardenedPlans(t *testing.T) {
 					t.Errorf("the plan has no step %q", step)
 				}
 			}
+			// A cloud builder's instance is judged as it runs (gpuhost-scan),
+			// so its plan loads the hardening into it; an image built in
+			// the rootfs builder's chroot gets it when it boots, and its
+			// plan must never touch the build machine's kernel.
+			applies := strings.Contains(tp.plan, "\nstep \"hardening: apply live\"\n")
+			if cloud := tp.gate == nil; applies != cloud || tp.cfg.Live != cloud {
+				t.Errorf("live = %v and the plan applies the hardening to the running host: %v; want both %v (judged by gpuhost-scan: %v)", tp.cfg.Live, applies, cloud, cloud)
+			}
 			for _, want := range []string{"MinProtocol = TLSv1.3", "PasswordAuthentication no", "PermitRootLogin no", "policy drop;", "Storage=persistent", "%" + h.Roles.Admin[0] + " ALL=(ALL:ALL) ALL"} {
 				if !strings.Contains(tp.plan, want) {
 					t.Errorf("the plan lacks %q", want)

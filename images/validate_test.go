@@ -56,13 +56,7 @@ func TestE2EUbuntuTemplatesValidateFully(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("needs the Packer binary and the plugin: set GPUHOST_E2E=1 (make e2e)")
 	}
-	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
-	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
-	pluginPath := t.TempDir()
-	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
-	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
-		t.Fatalf("packer plugins install: %v\n%s", err, out)
-	}
+	packer, env := installPlugin(t)
 	keyring := filepath.Join(t.TempDir(), "ubuntu-archive-keyring.gpg")
 	if err := os.WriteFile(keyring, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -116,6 +110,79 @@ func TestE2EUbuntuTemplatesValidateFully(t *testing.T) {
 			}
 			t.Logf("served digests pinned: %s", lastLines(out, 2))
 		})
+	}
+}
+
+// installPlugin installs the plugin offline, as a user does, where only
+// the test's Packer looks; it returns Packer and the environment to run it
+// with.
+func installPlugin(t *testing.T) (string, []string) {
+	t.Helper()
+	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
+	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+t.TempDir(), "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
+	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
+		t.Fatalf("packer plugins install: %v\n%s", err, out)
+	}
+	return packer, env
+}
+
+// TestE2ELiveIsRefusedWithTheRootfsBuilder: Packer tells the gpuhost-gpu
+// provisioner which builder it runs under, and with the gpuhost-rootfs
+// builder, whose chroot shares the build machine's kernel, live = true is
+// refused at validate; the same template without it validates.
+func TestE2ELiveIsRefusedWithTheRootfsBuilder(t *testing.T) {
+	if os.Getenv("GPUHOST_E2E") != "1" {
+		t.Skip("needs the Packer binary and the plugin: set GPUHOST_E2E=1 (make e2e)")
+	}
+	packer, env := installPlugin(t)
+	const tpl = `packer {
+  required_plugins {
+    gpuhost = {
+      source  = "github.com/gpuhost/gpuhost"
+      version = ">= 0.1.0"
+    }
+  }
+}
+
+source "gpuhost-rootfs" "live" {
+  suite        = "bookworm"
+  distribution = "debian"
+  mirror       = "http://127.0.0.1:9/debian"
+  output_dir   = "out"
+}
+
+build {
+  sources = ["source.gpuhost-rootfs.live"]
+  provisioner "gpuhost-gpu" {
+    driver {
+      version = "535.261.03-1"
+      source  = "debian"
+    }
+    hardening {
+      ssh {
+        host_keys = "keep"
+      }
+    }
+%s  }
+}
+`
+	for _, c := range []struct {
+		live, want string
+		fails      bool
+	}{
+		{"    live = true\n", "live: the gpuhost-rootfs builder's target is a chroot", true},
+		{"", "The configuration is valid.", false},
+	} {
+		file := filepath.Join(t.TempDir(), "live.pkr.hcl")
+		if err := os.WriteFile(file, fmt.Appendf(nil, tpl, c.live), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := packerCmd(env, packer, "validate", file).CombinedOutput()
+		// Packer wraps the message at 80 columns.
+		if got := strings.Join(strings.Fields(string(out)), " "); (err != nil) != c.fails || !strings.Contains(got, c.want) {
+			t.Errorf("live %q: packer validate: %v, want failing %v with %q\n%s", c.live, err, c.fails, c.want, out)
+		}
 	}
 }
 

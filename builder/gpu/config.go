@@ -274,6 +274,31 @@ type Config struct {
 	// settings applies the defaults the default policy pack passes; without
 	// it the plan hardens nothing.
 	Hardening *Hardening `mapstructure:"hardening"`
+	// The target is a booted host the build logs in to (amazon-ebs and the
+	// other cloud builders), not an image in a chroot. The plan then ends
+	// its hardening with the step `hardening: apply live`, which makes what
+	// the hardening wrote take effect in the running host, so that a scan
+	// of the instance before its image is made (gpuhost-scan) judges the
+	// hardened daemons and not the source image's: the nftables ruleset is
+	// checked with `nft -c -f` and loaded (`systemctl restart
+	// nftables.service`; `nft -f` where systemd does not run), auditd is
+	// restarted (it rereads auditd.conf) and its rules loaded with
+	// `augenrules --load` and found in `auditctl -l`, systemd-journald is
+	// restarted for its drop-in, and sshd, once `sshd -t` accepts the
+	// configuration, is sent SIGHUP by the pid in its PidFile (what
+	// `systemctl reload ssh` does): it re-executes with the new settings
+	// under the same pid, and sessions already open, the build's own
+	// among them, stay up. The plan writes no sysctl settings, so none are
+	// applied. Whatever fails stops the build with a message naming it.
+	// Requires hardening.ssh.host_keys = `keep` (the build logs in again
+	// after the plan); refused with the gpuhost-rootfs builder, whose
+	// chroot runs on the build machine's kernel, and the step itself
+	// refuses to run where its / is not PID 1's (a chroot) or /proc is not
+	// mounted. Defaults to false:
+	// an image's hardening takes effect when it boots. cgroup_v2, the
+	// kernel hold and the memory limits take effect at the next boot
+	// either way.
+	Live bool `mapstructure:"live"`
 	// NGC base images to pre-seed, each pinned by digest. They are pulled
 	// on the build host (verified: the manifest must hash to the pin and
 	// every blob to its digest), uploaded into the image as one OCI image
@@ -622,6 +647,7 @@ func (c *Config) validate() []string {
 	if c.Hardening != nil {
 		errs = append(errs, c.Hardening.validate()...)
 	}
+	errs = append(errs, c.validateLive()...)
 
 	switch c.Containerd.DefaultRuntime {
 	case "runc":
@@ -693,6 +719,26 @@ func (c *Config) validate() []string {
 		if strings.ContainsAny(s.v, "\x00\n\r") {
 			add("%s: control characters are not allowed", s.field)
 		}
+	}
+	return errs
+}
+
+// rootfsBuilderType is the gpuhost-rootfs builder's name in a template,
+// which Packer gives every provisioner as packer_builder_type.
+const rootfsBuilderType = "gpuhost-rootfs"
+
+// validateLive refuses live where it would harm the build machine or end
+// the build's own logins.
+func (c *Config) validateLive() []string {
+	if !c.Live {
+		return nil
+	}
+	var errs []string
+	if c.PackerBuilderType == rootfsBuilderType {
+		errs = append(errs, "live: the gpuhost-rootfs builder's target is a chroot on the build machine's kernel, where loading the firewall and the audit rules would change the build machine's; the image applies its hardening when it boots")
+	}
+	if h := c.Hardening; h != nil && !h.SSH.Skip && h.SSH.HostKeys != HostKeysKeep {
+		errs = append(errs, fmt.Sprintf("hardening.ssh.host_keys: %s removes the host keys of the running host, and with live the reloaded sshd would have none for the build's next login; use keep (cloud-init makes each instance its own)", h.SSH.HostKeys))
 	}
 	return errs
 }

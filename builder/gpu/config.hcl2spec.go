@@ -52,6 +52,7 @@ type FlatConfig struct {
 	Hold                      *FlatHold             `mapstructure:"hold" cty:"hold" hcl:"hold"`
 	DisableUnattendedUpgrades *bool                 `mapstructure:"disable_unattended_upgrades" cty:"disable_unattended_upgrades" hcl:"disable_unattended_upgrades"`
 	Hardening                 *FlatHardening        `mapstructure:"hardening" cty:"hardening" hcl:"hardening"`
+	Live                      *bool                 `mapstructure:"live" cty:"live" hcl:"live"`
 	NGCImages                 []FlatNGCImage        `mapstructure:"ngc_images" cty:"ngc_images" hcl:"ngc_images"`
 	NGCRegistry               *string               `mapstructure:"ngc_registry" cty:"ngc_registry" hcl:"ngc_registry"`
 	NGCAllowedRegistries      []string              `mapstructure:"ngc_allowed_registries" cty:"ngc_allowed_registries" hcl:"ngc_allowed_registries"`
@@ -99,6 +100,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"hold":                        &hcldec.BlockSpec{TypeName: "hold", Nested: hcldec.ObjectSpec((*FlatHold)(nil).HCL2Spec())},
 		"disable_unattended_upgrades": &hcldec.AttrSpec{Name: "disable_unattended_upgrades", Type: cty.Bool, Required: false},
 		"hardening":                   &hcldec.BlockSpec{TypeName: "hardening", Nested: hcldec.ObjectSpec((*FlatHardening)(nil).HCL2Spec())},
+		"live":                        &hcldec.AttrSpec{Name: "live", Type: cty.Bool, Required: false},
 		"ngc_images":                  &hcldec.BlockListSpec{TypeName: "ngc_images", Nested: hcldec.ObjectSpec((*FlatNGCImage)(nil).HCL2Spec())},
 		"ngc_registry":                &hcldec.AttrSpec{Name: "ngc_registry", Type: cty.String, Required: false},
 		"ngc_allowed_registries":      &hcldec.AttrSpec{Name: "ngc_allowed_registries", Type: cty.List(cty.String), Required: false},

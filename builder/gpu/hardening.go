@@ -704,6 +704,9 @@ type hardeningPlan struct {
 	SudoLogDir string
 	Revoke     string
 	Journald   string
+	// Live renders the step that applies the files to the running host
+	// (Config.Live).
+	Live bool
 }
 
 // hardeningPlan renders the files; h has passed validation.
@@ -831,6 +834,11 @@ func (h *Hardening) sshdSettings() []keyValue {
 func (h *Hardening) sshdExpect() []string {
 	var out []string
 	for _, kv := range h.sshdSettings() {
+		// sshd -T prints the first name of a value: prohibit-password as
+		// its older alias without-password.
+		if kv.Key == "PermitRootLogin" && kv.Value == "prohibit-password" {
+			kv.Value = "without-password"
+		}
 		out = append(out, strings.ToLower(kv.Key)+" "+kv.Value)
 	}
 	x11 := "no"

@@ -199,6 +199,7 @@ func RenderPlan(cfg Config) (string, error) {
 	d.Unattended = c.DisableUnattendedUpgrades.True()
 	if c.Hardening != nil {
 		d.Hardening = c.Hardening.plan()
+		d.Hardening.Live = c.Live
 	}
 	if c.Persistenced {
 		d.Persistenced = "nvidia-persistenced.service"

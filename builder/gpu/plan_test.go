@@ -20,6 +20,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // testdata/golden/plan-<name>.sh.
 var planCases = []string{
 	"ubuntu-22.04-cuda-repo-open-580",
+	// The amazon-ebs template's: a live build instance.
+	"ubuntu-22.04-cuda-repo-open-580-live",
 	"ubuntu-24.04-cuda-repo-proprietary-550",
 	"ubuntu-22.04-ubuntu-archive-535",
 	"debian-12-debian-535",

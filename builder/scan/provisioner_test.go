@@ -102,26 +102,7 @@ func startInstance(t *testing.T, sftp bool) *instance {
 	dir := t.TempDir()
 	hostKey := filepath.Join(dir, "host_ed25519")
 	testutil.Run(t, 30*time.Second, keygen, "-q", "-N", "", "-t", "ed25519", "-f", hostKey)
-	hostPub, err := os.ReadFile(hostKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned, _, _, _, err := ssh.ParseAuthorizedKey(hostPub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authorized := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	signer, authorized := clientKey(t, dir)
 	// Port 22 is free: the namespace has nothing else.
 	conf := filepath.Join(dir, "sshd_config")
 	config := fmt.Sprintf(`ListenAddress 127.0.0.1:22
@@ -141,7 +122,47 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 	argv = append(argv, testutil.PrivateRun(t.TempDir(), sshd, "-D", "-e", "-f", conf, "-o", "PidFile=none")...)
 	p := testutil.Start(t, exec.Command(argv[0], argv[1:]...))
 	p.WaitLine(t, 20*time.Second, "Server listening on 127.0.0.1 port 22")
-	name := netns[len(netns)-1]
+	return &instance{comm: connect(t, netns[len(netns)-1], signer, readHostKey(t, hostKey+".pub"), sftp, p), sshd: p}
+}
+
+// clientKey makes the key the test logs in with, and the authorized_keys
+// file in dir that admits it.
+func clientKey(t *testing.T, dir string) (ssh.Signer, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return signer, authorized
+}
+
+// readHostKey reads the public half of the instance's host key, which the
+// client pins.
+func readHostKey(t *testing.T, file string) ssh.PublicKey {
+	t.Helper()
+	pub, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, _, _, _, err := ssh.ParseAuthorizedKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pinned
+}
+
+// connect logs in as root, with the SDK's ssh communicator, to the sshd p
+// listening on 127.0.0.1:22 in the network namespace name.
+func connect(t *testing.T, name string, signer ssh.Signer, pinned ssh.PublicKey, sftp bool, p *testutil.Proc) packersdk.Communicator {
+	t.Helper()
 	// Each connection's sshd leaves the listener's process group and keeps
 	// its stderr: the connections close before the listener is stopped,
 	// or stopping it would wait on them.
@@ -177,7 +198,7 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 	if err != nil {
 		t.Fatalf("ssh to the instance: %v\n%s", err, p.Output())
 	}
-	return &instance{comm: comm, sshd: p}
+	return comm
 }
 
 type ui struct {

@@ -1,0 +1,868 @@
+#!/bin/sh
+# gpuhost-gpu plan: written by the gpuhost-gpu provisioner from its
+# configuration alone (`gpuhost plan` prints the same text). It installs the
+# pinned NVIDIA stack, holds it, configures containerd, hardens the host,
+# and checks the pins.
+# distro: ubuntu 22.04 jammy; driver: cuda-repo open 580.95.05-0ubuntu1
+set -eu
+
+export DEBIAN_FRONTEND=noninteractive
+export LC_ALL=C
+GPUHOST_STEP=start
+GPUHOST_WORK=$(mktemp -d)
+GPUHOST_POLICY_RC=
+GPUHOST_RUN_SSHD=
+
+step() {
+	GPUHOST_STEP=$1
+	echo "==> gpuhost-gpu step: $1"
+}
+
+die() {
+	echo "gpuhost-gpu: $*" >&2
+	exit 1
+}
+
+cleanup() {
+	rc=$?
+	rm -rf "$GPUHOST_WORK"
+	if [ -n "$GPUHOST_POLICY_RC" ]; then
+		rm -f /usr/sbin/policy-rc.d
+	fi
+	# sshd -T's runtime directory, where the plan made it.
+	if [ -n "$GPUHOST_RUN_SSHD" ]; then
+		rmdir /run/sshd 2>/dev/null || true
+	fi
+	if [ "$rc" -ne 0 ]; then
+		echo "==> gpuhost-gpu failed in step: $GPUHOST_STEP (exit $rc)" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+apt_install() {
+	apt-get install -y --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@"
+}
+
+# fetch URL FILE SHA256: download, and refuse the file unless its digest is
+# the pinned one. Nothing fetched is installed before this check. Over
+# https, or plain http to a mirror on this machine's loopback.
+fetch() {
+	case "$1" in
+	https://*) proto='=https' ;;
+	http://127.*|http://localhost:*|http://localhost/*|http://\[::1\]*) proto='=http' ;;
+	*) die "refusing to fetch $1: not https, nor http on loopback" ;;
+	esac
+	curl -fsSL --retry 3 --proto "$proto" --tlsv1.2 -o "$2" "$1"
+	got=$(sha256sum "$2" | cut -d' ' -f1)
+	[ "$got" = "$3" ] || die "sha256 of $1 is $got, want $3"
+}
+
+unit_file() {
+	for d in /etc/systemd/system /lib/systemd/system /usr/lib/systemd/system; do
+		if [ -f "$d/$1" ]; then
+			echo "$d/$1"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# enable_unit works offline: systemctl enable needs no running systemd, and
+# without systemctl the wants link is what enable would make.
+enable_unit() {
+	f=$(unit_file "$1") || die "unit $1 is not installed"
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl enable "$1"
+	else
+		mkdir -p /etc/systemd/system/multi-user.target.wants
+		ln -sf "$f" "/etc/systemd/system/multi-user.target.wants/$1"
+	fi
+}
+
+mask_unit() {
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl mask "$@"
+	else
+		mkdir -p /etc/systemd/system
+		for u in "$@"; do
+			ln -sf /dev/null "/etc/systemd/system/$u"
+		done
+	fi
+}
+
+# available PKG VERSION: the apt sources carry PKG at VERSION (at any
+# version when VERSION is empty); otherwise say which versions they carry.
+available() {
+	have=$(apt-cache madison "$1" | awk -F'|' '{ gsub(/ /, "", $2); if (!seen[$2]++) printf "%s%s", (n++ ? ", " : ""), $2 }')
+	if [ -z "$have" ]; then
+		echo "gpuhost-gpu: $1 is not in the apt sources at any version" >&2
+		return 1
+	fi
+	if [ -z "$2" ]; then
+		return 0
+	fi
+	case ", $have, " in
+	*", $2, "*) return 0 ;;
+	esac
+	echo "gpuhost-gpu: $1=$2 is not in the apt sources, which have $1 at: $have" >&2
+	return 1
+}
+
+# cuda_set PKG VERSION SUFFIX MAJOR writes PKG at VERSION (apt's candidate
+# when empty) and every package of its CUDA release that its dependencies
+# reach to $GPUHOST_WORK/cuda-set, one "name version" a line. NVIDIA's meta
+# packages depend on each part of the release with ">=" the release's own
+# build of it (cuda-toolkit-12-2 12.2.2-1 on cuda-libraries-12-2 (>= 12.2.2),
+# that on cuda-cudart-12-2 (>= 12.2.140)), which every later update of the
+# release satisfies too, so apt alone would take the newest of each. The set
+# takes the oldest version in the apt sources that the dependant accepts,
+# which is the release's own; a dependency with no version takes the
+# dependant's version, or else the candidate. The release's packages are those named for it (-SUFFIX, as in
+# cuda-nvcc-12-2 and libcublas-12-2) and the configuration packages they
+# share (cuda-toolkit-MAJOR-config-common, cuda-toolkit-config-common);
+# what else they need (dkms, a JRE) comes from the distribution and is left
+# to apt.
+cuda_set() {
+	set_file=$GPUHOST_WORK/cuda-set
+	ver=$2
+	if [ -z "$ver" ]; then
+		ver=$(apt-cache policy "$1" | awk '$1 == "Candidate:" { print $2 }')
+	fi
+	printf '%s %s\n' "$1" "$ver" >"$set_file"
+	n=1
+	while entry=$(sed -n "${n}p" "$set_file") && [ -n "$entry" ]; do
+		n=$((n + 1))
+		pkg=${entry% *}
+		ver=${entry#* }
+		apt-cache show "$pkg=$ver" >"$GPUHOST_WORK/cuda-show" || die "apt-cache cannot show $pkg=$ver"
+		# The first stanza's dependencies, one a line as "name op version",
+		# the first of each set of alternatives.
+		awk '/^$/ { exit } /^(Pre-)?Depends: / { sub(/^[^:]*: /, ""); print }' "$GPUHOST_WORK/cuda-show" | tr ',' '\n' |
+			sed -E -e 's/\|.*//' -e 's/^[[:space:]]*([^[:space:](]+)[[:space:]]*(\(([<>=]+)[[:space:]]*([^)[:space:]]+)\))?.*$/\1 \3 \4/' >"$GPUHOST_WORK/cuda-deps"
+		while read -r dep op want; do
+			dep=${dep%%:*}
+			case "$dep" in
+			*"-$3" | *"-$3-"* | "cuda-toolkit-$4-config-common" | cuda-toolkit-config-common) ;;
+			*) continue ;;
+			esac
+			if grep -q "^$dep " "$set_file"; then
+				continue
+			fi
+			best=
+			if [ -z "$op" ]; then
+				# Nothing to go by but the dependant: its own version where
+				# the sources have it (a release's configuration packages
+				# are built at its runtime's version), else the candidate.
+				if apt-cache madison "$dep" | awk -F'|' -v v="$ver" '{ gsub(/ /, "", $2) } $2 == v { found = 1 } END { exit !found }'; then
+					best=$ver
+				else
+					best=$(apt-cache policy "$dep" | awk '$1 == "Candidate:" && $2 != "(none)" { print $2 }')
+				fi
+			else
+				for v in $(apt-cache madison "$dep" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+					dpkg --compare-versions "$v" "$op" "$want" || continue
+					if [ -z "$best" ] || dpkg --compare-versions "$v" lt "$best"; then
+						best=$v
+					fi
+				done
+			fi
+			[ -n "$best" ] || die "$dep${op:+ ($op $want)}, which $pkg $ver depends on, is not in the apt sources at a version it accepts"
+			case "$dep $best" in
+			*[!A-Za-z0-9.+~:\ -]*) die "the apt sources name a package or version this plan will not write: $dep $best" ;;
+			esac
+			echo "$dep $best" >>"$set_file"
+		done <"$GPUHOST_WORK/cuda-deps"
+	done
+}
+
+# pin_check PKG VERSION: the package is installed and held, at VERSION
+# unless VERSION is empty.
+pin_check() {
+	found=$(dpkg-query -W -f='${Version} ${Status}' "$1" 2>/dev/null) || found="not installed"
+	if [ -n "$2" ]; then
+		want="$2 hold ok installed"
+	else
+		want="<any> hold ok installed"
+	fi
+	case "$found" in
+	"$2 hold ok installed") return 0 ;;
+	*" hold ok installed")
+		if [ -z "$2" ]; then
+			return 0
+		fi
+		;;
+	esac
+	echo "pin check failed: $1 is $found, want $want" >&2
+	exit 1
+}
+
+# installed_packages FILE: NAME ARCH VERSION of every installed package,
+# sorted.
+installed_packages() {
+	dpkg-query -W -f='${Package} ${Architecture} ${Version} ${Status}\n' |
+		awk '$6 == "installed" { print $1, $2, $3 }' | LC_ALL=C sort >"$1"
+}
+
+# apt_index FILE: NAME ARCH VERSION SHA256 of every package build apt's
+# Packages indexes offer: what apt checks a download against.
+apt_index() {
+	apt-get indextargets --format '$(FILENAME)' 'Created-By: Packages' | while IFS= read -r f; do
+		if [ -f "$f" ]; then
+			/usr/lib/apt/apt-helper cat-file "$f"
+		fi
+	done | awk '
+	/^Package: / { p = $2 }
+	/^Version: / { v = $2 }
+	/^Architecture: / { a = $2 }
+	/^SHA256: / { s = $2 }
+	/^$/ { if (p != "" && s != "") print p, a, v, s; p = v = a = s = "" }
+	END { if (p != "" && s != "") print p, a, v, s }
+	' | LC_ALL=C sort -u >"$1"
+}
+
+# Package scripts must not start services on an image being built.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 0755 /usr/sbin/policy-rc.d
+	GPUHOST_POLICY_RC=1
+fi
+
+step "apt update"
+apt-get update
+apt_install ca-certificates curl gpg
+
+step "cuda repository"
+case "$(dpkg --print-architecture)" in
+amd64) cuda_arch=x86_64 ;;
+arm64) cuda_arch=sbsa ;;
+*) die "no CUDA repository for architecture $(dpkg --print-architecture)" ;;
+esac
+fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/$cuda_arch/cuda-keyring_1.1-1_all.deb" "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb" '0000000000000000000000000000000000000000000000000000000000000000'
+dpkg -i "$GPUHOST_WORK/cuda-keyring_1.1-1_all.deb"
+[ -s '/usr/share/keyrings/cuda-archive-keyring.gpg' ] || die "cuda-keyring_1.1-1_all.deb installed no /usr/share/keyrings/cuda-archive-keyring.gpg"
+# The source the image keeps, in the file cuda-keyring itself writes (so
+# there is one): the configured repository, trusted through that key alone.
+echo "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/$cuda_arch/ /" >"/etc/apt/sources.list.d/cuda-ubuntu2204-$cuda_arch.list"
+
+step "container toolkit repository"
+fetch 'https://nvidia.github.io/libnvidia-container/gpgkey' "$GPUHOST_WORK/nvidia-container-toolkit.key" '1111111111111111111111111111111111111111111111111111111111111111'
+gpg --batch --yes --dearmor -o '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg' "$GPUHOST_WORK/nvidia-container-toolkit.key"
+chmod 0644 '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg'
+echo 'deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+
+step "apt update"
+apt-get update
+
+step "pins available"
+# Every pin is looked up before anything is installed: a version missing
+# from the repository fails here, naming the versions it has.
+missing=
+available 'nvidia-driver-580-open' '580.95.05-0ubuntu1' || missing=1
+available 'cuda-toolkit-12-8' '12.8.1-1' || missing=1
+available 'nvidia-container-toolkit' '1.17.8-1' || missing=1
+available 'nvidia-container-toolkit-base' '1.17.8-1' || missing=1
+available 'libnvidia-container-tools' '1.17.8-1' || missing=1
+available 'libnvidia-container1' '1.17.8-1' || missing=1
+available 'linux-headers-5.15.0-153-generic' '' || missing=1
+available 'nvidia-driver-pinning-580.95.05' '' || missing=1
+available 'containerd' '' || missing=1
+[ -z "$missing" ] || die "pinned packages are missing from the apt sources (above)"
+
+step "cuda set"
+# The whole CUDA release at the pin, before anything is installed: each
+# package installed at its version, pinned here so that no apt-get upgrade
+# moves it to a later update, held and checked after install.
+cuda_set 'cuda-toolkit-12-8' '12.8.1-1' '12-8' '12'
+while read -r name version; do
+	printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$name" "$version"
+done <"$GPUHOST_WORK/cuda-set" >'/etc/apt/preferences.d/gpuhost-cuda.pref'
+chmod 0644 '/etc/apt/preferences.d/gpuhost-cuda.pref'
+sed 's/^/gpuhost-gpu: cuda set: /' "$GPUHOST_WORK/cuda-set"
+
+step "install kernel headers"
+apt_install 'linux-headers-5.15.0-153-generic'
+
+step "install driver pinning"
+apt_install 'nvidia-driver-pinning-580.95.05'
+
+step "install driver"
+apt_install 'nvidia-driver-580-open=580.95.05-0ubuntu1'
+
+step "install cuda toolkit"
+# shellcheck disable=SC2046 # one word per package=version
+apt_install $(awk '{ print $1 "=" $2 }' "$GPUHOST_WORK/cuda-set")
+
+step "install container toolkit"
+apt_install 'nvidia-container-toolkit=1.17.8-1' 'nvidia-container-toolkit-base=1.17.8-1' 'libnvidia-container-tools=1.17.8-1' 'libnvidia-container1=1.17.8-1'
+
+step "install containerd"
+apt_install 'containerd'
+
+step "dkms"
+# Build for the image's kernel: in a chroot, uname -r is the build host's.
+dkms autoinstall -k '5.15.0-153-generic'
+dkms status -k '5.15.0-153-generic' | grep -q 'installed' || die "dkms built no module for 5.15.0-153-generic"
+# No image carries a module signing key: whoever held it could sign modules
+# that every host booted from the image trusts. The certificate stays.
+rm -f /var/lib/dkms/mok.key
+
+step "hold"
+apt-mark hold 'linux-image-5.15.0-153-generic' 'nvidia-driver-pinning-580.95.05' 'nvidia-driver-580-open' 'cuda-toolkit-12-8' 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1'
+# shellcheck disable=SC2046 # one word per package
+apt-mark hold $(cut -d' ' -f1 "$GPUHOST_WORK/cuda-set")
+if dpkg-query -W -f='${Status}' 'linux-headers-5.15.0-153-generic' 2>/dev/null | grep -q 'ok installed'; then
+	apt-mark hold 'linux-headers-5.15.0-153-generic'
+fi
+
+step "containerd config"
+command -v containerd >/dev/null 2>&1 || die "containerd is not installed"
+ctr_version=$(containerd --version | awk '{print $3}')
+ctr_version=${ctr_version#v}
+case "$ctr_version" in
+1.*)
+	ctr_schema=2
+	ctr_cri='io.containerd.grpc.v1.cri'
+	;;
+2.*)
+	ctr_schema=3
+	ctr_cri='io.containerd.cri.v1.runtime'
+	;;
+*) die "containerd $ctr_version is neither 1.x nor 2.x" ;;
+esac
+nvidia-ctk runtime configure --runtime=containerd --set-as-default --cdi.enabled
+mkdir -p /etc/containerd/conf.d
+ctr_config=/etc/containerd/config.toml
+if [ ! -f "$ctr_config" ] || ! grep -Eq '^[[:space:]]*[^#[:space:]]' "$ctr_config"; then
+	printf 'version = %s\nimports = ["/etc/containerd/conf.d/*.toml"]\n' "$ctr_schema" >"$ctr_config"
+elif ! grep -Eq '^[[:space:]]*version[[:space:]]*=' "$ctr_config"; then
+	die "$ctr_config has settings but no version line; refusing to guess its schema"
+elif ! grep -Eq '^[[:space:]]*imports[[:space:]]*=' "$ctr_config"; then
+	{
+		echo 'imports = ["/etc/containerd/conf.d/*.toml"]'
+		cat "$ctr_config"
+	} >"$ctr_config.gpuhost"
+	cat "$ctr_config.gpuhost" >"$ctr_config"
+	rm -f "$ctr_config.gpuhost"
+elif ! grep -q '/etc/containerd/conf.d/\*\.toml' "$ctr_config"; then
+	die "$ctr_config imports other files but not /etc/containerd/conf.d/*.toml"
+fi
+nvidia_runtime=
+if command -v nvidia-container-runtime >/dev/null 2>&1; then
+	nvidia_runtime=$(command -v nvidia-container-runtime)
+fi
+[ -n "$nvidia_runtime" ] || die "containerd.default_runtime is nvidia but nvidia-container-runtime is not installed"
+# Imports merge in name order after config.toml; this one sorts last, so
+# its runtime settings win over the toolkit's.
+{
+	echo '# Written by the gpuhost-gpu provisioner.'
+	echo "version = $ctr_schema"
+	echo
+	echo "[plugins.\"$ctr_cri\"]"
+	echo '  enable_cdi = true'
+	echo '  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]'
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd]"
+	echo '  default_runtime_name = "nvidia"'
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd.runtimes.runc]"
+	echo '  runtime_type = "io.containerd.runc.v2"'
+	echo
+	echo "[plugins.\"$ctr_cri\".containerd.runtimes.runc.options]"
+	echo '  SystemdCgroup = true'
+	if [ -n "$nvidia_runtime" ]; then
+		echo
+		echo "[plugins.\"$ctr_cri\".containerd.runtimes.nvidia]"
+		echo '  runtime_type = "io.containerd.runc.v2"'
+		echo '  privileged_without_host_devices = false'
+		echo
+		echo "[plugins.\"$ctr_cri\".containerd.runtimes.nvidia.options]"
+		echo "  BinaryName = \"$nvidia_runtime\""
+		echo '  SystemdCgroup = true'
+	fi
+} >/etc/containerd/conf.d/99-zz-gpuhost.toml
+chmod 0644 /etc/containerd/conf.d/99-zz-gpuhost.toml
+
+step "CDI spec at boot"
+# The spec names the host's GPUs and device nodes, which only the booted
+# host has: it is generated at every boot, before containerd starts, into
+# the runtime directory containerd reads.
+command -v nvidia-ctk >/dev/null 2>&1 || die "containerd.cdi needs nvidia-ctk, which the container toolkit did not install"
+nvidia_ctk=$(command -v nvidia-ctk)
+cat >/etc/systemd/system/gpuhost-cdi.service <<UNIT
+# Written by the gpuhost-gpu provisioner.
+[Unit]
+Description=Generate the NVIDIA CDI spec for this host's GPUs
+After=systemd-modules-load.service nvidia-persistenced.service
+Before=containerd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=$nvidia_ctk cdi generate --output=/var/run/cdi/nvidia.yaml
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+chmod 0644 /etc/systemd/system/gpuhost-cdi.service
+enable_unit gpuhost-cdi.service
+
+step "blacklist nouveau"
+# The NVIDIA driver and nouveau cannot drive the same GPU; only the full
+# driver packages ship this file, so the userspace-only sources need it too.
+cat >/etc/modprobe.d/gpuhost-blacklist-nouveau.conf <<'EOF'
+# Written by the gpuhost-gpu provisioner.
+blacklist nouveau
+options nouveau modeset=0
+EOF
+chmod 0644 /etc/modprobe.d/gpuhost-blacklist-nouveau.conf
+# On the kernel command line too, where an initramfs made without this
+# file still reads it.
+mkdir -p /etc/default/grub.d
+cat >/etc/default/grub.d/60-gpuhost-nouveau.cfg <<'EOF'
+# Written by the gpuhost-gpu provisioner: keep nouveau off the GPUs.
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX modprobe.blacklist=nouveau nouveau.modeset=0"
+EOF
+if [ -f /etc/kernel/cmdline ] && ! grep -q 'modprobe.blacklist=nouveau' /etc/kernel/cmdline; then
+	printf '%s modprobe.blacklist=nouveau nouveau.modeset=0\n' "$(cat /etc/kernel/cmdline)" >/etc/kernel/cmdline.gpuhost
+	cat /etc/kernel/cmdline.gpuhost >/etc/kernel/cmdline
+	rm -f /etc/kernel/cmdline.gpuhost
+fi
+if command -v update-initramfs >/dev/null 2>&1 && ls /boot/initrd.img-* >/dev/null 2>&1; then
+	update-initramfs -u -k all
+fi
+
+step "cgroup v2"
+mkdir -p /etc/default/grub.d
+cat >/etc/default/grub.d/60-gpuhost.cfg <<'EOF'
+# Written by the gpuhost-gpu provisioner: boot with the unified cgroup v2 hierarchy.
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX systemd.unified_cgroup_hierarchy=1"
+EOF
+if [ -f /etc/kernel/cmdline ] && ! grep -q 'systemd.unified_cgroup_hierarchy=1' /etc/kernel/cmdline; then
+	printf '%s systemd.unified_cgroup_hierarchy=1\n' "$(cat /etc/kernel/cmdline)" >/etc/kernel/cmdline.gpuhost
+	cat /etc/kernel/cmdline.gpuhost >/etc/kernel/cmdline
+	rm -f /etc/kernel/cmdline.gpuhost
+fi
+# A chroot cannot probe the boot device; the image's builder writes grub.cfg.
+if [ -f /boot/grub/grub.cfg ] && command -v update-grub >/dev/null 2>&1 && ! ischroot 2>/dev/null; then
+	update-grub
+fi
+
+step "services"
+enable_unit 'nvidia-persistenced.service'
+
+step "unattended upgrades"
+mask_unit unattended-upgrades.service apt-daily.timer apt-daily-upgrade.timer
+
+step "hardening: packages"
+# What the hardening configures; apt-get leaves what is installed as it is.
+apt_install 'passwd' 'openssl' 'openssh-server' 'libpam-google-authenticator' 'nftables' 'auditd' 'sudo'
+
+step "hardening: role groups"
+# The groups the access checks judge by (params.roles); members are added
+# where the hosts are deployed.
+for g in 'gpuhost-admin' 'gpuhost-dev' 'gpuhost-audit'; do
+	getent group "$g" >/dev/null 2>&1 || groupadd --system "$g"
+done
+
+step "hardening: openssl"
+cnf=/etc/ssl/openssl.cnf
+[ -f "$cnf" ] || die "$cnf is missing (the openssl package's configuration)"
+# libssl starts from the section openssl_conf names in the file's default
+# section, before the first [section]; without one, this plan adds it.
+ssl_init=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*openssl_conf[[:space:]]*=/ { v = $0; sub(/^[^=]*=[[:space:]]*/, "", v); sub(/[[:space:]]*(#.*)?$/, "", v) } END { print v }' "$cnf")
+if [ -z "$ssl_init" ]; then
+	ssl_init=gpuhost_openssl_init
+	{
+		echo "openssl_conf = $ssl_init"
+		cat "$cnf"
+	} >"$cnf.gpuhost"
+	cat "$cnf.gpuhost" >"$cnf"
+	rm -f "$cnf.gpuhost"
+fi
+case "$ssl_init" in
+*[!A-Za-z0-9_.]*) die "$cnf names the openssl_conf section '$ssl_init', which this plan does not edit" ;;
+esac
+mkdir -p "$(dirname '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf')"
+# The file reopens that section: OpenSSL keeps the last value of a name,
+# so its ssl_conf wins over one the distribution set (Ubuntu does).
+{
+	echo '# Written by the gpuhost-gpu provisioner (hardening.tls), included at the'
+	echo '# end of /etc/ssl/openssl.cnf: programs that link libssl refuse protocols'
+	echo '# below TLSv1.3 unless they set their own floor.'
+	echo "[$ssl_init]"
+	cat <<'GPUHOST_EOF'
+ssl_conf = gpuhost_ssl_sect
+
+[gpuhost_ssl_sect]
+system_default = gpuhost_system_default_sect
+
+[gpuhost_system_default_sect]
+MinProtocol = TLSv1.3
+CipherString = DEFAULT:@SECLEVEL=2
+GPUHOST_EOF
+} >'/etc/ssl/openssl.cnf.d/50-gpuhost.cnf'
+chmod 0644 '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf'
+# Included last, so that nothing after it sets those names again.
+if [ "$(grep -Ev '^[[:space:]]*(#|$)' "$cnf" | tail -n 1)" != '.include /etc/ssl/openssl.cnf.d/50-gpuhost.cnf' ]; then
+	grep -Fvx '.include /etc/ssl/openssl.cnf.d/50-gpuhost.cnf' "$cnf" >"$cnf.gpuhost" || true
+	printf '\n# The gpuhost-gpu provisioner (hardening.tls): the system default protocols.\n.include %s\n' '/etc/ssl/openssl.cnf.d/50-gpuhost.cnf' >>"$cnf.gpuhost"
+	cat "$cnf.gpuhost" >"$cnf"
+	rm -f "$cnf.gpuhost"
+fi
+
+step "hardening: sshd"
+[ -f /etc/ssh/sshd_config ] || die "/etc/ssh/sshd_config is missing (openssh-server)"
+grep -Eq '^[[:space:]]*Include[[:space:]]+/etc/ssh/sshd_config\.d/\*\.conf' /etc/ssh/sshd_config || die "/etc/ssh/sshd_config does not include /etc/ssh/sshd_config.d/*.conf, where the hardening writes"
+mkdir -p /etc/ssh/sshd_config.d
+cat >'/etc/ssh/sshd_config.d/00-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.ssh). sshd takes the
+# first value of each keyword and reads sshd_config.d before the rest of
+# sshd_config, so these win; this name sorts before other drop-ins.
+# Keys only: no password is ever accepted.
+PermitRootLogin no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitEmptyPasswords no
+UsePAM yes
+Ciphers chacha20-poly1305@openssh.com,aes256-gcm@openssh.com
+KexAlgorithms sntrup761x25519-sha512@openssh.com,curve25519-sha256
+MACs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com
+HostKeyAlgorithms ssh-ed25519,rsa-sha2-512,rsa-sha2-256
+MaxAuthTries 4
+LoginGraceTime 60
+ClientAliveInterval 300
+ClientAliveCountMax 3
+LogLevel VERBOSE
+X11Forwarding no
+AllowGroups gpuhost-admin gpuhost-dev gpuhost-audit
+
+# A one-time code after the key: keyboard-interactive is asked only once
+# publickey has succeeded, so no password can be guessed. A Match block
+# ends this file's global settings.
+Match Group gpuhost-admin
+	KbdInteractiveAuthentication yes
+	AuthenticationMethods publickey,keyboard-interactive
+GPUHOST_EOF
+chmod 0644 '/etc/ssh/sshd_config.d/00-gpuhost.conf'
+# keyboard-interactive asks the second factor alone: common-auth would ask
+# for passwords the accounts do not have.
+pam_sshd=/etc/pam.d/sshd
+[ -f "$pam_sshd" ] || die "$pam_sshd is missing (openssh-server)"
+if ! grep -Eq '^auth[[:space:]]+required[[:space:]]+pam_google_authenticator\.so([[:space:]]|$)' "$pam_sshd"; then
+	grep -Eq '^@include common-auth$' "$pam_sshd" || die "$pam_sshd does not include common-auth where Debian and Ubuntu put it"
+	sed -E 's/^@include common-auth$/auth required pam_google_authenticator.so/' "$pam_sshd" >"$pam_sshd.gpuhost"
+	cat "$pam_sshd.gpuhost" >"$pam_sshd"
+	rm -f "$pam_sshd.gpuhost"
+fi
+dpkg-query -L 'libpam-google-authenticator' | grep -q '/pam_google_authenticator\.so$' || die "libpam-google-authenticator installed no pam_google_authenticator.so"
+# sshd's effective configuration must be what the drop-in says: a file
+# read before it would win. sshd -T needs a host key and its runtime
+# directory, which an image has not.
+ssh-keygen -q -t ed25519 -N '' -f "$GPUHOST_WORK/ssh_host_key"
+if [ ! -d /run/sshd ]; then
+	mkdir -p /run/sshd
+	GPUHOST_RUN_SSHD=1
+fi
+sshd_t=$(/usr/sbin/sshd -T -f /etc/ssh/sshd_config -h "$GPUHOST_WORK/ssh_host_key" 2>&1) || die "sshd -T refuses the configuration: $sshd_t"
+for want in \
+	'permitrootlogin no' \
+	'passwordauthentication no' \
+	'kbdinteractiveauthentication no' \
+	'permitemptypasswords no' \
+	'usepam yes' \
+	'ciphers chacha20-poly1305@openssh.com,aes256-gcm@openssh.com' \
+	'kexalgorithms sntrup761x25519-sha512@openssh.com,curve25519-sha256' \
+	'macs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com' \
+	'hostkeyalgorithms ssh-ed25519,rsa-sha2-512,rsa-sha2-256' \
+	'maxauthtries 4' \
+	'logingracetime 60' \
+	'clientaliveinterval 300' \
+	'clientalivecountmax 3' \
+	'loglevel VERBOSE' \
+	'x11forwarding no' \
+	'allowgroups gpuhost-admin' \
+	'allowgroups gpuhost-dev' \
+	'allowgroups gpuhost-audit' \
+	; do
+	printf '%s\n' "$sshd_t" | grep -Fxq "$want" || die "sshd's effective configuration lacks '$want'; it has: $(printf '%s\n' "$sshd_t" | grep "^${want%% *} " | tr '\n' ' ')"
+done
+
+step "hardening: firewall"
+command -v nft >/dev/null 2>&1 || die "nft is not installed (nftables)"
+cat >"$GPUHOST_WORK/nftables.conf" <<'GPUHOST_EOF'
+#!/usr/sbin/nft -f
+# Written by the gpuhost-gpu provisioner (hardening.firewall).
+#
+# Inbound traffic is dropped unless it comes from loopback, answers the
+# host's own connections, or goes to a port listed below. Forwarding is left
+# alone: the container network plugin installs its own table for pod
+# traffic, and a drop here would cut every pod off.
+
+flush ruleset
+
+table inet filter {
+	chain input {
+		type filter hook input priority filter; policy drop;
+
+		iif "lo" accept
+		ct state established,related accept
+		ct state invalid drop
+
+		# Path MTU discovery and IPv6 neighbour discovery need ICMP.
+		# icmpv6, nft's own name, not ipv6-icmp: that one is looked up in
+		# /etc/protocols, which a minbase image has not (no netbase), and
+		# nft then refuses the whole file at boot.
+		meta l4proto { icmp, icmpv6 } accept
+
+		tcp dport { 22 } accept
+	}
+
+	chain output {
+		type filter hook output priority filter; policy accept;
+	}
+}
+GPUHOST_EOF
+# Checked as nftables.service loads it at boot, against the image's own
+# /etc/protocols and /etc/services, without changing any ruleset.
+nft -c -f "$GPUHOST_WORK/nftables.conf" || die "nft refuses the ruleset"
+install -m 0755 -o root -g root "$GPUHOST_WORK/nftables.conf" '/etc/nftables.conf'
+enable_unit nftables.service
+
+step "hardening: auditd"
+[ -x /sbin/auditd ] || [ -x /usr/sbin/auditd ] || die "auditd is not installed"
+mkdir -p /etc/audit/rules.d
+cat >'/etc/audit/rules.d/50-gpuhost.rules' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.audit) as
+# /etc/audit/rules.d/50-gpuhost.rules; augenrules joins rules.d when auditd starts.
+
+# Every command run as root, and by everyone who logged in (auid), in both
+# system call tables: a 32-bit execve is not an arch=b64 execve.
+-a always,exit -F arch=b64 -S execve,execveat -F euid=0 -k gpuhost-root-exec
+-a always,exit -F arch=b32 -S execve,execveat -F euid=0 -k gpuhost-root-exec
+-a always,exit -F arch=b64 -S execve,execveat -F auid>=1000 -F auid!=unset -k gpuhost-user-exec
+-a always,exit -F arch=b32 -S execve,execveat -F auid>=1000 -F auid!=unset -k gpuhost-user-exec
+
+# Who may do what, and how the GPUs reach containers.
+-w /etc/sudoers -p wa -k gpuhost-config
+-w /etc/sudoers.d -p wa -k gpuhost-config
+-w /etc/ssh -p wa -k gpuhost-config
+-w /etc/gpuhost -p wa -k gpuhost-config
+-w /etc/containerd -p wa -k gpuhost-config
+-w /etc/nvidia-container-runtime -p wa -k gpuhost-config
+
+# GPU mode changes: MIG, ECC, clocks and power limits (nvidia-smi), the
+# runtime's GPU configuration (nvidia-ctk).
+-w /usr/bin/nvidia-smi -p x -k gpuhost-gpu-mode
+-w /usr/bin/nvidia-ctk -p x -k gpuhost-gpu-mode
+GPUHOST_EOF
+chmod 0640 '/etc/audit/rules.d/50-gpuhost.rules'
+conf=/etc/audit/auditd.conf
+[ -f "$conf" ] || die "$conf is missing (auditd)"
+# audit_set KEY VALUE: replace the setting where auditd.conf has it, else
+# add it.
+audit_set() {
+	if grep -Eq "^[[:space:]]*$1[[:space:]]*=" "$conf"; then
+		sed -E "s/^[[:space:]]*$1[[:space:]]*=.*/$1 = $2/" "$conf" >"$conf.gpuhost"
+	else
+		{
+			cat "$conf"
+			echo "$1 = $2"
+		} >"$conf.gpuhost"
+	fi
+	cat "$conf.gpuhost" >"$conf"
+	rm -f "$conf.gpuhost"
+}
+audit_set max_log_file_action keep_logs
+audit_set space_left_action email
+audit_set admin_space_left_action single
+audit_set disk_full_action halt
+audit_set disk_error_action halt
+enable_unit auditd.service
+
+step "hardening: sudo"
+command -v visudo >/dev/null 2>&1 || die "sudo is not installed"
+grep -Eq '^[@#]includedir[[:space:]]+/etc/sudoers\.d[[:space:]]*$' /etc/sudoers || die "/etc/sudoers does not include /etc/sudoers.d"
+cat >"$GPUHOST_WORK/sudoers" <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.sudo) as /etc/sudoers.d/50-gpuhost.
+# Only the admin role runs anything as root, with its own password.
+Defaults use_pty
+Defaults logfile="/var/log/sudo.log"
+%gpuhost-admin ALL=(ALL:ALL) ALL
+GPUHOST_EOF
+visudo -cqf "$GPUHOST_WORK/sudoers" || die "the sudoers drop-in does not parse"
+install -m 0440 -o root -g root "$GPUHOST_WORK/sudoers" '/etc/sudoers.d/50-gpuhost'
+# sudo makes its log, but not the directory it goes in.
+mkdir -p '/var/log'
+# The distributions give these groups everything; that is the admin role's
+# here.
+sed -E 's/^(%(sudo|admin)[[:space:]].*)$/# gpuhost-gpu (hardening.sudo), the admin role'"'"'s alone: \1/' /etc/sudoers >"$GPUHOST_WORK/sudoers.main"
+visudo -cqf "$GPUHOST_WORK/sudoers.main" || die "the edited /etc/sudoers does not parse"
+cat "$GPUHOST_WORK/sudoers.main" >/etc/sudoers
+! grep -Eq '^%(sudo|admin)[[:space:]]' /etc/sudoers || die "/etc/sudoers still grants a revoked group"
+visudo -cq || die "sudoers does not parse"
+
+step "hardening: journald"
+mkdir -p /etc/systemd/journald.conf.d
+cat >'/etc/systemd/journald.conf.d/50-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.journald).
+[Journal]
+Storage=persistent
+GPUHOST_EOF
+chmod 0644 '/etc/systemd/journald.conf.d/50-gpuhost.conf'
+
+step "hardening: apply live"
+# The plan runs on a booted host (live): what the steps above wrote takes
+# effect now, as it would at the next boot, so that the host is judged by
+# its hardened daemons before its image is made. Everything is checked
+# before anything is loaded. A chroot runs on the build machine's kernel:
+# its / is not PID 1's. (ischroot takes a / whose PID 1 root it may not
+# read, as in a mount namespace of its own, for a chroot.)
+[ -d /proc/self ] || die "live: /proc is not mounted, so this cannot be told from a chroot; nothing was applied"
+live_root=$(stat -Lc '%d:%i' /) || die "live: cannot stat /"
+if live_init=$(stat -Lc '%d:%i' /proc/1/root 2>&1) && [ "$live_init" != "$live_root" ]; then
+	die "live: the plan runs in a chroot, whose kernel is the build machine's; nothing was applied"
+fi
+[ -d /run/systemd/system ] || die "live: systemd does not run here, so auditd and systemd-journald cannot be restarted; nothing was applied"
+nft -c -f '/etc/nftables.conf' || die "live: nft -c refuses /etc/nftables.conf; nothing was applied"
+sshd_t=$(/usr/sbin/sshd -t -f /etc/ssh/sshd_config 2>&1) || die "live: sshd -t refuses /etc/ssh/sshd_config, so sshd was not reloaded: $sshd_t"
+sshd_pidfile=$(/usr/sbin/sshd -T -f /etc/ssh/sshd_config 2>/dev/null | awk '$1 == "pidfile" { print $2 }')
+case "$sshd_pidfile" in
+/*) ;;
+*) die "live: sshd keeps no pid file (PidFile ${sshd_pidfile:-unset}), so the running sshd cannot be found to reload" ;;
+esac
+sshd_pid=$(cat "$sshd_pidfile" 2>/dev/null) || die "live: $sshd_pidfile is missing: no sshd daemon runs here to reload"
+case "$sshd_pid" in
+'' | *[!0-9]*) die "live: $sshd_pidfile holds '$sshd_pid', not a pid" ;;
+esac
+case "$(readlink "/proc/$sshd_pid/exe")" in
+/usr/sbin/sshd | '/usr/sbin/sshd (deleted)') ;;
+*) die "live: pid $sshd_pid, which $sshd_pidfile names, is not /usr/sbin/sshd" ;;
+esac
+# nftables.service loads the file with nft -f, and the file begins with
+# flush ruleset: the kernel's ruleset is replaced whole. Without systemd
+# (a container) there is no unit to restart, and nft -f is its command.
+if [ -d /run/systemd/system ]; then
+	systemctl restart nftables.service || die "live: systemctl restart nftables.service failed; the kernel's ruleset may not be /etc/nftables.conf's"
+else
+	nft -f '/etc/nftables.conf' || die "live: nft -f /etc/nftables.conf failed; the kernel's ruleset may not be the file's"
+fi
+nft list chain inet filter input | grep -q 'policy drop;' || die "live: after loading /etc/nftables.conf, the kernel's inet filter input chain does not drop by default"
+# auditd reads auditd.conf when it starts (the distributions' unit has no
+# reload), and the install left it stopped. The unit loads the rules too,
+# but ignores a failure; loaded again here, a failure counts.
+systemctl restart auditd.service || die "live: systemctl restart auditd.service failed"
+augenrules --load || die "live: augenrules --load failed; the rules of /etc/audit/rules.d are not all loaded"
+want=$(grep -c -- '-k gpuhost-' '/etc/audit/rules.d/50-gpuhost.rules' || true)
+got=$(auditctl -l | grep -c 'gpuhost-' || true)
+[ "$got" -ge "$want" ] || die "live: auditctl -l lists $got of the $want rules of /etc/audit/rules.d/50-gpuhost.rules"
+# journald reads its drop-ins when it starts; services' log streams outlive
+# the restart in systemd's file descriptor store.
+systemctl restart systemd-journald.service || die "live: systemctl restart systemd-journald.service failed"
+journalctl --flush || die "live: journalctl --flush failed; the journal is not kept on disk"
+[ -d /var/log/journal ] || die "live: journald runs with Storage=persistent, but there is no /var/log/journal"
+# Last, once the rest is in place: SIGHUP makes sshd execute itself again
+# under the same pid and reread its configuration (systemctl reload ssh
+# sends the same signal). Open sessions, the build's own among them, are
+# processes of their own and stay; new ones get the new settings. sshd
+# writes its pid file again once it listens, and exits if it cannot.
+rm -f "$sshd_pidfile"
+kill -HUP "$sshd_pid" || die "live: cannot signal sshd (pid $sshd_pid)"
+n=0
+while [ "$(cat "$sshd_pidfile" 2>/dev/null)" != "$sshd_pid" ]; do
+	kill -0 "$sshd_pid" 2>/dev/null || die "live: sshd (pid $sshd_pid) exited when it reloaded its configuration; new logins are refused"
+	n=$((n + 1))
+	[ "$n" -le 100 ] || die "live: sshd (pid $sshd_pid) has not written $sshd_pidfile 10 s after it was told to reload"
+	sleep 0.1
+done
+echo "gpuhost-gpu: sshd (pid $sshd_pid) reloaded its configuration"
+
+step "verify pins"
+pin_check 'linux-image-5.15.0-153-generic' ''
+pin_check 'nvidia-driver-pinning-580.95.05' ''
+pin_check 'nvidia-driver-580-open' '580.95.05-0ubuntu1'
+pin_check 'cuda-toolkit-12-8' '12.8.1-1'
+pin_check 'nvidia-container-toolkit' '1.17.8-1'
+pin_check 'nvidia-container-toolkit-base' '1.17.8-1'
+pin_check 'libnvidia-container-tools' '1.17.8-1'
+pin_check 'libnvidia-container1' '1.17.8-1'
+# The CUDA release: every package at the version the set resolved, held.
+while read -r name version; do
+	pin_check "$name" "$version"
+done <"$GPUHOST_WORK/cuda-set"
+if dpkg-query -W -f='${Status}' 'linux-headers-5.15.0-153-generic' 2>/dev/null | grep -q 'ok installed'; then
+	pin_check 'linux-headers-5.15.0-153-generic' ''
+fi
+
+step "verify payload"
+# What the packages put on disk, at the pinned versions. The loader's
+# libnvidia-ml.so.1 (what NVML users open) must be the driver's build.
+nvml=$(ldconfig -p | awk '$1 == "libnvidia-ml.so.1" { print $NF }')
+[ -n "$nvml" ] || die "libnvidia-ml.so.1 is not in the dynamic loader's cache (ldconfig -p)"
+for lib in $nvml; do
+	real=$(readlink -f "$lib")
+	[ "${real##*/}" = 'libnvidia-ml.so.580.95.05' ] || die "$lib is ${real##*/}, want libnvidia-ml.so.580.95.05"
+done
+# The module for the image's kernel, read from its file: a chroot runs the
+# build host's kernel, so neither modprobe nor /proc/driver/nvidia/version
+# (which the booted host's NVML facts report) can say anything here.
+mods=$(find '/lib/modules/5.15.0-153-generic' -type f \( -name 'nvidia.ko' -o -name 'nvidia.ko.*' \))
+[ -n "$mods" ] || die "no nvidia kernel module under /lib/modules/5.15.0-153-generic"
+for mod in $mods; do
+	got=$(modinfo -F version "$mod") || die "modinfo cannot read $mod"
+	[ "$got" = '580.95.05' ] || die "$mod is version ${got:-unknown}, want 580.95.05"
+done
+# nvidia-ctk is nvidia-container-toolkit-base's; nvidia-container-cli's
+# lib-version is the libnvidia-container1 it loaded.
+got=$(nvidia-ctk --version | sed -n 's/^NVIDIA Container Toolkit CLI version //p')
+[ "$got" = '1.17.8' ] || die "nvidia-ctk --version reports ${got:-no version}, want 1.17.8"
+cli=$(nvidia-container-cli --version)
+for field in cli-version lib-version; do
+	got=$(echo "$cli" | sed -n "s/^$field: //p")
+	[ "$got" = '1.17.8' ] || die "nvidia-container-cli --version reports $field ${got:-none}, want 1.17.8"
+done
+got=$('/usr/local/cuda-12.8/bin/nvcc' --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+[ "$got" = '12.8' ] || die "/usr/local/cuda-12.8/bin/nvcc reports release ${got:-none}, want 12.8"
+# And the release's own build of the compiler, the one the CUDA set pinned.
+want=$(awk '$1 == "cuda-nvcc-12-8" { v = $2; sub(/-[^-]*$/, "", v); print v }' "$GPUHOST_WORK/cuda-set")
+if [ -n "$want" ]; then
+	got=$('/usr/local/cuda-12.8/bin/nvcc' --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\)$/\1/p')
+	[ "$got" = "$want" ] || die "/usr/local/cuda-12.8/bin/nvcc reports V${got:-none}, want V$want (cuda-nvcc-12-8 as the CUDA set pinned it)"
+fi
+
+step "package digests"
+# The sha256 of every installed package's .deb: the file apt downloaded,
+# while the apt cache still holds it, else the one apt's index gives for
+# that build, the index apt checked the download against.
+installed_packages "$GPUHOST_WORK/installed"
+apt_index "$GPUHOST_WORK/index"
+while read -r name arch version; do
+	deb="/var/cache/apt/archives/${name}_$(echo "$version" | sed 's/:/%3a/g')_${arch}.deb"
+	if [ -f "$deb" ]; then
+		echo "$name $arch $version $(sha256sum <"$deb" | cut -d' ' -f1)"
+	fi
+done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
+{
+	echo 'gpuhost.lock/v1'
+	awk '
+	FILENAME == ARGV[1] { cached[$1 " " $2 " " $3] = $4; next }
+	FILENAME == ARGV[2] { k = $1 " " $2 " " $3; n[k]++; sum[k] = $4; next }
+	{
+		k = $1 " " $2 " " $3
+		if (k in cached) print "package " $1 "=" $3 " " $2 " " cached[k]
+		else if (n[k] == 1) print "package " $1 "=" $3 " " $2 " " sum[k]
+	}
+	' "$GPUHOST_WORK/cached" "$GPUHOST_WORK/index" "$GPUHOST_WORK/installed"
+} >"$GPUHOST_WORK/digests"
+cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
+
+step "caches"
+# apt's binary caches and ldconfig's auxiliary cache record when and in what
+# inode order this build ran, not what it installed; apt and ldconfig make
+# them again, and mmdebstrap leaves them out of its bootstrap alike.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
+
+step done
+echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"
