@@ -128,7 +128,7 @@ func TestE2EDebian12(t *testing.T) {
 		}
 		return b
 	}
-	checkLUKSDisk(t, raw, enc, parts, tree)
+	imageKey := checkLUKSDisk(t, raw, enc, parts, tree)
 	checkPublished(t, log, verifyKey)
 
 	var manifest struct {
@@ -264,7 +264,7 @@ func TestE2EDebian12(t *testing.T) {
 	rootUUID := string(m[1])
 	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
 	os.Remove(raw)
-	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, enc.UUID)
+	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, luksImage{uuid: enc.UUID, digests: imageKey})
 }
 
 // bootTests boots the baked disk three times. Under UEFI with a software
@@ -277,7 +277,7 @@ func TestE2EDebian12(t *testing.T) {
 // enrols its own. Each boot's selftest reports what runs, the live scan and
 // drift, each compared check by check with the offline gate. Then the
 // image's kernel is booted with no root, and must be seen to panic.
-func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luksUUID string) {
+func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luks luksImage) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	t.Run("uefi-first-boot", func(t *testing.T) {
 		first = bootSelftest(t, "uefi", disk, overlay, tpm, qemu.UEFI, agent, true)
 		assertBoot(t, first, base.ref, base.digest, rootUUID)
-		assertEnrolled(t, first, luksUUID)
+		assertEnrolled(t, first, luks)
 		liveVerdict(t, first, wantFail)
 		if !strings.Contains(first.metrics, "gpuhost_check_status{") {
 			t.Errorf("/metrics through the forwarded port has no gpuhost_check_status:\n%.2000s", first.metrics)
@@ -324,7 +324,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFI, agent)
 		assertBoot(t, second, base.ref, base.digest, rootUUID)
 		// Slot 0 and the key file are gone: the TPM alone opened the root.
-		assertEnrolled(t, second, luksUUID)
+		assertEnrolled(t, second, luks)
 		if strings.Contains(string(second.reports["luks-enroll.log"]), "sealing a new key") {
 			t.Errorf("the second boot enrolled again:\n%s", second.reports["luks-enroll.log"])
 		}
@@ -340,7 +340,11 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 	t.Run("bios-other-host", func(t *testing.T) {
 		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false)
 		assertBoot(t, other, base.ref, base.digest, rootUUID)
-		assertEnrolled(t, other, luksUUID)
+		assertEnrolled(t, other, luks)
+		// Each host re-encrypted its root with a volume key of its own.
+		if first != nil && first.reports != nil && luksDigests(string(first.reports["luks-dump.txt"])) == luksDigests(string(other.reports["luks-dump.txt"])) {
+			t.Errorf("two hosts booted from one image have the same volume key digest:\n%s", luksDigests(string(other.reports["luks-dump.txt"])))
+		}
 		liveVerdict(t, other, wantFail)
 		if first != nil && first.reports != nil && string(first.reports["machine-id"]) == string(other.reports["machine-id"]) {
 			t.Error("two hosts booted from the image share a machine-id")
@@ -362,17 +366,26 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 // 0 wiped, so that the empty passphrase opens nothing. The console never
 // asked for a passphrase: nothing answers one in the test, so a boot that
 // had asked would not have reported at all.
-func assertEnrolled(t *testing.T, run *bootRun, luksUUID string) {
+func assertEnrolled(t *testing.T, run *bootRun, luks luksImage) {
 	t.Helper()
+	luksUUID := luks.uuid
 	r := run.reports
 	dump := string(r["luks-dump.txt"])
-	for _, want := range []string{"UUID:          \t" + luksUUID, "cipher: aes-xts-plain64", "systemd-tpm2", "  1: luks2"} {
+	for _, want := range []string{"UUID:          \t" + luksUUID, "cipher: aes-xts-plain64", "systemd-tpm2", luksImageKeyToken} {
 		if !strings.Contains(dump, want) {
 			t.Errorf("%s: the root's header, read in the guest, lacks %q:\n%s", run.name, want, dump)
 		}
 	}
-	if strings.Contains(dump, "  0: luks2") {
-		t.Errorf("%s: the one-time key slot 0 is still there:\n%s", run.name, dump)
+	// One key slot is left, the one the TPM2 token unseals: the image's
+	// one-time slot (renumbered by the re-encryption) is gone.
+	slots := luksSlots(dump)
+	if len(slots) != 1 || !regexp.MustCompile(`(?m)^\tKeyslot:\s+`+regexp.QuoteMeta(slots[0])+`$`).MatchString(dump) {
+		t.Errorf("%s: the root's key slots are %v, want one, the TPM2 token's:\n%s", run.name, slots, dump)
+	}
+	// First boot re-encrypted the root: its volume key is no longer the
+	// image's, which every host booted from it shared.
+	if d := luksDigests(dump); d == "" || d == luks.digests {
+		t.Errorf("%s: the root's volume key digest is the image's:\n%s", run.name, d)
 	}
 	if units := string(r["crypt-units.txt"]); !strings.Contains(units, "luks-"+luksUUID) || !strings.Contains(units, "active") {
 		t.Errorf("%s: systemd-cryptsetup@luks-%s is not active:\n%s", run.name, luksUUID, units)
@@ -615,7 +628,7 @@ func lastLine(s string) string {
 // key slot 0 and no token yet), which slot 0's empty passphrase opens and
 // a wrong one does not; the /boot partition (debugfs) holds GRUB; the
 // tree's crypttab opens the volume by its UUID.
-func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string) {
+func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string) string {
 	t.Helper()
 	if len(parts) != 4 || enc.Partition.Index != 4 {
 		t.Fatalf("want BIOS boot, ESP, /boot and the LUKS2 root, found %d partitions, the root on %d", len(parts), enc.Partition.Index)
@@ -651,6 +664,11 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 	if strings.Contains(dump, "  1: luks2") || strings.Contains(dump, "systemd-tpm2") {
 		t.Errorf("the baked root has more than its one-time key slot:\n%s", dump)
 	}
+	// The header records which volume key the image has (GH-ENC-005 reads
+	// it on the booted host).
+	if !strings.Contains(dump, luksImageKeyToken) {
+		t.Errorf("the baked root's header has no %s token:\n%s", luksImageKeyToken, dump)
+	}
 	for key, opens := range map[string]bool{"": true, "not the key": false} {
 		keyFile := filepath.Join(dir, "key")
 		if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
@@ -677,6 +695,39 @@ func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts 
 		t.Errorf("the tree's /etc/crypttab does not open UUID=%s: %q %v", enc.UUID, ct, err)
 	}
 	t.Logf("the root: LUKS2 %s on partition %d, %s", enc.UUID, enc.Partition.Index, "aes-xts-plain64, 512-bit key, argon2id, key slot 0 only")
+	return luksDigests(dump)
+}
+
+// luksImage is what the boot tests compare a booted host's root header
+// with: the image's LUKS UUID and its volume key digests (luksDigests).
+type luksImage struct {
+	uuid, digests string
+}
+
+// luksImageKeyToken is the type of the token the builder records the
+// image's volume key digest in, as luksDump lists it.
+const luksImageKeyToken = "gpuhost-image-key"
+
+// luksDigests is the Digests section of a luksDump listing: the salt and
+// PBKDF2 digest of each volume key, which change when the volume is
+// re-encrypted with another key.
+func luksDigests(dump string) string {
+	_, d, ok := strings.Cut(dump, "\nDigests:\n")
+	if !ok {
+		return ""
+	}
+	return d
+}
+
+// luksSlots lists the key slot numbers of a luksDump listing.
+func luksSlots(dump string) []string {
+	_, rest, _ := strings.Cut(dump, "\nKeyslots:\n")
+	rest, _, _ = strings.Cut(rest, "\nTokens:\n")
+	var slots []string
+	for _, m := range regexp.MustCompile(`(?m)^  ([0-9]+): luks2$`).FindAllStringSubmatch(rest, -1) {
+		slots = append(slots, m[1])
+	}
+	return slots
 }
 
 // checkPublished: the gate pushed the encrypted image it passed, and the

@@ -51,9 +51,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,7 +159,7 @@ func (r *luksRoot) enrollConf(pcrs []int) string {
 	for i, p := range pcrs {
 		ps[i] = strconv.Itoa(p)
 	}
-	return fmt.Sprintf("# Written by the gpuhost-rootfs builder; gpuhost-luks-enroll removes it once done.\nLUKS_UUID=%s\nLUKS_NAME=%s\nPROVISION_SLOT=0\nTPM2_PCRS=%s\n",
+	return fmt.Sprintf("# Written by the gpuhost-rootfs builder; gpuhost-luks-enroll removes it once done.\nLUKS_UUID=%s\nLUKS_NAME=%s\nPROVISION_SLOT=0\nREENCRYPT=1\nTPM2_PCRS=%s\n",
 		r.UUID, r.Name(), strings.Join(ps, "+"))
 }
 
@@ -175,22 +177,43 @@ Before=gpuhost-selftest.service gpuhost-agentd.service multi-user.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
+# The re-encryption takes as long as the image's part of the disk does to
+# rewrite; it resumes if stopped, but is not to be stopped for time.
+TimeoutStartSec=infinity
 ExecStart=/usr/local/lib/gpuhost/gpuhost-luks-enroll
 
 [Install]
 WantedBy=multi-user.target
 `
 
-// enrollScriptBody enrols the TPM2 and wipes the provisioning key slot in
-// one systemd-cryptenroll call (it wipes after it has enrolled), unlocking
-// with the slot's empty passphrase. A host with no TPM2 keeps slot 0 and
-// says so: the unit fails, and the slot stays until the host has one.
-const enrollScriptBody = `#!/bin/sh
+// enrollScriptBody gives the root a volume key of the host's own, then
+// enrols the TPM2 and wipes the provisioning key slot in one
+// systemd-cryptenroll call (it wipes after it has enrolled), unlocking
+// with the slot's empty passphrase. Every host booted from one image starts
+// with the image's volume key, which anyone who holds the image can read
+// through the empty slot; wiping the slot alone would leave each host's
+// disk readable with the key taken from the image, so first boot
+// re-encrypts the volume online first (cryptsetup reencrypt, resumable
+// after a crash: the header records its progress, and --resume-only goes
+// on from there). Only the image's part of the
+// partition is re-encrypted: what gpuhost-growroot added was never written.
+// A host with no TPM2 keeps slot 0 and says so: the unit fails, and the
+// slot stays until the host has one.
+var enrollScriptBody = strings.NewReplacer("@KDF@", strings.Join(provisionKDF, " "), "@ONLY_SLOT@", onlySlotSed).Replace(enrollScriptTemplate)
+
+// onlySlotSed prints the numbers of the LUKS2 key slots in luksDump's
+// listing, one a line.
+const onlySlotSed = `sed -n '/^Keyslots:/,/^Tokens:/s/^  \([0-9][0-9]*\): luks2$/\1/p'`
+
+// enrollScriptTemplate is enrollScriptBody before the KDF and the slot
+// listing are put in.
+const enrollScriptTemplate = `#!/bin/sh
 # gpuhost-luks-enroll: first boot of an image whose root is LUKS2 (written by
 # the gpuhost-rootfs builder). Reads /etc/gpuhost/luks-enroll.conf.
 set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-. /etc/gpuhost/luks-enroll.conf
+conf=/etc/gpuhost/luks-enroll.conf
+. "$conf"
 dev=/dev/disk/by-uuid/$LUKS_UUID
 say() { echo "gpuhost-luks-enroll: $*"; }
 if [ ! -e /dev/tpmrm0 ] && [ ! -e /dev/tpm0 ]; then
@@ -199,6 +222,35 @@ if [ ! -e /dev/tpmrm0 ] && [ ! -e /dev/tpm0 ]; then
 fi
 empty=$(mktemp)
 trap 'rm -f "$empty"' EXIT
+# The only key slot the header has (the provisioning one, renumbered by a
+# re-encryption).
+only_slot() {
+	cryptsetup luksDump "$dev" | @ONLY_SLOT@
+}
+if [ "${REENCRYPT:-0}" = 1 ]; then
+	# The mapping is still the image's size: the data to re-encrypt.
+	size=$(blockdev --getsize64 "/dev/mapper/$LUKS_NAME")
+	if cryptsetup luksDump "$dev" | grep -q '^Requirements:.*online-reencrypt'; then
+		# A crash stopped it: go on from where the header says it got to.
+		say "resuming the re-encryption of $dev"
+		cryptsetup reencrypt --batch-mode --resume-only --key-file "$empty" "$dev"
+	else
+		say "re-encrypting the first $size bytes of $dev with a new volume key of this host's own"
+		cryptsetup reencrypt --batch-mode --key-file "$empty" --key-slot "$PROVISION_SLOT" --device-size "$size" \
+			@KDF@ "$dev"
+	fi
+	slot=$(only_slot)
+	case "$slot" in
+	"" | *[!0-9]*)
+		say "after the re-encryption $dev has key slots '$slot', not one" >&2
+		exit 1
+		;;
+	esac
+	# Done once: a crash from here on must not re-encrypt again.
+	sed -e "s/^REENCRYPT=1$/REENCRYPT=done/" -e "s/^PROVISION_SLOT=.*/PROVISION_SLOT=$slot/" "$conf" >"$conf.new"
+	mv "$conf.new" "$conf"
+	PROVISION_SLOT=$slot
+fi
 # gpuhost-growroot.service grew the partition, but systemd-growfs cannot
 # resize the open LUKS2 mapping without a key (crypt_resize: EPERM), so
 # the file system stayed the image's size: resize the mapping with the
@@ -211,10 +263,17 @@ if cryptsetup resize --key-file "$empty" "$LUKS_NAME"; then
 else
 	say "resizing $LUKS_NAME to its grown partition failed" >&2
 fi
+# The image's own recovery escrow, if it has one: the last moment a
+# passphrase (the empty one) still opens the volume.
+hook=/etc/gpuhost/luks-recovery-hook
+if [ -x "$hook" ]; then
+	say "running $hook"
+	"$hook" "$dev" "$empty"
+fi
 say "sealing a new key of $dev to the TPM2 (PCRs $TPM2_PCRS) and wiping key slot $PROVISION_SLOT"
 systemd-cryptenroll --unlock-key-file="$empty" --tpm2-device=auto --tpm2-pcrs="$TPM2_PCRS" \
 	--wipe-slot="$PROVISION_SLOT" "$dev"
-rm -f /etc/gpuhost/luks-enroll.conf
+rm -f "$conf"
 say "done: $(cryptsetup luksDump "$dev" | grep -c 'systemd-tpm2') TPM2 token(s)"
 `
 
@@ -355,12 +414,18 @@ func installLUKSEnroll(root *os.Root, r *luksRoot, pcrs []int) error {
 // emulation, a VM with little memory). The slot first boot enrols for the
 // TPM2 holds a random key.
 func luksFormatArgs(r *luksRoot, volumeKey, keyFile, file string) []string {
-	return []string{"luksFormat", "--batch-mode", "--type", "luks2",
+	args := []string{"luksFormat", "--batch-mode", "--type", "luks2",
 		"--cipher", luksCipher, "--key-size", strconv.Itoa(luksKeyBits), "--sector-size", strconv.Itoa(luksSectorSize),
-		"--hash", "sha256", "--pbkdf", "argon2id", "--pbkdf-force-iterations", "4", "--pbkdf-memory", "65536", "--pbkdf-parallel", "1",
-		"--uuid", r.UUID, "--label", "gpuhost-root", "--key-slot", "0",
-		"--volume-key-file", volumeKey, "--key-file", keyFile, file}
+		"--hash", "sha256"}
+	args = append(args, provisionKDF...)
+	return append(args, "--uuid", r.UUID, "--label", "gpuhost-root", "--key-slot", "0",
+		"--volume-key-file", volumeKey, "--key-file", keyFile, file)
 }
+
+// provisionKDF is the KDF of the one-time provisioning key slot, at build
+// and again when first boot's re-encryption rewrites it: see
+// luksFormatArgs.
+var provisionKDF = []string{"--pbkdf", "argon2id", "--pbkdf-force-iterations", "4", "--pbkdf-memory", "65536", "--pbkdf-parallel", "1"}
 
 // luksSegment is where a LUKS2 header puts the encrypted data, read from
 // its JSON area.
@@ -368,6 +433,16 @@ type luksSegment struct {
 	Offset     int64
 	Encryption string
 	SectorSize int
+	// Digest is the header's digest of the volume key that opens the
+	// segment, as the JSON area holds it.
+	Digest luksDigest
+}
+
+// luksDigest is a LUKS2 digest of a volume key (PBKDF2 of the key with
+// its salt), which identifies the key without revealing it.
+type luksDigest struct {
+	Salt   string `json:"salt"`
+	Digest string `json:"digest"`
 }
 
 // readLUKSSegment reads segment 0 of the LUKS2 header at the start of r.
@@ -398,6 +473,10 @@ func readLUKSSegment(r io.ReaderAt) (luksSegment, error) {
 			Encryption string `json:"encryption"`
 			SectorSize int    `json:"sector_size"`
 		} `json:"segments"`
+		Digests map[string]struct {
+			luksDigest
+			Segments []string `json:"segments"`
+		} `json:"digests"`
 	}
 	if err := json.Unmarshal(area, &md); err != nil {
 		return luksSegment{}, fmt.Errorf("the LUKS2 JSON area: %w", err)
@@ -413,8 +492,38 @@ func readLUKSSegment(r io.ReaderAt) (luksSegment, error) {
 	if seg.IVTweak != "0" {
 		return luksSegment{}, fmt.Errorf("LUKS2 segment 0 iv_tweak %q; this writer numbers sectors from 0", seg.IVTweak)
 	}
-	return luksSegment{Offset: off, Encryption: seg.Encryption, SectorSize: seg.SectorSize}, nil
+	var digest luksDigest
+	for _, d := range md.Digests {
+		if slices.Contains(d.Segments, "0") {
+			if digest.Digest != "" {
+				return luksSegment{}, errors.New("the LUKS2 header has two digests for segment 0")
+			}
+			digest = d.luksDigest
+		}
+	}
+	if digest.Salt == "" || digest.Digest == "" {
+		return luksSegment{}, errors.New("the LUKS2 header has no digest of segment 0's key")
+	}
+	return luksSegment{Offset: off, Encryption: seg.Encryption, SectorSize: seg.SectorSize, Digest: digest}, nil
 }
+
+// imageKeyToken is the LUKS2 token that records which volume key the
+// image was built with: the header's own digest of it. Once first boot has
+// re-encrypted the volume the header holds another digest, so a scan of the
+// booted host tells (GH-ENC-005) whether the host still shares its key
+// with every other host of the image. cryptsetup and systemd-cryptsetup
+// skip a token of a type they have no handler for, and a re-encryption
+// keeps the tokens bound to no key slot.
+func imageKeyToken(d luksDigest) ([]byte, error) {
+	return json.Marshal(struct {
+		Type     string   `json:"type"`
+		Keyslots []string `json:"keyslots"`
+		luksDigest
+	}{imageKeyTokenType, []string{}, d})
+}
+
+// imageKeyTokenType is the token's type, which the scanner looks for.
+const imageKeyTokenType = "gpuhost-image-key"
 
 // formatLUKS writes the LUKS2 header of a partition of partBytes into
 // header (a sparse file the size of the partition, which luksFormat needs
@@ -436,6 +545,7 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 	if err := createSparse(header, partBytes); err != nil {
 		return nil, luksSegment{}, err
 	}
+	defer keepDevMapper()()
 	cmd := exec.CommandContext(ctx, "cryptsetup", luksFormatArgs(r, vkFile, keyFile, header)...)
 	if err := runStreaming(cmd, ui); err != nil {
 		return nil, luksSegment{}, fmt.Errorf("cryptsetup luksFormat %s: %w", header, err)
@@ -455,7 +565,37 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 	if seg.Offset >= partBytes {
 		return nil, luksSegment{}, fmt.Errorf("%s: the LUKS2 data segment starts at byte %d, past the %d-byte partition", header, seg.Offset, partBytes)
 	}
+	tok, err := imageKeyToken(seg.Digest)
+	if err != nil {
+		return nil, luksSegment{}, err
+	}
+	tokFile := filepath.Join(dir, "luks-token.json.tmp")
+	defer os.Remove(tokFile)
+	if err := os.WriteFile(tokFile, tok, 0o600); err != nil {
+		return nil, luksSegment{}, err
+	}
+	cmd = exec.CommandContext(ctx, "cryptsetup", "token", "import", "--json-file", tokFile, header)
+	if err := runStreaming(cmd, ui); err != nil {
+		return nil, luksSegment{}, fmt.Errorf("cryptsetup token import %s: %w", header, err)
+	}
 	return vk, seg, nil
+}
+
+// keepDevMapper returns a function that removes /dev/mapper/control and
+// /dev/mapper where they did not exist when it was called: cryptsetup,
+// even formatting a file, makes device-mapper's control node when it is
+// missing, and a build leaves the build machine as it found it.
+func keepDevMapper() func() {
+	_, dirErr := os.Lstat("/dev/mapper")
+	_, ctlErr := os.Lstat("/dev/mapper/control")
+	return func() {
+		if errors.Is(ctlErr, fs.ErrNotExist) {
+			_ = os.Remove("/dev/mapper/control")
+		}
+		if errors.Is(dirErr, fs.ErrNotExist) {
+			_ = os.Remove("/dev/mapper")
+		}
+	}
 }
 
 // encryptExtents encrypts the data extents of the plain file src with

@@ -6,12 +6,15 @@ import (
 	"crypto/aes"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +40,7 @@ import (
 // boot test's (images/e2e_test.go), which boots such a root.
 func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	cs := testutil.Tool(t, "cryptsetup", "cryptsetup-bin")
+	testutil.KeepDevMapper(t)
 	python := testutil.Tool(t, "python3", "python3-cryptography")
 	testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
 	e2fsck := testutil.Tool(t, "e2fsck", "e2fsprogs")
@@ -71,21 +75,13 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	}
 	key := filepath.Join(dir, "key")
 	must(t, os.WriteFile(key, nil, 0o600))
-	testutil.Run(t, time.Minute, cs, "open", "--test-passphrase", "--key-file", key, "--key-slot", "0", part)
+	testutil.Cryptsetup(t, "open", "--test-passphrase", "--key-file", key, "--key-slot", "0", part)
 	wrong := filepath.Join(dir, "wrong")
 	must(t, os.WriteFile(wrong, []byte(strings.Repeat("0", 64)), 0o600))
 	if out, err := exec.Command(cs, "open", "--test-passphrase", "--key-file", wrong, part).CombinedOutput(); err == nil {
 		t.Errorf("another key opens the volume: %s", out)
 	}
-	vkOut := testutil.Run(t, time.Minute, cs, "luksDump", "--dump-volume-key", "--batch-mode", "--key-file", key, part)
-	m := regexp.MustCompile(`(?s)MK dump:\s*((?:[0-9a-f]{2}\s*)+)`).FindStringSubmatch(vkOut)
-	if m == nil {
-		t.Fatalf("no volume key in:\n%s", vkOut)
-	}
-	vk, err := hex.DecodeString(strings.Join(strings.Fields(m[1]), ""))
-	if err != nil || len(vk) != 64 {
-		t.Fatalf("volume key %q: %v", m[1], err)
-	}
+	vk := volumeKey(t, part, key)
 
 	f, err := os.Open(part)
 	must(t, err)
@@ -118,16 +114,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	}
 
 	// The whole file system, decrypted with the key cryptsetup gave.
-	c, err := xts.NewCipher(aes.NewCipher, vk)
-	must(t, err)
-	data := make([]byte, partBytes-seg.Offset)
-	_, err = f.ReadAt(data, seg.Offset)
-	must(t, err)
-	for s := 0; s < len(data); s += luksSectorSize {
-		c.Decrypt(data[s:s+luksSectorSize], data[s:s+luksSectorSize], uint64(s/luksSectorSize))
-	}
-	fsImg := filepath.Join(dir, "fs.ext4")
-	must(t, os.WriteFile(fsImg, data, 0o600))
+	fsImg := decryptRoot(t, part, seg.Offset, vk)
 	testutil.Run(t, time.Minute, e2fsck, "-fn", fsImg)
 	got := testutil.Run(t, time.Minute, debugfs, "-R", "cat /etc/hello", fsImg)
 	if !strings.Contains(got, body) {
@@ -147,6 +134,92 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	if used := st.Blocks * 512; used > partBytes/2 {
 		t.Errorf("the %d-byte partition takes %d bytes on disk: its unused space was written", partBytes, used)
 	}
+
+	// The header records the image's volume key digest, for GH-ENC-005.
+	wantTok, err := imageKeyToken(seg.Digest)
+	must(t, err)
+	if tok := testutil.Cryptsetup(t, "token", "export", "--token-id", "0", part); !jsonEqual(t, tok, string(wantTok)) {
+		t.Errorf("token 0 is %s, want %s", tok, wantTok)
+	}
+
+	// First boot's re-encryption, with the enrol script's arguments (here
+	// offline, on the partition file: no device-mapper) over the image's
+	// part of the partition, gives the volume a key of its own and keeps
+	// the file system and the token.
+	reencrypt := append([]string{"reencrypt", "--batch-mode", "--force-offline-reencrypt", "--disable-locks",
+		"--key-file", key, "--key-slot", "0", "--device-size", strconv.FormatInt(partBytes-seg.Offset, 10)}, provisionKDF...)
+	testutil.Cryptsetup(t, append(reencrypt, part)...)
+	f2, err := os.Open(part)
+	must(t, err)
+	defer f2.Close()
+	seg2, err := readLUKSSegment(f2)
+	must(t, err)
+	if seg2.Digest == seg.Digest || seg2.Offset != seg.Offset {
+		t.Errorf("after the re-encryption segment 0 is %+v, was %+v", seg2, seg)
+	}
+	if tok := testutil.Cryptsetup(t, "token", "export", "--token-id", "0", part); !jsonEqual(t, tok, string(wantTok)) {
+		t.Errorf("the re-encryption changed token 0 to %s", tok)
+	}
+	vk2 := volumeKey(t, part, key)
+	if bytes.Equal(vk2, vk) {
+		t.Error("the re-encryption kept the image's volume key")
+	}
+	testutil.Run(t, time.Minute, e2fsck, "-fn", decryptRoot(t, part, seg2.Offset, vk2))
+	slots := testutil.Run(t, time.Minute, "sh", "-c", "cryptsetup luksDump \"$1\" | "+onlySlotSed, "sh", part)
+	if n := strings.Fields(slots); len(n) != 1 {
+		t.Errorf("the enrol script's slot listing gives %q after the re-encryption, want one slot", slots)
+	}
+	testutil.Cryptsetup(t, "open", "--test-passphrase", "--key-file", key, part)
+}
+
+// volumeKey is the volume key of the LUKS volume vol, which key opens.
+func volumeKey(t *testing.T, vol, key string) []byte {
+	t.Helper()
+	out := testutil.Cryptsetup(t, "luksDump", "--dump-volume-key", "--batch-mode", "--key-file", key, vol)
+	m := regexp.MustCompile(`(?s)MK dump:\s*((?:[0-9a-f]{2}\s*)+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no volume key in:\n%s", out)
+	}
+	vk, err := hex.DecodeString(strings.Join(strings.Fields(m[1]), ""))
+	if err != nil || len(vk) != luksKeyBits/8 {
+		t.Fatalf("volume key %q: %v", m[1], err)
+	}
+	return vk
+}
+
+// decryptRoot decrypts the data segment of the partition file part, from
+// offset on, with the volume key vk, into a file system image it returns.
+func decryptRoot(t *testing.T, part string, offset int64, vk []byte) string {
+	t.Helper()
+	f, err := os.Open(part)
+	must(t, err)
+	defer f.Close()
+	fi, err := f.Stat()
+	must(t, err)
+	c, err := xts.NewCipher(aes.NewCipher, vk)
+	must(t, err)
+	data := make([]byte, fi.Size()-offset)
+	_, err = f.ReadAt(data, offset)
+	must(t, err)
+	for s := 0; s < len(data); s += luksSectorSize {
+		c.Decrypt(data[s:s+luksSectorSize], data[s:s+luksSectorSize], uint64(s/luksSectorSize))
+	}
+	fsImg := filepath.Join(t.TempDir(), "fs.ext4")
+	must(t, os.WriteFile(fsImg, data, 0o600))
+	return fsImg
+}
+
+// jsonEqual tells whether two JSON texts hold the same value.
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal([]byte(a), &x); err != nil {
+		t.Fatalf("%q: %v", a, err)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatalf("%q: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // opensslXTS decrypts stdin with OpenSSL's AES-XTS (through Debian's

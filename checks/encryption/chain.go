@@ -115,9 +115,11 @@ const (
 )
 
 // firstBootEnroll is the volume (by LUKS UUID) and key slot the image's
-// first boot wipes; zero when the image has no enrolment installed.
+// first boot wipes, and whether it re-encrypts the volume first; zero when
+// the image has no enrolment installed.
 type firstBootEnroll struct {
 	uuid, slot string
+	reencrypt  bool
 }
 
 // readFirstBootEnroll reads the enrolment's file, which counts only when
@@ -138,17 +140,26 @@ func readFirstBootEnroll(fsys sysroot.FS) (firstBootEnroll, error) {
 			e.uuid = v
 		case "PROVISION_SLOT":
 			e.slot = v
+		case "REENCRYPT":
+			e.reencrypt = v == "1"
 		}
 	}
 	return e, nil
 }
 
-// markFirstBoot notes on each of slots that first boot wipes it.
-func (e firstBootEnroll) markFirstBoot(uuid string, slots []facts.Keyslot) {
+// markFirstBoot notes on each of slots that first boot wipes it, and on
+// vk that first boot re-encrypts the volume.
+func (e firstBootEnroll) markFirstBoot(uuid string, slots []facts.Keyslot, vk *facts.VolumeKey) {
+	if e.uuid == "" || !strings.EqualFold(e.uuid, uuid) {
+		return
+	}
 	for i := range slots {
-		if e.uuid != "" && strings.EqualFold(e.uuid, uuid) && slots[i].ID == e.slot {
+		if slots[i].ID == e.slot {
 			slots[i].FirstBoot = enrollConf
 		}
+	}
+	if e.reencrypt {
+		vk.FirstBoot = enrollConf
 	}
 }
 
@@ -243,9 +254,12 @@ func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) boo
 func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntry, depth int) bool {
 	h := c.add(facts.Hop{Device: spec, Kind: "crypt", Name: ent.Name, Learned: "crypttab", Depth: depth, Crypt: cryptFromCrypttab(ent)})
 	if l, ok := r.headerFor(ent.Device); ok {
+		// An image's volume is under the image's key, whatever its header
+		// records: every host booted from it starts with that key.
+		vk := facts.VolumeKey{Origin: facts.KeyFromImage, Reencrypting: l.Header.VolumeKey.Reencrypting}
 		h.Crypt = &facts.CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file",
-			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError}
-		r.enroll.markFirstBoot(l.Header.UUID, h.Crypt.Keyslots)
+			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError, VolumeKey: &vk}
+		r.enroll.markFirstBoot(l.Header.UUID, h.Crypt.Keyslots, &vk)
 		c.add(facts.Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
 		return true
 	}

@@ -233,18 +233,22 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 	vol := emptySlotVolume(t)
 	uuid := strings.TrimSpace(testutil.Run(t, time.Minute, testutil.Tool(t, "cryptsetup", "cryptsetup-bin"), "luksUUID", vol))
 	for _, tc := range []struct {
-		name    string
-		enabled bool
-		want    map[string]string
+		name      string
+		enabled   bool
+		reencrypt string
+		want      map[string]string
+		wantKey   facts.VolumeKey
 	}{
-		{"enabled", true, map[string]string{"1": enrollConf}},
-		{"no unit", false, map[string]string{}},
+		{"enabled", true, "1", map[string]string{"1": enrollConf}, facts.VolumeKey{Origin: facts.KeyFromImage, FirstBoot: enrollConf}},
+		// An enrolment that wipes the slot but keeps the image's key.
+		{"no re-encryption", true, "0", map[string]string{"1": enrollConf}, facts.VolumeKey{Origin: facts.KeyFromImage}},
+		{"no unit", false, "1", map[string]string{}, facts.VolumeKey{Origin: facts.KeyFromImage}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := map[string]any{
 				"etc/fstab":                    "/dev/mapper/gpuhost-root / ext4 defaults 0 1\n",
 				"etc/crypttab":                 "gpuhost-root UUID=" + uuid + " none luks,try-empty-password\n",
-				"etc/gpuhost/luks-enroll.conf": "LUKS_UUID=" + uuid + "\nLUKS_NAME=gpuhost-root\nPROVISION_SLOT=1\nTPM2_PCRS=7\n",
+				"etc/gpuhost/luks-enroll.conf": "LUKS_UUID=" + uuid + "\nLUKS_NAME=gpuhost-root\nPROVISION_SLOT=1\nREENCRYPT=" + tc.reencrypt + "\nTPM2_PCRS=7\n",
 			}
 			if tc.enabled {
 				tree[strings.TrimPrefix(enrollUnit, "/")] = ""
@@ -269,6 +273,9 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("first-boot slots %v, want %v", got, tc.want)
+			}
+			if c.VolumeKey == nil || *c.VolumeKey != tc.wantKey {
+				t.Errorf("volume key %+v, want %+v", c.VolumeKey, tc.wantKey)
 			}
 		})
 	}

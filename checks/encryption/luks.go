@@ -36,6 +36,8 @@ type luksHeader struct {
 	// Cipher is the dm-crypt spec: cipher-mode, as in aes-xts-plain64.
 	Cipher  string
 	KeyBits int
+	// VolumeKey is where the volume key came from, as the header tells.
+	VolumeKey facts.VolumeKey
 	// json is a LUKS2 header's JSON area, which describes its key slots;
 	// luks1 is a LUKS1 header's fixed part, which holds them.
 	json, luks1 []byte
@@ -102,7 +104,9 @@ func parseLUKS1(h []byte) (luksHeader, error) {
 	if mode != "" {
 		cipher += "-" + mode
 	}
-	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8, luks1: h}, nil
+	// LUKS1 has no tokens: nothing records an image's key.
+	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
+	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8, VolumeKey: vk, luks1: h}, nil
 }
 
 // luks2Metadata is the part of the LUKS2 JSON area read here.
@@ -117,7 +121,56 @@ type luks2Metadata struct {
 	Digests map[string]struct {
 		Keyslots []string `json:"keyslots"`
 		Segments []string `json:"segments"`
+		keyDigest
 	} `json:"digests"`
+	Tokens map[string]struct {
+		Type string `json:"type"`
+		keyDigest
+	} `json:"tokens"`
+	Config struct {
+		Requirements struct {
+			Mandatory []string `json:"mandatory"`
+		} `json:"requirements"`
+	} `json:"config"`
+}
+
+// keyDigest identifies a volume key without revealing it: the salt and
+// PBKDF2 digest a LUKS2 header keeps of it, which the gpuhost-rootfs
+// builder copies into its gpuhost-image-key token.
+type keyDigest struct {
+	Salt   string `json:"salt"`
+	Digest string `json:"digest"`
+}
+
+// imageKeyToken is the type of the token the gpuhost-rootfs builder records
+// an image's volume key digest in.
+const imageKeyToken = "gpuhost-image-key"
+
+// volumeKey tells from the header's tokens and digests whether the volume
+// is still under the image's key, and whether a re-encryption is
+// unfinished (cryptsetup marks the header with an online-reencrypt
+// requirement until it is done).
+func (md luks2Metadata) volumeKey() facts.VolumeKey {
+	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
+	for _, r := range md.Config.Requirements.Mandatory {
+		if strings.HasPrefix(r, "online-reencrypt") {
+			vk.Reencrypting = true
+		}
+	}
+	for _, t := range md.Tokens {
+		if t.Type != imageKeyToken || t.Salt == "" || t.Digest == "" {
+			continue
+		}
+		if vk.Origin == facts.KeyUnknown {
+			vk.Origin = facts.KeyOfHost
+		}
+		for _, d := range md.Digests {
+			if d.keyDigest == t.keyDigest && len(d.Segments) > 0 {
+				vk.Origin = facts.KeyFromImage
+			}
+		}
+	}
+	return vk
 }
 
 func readLUKS2(r io.ReaderAt, size int64) (luksHeader, error) {
@@ -157,7 +210,7 @@ func readLUKS2(r io.ReaderAt, size int64) (luksHeader, error) {
 	if err != nil {
 		return luksHeader{}, err
 	}
-	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits, json: area}, nil
+	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits, VolumeKey: md.volumeKey(), json: area}, nil
 }
 
 // validLUKS2Size tells whether n is a header size the format allows: a
@@ -223,8 +276,11 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 }
 
 // keyslots tries the empty passphrase on every key slot of the header h
-// read from r, a device of size bytes, and records them in p.
+// read from r, a device of size bytes, and records them in p, with where
+// the volume key came from.
 func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams) {
+	vk := h.VolumeKey
+	p.VolumeKey = &vk
 	var slots []facts.Keyslot
 	var err error
 	switch h.Version {

@@ -599,6 +599,40 @@ type CryptParams struct {
 	Keyslots []Keyslot `json:"keyslots,omitempty"`
 	// KeyslotsError says why the key slots of a header could not be read.
 	KeyslotsError string `json:"keyslots_error,omitempty"`
+	// VolumeKey is what a LUKS header tells of where the volume key came
+	// from; nil when no header was read.
+	VolumeKey *VolumeKey `json:"volume_key,omitempty"`
+}
+
+// Origins of a volume key (VolumeKey.Origin).
+const (
+	// KeyFromImage: the volume is encrypted with the key of the image it
+	// was built as, which every host booted from that image shares. An
+	// image's own volume always is.
+	KeyFromImage = "image"
+	// KeyOfHost: the header's volume key is not the one the image recorded;
+	// the volume was re-encrypted since.
+	KeyOfHost = "host"
+	// KeyUnknown: the header records no image key (a volume made by other
+	// means, or LUKS1, which has no tokens).
+	KeyUnknown = "unknown"
+)
+
+// VolumeKey is where a LUKS volume's key came from, never the key: the
+// gpuhost-rootfs builder records the digest of an image's volume key in
+// the header (a gpuhost-image-key token), and the header's own digest
+// changes when the volume is re-encrypted with another key.
+type VolumeKey struct {
+	// Origin is image, host or unknown (KeyFromImage, KeyOfHost,
+	// KeyUnknown).
+	Origin string `json:"origin"`
+	// Reencrypting is true while a re-encryption of the volume is
+	// unfinished: part of it is under the old key still.
+	Reencrypting bool `json:"reencrypting,omitempty"`
+	// FirstBoot names the file that has first boot re-encrypt an image's
+	// volume with a key of the host's own, when the image's first-boot
+	// enrolment is installed to do so (offline only).
+	FirstBoot string `json:"first_boot,omitempty"`
 }
 
 // Keyslot is one LUKS key slot, never its key.

@@ -55,3 +55,20 @@ func keepDevMapperAsItWas() func() {
 		}
 	}
 }
+
+// Cryptsetup runs cryptsetup with args and returns its output, leaving
+// /dev/mapper as it was: a re-encryption, even of a file, opens
+// device-mapper's control node, which cryptsetup makes when it is missing.
+func Cryptsetup(t testing.TB, args ...string) string {
+	t.Helper()
+	cs := Tool(t, "cryptsetup", "cryptsetup-bin")
+	undo := keepDevMapperAsItWas()
+	defer undo()
+	return Run(t, time.Minute, cs, args...)
+}
+
+// KeepDevMapper has /dev/mapper left as it is now when t ends, for a test
+// that runs cryptsetup (or code that does) by other means than Cryptsetup.
+func KeepDevMapper(t testing.TB) {
+	t.Cleanup(keepDevMapperAsItWas())
+}

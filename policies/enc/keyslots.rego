@@ -29,72 +29,47 @@
 #   requires: [encryption]
 package gpuhost.enc.keyslots
 
-enc := object.get(input, "encryption", {})
-
-live if input.target.kind == "host"
-
-# Every LUKS mapping met under / and under each swap area.
-luks_hops contains h if {
-	some h in object.get(object.get(enc, "root", {}), "hops", [])
-	luks(h)
-}
-
-luks_hops contains h if {
-	some s in object.get(enc, "swap", [])
-	some h in object.get(s, "hops", [])
-	luks(h)
-}
-
-luks(h) if {
-	h.kind == "crypt"
-	startswith(object.get(object.get(h, "crypt", {}), "type", ""), "luks")
-}
-
-crypt(h) := object.get(h, "crypt", {})
-
-name(h) := sprintf("%s (%s)", [h.device, h.name]) if object.get(h, "name", "") != ""
-
-name(h) := h.device if object.get(h, "name", "") == ""
+import data.gpuhost.enc.lib
 
 # The slots of h the empty passphrase opens that nothing will wipe: on an
 # image, first boot wipes the one its enrolment names.
 open_slots(h) := [s |
-	some s in object.get(crypt(h), "keyslots", [])
+	some s in object.get(lib.crypt(h), "keyslots", [])
 	s.empty_passphrase
 	not wiped_at_first_boot(s)
 ]
 
 wiped_at_first_boot(s) if {
-	not live
+	not lib.live
 	object.get(s, "first_boot", "") != ""
 }
 
-read(h) if "keyslots" in object.keys(crypt(h))
+read(h) if "keyslots" in object.keys(lib.crypt(h))
 
 # A slot that opens decides the check, whatever could not be tried.
 decided if {
-	some h in luks_hops
+	some h in lib.luks_hops
 	count(open_slots(h)) > 0
 }
 
 skip contains msg if {
 	not decided
-	some h in luks_hops
+	some h in lib.luks_hops
 	not read(h)
-	why := object.get(crypt(h), "keyslots_error", "the scan did not read its LUKS header")
-	msg := sprintf("the key slots of %s could not be tried: %s", [name(h), why])
+	why := object.get(lib.crypt(h), "keyslots_error", "the scan did not read its LUKS header")
+	msg := sprintf("the key slots of %s could not be tried: %s", [lib.name(h), why])
 }
 
 skip contains msg if {
 	not decided
-	some h in luks_hops
-	some s in object.get(crypt(h), "keyslots", [])
+	some h in lib.luks_hops
+	some s in object.get(lib.crypt(h), "keyslots", [])
 	object.get(s, "untried", "") != ""
-	msg := sprintf("key slot %s of %s was not tried: %s", [s.id, name(h), s.untried])
+	msg := sprintf("key slot %s of %s was not tried: %s", [s.id, lib.name(h), s.untried])
 }
 
 deny contains msg if {
-	some h in luks_hops
+	some h in lib.luks_hops
 	some s in open_slots(h)
-	msg := sprintf("key slot %s (%s) of %s opens with the empty passphrase: anyone holding the disk can read it", [s.id, s.kdf, name(h)])
+	msg := sprintf("key slot %s (%s) of %s opens with the empty passphrase: anyone holding the disk can read it", [s.id, s.kdf, lib.name(h)])
 }
