@@ -363,3 +363,27 @@ func TestCrypttabChangedByAProvisionerIsRefused(t *testing.T) {
 		t.Errorf("a crypttab changed after the builder wrote it: %v", err)
 	}
 }
+
+// The enrol script parses, and does its work in the one order that leaves
+// no host with the image's key and no recovery slot dropped: re-encrypt
+// (which keeps only the one-time slot), run the recovery hook while that
+// slot still opens the volume, then seal to the TPM2 and wipe the slot.
+func TestEnrollScriptOrder(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "gpuhost-luks-enroll")
+	must(t, os.WriteFile(script, []byte(enrollScriptBody), 0o755))
+	testutil.Run(t, time.Minute, "sh", "-n", script)
+	if strings.Contains(enrollScriptBody, "@") {
+		t.Errorf("a placeholder is left in the script:\n%s", enrollScriptBody)
+	}
+	last := -1
+	for _, step := range []string{"cryptsetup reencrypt --batch-mode --resume-only", "cryptsetup reencrypt --batch-mode --key-file", "REENCRYPT=done", "cryptsetup resize", `"$hook" "$dev" "$empty"`, "systemd-cryptenroll --unlock-key-file", `rm -f "$conf"`} {
+		i := strings.Index(enrollScriptBody, step)
+		if i < 0 || i < last {
+			t.Fatalf("%q is missing or out of order in:\n%s", step, enrollScriptBody)
+		}
+		last = i
+	}
+	if !strings.Contains(enrollScriptBody, strings.Join(provisionKDF, " ")) {
+		t.Errorf("the re-encryption's new slot does not get the provisioning KDF:\n%s", enrollScriptBody)
+	}
+}
