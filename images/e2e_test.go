@@ -26,6 +26,7 @@ import (
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/internal/qemu"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -630,6 +631,8 @@ func lastLine(s string) string {
 // tree's crypttab opens the volume by its UUID.
 func checkLUKSDisk(t *testing.T, raw string, enc diskimage.EncryptedRoot, parts []diskimage.Partition, tree string) string {
 	t.Helper()
+	// cryptsetup open, even of a file, makes /dev/mapper/control.
+	testutil.KeepDevMapper(t)
 	if len(parts) != 4 || enc.Partition.Index != 4 {
 		t.Fatalf("want BIOS boot, ESP, /boot and the LUKS2 root, found %d partitions, the root on %d", len(parts), enc.Partition.Index)
 	}
