@@ -51,7 +51,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +58,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/internal/devmapper"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"golang.org/x/crypto/xts"
@@ -545,7 +545,7 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 	if err := createSparse(header, partBytes); err != nil {
 		return nil, luksSegment{}, err
 	}
-	defer keepDevMapper()()
+	defer devmapper.Keep()()
 	cmd := exec.CommandContext(ctx, "cryptsetup", luksFormatArgs(r, vkFile, keyFile, header)...)
 	if err := runStreaming(cmd, ui); err != nil {
 		return nil, luksSegment{}, fmt.Errorf("cryptsetup luksFormat %s: %w", header, err)
@@ -579,23 +579,6 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 		return nil, luksSegment{}, fmt.Errorf("cryptsetup token import %s: %w", header, err)
 	}
 	return vk, seg, nil
-}
-
-// keepDevMapper returns a function that removes /dev/mapper/control and
-// /dev/mapper where they did not exist when it was called: cryptsetup,
-// even formatting a file, makes device-mapper's control node when it is
-// missing, and a build leaves the build machine as it found it.
-func keepDevMapper() func() {
-	_, dirErr := os.Lstat("/dev/mapper")
-	_, ctlErr := os.Lstat("/dev/mapper/control")
-	return func() {
-		if errors.Is(ctlErr, fs.ErrNotExist) {
-			_ = os.Remove("/dev/mapper/control")
-		}
-		if errors.Is(dirErr, fs.ErrNotExist) {
-			_ = os.Remove("/dev/mapper")
-		}
-	}
 }
 
 // encryptExtents encrypts the data extents of the plain file src with

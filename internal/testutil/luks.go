@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuhost/gpuhost/internal/devmapper"
 )
 
 // LUKSFormat formats a 20 MiB file in a temp dir as a LUKS volume of type
@@ -33,27 +35,10 @@ func LUKSFormat(t testing.TB, typ, cipher string, keyBits int) (file, uuid strin
 	if typ == "luks2" {
 		args = append(args, "--pbkdf", "pbkdf2")
 	}
-	undo := keepDevMapperAsItWas()
+	undo := devmapper.Keep()
 	defer undo()
 	Run(t, time.Minute, cs, append(args, vol)...)
 	return vol, strings.TrimSpace(Run(t, time.Minute, cs, "luksUUID", vol))
-}
-
-// keepDevMapperAsItWas returns a function that removes /dev/mapper/control
-// (and /dev/mapper) if they did not exist when it was called: cryptsetup,
-// run as root, makes them even on a kernel without device-mapper, and a test
-// leaves the machine as it found it.
-func keepDevMapperAsItWas() func() {
-	_, dirErr := os.Lstat("/dev/mapper")
-	_, ctlErr := os.Lstat("/dev/mapper/control")
-	return func() {
-		if os.IsNotExist(ctlErr) {
-			_ = os.Remove("/dev/mapper/control")
-		}
-		if os.IsNotExist(dirErr) {
-			_ = os.Remove("/dev/mapper")
-		}
-	}
 }
 
 // Cryptsetup runs cryptsetup with args and returns its output, leaving
@@ -62,7 +47,7 @@ func keepDevMapperAsItWas() func() {
 func Cryptsetup(t testing.TB, args ...string) string {
 	t.Helper()
 	cs := Tool(t, "cryptsetup", "cryptsetup-bin")
-	undo := keepDevMapperAsItWas()
+	undo := devmapper.Keep()
 	defer undo()
 	return Run(t, time.Minute, cs, args...)
 }
@@ -70,5 +55,5 @@ func Cryptsetup(t testing.TB, args ...string) string {
 // KeepDevMapper has /dev/mapper left as it is now when t ends, for a test
 // that runs cryptsetup (or code that does) by other means than Cryptsetup.
 func KeepDevMapper(t testing.TB) {
-	t.Cleanup(keepDevMapperAsItWas())
+	t.Cleanup(devmapper.Keep())
 }
