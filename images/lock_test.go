@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/internal/lock"
-	"github.com/gpuhost/gpuhost/internal/manifest"
-	"github.com/gpuhost/gpuhost/internal/treedigest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 
 // bakeFunc bakes testdata/cuda-repo-mirror.pkr.hcl with some variables

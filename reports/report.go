@@ -1,15 +1,13 @@
-// Package reports holds gpuhost.report/v1 and its renderers, one file per
-// format. The engine produces a Report; renderers only read it. The other
-// documents gpuhost writes are rendered beside it the same way (see
-// reports/render): diff, catalog and summary.
+// Package reports holds gpuhost.report/v1, the model every scan produces:
+// results, summary and coverage, and the rules that read them (what fails,
+// what was not evaluated). Renderers only read it; they live in
+// render/report, one file per format.
 package reports
 
 import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/gpuhost/gpuhost/reports/render"
 )
 
 // Schema is the value of Report.Schema.
@@ -172,21 +170,21 @@ type Gap struct {
 	Reason   string `json:"reason"`
 }
 
-// gapSeverity is the lowest severity whose unevaluated checks are listed.
-const gapSeverity = "high"
+// GapSeverity is the lowest severity whose unevaluated checks are listed.
+const GapSeverity = "high"
 
 // Summarize fills r.Summary and r.Coverage from r.Results and sorts the
 // results: failures first, then by severity, then by id, so every format
 // lists them alike.
 func (r *Report) Summarize() {
 	sortResults(r.Results)
-	r.Summary = tally(r)
-	r.Coverage = coverageOf(r)
+	r.Summary = Tally(r)
+	r.Coverage = CoverageOf(r)
 }
 
-// coverageOf works the coverage out from the results, which it expects
+// CoverageOf works the coverage out from the results, which it expects
 // sorted, so that renderers given a report nobody summarized still show it.
-func coverageOf(r *Report) Coverage {
+func CoverageOf(r *Report) Coverage {
 	c := Coverage{NotEvaluated: map[string]int{}, Gaps: []Gap{}}
 	for _, sev := range Severities {
 		c.NotEvaluated[sev] = 0
@@ -199,7 +197,7 @@ func coverageOf(r *Report) Coverage {
 		switch {
 		case res.Unevaluated():
 			c.NotEvaluated[res.Severity]++
-			if SeverityRank(res.Severity) <= SeverityRank(gapSeverity) {
+			if SeverityRank(res.Severity) <= SeverityRank(GapSeverity) {
 				c.Gaps = append(c.Gaps, Gap{ID: res.ID, Title: res.Title, Severity: res.Severity, Status: res.Status, Reason: strings.Join(res.Messages, "; ")})
 			}
 		default:
@@ -303,16 +301,3 @@ func (r *Report) Errored() bool {
 	}
 	return false
 }
-
-// Renderer writes a report in one format. Implementations live one per file.
-type Renderer = render.Renderer[*Report]
-
-// registry holds the report formats, in the order help text lists them.
-var registry = render.NewRegistry[*Report]("report",
-	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{})
-
-// Lookup returns the renderer for a format name.
-func Lookup(format string) (Renderer, error) { return registry.Lookup(format) }
-
-// Formats lists the format names, sorted.
-func Formats() []string { return registry.Formats() }

@@ -8,9 +8,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/engine"
-	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/render/report"
 )
 
 // benchDocs are the two shapes measured: a hardened host (most checks pass)
@@ -127,7 +127,7 @@ func BenchmarkSavedDocumentParts(b *testing.B) {
 		stage(b, file+"/convert", func() error { _, err := engine.DocumentFromValue(decoded, "bench"); return err })
 		stage(b, file+"/report", func() error { _, err := sc.Document(ctx, doc, data); return err })
 		// As the NDJSON stream encodes: one encoder for the whole fleet.
-		lines := reports.NewLineEncoder()
+		lines := report.NewLineEncoder()
 		stage(b, file+"/encode", func() error { _, err := lines.Append(nil, rep); return err })
 	}
 }

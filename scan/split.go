@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Splitter cuts a stream of JSON values (NDJSON, or values apart by any

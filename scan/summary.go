@@ -17,7 +17,7 @@ const maxExamples = 5
 
 // FleetSummary folds many hosts' reports into one row per check: how many
 // hosts fail it, pass it, skip it, error on it or have it waived. It holds
-// counts only, so its size does not grow with the fleet. reports/summary
+// counts only, so its size does not grow with the fleet. render/summary
 // renders it.
 type FleetSummary struct {
 	Schema       string `json:"schema"`

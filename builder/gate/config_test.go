@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
-	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/render/report"
 )
 
 func TestDecodeListsEveryProblem(t *testing.T) {
@@ -95,10 +95,10 @@ func TestDecodeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.FailOn != "high" || c.VerificationAlg != "RS256" || !slices.Equal(c.Reports, reports.Formats()) || len(c.Reports) != 6 {
+	if c.FailOn != "high" || c.VerificationAlg != "RS256" || !slices.Equal(c.Reports, report.Formats()) || len(c.Reports) != 6 {
 		t.Errorf("defaults: %+v", c)
 	}
-	for _, f := range reports.Formats() {
+	for _, f := range report.Formats() {
 		if got := evaluation.ReportPath("disk.raw", "gate", f); !strings.HasPrefix(got, "disk.raw.gate.") || strings.HasSuffix(got, ".") {
 			t.Errorf("format %s has no file extension: %s", f, got)
 		}

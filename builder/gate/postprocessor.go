@@ -18,12 +18,13 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -275,7 +276,7 @@ func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, 
 
 // reportJSON renders the report as the json renderer writes it.
 func reportJSON(rep *reports.Report) ([]byte, error) {
-	r, err := reports.Lookup("json")
+	r, err := report.Lookup("json")
 	if err != nil {
 		return nil, err
 	}

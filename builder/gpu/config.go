@@ -28,7 +28,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
-	"github.com/gpuhost/gpuhost/internal/lock"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 )
 
 // Driver sources and flavors.

@@ -6,7 +6,7 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 // FuzzTargetOutput feeds what a hostile target could print to the parsers of

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
-	"github.com/gpuhost/gpuhost/internal/lock"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 )
 
 // Pin is one package the plan installs (or finds installed), holds and then

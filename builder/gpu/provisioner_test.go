@@ -20,7 +20,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 // dirComm is a communicator onto a directory that stands for the target's

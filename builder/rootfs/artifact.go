@@ -23,7 +23,7 @@ type Artifact struct {
 	luks2 bool
 	// generated is the build's generated data, for post-processors.
 	generated map[string]interface{}
-	// treeDigest is the rootfs tree's digest (internal/treedigest).
+	// treeDigest is the rootfs tree's digest (manifest/treedigest).
 	treeDigest string
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/template/interpolate"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
-	"github.com/gpuhost/gpuhost/internal/lock"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 )
 
 // Config is the configuration of the rootfs builder (`source "gpuhost-rootfs"`).

@@ -16,9 +16,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/internal/lock"
-	"github.com/gpuhost/gpuhost/internal/manifest"
-	"github.com/gpuhost/gpuhost/internal/treedigest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 
 // lockPrefsName is the apt preferences file that makes each locked version
@@ -160,7 +160,7 @@ func fileSHA256(name string) (string, error) {
 }
 
 // stepTreeDigest records the digest of the finished tree (see
-// internal/treedigest): in the artifact, and in tree-digest.txt beside the
+// manifest/treedigest): in the artifact, and in tree-digest.txt beside the
 // output. It runs with nothing mounted, after every change to the tree.
 type stepTreeDigest struct{}
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
-	"github.com/gpuhost/gpuhost/internal/lock"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 )
 
 // lockedTree makes a bootstrapped-looking tree with two packages, and an

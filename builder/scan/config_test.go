@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
-	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/render/report"
 )
 
 // executable is an ELF file that exists wherever the tests run: the test
@@ -83,7 +83,7 @@ func TestDecodeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ExecuteCommand != defaultExecuteCommand || c.RemoteFolder != "/tmp" || !slices.Equal(c.FactsArgs, []string{"facts", "host"}) ||
-		c.ReportPrefix != "amazon-ebs.ubuntu_2204_gpu" || c.FailOn != "high" || !slices.Equal(c.Reports, reports.Formats()) {
+		c.ReportPrefix != "amazon-ebs.ubuntu_2204_gpu" || c.FailOn != "high" || !slices.Equal(c.Reports, report.Formats()) {
 		t.Errorf("defaults: %+v", c)
 	}
 	got, err := c.render(command{Path: "/tmp/gpuhost-scan-1", Args: shellQuote(c.FactsArgs), Output: "/tmp/gpuhost-scan-1.facts.json"})

@@ -25,9 +25,10 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
-	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -315,7 +316,7 @@ func TestScanOverSSH(t *testing.T) {
 			t.Errorf("the log does not list the failures:\n%s", log)
 		}
 		// Every report is written for the reviewer of the failed build.
-		for _, f := range reports.Formats() {
+		for _, f := range report.Formats() {
 			if _, err := os.Stat(evaluation.ReportPath(prefix, "scan", f)); err != nil {
 				t.Errorf("%s report: %v", f, err)
 			}

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // The audit netlink protocol, from linux/audit.h.

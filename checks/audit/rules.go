@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxRules bounds the rules one target may carry; real rule sets (the CIS

@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // dmTarget is one target of a device-mapper table. Of a crypt target only

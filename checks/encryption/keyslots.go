@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/xts"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // A LUKS key slot holds the volume key encrypted under a key derived from a

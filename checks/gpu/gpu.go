@@ -15,7 +15,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // DefaultCallTimeout bounds one NVML call.

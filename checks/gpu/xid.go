@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Limits on the kernel logs. Past XIDs are only in the kernel log (NVML's

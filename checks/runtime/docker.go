@@ -10,7 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // headerKey holds, inside a table of a line tree, where the table's header

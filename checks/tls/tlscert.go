@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // certificateFacts describes a listener's leaf certificate for policy, as

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func (a *app) factsCommand() *cobra.Command {

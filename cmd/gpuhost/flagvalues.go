@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/render/report"
 )
 
 // Flags whose values come from a fixed set are checked when cobra parses
@@ -48,7 +48,7 @@ func (v *choiceValue) Set(s string) error {
 // reportSpec is one --report FORMAT=PATH, parsed.
 type reportSpec struct {
 	format, path string
-	renderer     reports.Renderer
+	renderer     report.Renderer
 }
 
 // reportsValue is the repeatable --report flag.
@@ -68,11 +68,11 @@ func (v reportsValue) String() string {
 }
 
 func (v reportsValue) Set(s string) error {
-	format, path, err := reports.ParseReportSpec(s)
+	format, path, err := report.ParseReportSpec(s)
 	if err != nil {
 		return err
 	}
-	r, err := reports.Lookup(format)
+	r, err := report.Lookup(format)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/reports"
-	"github.com/gpuhost/gpuhost/reports/diff"
-	"github.com/gpuhost/gpuhost/reports/escape"
+	"github.com/gpuhost/gpuhost/render/diff"
+	"github.com/gpuhost/gpuhost/render/escape"
 )
 
 // historyCommand reads the agent's run history.

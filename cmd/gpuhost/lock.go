@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/lock"
-	"github.com/gpuhost/gpuhost/internal/manifest"
-	"github.com/gpuhost/gpuhost/internal/treedigest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/lock"
-	"github.com/gpuhost/gpuhost/internal/manifest"
-	"github.com/gpuhost/gpuhost/internal/treedigest"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/manifest/lock"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 
 func writeManifest(t *testing.T, dir string, pkgs ...manifest.Package) string {

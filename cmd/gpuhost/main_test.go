@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -243,21 +244,21 @@ func TestWaivers(t *testing.T) {
 func TestEveryReportFormatIsWritten(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"scan", "rootfs", weak, "--format", "table"}
-	for _, f := range reports.Formats() {
+	for _, f := range report.Formats() {
 		args = append(args, "--report", f+"="+filepath.Join(dir, "r."+f))
 	}
 	if o := gpuhost(t, "", args...); o.code != 1 {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
 	}
-	for _, f := range reports.Formats() {
+	for _, f := range report.Formats() {
 		info, err := os.Stat(filepath.Join(dir, "r."+f))
 		if err != nil || info.Size() == 0 {
 			t.Errorf("%s report: %v", f, err)
 		}
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != len(reports.Formats()) {
-		t.Errorf("%d files in the report dir, want %d (temp files left behind?)", len(entries), len(reports.Formats()))
+	if len(entries) != len(report.Formats()) {
+		t.Errorf("%d files in the report dir, want %d (temp files left behind?)", len(entries), len(report.Formats()))
 	}
 }
 

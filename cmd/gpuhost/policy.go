@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
-	"github.com/gpuhost/gpuhost/reports/escape"
+	"github.com/gpuhost/gpuhost/render/escape"
 )
 
 func (a *app) policyCommand() *cobra.Command {

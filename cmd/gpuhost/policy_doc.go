@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/policy/catalog"
-	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
+	catalogdoc "github.com/gpuhost/gpuhost/render/catalog"
 )
 
 // policyDocCommand renders the pack as a review document; it belongs under

@@ -15,13 +15,13 @@ func TestPolicyDoc(t *testing.T) {
 		t.Fatalf("markdown: exit %d\n%s", o.code, o.stderr)
 	}
 	// The committed catalog is what the command prints for the default pack
-	// (reports/catalog's test says how to regenerate it).
+	// (render/catalog's test says how to regenerate it).
 	want, err := os.ReadFile("../../docs/policies.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.stdout != string(want) {
-		t.Error("gpuhost policy doc differs from docs/policies.md; run go test ./reports/catalog -update")
+		t.Error("gpuhost policy doc differs from docs/policies.md; run go test ./render/catalog -update")
 	}
 
 	out := filepath.Join(t.TempDir(), "catalog.html")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/reports/diff"
+	"github.com/gpuhost/gpuhost/render/diff"
 )
 
 // reportCommand groups commands that read saved reports.

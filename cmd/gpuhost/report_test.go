@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const diffData = "../../reports/diff/testdata/"
+const diffData = "../../render/diff/testdata/"
 
 // runCommand executes one command built by its constructor, as run() would
 // once it is registered, and returns the exit code run() would give.

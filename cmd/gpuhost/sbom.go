@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/containers/trivy"
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 // sbomCommand writes the CycloneDX bill of materials of a rootfs or a disk

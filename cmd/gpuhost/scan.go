@@ -15,10 +15,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/render/report"
+	"github.com/gpuhost/gpuhost/render/summary"
 	"github.com/gpuhost/gpuhost/reports"
-	"github.com/gpuhost/gpuhost/reports/summary"
 	"github.com/gpuhost/gpuhost/scan"
 )
 
@@ -79,7 +80,7 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	s.waivers.register(cmd)
 	f.Var(choiceVar(&s.failOn, "high", reports.Severities...), "fail-on", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
 	f.Var(optionalChoiceVar(&s.failOnSkip, reports.Severities...), "fail-on-skip", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
-	f.Var(optionalChoiceVar(&s.format, reports.Formats()...), "format", "format on stdout: "+strings.Join(reports.Formats(), ", ")+" (default: table, colored on a terminal)")
+	f.Var(optionalChoiceVar(&s.format, report.Formats()...), "format", "format on stdout: "+strings.Join(report.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
 }
@@ -104,14 +105,14 @@ func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.
 
 // stdoutRenderer picks the stdout format: the flag, else a table, colored
 // when stdout is a terminal.
-func (a *app) stdoutRenderer(s *scanFlags) reports.Renderer {
+func (a *app) stdoutRenderer(s *scanFlags) report.Renderer {
 	if s.format != "" {
-		r, _ := reports.Lookup(s.format)
+		r, _ := report.Lookup(s.format)
 		return r
 	}
 	f, ok := a.stdout.(*os.File)
 	color := ok && !s.noColor && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
-	return reports.NewTable(color)
+	return report.NewTable(color)
 }
 
 // emit writes one report to stdout and to every --report file, and returns
@@ -121,7 +122,7 @@ func (a *app) emit(s *scanFlags, rep *reports.Report) error {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	for _, spec := range s.reports {
-		if err := reports.WriteFile(spec.path, spec.renderer, rep); err != nil {
+		if err := report.WriteFile(spec.path, spec.renderer, rep); err != nil {
 			return err
 		}
 		a.log.Info("report written", "format", spec.format, "path", spec.path)
@@ -268,7 +269,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 	o := scan.FleetOptions{Workers: workers}
 	out := &manyWriter{app: a, flags: s, w: bufio.NewWriterSize(a.stdout, 1<<20)}
 	if s.format == "json" {
-		lines := reports.NewLineEncoder()
+		lines := report.NewLineEncoder()
 		o.Encode = func(rep *reports.Report) ([]byte, error) {
 			var line []byte
 			if b, ok := out.spare.Get().(*[]byte); ok {
@@ -367,7 +368,7 @@ type manyWriter struct {
 	app   *app
 	flags *scanFlags
 	w     *bufio.Writer
-	r     reports.Renderer
+	r     report.Renderer
 	code  int
 	// spare holds written lines' buffers for the encoder to fill again:
 	// lines are as large as a report, and a fleet writes thousands.

@@ -28,9 +28,9 @@ import (
 	"github.com/gpuhost/gpuhost/containers/provenance"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
-	"github.com/gpuhost/gpuhost/reports/diff"
+	"github.com/gpuhost/gpuhost/render/diff"
 	"github.com/gpuhost/gpuhost/scan"
 )
 

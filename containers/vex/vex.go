@@ -23,8 +23,8 @@ import (
 	govex "github.com/openvex/go-vex/pkg/vex"
 	"github.com/package-url/packageurl-go"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
-	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/reports"
 )
 

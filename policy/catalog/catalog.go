@@ -1,6 +1,6 @@
 // Package catalog is a policy pack as a document for security review:
 // every check with its metadata, the collectors and parameters it relies on,
-// and a matrix of compliance controls against checks. reports/catalog
+// and a matrix of compliance controls against checks. render/catalog
 // renders it (`gpuhost policy doc`); docs/policies.md is the default pack's.
 // Everything in it but the parameter values is text from the pack, which a
 // third-party bundle may have written: renderers escape it all.

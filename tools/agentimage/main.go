@@ -30,7 +30,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/deploy"
 	"github.com/gpuhost/gpuhost/deploy/agentimage"
-	"github.com/gpuhost/gpuhost/internal/manifest"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 func main() {

@@ -26,6 +26,7 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
 	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -297,7 +298,7 @@ func soakWorker(list string) error {
 		return err
 	}
 	sc := scan.New(e)
-	render, err := reports.Lookup("json")
+	render, err := report.Lookup("json")
 	if err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ func soakWorker(list string) error {
 }
 
 // scanOne does what `gpuhost scan image FILE --format json` does.
-func scanOne(ctx context.Context, sc *scan.Scanner, render reports.Renderer, file string) soakResult {
+func scanOne(ctx context.Context, sc *scan.Scanner, render report.Renderer, file string) soakResult {
 	start := time.Now()
 	r := soakResult{File: file}
 	f, err := checks.Image(ctx, file, checks.Options{})

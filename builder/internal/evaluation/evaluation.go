@@ -17,11 +17,12 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/facts"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/userfile"
-	"github.com/gpuhost/gpuhost/internal/waivers"
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // Vulnerabilities sets the CVE params of the policy pack (cve_fail_on,
@@ -130,7 +131,7 @@ func (c *Config) Defaults() {
 		c.VerificationAlg = "RS256"
 	}
 	if len(c.Reports) == 0 {
-		c.Reports = reports.Formats()
+		c.Reports = report.Formats()
 	}
 }
 
@@ -150,7 +151,7 @@ func (c *Config) Validate() []string {
 	for i, f := range c.Reports {
 		switch {
 		case reportExt[f] == "":
-			add("reports[%d]: %q is not one of %s", i, f, strings.Join(reports.Formats(), ", "))
+			add("reports[%d]: %q is not one of %s", i, f, strings.Join(report.Formats(), ", "))
 		case seen[f]:
 			add("reports[%d]: %q is listed twice", i, f)
 		}
@@ -230,12 +231,12 @@ func (c *Config) Scanner(ctx context.Context) (*scan.Scanner, error) {
 func (c *Config) WriteReports(base, kind string, rep *reports.Report) ([]string, error) {
 	var paths []string
 	for _, format := range c.Reports {
-		r, err := reports.Lookup(format)
+		r, err := report.Lookup(format)
 		if err != nil {
 			return paths, err
 		}
 		path := ReportPath(base, kind, format)
-		if err := reports.WriteFile(path, r, rep); err != nil {
+		if err := report.WriteFile(path, r, rep); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)

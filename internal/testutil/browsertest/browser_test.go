@@ -19,12 +19,13 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil"
-	"github.com/gpuhost/gpuhost/internal/waivers"
 	"github.com/gpuhost/gpuhost/policy/catalog"
+	"github.com/gpuhost/gpuhost/render"
+	catalogdoc "github.com/gpuhost/gpuhost/render/catalog"
+	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
-	catalogdoc "github.com/gpuhost/gpuhost/reports/catalog"
-	"github.com/gpuhost/gpuhost/reports/render"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // chromium is Debian's package; CI installs it, so there a missing binary is
@@ -274,7 +275,7 @@ func embeddedEngine(t *testing.T) *engine.Engine {
 
 func writeReport(t *testing.T, rep *reports.Report) string {
 	t.Helper()
-	r, err := reports.Lookup("html")
+	r, err := report.Lookup("html")
 	if err != nil {
 		t.Fatal(err)
 	}

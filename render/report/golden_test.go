@@ -1,0 +1,673 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden")
+
+// loadReport reads the shared input and summarizes it the way the engine
+// hands reports to renderers.
+func loadReport(t testing.TB) *reports.Report {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep reports.Report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("testdata/report.json: %v", err)
+	}
+	rep.Summarize()
+	return &rep
+}
+
+func rendered(t testing.TB, r Renderer, rep *reports.Report) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.Render(&buf, rep); err != nil {
+		t.Fatalf("%s: %v", r.Format(), err)
+	}
+	return buf.Bytes()
+}
+
+func mustLookup(t testing.TB, format string) Renderer {
+	t.Helper()
+	r, err := Lookup(format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestFormatsRegistered(t *testing.T) {
+	want := "html json junit markdown sarif table"
+	if got := strings.Join(Formats(), " "); got != want {
+		t.Errorf("Formats() = %q, want %q", got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	rep := loadReport(t)
+	cases := map[string]Renderer{
+		"table":       mustLookup(t, "table"),
+		"table-color": NewTable(true),
+		"json":        mustLookup(t, "json"),
+		"sarif":       mustLookup(t, "sarif"),
+		"junit":       mustLookup(t, "junit"),
+		"markdown":    mustLookup(t, "markdown"),
+		"html":        mustLookup(t, "html"),
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := rendered(t, r, rep)
+			testutil.Golden(t, filepath.Join("testdata", "golden", "report."+name), got, *update)
+			// Rendering twice gives the same bytes: map order must not leak.
+			if again := rendered(t, r, rep); !bytes.Equal(got, again) {
+				t.Errorf("%s is not deterministic", name)
+			}
+		})
+	}
+}
+
+func TestRenderersDoNotMutate(t *testing.T) {
+	rep := loadReport(t)
+	before, _ := json.Marshal(rep)
+	for _, f := range Formats() {
+		rendered(t, mustLookup(t, f), rep)
+	}
+	after, _ := json.Marshal(rep)
+	if !bytes.Equal(before, after) {
+		t.Error("a renderer changed the report")
+	}
+}
+
+func TestJSONRoundTrips(t *testing.T) {
+	rep := loadReport(t)
+	out := rendered(t, mustLookup(t, "json"), rep)
+	if !bytes.HasSuffix(out, []byte("}\n")) {
+		t.Error("json output lacks a trailing newline")
+	}
+	var back reports.Report
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Schema != reports.Schema || len(back.Results) != len(rep.Results) || back.Summary.Total != len(rep.Results) {
+		t.Errorf("round trip lost data: schema %q, %d results, total %d", back.Schema, len(back.Results), back.Summary.Total)
+	}
+}
+
+func TestTable(t *testing.T) {
+	rep := loadReport(t)
+	plain := string(rendered(t, mustLookup(t, "table"), rep))
+	if strings.Contains(plain, "\x1b") {
+		t.Error("plain table contains escape codes")
+	}
+	if !strings.Contains(plain, "13 checks: 5 failed, 1 errors, 1 waived, 2 skipped, 4 passed\n") {
+		t.Errorf("summary line missing:\n%s", plain)
+	}
+	for _, want := range []string{
+		"waived by alice@example.com until 2026-12-31",
+		"not applicable to image targets",
+		"[waiver by bob@example.com expired 2025-01-31,",
+		"ticket SEC-0999]",
+	} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	if !strings.HasPrefix(plain, "Coverage: ") {
+		t.Errorf("the table does not open with coverage:\n%s", plain)
+	}
+	lines := strings.Split(plain, "\n")
+	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ID ") {
+		lines = lines[1:]
+	}
+	// Every row puts the status column at the same offset; a wrapped
+	// message's further lines are no rows.
+	col := strings.Index(lines[0], "STATUS")
+	rows := 0
+	for _, l := range lines[1:] {
+		if l == "" {
+			break
+		}
+		if strings.HasPrefix(l, " ") {
+			continue
+		}
+		rows++
+		if strings.Count(l, "\n") > 0 || len(l) < col {
+			t.Fatalf("row too short: %q", l)
+		}
+		if l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("status column misaligned in %q", l)
+		}
+	}
+	if rows != 13 {
+		t.Errorf("%d rows, want 13", rows)
+	}
+	color := string(rendered(t, NewTable(true), rep))
+	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
+		t.Error("colour table does not colour statuses")
+	}
+	stripped := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(color, "")
+	if stripped != plain {
+		t.Error("colour codes change the layout")
+	}
+}
+
+func TestTableNeutralizesControlCharacters(t *testing.T) {
+	rep := &reports.Report{Results: []reports.Result{{ID: "X-Y-1", Severity: "high", Status: reports.StatusFail,
+		Title: "evil\x1b[2Jtitle\u202e", Messages: []string{"a\x1b]0;pwned\x07b\nc"}}}}
+	out := string(rendered(t, mustLookup(t, "table"), rep))
+	if strings.ContainsAny(out, "\x1b\x07\u202e") {
+		t.Errorf("control characters reach the terminal: %q", out)
+	}
+	if !strings.Contains(out, "a]0;pwnedb c") {
+		t.Errorf("message text lost: %q", out)
+	}
+}
+
+func TestTableTruncatesTitles(t *testing.T) {
+	rep := &reports.Report{Results: []reports.Result{{ID: "X-Y-1", Severity: "low", Status: reports.StatusPass, Title: strings.Repeat("ü", 200)}}}
+	out := string(rendered(t, mustLookup(t, "table"), rep))
+	if strings.Contains(out, strings.Repeat("ü", maxTitleWidth)) || !strings.Contains(out, strings.Repeat("ü", maxTitleWidth-1)+"…") {
+		t.Errorf("title not truncated to %d runes", maxTitleWidth)
+	}
+}
+
+func TestSARIF(t *testing.T) {
+	rep := loadReport(t)
+	var doc struct {
+		Schema  string `json:"$schema"`
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name    string `json:"name"`
+					Version string `json:"version"`
+					Rules   []struct {
+						ID         string `json:"id"`
+						Properties struct {
+							Tags             []string `json:"tags"`
+							SecuritySeverity string   `json:"security-severity"`
+						} `json:"properties"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			AutomationDetails struct {
+				ID string `json:"id"`
+			} `json:"automationDetails"`
+			OriginalURIBaseIDs map[string]struct {
+				URI         string `json:"uri"`
+				Description struct {
+					Text string `json:"text"`
+				} `json:"description"`
+			} `json:"originalUriBaseIds"`
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				RuleIndex int    `json:"ruleIndex"`
+				Level     string `json:"level"`
+				Message   struct {
+					Text string `json:"text"`
+				} `json:"message"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI       string `json:"uri"`
+							URIBaseID string `json:"uriBaseId"`
+						} `json:"artifactLocation"`
+						Region *struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+					LogicalLocations []struct {
+						Kind string `json:"kind"`
+					} `json:"logicalLocations"`
+				} `json:"locations"`
+				Suppressions []struct {
+					Kind, Status, Justification string
+				} `json:"suppressions"`
+				PartialFingerprints map[string]string `json:"partialFingerprints"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(rendered(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != "2.1.0" || doc.Schema != "https://json.schemastore.org/sarif-2.1.0.json" || len(doc.Runs) != 1 {
+		t.Fatalf("version %q schema %q runs %d", doc.Version, doc.Schema, len(doc.Runs))
+	}
+	run := doc.Runs[0]
+	if run.Tool.Driver.Name != "gpuhost" || run.Tool.Driver.Version != "0.3.0" || run.AutomationDetails.ID != "gpuhost/image/ubuntu-22.04-gpu.qcow2/" {
+		t.Errorf("driver %q %q automation %q", run.Tool.Driver.Name, run.Tool.Driver.Version, run.AutomationDetails.ID)
+	}
+	rules := run.Tool.Driver.Rules
+	if len(rules) != 13 {
+		t.Errorf("%d rules, want one per check (13)", len(rules))
+	}
+	for i := 1; i < len(rules); i++ {
+		if rules[i-1].ID >= rules[i].ID {
+			t.Errorf("rules not sorted: %s before %s", rules[i-1].ID, rules[i].ID)
+		}
+	}
+	// The relative ref of the golden target cannot become an absolute URI
+	// without guessing the scan's directory: IMAGEROOT is only described.
+	if base, ok := run.OriginalURIBaseIDs["IMAGEROOT"]; !ok || base.URI != "" || !strings.Contains(base.Description.Text, "build/ubuntu-22.04-gpu.qcow2") {
+		t.Errorf("originalUriBaseIds %+v", run.OriginalURIBaseIDs)
+	}
+	// One result per located finding, and one for a check's messages that
+	// carry no finding: GH-TLS-001 names two files, GH-CTR-004's messages
+	// are text only and stay one result.
+	if len(run.Results) != 8 {
+		t.Errorf("%d results, want 8 (TLS-001 twice, 4 more fails, 1 error, 1 waived)", len(run.Results))
+	}
+	levels := map[string]string{}
+	prints := map[string]string{}
+	for _, r := range run.Results {
+		if r.RuleIndex < 0 || r.RuleIndex >= len(rules) || rules[r.RuleIndex].ID != r.RuleID {
+			t.Errorf("result %s: ruleIndex %d does not point at its rule", r.RuleID, r.RuleIndex)
+		}
+		if len(r.Locations) != 1 || len(r.Locations[0].LogicalLocations) != 1 || r.Locations[0].LogicalLocations[0].Kind != "image" {
+			t.Errorf("result %s: bad locations", r.RuleID)
+		}
+		if art := r.Locations[0].PhysicalLocation.ArtifactLocation; art.URIBaseID != "IMAGEROOT" || strings.HasPrefix(art.URI, "/") || strings.Contains(art.URI, "build/") {
+			t.Errorf("result %s: artifact %+v is not relative to IMAGEROOT", r.RuleID, art)
+		}
+		fp := r.PartialFingerprints["gpuhostFinding/v1"]
+		if fp == "" || r.PartialFingerprints["primaryLocationLineHash"] == "" {
+			t.Errorf("result %s: fingerprints %v", r.RuleID, r.PartialFingerprints)
+		}
+		if other, dup := prints[fp]; dup {
+			t.Errorf("results %s and %s share the fingerprint %s", other, r.RuleID, fp)
+		}
+		prints[fp] = r.RuleID
+		levels[r.RuleID] = r.Level
+	}
+	wantLevels := map[string]string{"GH-GPU-003": "error", "GH-TLS-001": "error", "GH-SSH-002": "warning",
+		"GH-CTR-004": "note", "GH-PKG-005": "note", "GH-NET-002": "error", "GH-ENC-001": "error"}
+	for id, want := range wantLevels {
+		if levels[id] != want {
+			t.Errorf("%s level %q, want %q", id, levels[id], want)
+		}
+	}
+	tlsFiles := map[string]int{}
+	for _, r := range run.Results {
+		loc := r.Locations[0].PhysicalLocation
+		switch r.RuleID {
+		case "GH-TLS-001":
+			if loc.Region == nil {
+				t.Errorf("TLS location %+v has no region", loc)
+				continue
+			}
+			tlsFiles[loc.ArtifactLocation.URI] = loc.Region.StartLine
+			if !strings.HasPrefix(r.Message.Text, "/"+loc.ArtifactLocation.URI+":") || strings.Contains(r.Message.Text, "; ") {
+				t.Errorf("TLS message %q at %s", r.Message.Text, loc.ArtifactLocation.URI)
+			}
+		case "GH-GPU-003":
+			if loc.ArtifactLocation.URI != "./" || loc.Region != nil {
+				t.Errorf("GPU location %+v, want the root", loc)
+			}
+		case "GH-ENC-001":
+			if loc.ArtifactLocation.URI != "etc/crypttab" || loc.Region != nil {
+				t.Errorf("ENC location %+v", loc)
+			}
+			if len(r.Suppressions) != 1 || r.Suppressions[0].Kind != "external" || r.Suppressions[0].Status != "accepted" ||
+				!strings.Contains(r.Suppressions[0].Justification, "alice@example.com") {
+				t.Errorf("waived result suppressions %+v", r.Suppressions)
+			}
+		case "GH-SSH-002":
+			if loc.ArtifactLocation.URI != "etc/ssh/sshd_config" || loc.Region == nil || loc.Region.StartLine != 33 {
+				t.Errorf("SSH location %+v", loc)
+			}
+			if len(r.Suppressions) != 0 {
+				t.Error("an expired waiver must not suppress")
+			}
+		}
+	}
+	if tlsFiles["etc/ssl/openssl.cnf"] != 12 || tlsFiles["etc/nginx/nginx.conf"] != 36 {
+		t.Errorf("TLS locations %v", tlsFiles)
+	}
+	for _, rule := range rules {
+		if rule.ID == "GH-TLS-001" {
+			if rule.Properties.SecuritySeverity != "8.0" || !contains(rule.Properties.Tags, "nist-800-53/SC-8") {
+				t.Errorf("TLS rule properties %+v", rule.Properties)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDomain(t *testing.T) {
+	cases := []struct {
+		id, pkg, want string
+	}{
+		{"GH-TLS-001", "gpuhost.tls.openssl", "tls"},
+		{"GH-TLS-001", "", "tls"},
+		{"GH-PKG-005", "data.other.x", "pkg"},
+		{"custom", "", "other"},
+		{"GH-X-1", "gpuhost.containers.runtime", "containers"},
+	}
+	for _, c := range cases {
+		if got := (reports.Result{ID: c.id, Package: c.pkg}).Domain(); got != c.want {
+			t.Errorf("Domain(%q, %q) = %q, want %q", c.id, c.pkg, got, c.want)
+		}
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	rep := loadReport(t)
+	out := rendered(t, mustLookup(t, "junit"), rep)
+	var doc struct {
+		XMLName  xml.Name `xml:"testsuites"`
+		Tests    int      `xml:"tests,attr"`
+		Failures int      `xml:"failures,attr"`
+		Errors   int      `xml:"errors,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Skipped  int    `xml:"skipped,attr"`
+			Cases    []struct {
+				Classname string `xml:"classname,attr"`
+				Name      string `xml:"name,attr"`
+				Failure   *struct {
+					Message string `xml:"message,attr"`
+					Type    string `xml:"type,attr"`
+					Body    string `xml:",chardata"`
+				} `xml:"failure"`
+				Error   *struct{} `xml:"error"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Summary
+	if len(doc.Suites) != 1 || doc.Suites[0].Name != "gpuhost image build/ubuntu-22.04-gpu.qcow2" || len(doc.Suites[0].Cases) != s.Total {
+		t.Fatalf("suite %+v", doc.Suites)
+	}
+	skipped := doc.Suites[0].Skipped
+	if doc.Tests != s.Total || doc.Failures != s.ByStatus[reports.StatusFail] || doc.Errors != s.ByStatus[reports.StatusError] ||
+		skipped != s.ByStatus[reports.StatusSkip]+s.ByStatus[reports.StatusWaived] {
+		t.Errorf("counts tests=%d failures=%d errors=%d skipped=%d do not match summary %+v", doc.Tests, doc.Failures, doc.Errors, skipped, s.ByStatus)
+	}
+	// The Jenkins schema (junit-10.xsd) allows skipped on testsuite only.
+	if root, _, _ := bytes.Cut(out[bytes.Index(out, []byte("<testsuites")):], []byte(">")); bytes.Contains(root, []byte("skipped=")) {
+		t.Errorf("testsuites carries a skipped attribute: %s", root)
+	}
+	var fails, errs, skips int
+	for _, c := range doc.Suites[0].Cases {
+		if c.Failure != nil {
+			fails++
+		}
+		if c.Error != nil {
+			errs++
+		}
+		if c.Skipped != nil {
+			skips++
+		}
+		if c.Classname == "gpuhost.containers" && c.Failure != nil {
+			if !strings.Contains(c.Failure.Message, `<script>alert("x&y")</script>`) || c.Failure.Type != "low" ||
+				!strings.Contains(c.Failure.Body, "second line") || !strings.Contains(c.Failure.Body, "Remediation:") {
+				t.Errorf("escaped failure did not round-trip: %+v", c.Failure)
+			}
+		}
+		if strings.HasPrefix(c.Name, "GH-ENC-001 ") && (c.Skipped == nil || !strings.Contains(c.Skipped.Message, "waived by alice@example.com until 2026-12-31")) {
+			t.Errorf("waived case %+v", c)
+		}
+	}
+	if fails != doc.Failures || errs != doc.Errors || skips != skipped {
+		t.Errorf("elements %d/%d/%d do not match attributes", fails, errs, skips)
+	}
+	if bytes.Contains(out, []byte("<script>")) {
+		t.Error("junit output holds raw markup")
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	rep := loadReport(t)
+	out := string(rendered(t, mustLookup(t, "markdown"), rep))
+	for _, want := range []string{
+		"# gpuhost scan: image build/ubuntu-22.04-gpu.qcow2\n",
+		"## Failures", "## Waived", "## Errors", "## Skipped",
+		"<summary>Passed (4)</summary>",
+		"&lt;script&gt;",
+		"\\| uses",
+		"Failures by severity: critical 1, high 1, medium 1, low 1, info 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "<script>") {
+		t.Error("markdown holds raw <script>")
+	}
+	// Every table row keeps its cell count: escaping held.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "| `GH-CTR-004`") {
+			if n := strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"); n != 6 {
+				t.Errorf("row has %d separators, want 6: %s", n, l)
+			}
+		}
+	}
+}
+
+var externalURL = regexp.MustCompile(`(src|href)="https?:`)
+
+func TestHTML(t *testing.T) {
+	rep := loadReport(t)
+	out := string(rendered(t, mustLookup(t, "html"), rep))
+	if externalURL.MatchString(out) {
+		t.Error("html refers to an external URL")
+	}
+	for _, bad := range []string{"<script>alert", "<link", "@import", "url(", "ZgotmplZ"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("html contains %q", bad)
+		}
+	}
+	for _, want := range []string{
+		"<svg", "Content-Security-Policy", "default-src 'none'",
+		"&lt;script&gt;alert(&#34;x&amp;y&#34;)&lt;/script&gt;",
+		"alice@example.com", "2026-12-31", "Root encryption is done by the SAN &lt;array-7&gt; &amp; audited yearly",
+		"Expired: this waiver no longer applies.",
+		"sha256:3f1c9a0e", "v0.3.0", "nist-800-53: SC-8, SC-13",
+		`data-status="pass"`, `id="f-sev"`, `id="f-q"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+	// Failures open, passes closed.
+	for _, m := range regexp.MustCompile(`<details class="check (\w+)"[^>]*>`).FindAllStringSubmatch(out, -1) {
+		open := strings.HasSuffix(m[0], " open>")
+		if want := m[1] == reports.StatusFail || m[1] == reports.StatusError; open != want {
+			t.Errorf("%s: open=%v", m[0], open)
+		}
+	}
+	if n := strings.Count(out, `<details class="check `); n != len(rep.Results) {
+		t.Errorf("%d check cards, want %d", n, len(rep.Results))
+	}
+}
+
+func TestHTMLChartScales(t *testing.T) {
+	ch := buildChart(loadReport(t))
+	if len(ch.Rows) != len(reports.Severities) {
+		t.Fatalf("%d chart rows, want one per severity", len(ch.Rows))
+	}
+	for _, row := range ch.Rows {
+		end := chartLabelW
+		for _, s := range row.Segs {
+			if s.X != end || s.W <= 0 {
+				t.Errorf("%s: segment %+v not stacked", row.Label, s)
+			}
+			end += s.W
+		}
+		if end > chartLabelW+chartBarW+2*len(chartStatuses) {
+			t.Errorf("%s: bar overruns the chart (%d)", row.Label, end)
+		}
+	}
+}
+
+func TestEmptyReport(t *testing.T) {
+	rep := &reports.Report{Schema: reports.Schema, Target: reports.Target{Kind: "host", Ref: "x"}}
+	for _, f := range Formats() {
+		out := rendered(t, mustLookup(t, f), rep)
+		if len(out) == 0 {
+			t.Errorf("%s: empty output for an empty report", f)
+		}
+	}
+}
+
+func benchReport(n int) *reports.Report {
+	rep := &reports.Report{Schema: reports.Schema, Target: reports.Target{Kind: "host", Ref: "gpu-node-01", ScannedAt: "2025-03-01T12:00:00Z"}, ToolVersion: "bench"}
+	statuses := []string{reports.StatusFail, reports.StatusPass, reports.StatusPass, reports.StatusSkip, reports.StatusWaived, reports.StatusError}
+	for i := 0; i < n; i++ {
+		st := statuses[i%len(statuses)]
+		r := reports.Result{
+			ID:          fmt.Sprintf("GH-D%d-%03d", i%7, i),
+			Title:       fmt.Sprintf("Check number %d keeps the host in shape", i),
+			Severity:    reports.Severities[i%len(reports.Severities)],
+			Status:      st,
+			Messages:    []string{fmt.Sprintf("/etc/file%d.conf:%d: setting is wrong", i, i+1), "second message"},
+			Remediation: "Fix the setting.",
+			Controls:    map[string][]string{"nist-800-53": {"SC-8"}, "cis": {"1.2.3"}},
+		}
+		if st == reports.StatusWaived {
+			r.Waiver = &reports.Waiver{Justification: "accepted", ApprovedBy: "sec", Expires: "2030-01-01", Target: "*"}
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.Summarize()
+	return rep
+}
+
+func BenchmarkRender(b *testing.B) {
+	rep := benchReport(60)
+	for _, f := range Formats() {
+		r := mustLookup(b, f)
+		b.Run(f, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				buf.Reset()
+				if err := r.Render(&buf, rep); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(buf.Len()))
+		})
+	}
+}
+
+// TestTableWrapsMessages: a long message is shown whole, wrapped under the
+// message column, never cut.
+func TestTableWrapsMessages(t *testing.T) {
+	msg := "sshd (/etc/ssh/sshd_config): " + strings.Repeat("PermitRootLogin is yes (set in /etc/ssh/sshd_config) ", 4) + "; want no"
+	long := strings.Repeat("x", maxMessageWidth+7)
+	rep := &reports.Report{Results: []reports.Result{
+		{ID: "GH-SSH-001", Severity: "critical", Status: reports.StatusFail, Title: "t", Messages: []string{msg}},
+		{ID: "GH-SSH-002", Severity: "low", Status: reports.StatusFail, Title: "t", Messages: []string{long}},
+	}}
+	out := string(rendered(t, mustLookup(t, "table"), rep))
+	lines := strings.Split(out, "\n")
+	col := -1
+	var text []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "ID ") {
+			col = strings.Index(l, "MESSAGE")
+			continue
+		}
+		if col < 0 || l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, "GH-SSH-00") || strings.TrimSpace(l[:min(col, len(l))]) == "" {
+			if len(l) < col {
+				t.Fatalf("line %q ends before the message column", l)
+			}
+			if n := len([]rune(l[col:])); n > maxMessageWidth {
+				t.Errorf("message line of %d runes: %q", n, l[col:])
+			}
+			text = append(text, l[col:])
+		}
+		if strings.HasPrefix(l, "2 checks") {
+			break
+		}
+	}
+	joined := strings.Join(text, " ")
+	if !strings.Contains(joined, "; want no") || !strings.Contains(strings.ReplaceAll(joined, " ", ""), long) {
+		t.Errorf("messages cut:\n%s", out)
+	}
+	if strings.Contains(out, "…") {
+		t.Errorf("a message was truncated:\n%s", out)
+	}
+}
+
+// TestSARIFFingerprints: a finding keeps its print when its message or
+// line changes, and two findings about one subject get distinct prints.
+func TestSARIFFingerprints(t *testing.T) {
+	prints := func(rep *reports.Report) []string {
+		var doc struct {
+			Runs []struct {
+				Results []struct {
+					PartialFingerprints map[string]string `json:"partialFingerprints"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(rendered(t, mustLookup(t, "sarif"), rep), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range doc.Runs[0].Results {
+			out = append(out, r.PartialFingerprints["gpuhostFinding/v1"])
+		}
+		return out
+	}
+	report := func(msg string, line int, files ...string) *reports.Report {
+		res := reports.Result{ID: "GH-TLS-006", Severity: "high", Status: reports.StatusFail, Title: "t"}
+		for _, f := range files {
+			res.Messages = append(res.Messages, msg)
+			res.Findings = append(res.Findings, reports.Finding{Message: msg, File: f, Line: line})
+		}
+		return &reports.Report{Target: reports.Target{Kind: "image", Ref: "/srv/a/ubuntu.qcow2"}, Results: []reports.Result{res}}
+	}
+	a := prints(report("nginx.conf:36: ssl_protocols enables TLSv1.1", 36, "/etc/nginx/nginx.conf"))
+	b := prints(report("nginx.conf:40: ssl_protocols enables TLSv1.1 and more", 40, "/etc/nginx/nginx.conf"))
+	if len(a) != 1 || !slices.Equal(a, b) {
+		t.Errorf("the print follows the message or line: %v, %v", a, b)
+	}
+	moved := report("m", 36, "/etc/nginx/nginx.conf")
+	moved.Target.Ref = "/other/build/dir/ubuntu.qcow2"
+	if c := prints(moved); !slices.Equal(a, c) {
+		t.Errorf("the print follows the build directory: %v, %v", a, c)
+	}
+	twice := prints(&reports.Report{Target: reports.Target{Kind: "image", Ref: "x"}, Results: []reports.Result{{ID: "GH-TLS-006", Severity: "high", Status: reports.StatusFail,
+		Messages: []string{"a", "b"}, Findings: []reports.Finding{{Message: "a", File: "/etc/n.conf", Line: 3}, {Message: "b", File: "/etc/n.conf", Line: 9}}}}})
+	if len(twice) != 2 || twice[0] == twice[1] {
+		t.Errorf("two findings in one file share a print: %v", twice)
+	}
+}

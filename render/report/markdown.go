@@ -1,0 +1,137 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuhost/gpuhost/render/escape"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+type markdown struct{}
+
+var _ Renderer = (*markdown)(nil)
+
+func (*markdown) Format() string { return "markdown" }
+
+// statusHeadings names the sections in the order they appear.
+var statusHeadings = map[string]string{
+	reports.StatusFail:   "Failures",
+	reports.StatusWaived: "Waived",
+	reports.StatusError:  "Errors",
+	reports.StatusSkip:   "Skipped",
+	reports.StatusPass:   "Passed",
+}
+
+func (*markdown) Render(w io.Writer, rep *reports.Report) error {
+	bw := bufio.NewWriter(w)
+	s := reports.Tally(rep)
+
+	fmt.Fprintf(bw, "# gpuhost scan: %s %s\n\n", escape.Markdown(rep.Target.Kind), escape.Markdown(rep.Target.Ref))
+	var meta []string
+	if rep.Target.ScannedAt != "" {
+		meta = append(meta, "Scanned "+escape.MarkdownCode(rep.Target.ScannedAt))
+	}
+	if rep.Target.Hostname != "" {
+		meta = append(meta, "host "+escape.MarkdownCode(rep.Target.Hostname))
+	}
+	if rep.ToolVersion != "" {
+		meta = append(meta, "gpuhost "+escape.MarkdownCode(rep.ToolVersion))
+	}
+	if rep.FactsDigest != "" {
+		meta = append(meta, "facts "+escape.MarkdownCode(rep.FactsDigest))
+	}
+	if rep.PolicyDigest != "" {
+		meta = append(meta, "policy "+escape.MarkdownCode(rep.PolicyDigest))
+	}
+	if len(meta) > 0 {
+		bw.WriteString(strings.Join(meta, " · ") + "\n\n")
+	}
+
+	cov := reports.CoverageOf(rep)
+	bw.WriteString(escape.Markdown(coverageLine(cov)) + "\n\n")
+	for _, g := range cov.Gaps {
+		bw.WriteString("- " + escape.Markdown(gapLine(g)) + "\n")
+	}
+	if len(cov.Gaps) > 0 {
+		bw.WriteString("\n")
+	}
+	mdRow(bw, []string{"Status", "Count"})
+	mdRow(bw, []string{"---", "---:"})
+	for _, st := range reports.Statuses {
+		fmt.Fprintf(bw, "| %s | %d |\n", st, s.ByStatus[st])
+	}
+	fmt.Fprintf(bw, "| **total** | **%d** |\n\n", s.Total)
+	parts := make([]string, 0, len(reports.Severities))
+	for _, sev := range reports.Severities {
+		parts = append(parts, fmt.Sprintf("%s %d", sev, s.BySeverity[sev]))
+	}
+	fmt.Fprintf(bw, "Failures by severity: %s\n", strings.Join(parts, ", "))
+
+	section := func(status string, header []string, row func(reports.Result) []string) {
+		rows := byStatus(rep, status)
+		fmt.Fprintf(bw, "\n## %s\n\n", statusHeadings[status])
+		if len(rows) == 0 {
+			bw.WriteString("_None._\n")
+			return
+		}
+		mdRow(bw, header)
+		seps := make([]string, len(header))
+		for i := range seps {
+			seps[i] = "---"
+		}
+		mdRow(bw, seps)
+		for _, r := range rows {
+			mdRow(bw, row(r))
+		}
+	}
+	section(reports.StatusFail, []string{"ID", "Severity", "Title", "Messages", "Remediation"}, func(r reports.Result) []string {
+		msgs := cellLines(r.Messages)
+		if r.Waiver != nil && r.Waiver.Expired {
+			msgs += "<br>_" + escape.Markdown(expiredWaiverLine(r.Waiver)) + "_"
+		}
+		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), msgs, escape.Markdown(r.Remediation)}
+	})
+	section(reports.StatusWaived, []string{"ID", "Severity", "Title", "Approved by", "Expires", "Ticket", "Scope", "Justification", "Messages"}, func(r reports.Result) []string {
+		w := r.Waiver
+		if w == nil {
+			w = &reports.Waiver{}
+		}
+		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), escape.Markdown(w.ApprovedBy), escape.Markdown(w.Expires),
+			escape.Markdown(w.Ticket), escape.Markdown(waiverScopeText(w.Scope)), escape.Markdown(w.Justification), cellLines(r.Messages)}
+	})
+	section(reports.StatusError, []string{"ID", "Severity", "Title", "Messages"}, func(r reports.Result) []string {
+		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), cellLines(r.Messages)}
+	})
+	section(reports.StatusSkip, []string{"ID", "Severity", "Title", "Reason"}, func(r reports.Result) []string {
+		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), escape.Markdown(firstMessage(r))}
+	})
+
+	passes := byStatus(rep, reports.StatusPass)
+	fmt.Fprintf(bw, "\n<details>\n<summary>Passed (%d)</summary>\n\n", len(passes))
+	if len(passes) == 0 {
+		bw.WriteString("_None._\n")
+	} else {
+		mdRow(bw, []string{"ID", "Severity", "Title"})
+		mdRow(bw, []string{"---", "---", "---"})
+		for _, r := range passes {
+			mdRow(bw, []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title)})
+		}
+	}
+	bw.WriteString("\n</details>\n")
+	return bw.Flush()
+}
+
+func mdRow(w *bufio.Writer, cells []string) {
+	w.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+}
+
+func cellLines(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = escape.Markdown(l)
+	}
+	return strings.Join(out, "<br>")
+}
