@@ -28,7 +28,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/encryption"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/network"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
@@ -37,6 +36,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // All returns every collector, in run order: each after the collectors it

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestBinaryGarbage(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestHostileTree(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Image collects facts from a raw or qcow2 disk image, reading its ext4 root

@@ -13,8 +13,8 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )

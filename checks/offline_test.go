@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestOfflineImageGolden(t *testing.T) {

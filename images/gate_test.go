@@ -22,9 +22,9 @@ import (
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/nvidiarepo"
+	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // allowedPorts reads allowed_ports from params-debian-12.yaml.

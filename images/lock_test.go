@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 

@@ -23,9 +23,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
-	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // templatePlan is what one template's gpuhost-gpu block renders to, and

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/version"
-	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // Exit codes, as DESIGN.md fixes them.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
-	"github.com/gpuhost/gpuhost/scan/waivers"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 func newScanner(t *testing.T, opts ...Option) *Scanner {

@@ -10,8 +10,8 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )

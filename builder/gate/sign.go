@@ -15,13 +15,13 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/builder/version"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/containers/provenance"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/containers/vex"
-	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 )
 

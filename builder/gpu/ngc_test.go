@@ -20,10 +20,10 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 )
 

@@ -25,9 +25,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/trivy"
-	"github.com/gpuhost/gpuhost/manifest/lock"
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 )
 
 // Provisioner is the Packer provisioner "gpuhost-gpu".

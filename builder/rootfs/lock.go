@@ -16,8 +16,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 

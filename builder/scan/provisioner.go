@@ -24,9 +24,9 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	pipeline "github.com/gpuhost/gpuhost/scan"
 )
 

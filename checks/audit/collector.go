@@ -13,9 +13,9 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Where auditd and its companions keep their configuration.

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // kfield is one field of a rule as auditctl sends it.

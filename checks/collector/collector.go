@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Env is what a collector may look at.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // The live host's root is on LVM on LUKS2 on vda3, its swap on a dm-crypt

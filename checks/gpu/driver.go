@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Bounds on the module walk: a hostile tree may hold deep or huge

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {

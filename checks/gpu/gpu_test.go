@@ -12,9 +12,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 const kernLog = `Mar  8 09:00:01 dgx-01 kernel: [  12.5] nvidia-nvlink: Nvlink Core is being initialized

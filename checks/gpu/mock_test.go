@@ -15,9 +15,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // now is the clock every test collects at.

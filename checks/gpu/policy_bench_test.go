@@ -10,8 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 )
 

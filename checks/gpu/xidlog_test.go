@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func writeFile(t *testing.T, dir, name string, data []byte, mtime time.Time) {

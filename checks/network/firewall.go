@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 const (

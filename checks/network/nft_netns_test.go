@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/scan"
 )

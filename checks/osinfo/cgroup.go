@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // cgroup2Magic is CGROUP2_SUPER_MAGIC, what statfs reports for a cgroup2

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestOfflineCgroup(t *testing.T) {

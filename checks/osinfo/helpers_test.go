@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // all is what this package's tests run: the collectors of this package and the packages collector they need.

@@ -11,9 +11,9 @@ import (
 	"pault.ag/go/debian/version"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxCmdline bounds a command-line file; the kernel itself caps the command

@@ -3,8 +3,8 @@ package packages
 import (
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestSyntheticDpkgStatusParses(t *testing.T) {

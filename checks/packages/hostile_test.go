@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestHugeSparseDpkgStatus(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 const testSBOM = `{"bomFormat":"CycloneDX","specVersion":"1.6","components":[{"name":"openssl"},{"name":"bash"}]}`

@@ -14,10 +14,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/daemon"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Where Debian and Ubuntu keep the files these collectors read.

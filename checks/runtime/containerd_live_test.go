@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // liveRoot is a host root with a containerd process (pid 4242, started with

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/containers/seed"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // seededTree is a rootfs with the layout the seeder writes: index.json from

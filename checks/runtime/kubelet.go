@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // TestContainerdLocations: each setting points at the line that set it

@@ -9,9 +9,9 @@ import (
 	"fmt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/daemon"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // SSHDConfigPath is where Debian and Ubuntu keep sshd's configuration.

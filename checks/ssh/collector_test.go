@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestSSHDMatchBlocks(t *testing.T) {

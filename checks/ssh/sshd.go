@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // sshdConfigDir is where sshd resolves relative Include paths.

@@ -14,10 +14,10 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/daemon"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxHostKeyFile bounds a public host key file.

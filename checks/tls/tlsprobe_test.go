@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func tlsServer(t *testing.T, min, max uint16) int {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"

@@ -18,9 +18,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/agent"
-	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/render/diff"
 	"github.com/gpuhost/gpuhost/render/escape"
+	"github.com/gpuhost/gpuhost/reports"
 )
 
 // historyCommand reads the agent's run history.

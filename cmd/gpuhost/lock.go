@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/manifest/lock"
-	"github.com/gpuhost/gpuhost/manifest"
-	"github.com/gpuhost/gpuhost/manifest/treedigest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 
 // maxLockManifest bounds the manifest lock reads: a CUDA image's inventory

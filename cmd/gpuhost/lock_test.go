@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 

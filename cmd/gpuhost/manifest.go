@@ -10,9 +10,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/internal/version"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 // manifestFlags are what a manifest records that the tree cannot tell.

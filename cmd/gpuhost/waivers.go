@@ -12,9 +12,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/userfile"
-	"github.com/gpuhost/gpuhost/scan/waivers"
-	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/render/escape"
+	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // waiverFlags choose a waiver file and the key its signature must verify

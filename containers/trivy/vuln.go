@@ -23,10 +23,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 const (

@@ -29,8 +29,8 @@ import (
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/manifest"
-	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/render/diff"
+	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
 

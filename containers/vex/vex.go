@@ -24,8 +24,8 @@ import (
 	"github.com/package-url/packageurl-go"
 
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // Author is the document's author.

@@ -32,8 +32,8 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/deploy"
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/manifest"
 )
 
 // runtimeEnv tells the test binary, started again, to act as the container

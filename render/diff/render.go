@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gpuhost/gpuhost/render/escape"
 	"github.com/gpuhost/gpuhost/render"
+	"github.com/gpuhost/gpuhost/render/escape"
 )
 
 // Renderer writes a diff in one format. Implementations live one per file.

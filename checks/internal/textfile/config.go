@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // Limits on what one daemon configuration (openssl, nginx, sshd,
