@@ -1,0 +1,82 @@
+package facts
+
+// Audit is the Linux audit trail: auditd, the rules its files load, the
+// rules the kernel holds on a live host, and where the log goes.
+type Audit struct {
+	// Installed says whether auditd's binary is in the target.
+	Installed bool `json:"installed"`
+	// Enabled says whether auditd.service is wanted by a target.
+	Enabled bool `json:"enabled"`
+	// Active is auditd.service's ActiveState on a live host.
+	Active string `json:"active,omitempty"`
+	// RulesFiles are the files the rules come from: rules.d/*.rules in
+	// name order, as augenrules joins them, or audit.rules without them.
+	RulesFiles []string    `json:"rules_files"`
+	Rules      []AuditRule `json:"rules"`
+	// Kernel is what the kernel holds, on a live host only.
+	Kernel *AuditKernel `json:"kernel,omitempty"`
+	Config AuditdConfig `json:"config"`
+	Remote AuditRemote  `json:"remote"`
+}
+
+// AuditKernel is the rules the kernel holds beside those the files load:
+// Error says why they could not be read (then nothing else is set);
+// Unloaded are file rules the kernel lacks, Unexpected kernel rules no file
+// has, NotCompared the rules either side names in a way that cannot be
+// matched (a system call known only by number).
+type AuditKernel struct {
+	Error       string      `json:"error,omitempty"`
+	Rules       []AuditRule `json:"rules"`
+	Unloaded    []AuditRule `json:"unloaded"`
+	Unexpected  []AuditRule `json:"unexpected"`
+	NotCompared int         `json:"not_compared"`
+}
+
+// AuditRule is one auditctl line. Kind is "watch" (-w), "syscall" (-a or
+// -A), "delete", "delete_watch" or "control" (-D, -b, -e, ...). Path is
+// the watched path or the path=/dir= field, Perms its sorted permission
+// letters; Syscalls are sorted.
+type AuditRule struct {
+	File     string       `json:"file,omitempty"`
+	Line     int          `json:"line,omitempty"`
+	Kind     string       `json:"kind"`
+	List     string       `json:"list,omitempty"`
+	Action   string       `json:"action,omitempty"`
+	Arch     string       `json:"arch,omitempty"`
+	Syscalls []string     `json:"syscalls"`
+	Path     string       `json:"path,omitempty"`
+	Perms    string       `json:"perms,omitempty"`
+	Fields   []AuditField `json:"fields"`
+	Key      string       `json:"key,omitempty"`
+	Text     string       `json:"text"`
+}
+
+// AuditField is one -F field op value.
+type AuditField struct {
+	Name  string `json:"name"`
+	Op    string `json:"op"`
+	Value string `json:"value"`
+}
+
+// AuditdConfig is what auditd.conf says about keeping the log, with
+// auditd's defaults for what it leaves out, lower-cased.
+type AuditdConfig struct {
+	Path                 string `json:"path"`
+	LogFile              string `json:"log_file"`
+	MaxLogFileAction     string `json:"max_log_file_action"`
+	NumLogs              int    `json:"num_logs"`
+	SpaceLeftAction      string `json:"space_left_action"`
+	AdminSpaceLeftAction string `json:"admin_space_left_action"`
+	DiskFullAction       string `json:"disk_full_action"`
+	DiskErrorAction      string `json:"disk_error_action"`
+}
+
+// AuditRemote says where audit records are forwarded: by audisp-remote
+// (its plugin active and the server it names), or by
+// systemd-journal-upload (enabled, and its URL).
+type AuditRemote struct {
+	AudispRemoteActive bool   `json:"audisp_remote_active"`
+	AudispRemoteServer string `json:"audisp_remote_server,omitempty"`
+	JournalUpload      bool   `json:"journal_upload"`
+	JournalUploadURL   string `json:"journal_upload_url,omitempty"`
+}

@@ -1,0 +1,182 @@
+package facts
+
+// GPU is filled by the NVML collector on a host, and by the offline driver
+// collector in an image.
+type GPU struct {
+	Available           bool         `json:"available"`
+	Reason              string       `json:"reason,omitempty"`
+	DriverVersion       string       `json:"driver_version,omitempty"`
+	CUDADriverVersion   string       `json:"cuda_driver_version,omitempty"`
+	NVMLVersion         string       `json:"nvml_version,omitempty"`
+	KernelModuleVersion string       `json:"kernel_module_version,omitempty"`
+	Devices             []GPUDevice  `json:"devices"`
+	ConfCompute         *ConfCompute `json:"conf_compute,omitempty"`
+	XIDEvents           []XIDEvent   `json:"xid_events"`
+	// KernelModuleType is "open" or "proprietary", from /proc/driver/nvidia/version.
+	KernelModuleType string `json:"kernel_module_type,omitempty"`
+	// DriverBranch is the major part of DriverVersion (535 for 535.261.03).
+	DriverBranch int `json:"driver_branch,omitempty"`
+	// DriverMismatch is true when NVML refused to start because the user-space
+	// library and the loaded kernel module differ (ERROR_LIB_RM_VERSION_MISMATCH).
+	DriverMismatch bool `json:"driver_mismatch,omitempty"`
+	// Unsupported lists system-level queries NVML answered NOT_SUPPORTED.
+	Unsupported []string `json:"unsupported,omitempty"`
+	// XIDSource names the kernel log files the XID events were read from;
+	// XIDError says why they could not be read, and then XIDEvents proves nothing.
+	XIDSource string `json:"xid_source,omitempty"`
+	XIDError  string `json:"xid_error,omitempty"`
+}
+
+// PCI lists the NVIDIA functions on the host's PCI bus, read from sysfs
+// without NVML, so that a host whose driver or NVML is down still shows which
+// GPUs it has.
+type PCI struct {
+	Devices []PCIDevice `json:"devices"`
+}
+
+// PCIDevice is one NVIDIA PCI function. Class is the 24-bit class code as
+// sysfs prints it (0x030200 is a 3D controller, 0x030000 a VGA one, 0x068000
+// an NVSwitch bridge); GPU is true for the display classes (0x03xxxx).
+type PCIDevice struct {
+	Address  string `json:"address"`
+	Vendor   string `json:"vendor"`
+	Device   string `json:"device"`
+	Class    string `json:"class"`
+	GPU      bool   `json:"gpu"`
+	Driver   string `json:"driver,omitempty"`
+	NUMANode *int   `json:"numa_node,omitempty"`
+}
+
+// GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU
+// reports NOT_SUPPORTED, so a policy can skip rather than guess.
+type GPUDevice struct {
+	Index           int           `json:"index"`
+	UUID            string        `json:"uuid"`
+	Name            string        `json:"name"`
+	PCIBusID        string        `json:"pci_bus_id"`
+	ECC             *ECC          `json:"ecc,omitempty"`
+	RetiredPages    *RetiredPages `json:"retired_pages,omitempty"`
+	RemappedRows    *RemappedRows `json:"remapped_rows,omitempty"`
+	PersistenceMode *bool         `json:"persistence_mode,omitempty"`
+	MIG             *MIG          `json:"mig,omitempty"`
+	TemperatureC    *int          `json:"temperature_c,omitempty"`
+	PCIe            *PCIe         `json:"pcie,omitempty"`
+	NVLink          []NVLink      `json:"nvlink"`
+	Unsupported     []string      `json:"unsupported,omitempty"`
+	// TemperatureSlowdownC is the temperature at which the GPU starts to slow down.
+	TemperatureSlowdownC *int `json:"temperature_slowdown_c,omitempty"`
+	// PowerW and PowerLimitW are the draw and the enforced limit, in watts.
+	PowerW      *float64 `json:"power_w,omitempty"`
+	PowerLimitW *float64 `json:"power_limit_w,omitempty"`
+	// ThrottleReasons names the active clock event (throttle) reasons.
+	ThrottleReasons []string `json:"throttle_reasons,omitempty"`
+	// Architecture, MinDriverBranch and OpenModuleSupported come from the
+	// compatibility matrix for this GPU model; empty or zero when unknown.
+	Architecture        string `json:"architecture,omitempty"`
+	MinDriverBranch     int    `json:"min_driver_branch,omitempty"`
+	OpenModuleSupported *bool  `json:"open_module_supported,omitempty"`
+	// OpenModuleRequired is true for GPUs that only the open kernel module drives.
+	OpenModuleRequired bool `json:"open_module_required,omitempty"`
+	// Errors lists queries that failed for a reason other than NOT_SUPPORTED
+	// (a timeout, a lost GPU): those fields are nil and prove nothing.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// ECC mode and uncorrected error counts.
+type ECC struct {
+	Current              bool  `json:"current"`
+	Pending              bool  `json:"pending"`
+	UncorrectedVolatile  int64 `json:"uncorrected_volatile"`
+	UncorrectedAggregate int64 `json:"uncorrected_aggregate"`
+}
+
+// RetiredPages applies to pre-Ampere GPUs.
+type RetiredPages struct {
+	Pending bool `json:"pending"`
+	Count   int  `json:"count"`
+}
+
+// RemappedRows applies to Ampere and later.
+type RemappedRows struct {
+	Correctable   int  `json:"correctable"`
+	Uncorrectable int  `json:"uncorrectable"`
+	Pending       bool `json:"pending"`
+	Failed        bool `json:"failed"`
+}
+
+// MIG mode.
+type MIG struct {
+	Current bool `json:"current"`
+	Pending bool `json:"pending"`
+}
+
+// PCIe link state against the link's capability.
+type PCIe struct {
+	GenCurrent   int `json:"gen_current"`
+	GenMax       int `json:"gen_max"`
+	WidthCurrent int `json:"width_current"`
+	WidthMax     int `json:"width_max"`
+}
+
+// NVLink is one link's state.
+type NVLink struct {
+	Link   int  `json:"link"`
+	Active bool `json:"active"`
+}
+
+// ConfCompute is the system's confidential-computing state.
+type ConfCompute struct {
+	Feature      string `json:"feature"`
+	DevtoolsMode string `json:"devtools_mode"`
+	Environment  string `json:"environment"`
+}
+
+// XIDEvent is one Xid line from the kernel log or the journal.
+type XIDEvent struct {
+	Code     int    `json:"code"`
+	PCIBusID string `json:"pci_bus_id"`
+	Time     string `json:"time,omitempty"`
+	// Message is the rest of the line after the code, bounded in length.
+	Message string `json:"message,omitempty"`
+	// Source is where the event was read: a log file ("/var/log/kern.log.2.gz")
+	// or "journal".
+	Source string `json:"source,omitempty"`
+	// GPUs are the GPUs NVML lists at the event's PCI address. It is empty
+	// when NVML could not say: the driver is down, or the GPU fell off the
+	// bus and out of NVML's list.
+	GPUs []XIDGPU `json:"gpus,omitempty"`
+}
+
+// XIDGPU names a GPU an Xid event was logged for.
+type XIDGPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+}
+
+// GPUDriver is the NVIDIA stack as installed, read from the package database
+// and the file system: it is the same in an image and on a host.
+type GPUDriver struct {
+	// Packages are the installed NVIDIA driver, kernel module and CUDA packages.
+	Packages []Package `json:"packages"`
+	// Version is the driver's upstream version (535.261.03), Branch its major part.
+	Version string `json:"version,omitempty"`
+	Branch  int    `json:"branch,omitempty"`
+	// Flavor is "open" when the open kernel modules are installed, else
+	// "proprietary"; empty when no driver package is installed.
+	Flavor string `json:"flavor,omitempty"`
+	// Modules maps each installed kernel release to the nvidia*.ko files found for it.
+	Modules map[string][]string `json:"modules"`
+	// NouveauBlacklisted says whether nouveau is kept from loading, and NouveauSource where.
+	NouveauBlacklisted bool   `json:"nouveau_blacklisted"`
+	NouveauSource      string `json:"nouveau_source,omitempty"`
+	// PersistencedEnabled and FabricManagerEnabled come from the enabled systemd units.
+	PersistencedEnabled  bool `json:"persistenced_enabled"`
+	FabricManagerEnabled bool `json:"fabricmanager_enabled"`
+	// CUDAToolkitVersion is the newest installed toolkit as MAJOR.MINOR, and
+	// CUDAToolkitSource the package or file it came from.
+	CUDAToolkitVersion string `json:"cuda_toolkit_version,omitempty"`
+	CUDAToolkitSource  string `json:"cuda_toolkit_source,omitempty"`
+	// MaxCUDA is the newest CUDA the installed branch supports, from the
+	// compatibility matrix; empty when the branch is unknown to it.
+	MaxCUDA string `json:"max_cuda,omitempty"`
+}

@@ -1,0 +1,49 @@
+package facts
+
+// Package is one dpkg package in state "installed".
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch"`
+	Held    bool   `json:"held"`
+}
+
+// ConfigFile is the sha256 of one configuration file the baked manifest
+// records, read from the live target so drift can compare the two.
+type ConfigFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Vulnerabilities are OS package findings from an offline trivy DB.
+type Vulnerabilities struct {
+	DB       string    `json:"db"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one vulnerable package.
+type Finding struct {
+	ID        string `json:"id"`
+	Package   string `json:"package"`
+	Installed string `json:"installed"`
+	Fixed     string `json:"fixed"`
+	Severity  string `json:"severity"`
+	// Published is when the vulnerability was made public (RFC 3339, from
+	// the DB's NVD or GHSA data); empty when the DB does not say.
+	Published string `json:"published,omitempty"`
+}
+
+// SBOM describes the software bill of materials an image carries at
+// SBOM.Path, so that a policy can require one.
+type SBOM struct {
+	// Present says whether Path is a regular file in the target.
+	Present bool   `json:"present"`
+	Path    string `json:"path"`
+	// Format and SpecVersion are the document's own ("CycloneDX", "1.6").
+	Format      string `json:"format,omitempty"`
+	SpecVersion string `json:"spec_version,omitempty"`
+	// Components counts the document's top-level components.
+	Components int `json:"components"`
+	// SHA256 is the digest of the file, for comparison with a published copy.
+	SHA256 string `json:"sha256,omitempty"`
+}

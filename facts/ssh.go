@@ -1,0 +1,113 @@
+package facts
+
+// SSH holds sshd's effective settings after Include and drop-ins, with
+// OpenSSH defaults filled in for keywords the files leave unset. The
+// top-level settings are those of /etc/ssh/sshd_config read as a file; on a
+// live host Daemons adds one entry per running sshd, and an image or rootfs
+// has one entry, the file's. Policies judge every daemon.
+type SSH struct {
+	SSHSettings
+	// Source is "file": the top-level settings are always read from files.
+	Source  string      `json:"source,omitempty"`
+	Daemons []SSHDaemon `json:"daemons,omitempty"`
+	// HostPrivateKeyFiles lists the /etc/ssh/ssh_host_*_key files present,
+	// whether or not a HostKey line names them: in an image, every host
+	// booted from it would share them.
+	HostPrivateKeyFiles []string `json:"host_private_key_files,omitempty"`
+}
+
+// SSHSettings is one sshd configuration as sshd would apply it outside any
+// Match block, plus the Match blocks and the host keys it names.
+type SSHSettings struct {
+	ConfigPath                   string   `json:"config_path"`
+	Files                        []string `json:"files"`
+	PermitRootLogin              string   `json:"permit_root_login"`
+	PasswordAuthentication       string   `json:"password_authentication"`
+	KbdInteractiveAuthentication string   `json:"kbd_interactive_authentication"`
+	PermitEmptyPasswords         string   `json:"permit_empty_passwords"`
+	Ciphers                      []string `json:"ciphers"`
+	KexAlgorithms                []string `json:"kex_algorithms"`
+	MACs                         []string `json:"macs"`
+	// HostKeyAlgorithms are the host key signature algorithms the
+	// configuration lets sshd offer: a host key of another type is never
+	// presented.
+	HostKeyAlgorithms []string `json:"host_key_algorithms"`
+	// UsePAM and AuthenticationMethods decide whether a second factor is
+	// possible; each method list is comma-joined as sshd_config writes it.
+	UsePAM                string   `json:"use_pam"`
+	AuthenticationMethods []string `json:"authentication_methods"`
+	// AllowGroups, DenyGroups, AllowUsers and DenyUsers accumulate over
+	// every line that sets them, as in sshd.
+	AllowGroups []string `json:"allow_groups"`
+	DenyGroups  []string `json:"deny_groups"`
+	AllowUsers  []string `json:"allow_users"`
+	DenyUsers   []string `json:"deny_users"`
+	// Explicit lists the keywords the files set, lower-cased, so policies can
+	// tell a configured value from a default.
+	Explicit []string `json:"explicit"`
+	// Match lists the Match blocks in file order, each with what it sets.
+	Match []SSHMatch `json:"match,omitempty"`
+	// HostKeys are the host keys the configuration names, read from their
+	// public halves (source "file"), or as the daemon presents them (source
+	// "wire").
+	HostKeys []SSHHostKey `json:"host_keys,omitempty"`
+}
+
+// SSHDaemon is one sshd: a running one on a live host (source "process": its
+// configuration is the file its command line names), or the configuration
+// file of an image or rootfs (source "file", no pid).
+type SSHDaemon struct {
+	SSHSettings
+	PID    int    `json:"pid,omitempty"`
+	Source string `json:"source"`
+	// Listen lists the address:port pairs the daemon's sockets listen on, as
+	// the kernel reports them.
+	Listen []string `json:"listen"`
+	// Wire holds what the daemon offers on each listener, from its KEXINIT.
+	Wire []SSHWire `json:"wire"`
+}
+
+// SSHMatch is one Match block: where it starts, its criteria as written, and
+// the settings under it.
+type SSHMatch struct {
+	File     string       `json:"file"`
+	Line     int          `json:"line"`
+	Criteria string       `json:"criteria"`
+	Settings []SSHSetting `json:"settings"`
+}
+
+// SSHSetting is one keyword under a Match block (lower-case, aliases mapped
+// to their canonical name) with its first argument and where it was written.
+type SSHSetting struct {
+	Keyword string `json:"keyword"`
+	Value   string `json:"value"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+}
+
+// SSHHostKey is one host key. File names the key file (source "file");
+// Address the listener that presented it (source "wire"). Bits is the
+// modulus size for RSA and the curve size for ECDSA.
+type SSHHostKey struct {
+	Type        string `json:"type"`
+	Bits        int    `json:"bits,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Source      string `json:"source"`
+	File        string `json:"file,omitempty"`
+	Address     string `json:"address,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// SSHWire is what one sshd listener sent before any key exchange: its
+// version line and the algorithm lists of its SSH_MSG_KEXINIT. Ciphers and
+// MACs join the client-to-server and server-to-client lists, in order.
+type SSHWire struct {
+	Address           string   `json:"address"`
+	Source            string   `json:"source"`
+	Version           string   `json:"version,omitempty"`
+	KexAlgorithms     []string `json:"kex_algorithms"`
+	HostKeyAlgorithms []string `json:"host_key_algorithms"`
+	Ciphers           []string `json:"ciphers"`
+	MACs              []string `json:"macs"`
+	Error             string   `json:"error,omitempty"`
+}
