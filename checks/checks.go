@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/access"
@@ -135,36 +134,8 @@ func Collect(ctx context.Context, env *collector.Env, kind, ref string, o Option
 		cs = All()
 	}
 	f := facts.New(kind, ref, now)
-	ordered, err := collector.Order(cs)
-	if err != nil {
-		// No order lets each collector see what it reads: none runs, and
-		// every check that needs one errors.
-		for _, c := range cs {
-			f.Record(c.Name(), facts.StatusError, err.Error())
-		}
-		return f
-	}
-	for _, c := range ordered {
-		if err := ctx.Err(); err != nil {
-			f.Record(c.Name(), facts.StatusError, "scan cancelled: "+err.Error())
-			continue
-		}
-		start := time.Now()
-		status, reason := collector.Classify(runOne(ctx, c, env, f))
-		f.Record(c.Name(), status, reason)
-		env.Log.Debug("collector done", "collector", c.Name(), "status", status, "reason", reason, "took", time.Since(start))
-	}
+	// An ordering error is recorded against every collector, which is all a
+	// caller needs: the checks that need them error.
+	_ = collector.Run(ctx, env, f, cs)
 	return f
-}
-
-// runOne turns a collector's panic into an error: one broken collector must
-// not take the whole scan down, nor be mistaken for a clean result.
-func runOne(ctx context.Context, c collector.Collector, env *collector.Env, f *facts.Facts) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			env.Log.Error("collector panicked", "collector", c.Name(), "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("collector %s crashed: %v", c.Name(), p)
-		}
-	}()
-	return c.Collect(ctx, env, f)
 }

@@ -98,13 +98,8 @@ func Run(t testing.TB, env *collector.Env, f *facts.Facts, cs []collector.Collec
 			picked = append(picked, c)
 		}
 	}
-	ordered, err := collector.Order(picked)
-	if err != nil {
+	if err := collector.Run(context.Background(), env, f, picked); err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range ordered {
-		status, reason := collector.Classify(c.Collect(context.Background(), env, f))
-		f.Record(c.Name(), status, reason)
 	}
 }
 

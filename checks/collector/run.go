@@ -1,0 +1,55 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/gpuhost/gpuhost/facts"
+)
+
+// Run is the one loop that fills a document: it orders cs (Order), runs each
+// collector over env into f, and records its outcome in f.Collectors. A
+// collector that panics is recorded as an error, and so is every collector
+// left once ctx is done: nothing it would have shown can pass. When cs has
+// no order, none runs, every one is recorded as an error, and Run returns
+// the ordering error. The scan and the collectors' tests both run
+// collectors through it, so a test sees what a scan would.
+func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
+	log := env.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ordered, err := Order(cs)
+	if err != nil {
+		for _, c := range cs {
+			f.Record(c.Name(), facts.StatusError, err.Error())
+		}
+		return err
+	}
+	for _, c := range ordered {
+		if err := ctx.Err(); err != nil {
+			f.Record(c.Name(), facts.StatusError, "scan cancelled: "+err.Error())
+			continue
+		}
+		start := time.Now()
+		status, reason := Classify(runOne(ctx, c, env, f, log))
+		f.Record(c.Name(), status, reason)
+		log.Debug("collector done", "collector", c.Name(), "status", status, "reason", reason, "took", time.Since(start))
+	}
+	return nil
+}
+
+// runOne turns a collector's panic into an error: one broken collector must
+// not take the whole scan down, nor be mistaken for a clean result.
+func runOne(ctx context.Context, c Collector, env *Env, f *facts.Facts, log *slog.Logger) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("collector panicked", "collector", c.Name(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("collector %s crashed: %v", c.Name(), p)
+		}
+	}()
+	return c.Collect(ctx, env, f)
+}
