@@ -219,13 +219,20 @@ func (r Result) Unevaluated() bool {
 // NotEvaluated reports whether an applicable check at or above threshold
 // was skipped or errored: the test behind --fail-on-skip.
 func (r *Report) NotEvaluated(threshold string) bool {
-	limit := SeverityRank(threshold)
-	for _, res := range r.Results {
-		if res.Unevaluated() && SeverityRank(res.Severity) <= limit {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Results, func(res Result) bool { return res.UnevaluatedAt(threshold) })
+}
+
+// FailsAt reports whether the result is a failure at or above threshold.
+// It is the one place the rule behind --fail-on, the gate's fail_on and
+// verify is written.
+func (r Result) FailsAt(threshold string) bool {
+	return r.Status == StatusFail && SeverityRank(r.Severity) <= SeverityRank(threshold)
+}
+
+// UnevaluatedAt reports whether the result applies to the target, reached no
+// verdict, and is at or above threshold (--fail-on-skip, fail_on_skip).
+func (r Result) UnevaluatedAt(threshold string) bool {
+	return r.Unevaluated() && SeverityRank(r.Severity) <= SeverityRank(threshold)
 }
 
 // sortResults orders results by status, severity and id, keeping the input
@@ -279,16 +286,10 @@ func statusRank(s string) int {
 	return len(Statuses)
 }
 
-// Failed reports whether any result fails at or above threshold, or errored.
-// Errors count regardless of severity: an error is never a pass.
+// Failed reports whether any result fails at or above threshold (FailsAt).
+// Errors are Errored's: they make the scan untrusted, whatever their severity.
 func (r *Report) Failed(threshold string) bool {
-	limit := SeverityRank(threshold)
-	for _, res := range r.Results {
-		if res.Status == StatusFail && SeverityRank(res.Severity) <= limit {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Results, func(res Result) bool { return res.FailsAt(threshold) })
 }
 
 // Errored reports whether any result is an error, which makes the scan

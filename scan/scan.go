@@ -103,6 +103,14 @@ type Thresholds struct {
 	FailOnSkip string
 }
 
+// Blocks reports whether one result stops a gate: an error (never a pass),
+// a failure at or above FailOn, or, with FailOnSkip set, an applicable check
+// at or above it that reached no verdict.
+func (t Thresholds) Blocks(r reports.Result) bool {
+	return r.Status == reports.StatusError || r.FailsAt(t.FailOn) ||
+		(t.FailOnSkip != "" && r.UnevaluatedAt(t.FailOnSkip))
+}
+
 // ExitCode folds reports into one exit code: 2 when any scan could not be
 // trusted (a check errored, or a collector failed on bad input), else 1 when
 // any check fails at or above t.FailOn or goes unevaluated at or above

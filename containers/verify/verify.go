@@ -133,7 +133,7 @@ func Verify(ctx context.Context, ref string, o Options) (*Result, error) {
 	if rep.Failed(failOn) {
 		var ids []string
 		for _, r := range rep.Results {
-			if r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(failOn) {
+			if r.FailsAt(failOn) {
 				ids = append(ids, r.ID+" ("+r.Severity+")")
 			}
 		}

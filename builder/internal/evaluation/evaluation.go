@@ -268,11 +268,7 @@ func Say(ui packersdk.Ui, component string, rep *reports.Report, th scan.Thresho
 		component, s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
 		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass], th.FailOn, c.Evaluated, c.Checks))
 	for _, r := range rep.Results {
-		unevaluated := th.FailOnSkip != "" && r.Unevaluated() &&
-			reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOnSkip)
-		blocking := r.Status == reports.StatusError || unevaluated ||
-			(r.Status == reports.StatusFail && reports.SeverityRank(r.Severity) <= reports.SeverityRank(th.FailOn))
-		if !blocking {
+		if !th.Blocks(r) {
 			continue
 		}
 		msg := fmt.Sprintf("%s: %s %s %s: %s", component, r.Status, r.Severity, r.ID, r.Title)
