@@ -57,33 +57,23 @@ type Engine struct {
 	checks  []Check
 	single  []rego.PreparedEvalQuery
 	prepare func(query string) (rego.PreparedEvalQuery, error)
-	// combined caches one preparedSet per set of runnable checks, keyed
+	// combined caches one *Query per set of runnable checks, keyed
 	// by their indices. Checks the gate skips are left out of the query, so
 	// a rootfs never pays for the live GPU checks, nor a host without a
 	// GPU for the device checks.
 	combined   sync.Map
 	nCombined  atomic.Int64
 	maxQueries int64
-	// reads is, per check, what it reads from input; memo remembers
-	// outcomes by a digest of that (see memo.go). memo is nil when off.
-	reads     []*readSet
-	readItems []readItem
-	// sharedDigests keeps item digests of members hosts share.
-	sharedDigests *sharedDigests
-	memo          *memo
-	digest        string
-	params        map[string]any
-	modules       map[string]*ast.Module
-	compiler      *ast.Compiler
-	// opaCache has evaluations use OPA's own virtual cache rather than a
-	// refCache: everywhere but fleet evaluation.
-	opaCache bool
+	digest     string
+	params     map[string]any
+	modules    map[string]*ast.Module
+	compiler   *ast.Compiler
 }
 
 type options struct {
-	sources []*Source
-	params  map[string]any
-	memo    int
+	sources    []*Source
+	params     map[string]any
+	maxQueries int
 }
 
 // Option configures New.
@@ -91,6 +81,11 @@ type Option func(*options)
 
 // WithSource adds a policy pack. Several packs are compiled together.
 func WithSource(s *Source) Option { return func(o *options) { o.sources = append(o.sources, s) } }
+
+// WithMaxQueries bounds the prepared queries the engine keeps, one per set
+// of checks evaluated together (default 256). Past it a set's query is
+// prepared for the one evaluation and dropped.
+func WithMaxQueries(n int) Option { return func(o *options) { o.maxQueries = n } }
 
 // WithParams sets user parameters, overlaid on the packs' defaults.
 func WithParams(p map[string]any) Option { return func(o *options) { o.params = p } }
@@ -152,16 +147,13 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err := paramSeverities(checks, params); err != nil {
 		return nil, err
 	}
-	// The plain path, a single scan and so the Packer gate, is OPA as it
-	// comes. The fleet speed-ups (the memo and the flat virtual cache) are
-	// on only when the caller asks for the memo.
-	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, opaCache: o.memo == 0}
-	e.digest = digestOf(raw, params)
-	if o.memo > 0 {
-		e.reads, e.readItems = analyzeReads(compiler, checks)
-		e.sharedDigests = &sharedDigests{m: map[sharedItem]sharedSum{}}
-		e.memo = &memo{limit: o.memo, checks: make([]memoStats, len(checks))}
+	// This is the plain path, a single scan and so the Packer gate: OPA as
+	// it comes. The fleet speed-ups wrap an Engine (engine/fleet).
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined}
+	if o.maxQueries > 0 {
+		e.maxQueries = int64(o.maxQueries)
 	}
+	e.digest = digestOf(raw, params)
 
 	// Params are read as AST values: converting them from Go maps on every
 	// read cost more than evaluating most checks.
@@ -181,7 +173,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	for i := range all {
 		all[i] = i
 	}
-	if _, err := e.queryFor(all); err != nil {
+	if _, err := e.Query(all); err != nil {
 		return nil, &CompileError{Err: err}
 	}
 	e.single = make([]rego.PreparedEvalQuery, len(checks))
@@ -392,12 +384,17 @@ type Document struct {
 }
 
 // Input returns the document as OPA's input, converting it on first use.
-func (d *Document) Input() (ast.Value, error) {
+func (d *Document) Input() (ast.Value, error) { return d.InputWith(ast.InterfaceToValue) }
+
+// InputWith is Input with the conversion from decoded JSON given: a wrapper
+// that converts members hosts share once for the fleet passes its own. The
+// first call converts; later ones return its result whatever they pass.
+func (d *Document) InputWith(convert func(decoded any) (ast.Value, error)) (ast.Value, error) {
 	d.once.Do(func() {
 		if d.Value != nil {
 			return
 		}
-		v, err := convertDecoded(d.decoded)
+		v, err := convert(d.decoded)
 		if err != nil {
 			d.convErr = fmt.Errorf("converting facts %s: %w", d.name, err)
 			return
@@ -407,34 +404,22 @@ func (d *Document) Input() (ast.Value, error) {
 	return d.Value, d.convErr
 }
 
-// inputFor returns the document as OPA's input, or, when p is not nil and
-// the document came decoded, only the parts of it p names: most
-// hosts of a fleet are answered from the memo but for a check or two, and
-// converting the whole document for them cost more than evaluating them.
-// The cut-down value is not kept: another host's checks read other parts.
-func (d *Document) inputFor(p *projection) (ast.Value, error) {
-	if d.Value != nil || p == nil {
-		return d.Input()
-	}
-	v, err := p.convert(d.decoded, true)
-	if err != nil {
-		return nil, fmt.Errorf("converting facts %s: %w", d.name, err)
-	}
-	return v, nil
-}
+// Decoded returns the decoded JSON a document made by DocumentFromValue was
+// made from, or nil. It must not be changed.
+func (d *Document) Decoded() any { return d.decoded }
+
+// Name is the name the document's errors use.
+func (d *Document) Name() string { return d.name }
 
 // Evaluate runs every check against doc. It returns an error only when the
 // evaluation as a whole could not run; a check that errors on its own is
 // reported as a result with status error.
 func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result, error) {
-	out, run := e.applicable(doc)
-	if e.memo != nil {
-		return e.evaluateFleet(ctx, doc, out, run)
-	}
+	out, run := e.Applicable(doc)
 	if len(run) == 0 {
 		return out, nil
 	}
-	set, err := e.queryFor(run)
+	q, err := e.Query(run)
 	if err != nil {
 		return nil, err
 	}
@@ -442,13 +427,14 @@ func (e *Engine) Evaluate(ctx context.Context, doc *Document) ([]reports.Result,
 	if err != nil {
 		return nil, err
 	}
-	return out, e.evaluateRun(ctx, set.query, input, out, run, nil)
+	return out, e.EvaluateQuery(ctx, q, input, out, run, nil, nil)
 }
 
-// applicable returns every check's result as far as it is known before
+// Applicable returns every check's result as far as it is known before
 // evaluation (not applicable to this kind of target, or gated out by its
-// collectors), and the indices of the checks left to evaluate.
-func (e *Engine) applicable(doc *Document) ([]reports.Result, []int) {
+// collectors), and the indices of the checks left to evaluate. Evaluate
+// starts with it; so does a wrapper that answers some checks itself.
+func (e *Engine) Applicable(doc *Document) ([]reports.Result, []int) {
 	out := make([]reports.Result, len(e.checks))
 	var run []int
 	for i, c := range e.checks {
@@ -471,15 +457,16 @@ func (e *Engine) applicable(doc *Document) ([]reports.Result, []int) {
 	return out, run
 }
 
-// evaluateRun evaluates the checks in run with q, their combined query, and
-// decides their results in out; decided, when set, is told each outcome.
-// When one check breaks the combined query, the checks are evaluated one by
-// one so that only the check at fault is reported as an error.
-func (e *Engine) evaluateRun(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, out []reports.Result, run []int, decided func(i int, o outcome)) error {
-	sets, err := e.evalSets(ctx, q, input, len(run))
+// EvaluateQuery evaluates the checks in run with q, their combined query
+// (Query(run)), and decides their results in out; decided, when set, is
+// told each outcome. When one check breaks the combined query, the checks
+// are evaluated one by one so that only the check at fault is reported as
+// an error. hook, when set, gives each evaluation its own options.
+func (e *Engine) EvaluateQuery(ctx context.Context, q *Query, input ast.Value, out []reports.Result, run []int, decided func(i int, o Outcome), hook EvalHook) error {
+	sets, err := e.evalSets(ctx, &q.query, input, len(run), hook)
 	if err == nil {
 		for j, i := range run {
-			e.decide(&out[i], sets[j])
+			e.Decide(&out[i], sets[j])
 			if decided != nil {
 				decided(i, sets[j])
 			}
@@ -490,9 +477,9 @@ func (e *Engine) evaluateRun(ctx context.Context, q *rego.PreparedEvalQuery, inp
 		return ctx.Err()
 	}
 	for _, i := range run {
-		sets, err := e.evalSets(ctx, &e.single[i], input, 1)
+		sets, err := e.evalSets(ctx, &e.single[i], input, 1, hook)
 		if err == nil {
-			e.decide(&out[i], sets[0])
+			e.Decide(&out[i], sets[0])
 			if decided != nil {
 				decided(i, sets[0])
 			}
@@ -507,33 +494,15 @@ func (e *Engine) evaluateRun(ctx context.Context, q *rego.PreparedEvalQuery, inp
 	return nil
 }
 
-// preparedSet is what evaluating one set of checks together needs: their
-// combined query, and the parts of input they read (see projectionOf).
-type preparedSet struct {
-	query *rego.PreparedEvalQuery
-	input *projection
-}
+// EvalHook gives one evaluation options of a wrapper's own, and done is
+// called when that evaluation is over. Each evaluation asks anew: state
+// such as a virtual cache must not outlive the evaluation that filled it,
+// least of all one that failed half way.
+type EvalHook func() (opts []rego.EvalOption, done func())
 
-// projectionOf returns the parts of input the checks in run read, or nil
-// when one of them is not analysed and must see all of it.
-func (e *Engine) projectionOf(run []int) *projection {
-	if e.reads == nil {
-		return nil
-	}
-	p := &projection{}
-	for _, i := range run {
-		rs := e.reads[i]
-		if rs == nil {
-			return nil
-		}
-		for _, it := range rs.full {
-			p.add(it.path, it.mode != readPresence)
-		}
-	}
-	if p.whole || p.each != nil {
-		return nil // a check iterates over input's own members
-	}
-	return p
+// Query is the prepared query that evaluates one set of checks together.
+type Query struct {
+	query rego.PreparedEvalQuery
 }
 
 // maxCombined bounds the prepared queries kept, one per set of checks run
@@ -551,13 +520,13 @@ func queryKey(run []int) string {
 	return string(key)
 }
 
-// queryFor returns the prepared query that evaluates exactly the checks at
-// the given indices, with what they read, preparing it on first use and
-// keeping it while fewer than maxQueries are kept.
-func (e *Engine) queryFor(run []int) (*preparedSet, error) {
+// Query returns the prepared query that evaluates exactly the checks at
+// the given indices (in the order Applicable gives them), preparing it on
+// first use and keeping it while fewer than maxCombined are kept.
+func (e *Engine) Query(run []int) (*Query, error) {
 	key := queryKey(run)
 	if set, ok := e.combined.Load(key); ok {
-		return set.(*preparedSet), nil
+		return set.(*Query), nil
 	}
 	subset := make([]Check, len(run))
 	for j, i := range run {
@@ -567,16 +536,34 @@ func (e *Engine) queryFor(run []int) (*preparedSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preparing the query: %w", err)
 	}
-	set := &preparedSet{query: &q, input: e.projectionOf(run)}
-	if e.nCombined.Load() >= e.maxQueries {
+	set := &Query{query: q}
+	if e.QueriesFull() {
 		return set, nil
 	}
 	actual, loaded := e.combined.LoadOrStore(key, set)
 	if !loaded {
 		e.nCombined.Add(1)
 	}
-	return actual.(*preparedSet), nil
+	return actual.(*Query), nil
 }
+
+// HasQuery says whether the combined query of run is prepared and kept.
+func (e *Engine) HasQuery(run []int) bool {
+	_, ok := e.combined.Load(queryKey(run))
+	return ok
+}
+
+// QueriesFull says whether the engine keeps no more prepared queries: a
+// wrapper that evaluates varied subsets of checks then does better to
+// evaluate a set whose query is kept.
+func (e *Engine) QueriesFull() bool { return e.nCombined.Load() >= e.maxQueries }
+
+// QueriesKept is how many prepared queries the engine keeps.
+func (e *Engine) QueriesKept() int { return int(e.nCombined.Load()) }
+
+// Compiler is the compiled pack, for a wrapper that analyses what the
+// checks read. It must not be changed.
+func (e *Engine) Compiler() *ast.Compiler { return e.compiler }
 
 func (e *Engine) base(c Check) reports.Result {
 	return reports.Result{
@@ -625,26 +612,26 @@ func (e *Engine) gate(c Check, doc *Document) (status, msg string, ok bool) {
 	return "", "", true
 }
 
-// outcome is what one check's rules said about one document. found holds
-// the deny and error messages that came as objects with a subject, in the
-// order of errs then deny.
-type outcome struct {
-	deny, skip, errs []string
-	found            []reports.Finding
+// Outcome is what one check's rules said about one document: its deny, skip
+// and error sets, sorted. Found holds the deny and error messages that came
+// as objects with a subject, in the order of Errs then Deny.
+type Outcome struct {
+	Deny, Skip, Errs []string
+	Found            []reports.Finding
 }
 
-// decide turns a check's sets into its status. A check that says it could
+// Decide turns a check's sets into its status. A check that says it could
 // not decide (its error set: facts it needs were not to be had for part of
 // the target) is an error even where it also denies, since what it could
 // not see may be worse; its failures stay in the messages after the errors.
-func (e *Engine) decide(r *reports.Result, o outcome) {
+func (e *Engine) Decide(r *reports.Result, o Outcome) {
 	switch {
-	case len(o.skip) > 0:
-		r.Status, r.Messages = reports.StatusSkip, o.skip
-	case len(o.errs) > 0:
-		r.Status, r.Messages, r.Findings = reports.StatusError, append(slices.Clone(o.errs), o.deny...), o.found
-	case len(o.deny) > 0:
-		r.Status, r.Messages, r.Findings = reports.StatusFail, o.deny, o.found
+	case len(o.Skip) > 0:
+		r.Status, r.Messages = reports.StatusSkip, o.Skip
+	case len(o.Errs) > 0:
+		r.Status, r.Messages, r.Findings = reports.StatusError, append(slices.Clone(o.Errs), o.Deny...), o.Found
+	case len(o.Deny) > 0:
+		r.Status, r.Messages, r.Findings = reports.StatusFail, o.Deny, o.Found
 	default:
 		r.Status = reports.StatusPass
 	}
@@ -652,12 +639,12 @@ func (e *Engine) decide(r *reports.Result, o outcome) {
 
 // evalSets evaluates a combined query of n checks and returns each
 // check's deny, skip and error messages, sorted.
-func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int) ([]outcome, error) {
+func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input ast.Value, n int, hook EvalHook) ([]Outcome, error) {
 	opts := []rego.EvalOption{rego.EvalParsedInput(input)}
-	if !e.opaCache {
-		cache := getRefCache()
-		defer putRefCache(cache)
-		opts = append(opts, rego.EvalVirtualCache(cache))
+	if hook != nil {
+		extra, done := hook()
+		defer done()
+		opts = append(opts, extra...)
 	}
 	rs, err := q.Eval(ctx, opts...)
 	if err != nil {
@@ -672,7 +659,7 @@ func (e *Engine) evalSets(ctx context.Context, q *rego.PreparedEvalQuery, input 
 // setsPerCheck is how many sets combinedQuery binds for each check.
 const setsPerCheck = 3
 
-func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
+func bindingSets(rs rego.ResultSet, n int) ([]Outcome, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
 	}
@@ -684,7 +671,7 @@ func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
 	if list == nil || list.Len() != setsPerCheck*n {
 		return nil, fmt.Errorf("query returned %v, want a list of %d", rs[0].Bindings["x"], setsPerCheck*n)
 	}
-	out := make([]outcome, n)
+	out := make([]Outcome, n)
 	for k := range setsPerCheck * n {
 		set, ok := list.Elem(k).Value.(ast.Set)
 		if !ok {
@@ -716,13 +703,13 @@ func bindingSets(rs rego.ResultSet, n int) ([]outcome, error) {
 		o := &out[k/setsPerCheck]
 		switch k % setsPerCheck {
 		case 0:
-			o.deny = msgs
-			o.found = append(o.found, found...)
+			o.Deny = msgs
+			o.Found = append(o.Found, found...)
 		case 1:
-			o.skip = msgs
+			o.Skip = msgs
 		default:
-			o.errs = msgs
-			o.found = append(found, o.found...)
+			o.Errs = msgs
+			o.Found = append(found, o.Found...)
 		}
 	}
 	return out, nil

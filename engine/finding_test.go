@@ -46,20 +46,20 @@ func TestBindingSetsKeepFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := outs[0]
-	if len(o.deny) != 3 || o.deny[0] != "about a GPU" || o.deny[2] != "plain" {
-		t.Errorf("deny %q", o.deny)
+	if len(o.Deny) != 3 || o.Deny[0] != "about a GPU" || o.Deny[2] != "plain" {
+		t.Errorf("deny %q", o.Deny)
 	}
 	want := []reports.Finding{
 		{Message: "could not read", File: "/etc/b"},
 		{Message: "about a GPU", Subject: "GPU-9"},
 		{Message: "at a line", File: "/etc/a", Line: 2},
 	}
-	if len(o.found) != len(want) {
-		t.Fatalf("found %+v", o.found)
+	if len(o.Found) != len(want) {
+		t.Fatalf("found %+v", o.Found)
 	}
 	for i := range want {
-		if o.found[i] != want[i] {
-			t.Errorf("found[%d] = %+v, want %+v", i, o.found[i], want[i])
+		if o.Found[i] != want[i] {
+			t.Errorf("found[%d] = %+v, want %+v", i, o.Found[i], want[i])
 		}
 	}
 }

@@ -26,7 +26,7 @@ const (
 
 // Scanner evaluates facts documents. It is safe for concurrent use.
 type Scanner struct {
-	engine  *engine.Engine
+	eval    Evaluator
 	waivers []waivers.Waiver
 	now     func() time.Time
 }
@@ -40,17 +40,15 @@ func WithWaivers(w []waivers.Waiver) Option { return func(s *Scanner) { s.waiver
 // WithClock replaces time.Now, for waiver expiry in tests.
 func WithClock(now func() time.Time) Option { return func(s *Scanner) { s.now = now } }
 
-// New returns a Scanner over a compiled engine.
-func New(e *engine.Engine, opts ...Option) *Scanner {
-	s := &Scanner{engine: e, now: time.Now}
+// New returns a Scanner that evaluates with e: a compiled *engine.Engine,
+// or a wrapper of one.
+func New(e Evaluator, opts ...Option) *Scanner {
+	s := &Scanner{eval: e, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
-
-// Engine returns the engine the scanner evaluates with.
-func (s *Scanner) Engine() *engine.Engine { return s.engine }
 
 // Facts evaluates freshly collected facts.
 func (s *Scanner) Facts(ctx context.Context, f *facts.Facts) (*reports.Report, error) {
@@ -63,7 +61,7 @@ func (s *Scanner) Facts(ctx context.Context, f *facts.Facts) (*reports.Report, e
 
 // Document evaluates a parsed document; raw is its JSON, for the digest.
 func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte) (*reports.Report, error) {
-	results, err := s.engine.Evaluate(ctx, doc)
+	results, err := s.eval.Evaluate(ctx, doc)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policies: %w", err)
 	}
@@ -75,7 +73,7 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 		Target:       target,
 		Results:      results,
 		FactsDigest:  "sha256:" + hex.EncodeToString(sum[:]),
-		PolicyDigest: s.engine.Digest(),
+		PolicyDigest: s.eval.Digest(),
 		ToolVersion:  version.String(),
 		Collectors:   map[string]reports.CollectorStatus{},
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/render/report"
 )
@@ -17,43 +18,49 @@ import (
 // and the weak sample image (many fail, with messages to format).
 var benchDocs = []string{"testdata/hardened-facts.json", "testdata/weak-facts.json"}
 
-func benchScanner(b *testing.B, opts ...engine.Option) (*Scanner, []byte) {
+// benchScanner is the default pack's scanner: the plain engine, or with memo
+// the fleet memo over it, as `scan facts` and the agent run.
+func benchScanner(b *testing.B, memo bool) (*Scanner, []byte) {
 	b.Helper()
-	e, err := Pack{}.Engine(context.Background(), opts...)
+	e, err := Pack{}.Engine(context.Background())
 	if err != nil {
 		b.Fatal(err)
+	}
+	var eval Evaluator = e
+	if memo {
+		eval = fleet.New(e, fleet.DefaultEntries)
 	}
 	data, err := os.ReadFile("testdata/hardened-facts.json")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return New(e), data
+	return New(eval), data
 }
 
 // BenchmarkEvaluate is the engine's figure: every check of the default pack
 // against one parsed facts document, evaluated by OPA each time (no memo).
 func BenchmarkEvaluate(b *testing.B) {
-	sc, data := benchScanner(b, engine.WithMemo(0))
+	sc, data := benchScanner(b, false)
 	doc, err := engine.ParseDocument(data, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	measure(b, func() error { _, err := sc.engine.Evaluate(ctx, doc); return err })
+	measure(b, func() error { _, err := sc.eval.Evaluate(ctx, doc); return err })
 }
 
 // BenchmarkEvaluateFleet is the engine over a fleet of hosts built from one
 // image: each document differs in its target, which no check reads, so every
 // check's outcome comes from the memo.
 func BenchmarkEvaluateFleet(b *testing.B) {
-	sc, _ := benchScanner(b)
+	sc, _ := benchScanner(b, true)
 	ctx := context.Background()
 	for _, file := range benchDocs {
 		docs := fleetDocs(b, file, 64)
 		i := 0
 		stage(b, file, func() error {
 			i++
-			_, err := sc.engine.Evaluate(ctx, docs[i%len(docs)])
+			_, err := sc.eval.Evaluate(ctx, docs[i%len(docs)])
 			return err
 		})
 	}
@@ -85,7 +92,7 @@ func fleetDocs(b *testing.B, file string, n int) []*engine.Document {
 // validate against the schema, evaluate, waive, summarize. The engine runs
 // without its memo, so this is the cost of a host unlike any seen before.
 func BenchmarkSavedDocument(b *testing.B) {
-	sc, data := benchScanner(b, engine.WithMemo(0))
+	sc, data := benchScanner(b, false)
 	ctx := context.Background()
 	measure(b, func() error {
 		decoded, err := facts.DecodeJSON(data)
@@ -104,7 +111,7 @@ func BenchmarkSavedDocument(b *testing.B) {
 // BenchmarkSavedDocumentParts splits a saved document's cost into its
 // stages, with the memo on as `scan facts` runs.
 func BenchmarkSavedDocumentParts(b *testing.B) {
-	sc, _ := benchScanner(b)
+	sc, _ := benchScanner(b, true)
 	ctx := context.Background()
 	for _, file := range benchDocs {
 		data, err := os.ReadFile(file)
@@ -154,7 +161,7 @@ func measure(b *testing.B, step func() error) {
 // drifted: the drift checks must stay linear in the inventory (a rule
 // looked up by a bound key inside a loop once made this 1,500 x 1,500).
 func BenchmarkDriftLargeInventory(b *testing.B) {
-	sc, data := benchScanner(b, engine.WithMemo(0))
+	sc, data := benchScanner(b, false)
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
 		b.Fatal(err)
@@ -182,7 +189,7 @@ func BenchmarkDriftLargeInventory(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	res, err := sc.engine.Evaluate(ctx, doc)
+	res, err := sc.eval.Evaluate(ctx, doc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,5 +198,5 @@ func BenchmarkDriftLargeInventory(b *testing.B) {
 			b.Fatalf("GH-DRIFT-001: %s %q, want the one drifted package", r.Status, r.Messages)
 		}
 	}
-	measure(b, func() error { _, err := sc.engine.Evaluate(ctx, doc); return err })
+	measure(b, func() error { _, err := sc.eval.Evaluate(ctx, doc); return err })
 }

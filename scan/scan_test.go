@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan/waivers"
@@ -124,30 +125,31 @@ func TestExitCode(t *testing.T) {
 // fleet twice, with and without the engine's memo, in an order where hosts
 // of one shape follow hosts of another: every report must be the same.
 func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
-	cold, err := Pack{}.Engine(context.Background(), engine.WithMemo(0))
+	cold, err := Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	warm, err := Pack{}.Engine(context.Background())
+	plain, err := Pack{}.Engine(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	warm := fleet.New(plain, fleet.DefaultEntries)
 	files := []string{"testdata/hardened-facts.json", "testdata/weak-facts.json",
 		"testdata/compliant-host.json", "testdata/noncompliant-image.json"}
-	var fleet [][]byte
+	var hosts [][]byte
 	for round := range 2 {
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fleet = append(fleet, data)
+			hosts = append(hosts, data)
 			// The same host with its identity changed reads alike to
 			// every check but gets its own report header.
-			fleet = append(fleet, []byte(strings.Replace(string(data), `"target":{`, fmt.Sprintf(`"target":{"hostname":"h%d",`, round), 1)))
+			hosts = append(hosts, []byte(strings.Replace(string(data), `"target":{`, fmt.Sprintf(`"target":{"hostname":"h%d",`, round), 1)))
 		}
 	}
-	for i, data := range fleet {
+	for i, data := range hosts {
 		decoded, err := facts.DecodeJSON(data)
 		if err != nil {
 			// The policy fixtures need not carry every collector field the
@@ -165,7 +167,7 @@ func TestMemoMatchesEvaluationOnThePack(t *testing.T) {
 	}
 }
 
-func compare(t *testing.T, i int, cold, warm *engine.Engine, a, b *engine.Document) {
+func compare(t *testing.T, i int, cold, warm Evaluator, a, b *engine.Document) {
 	t.Helper()
 	want, err := cold.Evaluate(context.Background(), a)
 	if err != nil {

@@ -45,7 +45,7 @@ func gpuEngine(tb testing.TB, prefix string) *engine.Engine {
 	src := gpuOnly(tb, prefix)
 	// No memo: every iteration is evaluated by OPA, as a fleet of hosts with
 	// differing GPU readings would be.
-	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams), engine.WithMemo(0))
+	e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(fleetParams))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
@@ -49,7 +48,7 @@ func (a *app) agentCommand() *cobra.Command {
 			}
 			cfg.Retain.MaxAge = keep
 			// Runs repeat on one host: the memo answers what did not change.
-			sc, err := sf.scanner(cmd.Context(), engine.WithMemo(engine.DefaultMemoEntries))
+			sc, err := sf.scanner(cmd.Context(), memoized)
 			if err != nil {
 				return err
 			}

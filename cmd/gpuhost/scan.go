@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/render/summary"
@@ -87,10 +88,14 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 
 // scanner builds the pipeline. A single scan takes the plain engine path;
 // fleet evaluation (scan facts, the agent's repeated runs) passes the memo.
-func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.Scanner, error) {
-	e, err := s.engine(ctx, extra...)
+func (s *scanFlags) scanner(ctx context.Context, wrap func(*engine.Engine) scan.Evaluator) (*scan.Scanner, error) {
+	e, err := s.engine(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var eval scan.Evaluator = e
+	if wrap != nil {
+		eval = wrap(e)
 	}
 	var opts []scan.Option
 	list, err := s.waivers.load(&s.policyFlags)
@@ -100,8 +105,12 @@ func (s *scanFlags) scanner(ctx context.Context, extra ...engine.Option) (*scan.
 	if list != nil {
 		opts = append(opts, scan.WithWaivers(list))
 	}
-	return scan.New(e, opts...), nil
+	return scan.New(eval, opts...), nil
 }
+
+// memoized is the evaluator of a fleet scan: hosts of one image share most of
+// what the checks read, and the memo answers those checks once.
+func memoized(e *engine.Engine) scan.Evaluator { return fleet.New(e, fleet.DefaultEntries) }
 
 // stdoutRenderer picks the stdout format: the flag, else a table, colored
 // when stdout is a terminal.
@@ -225,7 +234,7 @@ func (a *app) scanCommand() *cobra.Command {
 					return err
 				}
 			}
-			sc, err := ff.scanner(cmd.Context(), engine.WithMemo(engine.DefaultMemoEntries))
+			sc, err := ff.scanner(cmd.Context(), memoized)
 			if err != nil {
 				return err
 			}
@@ -246,7 +255,7 @@ func (a *app) scanCommand() *cobra.Command {
 // scanCollected is every live-collection scan: compile the pack first (a
 // broken policy fails before any collecting), collect, evaluate, report.
 func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(context.Context) (*facts.Facts, error)) error {
-	sc, err := s.scanner(ctx)
+	sc, err := s.scanner(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package engine
+package fleet
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 )
 
@@ -91,11 +92,6 @@ deny contains m if {
 }
 `
 
-func memoEngine(t *testing.T, entries int, files map[string]string) *Engine {
-	t.Helper()
-	return newEngineWith(t, files, WithMemo(entries))
-}
-
 func TestReadSets(t *testing.T) {
 	e := memoEngine(t, 10, map[string]string{
 		"memo/reads.rego": readsPolicy,
@@ -104,7 +100,7 @@ func TestReadSets(t *testing.T) {
 		"memo/with.rego":  withPolicy,
 	})
 	got := map[string]*readSet{}
-	for i, c := range e.checks {
+	for i, c := range e.Checks() {
 		got[c.ID] = e.reads[i]
 	}
 	// target.kind is only printed; each cipher is the message itself, so
@@ -177,14 +173,14 @@ func TestFinerReadSets(t *testing.T) {
 	}
 }
 
-func memoDoc(t *testing.T, ref, ciphers string, held bool) *Document {
+func memoDoc(t *testing.T, ref, ciphers string, held bool) *engine.Document {
 	t.Helper()
 	return doc(t, memoJSON(ref, ciphers, held))
 }
 
 // decodedDoc is a document as scan facts makes it: decoded JSON, converted
 // only when a check must be evaluated.
-func decodedDoc(t *testing.T, js string) *Document {
+func decodedDoc(t *testing.T, js string) *engine.Document {
 	t.Helper()
 	var v any
 	dec := json.NewDecoder(strings.NewReader(js))
@@ -192,7 +188,7 @@ func decodedDoc(t *testing.T, js string) *Document {
 	if err := dec.Decode(&v); err != nil {
 		t.Fatal(err)
 	}
-	d, err := DocumentFromValue(v, "test")
+	d, err := engine.DocumentFromValue(v, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +206,7 @@ func memoJSON(ref, ciphers string, held bool) string {
 // must be answered from the memo.
 func TestMemoAgreesWithEvaluation(t *testing.T) {
 	files := map[string]string{"memo/reads.rego": readsPolicy, "memo/whole.rego": wholePolicy}
-	cold := memoEngine(t, 0, files)
+	cold := compile(t, files)
 	warm := memoEngine(t, 100, files)
 	type host struct{ js string }
 	fleet := []host{
@@ -287,7 +283,7 @@ func TestCanonicalDigestSeparatesValues(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d, err := DocumentFromValue(decoded, "x")
+		d, err := engine.DocumentFromValue(decoded, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,9 +318,8 @@ func TestPreparedQueriesStayBounded(t *testing.T) {
 	tlsPolicy := strings.NewReplacer("GH-MEMO-002", "GH-MEMO-005", "memo.whole", "memo.tls",
 		`"big" if count(input) > 100`, `"no nginx" if count(input.tls.nginx) == 0`).Replace(wholePolicy)
 	files := map[string]string{"memo/reads.rego": readsPolicy, "memo/tls.rego": tlsPolicy}
-	cold := memoEngine(t, 0, files)
-	warm := memoEngine(t, 100, files)
-	warm.maxQueries = 1
+	cold := compile(t, files)
+	warm := New(compile(t, files, engine.WithMaxQueries(1)), 100)
 	hosts := []string{
 		memoJSON("a", `"x"`, false),
 		// Only GH-MEMO-001's inputs change: it alone misses.
@@ -339,14 +334,14 @@ func TestPreparedQueriesStayBounded(t *testing.T) {
 	}
 	// New keeps the query of every check; host b misses GH-MEMO-001 alone,
 	// a set that would be a second query.
-	if n := warm.nCombined.Load(); n != 1 {
+	if n := warm.QueriesKept(); n != 1 {
 		t.Errorf("%d prepared queries kept, want the bound, 1", n)
 	}
 	unbounded := memoEngine(t, 100, files)
 	for _, js := range hosts {
 		mustEval(t, unbounded, doc(t, js))
 	}
-	if n := unbounded.nCombined.Load(); n < 2 {
+	if n := unbounded.QueriesKept(); n < 2 {
 		t.Errorf("the hosts made %d distinct sets of misses; the test needs at least 2", n)
 	}
 }
@@ -356,7 +351,7 @@ func TestPreparedQueriesStayBounded(t *testing.T) {
 // looked up (nor stored), and its results still match evaluation.
 func TestMemoStopsLookingUpChecksThatNeverHit(t *testing.T) {
 	files := map[string]string{"memo/reads.rego": readsPolicy}
-	cold := memoEngine(t, 0, files)
+	cold := compile(t, files)
 	warm := memoEngine(t, 10*memoProbe, files)
 	for i := range memoProbe + 20 {
 		d := memoDoc(t, "h", fmt.Sprintf("%q", fmt.Sprint("cipher-", i)), false)
@@ -391,7 +386,7 @@ func TestItemsWithAlikeNamesStayApart(t *testing.T) {
 		"memo/dotted.rego": policy("GH-MEMO-007", "memo.dotted", `input["a.b"]`),
 		"memo/nested.rego": policy("GH-MEMO-008", "memo.nested", `input.a.b`),
 	}
-	e, cold := memoEngine(t, 100, files), memoEngine(t, 0, files)
+	e, cold := memoEngine(t, 100, files), compile(t, files)
 	if len(e.readItems) != 2 {
 		t.Fatalf("items %v: want input[\"a.b\"] and input.a.b apart", e.readItems)
 	}

@@ -1,10 +1,11 @@
-package engine
+package fleet
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
 )
 
@@ -29,17 +31,22 @@ var packFleetParams = map[string]any{"gpu_expected_count": 4, "gpu_mig": false}
 // packEngines are the embedded pack with the memo off (every check
 // evaluated, as OPA alone would) and on, built once for the tests and the
 // fuzz target.
-var packEngines = sync.OnceValues(func() ([2]*Engine, error) {
-	var out [2]*Engine
-	src, err := LoadFS(policies.FS, "embedded")
+var packEngines = sync.OnceValues(func() ([2]evaluator, error) {
+	var out [2]evaluator
+	src, err := engine.LoadFS(policies.FS, "embedded")
 	if err != nil {
 		return out, err
 	}
 	// The cold engine is OPA as it comes: no memo, and OPA's own virtual
 	// cache, so the tests hold refCache to it as well.
-	for i, opts := range [][]Option{{WithMemo(0)}, {WithMemo(1 << 16)}} {
-		if out[i], err = New(context.Background(), append(opts, WithSource(src), WithParams(packFleetParams))...); err != nil {
+	for i := range out {
+		e, err := engine.New(context.Background(), engine.WithSource(src), engine.WithParams(packFleetParams))
+		if err != nil {
 			return out, err
+		}
+		out[i] = e
+		if i == 1 {
+			out[i] = New(e, 1<<16)
 		}
 	}
 	return out, nil
@@ -53,10 +60,10 @@ func memoBaseDocs(tb testing.TB) []map[string]any {
 	tb.Helper()
 	var out []map[string]any
 	for _, file := range []string{
-		"../scan/testdata/compliant-host.json",
-		"../scan/testdata/noncompliant-image.json",
-		"../scan/testdata/weak-facts.json",
-		"../scan/testdata/hardened-facts.json",
+		"../../scan/testdata/compliant-host.json",
+		"../../scan/testdata/noncompliant-image.json",
+		"../../scan/testdata/weak-facts.json",
+		"../../scan/testdata/hardened-facts.json",
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -251,17 +258,17 @@ func stringsOf(docs []map[string]any) []string {
 			}
 		})
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // agree evaluates doc cold and warm, as parsed AST and as decoded JSON, and
 // fails the test on any difference.
-func agree(t testing.TB, cold, warm *Engine, doc map[string]any, what string) {
+func agree(t testing.TB, cold, warm evaluator, doc map[string]any, what string) {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := ParseDocument(data, what)
+	parsed, err := engine.ParseDocument(data, what)
 	if err != nil {
 		return
 	}
@@ -269,15 +276,15 @@ func agree(t testing.TB, cold, warm *Engine, doc map[string]any, what string) {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	decoded, err := DocumentFromValue(decodeMap(t, data), what)
+	decoded, err := engine.DocumentFromValue(decodeMap(t, data), what)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	again, err := ParseDocument(data, what)
+	again, err := engine.ParseDocument(data, what)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []*Document{again, decoded} {
+	for _, d := range []*engine.Document{again, decoded} {
 		got, err := warm.Evaluate(context.Background(), d)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -314,9 +321,10 @@ func TestMemoAgreesOnMutatedHosts(t *testing.T) {
 		}
 	}
 	var hits, lookups int64
-	for i := range warm.memo.checks {
-		hits += warm.memo.checks[i].hits.Load()
-		lookups += warm.memo.checks[i].lookups.Load()
+	stats := warm.(*Memo).memo.checks
+	for i := range stats {
+		hits += stats[i].hits.Load()
+		lookups += stats[i].lookups.Load()
 	}
 	t.Logf("memo: %d hits in %d lookups", hits, lookups)
 	if hits == 0 {

@@ -1,4 +1,4 @@
-package engine
+package fleet
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // InterfaceToValue gives, and that a member decoded once for two documents
 // is converted once.
 func TestConvertDecodedShares(t *testing.T) {
-	data, err := os.ReadFile("../facts/testdata/good-full.json")
+	data, err := os.ReadFile("../../facts/testdata/good-full.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestConvertDecodedShares(t *testing.T) {
 // sharedDoc decodes the example document until its members are shared.
 func sharedDoc(t *testing.T) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile("../facts/testdata/good-full.json")
+	data, err := os.ReadFile("../../facts/testdata/good-full.json")
 	if err != nil {
 		t.Fatal(err)
 	}

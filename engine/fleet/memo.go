@@ -1,16 +1,23 @@
-package engine
+// Package fleet is the policy engine's speed-up for fleet scans, a wrapper
+// around the plain *engine.Engine the way a cache wraps an image: Memo
+// answers what it has seen and hands the rest to the engine it wraps, and
+// its results are held equal to the plain path's by tests.
+package fleet
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/open-policy-agent/opa/rego"
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -22,8 +29,8 @@ import (
 // check's outcome keyed by a digest of exactly what the check reads, and
 // evaluates only the checks whose inputs it has not seen.
 
-// DefaultMemoEntries is the memo size fleet evaluation asks for.
-const DefaultMemoEntries = 1 << 16
+// DefaultEntries is the memo size a fleet scan asks for.
+const DefaultEntries = 1 << 16
 
 // Bounds on the work spent digesting untrusted input: past them a check is
 // simply evaluated, never memoized.
@@ -32,12 +39,37 @@ const (
 	maxDigestBytes = 64 << 20
 )
 
-// WithMemo has the engine remember up to entries check outcomes, for fleet
-// evaluation where hosts share most of their inputs. Without it (or with 0)
-// every check is evaluated against every document by the plain prepared
-// query.
-func WithMemo(entries int) Option {
-	return func(o *options) { o.memo = max(entries, 0) }
+// Memo is an engine that remembers check outcomes: the checks whose reads a
+// document shares with one seen before are answered from the memo, and only
+// the rest are evaluated by the engine it wraps, on the parts of input they
+// read, with a virtual cache built for many small evaluations. It is safe
+// for concurrent use.
+type Memo struct {
+	*engine.Engine
+	// reads is, per check, what it reads from input; readItems every item
+	// some check reads.
+	reads     []*readSet
+	readItems []readItem
+	// shared keeps item digests of members hosts share.
+	shared *sharedDigests
+	memo   *memo
+	// projections caches, per prepared query, the parts of input its
+	// checks read (see projectionOf).
+	projections  sync.Map
+	nProjections atomic.Int64
+}
+
+// New wraps e with a memo of up to entries outcomes (DefaultEntries when
+// entries is 0 or less).
+func New(e *engine.Engine, entries int) *Memo {
+	if entries <= 0 {
+		entries = DefaultEntries
+	}
+	checks := e.Checks()
+	m := &Memo{Engine: e, shared: &sharedDigests{m: map[sharedItem]sharedSum{}}}
+	m.reads, m.readItems = analyzeReads(e.Compiler(), checks)
+	m.memo = &memo{limit: entries, checks: make([]memoStats, len(checks))}
+	return m
 }
 
 // readSet is what one check reads from input (see reads.go), or nil when
@@ -69,7 +101,7 @@ type memoKey struct {
 	sum   [sha256.Size]byte
 }
 
-type memoEntry = outcome
+type memoEntry = engine.Outcome
 
 // memo is a bounded, concurrent map of outcomes. When it fills it starts
 // over: stale entries are never wrong, only the hit rate suffers.
@@ -206,8 +238,8 @@ func (s *sharedDigests) store(k sharedItem, e sharedSum) {
 	s.m[k] = e
 }
 
-func newItemDigests(doc *Document, items []readItem, shared *sharedDigests) *itemDigests {
-	d := &itemDigests{root: doc.Value, decoded: doc.decoded, items: items, shared: shared}
+func newItemDigests(doc *engine.Document, items []readItem, shared *sharedDigests) *itemDigests {
+	d := &itemDigests{root: doc.Value, decoded: doc.Decoded(), items: items, shared: shared}
 	d.sums = make([][sha256.Size]byte, len(items))
 	d.state = make([]uint8, len(items))
 	return d
@@ -571,16 +603,13 @@ func appendCanonicalAny(b []byte, v any, depth int) ([]byte, bool) {
 
 // recall decides every check in run whose outcome the memo holds, and
 // returns the checks left to evaluate with the keys to remember them by.
-func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, map[int]memoKeys) {
-	if e.memo == nil {
-		return run, nil
-	}
-	d := newItemDigests(doc, e.readItems, e.sharedDigests)
+func (m *Memo) recall(doc *engine.Document, run []int, out []reports.Result) ([]int, map[int]memoKeys) {
+	d := newItemDigests(doc, m.readItems, m.shared)
 	keys := make(map[int]memoKeys, len(run))
 	left := run[:0:0]
 	for _, i := range run {
-		rs := e.reads[i]
-		if rs == nil || !e.memo.worthLooking(i) {
+		rs := m.reads[i]
+		if rs == nil || !m.memo.worthLooking(i) {
 			left = append(left, i)
 			continue
 		}
@@ -588,27 +617,33 @@ func (e *Engine) recall(doc *Document, run []int, out []reports.Result) ([]int, 
 		var hit *memoEntry
 		if rs.passIDs != nil {
 			if k.pass, k.hasPass = d.key(i, rs.passIDs, true); k.hasPass {
-				hit, _ = e.memo.load(k.pass)
+				hit, _ = m.memo.load(k.pass)
 			}
 		}
 		if hit == nil {
 			if k.full, k.hasFull = d.key(i, rs.ids, false); k.hasFull {
-				hit, _ = e.memo.load(k.full)
+				hit, _ = m.memo.load(k.full)
 			}
 		}
 		if !k.hasPass && !k.hasFull {
 			left = append(left, i)
 			continue
 		}
-		e.memo.count(i, hit != nil)
+		m.memo.count(i, hit != nil)
 		if hit != nil {
-			e.decide(&out[i], outcome{deny: slices.Clone(hit.deny), skip: slices.Clone(hit.skip), errs: slices.Clone(hit.errs), found: slices.Clone(hit.found)})
+			m.Decide(&out[i], cloneOutcome(*hit))
 			continue
 		}
 		keys[i] = k
 		left = append(left, i)
 	}
 	return left, keys
+}
+
+// cloneOutcome copies o's sets, so that a result never shares a slice with
+// the memo.
+func cloneOutcome(o engine.Outcome) engine.Outcome {
+	return engine.Outcome{Deny: slices.Clone(o.Deny), Skip: slices.Clone(o.Skip), Errs: slices.Clone(o.Errs), Found: slices.Clone(o.Found)}
 }
 
 // memoKeys are the keys one check's outcome on one document is stored by.
@@ -620,46 +655,107 @@ type memoKeys struct {
 // remember stores check i's outcome under the key recall gave it: a pass
 // under the pass key when the check has one, anything else under the full
 // key, which a document too large to digest fully may lack.
-func (e *Engine) remember(keys map[int]memoKeys, i int, o outcome) {
+func (m *Memo) remember(keys map[int]memoKeys, i int, o engine.Outcome) {
 	k, ok := keys[i]
 	if !ok {
 		return
 	}
-	entry := &memoEntry{deny: slices.Clone(o.deny), skip: slices.Clone(o.skip), errs: slices.Clone(o.errs), found: slices.Clone(o.found)}
+	entry := cloneOutcome(o)
 	switch {
-	case k.hasPass && len(o.deny) == 0 && len(o.skip) == 0 && len(o.errs) == 0:
-		e.memo.store(k.pass, entry)
+	case k.hasPass && len(o.Deny) == 0 && len(o.Skip) == 0 && len(o.Errs) == 0:
+		m.memo.store(k.pass, &entry)
 	case k.hasFull:
-		e.memo.store(k.full, entry)
+		m.memo.store(k.full, &entry)
 	}
 }
 
-// evaluateFleet is Evaluate with the memo on: the checks whose reads this
-// document shares with one seen before are answered from the memo, and
-// only the rest are evaluated, on the parts of input they read.
-func (e *Engine) evaluateFleet(ctx context.Context, doc *Document, out []reports.Result, gated []int) ([]reports.Result, error) {
-	run, keys := e.recall(doc, gated, out)
+// Evaluate is the engine's Evaluate, answering from the memo what it can.
+func (m *Memo) Evaluate(ctx context.Context, doc *engine.Document) ([]reports.Result, error) {
+	out, gated := m.Applicable(doc)
+	run, keys := m.recall(doc, gated, out)
 	if len(run) == 0 {
 		return out, nil
 	}
-	if len(run) < len(gated) && !e.haveQuery(run) && e.nCombined.Load() >= e.maxQueries {
+	if len(run) < len(gated) && !m.HasQuery(run) && m.QueriesFull() {
 		// Too many distinct sets of misses: evaluate the whole gated set,
 		// whose query is kept, rather than prepare one per host.
 		run = gated
 	}
-	set, err := e.queryFor(run)
+	q, err := m.Query(run)
 	if err != nil {
 		return nil, err
 	}
-	input, err := doc.inputFor(set.input)
+	input, err := m.inputFor(doc, q, run)
 	if err != nil {
 		return nil, err
 	}
-	return out, e.evaluateRun(ctx, set.query, input, out, run, func(i int, o outcome) { e.remember(keys, i, o) })
+	return out, m.EvaluateQuery(ctx, q, input, out, run, func(i int, o engine.Outcome) { m.remember(keys, i, o) }, withRefCache)
 }
 
-// haveQuery says whether the combined query of run is prepared and kept.
-func (e *Engine) haveQuery(run []int) bool {
-	_, ok := e.combined.Load(queryKey(run))
-	return ok
+// withRefCache gives each evaluation a refCache of its own from the pool.
+func withRefCache() ([]rego.EvalOption, func()) {
+	cache := getRefCache()
+	return []rego.EvalOption{rego.EvalVirtualCache(cache)}, func() { putRefCache(cache) }
+}
+
+// inputFor returns the document as OPA's input, or, when the document came
+// decoded and the checks in run are analysed, only the parts of it they
+// read: most hosts of a fleet are answered from the memo but for a check or
+// two, and converting the whole document for them cost more than
+// evaluating them. The cut-down value is not kept: another host's checks
+// read other parts.
+func (m *Memo) inputFor(doc *engine.Document, q *engine.Query, run []int) (ast.Value, error) {
+	p := m.projectionOf(q, run)
+	if doc.Value != nil || p == nil || doc.Decoded() == nil {
+		return doc.InputWith(convertDecoded)
+	}
+	v, err := p.convert(doc.Decoded(), true)
+	if err != nil {
+		return nil, fmt.Errorf("converting facts %s: %w", doc.Name(), err)
+	}
+	return v, nil
+}
+
+// noProjection marks a set of checks one of which must see all of input.
+var noProjection = &projection{whole: true}
+
+// maxProjections bounds the projections kept, one per set of checks
+// evaluated together, as the engine bounds its prepared queries.
+const maxProjections = 256
+
+// projectionOf returns the parts of input the checks in run, evaluated by
+// q, read, or nil when one of them is not analysed and must see all of it.
+// It is kept by q, which the engine keeps for each set of checks while it
+// keeps queries at all.
+func (m *Memo) projectionOf(q *engine.Query, run []int) *projection {
+	key := q
+	if p, ok := m.projections.Load(key); ok {
+		if p == noProjection {
+			return nil
+		}
+		return p.(*projection)
+	}
+	p := &projection{}
+	for _, i := range run {
+		rs := m.reads[i]
+		if rs == nil {
+			p = noProjection
+			break
+		}
+		for _, it := range rs.full {
+			p.add(it.path, it.mode != readPresence)
+		}
+	}
+	if p.whole || p.each != nil {
+		p = noProjection // a check iterates over input's own members
+	}
+	if m.nProjections.Load() < maxProjections {
+		if _, loaded := m.projections.LoadOrStore(key, p); !loaded {
+			m.nProjections.Add(1)
+		}
+	}
+	if p == noProjection {
+		return nil
+	}
+	return p
 }

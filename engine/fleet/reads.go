@@ -1,10 +1,11 @@
-package engine
+package fleet
 
 import (
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -169,7 +170,7 @@ func forKey(items []readItem, pass bool) []readItem {
 
 // analyzeReads finds, for every check, the input its rules and every rule
 // they depend on read, and lists every item some check reads once.
-func analyzeReads(compiler *ast.Compiler, checks []Check) ([]*readSet, []readItem) {
+func analyzeReads(compiler *ast.Compiler, checks []engine.Check) ([]*readSet, []readItem) {
 	byPkg := map[string][]*ast.Rule{}
 	for _, m := range compiler.Modules {
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")

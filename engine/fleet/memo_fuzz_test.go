@@ -1,9 +1,11 @@
-package engine
+package fleet
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 // FuzzDigestAgrees feeds untrusted JSON through both ways a document reaches
@@ -36,7 +38,7 @@ func FuzzDigestAgrees(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
 		raw := append(append([]byte(`{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"x":`), value...), '}')
-		fromAST, err := ParseDocument(raw, "fuzz")
+		fromAST, err := engine.ParseDocument(raw, "fuzz")
 		if err != nil {
 			return
 		}
@@ -46,7 +48,7 @@ func FuzzDigestAgrees(f *testing.F) {
 		if err := dec.Decode(&decoded); err != nil {
 			t.Fatalf("OPA parsed %q, encoding/json did not: %v", raw, err)
 		}
-		fromJSON, err := DocumentFromValue(decoded, "fuzz")
+		fromJSON, err := engine.DocumentFromValue(decoded, "fuzz")
 		if err != nil {
 			t.Fatalf("DocumentFromValue refused what ParseDocument took: %v", err)
 		}
