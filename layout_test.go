@@ -7,8 +7,11 @@ package layout_test
 import (
 	"bufio"
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +130,44 @@ func TestInternalHoldsOnlyLeaves(t *testing.T) {
 				t.Errorf("%s imports %s: internal/ keeps only leaves; move the package beside what it serves", pkg, dep)
 			}
 		}
+	}
+}
+
+// maxFileLines is the most lines a hand-written Go file may have: past it a
+// file holds more than one idea, and the next engineer reads all of them to
+// change one.
+const maxFileLines = 700
+
+// TestNoFileOverTheLimit fails on a hand-written Go file, test or not, of
+// more than maxFileLines lines. Generated files (their first lines say
+// "Code generated ... DO NOT EDIT.") are what their generator makes them.
+func TestNoFileOverTheLimit(t *testing.T) {
+	generated := regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "out" || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		head := data[:min(len(data), 1024)]
+		if lines := bytes.Count(data, []byte("\n")); lines > maxFileLines && !generated.Match(head) {
+			t.Errorf("%s: %d lines, more than %d: split it by what its parts are about", p, lines, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -162,3 +163,49 @@ func (d *Document) TargetString(key string) (string, bool) {
 	}
 	return stringAt(target, key)
 }
+
+// Document is a facts document ready for evaluation.
+type Document struct {
+	// Value is the whole document, as OPA's input. A document made by
+	// DocumentFromValue leaves it nil until Input is called: when every
+	// check is answered from the memo, the conversion is never needed.
+	Value ast.Value
+	// Kind is target.kind, which decides which checks apply.
+	Kind string
+	// Collectors is the collectors' outcomes, which decide skips and errors.
+	Collectors map[string]facts.CollectorStatus
+
+	// decoded is the JSON Value is converted from, when it came decoded.
+	decoded any
+	name    string
+	once    sync.Once
+	convErr error
+}
+
+// Input returns the document as OPA's input, converting it on first use.
+func (d *Document) Input() (ast.Value, error) { return d.InputWith(ast.InterfaceToValue) }
+
+// InputWith is Input with the conversion from decoded JSON given: a wrapper
+// that converts members hosts share once for the fleet passes its own. The
+// first call converts; later ones return its result whatever they pass.
+func (d *Document) InputWith(convert func(decoded any) (ast.Value, error)) (ast.Value, error) {
+	d.once.Do(func() {
+		if d.Value != nil {
+			return
+		}
+		v, err := convert(d.decoded)
+		if err != nil {
+			d.convErr = fmt.Errorf("converting facts %s: %w", d.name, err)
+			return
+		}
+		d.Value = v
+	})
+	return d.Value, d.convErr
+}
+
+// Decoded returns the decoded JSON a document made by DocumentFromValue was
+// made from, or nil. It must not be changed.
+func (d *Document) Decoded() any { return d.decoded }
+
+// Name is the name the document's errors use.
+func (d *Document) Name() string { return d.name }
