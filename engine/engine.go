@@ -367,6 +367,7 @@ func (e *Engine) base(c Check) reports.Result {
 		Controls:    c.Controls,
 		Package:     c.Package,
 		File:        c.File,
+		Location:    c.Location,
 		Messages:    []string{},
 	}
 }

@@ -242,6 +242,15 @@ func TestMetadataProblemsAreCompileErrors(t *testing.T) {
 	if _, err = New(context.Background(), WithSource(src)); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("duplicate id: got %v", err)
 	}
+	// A location is where a code-scanning alert points: a directory or a
+	// path out of the target would put it nowhere.
+	for _, loc := range []string{"etc/ssh/sshd_config", "/etc/ssh/", "/etc/../x", "/"} {
+		bad := strings.Replace(sshPolicy, "#   severity: medium\n", "#   severity: medium\n#   location: "+loc+"\n", 1)
+		src, _ = LoadFS(fstest.MapFS{"ssh/root.rego": {Data: []byte(bad)}}, "test")
+		if _, err = New(context.Background(), WithSource(src)); err == nil || !strings.Contains(err.Error(), "custom.location") {
+			t.Errorf("location %q: got %v", loc, err)
+		}
+	}
 }
 
 func TestParseDocumentRejectsGarbage(t *testing.T) {

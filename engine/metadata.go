@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -23,11 +24,16 @@ type Check struct {
 	// SeverityParam names the parameter that sets Severity, when the
 	// METADATA gives one (custom.severity_param): a site decides how much
 	// a finding weighs there, and every report shows the weight it chose.
-	SeverityParam string              `json:"severity_param,omitempty"`
-	Remediation   string              `json:"remediation"`
-	Controls      map[string][]string `json:"controls"`
-	Targets       []string            `json:"targets"`
-	Requires      []string            `json:"requires"`
+	SeverityParam string `json:"severity_param,omitempty"`
+	Remediation   string `json:"remediation"`
+	// Location is the file in the target that carries the fix when a
+	// failure names no file of its own (auditd not installed: the package
+	// database), so that every finding has a place a code-scanning alert
+	// can point at.
+	Location string              `json:"location,omitempty"`
+	Controls map[string][]string `json:"controls"`
+	Targets  []string            `json:"targets"`
+	Requires []string            `json:"requires"`
 	// Judges lists collectors the check reads and whose absence it judges
 	// itself: a check that must fail when NVML is down cannot be skipped
 	// because NVML is down. Only a collector error stops it.
@@ -117,6 +123,7 @@ func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
 	str := func(k string) string { s, _ := a.Custom[k].(string); return s }
 	c.ID, c.Severity, c.Remediation = str("id"), str("severity"), str("remediation")
 	c.SeverityParam = str("severity_param")
+	c.Location = str("location")
 	switch {
 	case c.ID == "":
 		return bad("custom.id is missing")
@@ -126,6 +133,8 @@ func checkFromAnnotations(a *ast.Annotations, pkg, file string) (Check, error) {
 		return bad(fmt.Sprintf("custom.severity %q is not one of %s", c.Severity, strings.Join(reports.Severities, ", ")))
 	case c.Remediation == "":
 		return bad("custom.remediation is missing")
+	case c.Location != "" && (!path.IsAbs(c.Location) || path.Clean(c.Location) != c.Location || c.Location == "/"):
+		return bad(fmt.Sprintf("custom.location %q is not a clean absolute path to a file", c.Location))
 	}
 	if ctl, ok := a.Custom["controls"].(map[string]any); ok {
 		for fw, ids := range ctl {

@@ -86,6 +86,9 @@ type Result struct {
 	Package string `json:"package,omitempty"`
 	// File is the policy file, relative to the policy root.
 	File string `json:"file,omitempty"`
+	// Location is the file in the target that carries the fix, where a
+	// message names none of its own (the check's custom.location).
+	Location string `json:"location,omitempty"`
 	// OutOfScope marks a skip because the check does not apply to this
 	// target: a live probe on an image, or an sshd check where no sshd is
 	// installed or running. That is no gap in coverage.

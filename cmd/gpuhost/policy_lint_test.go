@@ -41,6 +41,7 @@ func TestPolicyLintFindings(t *testing.T) {
 #   id: GH-TLS-001
 #   severity: high
 #   remediation: fix
+#   location: /etc/x.conf
 #   controls: {nist-800-53: [SC-8]}
 #   targets: [rootfs]
 #   requires: [ssh]
@@ -56,6 +57,7 @@ deny contains "x" if input.ssh.bad
 #   id: GH-TLS-001
 #   severity: high
 #   remediation: fix
+#   location: /etc/x.conf
 #   controls: {nist-800-53: [SC-8]}
 #   targets: [rootfs]
 #   requires: [tls]
@@ -82,6 +84,7 @@ deny contains "x" if data.gpuhost.params.not_in_schema
 #   id: GH-NET-010
 #   severity: low
 #   remediation: fix
+#   location: /etc/x.conf
 #   controls: {nist-800-53: [SC-7]}
 #   targets: [rootfs]
 #   requires: []

@@ -69,6 +69,10 @@ func TestReportsStayTheSame(t *testing.T) {
 				}
 				testutil.Golden(t, filepath.Join("testdata", "stable", c.name+"."+f), []byte(varying.Replace(string(got))), *update)
 			}
+			if !testing.Short() {
+				// What GitHub code scanning is given must be what it takes.
+				testutil.ValidateSARIF(t, filepath.Join(dir, c.name+".sarif"))
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-AUD-001
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Install auditd (apt-get install auditd) and enable it (systemctl enable --now auditd).
 #   controls:

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-AUD-003
 #   severity: high
+#   location: /etc/audit/rules.d/audit.rules
 #   remediation: >-
 #     Add "-w PATH -p wa -k gpuhost-config" to /etc/audit/rules.d/50-gpuhost.rules for each path,
 #     then run augenrules --load.

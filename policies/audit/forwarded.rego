@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-AUD-006
 #   severity: medium
+#   location: /etc/audit/plugins.d/au-remote.conf
 #   remediation: >-
 #     Install audispd-plugins, set active = yes in /etc/audit/plugins.d/au-remote.conf and
 #     remote_server = HOST in /etc/audit/audisp-remote.conf; or enable systemd-journal-upload with

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-AUD-004
 #   severity: medium
+#   location: /etc/audit/rules.d/audit.rules
 #   remediation: >-
 #     Add "-w /usr/bin/nvidia-smi -p x -k gpu-mode" and "-w /usr/bin/nvidia-ctk -p x -k gpu-mode" to
 #     /etc/audit/rules.d/50-gpuhost.rules, then run augenrules --load.

@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-AUD-007
 #   severity: medium
+#   location: /etc/audit/rules.d/audit.rules
 #   remediation: >-
 #     Run augenrules --load (or auditctl -R /etc/audit/audit.rules) and read its errors; with -e 2 in
 #     the rules, reboot to load the changed files.

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-AUD-005
 #   severity: high
+#   location: /etc/audit/auditd.conf
 #   remediation: >-
 #     In /etc/audit/auditd.conf set max_log_file_action = keep_logs, space_left_action = email (or
 #     exec), admin_space_left_action = single (or halt), disk_full_action = halt (or single) and

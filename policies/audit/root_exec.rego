@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-AUD-002
 #   severity: high
+#   location: /etc/audit/rules.d/audit.rules
 #   remediation: >-
 #     Add to /etc/audit/rules.d/50-gpuhost.rules:
 #     "-a always,exit -F arch=b64 -S execve -F euid=0 -k root-exec",

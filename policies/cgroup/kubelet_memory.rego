@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-CGR-003
 #   severity: high
+#   location: /var/lib/kubelet/config.yaml
 #   remediation: >-
 #     In /var/lib/kubelet/config.yaml set cgroupDriver: systemd, systemReserved: {memory: 2Gi} (or
 #     kubeReserved), evictionHard: {memory.available: 500Mi} and enforceNodeAllocatable: [pods], then

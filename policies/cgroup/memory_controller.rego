@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-CGR-002
 #   severity: high
+#   location: /etc/default/grub
 #   remediation: >-
 #     Boot with systemd managing the unified hierarchy (it enables the controllers units ask for),
 #     or run "echo +memory > /sys/fs/cgroup/cgroup.subtree_control"; do not boot with

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-CGR-004
 #   severity: medium
+#   location: /etc/systemd/system/user.slice.d/50-memory.conf
 #   remediation: >-
 #     Add a drop-in such as /etc/systemd/system/user.slice.d/50-memory.conf with "[Slice]" and
 #     "MemoryMax=32G" (or MemoryHigh=), then run "systemctl daemon-reload".

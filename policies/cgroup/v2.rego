@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-CGR-001
 #   severity: high
+#   location: /etc/default/grub
 #   remediation: >-
 #     Remove "systemd.unified_cgroup_hierarchy=0" (or set it to 1) on the kernel command line in
 #     /etc/default/grub, run update-grub, and reboot.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-008
 #   severity: high
+#   location: /etc/gpuhost/manifest.json
 #   remediation: >-
 #     Restore the file from the image (or configuration management) and find out who changed it;
 #     if the change is intended, rebuild the image so that its manifest records it.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-006
 #   severity: high
+#   location: /etc/gpuhost/manifest.json
 #   remediation: >-
 #     Reinstall and hold the pinned driver, rebuild its kernel modules (DKMS) and reboot; if the
 #     new driver is intended, rebuild the image with the new pin.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-004
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Put the hold back ("apt-mark hold NAME") and reinstall the baked version if it moved; if the
 #     change is intended, rebuild the image with the new pin.

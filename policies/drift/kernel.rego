@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-DRIFT-005
 #   severity: high
+#   location: /etc/gpuhost/manifest.json
 #   remediation: >-
 #     Boot the baked kernel (set it as the GRUB default and reboot) and hold the kernel packages;
 #     if the new kernel is intended, rebuild the image so that its NVIDIA modules are built for it.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-007
 #   severity: high
+#   location: /etc/gpuhost/manifest.json
 #   remediation: >-
 #     Pull the pinned base by digest ("ctr -n k8s.io images pull REF@DIGEST") and remove the
 #     replacement; if the new base is intended, rebuild the image with the new digest.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-002
 #   severity: medium
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Remove the package ("apt-get purge NAME") or, if it belongs on the host, add it to the image
 #     template and rebuild so that its manifest records it.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-DRIFT-001
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Reinstall the baked version ("apt-get install --allow-downgrades NAME=VERSION") or, if the
 #     change is intended, rebuild the image so that its manifest records it.

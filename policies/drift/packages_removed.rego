@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-DRIFT-003
 #   severity: medium
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Reinstall the package at its baked version, or rebuild the image without it so that its
 #     manifest no longer records it.

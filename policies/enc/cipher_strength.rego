@@ -13,6 +13,7 @@
 # custom:
 #   id: GH-ENC-003
 #   severity: high
+#   location: /etc/crypttab
 #   remediation: >-
 #     Re-encrypt the volume with a 512-bit AES-XTS key (cryptsetup reencrypt --cipher
 #     aes-xts-plain64 --key-size 512), or for plain dm-crypt set cipher=aes-xts-plain64,size=512

@@ -16,6 +16,7 @@
 # custom:
 #   id: GH-ENC-004
 #   severity: critical
+#   location: /etc/crypttab
 #   remediation: >-
 #     Remove the slot (cryptsetup luksKillSlot DEVICE SLOT) once another slot opens the volume:
 #     seal a key to the TPM2 (systemd-cryptenroll --tpm2-device=auto DEVICE), or add a real

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-ENC-001
 #   severity: high
+#   location: /etc/crypttab
 #   remediation: >-
 #     Install the image onto a LUKS2 volume (cryptsetup luksFormat, listed in /etc/crypttab and
 #     unlocked in the initramfs, for example by TPM2 or a network key) and mount / from the mapping,

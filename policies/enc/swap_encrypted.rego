@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-ENC-002
 #   severity: medium
+#   location: /etc/fstab
 #   remediation: >-
 #     Remove the swap area, switch to zram, or put swap on dm-crypt with a random key
 #     (a crypttab entry with the "swap" option and /dev/urandom as its key file).

@@ -1,25 +1,23 @@
 # METADATA
 # title: An encrypted volume's key is the host's own, not the image's
 # description: >-
-#   Every host booted from one image starts with the image's volume key, and whoever holds the
-#   image can read that key through its one-time key slot. Wiping the slot at first boot does not
-#   change the key: each host's disk would stay readable with the key taken from the image. So the
-#   gpuhost-rootfs builder records the digest of the image's volume key in the LUKS2 header (a
+#   Every host booted from one image starts with the image's volume key, which whoever holds the
+#   image can read through its one-time key slot; wiping the slot does not change the key. The
+#   gpuhost-rootfs builder records the digest of the image's key in the LUKS2 header (a
 #   gpuhost-image-key token), and first boot re-encrypts the volume with a key of the host's own
-#   before it seals a key to the TPM2. In an image the check passes when the image's enabled
-#   first-boot enrolment re-encrypts each LUKS volume, and fails otherwise. On a host it fails
-#   while a volume is still under the image's key or its re-encryption is unfinished, passes once
-#   the header's key is no longer the recorded one, and cannot decide for a volume whose header
-#   records no image key (made by other means, or LUKS1), nor for one whose header was not read
-#   (in an image: a crypttab volume the image does not hold). With no LUKS volume it passes; a
-#   root file system tree carries no header, so the check does not apply to one.
+#   before sealing a key to the TPM2. An image passes when its enabled first-boot enrolment
+#   re-encrypts each LUKS volume. A host fails while a volume is under the image's key or its
+#   re-encryption is unfinished, and passes once the key is no longer the recorded one. A header
+#   that records no image key, or was not read, cannot be decided. With no LUKS volume the check
+#   passes; a root file system tree has no header, so it does not apply.
 # scope: package
 # custom:
 #   id: GH-ENC-005
 #   severity: high
+#   location: /etc/crypttab
 #   remediation: >-
-#     Re-encrypt the volume with a new key while it is in use (cryptsetup reencrypt DEVICE with a
-#     passphrase of one of its key slots), then seal a new key to the TPM2 (systemd-cryptenroll
+#     Re-encrypt the volume with a new key while it is in use ("cryptsetup reencrypt DEVICE",
+#     with a passphrase of one of its key slots), then seal a new key to the TPM2 (systemd-cryptenroll
 #     --tpm2-device=auto DEVICE). For an image, build it with the gpuhost-rootfs builder's
 #     encryption block, whose first boot does both. On a host booted from a gpuhost image, see
 #     why gpuhost-luks-enroll.service did not finish (journalctl -u gpuhost-luks-enroll); an

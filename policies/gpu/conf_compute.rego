@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-013
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Boot a CC-capable platform (AMD SEV-SNP or Intel TDX) with a CC-capable driver and set the
 #     mode with NVIDIA's gpu-admin-tools ("--set-cc-mode=on"), then reset the GPUs; never ship

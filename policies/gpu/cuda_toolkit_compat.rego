@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-GPU-017
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Install a driver branch that supports the toolkit (see NVIDIA's CUDA release notes, table 3),
 #     or pin the toolkit to the newest version the driver branch supports.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-002
 #   severity: critical
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Reboot so the kernel module of the installed driver loads (or unload and reload the nvidia
 #     modules with no GPU processes running); if the packages themselves disagree, reinstall one

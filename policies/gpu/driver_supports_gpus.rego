@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-GPU-018
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Pin a driver branch at or above the newest GPU's minimum, and install the kernel module flavour
 #     the GPUs need (nvidia-open / *-open packages for Blackwell).

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-001
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Reinstall the pinned driver packages (or rebuild the host from the baked image), hold them
 #     with "apt-mark hold", and reboot so that the kernel module and the library match the pin.

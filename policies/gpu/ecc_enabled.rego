@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-GPU-003
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Enable ECC with "nvidia-smi -e 1" (or "-i <index> -e 1") and reset the GPU or reboot; make it
 #     part of the image's first-boot configuration.

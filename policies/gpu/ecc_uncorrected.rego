@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-004
 #   severity: critical
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Drain the node, check "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER", reset the GPU
 #     so pending retirements or row remaps take effect, and run DCGM diagnostics (dcgmi diag -r 3);

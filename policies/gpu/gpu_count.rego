@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-GPU-011
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Compare "nvidia-smi -L" with "lspci -d 10de:" and the kernel log (Xid 79); reseat or replace the
 #     missing GPU, or correct params.gpu_expected_count for this node class.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-009
 #   severity: medium
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Set the mode with "nvidia-smi -i <index> -mig 1" (or 0) and reset the GPU; recreate the MIG
 #     instances the fleet expects.

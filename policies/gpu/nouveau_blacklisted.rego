@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-GPU-015
 #   severity: medium
+#   location: /etc/modprobe.d/nvidia-blacklists-nouveau.conf
 #   remediation: >-
 #     Add /etc/modprobe.d/blacklist-nouveau.conf with "blacklist nouveau" and "options nouveau
 #     modeset=0", then rebuild the initramfs (update-initramfs -u) so the blacklist applies at boot.

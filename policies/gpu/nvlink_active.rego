@@ -12,6 +12,7 @@
 # custom:
 #   id: GH-GPU-021
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Read "nvidia-smi nvlink --status" and the kernel log for Xid 74; reseat the GPU or its
 #     baseboard, check the NVSwitch fabric (nvidia-fabricmanager), and run "dcgmi diag -r 2".

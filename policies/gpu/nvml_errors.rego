@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-GPU-019
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Run "nvidia-smi -q" on the host and read the kernel log for Xid lines; a GPU that hangs or
 #     reports itself lost needs a reset (or a reboot) and DCGM diagnostics.

@@ -12,6 +12,7 @@
 # custom:
 #   id: GH-GPU-020
 #   severity: critical
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Read "dmesg | grep -i nvidia" and "nvidia-smi": load the driver (modprobe nvidia), install the
 #     user-space library of the same version, or rebuild the host from its image. A node that is

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-010
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Confirm under load with "nvidia-smi -q -d PCIE"; reseat the GPU, riser or cable, check the
 #     slot's BIOS settings, and replace the part if the link stays degraded.

@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-GPU-008
 #   severity: medium
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Enable and start nvidia-persistenced.service (preferred over "nvidia-smi -pm 1", which does
 #     not survive a reboot).

@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-GPU-016
 #   severity: medium
+#   location: /etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service
 #   remediation: >-
 #     Install nvidia-persistenced and run "systemctl enable nvidia-persistenced.service" in the image.
 #   controls:

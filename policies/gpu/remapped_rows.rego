@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-007
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Drain the node and reset the GPU (nvidia-smi -r) or reboot to apply a pending remap; open an
 #     RMA for a GPU whose remap failed.

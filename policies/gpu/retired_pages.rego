@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-GPU-005
 #   severity: high
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Drain the node and reset the GPU (nvidia-smi -r) or reboot so pending retirements take effect;
 #     open an RMA for a GPU at or over the limit.

@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-GPU-006
 #   severity: low
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Track the GPU's retired page count over time (nvidia-smi -q -d PAGE_RETIREMENT) and plan its
 #     replacement before it reaches the limit.

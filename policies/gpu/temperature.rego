@@ -7,6 +7,7 @@
 # custom:
 #   id: GH-GPU-012
 #   severity: medium
+#   location: /proc/driver/nvidia/version
 #   remediation: >-
 #     Check the chassis fans and airflow, the data-centre inlet temperature and the GPU's clock
 #     event reasons (nvidia-smi -q -d PERFORMANCE); drain the node if it keeps running hot.

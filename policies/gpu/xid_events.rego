@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-GPU-014
 #   severity: high
+#   location: /var/log/kern.log
 #   remediation: >-
 #     Look the code up in NVIDIA's Xid catalogue, drain the node, reset the GPU and run DCGM
 #     diagnostics (dcgmi diag -r 3); open an RMA if the Xid recurs.

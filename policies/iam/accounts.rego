@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-IAM-001
 #   severity: critical
+#   location: /etc/shadow
 #   remediation: >-
 #     Remove or renumber the extra uid 0 accounts (usermod -u); lock accounts without a password
 #     (passwd -l NAME) or set one.

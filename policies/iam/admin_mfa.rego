@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-IAM-006
 #   severity: high
+#   location: /etc/pam.d/sshd
 #   remediation: >-
 #     Install libpam-google-authenticator (or libpam-u2f); add "auth required pam_google_authenticator.so"
 #     to /etc/pam.d/sshd; in sshd_config set UsePAM yes, KbdInteractiveAuthentication yes and

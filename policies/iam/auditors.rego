@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-IAM-003
 #   severity: high
+#   location: /etc/sudoers
 #   remediation: >-
 #     Remove the auditors' sudo rules; chgrp root and chmod g-w,o-w what under /etc they could write.
 #   controls:

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-IAM-005
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Add "AllowGroups gpuhost-admin gpuhost-dev gpuhost-audit" to /etc/ssh/sshd_config.d/50-gpuhost.conf.
 #   controls:

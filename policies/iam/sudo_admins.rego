@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-IAM-002
 #   severity: high
+#   location: /etc/sudoers
 #   remediation: >-
 #     Grant ALL only to the admin group ("%gpuhost-admin ALL=(ALL:ALL) ALL") and give other roles the
 #     commands they need by name, without NOPASSWD.

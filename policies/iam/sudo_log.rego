@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-IAM-004
 #   severity: medium
+#   location: /etc/sudoers
 #   remediation: >-
 #     Add "Defaults use_pty" and "Defaults logfile=/var/log/sudo.log" to /etc/sudoers.d/50-gpuhost
 #     (visudo -f).

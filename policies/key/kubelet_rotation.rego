@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-KEY-002
 #   severity: medium
+#   location: /var/lib/kubelet/config.yaml
 #   remediation: >-
 #     In /var/lib/kubelet/config.yaml set rotateCertificates: true and serverTLSBootstrap: true,
 #     approve the node's serving CSRs (or run an approver), then restart the kubelet.

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-KEY-001
 #   severity: high
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Issue the listed service a new certificate with a new key (cert-manager, ACME or the site's CA
 #     renew both), install it and reload the service; automate it so renewal precedes the limit.

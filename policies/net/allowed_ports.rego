@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-NET-001
 #   severity: high
+#   location: /etc/nftables.conf
 #   remediation: >-
 #     Stop or disable the listed service, bind it to 127.0.0.1, or add its port to allowed_ports
 #     in the params file if it is meant to be reachable.

@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-NET-004
 #   severity: high
+#   location: /etc/nftables.conf
 #   remediation: >-
 #     Stop the process or bind it to 127.0.0.1, or remove the named rule (or set the input policy to
 #     drop) so that the port is no longer admitted; add the port to allowed_ports only if it is

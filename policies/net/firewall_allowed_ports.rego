@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-NET-003
 #   severity: medium
+#   location: /etc/nftables.conf
 #   remediation: >-
 #     Remove the rule that opens the listed port (ufw delete allow PORT, or the nftables accept
 #     rule), or add the port to allowed_ports in the params file if it is meant to be reachable.

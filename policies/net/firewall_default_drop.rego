@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-NET-002
 #   severity: high
+#   location: /etc/nftables.conf
 #   remediation: >-
 #     Enable ufw with "ufw default deny incoming" and "ufw enable", or give the nftables input
 #     chain "policy drop;" and enable nftables.service; allow only the ports you need.

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-PIN-003
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Install all four at the same version and run "apt-mark hold nvidia-container-toolkit
 #     nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1".

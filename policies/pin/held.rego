@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-PIN-002
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Run "apt-mark hold" on each listed package (the image provisioner holds every pin it installs).
 #   controls:

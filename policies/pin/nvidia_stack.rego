@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-PIN-005
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Bake the image with the gpuhost-gpu provisioner (driver, cuda and container_toolkit pinned),
 #     or set params.profile to cpu for an image that is not a GPU host.

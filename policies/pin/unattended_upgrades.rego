@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-PIN-004
 #   severity: medium
+#   location: /etc/apt/apt.conf.d/20auto-upgrades
 #   remediation: >-
 #     Run "systemctl mask unattended-upgrades.service" (or remove the unattended-upgrades package)
 #     and roll out updates by rebuilding the image.

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-PIN-001
 #   severity: high
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Install the pinned version ("apt-get install --allow-downgrades NAME=VERSION"), hold it with
 #     "apt-mark hold NAME", or rebuild the image from the lock; if the new version is intended,

@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-RT-005
 #   severity: high
+#   location: /etc/cdi/nvidia.yaml
 #   remediation: >-
 #     Run "systemctl restart gpuhost-cdi.service" (or "nvidia-ctk cdi generate
 #     --output=/var/run/cdi/nvidia.yaml") and check "nvidia-ctk cdi list" against "nvidia-smi -L".

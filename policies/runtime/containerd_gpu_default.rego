@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-RT-003
 #   severity: medium
+#   location: /etc/containerd/config.toml
 #   remediation: >-
 #     Run "nvidia-ctk runtime configure --runtime=containerd --set-as-default" (add --cdi.enabled
 #     to use CDI instead) and restart containerd.

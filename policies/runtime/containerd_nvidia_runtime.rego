@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-RT-001
 #   severity: high
+#   location: /etc/containerd/config.toml
 #   remediation: >-
 #     Install the pinned NVIDIA container toolkit packages, run "nvidia-ctk runtime configure
 #     --runtime=containerd --set-as-default" and restart containerd.

@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-RT-002
 #   severity: high
+#   location: /etc/containerd/config.toml
 #   remediation: >-
 #     Set SystemdCgroup = true under the runc and nvidia runtimes' options (containerd 2.x -
 #     plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.<name>.options), then restart containerd.

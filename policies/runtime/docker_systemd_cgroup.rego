@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-RT-004
 #   severity: medium
+#   location: /etc/docker/daemon.json
 #   remediation: >-
 #     Add "exec-opts" ["native.cgroupdriver=systemd"] to /etc/docker/daemon.json and restart docker.
 #   controls:

@@ -13,6 +13,7 @@
 # custom:
 #   id: GH-SC-001
 #   severity: critical
+#   location: /var/lib/dpkg/status
 #   remediation: >-
 #     Rebuild the image against a current mirror snapshot so the package is at or above the fixed
 #     version ("apt-get install --only-upgrade PACKAGE"), or waive the finding with a

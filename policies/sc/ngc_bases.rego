@@ -12,6 +12,7 @@
 # custom:
 #   id: GH-SC-002
 #   severity: high
+#   location: /etc/gpuhost/manifest.json
 #   remediation: >-
 #     Pin each base in the template's ngc_images by digest (the gpuhost-ngc data source resolves
 #     tags), pull only from an allowed registry, and remove images the manifest does not pin;

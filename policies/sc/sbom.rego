@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-SC-003
 #   severity: medium
+#   location: /var/lib/gpuhost/sbom.cdx.json
 #   remediation: >-
 #     Write a CycloneDX SBOM of the finished rootfs to ROOTFS/var/lib/gpuhost/sbom.cdx.json
 #     before packing ("trivy rootfs --format cyclonedx ROOTFS" makes one), then rebuild.

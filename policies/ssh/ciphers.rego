@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-SSH-004
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Set an explicit "Ciphers" line in /etc/ssh/sshd_config that lists only strong algorithms
 #     (or remove the weak ones with "Ciphers -NAME,..."), check with "sshd -T", and reload ssh.

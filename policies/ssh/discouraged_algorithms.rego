@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-SSH-008
 #   severity: low
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Remove them, e.g. "KexAlgorithms -ecdh-sha2-nistp*", "HostKeyAlgorithms -ecdsa-sha2-nistp*" and
 #     no ECDSA HostKey line in /etc/ssh/sshd_config; check with "sshd -T" and reload ssh.

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-SSH-009
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Generate a new key ("ssh-keygen -t ed25519 -f /etc/ssh/ssh_host_ed25519_key", or "-t rsa -b 4096"),
 #     remove the weak HostKey lines, set "HostKeyAlgorithms -ssh-rsa,ssh-dss" if needed, and restart ssh.

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-SSH-010
 #   severity: high
+#   location: /etc/ssh/ssh_host_ed25519_key
 #   remediation: >-
 #     Remove /etc/ssh/ssh_host_*_key and their .pub halves from the image and generate them at
 #     first boot ("ssh-keygen -A" in a unit ordered before ssh.service). The gpuhost-rootfs

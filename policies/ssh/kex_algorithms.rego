@@ -9,6 +9,7 @@
 # custom:
 #   id: GH-SSH-005
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Set an explicit "KexAlgorithms" line in /etc/ssh/sshd_config that lists only strong algorithms
 #     (or remove the weak ones with "KexAlgorithms -NAME,..."), check with "sshd -T", and reload ssh.

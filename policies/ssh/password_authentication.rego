@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-SSH-002
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Set "PasswordAuthentication no" and "KbdInteractiveAuthentication no" in
 #     /etc/ssh/sshd_config (and drop-ins under sshd_config.d that override them), remove them from every Match block, then

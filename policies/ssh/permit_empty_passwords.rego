@@ -5,6 +5,7 @@
 # custom:
 #   id: GH-SSH-003
 #   severity: critical
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Set "PermitEmptyPasswords no" in /etc/ssh/sshd_config, reload ssh, and lock any account
 #     with an empty password (passwd -l USER).

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-SSH-001
 #   severity: high
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Set "PermitRootLogin no" in /etc/ssh/sshd_config (before any Include that sets it, since the
 #     first value wins), check with "sshd -T", and reload ssh.

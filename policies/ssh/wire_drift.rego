@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-SSH-007
 #   severity: medium
+#   location: /etc/ssh/sshd_config
 #   remediation: >-
 #     Check the file with "sshd -t -f FILE" and reload the daemon ("systemctl reload ssh"), or
 #     restore the file the daemon runs with; then scan again.

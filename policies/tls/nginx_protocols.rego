@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-TLS-002
 #   severity: high
+#   location: /etc/nginx/nginx.conf
 #   remediation: >-
 #     Set "ssl_protocols TLSv1.3;" in the http block (and in every server block that sets its
 #     own), then run "nginx -t" and reload nginx.

@@ -8,6 +8,7 @@
 # custom:
 #   id: GH-TLS-001
 #   severity: high
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Set "MinProtocol = TLSv1.3" in the system_default section that openssl.cnf reaches
 #     through openssl_conf and ssl_conf, then restart services that link OpenSSL.

@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-TLS-005
 #   severity: high
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Issue the listed service a certificate from the site's CA with a SAN for every name
 #     clients use, an RSA 2048+ or ECDSA P-256+ key and a SHA-256 signature, install it and

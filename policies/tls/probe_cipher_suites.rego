@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-TLS-006
 #   severity: high
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Restrict the listed service's TLS 1.2 suites to ECDHE with AES-GCM or ChaCha20-Poly1305
 #     (OpenSSL CipherString "ECDHE+AESGCM:ECDHE+CHACHA20", nginx ssl_ciphers), then restart it.

@@ -10,6 +10,7 @@
 # custom:
 #   id: GH-TLS-004
 #   severity: critical
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Raise the listed service's minimum protocol to TLS 1.2 or better 1.3 (OpenSSL
 #     MinProtocol, nginx ssl_protocols, Go tls.Config.MinVersion), then restart it.

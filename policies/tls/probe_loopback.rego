@@ -13,6 +13,7 @@
 # custom:
 #   id: GH-TLS-007
 #   severity: medium
+#   location: /etc/ssl/openssl.cnf
 #   severity_param: tls_loopback_severity
 #   remediation: >-
 #     Fix the listed local service as GH-TLS-003 to GH-TLS-006 describe, or, where a site accepts

@@ -11,6 +11,7 @@
 # custom:
 #   id: GH-TLS-003
 #   severity: high
+#   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Find the service that owns the listed address and restrict it to TLS 1.3 (for OpenSSL-based
 #     services, MinProtocol = TLSv1.3; for nginx, ssl_protocols TLSv1.3), then restart it.

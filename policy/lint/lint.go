@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -30,6 +32,10 @@ const (
 	RuleUndeclaredParam = "undeclared-param"
 	RuleCompile         = "compile"
 )
+
+// MaxDescription is the longest description a check may have: GitHub code
+// scanning takes rule descriptions of at most this many characters.
+const MaxDescription = 1024
 
 // FolderPrefix maps a pack's top-level folder to the prefix its check ids
 // carry, so an id says where its policy lives.
@@ -205,6 +211,9 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	}
 	if strings.TrimSpace(meta.Description) == "" {
 		missing("description")
+	} else if n := utf8.RuneCountInString(meta.Description); n > MaxDescription {
+		add(p, line, RuleMetadata, "description is %d characters, more than %d: code scanning cuts it off", n, MaxDescription)
+		ok = false
 	}
 	str := func(k string) string { s, _ := meta.Custom[k].(string); return strings.TrimSpace(s) }
 	id := str("id")
@@ -220,6 +229,14 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	}
 	if str("remediation") == "" {
 		missing("custom.remediation")
+	}
+	// location is the file a code-scanning alert points at when a failure
+	// names none of its own; without it the alert has no place.
+	if loc := str("location"); loc == "" {
+		missing("custom.location")
+	} else if !path.IsAbs(loc) || path.Clean(loc) != loc || loc == "/" {
+		add(p, line, RuleMetadata, "custom.location %q is not a clean absolute path to a file", loc)
+		ok = false
 	}
 	if ctl, _ := meta.Custom["controls"].(map[string]any); len(ctl) == 0 {
 		missing("custom.controls")

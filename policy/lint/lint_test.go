@@ -30,6 +30,7 @@ const goodMeta = `# METADATA
 #   id: %ID%
 #   severity: medium
 #   remediation: r
+#   location: /etc/x.conf
 #   controls: {nist-800-53: [CM-6]}
 #   targets: [rootfs]
 #   requires: []
@@ -103,5 +104,42 @@ func TestFindingString(t *testing.T) {
 	f.Line = 0
 	if s := f.String(); s != "a.rego: rego-v0: m" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestLocationAndDescriptionForCodeScanning: a check without a location, or
+// with one that is no clean absolute file path, or whose description is
+// longer than GitHub code scanning takes, is a finding.
+func TestLocationAndDescriptionForCodeScanning(t *testing.T) {
+	meta := func(id, pkg, from, to string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(strings.Replace(string(module(id, pkg).Data), from, to, 1))}
+	}
+	fsys := fstest.MapFS{
+		"gpu/ok.rego":       module("GH-GPU-001", "gpu.ok"),
+		"gpu/none.rego":     meta("GH-GPU-002", "gpu.none", "#   location: /etc/x.conf\n", ""),
+		"gpu/relative.rego": meta("GH-GPU-003", "gpu.relative", "/etc/x.conf", "etc/x.conf"),
+		"gpu/dir.rego":      meta("GH-GPU-004", "gpu.dir", "/etc/x.conf", "/etc/../x/"),
+		"gpu/long.rego":     meta("GH-GPU-005", "gpu.long", "# description: d", "# description: "+strings.Repeat("d", MaxDescription+1)),
+	}
+	findings, err := Pack(t.Context(), fsys, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range findings {
+		got[f.File] = f.Message
+	}
+	for file, want := range map[string]string{
+		"gpu/none.rego":     "custom.location is missing",
+		"gpu/relative.rego": `custom.location "etc/x.conf" is not a clean absolute path`,
+		"gpu/dir.rego":      `custom.location "/etc/../x/" is not a clean absolute path`,
+		"gpu/long.rego":     "description is 1025 characters, more than 1024",
+	} {
+		if !strings.Contains(got[file], want) {
+			t.Errorf("%s: finding %q, want %q", file, got[file], want)
+		}
+	}
+	if msg, bad := got["gpu/ok.rego"]; bad {
+		t.Errorf("gpu/ok.rego: %s", msg)
 	}
 }

@@ -285,8 +285,15 @@ func TestSARIF(t *testing.T) {
 		if len(r.Locations) != 1 || len(r.Locations[0].LogicalLocations) != 1 || r.Locations[0].LogicalLocations[0].Kind != "image" {
 			t.Errorf("result %s: bad locations", r.RuleID)
 		}
-		if art := r.Locations[0].PhysicalLocation.ArtifactLocation; art.URIBaseID != "IMAGEROOT" || strings.HasPrefix(art.URI, "/") || strings.Contains(art.URI, "build/") {
-			t.Errorf("result %s: artifact %+v is not relative to IMAGEROOT", r.RuleID, art)
+		// GitHub annotates a file at a line: every result has both, and
+		// none points at a directory.
+		phys := r.Locations[0].PhysicalLocation
+		if art := phys.ArtifactLocation; (art.URIBaseID != "IMAGEROOT" && art.URIBaseID != "POLICYROOT") ||
+			strings.HasPrefix(art.URI, "/") || strings.HasSuffix(art.URI, "/") || art.URI == "" || strings.Contains(art.URI, "build/") {
+			t.Errorf("result %s: artifact %+v is not a file relative to IMAGEROOT or POLICYROOT", r.RuleID, art)
+		}
+		if phys.Region == nil || phys.Region.StartLine < 1 {
+			t.Errorf("result %s: no region.startLine", r.RuleID)
 		}
 		fp := r.PartialFingerprints["gpuhostFinding/v1"]
 		if fp == "" || r.PartialFingerprints["primaryLocationLineHash"] == "" {
@@ -319,11 +326,18 @@ func TestSARIF(t *testing.T) {
 				t.Errorf("TLS message %q at %s", r.Message.Text, loc.ArtifactLocation.URI)
 			}
 		case "GH-GPU-003":
-			if loc.ArtifactLocation.URI != "./" || loc.Region != nil {
-				t.Errorf("GPU location %+v, want the root", loc)
+			// No finding names a file: the check's location carries the fix.
+			if loc.ArtifactLocation != (sarifArtifact{URI: "proc/driver/nvidia/version", URIBaseID: "IMAGEROOT"}) || loc.Region.StartLine != 1 {
+				t.Errorf("GPU location %+v, want the check's location", loc)
+			}
+		case "GH-CTR-004":
+			// Neither a finding's file nor a location: the policy itself.
+			if loc.ArtifactLocation.URIBaseID != "POLICYROOT" || loc.ArtifactLocation.URI != "containers/systemd_cgroup.rego" {
+				t.Errorf("CTR location %+v, want its policy file", loc)
 			}
 		case "GH-ENC-001":
-			if loc.ArtifactLocation.URI != "etc/crypttab" || loc.Region != nil {
+			// A finding that names a file but no line points at its first.
+			if loc.ArtifactLocation.URI != "etc/crypttab" || loc.Region.StartLine != 1 {
 				t.Errorf("ENC location %+v", loc)
 			}
 			if len(r.Suppressions) != 1 || r.Suppressions[0].Kind != "external" || r.Suppressions[0].Status != "accepted" ||

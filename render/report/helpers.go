@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/render/escape"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -137,4 +139,70 @@ func criticalGaps(c reports.Coverage) int {
 		}
 	}
 	return n
+}
+
+// literal is what remediation text quotes or names verbatim: a quoted
+// setting or command ("sshd -T"), a command line that starts with a tool's
+// name and runs to the end of its clause, or an absolute path.
+var literal = regexp.MustCompile(`"([^"\n]+)"|` +
+	`\b(?:apt-get|apt-mark|apt|dpkg|systemctl|augenrules|auditctl|sshd|ssh-keygen|nft|update-grub|update-initramfs|` +
+	`nvidia-smi|nvidia-ctk|modprobe|usermod|passwd|visudo|cryptsetup|systemd-cryptenroll|kubectl|mokutil)\b` +
+	`(?: (?:[^.;,()"\n ]|\.[^\s.;,()"]| [^.;,()"\n ])*)?|` +
+	`(/[A-Za-z0-9._/@+:=*-]*[A-Za-z0-9_/@+=*-])`)
+
+// remediationMarkdown writes a check's remediation as Markdown: what it
+// quotes (a setting, a command) and the paths it names become code spans,
+// and the rest is escaped prose, so that a reader copies commands exactly.
+func remediationMarkdown(text string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range literal.FindAllStringSubmatchIndex(text, -1) {
+		isPath, isCommand := m[4] >= 0, m[2] < 0 && m[4] < 0
+		// A tool's name inside a longer word ("gpuhost-rootfs") and a path
+		// glued to a word ("ROOTFS/etc/x") are prose, not literals.
+		if (isCommand && m[1] < len(text) && strings.ContainsRune("-_/", rune(text[m[1]]))) ||
+			(isPath && m[0] > 0 && isWordByte(text[m[0]-1])) {
+			continue
+		}
+		b.WriteString(prose(text[last:m[0]]))
+		lit := text[m[0]:m[1]]
+		if m[2] >= 0 {
+			lit = text[m[2]:m[3]]
+		}
+		b.WriteString(codeSpan(lit))
+		last = m[1]
+	}
+	b.WriteString(prose(text[last:]))
+	return "**Remediation.** " + b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+}
+
+// prose escapes a run of text between code spans, keeping the blanks
+// around it that escape.Markdown, made for whole paragraphs, trims.
+func prose(s string) string {
+	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
+	return lead + escape.Markdown(s)
+}
+
+// codeSpan shows s as inline code, fenced with one more backtick than its
+// longest run of them (CommonMark's rule), and padded when it starts or
+// ends with one.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }

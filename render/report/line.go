@@ -46,7 +46,7 @@ const maxEncodedChecks = 4096
 
 // checkText is a result's text that comes from its check, not its target.
 type checkText struct {
-	id, title, description, severity, remediation, pkg, file string
+	id, title, description, severity, remediation, pkg, file, location string
 }
 
 // encodedCheck is a check's text as JSON, in the three runs that the
@@ -55,7 +55,7 @@ type encodedCheck struct {
 	text     checkText
 	controls map[string][]string
 	// head runs from the opening brace to `"status":`, middle from the comma
-	// after the messages through controls, and tail is package and file.
+	// after the messages through controls, and tail is package, file and location.
 	head, middle, tail []byte
 }
 
@@ -240,7 +240,7 @@ func (e *LineEncoder) appendResult(dst []byte, r *reports.Result) ([]byte, error
 // check returns r's check text encoded, from the cache when r's controls are
 // the ones cached with it.
 func (e *LineEncoder) check(r *reports.Result) *encodedCheck {
-	text := checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File}
+	text := checkText{r.ID, r.Title, r.Description, r.Severity, r.Remediation, r.Package, r.File, r.Location}
 	e.mu.Lock()
 	c, ok := e.checks[r.ID]
 	e.mu.Unlock()
@@ -288,6 +288,7 @@ func encodeCheck(text checkText, controls map[string][]string) *encodedCheck {
 	}
 	c.tail = appendOptional(c.tail, `,"package":`, text.pkg)
 	c.tail = appendOptional(c.tail, `,"file":`, text.file)
+	c.tail = appendOptional(c.tail, `,"location":`, text.location)
 	return c
 }
 

@@ -212,15 +212,15 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 		Runs: []sarifRun{{
 			Tool: sarifTool{Driver: sarifDriver{
 				Name: "gpuhost",
-				// SARIF tools compare versions that start with a number.
-				Version:        strings.TrimPrefix(rep.ToolVersion, "v"),
+				Version:        sarifVersionOf(rep.ToolVersion),
 				InformationURI: toolInfoURI,
 				Rules:          rules,
 			}},
 			// One category per image (or host), so code scanning keeps each
 			// image's alerts apart instead of closing one's with another's run.
-			AutomationDetails:  sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/" + targetName(rep.Target) + "/"},
-			OriginalURIBaseIDs: map[string]sarifBase{imageRoot: rootBase(rep.Target)},
+			AutomationDetails: sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/" + targetName(rep.Target) + "/"},
+			OriginalURIBaseIDs: map[string]sarifBase{imageRoot: rootBase(rep.Target),
+				policyRoot: {Description: sarifText{Text: "the policy pack the target was judged by (" + rep.PolicyDigest + ")"}}},
 			// An errored check means the scan cannot be trusted as a whole.
 			Invocations: []sarifInvocation{{
 				ExecutionSuccessful:        !rep.Errored(),
@@ -236,6 +236,10 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(log)
 }
+
+// maxSARIFDescription is the longest rule description GitHub code scanning
+// takes.
+const maxSARIFDescription = 1024
 
 func sarifRuleFor(res reports.Result) sarifRule {
 	desc := res.Description
@@ -255,8 +259,8 @@ func sarifRuleFor(res reports.Result) sarifRule {
 		ID:                   res.ID,
 		Name:                 res.Title,
 		ShortDescription:     sarifText{Text: res.Title},
-		FullDescription:      sarifText{Text: desc},
-		Help:                 sarifHelp{Text: help, Markdown: help},
+		FullDescription:      sarifText{Text: truncate(desc, maxSARIFDescription)},
+		Help:                 sarifHelp{Text: help, Markdown: remediationMarkdown(help)},
 		DefaultConfiguration: sarifConfiguration{Level: severityLevel(res.Severity)},
 		Properties: sarifRuleProps{
 			Tags:             tags,
@@ -270,6 +274,10 @@ func sarifRuleFor(res reports.Result) sarifRule {
 // path inside the target, relative to it, so a report reads the same
 // wherever the image was unpacked or built.
 const imageRoot = "IMAGEROOT"
+
+// policyRoot is the uriBaseId of the policy pack, where a result of a check
+// that names no file in the target points: at the check itself.
+const policyRoot = "POLICYROOT"
 
 // sarifResultsFor turns one failed, errored or waived check into SARIF
 // results: one for each finding the policy located (a file, a port, a GPU),
@@ -306,18 +314,8 @@ func sarifResultOf(rep *reports.Report, res reports.Result, ruleIndex int, text 
 	if res.Status == reports.StatusError {
 		level = "error"
 	}
-	// A file that is not a path in the target ("(command line)" for sshd's
-	// -o options) has no artifact; the finding points at the root.
-	file := f.File
-	if !strings.HasPrefix(file, "/") {
-		file = ""
-	}
-	phys := sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(file), URIBaseID: imageRoot}}
-	if file != "" && f.Line > 0 {
-		phys.Region = &sarifRegion{StartLine: f.Line}
-	}
 	loc := sarifLocation{
-		PhysicalLocation: phys,
+		PhysicalLocation: physicalOf(res, f),
 		LogicalLocations: []sarifLogical{{
 			Name:               rep.Target.Ref,
 			FullyQualifiedName: rep.Target.Kind + ":" + rep.Target.Ref,
@@ -362,6 +360,49 @@ func sarifResultOf(rep *reports.Report, res reports.Result, ruleIndex int, text 
 		out.Suppressions = []sarifSuppression{{Kind: "external", Status: "accepted", Justification: j}}
 	}
 	return out
+}
+
+// physicalOf is where a result points: GitHub annotates a file and line,
+// never a directory. The finding's own file, at its line or else the first;
+// else the file that carries the fix (the check's location), from its
+// first line; else, for a check that names neither, its own policy file
+// in the pack (POLICYROOT). A file that is not a path in the target ("(command line)"
+// for sshd's -o options) is no artifact.
+func physicalOf(res reports.Result, f reports.Finding) sarifPhysical {
+	line := 1
+	file := f.File
+	switch {
+	case strings.HasPrefix(file, "/") && path.Clean(file) != "/":
+		if f.Line > 0 {
+			line = f.Line
+		}
+	case strings.HasPrefix(res.Location, "/") && path.Clean(res.Location) != "/":
+		file = res.Location
+	default:
+		policy := res.File
+		if policy == "" {
+			// A report made without the engine names no policy file.
+			policy = res.ID + ".rego"
+		}
+		return sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(policy), URIBaseID: policyRoot},
+			Region: &sarifRegion{StartLine: 1}}
+	}
+	return sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(file), URIBaseID: imageRoot},
+		Region: &sarifRegion{StartLine: line}}
+}
+
+// sarifVersionOf is the tool version as SARIF consumers compare it, which
+// must start with a number: "v1.2.3" is 1.2.3, and a build from a commit
+// ("a65c5bb", "dev") is 0.0.0 with the commit kept after it.
+func sarifVersionOf(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	switch {
+	case v == "":
+		return "0.0.0"
+	case v[0] < '0' || v[0] > '9':
+		return "0.0.0-" + v
+	}
+	return v
 }
 
 // severityLevel maps a severity onto SARIF's three result levels.
