@@ -52,11 +52,21 @@ func New(e Evaluator, opts ...Option) *Scanner {
 
 // Facts evaluates freshly collected facts.
 func (s *Scanner) Facts(ctx context.Context, f *facts.Facts) (*reports.Report, error) {
+	rep, _, err := s.Judge(ctx, f)
+	return rep, err
+}
+
+// Judge evaluates freshly collected facts and also returns the JSON
+// document it judged, whose digest the report carries: a caller that keeps
+// the facts beside the report (the gpuhost-scan provisioner) keeps exactly
+// those bytes.
+func (s *Scanner) Judge(ctx context.Context, f *facts.Facts) (*reports.Report, []byte, error) {
 	doc, data, err := engine.NewDocument(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.Document(ctx, doc, data)
+	rep, err := s.Document(ctx, doc, data)
+	return rep, data, err
 }
 
 // Document evaluates a parsed document; raw is its JSON, for the digest.

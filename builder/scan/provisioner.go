@@ -25,7 +25,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
-	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	pipeline "github.com/gpuhost/gpuhost/scan"
 )
@@ -112,11 +111,7 @@ func (p *Provisioner) Provision(ctx context.Context, ui packersdk.Ui, comm packe
 // the judged document, and says whether the instance passed.
 func (p *Provisioner) judge(ctx context.Context, ui packersdk.Ui, f *facts.Facts, code int, stderr string) error {
 	cfg := &p.config
-	doc, data, err := engine.NewDocument(f)
-	if err != nil {
-		return fmt.Errorf("gpuhost-scan: %w", err)
-	}
-	rep, err := p.scanner.Document(ctx, doc, data)
+	rep, data, err := p.scanner.Judge(ctx, f)
 	if err != nil {
 		return fmt.Errorf("gpuhost-scan: %w", err)
 	}
