@@ -183,6 +183,20 @@ func (m MemoryLimits) sliceDropIns() []sliceDropIn {
 type sliceDropIn struct{ Slice, Max, High string }
 
 func (c *Config) validate() []string {
+	errs := c.validateDriver()
+	errs = append(errs, c.validateStack()...)
+	errs = append(errs, c.MemoryLimits.validate()...)
+	if c.Hardening != nil {
+		errs = append(errs, c.Hardening.validate()...)
+	}
+	errs = append(errs, c.validateLive()...)
+	errs = append(errs, c.validateRuntime()...)
+	errs = append(errs, c.validateNGC()...)
+	return append(errs, c.validateTarget()...)
+}
+
+// validateDriver checks the driver's version, source, flavor and branch.
+func (c *Config) validateDriver() []string {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 
@@ -215,7 +229,16 @@ func (c *Config) validate() []string {
 			add("driver.persistenced_version: %q is not a package version", d.PersistencedVersion)
 		}
 	}
+	return errs
+}
 
+// validateStack checks what installs beside the driver: CUDA, the
+// container toolkit, the keyrings that vouch for their repositories, the
+// repositories themselves, DKMS signing and the fabric manager.
+func (c *Config) validateStack() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	d := c.Driver
 	if v := c.CUDA.Version; v != "" && !cudaRe.MatchString(v) {
 		add("cuda.version: %q is not a CUDA version such as 12.8 or 12.8.1-1", v)
 	} else if v != "" && branchRe.MatchString(d.Branch) {
@@ -252,13 +275,15 @@ func (c *Config) validate() []string {
 	if d.Source == SourceDebian && c.CUDA.Version != "" && strings.Count(c.CUDA.Version, "-") == 0 {
 		add("cuda.version: the debian source needs the exact nvidia-cuda-toolkit version, such as 11.8.89~11.8.0-5~deb12u1")
 	}
+	return errs
+}
 
-	errs = append(errs, c.MemoryLimits.validate()...)
-	if c.Hardening != nil {
-		errs = append(errs, c.Hardening.validate()...)
-	}
-	errs = append(errs, c.validateLive()...)
-
+// validateRuntime checks containerd's runtime and version, the held
+// packages and the kernel DKMS builds for.
+func (c *Config) validateRuntime() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	tk := c.ContainerToolkit.Version
 	switch c.Containerd.DefaultRuntime {
 	case "runc":
 	case "nvidia":
@@ -280,7 +305,13 @@ func (c *Config) validate() []string {
 	if c.TargetKernel != "" && !kernelRe.MatchString(c.TargetKernel) {
 		add("target_kernel: %q is not a kernel release", c.TargetKernel)
 	}
+	return errs
+}
 
+// validateNGC checks the NGC bases to pre-seed and where they come from.
+func (c *Config) validateNGC() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	seen := map[string]bool{}
 	for i, img := range c.NGCImages {
 		if err := img.check(); err != "" {
@@ -301,7 +332,15 @@ func (c *Config) validate() []string {
 	if !platformRe.MatchString(c.NGCPlatform) {
 		add("ngc_platform: %q is not os/arch[/variant], such as linux/amd64", c.NGCPlatform)
 	}
+	return errs
+}
 
+// validateTarget checks what the plan says about the machine it runs on:
+// the distribution, the remote folder and command, and the manifest's
+// build fields.
+func (c *Config) validateTarget() []string {
+	var errs []string
+	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	if id := c.Distro.ID; id != "" {
 		errs = append(errs, c.validateDistro()...)
 	}

@@ -233,11 +233,21 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	if c.hostRoot == "" {
 		c.hostRoot = "/"
 	}
+	errs := c.prepareSource()
+	outErrs, warns := c.prepareOutput()
+	errs = append(errs, outErrs...)
+	errs = append(errs, c.preparePaths()...)
+	mountErrs, mountWarns := c.prepareMounts()
+	return append(warns, mountWarns...), configerr.Check("gpuhost-rootfs", append(errs, mountErrs...))
+}
+
+// prepareSource checks and completes what the bootstrap reads: the suite
+// and distribution, variant, components, keyring, the mirror or snapshot,
+// the lock and the extra packages.
+func (c *Config) prepareSource() []string {
 	var errs []string
-	var warns []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 
-	// suite and distribution
 	dist, known := distributions[c.Suite]
 	switch {
 	case c.Suite == "":
@@ -323,6 +333,14 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		}
 	}
 
+	return errs
+}
+
+// prepareOutput checks and completes what the build writes: the output
+// format, the image size, and the disk's own settings (or the warning that
+// they are ignored).
+func (c *Config) prepareOutput() (errs, warns []string) {
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if c.OutputFormat == "" {
 		c.OutputFormat = "dir"
 	} else if !slices.Contains(formats, c.OutputFormat) {
@@ -356,6 +374,15 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		bad("remove_rootfs: cannot remove the rootfs when it is the output (output_format \"dir\")")
 	}
 
+	return errs, warns
+}
+
+// preparePaths makes the build's directories absolute and refuses those
+// that mount options and hook commands cannot carry, or that would hold
+// the bootstrap cache where a build removes or exposes it.
+func (c *Config) preparePaths() []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if c.OutputDir == "" {
 		c.OutputDir = "output-" + c.PackerBuildName
 	}
@@ -395,6 +422,12 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 		}
 	}
 
+	return errs
+}
+
+// prepareMounts checks the chroot's mounts and orders them parents first.
+func (c *Config) prepareMounts() (errs, warns []string) {
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if len(c.Mounts) == 0 {
 		c.Mounts = slices.Clone(defaultMounts)
 	}
@@ -413,7 +446,7 @@ func (c *Config) Prepare(raws ...interface{}) ([]string, error) {
 	// Mount parents before children, whatever order the user gave.
 	slices.SortStableFunc(c.Mounts, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
 
-	return warns, configerr.Check("gpuhost-rootfs", errs)
+	return errs, warns
 }
 
 // cmdlineRE is what a kernel command line written into /etc/default/grub
