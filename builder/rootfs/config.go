@@ -289,43 +289,7 @@ func (c *Config) prepareSource() []string {
 		}
 	}
 
-	// mirror and snapshot
-	switch {
-	case c.Snapshot != "" && c.Mirror != "":
-		bad("snapshot and mirror are exclusive: a snapshot chooses its own mirror")
-	case c.Snapshot != "":
-		m, err := snapshotMirror(c.Distribution, c.Snapshot)
-		if err != nil {
-			bad("snapshot: %v", err)
-		} else {
-			c.Mirror = m
-		}
-	case c.Mirror != "":
-		if err := checkMirror(c.Mirror); err != nil {
-			bad("mirror: %v", err)
-		}
-	case known:
-		m, err := hostMirror(c.hostRoot, c.Distribution, c.Suite)
-		if err != nil {
-			c.mirrorErr = fmt.Errorf("mirror: none set, and %w; set mirror or snapshot", err)
-		} else {
-			c.Mirror = m
-		}
-	}
-
-	if c.LockFile != "" {
-		if l, err := lock.ReadFile(c.LockFile); err != nil {
-			bad("lock_file: %v", err)
-		} else {
-			c.lock = l
-			if l.Snapshot != c.Snapshot {
-				bad("lock_file: the lock %s was made from snapshot %q, this build reads snapshot %q", c.LockFile, l.Snapshot, c.Snapshot)
-			}
-			if l.Mirror != "" && c.Mirror != "" && c.Snapshot == "" && l.Mirror != c.Mirror {
-				bad("lock_file: the lock %s was made from mirror %s, this build reads %s", c.LockFile, l.Mirror, c.Mirror)
-			}
-		}
-	}
+	errs = append(errs, c.prepareMirror(known)...)
 
 	for _, p := range c.ExtraPackages {
 		if !packageRE.MatchString(p) {
@@ -375,6 +339,51 @@ func (c *Config) prepareOutput() (errs, warns []string) {
 	}
 
 	return errs, warns
+}
+
+// prepareMirror chooses the archive: the snapshot's, the mirror given, or
+// the build machine's own; and holds a lock to the archive it was made from.
+// known says the suite is one the builder knows.
+func (c *Config) prepareMirror(known bool) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	switch {
+	case c.Snapshot != "" && c.Mirror != "":
+		bad("snapshot and mirror are exclusive: a snapshot chooses its own mirror")
+	case c.Snapshot != "":
+		m, err := snapshotMirror(c.Distribution, c.Snapshot)
+		if err != nil {
+			bad("snapshot: %v", err)
+		} else {
+			c.Mirror = m
+		}
+	case c.Mirror != "":
+		if err := checkMirror(c.Mirror); err != nil {
+			bad("mirror: %v", err)
+		}
+	case known:
+		m, err := hostMirror(c.hostRoot, c.Distribution, c.Suite)
+		if err != nil {
+			c.mirrorErr = fmt.Errorf("mirror: none set, and %w; set mirror or snapshot", err)
+		} else {
+			c.Mirror = m
+		}
+	}
+
+	if c.LockFile != "" {
+		if l, err := lock.ReadFile(c.LockFile); err != nil {
+			bad("lock_file: %v", err)
+		} else {
+			c.lock = l
+			if l.Snapshot != c.Snapshot {
+				bad("lock_file: the lock %s was made from snapshot %q, this build reads snapshot %q", c.LockFile, l.Snapshot, c.Snapshot)
+			}
+			if l.Mirror != "" && c.Mirror != "" && c.Snapshot == "" && l.Mirror != c.Mirror {
+				bad("lock_file: the lock %s was made from mirror %s, this build reads %s", c.LockFile, l.Mirror, c.Mirror)
+			}
+		}
+	}
+	return errs
 }
 
 // preparePaths makes the build's directories absolute and refuses those

@@ -211,9 +211,6 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	}
 	if strings.TrimSpace(meta.Description) == "" {
 		missing("description")
-	} else if n := utf8.RuneCountInString(meta.Description); n > MaxDescription {
-		add(p, line, RuleMetadata, "description is %d characters, more than %d: code scanning cuts it off", n, MaxDescription)
-		ok = false
 	}
 	str := func(k string) string { s, _ := meta.Custom[k].(string); return strings.TrimSpace(s) }
 	id := str("id")
@@ -230,12 +227,8 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	if str("remediation") == "" {
 		missing("custom.remediation")
 	}
-	// location is the file a code-scanning alert points at when a failure
-	// names none of its own; without it the alert has no place.
-	if loc := str("location"); loc == "" {
-		missing("custom.location")
-	} else if !path.IsAbs(loc) || path.Clean(loc) != loc || loc == "/" {
-		add(p, line, RuleMetadata, "custom.location %q is not a clean absolute path to a file", loc)
+	for _, problem := range codeScanningProblems(meta) {
+		add(p, line, RuleMetadata, "%s", problem)
 		ok = false
 	}
 	if ctl, _ := meta.Custom["controls"].(map[string]any); len(ctl) == 0 {
@@ -326,4 +319,23 @@ func overlaps(a, b []any) bool {
 		}
 	}
 	return false
+}
+
+// codeScanningProblems is what in a check's METADATA GitHub code scanning
+// could not show: no location (the file an alert points at when a failure
+// names none of its own), one that is no clean absolute file path, or a
+// description longer than it takes.
+func codeScanningProblems(meta *ast.Annotations) []string {
+	var out []string
+	loc, _ := meta.Custom["location"].(string)
+	switch loc = strings.TrimSpace(loc); {
+	case loc == "":
+		out = append(out, "custom.location is missing")
+	case !path.IsAbs(loc) || path.Clean(loc) != loc || loc == "/":
+		out = append(out, fmt.Sprintf("custom.location %q is not a clean absolute path to a file", loc))
+	}
+	if n := utf8.RuneCountInString(meta.Description); n > MaxDescription {
+		out = append(out, fmt.Sprintf("description is %d characters, more than %d: code scanning cuts it off", n, MaxDescription))
+	}
+	return out
 }
