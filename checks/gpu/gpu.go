@@ -192,7 +192,7 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 	}
 	// get runs one call for field key. It returns true when the call
 	// succeeded; otherwise it has recorded why.
-	get := func(key, name string, fn func() nvml.Return) bool {
+	var get getter = func(key, name string, fn func() nvml.Return) bool {
 		ret, err := call.do(ctx, name, fn)
 		switch {
 		case err != nil:
@@ -211,6 +211,21 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 
 	// Calls write only locals: a call abandoned on timeout may still write
 	// them later, and d is returned by value.
+	identify(dev, &d, get)
+	memoryHealth(dev, &d, get)
+	deviceState(dev, &d, get)
+	c.nvlinks(ctx, call, dev, &d)
+	c.throttle(ctx, call, dev, &d, get)
+	return d
+}
+
+// getter runs one NVML call for a field of a device's facts: true when it
+// succeeded, and otherwise it has recorded why (unsupported, or an error).
+type getter func(key, name string, fn func() nvml.Return) bool
+
+// identify reads what the device is: its UUID, name, PCI address and
+// architecture.
+func identify(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var s string
 	if get("uuid", "GetUUID", func() (r nvml.Return) { s, r = dev.GetUUID(); return }) {
 		d.UUID = s
@@ -234,7 +249,11 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 		d.Architecture, d.MinDriverBranch, d.OpenModuleRequired = arch.Name, arch.MinBranch, arch.OpenRequired
 		d.OpenModuleSupported = &arch.OpenSupported
 	}
+}
 
+// memoryHealth reads the device memory's health: ECC mode and uncorrected
+// errors, retired pages and remapped rows.
+func memoryHealth(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var cur, pend nvml.EnableState
 	if get("ecc", "GetEccMode", func() (r nvml.Return) { cur, pend, r = dev.GetEccMode(); return }) {
 		e := &facts.ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
@@ -274,7 +293,11 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 	if get("remapped_rows", "GetRemappedRows", func() (r nvml.Return) { corr, unc, rowsPending, rowsFailed, r = dev.GetRemappedRows(); return }) {
 		d.RemappedRows = &facts.RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: rowsPending, Failed: rowsFailed}
 	}
+}
 
+// deviceState reads how the device runs: persistence and MIG modes,
+// temperature against its slowdown threshold, power, and its PCIe link.
+func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var pm nvml.EnableState
 	if get("persistence_mode", "GetPersistenceMode", func() (r nvml.Return) { pm, r = dev.GetPersistenceMode(); return }) {
 		on := pm == nvml.FEATURE_ENABLED
@@ -314,10 +337,6 @@ func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.G
 		get("pcie", "GetMaxPcieLinkWidth", func() (r nvml.Return) { p.WidthMax, r = dev.GetMaxPcieLinkWidth(); return }) {
 		d.PCIe = &p
 	}
-
-	c.nvlinks(ctx, call, dev, &d)
-	c.throttle(ctx, call, dev, &d, get)
-	return d
 }
 
 // nvlinks reads link states until the GPU says it has no more links.
@@ -376,7 +395,7 @@ func ThrottleReasons(mask uint64) []string {
 
 // throttle prefers GetCurrentClocksEventReasons and falls back to the older
 // GetCurrentClocksThrottleReasons on drivers that lack it.
-func (c *nvmlCollector) throttle(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice, get func(string, string, func() nvml.Return) bool) {
+func (c *nvmlCollector) throttle(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var mask uint64
 	ret, err := call.do(ctx, "GetCurrentClocksEventReasons", func() (r nvml.Return) { mask, r = dev.GetCurrentClocksEventReasons(); return })
 	if err == nil && ret == nvml.SUCCESS {
