@@ -58,116 +58,22 @@ var auditOps = []string{"!=", "<=", ">=", "&=", "=", "<", ">", "&"}
 func parseRule(line string) (facts.AuditRule, error) {
 	args := strings.Fields(line)
 	r := facts.AuditRule{Kind: "control", Syscalls: []string{}, Fields: []facts.AuditField{}}
-	next := func(i int, flag string) (string, error) {
-		if i+1 >= len(args) {
-			return "", fmt.Errorf("%s needs an argument", flag)
-		}
-		return args[i+1], nil
-	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch a {
-		case "-w", "-W":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			if a == "-W" {
-				r.Kind = "delete_watch"
-			} else {
-				r.Kind = "watch"
-			}
-			r.Path = v
-		case "-p":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			if strings.Trim(v, "rwxa") != "" {
-				return r, fmt.Errorf("-p %q: permissions are r, w, x and a", v)
-			}
-			r.Perms = sortPerms(v)
-		case "-k":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			r.Key = v
-		case "-a", "-A", "-d":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			list, action, err := listAction(v)
-			if err != nil {
-				return r, err
-			}
-			r.Kind = map[string]string{"-a": "syscall", "-A": "syscall", "-d": "delete"}[a]
-			r.List, r.Action = list, action
-		case "-S":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			for _, s := range strings.Split(v, ",") {
-				if s != "" && !slices.Contains(r.Syscalls, s) {
-					r.Syscalls = append(r.Syscalls, s)
-				}
-			}
-		case "-F":
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			f, err := parseField(v)
-			if err != nil {
-				return r, err
-			}
-			switch f.Name {
-			case "key":
-				r.Key = f.Value
-			case "path", "dir":
-				r.Path = f.Value
-				r.Fields = append(r.Fields, f)
-			case "perm":
-				if strings.Trim(f.Value, "rwxa") != "" || f.Op != "=" {
-					return r, fmt.Errorf("-F %q: perm= takes r, w, x and a", v)
-				}
-				r.Perms = sortPerms(f.Value)
-				r.Fields = append(r.Fields, f)
-			case "arch":
-				r.Arch = f.Value
-				r.Fields = append(r.Fields, f)
-			default:
-				r.Fields = append(r.Fields, f)
-			}
-		case "-C":
-			// A comparison of two fields (auid!=uid): kept as written.
-			v, err := next(i, a)
-			if err != nil {
-				return r, err
-			}
-			i++
-			r.Fields = append(r.Fields, facts.AuditField{Name: "compare", Op: "", Value: v})
-		case "-b", "-e", "-f", "-r", "--backlog_wait_time", "-s":
-			// Control options with a value: what they set is kept
-			// in Text.
-			if _, err := next(i, a); err != nil {
-				return r, err
-			}
-			i++
-		default:
-			// Control options without one (-D, -i, -c,
+		if !valueOptions[a] {
+			// Control options without a value (-D, -i, -c,
 			// --loginuid-immutable, --reset-lost).
 			if !strings.HasPrefix(a, "-") {
 				return r, fmt.Errorf("unexpected %q", a)
 			}
+			continue
+		}
+		if i+1 >= len(args) {
+			return r, fmt.Errorf("%s needs an argument", a)
+		}
+		i++
+		if err := applyOption(&r, a, args[i]); err != nil {
+			return r, err
 		}
 	}
 	if r.Kind == "control" && (len(r.Syscalls) > 0 || len(r.Fields) > 0 || r.Perms != "" || r.Key != "" || r.Path != "") {
@@ -180,6 +86,77 @@ func parseRule(line string) (facts.AuditRule, error) {
 		r.Perms = "arwx"
 	}
 	return r, nil
+}
+
+// valueOptions are auditctl's options that take a value.
+var valueOptions = map[string]bool{
+	"-w": true, "-W": true, "-p": true, "-k": true, "-a": true, "-A": true, "-d": true, "-S": true, "-F": true, "-C": true,
+	"-b": true, "-e": true, "-f": true, "-r": true, "--backlog_wait_time": true, "-s": true,
+}
+
+// applyOption records option a with its value v in r.
+func applyOption(r *facts.AuditRule, a, v string) error {
+	switch a {
+	case "-w", "-W":
+		r.Kind = "watch"
+		if a == "-W" {
+			r.Kind = "delete_watch"
+		}
+		r.Path = v
+	case "-p":
+		if strings.Trim(v, "rwxa") != "" {
+			return fmt.Errorf("-p %q: permissions are r, w, x and a", v)
+		}
+		r.Perms = sortPerms(v)
+	case "-k":
+		r.Key = v
+	case "-a", "-A", "-d":
+		list, action, err := listAction(v)
+		if err != nil {
+			return err
+		}
+		r.Kind = map[string]string{"-a": "syscall", "-A": "syscall", "-d": "delete"}[a]
+		r.List, r.Action = list, action
+	case "-S":
+		for _, s := range strings.Split(v, ",") {
+			if s != "" && !slices.Contains(r.Syscalls, s) {
+				r.Syscalls = append(r.Syscalls, s)
+			}
+		}
+	case "-F":
+		return applyField(r, v)
+	case "-C":
+		// A comparison of two fields (auid!=uid): kept as written.
+		r.Fields = append(r.Fields, facts.AuditField{Name: "compare", Op: "", Value: v})
+	}
+	// The control options with a value (-b, -e, -f, -r, -s,
+	// --backlog_wait_time) set what Text keeps.
+	return nil
+}
+
+// applyField records one -F field in r; key, path, dir, perm and arch also
+// say what the rule is.
+func applyField(r *facts.AuditRule, v string) error {
+	f, err := parseField(v)
+	if err != nil {
+		return err
+	}
+	switch f.Name {
+	case "key":
+		r.Key = f.Value
+		return nil
+	case "path", "dir":
+		r.Path = f.Value
+	case "perm":
+		if strings.Trim(f.Value, "rwxa") != "" || f.Op != "=" {
+			return fmt.Errorf("-F %q: perm= takes r, w, x and a", v)
+		}
+		r.Perms = sortPerms(f.Value)
+	case "arch":
+		r.Arch = f.Value
+	}
+	r.Fields = append(r.Fields, f)
+	return nil
 }
 
 // listAction splits "-a always,exit" (either order) into list and action.
