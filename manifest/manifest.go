@@ -19,7 +19,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
@@ -204,11 +206,11 @@ type Options struct {
 func Build(ctx context.Context, fsys sysroot.FS, opts Options) (*Manifest, error) {
 	data, err := fsys.ReadFileLimit(DpkgStatus, maxDpkgStatus)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fsys.Display(DpkgStatus), err)
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(DpkgStatus), plain(err))
 	}
 	installed, err := packages.ParseDpkgStatus(data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(DpkgStatus), err)
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(DpkgStatus), plain(err))
 	}
 	pkgs := make([]Package, 0, len(installed))
 	for _, p := range installed {
@@ -244,7 +246,7 @@ func ConfigFileNames(fsys sysroot.FS) ([]string, error) {
 	for _, pat := range ConfigFiles {
 		matches, err := fsys.Glob(pat)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", fsys.Display(pat), err)
+			return nil, fmt.Errorf("listing %s: %w", fsys.Display(pat), plain(err))
 		}
 		for _, m := range matches {
 			if !path.IsAbs(m) {
@@ -286,7 +288,7 @@ func digestConfigFiles(ctx context.Context, fsys sysroot.FS) ([]ConfigFile, erro
 			if sysroot.IsNotExist(err) {
 				continue
 			}
-			return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+			return nil, fmt.Errorf("reading %s: %w", shown(fsys.Display(name)), plain(err))
 		}
 		// A glob such as sshd_config.d/* may match a directory; only files
 		// are configuration.
@@ -295,13 +297,47 @@ func digestConfigFiles(ctx context.Context, fsys sysroot.FS) ([]ConfigFile, erro
 		}
 		data, err := fsys.ReadFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+			return nil, fmt.Errorf("reading %s: %w", shown(fsys.Display(name)), plain(err))
 		}
 		sum := sha256.Sum256(data)
 		files = append(files, ConfigFile{Path: name, SHA256: hex.EncodeToString(sum[:])})
 	}
 	return files, nil
 }
+
+// shown is a file name as an error shows it: bare while it is printable
+// ASCII without spaces, Go-quoted otherwise. The names come from globs
+// over a tree whose owner chose them, and a bare newline in one would let
+// the rest of the name pass for a line of its own.
+func shown(name string) string {
+	for i := 0; i < len(name); i++ {
+		if name[i] <= ' ' || name[i] > '~' {
+			return strconv.Quote(name)
+		}
+	}
+	return name
+}
+
+// plain is err with its text Go-quoted where it holds a control byte or
+// a byte that is not UTF-8, as the errors of the readers beneath can when
+// they name a file or echo what they read. errors.Is and As see err.
+func plain(err error) error {
+	msg := err.Error()
+	for _, r := range msg {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			return plainError{err: err, msg: strconv.Quote(msg)}
+		}
+	}
+	return err
+}
+
+type plainError struct {
+	err error
+	msg string
+}
+
+func (e plainError) Error() string { return e.msg }
+func (e plainError) Unwrap() error { return e.err }
 
 // Marshal returns the manifest as indented JSON with a final newline.
 func (m *Manifest) Marshal() ([]byte, error) {

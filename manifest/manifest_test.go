@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -224,6 +225,23 @@ func TestBuildErrors(t *testing.T) {
 		_, err := Build(context.Background(), open(t, root), Options{})
 		if err == nil || !strings.Contains(err.Error(), "sshd_config") {
 			t.Fatalf("err = %v, want one naming sshd_config", err)
+		}
+	})
+	t.Run("a name that forges a line", func(t *testing.T) {
+		root := writeTree(t, map[string]string{"/var/lib/dpkg/status": dpkgStatusText})
+		name := "x\nmanifest: all clear\x1b[2K"
+		if err := os.MkdirAll(filepath.Join(root, "etc/sudoers.d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(filepath.Join(root, "etc/sudoers.d", name), 0o644); err != nil {
+			t.Skip("mkfifo:", err)
+		}
+		_, err := Build(context.Background(), open(t, root), Options{})
+		if err == nil || strings.ContainsAny(err.Error(), "\n\x1b") || !strings.Contains(err.Error(), `reading "/etc/sudoers.d/x\nmanifest: all clear\x1b[2K": `) {
+			t.Fatalf("err = %q, want the name quoted and no line of its own", err)
+		}
+		if !errors.Is(err, sysroot.ErrNotRegular) {
+			t.Errorf("err = %v, no longer says what was wrong", err)
 		}
 	})
 	t.Run("escaping symlink", func(t *testing.T) {

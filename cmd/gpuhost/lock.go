@@ -46,13 +46,19 @@ func (a *app) lockCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("manifest %q: %w", from, err)
 			}
+			// Encoded before the file is made, so that a lock Encode
+			// refuses leaves nothing behind.
+			text, err := l.Encode()
+			if err != nil {
+				return fmt.Errorf("manifest %q: %w", from, err)
+			}
 			if output == "" {
 				if l.Template == "" {
 					return fmt.Errorf("manifest %q names no template (build.template); say where the lock goes with -o", from)
 				}
 				output = filepath.Join("images", l.Template+".lock")
 			}
-			if err := manifest.WriteFileAtomic(output, l.Marshal(), 0o644); err != nil {
+			if err := manifest.WriteFileAtomic(output, text, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "gpuhost: wrote %s: %d packages, %d sources, %d keyrings\n", output, len(l.Packages), len(l.Sources), len(l.Keyrings))

@@ -23,6 +23,12 @@
 // contain one. template, mirror and snapshot appear at most once; a path, or
 // a package's name and architecture, at most once. Every sha256 is 64
 // lower-case hex digits.
+//
+// Every field keeps to a rule (ValidName, ValidVersion, ValidArch,
+// ValidSHA256, ValidPath, and the header's), and both Parse and Encode hold
+// it to that rule: the values come from a manifest anyone who can write the
+// image can write, and a value with a space or a newline in it would carry
+// records of its own into the file.
 package lock
 
 import (
@@ -30,10 +36,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"pault.ag/go/debian/version"
 
 	"github.com/gpuhost/gpuhost/internal/userfile"
 )
@@ -89,17 +99,64 @@ type Package struct {
 func (p Package) Spec() string { return p.Name + "=" + p.Version }
 
 var (
-	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]*$`)
+	// nameRe is Debian policy's package name: two or more characters.
+	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
 	versionRe = regexp.MustCompile(`^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`)
 	archRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	sha256Re  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	pathRe    = regexp.MustCompile(`^/[A-Za-z0-9._+@:/-]*$`)
+	// pathRe is narrower than what a file may be called: the build's plan
+	// writes these paths unquoted into a here-document and compares them
+	// as awk fields, so a path outside it is refused rather than escaped.
+	pathRe = regexp.MustCompile(`^/[A-Za-z0-9._+@:/-]*$`)
 	// templateRe and mirrorRe keep the header free of anything a shell or
 	// apt would read specially, since builds render these values.
 	templateRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	mirrorRe   = regexp.MustCompile(`^(https?|file)://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$`)
 	snapshotRe = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z$`)
 )
+
+// What each field must be, as errors say it. An error names a package or
+// a path only once it has passed its rule, and never quotes a field that
+// failed one: the input is untrusted, and its bytes in a message could
+// pass for lines of their own.
+const (
+	nameRule     = "is not a Debian package name (two or more of a-z, 0-9, '+', '-' and '.', starting with a letter or digit)"
+	versionRule  = "is not a Debian version"
+	archRule     = "is not a Debian architecture (a-z, 0-9 and '-')"
+	sha256Rule   = "is not 64 lower-case hex digits"
+	pathRule     = "is not a clean absolute path of letters, digits and . _ + @ : / -"
+	templateRule = "is not a name of letters, digits, '.', '_' and '-'"
+	mirrorRule   = "is not an http, https or file URL of plain characters"
+	snapshotRule = "is not a time such as 20250101T000000Z"
+)
+
+// ValidName says whether s can be a locked package's name.
+func ValidName(s string) bool { return nameRe.MatchString(s) }
+
+// ValidVersion says whether s can be a locked package's version: a version
+// dpkg accepts, kept to the characters Debian policy allows.
+func ValidVersion(s string) bool {
+	// The pattern holds the characters; the parser holds the structure the
+	// pattern cannot: an epoch dpkg can store, and a revision after a
+	// hyphen that is not empty.
+	if !versionRe.MatchString(s) || strings.HasSuffix(s, "-") {
+		return false
+	}
+	v, err := version.Parse(s)
+	return err == nil && v.Epoch <= math.MaxInt32
+}
+
+// ValidArch says whether s can be a locked package's architecture.
+func ValidArch(s string) bool { return archRe.MatchString(s) }
+
+// ValidSHA256 says whether s can be a lock's sha256.
+func ValidSHA256(s string) bool { return sha256Re.MatchString(s) }
+
+// ValidPath says whether s can be the path of a lock's source or keyring.
+func ValidPath(s string) bool { return pathRe.MatchString(s) && path.Clean(s) == s }
+
+// ValidTemplate says whether s can be a lock's template.
+func ValidTemplate(s string) bool { return templateRe.MatchString(s) }
 
 // ValidMirror says whether s can be a lock's mirror.
 func ValidMirror(s string) bool { return mirrorRe.MatchString(s) }
@@ -120,8 +177,12 @@ func ReadFile(name string) (*Lock, error) {
 	return l, nil
 }
 
+// maxProblems bounds the problems one error lists.
+const maxProblems = 20
+
 // Parse reads a lock file. Every problem is reported, each with its line
-// number; a lock with any problem is refused whole.
+// number and what was wrong, never the line's content; a lock with any
+// problem is refused whole.
 func Parse(data []byte) (*Lock, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("larger than %d bytes", MaxSize)
@@ -137,7 +198,7 @@ func Parse(data []byte) (*Lock, error) {
 	seenPkg := map[string]int{}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := i + 1
-		if len(errs) >= 20 {
+		if len(errs) >= maxProblems {
 			errs = append(errs, errors.New("too many problems; stopping"))
 			break
 		}
@@ -153,10 +214,14 @@ func Parse(data []byte) (*Lock, error) {
 			bad(n, "fields are separated by one space, with no tabs, carriage returns or spaces at either end")
 			continue
 		}
+		if !printable(line) {
+			bad(n, "holds a control character or a byte outside printable ASCII")
+			continue
+		}
 		f := strings.Split(line, " ")
 		if !header {
 			if line != Schema {
-				bad(n, "the first record must be %q, not %q", Schema, clip(line))
+				bad(n, "the first record must be %q", Schema)
 				return nil, errors.Join(errs...)
 			}
 			header = true
@@ -166,7 +231,7 @@ func Parse(data []byte) (*Lock, error) {
 		w, known := want[f[0]]
 		switch {
 		case !known:
-			bad(n, "unknown record %q; want template, mirror, snapshot, source, keyring or package", clip(f[0]))
+			bad(n, "unknown record; want template, mirror, snapshot, source, keyring or package")
 			continue
 		case len(f) != w:
 			bad(n, "%s takes %d fields, not %d", f[0], w-1, len(f)-1)
@@ -179,20 +244,19 @@ func Parse(data []byte) (*Lock, error) {
 				continue
 			}
 			seenOnce[f[0]] = n
-			re := map[string]*regexp.Regexp{"template": templateRe, "mirror": mirrorRe, "snapshot": snapshotRe}[f[0]]
-			if !re.MatchString(f[1]) {
-				bad(n, "%s %q is not valid", f[0], clip(f[1]))
+			if msg := headerProblem(f[0], f[1]); msg != "" {
+				bad(n, "%s", msg)
 				continue
 			}
 			*map[string]*string{"template": &l.Template, "mirror": &l.Mirror, "snapshot": &l.Snapshot}[f[0]] = f[1]
 		case "source", "keyring":
 			p, sum := f[1], f[2]
 			switch {
-			case !pathRe.MatchString(p) || path.Clean(p) != p:
-				bad(n, "%s path %q is not a clean absolute path", f[0], clip(p))
+			case !ValidPath(p):
+				bad(n, "the %s path %s", f[0], pathRule)
 				continue
-			case !sha256Re.MatchString(sum):
-				bad(n, "%s %s: sha256 %q is not 64 lower-case hex digits", f[0], p, clip(sum))
+			case !ValidSHA256(sum):
+				bad(n, "%s %s: sha256 %s", f[0], p, sha256Rule)
 				continue
 			}
 			if prev, ok := seenPath[p]; ok {
@@ -206,20 +270,23 @@ func Parse(data []byte) (*Lock, error) {
 				l.Keyrings = append(l.Keyrings, File{Path: p, SHA256: sum})
 			}
 		case "package":
-			name, version, ok := strings.Cut(f[1], "=")
+			name, ver, ok := strings.Cut(f[1], "=")
 			arch, sum := f[2], f[3]
 			switch {
-			case !ok || !nameRe.MatchString(name):
-				bad(n, "package %q is not name=version", clip(f[1]))
+			case !ValidName(name):
+				bad(n, "the package name %s", nameRule)
 				continue
-			case !versionRe.MatchString(version):
-				bad(n, "package %s: version %q is not a Debian version", name, clip(version))
+			case !ok:
+				bad(n, "package %q is not name=version", name)
 				continue
-			case !archRe.MatchString(arch):
-				bad(n, "package %s: architecture %q is not valid", name, clip(arch))
+			case !ValidVersion(ver):
+				bad(n, "package %s: version %s", name, versionRule)
 				continue
-			case !sha256Re.MatchString(sum):
-				bad(n, "package %s: sha256 %q is not 64 lower-case hex digits", name, clip(sum))
+			case !ValidArch(arch):
+				bad(n, "package %s: architecture %s", name, archRule)
+				continue
+			case !ValidSHA256(sum):
+				bad(n, "package %s: sha256 %s", name, sha256Rule)
 				continue
 			}
 			key := name + ":" + arch
@@ -228,7 +295,7 @@ func Parse(data []byte) (*Lock, error) {
 				continue
 			}
 			seenPkg[key] = n
-			l.Packages = append(l.Packages, Package{Name: name, Version: version, Arch: arch, SHA256: sum})
+			l.Packages = append(l.Packages, Package{Name: name, Version: ver, Arch: arch, SHA256: sum})
 		}
 	}
 	if !header && len(errs) == 0 {
@@ -241,12 +308,99 @@ func Parse(data []byte) (*Lock, error) {
 	return l, nil
 }
 
-// clip shortens a value quoted in an error: the input is untrusted.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
+// printable says whether s holds only printable ASCII, space included.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
 	}
-	return s
+	return true
+}
+
+// headerProblem says what is wrong with the value of a template, mirror or
+// snapshot record, or "" when nothing is.
+func headerProblem(kind, v string) string {
+	switch kind {
+	case "template":
+		if !ValidTemplate(v) {
+			return "the template " + templateRule
+		}
+	case "mirror":
+		if !ValidMirror(v) {
+			return "the mirror " + mirrorRule
+		}
+	case "snapshot":
+		if !ValidSnapshot(v) {
+			return "the snapshot " + snapshotRule
+		}
+	}
+	return ""
+}
+
+// Validate holds l to what Parse holds a lock file to, field by field and
+// record by record, so that what passes writes out as the records it holds
+// and no others. Every problem is reported, up to a limit; a field that
+// breaks its rule is named by its record's place, not quoted.
+func (l *Lock) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		if len(errs) < maxProblems {
+			errs = append(errs, fmt.Errorf(format, args...))
+		} else if len(errs) == maxProblems {
+			errs = append(errs, errors.New("too many problems; stopping"))
+		}
+	}
+	for _, h := range []struct{ kind, v string }{{"template", l.Template}, {"mirror", l.Mirror}, {"snapshot", l.Snapshot}} {
+		if h.v == "" {
+			continue
+		}
+		if msg := headerProblem(h.kind, h.v); msg != "" {
+			bad("%s", msg)
+		} else if len(h.kind)+1+len(h.v) > maxLine {
+			bad("the %s record is longer than %d bytes", h.kind, maxLine)
+		}
+	}
+	seenPath := map[string]bool{}
+	for _, set := range []struct {
+		kind  string
+		files []File
+	}{{"source", l.Sources}, {"keyring", l.Keyrings}} {
+		for i, f := range set.files {
+			switch {
+			case !ValidPath(f.Path):
+				bad("%s %d of %d: the path %s", set.kind, i+1, len(set.files), pathRule)
+			case !ValidSHA256(f.SHA256):
+				bad("%s %s: sha256 %s", set.kind, f.Path, sha256Rule)
+			case seenPath[f.Path]:
+				bad("%s is listed twice", f.Path)
+			case len(set.kind)+len(f.Path)+len(f.SHA256)+2 > maxLine:
+				bad("%s %s: the record is longer than %d bytes", set.kind, f.Path, maxLine)
+			default:
+				seenPath[f.Path] = true
+			}
+		}
+	}
+	seenPkg := map[string]bool{}
+	for i, p := range l.Packages {
+		switch {
+		case !ValidName(p.Name):
+			bad("package %d of %d: the name %s", i+1, len(l.Packages), nameRule)
+		case !ValidVersion(p.Version):
+			bad("package %s: version %s", p.Name, versionRule)
+		case !ValidArch(p.Arch):
+			bad("package %s: architecture %s", p.Name, archRule)
+		case !ValidSHA256(p.SHA256):
+			bad("package %s: sha256 %s", p.Name, sha256Rule)
+		case seenPkg[p.Name+":"+p.Arch]:
+			bad("package %s (%s) is listed twice", p.Name, p.Arch)
+		case len("package")+len(p.Spec())+len(p.Arch)+len(p.SHA256)+3 > maxLine:
+			bad("package %s (%s): the record is longer than %d bytes", p.Name, p.Arch, maxLine)
+		default:
+			seenPkg[p.Name+":"+p.Arch] = true
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (l *Lock) sort() {
@@ -258,10 +412,22 @@ func (l *Lock) sort() {
 	})
 }
 
-// Marshal writes the lock in its canonical form: a comment saying what the
-// file is, the schema, then every record sorted. Parse(Marshal(l)) gives
-// back l, for any l that Parse returned.
-func (l *Lock) Marshal() []byte {
+// Encode writes the lock in its canonical form: a comment saying what the
+// file is, the schema, then every record sorted. A lock Validate refuses,
+// or one whose text would pass MaxSize, is refused whole, with nothing
+// written; for any other, Parse(Encode(l)) gives back l, sorted.
+func (l *Lock) Encode() ([]byte, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	b := l.marshal()
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("the lock would be larger than %d bytes", MaxSize)
+	}
+	return b, nil
+}
+
+func (l *Lock) marshal() []byte {
 	c := *l
 	c.Sources, c.Keyrings, c.Packages = slices.Clone(l.Sources), slices.Clone(l.Keyrings), slices.Clone(l.Packages)
 	c.sort()
@@ -327,20 +493,23 @@ func IsKeyring(name string) bool { return matchAny(KeyringPatterns, name) }
 // (an extra), one at another version, and one whose .deb hashes to another
 // sha256 (an inventory entry with no SHA256 is checked by version only).
 // With whole set, a locked package missing from inv is a difference too;
-// without it, inv may be a part of the lock, as a bootstrap is.
+// without it, inv may be a part of the lock, as a bootstrap is. An
+// inventory value that breaks its field's rule is shown quoted, so that it
+// cannot add a line of its own to what a build reports.
 func (l *Lock) Check(inv []Package, whole bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range inv {
 		seen[p.Name+":"+p.Arch] = true
 		want, ok := l.Find(p.Name, p.Arch)
+		name, ver, arch := shown(p.Name, ValidName), shown(p.Version, ValidVersion), shown(p.Arch, ValidArch)
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("extra package %s (%s): installed at %s, not in the lock", p.Name, p.Arch, p.Version))
+			out = append(out, fmt.Sprintf("extra package %s (%s): installed at %s, not in the lock", name, arch, ver))
 		case want.Version != p.Version:
-			out = append(out, fmt.Sprintf("package %s (%s): installed at %s, the lock has %s", p.Name, p.Arch, p.Version, want.Version))
+			out = append(out, fmt.Sprintf("package %s (%s): installed at %s, the lock has %s", name, arch, ver, want.Version))
 		case p.SHA256 != "" && want.SHA256 != p.SHA256:
-			out = append(out, fmt.Sprintf("package %s=%s (%s): the .deb's sha256 is %s, the lock has %s", p.Name, p.Version, p.Arch, p.SHA256, want.SHA256))
+			out = append(out, fmt.Sprintf("package %s=%s (%s): the .deb's sha256 is %s, the lock has %s", name, ver, arch, shown(p.SHA256, ValidSHA256), want.SHA256))
 		}
 	}
 	if whole {
@@ -352,4 +521,13 @@ func (l *Lock) Check(inv []Package, whole bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// shown is s as a message shows it: bare where valid says it keeps to its
+// field's rule, Go-quoted where not.
+func shown(s string, valid func(string) bool) string {
+	if valid(s) {
+		return s
+	}
+	return strconv.Quote(s)
 }

@@ -67,10 +67,13 @@ func Digest(root string, o Options) (string, error) {
 // char, block, fifo, socket, MODE the permission and set-id bits in octal,
 // and DETAIL a file's sha256 (or "link=PATH" for a later hard link of a file
 // already seen), a symlink's quoted target, a device's major:minor, or "-".
+// A name may hold any byte but "/" and NUL; the quoting escapes newlines,
+// control bytes, quotes, backslashes and bytes that are not UTF-8, so each
+// entry is one line whose path strconv.Unquote gives back exactly.
 func Walk(root string, o Options, fn func(line string) error) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("tree digest: %w", err)
+		return fmt.Errorf("tree digest: %w", quoted(err))
 	}
 	defer r.Close()
 	w := &walker{root: r, dir: root, opts: o, fn: fn, inodes: map[[2]uint64]string{}}
@@ -108,7 +111,7 @@ func rel(p string) string {
 func (w *walker) walk(p string) error {
 	fi, err := w.root.Lstat(rel(p))
 	if err != nil {
-		return fmt.Errorf("tree digest: %w", err)
+		return fmt.Errorf("tree digest: %w", quoted(err))
 	}
 	typ := typeName(fi.Mode())
 	if w.excluded(p) {
@@ -116,7 +119,7 @@ func (w *walker) walk(p string) error {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fmt.Errorf("tree digest: %s: no owner information", p)
+		return fmt.Errorf("tree digest: %q: no owner information", p)
 	}
 	detail := "-"
 	switch typ {
@@ -135,7 +138,7 @@ func (w *walker) walk(p string) error {
 	case "symlink":
 		target, err := w.root.Readlink(rel(p))
 		if err != nil {
-			return fmt.Errorf("tree digest: %w", err)
+			return fmt.Errorf("tree digest: %w", quoted(err))
 		}
 		detail = strconv.Quote(target)
 	case "char", "block":
@@ -144,7 +147,7 @@ func (w *walker) walk(p string) error {
 	line := fmt.Sprintf("%s %s %04o %d:%d %s", strconv.Quote(p), typ, modeBits(fi.Mode()), st.Uid, st.Gid, detail)
 	x, err := xattrSum(filepath.Join(w.dir, rel(p)))
 	if err != nil {
-		return fmt.Errorf("tree digest: %s: %w", p, err)
+		return fmt.Errorf("tree digest: %q: %w", p, err)
 	}
 	if x != "" {
 		line += " xattrs=" + x
@@ -157,12 +160,12 @@ func (w *walker) walk(p string) error {
 	}
 	d, err := w.root.Open(rel(p))
 	if err != nil {
-		return fmt.Errorf("tree digest: %w", err)
+		return fmt.Errorf("tree digest: %w", quoted(err))
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return fmt.Errorf("tree digest: reading %s: %w", p, err)
+		return fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
 	}
 	slices.Sort(names)
 	for _, n := range names {
@@ -173,20 +176,31 @@ func (w *walker) walk(p string) error {
 	return nil
 }
 
+// quoted is err with the path it carries quoted as the listing quotes
+// paths: a name in the tree is untrusted, and bare it could pass for lines
+// of a message of its own.
+func quoted(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %q: %w", pe.Op, pe.Path, pe.Err)
+	}
+	return err
+}
+
 func (w *walker) fileSum(p string) (string, error) {
 	f, err := w.root.Open(rel(p))
 	if err != nil {
-		return "", fmt.Errorf("tree digest: %w", err)
+		return "", fmt.Errorf("tree digest: %w", quoted(err))
 	}
 	defer f.Close()
 	// Opened after Lstat said regular; a file swapped for something else
 	// meanwhile is refused rather than read.
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("tree digest: %s is no longer a regular file", p)
+		return "", fmt.Errorf("tree digest: %q is no longer a regular file", p)
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("tree digest: reading %s: %w", p, err)
+		return "", fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -214,7 +228,7 @@ func xattrSum(name string) (string, error) {
 	for _, a := range names {
 		m, err := unix.Lgetxattr(name, a, val)
 		if err != nil {
-			return "", fmt.Errorf("reading extended attribute %s: %w", a, err)
+			return "", fmt.Errorf("reading extended attribute %q: %w", a, err)
 		}
 		fmt.Fprintf(h, "%q=%x\n", a, val[:m])
 	}

@@ -1,11 +1,16 @@
 package treedigest
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // tree makes a small rootfs-like tree and returns its directory.
@@ -148,5 +153,104 @@ func TestExcludedEntriesStayListed(t *testing.T) {
 func TestDigestOfAMissingTreeFails(t *testing.T) {
 	if _, err := Digest(filepath.Join(t.TempDir(), "none"), Options{}); err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// TestListingNamesOddPathsOnOneLine: a name may hold any byte but "/" and
+// NUL, and whoever made the tree chose it. Each entry must still be one
+// line of printable text whose path reads back exactly, so that no name
+// can add entries to a listing or pass for another name.
+func TestListingNamesOddPathsOnOneLine(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{
+		"new\nline",
+		`new\nline`,
+		"new\n\"forged\" file 0644 0:0 " + strings.Repeat("0", 64),
+		"tab\there",
+		"cr\rhere",
+		"ctl\x01\x1b[31m\x7f",
+		"not utf-8 \xff\xfe",
+		"quote\" and space",
+		"back\\slash",
+		"\u202etxt.exe",
+		"nbsp\u00a0and\u2028separator",
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := "tar\nget\xff\t\x01 \"x\""
+	if err := os.Symlink(target, filepath.Join(dir, "link\nx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "new\nline"), filepath.Join(dir, "zz\thard")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"/": true, "/link\nx": true, "/zz\thard": true}
+	for _, n := range names {
+		want["/"+n] = true
+	}
+	got := map[string]string{}
+	err := Walk(dir, Options{}, func(line string) error {
+		for _, r := range line {
+			if !strconv.IsPrint(r) || r == utf8.RuneError {
+				t.Errorf("the line holds %q, which is not printable: %q", r, line)
+			}
+		}
+		first, err := strconv.QuotedPrefix(line)
+		if err != nil {
+			t.Fatalf("the line does not start with a quoted path: %q", line)
+		}
+		p, err := strconv.Unquote(first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := got[p]; dup {
+			t.Errorf("%q is listed twice", p)
+		}
+		got[p] = line[len(first):]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d entries listed, want %d: %q", len(got), len(want), got)
+	}
+	for p := range want {
+		if _, ok := got[p]; !ok {
+			t.Errorf("%q is not listed", p)
+		}
+	}
+	// The target is quoted too, spaces and all: it is the fourth field,
+	// and read as a quoted string it ends where its quoting does.
+	rest := got["/link\nx"]
+	if f := strings.SplitN(strings.TrimPrefix(rest, " "), " ", 4); len(f) != 4 || f[0] != "symlink" {
+		t.Errorf("the symlink's line: %q", rest)
+	} else if q, err := strconv.QuotedPrefix(f[3]); err != nil || q != f[3] {
+		t.Errorf("the symlink's target is not one quoted field: %q", f[3])
+	} else if back, _ := strconv.Unquote(q); back != target {
+		t.Errorf("the symlink's target reads back as %q, want %q", back, target)
+	}
+	rest = got["/zz\thard"]
+	if i := strings.Index(rest, " link="); i < 0 {
+		t.Errorf("the hard link's line: %q", rest)
+	} else if back, err := strconv.Unquote(rest[i+len(" link="):]); err != nil || back != "/new\nline" {
+		t.Errorf("the hard link's first path reads back as %q (%v)", back, err)
+	}
+}
+
+func TestErrorsQuoteTheirPaths(t *testing.T) {
+	err := quoted(&fs.PathError{Op: "lstat", Path: "etc/a\nb\x1b[2J", Err: syscall.EACCES})
+	if want := `lstat "etc/a\nb\x1b[2J": permission denied`; err.Error() != want {
+		t.Errorf("%q, want %q", err, want)
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Error("the error no longer says what went wrong")
+	}
+	_, err = Digest(filepath.Join(t.TempDir(), "no\nne"), Options{})
+	if err == nil || strings.ContainsAny(err.Error(), "\n\x00") || !strings.Contains(err.Error(), `no\nne`) {
+		t.Errorf("a missing tree: %q", err)
 	}
 }
