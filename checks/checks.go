@@ -70,6 +70,9 @@ type Options struct {
 	// Image says how Image opens a disk image: the backing files it may
 	// use, the root partition, the limits.
 	Image diskimage.Options
+	// Budget bounds the whole collection; limits it leaves zero are
+	// collector.DefaultBudget's.
+	Budget collector.Budget
 	// ImageRootfs is the rootfs tree a disk image's encrypted root was
 	// made from (the gpuhost-rootfs builder keeps it beside the disk).
 	// Image reads the root's files from it, and the partitions, the LUKS
@@ -133,6 +136,9 @@ func Collect(ctx context.Context, env *collector.Env, kind, ref string, o Option
 	if cs == nil {
 		cs = All()
 	}
+	env.Budget = o.Budget.WithDefaults()
+	ctx, cancel := context.WithTimeout(ctx, env.Budget.Deadline)
+	defer cancel()
 	f := facts.New(kind, ref, now)
 	// An ordering error is recorded against every collector, which is all a
 	// caller needs: the checks that need them error.

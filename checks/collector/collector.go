@@ -33,10 +33,45 @@ type Env struct {
 	// whose kernel state a live scan reads, such as the nftables ruleset;
 	// empty means the scanner's own.
 	NetNS string
+	// Budget is what the scan may spend, all collectors together.
+	Budget Budget
 	// UnitState reports a systemd unit's ActiveState on a live host; nil
 	// asks the host's systemd. It returns "unknown" and a reason when no
 	// service manager answers.
 	UnitState func(ctx context.Context, unit string) (state, reason string)
+}
+
+// Budget is what one scan may spend, its collectors together, whatever the
+// target. Everything a scan reads is untrusted, and a limit that holds for
+// each piece (a file, a key slot) does not hold for the whole.
+type Budget struct {
+	// Deadline bounds the collection as a whole. A collector it cuts
+	// short, or never lets run, is recorded as an error that names it.
+	Deadline time.Duration
+	// KDFTime bounds trying the empty passphrase on one target's LUKS key
+	// slots, all slots together, and KDFMemory the memory one trial's KDF
+	// may ask for; the trials free it before the next.
+	KDFTime   time.Duration
+	KDFMemory int64
+}
+
+// DefaultBudget is what a scan spends when its options leave a limit zero
+// (docs/limits.md).
+var DefaultBudget = Budget{Deadline: 5 * time.Minute, KDFTime: 30 * time.Second, KDFMemory: 512 << 20}
+
+// WithDefaults is b with every limit it leaves zero taken from
+// DefaultBudget.
+func (b Budget) WithDefaults() Budget {
+	if b.Deadline <= 0 {
+		b.Deadline = DefaultBudget.Deadline
+	}
+	if b.KDFTime <= 0 {
+		b.KDFTime = DefaultBudget.KDFTime
+	}
+	if b.KDFMemory <= 0 {
+		b.KDFMemory = DefaultBudget.KDFMemory
+	}
+	return b
 }
 
 // BlockDevice is a raw device of a disk image.

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -31,7 +32,11 @@ func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
 	}
 	for _, c := range ordered {
 		if err := ctx.Err(); err != nil {
-			f.Record(c.Name(), facts.StatusError, "scan cancelled: "+err.Error())
+			reason := "scan cancelled: " + err.Error()
+			if errors.Is(err, context.DeadlineExceeded) {
+				reason = fmt.Sprintf("not judged: the scan's deadline (%v) passed before this collector ran", env.Budget.Deadline)
+			}
+			f.Record(c.Name(), facts.StatusError, reason)
 			continue
 		}
 		start := time.Now()

@@ -79,3 +79,26 @@ func TestRunWithoutAnOrderRunsNothing(t *testing.T) {
 		t.Errorf("a: %+v, want error", f.Collectors["a"])
 	}
 }
+
+// A collector the scan's deadline leaves no time for is recorded as not
+// judged, naming the deadline, never as a pass.
+func TestRunNamesTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	cs := []Collector{fn{name: "late", run: func(*facts.Facts) error { t.Error("late ran past the deadline"); return nil }}}
+	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
+	if err := Run(ctx, &Env{Budget: Budget{Deadline: 5 * time.Minute}}, f, cs); err != nil {
+		t.Fatal(err)
+	}
+	st := f.Collectors["late"]
+	if st.Status != facts.StatusError || !strings.Contains(st.Reason, "deadline (5m0s) passed") {
+		t.Errorf("late: %+v, want an error naming the deadline", st)
+	}
+}
+
+func TestBudgetDefaults(t *testing.T) {
+	if got := (Budget{KDFTime: time.Second}).WithDefaults(); got.Deadline != DefaultBudget.Deadline || got.KDFTime != time.Second || got.KDFMemory != DefaultBudget.KDFMemory {
+		t.Errorf("WithDefaults: %+v", got)
+	}
+}

@@ -73,7 +73,7 @@ type imageLUKS struct {
 // imageLUKSHeaders reads the LUKS header of each of an image's partitions
 // that has one. A partition that starts with the LUKS magic but whose header
 // does not parse is an error: the root may lie on it.
-func imageLUKSHeaders(devices []collector.BlockDevice) ([]imageLUKS, error) {
+func imageLUKSHeaders(devices []collector.BlockDevice, b *trialBudget) ([]imageLUKS, error) {
 	var out []imageLUKS
 	for _, d := range devices {
 		h, err := readLUKSHeader(d.R, d.Size)
@@ -84,7 +84,7 @@ func imageLUKSHeaders(devices []collector.BlockDevice) ([]imageLUKS, error) {
 			return nil, fmt.Errorf("reading the LUKS header of %s: %w", d.Name, err)
 		}
 		var p facts.CryptParams
-		h.keyslots(d.R, d.Size, &p)
+		h.keyslots(d.R, d.Size, &p, b)
 		out = append(out, imageLUKS{Device: d.Name, PartUUID: d.PartUUID, PartLabel: d.PartLabel, Header: h, Keyslots: p.Keyslots, KeyslotsError: p.KeyslotsError})
 	}
 	return out, nil

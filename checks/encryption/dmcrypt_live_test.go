@@ -48,7 +48,7 @@ func TestLiveDMCryptTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, enc := devChain(fsys, "", "/dev/mapper/"+name)
+		c, enc := devChain(fsys, "", "/dev/mapper/"+name, budgetOf(defaultTrialLimits))
 		closer.Close()
 		if !enc || len(c.hops) < 2 || c.hops[0].Kind != "crypt" || c.hops[0].Name != name || c.hops[1].Kind != "loop" {
 			t.Fatalf("chain %+v encrypted=%v", c.hops, enc)

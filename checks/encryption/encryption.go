@@ -44,8 +44,9 @@ func (encryptionCollector) Name() string { return "encryption" }
 // Needs is empty: it reads the target alone.
 func (encryptionCollector) Needs() []string { return nil }
 
-func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (encryptionCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	fsys := env.FS
+	trials := newTrialBudget(ctx, env.Budget)
 	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}
 	if data, ok, err := textfile.ReadOptional(fsys, "/etc/crypttab"); err != nil {
 		return fmt.Errorf("reading crypttab: %w", err)
@@ -60,11 +61,11 @@ func (encryptionCollector) Collect(_ context.Context, env *collector.Env, f *fac
 		e.Crypttab = ct
 	}
 	if env.Live {
-		if err := liveEncryption(fsys, e); err != nil {
+		if err := liveEncryption(fsys, e, trials); err != nil {
 			return err
 		}
 	} else {
-		luks, err := imageLUKSHeaders(env.Devices)
+		luks, err := imageLUKSHeaders(env.Devices, trials)
 		if err != nil {
 			return err
 		}
@@ -275,7 +276,7 @@ func mountFor(mounts []mount, file string) (mount, bool) {
 	return best, found
 }
 
-func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
+func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) error {
 	const mi = "/proc/self/mountinfo"
 	data, err := fsys.ReadFile(mi)
 	if err != nil {
@@ -286,7 +287,7 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 		return fmt.Errorf("parsing %s: %w", fsys.Display(mi), err)
 	}
 	if m, ok := mountFor(mounts, "/"); ok {
-		c, enc := devChain(fsys, m.MajMin, m.Source)
+		c, enc := devChain(fsys, m.MajMin, m.Source, trials)
 		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
 	}
 
@@ -322,12 +323,12 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 		case s.Kind == "file":
 			if m, ok := mountFor(mounts, dev); ok {
 				var c *chain
-				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source)
+				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source, trials)
 				s.Hops = c.hops
 			}
 		default:
 			var c *chain
-			c, s.Encrypted = devChain(fsys, "", dev)
+			c, s.Encrypted = devChain(fsys, "", dev, trials)
 			s.Hops = c.hops
 		}
 		e.Swap = append(e.Swap, s)
@@ -339,7 +340,7 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption) error {
 // returns the devices met and whether every path to a disk passes through
 // an encrypting target. The device is found by maj:min under /sys/dev/block,
 // or else by its /dev name under /sys/class/block.
-func devChain(fsys sysroot.FS, majmin, devPath string) (*chain, bool) {
+func devChain(fsys sysroot.FS, majmin, devPath string, trials *trialBudget) (*chain, bool) {
 	c := &chain{names: []string{}}
 	base := ""
 	if majmin != "" {
@@ -365,7 +366,7 @@ func devChain(fsys sysroot.FS, majmin, devPath string) (*chain, bool) {
 	if base == "" {
 		return c, false
 	}
-	w := &chainWalker{fsys: fsys, seen: map[string]bool{}, table: dmTables(fsys.Root())}
+	w := &chainWalker{fsys: fsys, seen: map[string]bool{}, table: dmTables(fsys.Root()), trials: trials}
 	enc := w.walk(c, base, path.Base(base), 0)
 	return c, enc
 }
@@ -397,6 +398,9 @@ type chainWalker struct {
 	fsys  sysroot.FS
 	seen  map[string]bool
 	table func(name string) ([]dmTarget, string, error)
+	// trials pays for trying the empty passphrase on the key slots of the
+	// LUKS headers the walk reads.
+	trials *trialBudget
 }
 
 func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
@@ -528,7 +532,7 @@ func (w *chainWalker) keyslots(p string, cp *facts.CryptParams) {
 		fail("reading the LUKS header of /dev/%s: %v", name, err)
 		return
 	}
-	hdr.keyslots(f, sectors*512, cp)
+	hdr.keyslots(f, sectors*512, cp, w.trials)
 }
 
 // devName is the kernel name of the device at p (dm-0, sda3).

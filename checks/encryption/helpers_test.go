@@ -1,10 +1,13 @@
 package encryption
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
@@ -44,4 +47,13 @@ func fakeDMTables(t testing.TB, tables map[string]string) {
 		}
 	}
 	t.Cleanup(func() { dmTables = old })
+}
+
+// budgetOf is a trial budget with per-slot limits lim and nothing else to
+// run out of: tests of what a slot costs are not cut short by the target's
+// budget or a deadline.
+func budgetOf(lim trialLimits) *trialBudget {
+	lim.TotalArgonWork, lim.TotalPBKDF2Blocks = math.MaxUint64, math.MaxUint64
+	return &trialBudget{lim: lim, ctx: context.Background(), until: time.Now().Add(time.Hour), spend: time.Hour,
+		argonLeft: lim.TotalArgonWork, pbkdf2Left: lim.TotalPBKDF2Blocks}
 }

@@ -33,21 +33,29 @@ import (
 // digest. Nothing else tells an empty passphrase from a long one, and a slot
 // that opens with it gives the disk to anyone who holds it.
 
-// trialLimits bound what trying the empty passphrase on one key slot may
-// cost. A header is untrusted input: its KDF parameters are the attacker's
-// to choose, so a slot beyond the limits is not tried and says so.
+// trialLimits bound what trying the empty passphrase may cost: one key slot,
+// and every slot of a target together (trialBudget). A header is untrusted
+// input: its KDF parameters are the attacker's to choose, so a slot beyond
+// the limits is not tried and says so.
 type trialLimits struct {
 	// ArgonKiB is the most memory an argon2 KDF may ask for, and ArgonWork
 	// the most passes times memory (KiB).
 	ArgonKiB, ArgonWork uint64
-	// PBKDF2Iterations is the most iterations a PBKDF2 slot or digest may ask for.
-	PBKDF2Iterations uint64
+	// PBKDF2Blocks is the most a PBKDF2 slot or digest may cost: its
+	// iterations times the hash blocks of the key it derives.
+	PBKDF2Blocks uint64
+	// TotalArgonWork and TotalPBKDF2Blocks are what all the slots of one
+	// target may cost together.
+	TotalArgonWork, TotalPBKDF2Blocks uint64
 }
 
-// defaultTrialLimits admit every slot cryptsetup makes with its defaults:
-// it caps argon2 memory at 1 GiB and benchmarks the passes to about two
-// seconds, and PBKDF2 to about two seconds of iterations.
-var defaultTrialLimits = trialLimits{ArgonKiB: 1 << 20, ArgonWork: 16 << 20, PBKDF2Iterations: 20_000_000}
+// defaultTrialLimits admit the slots gpuhost's builder makes and the PBKDF2
+// slots cryptsetup benchmarks to about two seconds, and argon2 slots of up
+// to 512 MiB: cryptsetup's own default may ask for 1 GiB, which a scan
+// does not spend on one slot unless its budget says so (collector.Budget's
+// KDFMemory).
+var defaultTrialLimits = trialLimits{ArgonKiB: 512 << 10, ArgonWork: 4 << 20, PBKDF2Blocks: 20_000_000,
+	TotalArgonWork: 16 << 20, TotalPBKDF2Blocks: 80_000_000}
 
 const (
 	// maxKeyslots bounds the slots tried in one header; LUKS2 allows 32.
@@ -116,7 +124,7 @@ const maxRememberedTrials = 64
 // header whose JSON area is js, on the device r of size bytes. The error
 // is for a JSON area that does not describe key slots; a slot that cannot
 // be tried is recorded with why.
-func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.Keyslot, error) {
+func luks2Slots(r io.ReaderAt, size int64, js []byte, b *trialBudget) ([]facts.Keyslot, error) {
 	var md luks2Keyslots
 	if err := json.Unmarshal(js, &md); err != nil {
 		return nil, fmt.Errorf("LUKS2 JSON area: %w", err)
@@ -140,7 +148,7 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.
 	// The key material of every slot is read first, bounded by the device,
 	// so that the remembered outcome is keyed by all that decides it.
 	areas := make(map[string][]byte, len(ids))
-	sum := trialDigest(lim)
+	sum := trialDigest(b.lim)
 	sum.Write(js)
 	for _, id := range ids {
 		ks := md.Keyslots[id]
@@ -161,13 +169,15 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, lim trialLimits) ([]facts.
 	}
 	var key [sha256.Size]byte
 	sum.Sum(key[:0])
-	return remembered(key, func() []facts.Keyslot { return md.try(ids, areas, lim) }), nil
+	return remembered(key, func() ([]facts.Keyslot, bool) { return md.try(ids, areas, b) }), nil
 }
 
 // try tries the empty passphrase on each slot of ids whose key material
-// areas holds.
-func (md luks2Keyslots) try(ids []string, areas map[string][]byte, lim trialLimits) []facts.Keyslot {
-	out := make([]facts.Keyslot, 0, len(ids))
+// areas holds, each paid for from b before its work. complete is false when
+// b left a slot untried.
+func (md luks2Keyslots) try(ids []string, areas map[string][]byte, b *trialBudget) (out []facts.Keyslot, complete bool) {
+	out = make([]facts.Keyslot, 0, len(ids))
+	complete = true
 	for _, id := range ids {
 		ks := md.Keyslots[id]
 		slot := facts.Keyslot{ID: id, KDF: ks.KDF.Type, Token: md.tokenOf(id)}
@@ -181,13 +191,25 @@ func (md luks2Keyslots) try(ids []string, areas map[string][]byte, lim trialLimi
 			out = append(out, slot)
 			continue
 		}
-		vk, err := ks.open(nil, area, lim)
+		argon, blocks, err := md.cost(id, b.lim)
+		if err == nil {
+			if err = b.charge(argon, blocks); errors.Is(err, errNotPaid) {
+				complete = false
+			}
+		}
 		if err != nil {
 			slot.Untried = err.Error()
 			out = append(out, slot)
 			continue
 		}
-		opens, err := md.digestMatches(id, vk, lim)
+		vk, err := ks.open(nil, area, b.lim)
+		release(argon)
+		if err != nil {
+			slot.Untried = err.Error()
+			out = append(out, slot)
+			continue
+		}
+		opens, err := md.digestMatches(id, vk, b.lim)
 		clear(vk)
 		if err != nil {
 			slot.Untried = err.Error()
@@ -195,7 +217,52 @@ func (md luks2Keyslots) try(ids []string, areas map[string][]byte, lim trialLimi
 		slot.EmptyPassphrase = opens
 		out = append(out, slot)
 	}
-	return out
+	return out, complete
+}
+
+// cost is what trying slot id costs, its KDF and the digest that covers it,
+// or why the slot is beyond what one trial spends.
+func (md luks2Keyslots) cost(id string, lim trialLimits) (argon, blocks uint64, err error) {
+	ks := md.Keyslots[id]
+	switch k := ks.KDF; k.Type {
+	case "argon2i", "argon2id":
+		switch {
+		case k.Memory == 0 || k.Memory > lim.ArgonKiB:
+			return 0, 0, fmt.Errorf("%s with %d KiB of memory is more than the %d KiB a trial spends", k.Type, k.Memory, lim.ArgonKiB)
+		case k.Time == 0 || k.Time > lim.ArgonWork/k.Memory:
+			return 0, 0, fmt.Errorf("%s with %d passes over %d KiB is more work than a trial spends", k.Type, k.Time, k.Memory)
+		}
+		argon = k.Memory * k.Time
+	case "pbkdf2":
+		h, err := hashFunc(k.Hash)
+		if err != nil {
+			return 0, 0, err
+		}
+		if blocks = pbkdf2Blocks(k.Iterations, ks.Area.KeySize, h().Size()); k.Iterations == 0 || blocks > lim.PBKDF2Blocks {
+			return 0, 0, fmt.Errorf("pbkdf2 with %d iterations for a %d-byte key is more than a trial spends (%d blocks)", k.Iterations, ks.Area.KeySize, lim.PBKDF2Blocks)
+		}
+	default:
+		return 0, 0, fmt.Errorf("KDF %q is not tried", k.Type)
+	}
+	for _, d := range md.Digests {
+		if !slices.Contains(d.Keyslots, id) {
+			continue
+		}
+		h, err := hashFunc(d.Hash)
+		if err != nil {
+			return 0, 0, err
+		}
+		want, err := base64.StdEncoding.DecodeString(d.Digest)
+		if err != nil || len(want) == 0 || len(want) > 64 {
+			return 0, 0, errors.New("the digest's value is not base64")
+		}
+		n := pbkdf2Blocks(d.Iterations, len(want), h().Size())
+		if d.Iterations == 0 || n > lim.PBKDF2Blocks {
+			return 0, 0, fmt.Errorf("a digest of %d pbkdf2 iterations is more than a trial spends (%d blocks)", d.Iterations, lim.PBKDF2Blocks)
+		}
+		return argon, blocks + n, nil
+	}
+	return 0, 0, errors.New("no digest covers the slot")
 }
 
 // trialDigest starts the digest a trial is remembered by: the limits it
@@ -207,16 +274,20 @@ func trialDigest(lim trialLimits) hash.Hash {
 }
 
 // remembered returns what try finds for the header whose digest is key,
-// trying it only when the header has not been tried before. The caller
-// gets its own copy.
-func remembered(key [sha256.Size]byte, try func() []facts.Keyslot) []facts.Keyslot {
+// trying it only when the header has not been tried before. A try that
+// its budget cut short is not remembered: the next scan may have more to
+// spend. The caller gets its own copy.
+func remembered(key [sha256.Size]byte, try func() ([]facts.Keyslot, bool)) []facts.Keyslot {
 	trials.Lock()
 	out, ok := trials.m[key]
 	trials.Unlock()
 	if ok {
 		return slices.Clone(out)
 	}
-	out = try()
+	out, complete := try()
+	if !complete {
+		return out
+	}
 	trials.Lock()
 	if len(trials.m) >= maxRememberedTrials {
 		clear(trials.m)
@@ -296,8 +367,8 @@ func (ks luks2Keyslot) open(passphrase, area []byte, lim trialLimits) ([]byte, e
 		if err != nil {
 			return nil, err
 		}
-		if ks.KDF.Iterations == 0 || ks.KDF.Iterations > lim.PBKDF2Iterations {
-			return nil, fmt.Errorf("pbkdf2 with %d iterations is more than the %d a trial spends", ks.KDF.Iterations, lim.PBKDF2Iterations)
+		if n := pbkdf2Blocks(ks.KDF.Iterations, ks.Area.KeySize, h().Size()); ks.KDF.Iterations == 0 || n > lim.PBKDF2Blocks {
+			return nil, fmt.Errorf("pbkdf2 with %d iterations for a %d-byte key is more than a trial spends (%d blocks)", ks.KDF.Iterations, ks.Area.KeySize, lim.PBKDF2Blocks)
 		}
 		if kek, err = pbkdf2.Key(h, string(passphrase), salt, int(ks.KDF.Iterations), ks.Area.KeySize); err != nil {
 			return nil, fmt.Errorf("pbkdf2: %w", err)
@@ -380,14 +451,14 @@ func sectorCipher(spec string, key []byte) (func(dst, src []byte, sector uint64)
 // LUKS1 header h read from r, a device of size bytes. A LUKS1 slot is
 // PBKDF2 with the header's hash, its key material encrypted with the
 // volume's own cipher, and one master-key digest covers every slot.
-func luks1Slots(r io.ReaderAt, size int64, h luksHeader, lim trialLimits) ([]facts.Keyslot, error) {
+func luks1Slots(r io.ReaderAt, size int64, h luksHeader, b *trialBudget) ([]facts.Keyslot, error) {
 	hd := h.luks1
 	keyBytes := int(binary.BigEndian.Uint32(hd[108:112]))
 	hashName, err := cString(hd[72:104])
 	if err != nil {
 		return nil, fmt.Errorf("LUKS1 hash: %w", err)
 	}
-	sum := trialDigest(lim)
+	sum := trialDigest(b.lim)
 	sum.Write(hd)
 	type slot struct {
 		id         int
@@ -428,12 +499,16 @@ func luks1Slots(r io.ReaderAt, size int64, h luksHeader, lim trialLimits) ([]fac
 	}
 	var key [sha256.Size]byte
 	sum.Sum(key[:0])
-	return remembered(key, func() []facts.Keyslot {
+	return remembered(key, func() ([]facts.Keyslot, bool) {
 		out := make([]facts.Keyslot, 0, len(slots))
+		complete := true
 		for _, s := range slots {
 			ks := facts.Keyslot{ID: strconv.Itoa(s.id), KDF: "pbkdf2", Untried: s.untried}
 			if ks.Untried == "" {
-				opens, err := luks1Opens(hd, h.Cipher, hashName, keyBytes, s.iterations, s.salt, s.area, s.stripes, lim)
+				opens, err := luks1Opens(hd, h.Cipher, hashName, keyBytes, s.iterations, s.salt, s.area, s.stripes, b)
+				if errors.Is(err, errNotPaid) {
+					complete = false
+				}
 				if err != nil {
 					ks.Untried = err.Error()
 				}
@@ -441,22 +516,27 @@ func luks1Slots(r io.ReaderAt, size int64, h luksHeader, lim trialLimits) ([]fac
 			}
 			out = append(out, ks)
 		}
-		return out
+		return out, complete
 	}), nil
 }
 
 // luks1Opens derives one LUKS1 slot's key from the empty passphrase and
 // holds the master key it unlocks to the header's digest.
-func luks1Opens(hd []byte, cipher, hashName string, keyBytes int, iterations uint64, salt, area []byte, stripes int, lim trialLimits) (bool, error) {
+func luks1Opens(hd []byte, cipher, hashName string, keyBytes int, iterations uint64, salt, area []byte, stripes int, b *trialBudget) (bool, error) {
 	h, err := hashFunc(hashName)
 	if err != nil {
 		return false, err
 	}
 	digestIter := uint64(binary.BigEndian.Uint32(hd[164:168]))
-	for _, n := range []uint64{iterations, digestIter} {
-		if n == 0 || n > lim.PBKDF2Iterations {
-			return false, fmt.Errorf("pbkdf2 with %d iterations is more than the %d a trial spends", n, lim.PBKDF2Iterations)
+	slotBlocks, digestBlocks := pbkdf2Blocks(iterations, keyBytes, h().Size()), pbkdf2Blocks(digestIter, 20, h().Size())
+	for _, n := range []uint64{slotBlocks, digestBlocks} {
+		if iterations == 0 || digestIter == 0 || n > b.lim.PBKDF2Blocks {
+			return false, fmt.Errorf("pbkdf2 with %d iterations for a %d-byte key (digest: %d) is more than a trial spends (%d blocks)",
+				iterations, keyBytes, digestIter, b.lim.PBKDF2Blocks)
 		}
+	}
+	if err := b.charge(0, slotBlocks+digestBlocks); err != nil {
+		return false, err
 	}
 	kek, err := pbkdf2.Key(h, "", salt, int(iterations), keyBytes)
 	if err != nil {
@@ -497,13 +577,13 @@ func (md luks2Keyslots) digestMatches(id string, vk []byte, lim trialLimits) (bo
 		if err != nil {
 			return false, err
 		}
-		if d.Iterations == 0 || d.Iterations > lim.PBKDF2Iterations {
-			return false, fmt.Errorf("a digest of %d pbkdf2 iterations is more than the %d a trial spends", d.Iterations, lim.PBKDF2Iterations)
-		}
 		salt, err1 := base64.StdEncoding.DecodeString(d.Salt)
 		want, err2 := base64.StdEncoding.DecodeString(d.Digest)
 		if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 64 || len(salt) > 1024 {
 			return false, errors.New("the digest's salt or value is not base64")
+		}
+		if n := pbkdf2Blocks(d.Iterations, len(want), h().Size()); d.Iterations == 0 || n > lim.PBKDF2Blocks {
+			return false, fmt.Errorf("a digest of %d pbkdf2 iterations is more than a trial spends (%d blocks)", d.Iterations, lim.PBKDF2Blocks)
 		}
 		got, err := pbkdf2.Key(h, string(vk), salt, int(d.Iterations), len(want))
 		if err != nil {

@@ -58,7 +58,7 @@ func tryVolume(t *testing.T, vol string) (luksHeader, collector.BlockDevice, fac
 		t.Fatal(err)
 	}
 	var p facts.CryptParams
-	h.keyslots(d.R, d.Size, &p)
+	h.keyslots(d.R, d.Size, &p, budgetOf(defaultTrialLimits))
 	return h, d, p
 }
 
@@ -78,10 +78,10 @@ func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
 	// The same header again comes from what was remembered, and a copy:
 	// the caller's changes do not reach the next scan.
 	var again facts.CryptParams
-	h.keyslots(d.R, d.Size, &again)
+	h.keyslots(d.R, d.Size, &again, budgetOf(defaultTrialLimits))
 	again.Keyslots[1].FirstBoot = "x"
 	var third facts.CryptParams
-	h.keyslots(d.R, d.Size, &third)
+	h.keyslots(d.R, d.Size, &third, budgetOf(defaultTrialLimits))
 	if !reflect.DeepEqual(third.Keyslots, want) {
 		t.Errorf("remembered keyslots %+v, want %+v", third.Keyslots, want)
 	}
@@ -128,7 +128,7 @@ func TestKeyslotsBeyondTheLimitsAreNotTried(t *testing.T) {
 	if len(p.Keyslots) != 4 || !p.Keyslots[1].EmptyPassphrase {
 		t.Fatalf("within the defaults: %+v %q", p.Keyslots, p.KeyslotsError)
 	}
-	slots, err := luks2Slots(d.R, d.Size, h.json, trialLimits{ArgonKiB: 1024, ArgonWork: 1 << 20, PBKDF2Iterations: 500})
+	slots, err := luks2Slots(d.R, d.Size, h.json, budgetOf(trialLimits{ArgonKiB: 1024, ArgonWork: 1 << 20, PBKDF2Blocks: 500}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestKeyslotsBeyondTheLimitsAreNotTried(t *testing.T) {
 	if !strings.Contains(slots[1].Untried, "argon2id with 32768 KiB of memory is more than the 1024 KiB") {
 		t.Errorf("slot 1 untried because %q", slots[1].Untried)
 	}
-	if !strings.Contains(slots[0].Untried, "pbkdf2 with 1000 iterations is more than the 500") {
+	if !strings.Contains(slots[0].Untried, "pbkdf2 with 1000 iterations for a 64-byte key is more than a trial spends (500 blocks)") {
 		t.Errorf("slot 0 untried because %q", slots[0].Untried)
 	}
 }
@@ -158,7 +158,7 @@ func TestKeyslotsMaterialOutsideTheDevice(t *testing.T) {
 	}
 	// Cut the device to its header: the slots' areas lie after it.
 	cut := int64(len(h.json)) + luks2BinarySize
-	slots, err := luks2Slots(bytes.NewReader(data[:cut]), cut, h.json, defaultTrialLimits)
+	slots, err := luks2Slots(bytes.NewReader(data[:cut]), cut, h.json, budgetOf(defaultTrialLimits))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func FuzzKeyslots(f *testing.F) {
 	f.Add([]byte(`{"keyslots":{"31":{"type":"luks2","key_size":128,"area":{"type":"raw","offset":"512","size":"99999999","encryption":"aes-xts-plain64","key_size":32},"kdf":{"type":"pbkdf2","hash":"sha1","iterations":2,"salt":"AAAA"},"af":{"type":"luks1","stripes":4000,"hash":"sha512"}}}}`))
 	f.Add([]byte(`{"keyslots":{"x":{}}}`))
 	device := bytes.Repeat([]byte{0xa5}, 64<<10)
-	lim := trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Iterations: 16}
+	lim := budgetOf(trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Blocks: 16})
 	f.Fuzz(func(t *testing.T, js []byte) {
 		slots, err := luks2Slots(bytes.NewReader(device), int64(len(device)), js, lim)
 		if err != nil {
@@ -302,7 +302,7 @@ func FuzzLUKS1Keyslots(f *testing.F) {
 	binary.BigEndian.PutUint32(seed[luks1SlotsAt+44:], 4)
 	f.Add(seed)
 	device := bytes.Repeat([]byte{0x3c}, 64<<10)
-	lim := trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Iterations: 16}
+	lim := budgetOf(trialLimits{ArgonKiB: 64, ArgonWork: 256, PBKDF2Blocks: 16})
 	f.Fuzz(func(t *testing.T, hd []byte) {
 		h, err := readLUKSHeader(bytes.NewReader(hd), int64(len(hd)))
 		if err != nil || h.Version != 1 {

@@ -278,16 +278,16 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 // keyslots tries the empty passphrase on every key slot of the header h
 // read from r, a device of size bytes, and records them in p, with where
 // the volume key came from.
-func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams) {
+func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams, b *trialBudget) {
 	vk := h.VolumeKey
 	p.VolumeKey = &vk
 	var slots []facts.Keyslot
 	var err error
 	switch h.Version {
 	case 1:
-		slots, err = luks1Slots(r, size, h, defaultTrialLimits)
+		slots, err = luks1Slots(r, size, h, b)
 	case 2:
-		slots, err = luks2Slots(r, size, h.json, defaultTrialLimits)
+		slots, err = luks2Slots(r, size, h.json, b)
 	default:
 		err = fmt.Errorf("the key slots of a LUKS%d header are not tried", h.Version)
 	}

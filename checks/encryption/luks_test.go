@@ -130,11 +130,11 @@ func TestLUKSHeaderDamage(t *testing.T) {
 	if err := read(v9); err == nil || !strings.Contains(err.Error(), "version 9") {
 		t.Errorf("version 9: %v", err)
 	}
-	_, err = imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 2", Size: int64(len(tampered)), R: bytes.NewReader(tampered)}})
+	_, err = imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 2", Size: int64(len(tampered)), R: bytes.NewReader(tampered)}}, budgetOf(defaultTrialLimits))
 	if err == nil || !strings.Contains(err.Error(), "reading the LUKS header of partition 2") {
 		t.Errorf("damaged header on an image: %v", err)
 	}
-	if got, err := imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 1", Size: 4096, R: bytes.NewReader(make([]byte, 4096))}}); err != nil || len(got) != 0 {
+	if got, err := imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 1", Size: 4096, R: bytes.NewReader(make([]byte, 4096))}}, budgetOf(defaultTrialLimits)); err != nil || len(got) != 0 {
 		t.Errorf("a partition without LUKS: %v %v", got, err)
 	}
 }

@@ -64,7 +64,7 @@ func TestLiveRootOnPlainPartition(t *testing.T) {
 		t.Errorf("root %+v", r)
 	}
 	// dm-verity protects integrity, not confidentiality.
-	c, enc := devChain(checktest.NewEnv(t, dir, true).FS, "254:0", "")
+	c, enc := devChain(checktest.NewEnv(t, dir, true).FS, "254:0", "", budgetOf(defaultTrialLimits))
 	if enc || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
 		t.Errorf("verity chain %+v encrypted=%v", c.hops, enc)
 	}
@@ -78,7 +78,7 @@ func TestSlavesCycleIsBounded(t *testing.T) {
 		"sys/devices/a/slaves/x": checktest.Symlink("../../a"),
 		"sys/dev/block/253:5":    checktest.Symlink("../../devices/a"),
 	})
-	c, _ := devChain(checktest.NewEnv(t, dir, true).FS, "253:5", "")
+	c, _ := devChain(checktest.NewEnv(t, dir, true).FS, "253:5", "", budgetOf(defaultTrialLimits))
 	if len(c.names) > maxChainDepth+2 {
 		t.Errorf("chain of %d through a cycle", len(c.names))
 	}
