@@ -20,11 +20,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,13 +37,27 @@ const maxXattrs = 64 << 10
 
 // Options change what a walk hashes.
 type Options struct {
-	// Exclude are entries whose content is not hashed, as paths inside the
-	// tree ("/var/log/dpkg.log") or path.Match patterns ("/var/log/apt/*").
-	// An excluded entry still has its line, with its path and type and the
-	// word "excluded", so that nothing is left out unseen; a directory's
-	// entries are then not walked.
+	// Exclude are regular files whose content is not hashed, as paths
+	// inside the tree ("/var/log/dpkg.log") or path.Match patterns
+	// ("/var/log/apt/*"). An excluded file still has its line, with its
+	// path and the word "excluded", so that nothing is left out unseen. An
+	// exclusion names a regular file only: a directory or symlink at an
+	// excluded path is walked and listed like any other, so that it hides
+	// nothing under it.
 	Exclude []string
+	// MaxBytes bounds the file contents hashed, the whole tree together;
+	// DefaultMaxBytes when zero.
+	MaxBytes int64
+	// Timeout bounds the walk; DefaultTimeout when zero.
+	Timeout time.Duration
 }
+
+// The bounds of a walk when Options leaves them zero: a GPU image with its
+// CUDA toolkit holds some gigabytes, and a build hashes its tree once.
+const (
+	DefaultMaxBytes = 64 << 30
+	DefaultTimeout  = 30 * time.Minute
+)
 
 // Digest returns "sha256:<hex>" of the tree at root.
 func Digest(root string, o Options) (string, error) {
@@ -70,22 +84,44 @@ func Digest(root string, o Options) (string, error) {
 // A name may hold any byte but "/" and NUL; the quoting escapes newlines,
 // control bytes, quotes, backslashes and bytes that are not UTF-8, so each
 // entry is one line whose path strconv.Unquote gives back exactly.
+//
+// Every entry is reached through the root (os.Root: no path leaves it, and
+// a symlink is never followed), its extended attributes through the
+// directory already open above it, a file is opened without following a
+// symlink nor waiting on a FIFO, and what is opened must be what was
+// listed: a tree changed under the walk is an error, never a digest.
 func Walk(root string, o Options, fn func(line string) error) error {
+	return walkWith(root, o, fn, nil)
+}
+
+// walkWith is Walk with a hook called for each entry between its listing
+// and its reading, where tests change the tree under the walk.
+func walkWith(root string, o Options, fn func(line string) error, hook func(p string)) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return fmt.Errorf("tree digest: %w", quoted(err))
 	}
 	defer r.Close()
-	w := &walker{root: r, dir: root, opts: o, fn: fn, inodes: map[[2]uint64]string{}}
-	return w.walk("/")
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	w := &walker{root: r, opts: o, fn: fn, inodes: map[[2]uint64]string{}, left: o.MaxBytes,
+		until: time.Now().Add(o.Timeout), hook: hook}
+	return w.walk("/", nil, "")
 }
 
 type walker struct {
 	root   *os.Root
-	dir    string
 	opts   Options
 	fn     func(string) error
 	inodes map[[2]uint64]string
+	// left is what may still be hashed of file contents, until when.
+	left  int64
+	until time.Time
+	hook  func(p string)
 }
 
 func (w *walker) excluded(p string) bool {
@@ -108,13 +144,21 @@ func rel(p string) string {
 	return strings.TrimPrefix(p, "/")
 }
 
-func (w *walker) walk(p string) error {
+// walk lists the entry p, called name in the directory parent (nil for the
+// root), and what is under it.
+func (w *walker) walk(p string, parent *os.File, name string) error {
+	if time.Now().After(w.until) {
+		return fmt.Errorf("tree digest: the walk ran past its %v at %q", w.opts.Timeout, p)
+	}
 	fi, err := w.root.Lstat(rel(p))
 	if err != nil {
 		return fmt.Errorf("tree digest: %w", quoted(err))
 	}
+	if w.hook != nil {
+		w.hook(p)
+	}
 	typ := typeName(fi.Mode())
-	if w.excluded(p) {
+	if typ == "file" && w.excluded(p) {
 		return w.fn(strconv.Quote(p) + " " + typ + " excluded")
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
@@ -132,7 +176,7 @@ func (w *walker) walk(p string) error {
 		if st.Nlink > 1 {
 			w.inodes[key] = p
 		}
-		if detail, err = w.fileSum(p); err != nil {
+		if detail, err = w.fileSum(p, st); err != nil {
 			return err
 		}
 	case "symlink":
@@ -144,8 +188,27 @@ func (w *walker) walk(p string) error {
 	case "char", "block":
 		detail = fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 	}
+	var dir *os.File
+	if typ == "dir" {
+		if dir, err = w.openSame(p, st, unix.O_DIRECTORY); err != nil {
+			return err
+		}
+		defer dir.Close()
+	}
 	line := fmt.Sprintf("%s %s %04o %d:%d %s", strconv.Quote(p), typ, modeBits(fi.Mode()), st.Uid, st.Gid, detail)
-	x, err := xattrSum(filepath.Join(w.dir, rel(p)))
+	// Extended attributes are read by the name in the directory open
+	// above (the root's from its own descriptor), so no path is resolved
+	// again and a symlink is not followed.
+	var x string
+	if parent == nil {
+		fd := int(dir.Fd())
+		x, err = xattrSum(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+	} else {
+		at := fmt.Sprintf("/proc/self/fd/%d/%s", parent.Fd(), name)
+		x, err = xattrSum(func(b []byte) (int, error) { return unix.Llistxattr(at, b) },
+			func(a string, b []byte) (int, error) { return unix.Lgetxattr(at, a, b) })
+	}
 	if err != nil {
 		return fmt.Errorf("tree digest: %q: %w", p, err)
 	}
@@ -158,22 +221,37 @@ func (w *walker) walk(p string) error {
 	if typ != "dir" {
 		return nil
 	}
-	d, err := w.root.Open(rel(p))
-	if err != nil {
-		return fmt.Errorf("tree digest: %w", quoted(err))
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		if err := w.walk(path.Join(p, n)); err != nil {
+		if err := w.walk(path.Join(p, n), dir, n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// openSame opens p through the root without following a symlink or
+// waiting on a FIFO, and refuses it unless it is the very entry st
+// describes: one swapped since it was listed is an error.
+func (w *walker) openSame(p string, st *syscall.Stat_t, flags int) (*os.File, error) {
+	f, err := w.root.OpenFile(rel(p), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|flags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tree digest: %q changed while it was read: %w", p, quoted(err))
+	}
+	fi, err := f.Stat()
+	var now *syscall.Stat_t
+	if err == nil {
+		now, _ = fi.Sys().(*syscall.Stat_t)
+	}
+	if now == nil || now.Dev != st.Dev || now.Ino != st.Ino || flags == 0 && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("tree digest: %q changed while it was read: it is no longer the entry listed", p)
+	}
+	return f, nil
 }
 
 // quoted is err with the path it carries quoted as the listing quotes
@@ -187,29 +265,49 @@ func quoted(err error) error {
 	return err
 }
 
-func (w *walker) fileSum(p string) (string, error) {
-	f, err := w.root.Open(rel(p))
+// fileSum hashes the regular file p, which st describes: no more than its
+// size, within what the walk may still read and before its deadline.
+func (w *walker) fileSum(p string, st *syscall.Stat_t) (string, error) {
+	f, err := w.openSame(p, st, 0)
 	if err != nil {
-		return "", fmt.Errorf("tree digest: %w", quoted(err))
+		return "", err
 	}
 	defer f.Close()
-	// Opened after Lstat said regular; a file swapped for something else
-	// meanwhile is refused rather than read.
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("tree digest: %q is no longer a regular file", p)
+	if st.Size > w.left {
+		return "", fmt.Errorf("tree digest: %q: hashing its %d bytes would pass the %d bytes a walk reads", p, st.Size, w.opts.MaxBytes)
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		if time.Now().After(w.until) {
+			return "", fmt.Errorf("tree digest: the walk ran past its %v while reading %q", w.opts.Timeout, p)
+		}
+		m, err := f.Read(buf[:min(int64(len(buf)), st.Size-n+1)])
+		n += int64(m)
+		h.Write(buf[:m])
+		if n > st.Size {
+			return "", fmt.Errorf("tree digest: %q grew while it was read", p)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
+		}
 	}
+	if n != st.Size {
+		return "", fmt.Errorf("tree digest: %q shrank while it was read", p)
+	}
+	w.left -= n
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// xattrSum hashes the names and values of the entry's extended attributes,
-// sorted by name; "" when it has none. The walk never follows a symlink.
-func xattrSum(name string) (string, error) {
+// xattrSum hashes the names and values of an entry's extended attributes,
+// which list and get read, sorted by name; "" when it has none.
+func xattrSum(list func([]byte) (int, error), get func(string, []byte) (int, error)) (string, error) {
 	buf := make([]byte, maxXattrs)
-	n, err := unix.Llistxattr(name, buf)
+	n, err := list(buf)
 	if errors.Is(err, unix.ENOTSUP) || n == 0 {
 		return "", nil
 	}
@@ -226,7 +324,7 @@ func xattrSum(name string) (string, error) {
 	h := sha256.New()
 	val := make([]byte, maxXattrs)
 	for _, a := range names {
-		m, err := unix.Lgetxattr(name, a, val)
+		m, err := get(a, val)
 		if err != nil {
 			return "", fmt.Errorf("reading extended attribute %q: %w", a, err)
 		}
