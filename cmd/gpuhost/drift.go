@@ -123,6 +123,9 @@ func readBaseline(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("reading baseline: %w", err)
 	}
 	m, err := manifest.Decode(data)
+	if problem, ok := jsonProblem(err); ok {
+		return nil, fmt.Errorf("baseline %s: %s; --baseline takes the baked manifest (gpuhost.manifest/v1) that `gpuhost manifest` writes and an image carries at %s", path, problem, manifest.Path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("baseline %s: %w", path, err)
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpuhost/gpuhost/render/report"
 )
@@ -72,10 +74,56 @@ func (v reportsValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
+	if err := outputProblem(path); err != nil {
+		return err
+	}
 	r, err := report.Lookup(format)
 	if err != nil {
 		return err
 	}
 	*v.specs = append(*v.specs, reportSpec{format: format, path: path, renderer: r})
+	return nil
+}
+
+// countValue is an int flag that counts something done at once: 0 or a
+// negative number would mean nothing is ever done, or a default the
+// command line does not show.
+type countValue struct{ value *int }
+
+func countVar(p *int, def int) *countValue {
+	*p = def
+	return &countValue{p}
+}
+
+func (v *countValue) String() string { return strconv.Itoa(*v.value) }
+func (v *countValue) Type() string   { return "int" }
+
+func (v *countValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a whole number, 1 or more")
+	}
+	*v.value = n
+	return nil
+}
+
+// timeoutValue is a duration flag that bounds a wait: 0 or less would give
+// up at once, on every probe.
+type timeoutValue struct{ value *time.Duration }
+
+func timeoutVar(p *time.Duration, def time.Duration) *timeoutValue {
+	*p = def
+	return &timeoutValue{p}
+}
+
+func (v *timeoutValue) String() string { return v.value.String() }
+func (v *timeoutValue) Type() string   { return "duration" }
+
+func (v *timeoutValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want a duration above zero, such as 2s or 500ms")
+	}
+	*v.value = d
 	return nil
 }

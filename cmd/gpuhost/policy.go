@@ -50,6 +50,9 @@ func (a *app) policyCommand() *cobra.Command {
 		Short: "Run the pack's Rego tests with coverage (the embedded pack when no DIR)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if failUnder < 0 || failUnder > 100 {
+				return fmt.Errorf("--fail-under %g: want a percentage, 0 to 100", failUnder)
+			}
 			var src *engine.Source
 			var err error
 			if len(args) == 1 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"
 )
@@ -28,11 +27,11 @@ func (a *app) policyBundleCommand() *cobra.Command {
 			}
 			opts := bundle.Options{Algorithm: alg, Revision: revision}
 			if keyFile != "" {
-				key, err := userfile.Read(keyFile, userfile.MaxKey)
+				key, alg, err := readKey("--signing-key", keyFile, "--signing-alg", alg, true)
 				if err != nil {
-					return fmt.Errorf("reading --signing-key: %w", err)
+					return err
 				}
-				opts.SigningKey = string(key)
+				opts.SigningKey, opts.Algorithm = key, alg
 			} else {
 				a.log.Warn("no --signing-key: the bundle is unsigned, and scans with --verification-key will refuse it")
 			}
@@ -62,7 +61,7 @@ func (a *app) policyBundleCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&dir, "policy", "", "pack directory to bundle (default: the embedded pack)")
 	f.StringVar(&keyFile, "signing-key", "", "private key (PEM) to sign the bundle with, or the HMAC secret for HS algorithms")
-	f.StringVar(&alg, "signing-alg", "RS256", "JWT signing algorithm of --signing-key")
+	f.StringVar(&alg, "signing-alg", "", "JWT signing algorithm of --signing-key"+keyAlgHelp)
 	f.StringVar(&revision, "revision", "", "manifest revision (default: derived from the content)")
 	f.StringVarP(&output, "output", "o", "", "write the bundle to FILE (atomically)")
 	return cmd

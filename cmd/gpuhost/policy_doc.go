@@ -58,6 +58,9 @@ func (a *app) policyDocCommand() *cobra.Command {
 // writeFileAtomic writes data beside path and renames it over path, so a
 // reader never sees half a document.
 func writeFileAtomic(path string, data []byte) error {
+	if err := outputProblem(path); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpuhost-*.tmp")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

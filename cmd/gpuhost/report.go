@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/render/diff"
+	"github.com/gpuhost/gpuhost/reports"
 )
 
 // reportCommand groups commands that read saved reports.
@@ -26,11 +28,11 @@ func (a *app) reportCommand() *cobra.Command {
 			"Exit codes: 0 no new failures; 1 something fails (or errors) that did not before; 2 an input is unreadable.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			oldRep, err := diff.Load(args[0])
+			oldRep, err := loadReport(args[0])
 			if err != nil {
 				return err
 			}
-			newRep, err := diff.Load(args[1])
+			newRep, err := loadReport(args[1])
 			if err != nil {
 				return err
 			}
@@ -47,6 +49,24 @@ func (a *app) reportCommand() *cobra.Command {
 	d.Flags().Var(choiceVar(&format, "table", diff.Formats()...), "format", "output format: "+strings.Join(diff.Formats(), ", "))
 	cmd.AddCommand(d)
 	return cmd
+}
+
+// maxDiffReport bounds a report read for diff, as render/diff bounds one.
+const maxDiffReport = 64 << 20
+
+// loadReport reads a saved report for diff. It is opened as every file an
+// operator names is, so that a FIFO or a device is refused at once rather
+// than read from until it ends.
+func loadReport(file string) (*reports.Report, error) {
+	data, err := userfile.Read(file, maxDiffReport)
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	rep, err := diff.Parse(data, file)
+	if problem, ok := jsonProblem(err); ok {
+		return nil, fmt.Errorf("report %s: %s; diff compares gpuhost.report/v1 JSON documents, as scan --format json or --report json=FILE writes them", file, problem)
+	}
+	return rep, err
 }
 
 // writeDiff writes a report diff in format to w.

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/render/escape"
 	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/render/summary"
 	"github.com/gpuhost/gpuhost/reports"
@@ -39,7 +40,7 @@ func (p *policyFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&p.extend, "extend-policy", nil, "policy directory or bundle added to the embedded pack (repeatable)")
 	f.StringVar(&p.params, "params", "", "parameters file (YAML or JSON), read as data.gpuhost.params")
 	f.StringVar(&p.verificationKey, "verification-key", "", "public key (PEM) that policy bundles must be signed with")
-	f.StringVar(&p.verificationAlg, "verification-alg", "RS256", "signing algorithm of --verification-key")
+	f.StringVar(&p.verificationAlg, "verification-alg", "", "signing algorithm of --verification-key"+keyAlgHelp)
 }
 
 // pack is the policy pack the flags name.
@@ -50,10 +51,24 @@ func (p *policyFlags) pack() scan.Pack {
 
 func (p *policyFlags) engine(ctx context.Context, extra ...engine.Option) (*engine.Engine, error) {
 	// Name the flag, not just the file, when a file it names is missing.
-	for flag, file := range map[string]string{"--params": p.params, "--verification-key": p.verificationKey} {
-		if _, err := os.Stat(file); file != "" && err != nil {
-			return nil, fmt.Errorf("reading %s: %w", flag, err)
+	named := [][2]string{{"--params", p.params}, {"--verification-key", p.verificationKey}}
+	for _, dir := range p.policies {
+		named = append(named, [2]string{"--policy", dir})
+	}
+	for _, dir := range p.extend {
+		named = append(named, [2]string{"--extend-policy", dir})
+	}
+	for _, n := range named {
+		if _, err := os.Stat(n[1]); n[1] != "" && err != nil {
+			return nil, fmt.Errorf("reading %s: %w", n[0], err)
 		}
+	}
+	if p.verificationKey != "" {
+		_, alg, err := readKey("--verification-key", p.verificationKey, "--verification-alg", p.verificationAlg, false)
+		if err != nil {
+			return nil, err
+		}
+		p.verificationAlg = alg
 	}
 	e, err := p.pack().Engine(ctx, extra...)
 	if err != nil {
@@ -158,8 +173,8 @@ type hostFlags struct {
 
 func (h *hostFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&h.root, "host-root", "/", "where the host's root filesystem is mounted (a DaemonSet mounts it at /host)")
-	cmd.Flags().DurationVar(&h.probeTimeout, "probe-timeout", 2*time.Second, "timeout of one TLS handshake probe")
-	cmd.Flags().IntVar(&h.probeConcurrency, "probe-concurrency", 16, "TLS probes run at once")
+	cmd.Flags().Var(timeoutVar(&h.probeTimeout, 2*time.Second), "probe-timeout", "timeout of one TLS handshake probe")
+	cmd.Flags().Var(countVar(&h.probeConcurrency, 16), "probe-concurrency", "TLS probes run at once")
 }
 
 func (a *app) collectOptions(h *hostFlags) checks.Options {
@@ -225,7 +240,8 @@ func (a *app) scanCommand() *cobra.Command {
 		Short: "Evaluate saved facts documents (files, or NDJSON on stdin with no FILE or '-')",
 		Long: "Evaluate saved gpuhost.facts/v1 documents. Each FILE holds one JSON document, or many as NDJSON.\n" +
 			"With no FILE, or '-', documents are read as NDJSON from stdin. With one document the output is as for\n" +
-			"any scan; with several, --format json writes one compact report per line (NDJSON).\n" +
+			"any scan; with several, --format json writes one compact report per line (NDJSON), and each table is\n" +
+			"headed by its host (the hostname, else the ref) and the document it came from.\n" +
 			"With --summary, one row per check says how many hosts fail, error, are waived, skip and pass it\n" +
 			"(a table, or one JSON document with --format json); the exit code covers every host.",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -245,7 +261,7 @@ func (a *app) scanCommand() *cobra.Command {
 		},
 	}
 	ff.register(saved)
-	saved.Flags().IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "documents evaluated at once")
+	saved.Flags().Var(countVar(&workers, runtime.GOMAXPROCS(0)), "workers", "documents evaluated at once")
 	saved.Flags().BoolVar(&summary, "summary", false, "print one row per check with how many hosts fail, error, are waived, skip and pass it")
 
 	cmd.AddCommand(a.collectsFacts(rootfs), a.collectsFacts(host), saved, a.collectsFacts(a.scanImageCommand()))
@@ -309,7 +325,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 	}
 	switch count {
 	case 0:
-		return errors.New("no facts documents read")
+		return noDocuments(args)
 	case 1:
 		return a.emit(s, first.Report)
 	}
@@ -336,7 +352,7 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 		return err
 	}
 	if sum.Hosts == 0 {
-		return errors.New("no facts documents read")
+		return noDocuments(args)
 	}
 	format := s.format
 	if format == "" {
@@ -359,6 +375,16 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 	return nil
 }
 
+// noDocuments is the error for inputs that held no facts document at all:
+// empty files, or nothing on stdin.
+func noDocuments(args []string) error {
+	from := "stdin"
+	if len(args) > 0 && !(len(args) == 1 && args[0] == "-") {
+		from = strings.Join(args, ", ")
+	}
+	return fmt.Errorf("no facts document in %s: each file holds one gpuhost.facts/v1 JSON document, or many as NDJSON, as `gpuhost facts` writes them", from)
+}
+
 // validateSummaryFlags refuses what a summary cannot honour: it is one
 // document over the fleet, in a table or JSON, never per-host report files.
 func validateSummaryFlags(s *scanFlags) error {
@@ -379,6 +405,8 @@ type manyWriter struct {
 	w     *bufio.Writer
 	r     report.Renderer
 	code  int
+	// written counts the reports written, to set the tables apart.
+	written int
 	// spare holds written lines' buffers for the encoder to fill again:
 	// lines are as large as a report, and a fleet writes thousands.
 	spare sync.Pool
@@ -394,5 +422,29 @@ func (m *manyWriter) write(r scan.FleetResult) error {
 	if m.r == nil {
 		m.r = m.app.stdoutRenderer(m.flags)
 	}
+	// Tables one after another would not say whose each is; the other
+	// formats carry the target inside.
+	if m.r.Format() == "table" {
+		if m.written > 0 {
+			m.w.WriteByte('\n')
+		}
+		fmt.Fprintf(m.w, "== %s ==\n\n", tableHeading(r))
+	}
+	m.written++
 	return m.r.Render(m.w, r.Report)
+}
+
+// tableHeading names the host a table is for (its hostname, else its ref)
+// and the document it came from. Both came from outside: one line each,
+// with nothing a terminal would act on.
+func tableHeading(r scan.FleetResult) string {
+	host := r.Report.Target.Hostname
+	if host == "" {
+		host = r.Report.Target.Ref
+	}
+	line := func(s string) string { return strings.Join(strings.Fields(escape.Terminal(s)), " ") }
+	if host = line(host); host == "" {
+		host = "(no hostname or ref)"
+	}
+	return fmt.Sprintf("%s %s, from %s", line(r.Report.Target.Kind), host, line(r.Doc.Name))
 }

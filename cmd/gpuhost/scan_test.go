@@ -137,3 +137,74 @@ func TestFactsExitsTwoWhenACollectorFailed(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2, the document printed with the ssh collector's error", o.code, o.stderr)
 	}
 }
+
+// TestMultiHostTablesAreHeaded: with several documents, each table is
+// headed by its host (the hostname, else the ref) and the document it came
+// from, in input order; a hostname cannot forge a heading; one document
+// alone has no heading.
+func TestMultiHostTablesAreHeaded(t *testing.T) {
+	dir := t.TempDir()
+	doc := func(src, hostname string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("..", "..", "scan", "testdata", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d map[string]any
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if hostname != "" {
+			d["target"].(map[string]any)["hostname"] = hostname
+		}
+		line, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(line) + "\n"
+	}
+	one := filepath.Join(dir, "one.json")
+	many := filepath.Join(dir, "many.ndjson")
+	if err := os.WriteFile(one, []byte(doc("compliant-host.json", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	forged := "gpu-7\n== host forged, from elsewhere ==\x1b[2J"
+	if err := os.WriteFile(many, []byte(doc("weak-facts.json", "")+doc("noncompliant-image.json", forged)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	o := gpuhost(t, "", "scan", "facts", one, many)
+	if o.code == 2 {
+		t.Fatalf("exit 2: %s", o.stderr)
+	}
+	want := []string{
+		"== host gpu-node-01, from " + one + " ==",
+		"== rootfs gpu-sample-weak, from " + many + "#1 ==",
+		"== image gpu-7 == host forged, from elsewhere ==[2J, from " + many + "#2 ==",
+	}
+	var got []string
+	lines := strings.Split(o.stdout, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "==") {
+			continue
+		}
+		got = append(got, l)
+		if i > 0 && lines[i-1] != "" || i+2 >= len(lines) || lines[i+1] != "" || !strings.HasPrefix(lines[i+2], "Coverage:") {
+			t.Errorf("heading %q is not set apart above its table's coverage line", l)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("headings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Count(o.stdout, "Coverage:") != 3 || strings.Contains(o.stdout, "\x1b") {
+		t.Errorf("want three tables and no escape sequence:\n%s", o.stdout)
+	}
+
+	alone := gpuhost(t, "", "scan", "facts", one)
+	if alone.code == 2 || !strings.HasPrefix(alone.stdout, "Coverage:") {
+		t.Errorf("one document: exit %d, stdout starts %q; want its table alone", alone.code, firstLine(alone.stdout))
+	}
+	if js := gpuhost(t, "", "scan", "facts", one, many, "--format", "json"); !strings.HasPrefix(js.stdout, "{") || strings.Contains(js.stdout, "\n==") {
+		t.Errorf("NDJSON output has a heading: starts %q", firstLine(js.stdout))
+	}
+}

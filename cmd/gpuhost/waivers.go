@@ -33,7 +33,7 @@ func (w *waiverFlags) register(cmd *cobra.Command) {
 func (w *waiverFlags) registerKey(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&w.key, "waivers-key", "", "public key (PEM), or HMAC secret, that the waiver file's signature FILE.sig must verify with (default: --verification-key)")
-	f.StringVar(&w.alg, "waivers-alg", "", "signing algorithm of --waivers-key (default: RS256)")
+	f.StringVar(&w.alg, "waivers-alg", "", "signing algorithm of --waivers-key"+keyAlgHelp)
 }
 
 // verification returns the key the waiver file must be signed with, and the
@@ -41,18 +41,18 @@ func (w *waiverFlags) registerKey(cmd *cobra.Command) {
 // that a scan that insists on a signed pack never takes unsigned waivers.
 // No key: nil.
 func (w *waiverFlags) verification(pf *policyFlags) (*waivers.Key, string, error) {
-	file, alg := w.key, w.alg
+	file, alg, keyFlag, algFlag := w.key, w.alg, "--waivers-key", "--waivers-alg"
 	if file == "" {
-		file, alg = pf.verificationKey, pf.verificationAlg
+		file, alg, keyFlag, algFlag = pf.verificationKey, pf.verificationAlg, "--verification-key", "--verification-alg"
 	}
 	if file == "" {
 		return nil, "", nil
 	}
-	pem, err := userfile.Read(file, userfile.MaxKey)
+	pem, alg, err := readKey(keyFlag, file, algFlag, alg, false)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the waiver verification key: %w", err)
+		return nil, "", err
 	}
-	return &waivers.Key{PEM: string(pem), Algorithm: alg}, file, nil
+	return &waivers.Key{PEM: pem, Algorithm: alg}, file, nil
 }
 
 // load reads the waiver file, verifying its signature when a key applies.
@@ -156,15 +156,15 @@ func (a *app) waiversSignCommand() *cobra.Command {
 			if keyFile == "" {
 				return errors.New("--signing-key is required")
 			}
-			pem, err := userfile.Read(keyFile, userfile.MaxKey)
+			pem, alg, err := readKey("--signing-key", keyFile, "--signing-alg", alg, true)
 			if err != nil {
-				return fmt.Errorf("reading --signing-key: %w", err)
+				return err
 			}
 			data, err := userfile.Read(args[0], waivers.MaxFile)
 			if err != nil {
 				return fmt.Errorf("reading waivers: %w", err)
 			}
-			sig, err := waivers.Sign(data, args[0], waivers.Key{PEM: string(pem), Algorithm: alg})
+			sig, err := waivers.Sign(data, args[0], waivers.Key{PEM: pem, Algorithm: alg})
 			if err != nil {
 				return err
 			}
@@ -180,7 +180,7 @@ func (a *app) waiversSignCommand() *cobra.Command {
 	}
 	f := sign.Flags()
 	f.StringVar(&keyFile, "signing-key", "", "private key (PEM) to sign with, or the HMAC secret for HS algorithms")
-	f.StringVar(&alg, "signing-alg", "RS256", "JWT signing algorithm of --signing-key")
+	f.StringVar(&alg, "signing-alg", "", "JWT signing algorithm of --signing-key"+keyAlgHelp)
 	f.StringVarP(&output, "output", "o", "", "write the signature here (default: FILE.sig, where scans look for it)")
 	return sign
 }

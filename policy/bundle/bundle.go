@@ -35,7 +35,8 @@ type Options struct {
 	// SigningKey is the PEM private key (or the HMAC secret for HS
 	// algorithms). Empty: the bundle is written unsigned.
 	SigningKey string
-	// Algorithm is the JWT signing algorithm; RS256 when empty.
+	// Algorithm is the JWT signing algorithm; when empty, the key's own
+	// (RS256 for RSA, ES256 for ECDSA P-256...).
 	Algorithm string
 	// Revision is written into the manifest; when empty it is derived from
 	// the content, so the same pack always gets the same revision.
@@ -132,11 +133,11 @@ func build(src *engine.Source, opts Options) (bundle.Bundle, error) {
 	b.Manifest.SetRegoVersion(ast.RegoV1)
 
 	if opts.SigningKey != "" {
-		alg := opts.Algorithm
-		if alg == "" {
-			alg = "RS256"
+		key, alg, err := SigningKey(opts.SigningKey, opts.Algorithm)
+		if err != nil {
+			return bundle.Bundle{}, fmt.Errorf("signing: %w", err)
 		}
-		sc := bundle.NewSigningConfig(opts.SigningKey, alg, "")
+		sc := bundle.NewSigningConfig(key, alg, "")
 		if err := b.GenerateSignature(sc, KeyID, false); err != nil {
 			return bundle.Bundle{}, fmt.Errorf("signing: %w", err)
 		}

@@ -3,21 +3,24 @@ package waivers
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/gpuhost/gpuhost/internal/userfile"
+	policybundle "github.com/gpuhost/gpuhost/policy/bundle"
 )
 
-// keyID is the key id a signature names. It is the one policybundle signs
-// bundles with, so one key pair (and one --verification-key) serves both.
-const keyID = "gpuhost"
+// keyID is the key id a signature names: the one policy bundles are signed
+// with, so one key pair (and one --verification-key) serves both.
+const keyID = policybundle.KeyID
 
 // maxSignature bounds a signature file: one JWT over one file is well under
 // a kilobyte with RSA-4096.
@@ -32,16 +35,9 @@ type Key struct {
 	// PEM is the private key to sign with, the public key to verify with,
 	// or the shared secret for the HS algorithms.
 	PEM string
-	// Algorithm is the JWT algorithm (RS256, ES256, HS256...); RS256 when
-	// empty.
+	// Algorithm is the JWT algorithm (RS256, ES256, EdDSA, HS256...); the
+	// key's own when empty, as for a policy bundle.
 	Algorithm string
-}
-
-func (k Key) algorithm() string {
-	if k.Algorithm == "" {
-		return "RS256"
-	}
-	return k.Algorithm
 }
 
 // Sign returns the detached signature of a waiver file's content: OPA's
@@ -52,8 +48,12 @@ func Sign(data []byte, name string, key Key) ([]byte, error) {
 	if _, err := Parse(data, name); err != nil {
 		return nil, err
 	}
+	pem, alg, err := policybundle.SigningKey(key.PEM, key.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("signing waivers %s: %w", name, err)
+	}
 	files := []bundle.FileInfo{bundle.NewFile(filepath.Base(name), digest(data), string(bundle.SHA256))}
-	token, err := bundle.GenerateSignedToken(files, bundle.NewSigningConfig(key.PEM, key.algorithm(), ""), keyID)
+	token, err := bundle.GenerateSignedToken(files, bundle.NewSigningConfig(pem, alg, ""), keyID)
 	if err != nil {
 		return nil, fmt.Errorf("signing waivers %s: %w", name, err)
 	}
@@ -77,12 +77,21 @@ func Verify(data, sig []byte, key Key) error {
 	if sc.Plugin != "" {
 		return fmt.Errorf("signature names plugin %q: only OPA's default signer is accepted", sc.Plugin)
 	}
+	pem, alg, err := policybundle.VerificationKey(key.PEM, key.Algorithm)
+	if err != nil {
+		return err
+	}
 	vc := bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{
-		keyID: {Key: key.PEM, Algorithm: key.algorithm()},
+		keyID: {Key: pem, Algorithm: alg},
 	}, keyID, "", nil)
 	files, err := bundle.VerifyBundleSignature(sc, vc)
 	if err != nil {
-		return fmt.Errorf("bad signature: %w", err)
+		for _, token := range sc.Signatures {
+			if signed := tokenAlgorithm(token); signed != "" && signed != alg {
+				return fmt.Errorf("bad signature: made with %s, and the key given goes with %s; verify with the public key of the key that signed it", signed, alg)
+			}
+		}
+		return fmt.Errorf("bad signature: not made with the key given, or altered since (%w)", err)
 	}
 	if len(files) != 1 {
 		return fmt.Errorf("signature lists %d files, want the waiver file alone", len(files))
@@ -119,6 +128,23 @@ func LoadVerified(file string, key Key) ([]Waiver, error) {
 		return nil, fmt.Errorf("verifying waivers %s with %s: %w", file, sigFile, err)
 	}
 	return Parse(data, file)
+}
+
+// tokenAlgorithm is the algorithm a JWT's header names; empty when the
+// header does not decode, which verification then reports.
+func tokenAlgorithm(token string) string {
+	header, _, _ := strings.Cut(token, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return ""
+	}
+	return h.Alg
 }
 
 func digest(data []byte) string {

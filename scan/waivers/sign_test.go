@@ -2,6 +2,7 @@ package waivers
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
@@ -91,6 +92,61 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 		if err := Verify([]byte(file), []byte(bad), rsaPub); err == nil {
 			t.Errorf("%s signature accepted", name)
 		}
+	}
+}
+
+// TestSignFollowsTheKey: with no algorithm named, each key type signs and
+// verifies with its own; an algorithm named that the key does not go with
+// is refused, HS256 with a public key above all, which would make the
+// public key a shared secret.
+func TestSignFollowsTheKey(t *testing.T) {
+	rsaPriv, rsaPub := rsaKeys(t)
+	pkcs8 := func(k any) string {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	}
+	pkix := func(k any) string {
+		der, err := x509.MarshalPKIXPublicKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	}
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edPub, edPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecPriv, ecPub := ecKeys(t)
+	for name, keys := range map[string][2]string{
+		"RSA":         {rsaPriv.PEM, rsaPub.PEM},
+		"ECDSA P-256": {ecPriv.PEM, ecPub.PEM},
+		"ECDSA P-384": {pkcs8(p384), pkix(&p384.PublicKey)},
+		"Ed25519":     {pkcs8(edPriv), pkix(edPub)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sig, err := Sign([]byte(file), "waivers.yaml", Key{PEM: keys[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify([]byte(file), sig, Key{PEM: keys[1]}); err != nil {
+				t.Errorf("own signature refused: %v", err)
+			}
+			for _, alg := range []string{"HS256", "ES256K"} {
+				if err := Verify([]byte(file), sig, Key{PEM: keys[1], Algorithm: alg}); err == nil || !strings.Contains(err.Error(), "not "+alg) {
+					t.Errorf("verified with %s: %v", alg, err)
+				}
+			}
+		})
+	}
+	if _, err := Sign([]byte(file), "w.yaml", Key{PEM: pkcs8(p384), Algorithm: "ES256"}); err == nil || !strings.Contains(err.Error(), "an ECDSA P-384 key goes with ES384, not ES256") {
+		t.Errorf("a P-384 key with ES256: got %v", err)
 	}
 }
 
