@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/bundle"
 )
 
 // Pack names the policy pack a scan compiles: the CLI's --policy,
@@ -24,7 +25,8 @@ type Pack struct {
 	Policies, Extend []string
 	// Params is a YAML or JSON file read as data.gpuhost.params.
 	Params string
-	// VerificationKey is a PEM file every bundle must be signed with.
+	// VerificationKey is a PEM file every bundle must be signed with, and
+	// VerificationAlg its algorithm; empty is the key's own.
 	VerificationKey, VerificationAlg string
 	// Set are params given in code, each replacing the file's key of the
 	// same name: the gate's vulnerabilities block sets the CVE params so.
@@ -42,7 +44,14 @@ func (p Pack) BundleKey() (*engine.BundleKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading verification key: %w", err)
 	}
-	return &engine.BundleKey{PEM: string(pem), Algorithm: p.VerificationAlg}, nil
+	// The algorithm follows the key unless one is named, and a key that
+	// does not fit the one named is refused here, naming the file, rather
+	// than as a signature that does not verify.
+	key, alg, err := bundle.VerificationKey(string(pem), p.VerificationAlg)
+	if err != nil {
+		return nil, fmt.Errorf("verification key %s: %w", p.VerificationKey, err)
+	}
+	return &engine.BundleKey{PEM: key, Algorithm: alg}, nil
 }
 
 // Engine loads, verifies and compiles the pack with its parameters, which

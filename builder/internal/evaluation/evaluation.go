@@ -68,7 +68,8 @@ type Config struct {
 	ExtendPolicy []string `mapstructure:"extend_policy"`
 	// A public key (PEM file) that policy bundles must be signed with.
 	VerificationKey string `mapstructure:"verification_key"`
-	// The signing algorithm of verification_key. Defaults to `RS256`.
+	// The signing algorithm of verification_key. Defaults to the key's own:
+	// `RS256` for RSA, `ES256`/`ES384`/`ES512` for ECDSA, `EdDSA` for Ed25519.
 	VerificationAlg string `mapstructure:"verification_alg"`
 	// A parameters file (YAML or JSON) read as `data.gpuhost.params`:
 	// pins, allowed ports, expected GPU count. It is checked against the
@@ -126,9 +127,6 @@ func ReportPath(base, kind, format string) string {
 func (c *Config) Defaults() {
 	if c.FailOn == "" {
 		c.FailOn = "high"
-	}
-	if c.VerificationAlg == "" {
-		c.VerificationAlg = "RS256"
 	}
 	if len(c.Reports) == 0 {
 		c.Reports = report.Formats()
