@@ -353,6 +353,11 @@ func (e *Engine) QueriesFull() bool { return e.nCombined.Load() >= e.maxQueries 
 // QueriesKept is how many prepared queries the engine keeps.
 func (e *Engine) QueriesKept() int { return int(e.nCombined.Load()) }
 
+// Modules are the pack's modules as parsed, keyed by file, before the
+// compiler rewrote them: what a static reader of the policies wants. They
+// must not be changed.
+func (e *Engine) Modules() map[string]*ast.Module { return e.modules }
+
 // Compiler is the compiled pack, for a wrapper that analyses what the
 // checks read. It must not be changed.
 func (e *Engine) Compiler() *ast.Compiler { return e.compiler }

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"
+	policyparams "github.com/gpuhost/gpuhost/policy/params"
 )
 
 // Pack names the policy pack a scan compiles: the CLI's --policy,
@@ -93,7 +94,7 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 		for k, v := range p.Set {
 			params[k] = v
 		}
-		if err := engine.ValidateParamsFor(params, name, p.Policies, policies.ParamsSchema); err != nil {
+		if err := policyparams.ValidateFor(params, name, p.Policies, policies.ParamsSchema); err != nil {
 			return nil, err
 		}
 		opts = append(opts, engine.WithParams(params))
@@ -116,8 +117,8 @@ func (p Pack) Engine(ctx context.Context, extra ...engine.Option) (*engine.Engin
 func refuseUnknownParams(e *engine.Engine, params map[string]any, file string) error {
 	read := map[string]bool{}
 	for _, c := range e.Checks() {
-		for _, k := range e.ParamsUsed(c) {
-			if k == engine.ParamsAll {
+		for _, k := range policyparams.Used(e, c) {
+			if k == policyparams.All {
 				return nil
 			}
 			read[k] = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/regotest"
 	"github.com/gpuhost/gpuhost/render/escape"
 )
 
@@ -63,7 +64,7 @@ func (a *app) policyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := engine.RunTests(cmd.Context(), src)
+			rep, err := regotest.Run(cmd.Context(), src)
 			if err != nil {
 				return err
 			}
@@ -77,7 +78,7 @@ func (a *app) policyCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printTests(rep *engine.TestReport, failUnder float64, verbose bool) error {
+func (a *app) printTests(rep *regotest.Report, failUnder float64, verbose bool) error {
 	counts := map[string]int{}
 	for _, t := range rep.Results {
 		counts[t.Status]++

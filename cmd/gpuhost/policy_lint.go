@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/lint"
+	policyparams "github.com/gpuhost/gpuhost/policy/params"
 )
 
 // policyLintCommand is `gpuhost policy lint`: exit 0 for a clean pack, 1
@@ -36,14 +36,14 @@ func (a *app) policyLintCommand() *cobra.Command {
 				}
 				fsys, name = os.DirFS(dir), dir
 			}
-			schema, err := fs.ReadFile(fsys, engine.ParamsSchemaFile)
+			schema, err := fs.ReadFile(fsys, policyparams.SchemaFile)
 			if errors.Is(err, fs.ErrNotExist) {
 				// A pack without its own schema configures the default
 				// pack's parameters.
 				schema, err = policies.ParamsSchema()
 			}
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", filepath.Join(name, engine.ParamsSchemaFile), err)
+				return fmt.Errorf("reading %s: %w", filepath.Join(name, policyparams.SchemaFile), err)
 			}
 			rev, err := lint.Review(cmd.Context(), fsys, name, schema)
 			if err != nil {

@@ -16,13 +16,14 @@ import (
 	"unicode"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/policy/params"
 )
 
 // Entry is one check and the parameters it reads.
 type Entry struct {
 	engine.Check
 	// Params are the data.gpuhost.params keys the check reads, sorted;
-	// engine.ParamsAll when it reads them with a key known only at run time.
+	// params.All when it reads them with a key known only at run time.
 	Params []string
 }
 
@@ -38,7 +39,7 @@ type Catalog struct {
 func New(e *engine.Engine) *Catalog {
 	c := &Catalog{Params: e.Params()}
 	for _, ch := range e.Checks() {
-		c.Entries = append(c.Entries, Entry{Check: ch, Params: e.ParamsUsed(ch)})
+		c.Entries = append(c.Entries, Entry{Check: ch, Params: params.Used(e, ch)})
 	}
 	slices.SortFunc(c.Entries, func(a, b Entry) int { return strings.Compare(a.ID, b.ID) })
 	return c
@@ -184,7 +185,7 @@ func (c *Catalog) ParamTable() []Param {
 	for _, p := range c.paramNames() {
 		v, ok := c.Params[p]
 		out = append(out, Param{Name: p, Value: value(v, ok),
-			Readers: append(append([]string{}, users[p]...), users[engine.ParamsAll]...)})
+			Readers: append(append([]string{}, users[p]...), users[params.All]...)})
 	}
 	return out
 }
@@ -207,7 +208,7 @@ func (c *Catalog) paramNames() []string {
 		set[k] = true
 	}
 	for k := range c.paramUsers() {
-		if k != engine.ParamsAll {
+		if k != params.All {
 			set[k] = true
 		}
 	}

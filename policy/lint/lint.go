@@ -19,6 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/gpuhost/gpuhost/engine"
+	"github.com/gpuhost/gpuhost/policy/params"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -152,9 +153,9 @@ func Review(ctx context.Context, fsys fs.FS, name string, schema []byte) (*Revie
 			add(name, 0, RuleCompile, "%s", err)
 		} else {
 			for _, c := range e.Checks() {
-				for _, k := range e.ParamsUsed(c) {
-					if k != engine.ParamsAll && !declared[k] {
-						add(c.File, 0, RuleUndeclaredParam, "%s reads params.%s, which %s does not declare", c.ID, k, engine.ParamsSchemaFile)
+				for _, k := range params.Used(e, c) {
+					if k != params.All && !declared[k] {
+						add(c.File, 0, RuleUndeclaredParam, "%s reads params.%s, which %s does not declare", c.ID, k, params.SchemaFile)
 					}
 				}
 			}
@@ -285,7 +286,7 @@ func schemaProperties(schema []byte) (map[string]bool, error) {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &doc); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", engine.ParamsSchemaFile, err)
+		return nil, fmt.Errorf("parsing %s: %w", params.SchemaFile, err)
 	}
 	out := make(map[string]bool, len(doc.Properties))
 	for k := range doc.Properties {

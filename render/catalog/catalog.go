@@ -8,8 +8,8 @@ package catalog
 import (
 	"strings"
 
-	"github.com/gpuhost/gpuhost/engine"
 	policycatalog "github.com/gpuhost/gpuhost/policy/catalog"
+	"github.com/gpuhost/gpuhost/policy/params"
 	"github.com/gpuhost/gpuhost/render"
 )
 
@@ -45,7 +45,7 @@ func controlsOrNone(controls map[string][]string) string {
 // paramName is how a parameter a check reads is shown: by name, or in words
 // for a key chosen at run time.
 func paramName(p string, name func(string) string) string {
-	if p == engine.ParamsAll {
+	if p == params.All {
 		return "any (key chosen at run time)"
 	}
 	return name(p)

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	policycatalog "github.com/gpuhost/gpuhost/policy/catalog"
+	"github.com/gpuhost/gpuhost/policy/params"
 	catalogdoc "github.com/gpuhost/gpuhost/render/catalog"
 	"github.com/gpuhost/gpuhost/render/diff"
 	"github.com/gpuhost/gpuhost/render/escape"
@@ -93,7 +94,7 @@ func catalog(text string) *policycatalog.Catalog {
 			Check: engine.Check{ID: fmt.Sprintf("%s %d", text, i), Title: text, Description: text, Severity: "high",
 				Remediation: text, Controls: map[string][]string{text: {text}, "nist-800-53": {text}},
 				Targets: []string{text}, Requires: []string{text}, Judges: []string{text}, Package: text, File: text},
-			Params: []string{text, engine.ParamsAll},
+			Params: []string{text, params.All},
 		})
 	}
 	return c

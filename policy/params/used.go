@@ -1,35 +1,37 @@
-package engine
+package params
 
 import (
 	"slices"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// ParamsAll stands for "every parameter" in ParamsUsed: the check reads
+// All stands for "every parameter" in Used: the check reads
 // data.gpuhost.params as a whole, or with a key only known at evaluation.
-const ParamsAll = "*"
+const All = "*"
 
 // paramsRef is data.gpuhost.params.
 var paramsRef = ast.MustParseRef("data.gpuhost.params")
 
-// maxParamModules bounds how many modules ParamsUsed follows from one check.
+// maxParamModules bounds how many modules Used follows from one check.
 const maxParamModules = 256
 
-// ParamsUsed returns the sorted top-level keys of data.gpuhost.params that a
+// Used returns the sorted top-level keys of data.gpuhost.params that a
 // check reads: data.gpuhost.params.KEY, data.gpuhost.params["KEY"] and
 // object.get(data.gpuhost.params, "KEY", default). It follows references
 // into other packages of the pack (libraries), whole module by whole module,
 // so it may over-approximate but does not miss a key read through a helper.
-// A read whose key is not a constant shows as ParamsAll.
-func (e *Engine) ParamsUsed(c Check) []string {
+// A read whose key is not a constant shows as All.
+func Used(e *engine.Engine, c engine.Check) []string {
+	modules := e.Modules()
 	// The parsed modules, not the compiler's: compilation rewrites
 	// object.get(data.gpuhost.params, ...) through local variables.
 	byPkg := map[string][]*ast.Module{}
-	for _, m := range e.modules {
+	for _, m := range modules {
 		byPkg[m.Package.Path.String()] = append(byPkg[m.Package.Path.String()], m)
 	}
-	start, ok := e.modules[c.File]
+	start, ok := modules[c.File]
 	if !ok {
 		return nil
 	}
@@ -119,9 +121,9 @@ func paramsIn(m *ast.Module, keys map[string]bool) []ast.Ref {
 					return
 				}
 			}
-			keys[ParamsAll] = true
+			keys[All] = true
 		default:
-			keys[ParamsAll] = true
+			keys[All] = true
 		}
 	}
 	// Only rules: the import of data.gpuhost.params itself reads nothing.
@@ -160,14 +162,14 @@ func paramsIn(m *ast.Module, keys map[string]bool) []ast.Ref {
 		}
 		if len(ref) == len(paramsRef) {
 			if !consumed[t] {
-				keys[ParamsAll] = true
+				keys[All] = true
 			}
 			return false
 		}
 		if k, ok := ref[len(paramsRef)].Value.(ast.String); ok {
 			keys[string(k)] = true
 		} else {
-			keys[ParamsAll] = true
+			keys[All] = true
 		}
 		return false
 	})

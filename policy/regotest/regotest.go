@@ -1,4 +1,6 @@
-package engine
+// Package regotest runs a policy pack's Rego unit tests through OPA's
+// tester, with coverage: the review tool behind `gpuhost policy test`.
+package regotest
 
 import (
 	"context"
@@ -6,13 +8,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
-// TestResult is one Rego test's outcome.
-type TestResult struct {
+// Result is one Rego test's outcome.
+type Result struct {
 	Package string
 	Name    string
 	File    string
@@ -21,10 +24,10 @@ type TestResult struct {
 	Detail  string
 }
 
-// TestReport is a `policy test` run: every test, and coverage of the
+// Report is a `policy test` run: every test, and coverage of the
 // policies (test files excluded) as a percentage of lines.
-type TestReport struct {
-	Results  []TestResult
+type Report struct {
+	Results  []Result
 	Coverage float64
 	// FileCoverage maps each policy file to its line coverage percentage.
 	FileCoverage map[string]float64
@@ -33,7 +36,7 @@ type TestReport struct {
 }
 
 // Failed counts tests that failed or errored.
-func (r *TestReport) Failed() int {
+func (r *Report) Failed() int {
 	n := 0
 	for _, t := range r.Results {
 		if t.Status == "fail" || t.Status == "error" {
@@ -43,13 +46,13 @@ func (r *TestReport) Failed() int {
 	return n
 }
 
-// RunTests runs the Rego tests of a pack through OPA's tester, with coverage.
-func RunTests(ctx context.Context, src *Source) (*TestReport, error) {
+// Run runs the Rego tests of a pack through OPA's tester, with coverage.
+func Run(ctx context.Context, src *engine.Source) (*Report, error) {
 	modules := map[string]*ast.Module{}
 	for name, text := range src.Modules {
 		m, err := ast.ParseModuleWithOpts(name, string(text), ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
 		if err != nil {
-			return nil, &CompileError{Err: err}
+			return nil, &engine.CompileError{Err: err}
 		}
 		modules[name] = m
 	}
@@ -60,11 +63,11 @@ func RunTests(ctx context.Context, src *Source) (*TestReport, error) {
 		RaiseBuiltinErrors(true).
 		RunTests(ctx, nil)
 	if err != nil {
-		return nil, &CompileError{Err: err}
+		return nil, &engine.CompileError{Err: err}
 	}
-	rep := &TestReport{FileCoverage: map[string]float64{}, Uncovered: map[string][]int{}}
+	rep := &Report{FileCoverage: map[string]float64{}, Uncovered: map[string][]int{}}
 	for r := range ch {
-		tr := TestResult{Package: strings.TrimPrefix(r.Package, "data."), Name: r.Name, Status: "pass"}
+		tr := Result{Package: strings.TrimPrefix(r.Package, "data."), Name: r.Name, Status: "pass"}
 		if r.Location != nil {
 			tr.File, tr.Line = r.Location.File, r.Location.Row
 		}

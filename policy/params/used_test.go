@@ -1,10 +1,12 @@
-package engine
+package params
 
 import (
 	"context"
 	"slices"
 	"testing"
 	"testing/fstest"
+
+	"github.com/gpuhost/gpuhost/engine"
 )
 
 func TestParamsUsed(t *testing.T) {
@@ -40,25 +42,25 @@ deny contains "none" if input.never
 open if count(data.gpuhost.params.zeta) > 0
 `)},
 	}
-	src, err := LoadFS(fsys, "test")
+	src, err := engine.LoadFS(fsys, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(context.Background(), WithSource(src))
+	e, err := engine.New(context.Background(), engine.WithSource(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"A": {ParamsAll, "alpha", "beta", "delta", "epsilon", "gamma", "zeta"},
-		"B": {ParamsAll},
+		"A": {All, "alpha", "beta", "delta", "epsilon", "gamma", "zeta"},
+		"B": {All},
 		"C": {},
 	}
 	for _, c := range e.Checks() {
-		if got := e.ParamsUsed(c); !slices.Equal(got, want[c.ID]) {
-			t.Errorf("%s: ParamsUsed = %v, want %v", c.ID, got, want[c.ID])
+		if got := Used(e, c); !slices.Equal(got, want[c.ID]) {
+			t.Errorf("%s: Used = %v, want %v", c.ID, got, want[c.ID])
 		}
 	}
-	if got := e.ParamsUsed(Check{File: "nope.rego"}); got != nil {
+	if got := Used(e, engine.Check{File: "nope.rego"}); got != nil {
 		t.Errorf("unknown file: %v", got)
 	}
 }

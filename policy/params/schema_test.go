@@ -1,4 +1,4 @@
-package engine
+package params
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policies"
 )
 
@@ -18,11 +19,11 @@ func TestValidateParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := ParseParams(defaults, DefaultParamsFile)
+	params, err := engine.ParseParams(defaults, engine.DefaultParamsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateParams(params, schema); err != nil {
+	if err := Validate(params, schema); err != nil {
 		t.Errorf("the default params do not validate: %v", err)
 	}
 
@@ -37,11 +38,11 @@ func TestValidateParams(t *testing.T) {
 		{`require_hold: "yes"`, "require_hold"},
 	}
 	for _, c := range bad {
-		p, err := ParseParams([]byte(c.yaml), "bad.yaml")
+		p, err := engine.ParseParams([]byte(c.yaml), "bad.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = ValidateParams(p, schema)
+		err = Validate(p, schema)
 		if err == nil {
 			t.Errorf("%s: accepted", c.yaml)
 			continue
@@ -51,15 +52,15 @@ func TestValidateParams(t *testing.T) {
 		}
 	}
 	// Keys the schema does not describe are another pack's business.
-	p, _ := ParseParams([]byte("my_pack_knob: 3\nallowed_ports: [22, 443]\n"), "ok.yaml")
-	if err := ValidateParams(p, schema); err != nil {
+	p, _ := engine.ParseParams([]byte("my_pack_knob: 3\nallowed_ports: [22, 443]\n"), "ok.yaml")
+	if err := Validate(p, schema); err != nil {
 		t.Errorf("extra key refused: %v", err)
 	}
 
-	if err := ValidateParams(p, []byte("{")); err == nil {
+	if err := Validate(p, []byte("{")); err == nil {
 		t.Error("a broken schema validated")
 	}
-	if err := ValidateParams(p, []byte(`{"$ref": "https://example.invalid/x.json"}`)); err == nil || !strings.Contains(err.Error(), "may not reference") {
+	if err := Validate(p, []byte(`{"$ref": "https://example.invalid/x.json"}`)); err == nil || !strings.Contains(err.Error(), "may not reference") {
 		t.Errorf("a schema referring elsewhere: %v", err)
 	}
 }
@@ -67,20 +68,20 @@ func TestValidateParams(t *testing.T) {
 func TestValidateParamsFor(t *testing.T) {
 	dir := t.TempDir()
 	own := `{"type":"object","properties":{"allowed_ports":{"type":"string"}}}`
-	if err := os.WriteFile(filepath.Join(dir, ParamsSchemaFile), []byte(own), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, SchemaFile), []byte(own), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	str := map[string]any{"allowed_ports": "22"}
 	// The pack's own schema wins over the default one.
-	if err := ValidateParamsFor(str, "p.yaml", []string{dir}, policies.ParamsSchema); err != nil {
+	if err := ValidateFor(str, "p.yaml", []string{dir}, policies.ParamsSchema); err != nil {
 		t.Errorf("own schema not used: %v", err)
 	}
-	err := ValidateParamsFor(str, "p.yaml", nil, policies.ParamsSchema)
+	err := ValidateFor(str, "p.yaml", nil, policies.ParamsSchema)
 	if err == nil || !strings.Contains(err.Error(), "allowed_ports") || !strings.Contains(err.Error(), "p.yaml") {
 		t.Errorf("default schema: err = %v, want one naming p.yaml and allowed_ports", err)
 	}
 	// A directory without a schema falls back to the default one.
-	if err := ValidateParamsFor(str, "p.yaml", []string{t.TempDir()}, policies.ParamsSchema); err == nil {
+	if err := ValidateFor(str, "p.yaml", []string{t.TempDir()}, policies.ParamsSchema); err == nil {
 		t.Error("no own schema: a string port accepted")
 	}
 }
