@@ -211,7 +211,7 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 		Version: sarifVersion,
 		Runs: []sarifRun{{
 			Tool: sarifTool{Driver: sarifDriver{
-				Name: "gpuhost",
+				Name:           "gpuhost",
 				Version:        sarifVersionOf(rep.ToolVersion),
 				InformationURI: toolInfoURI,
 				Rules:          rules,
