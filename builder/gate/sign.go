@@ -70,12 +70,20 @@ func (p *PostProcessor) signer(ctx context.Context) (sign.Signer, error) {
 type evidenceDocs struct {
 	report, manifest, sbom []byte
 	// vex is the OpenVEX document of the waived CVEs; nil when none was.
-	vex []byte
+	vex *attached
+}
+
+// attached is a document attached once the image was pushed, and the
+// digest of the referrer manifest that carries it, which the provenance
+// signs beside the document's.
+type attached struct {
+	data     []byte
+	referrer string
 }
 
 // vex makes the OpenVEX document of the CVE findings waivers accepted and
 // attaches it to the image; nil when no CVE was waived.
-func (p *PostProcessor) vex(ctx context.Context, ui packersdk.Ui, img name.Digest, rep *reports.Report, f *facts.Facts, opts []publish.Option) ([]byte, error) {
+func (p *PostProcessor) vex(ctx context.Context, ui packersdk.Ui, img name.Digest, rep *reports.Report, f *facts.Facts, opts []publish.Option) (*attached, error) {
 	var distro facts.OS
 	if f.OS != nil {
 		distro = *f.OS
@@ -89,7 +97,7 @@ func (p *PostProcessor) vex(ctx context.Context, ui packersdk.Ui, img name.Diges
 		return nil, err
 	}
 	ui.Say(fmt.Sprintf("gpuhost-gate:   referrer %s %s (the waived CVEs)", pushed.ArtifactType, pushed.Digest))
-	return doc, nil
+	return &attached{data: doc, referrer: pushed.Digest}, nil
 }
 
 // signAndAttest signs the image's manifest digest and attaches its SLSA
@@ -125,6 +133,17 @@ func (p *PostProcessor) statement(img name.Digest, res publish.Result, rep *repo
 	if err != nil {
 		return nil, fmt.Errorf("encoding the pins: %w", err)
 	}
+	// A verifier fetches the evidence by these referrer digests alone, so
+	// what anyone else attaches to the image is never read.
+	referrers := map[string]string{}
+	for _, r := range res.Referrers {
+		referrers[r.ArtifactType] = r.Digest
+	}
+	for _, at := range []string{publish.ArtifactTypeReport, publish.ArtifactTypeManifest, publish.ArtifactTypeSBOM} {
+		if referrers[at] == "" {
+			return nil, fmt.Errorf("writing the provenance of %s: the push recorded no %s referrer", img, at)
+		}
+	}
 	b := provenance.Build{
 		Repository:  img.Context().Name(),
 		ImageDigest: img.DigestStr(),
@@ -136,16 +155,20 @@ func (p *PostProcessor) statement(img name.Digest, res publish.Result, rep *repo
 		Gate: provenance.Gate{Verdict: provenance.VerdictPass, PolicyDigest: rep.PolicyDigest,
 			FailOn: cfg.FailOn, FailOnSkip: cfg.FailOnSkip},
 		Evidence: []provenance.Evidence{
-			{Name: provenance.Report, MediaType: publish.ArtifactTypeReport, Digest: digestOf(docs.report)},
-			{Name: provenance.Manifest, MediaType: publish.ArtifactTypeManifest, Digest: digestOf(docs.manifest)},
-			{Name: provenance.SBOM, MediaType: publish.ArtifactTypeSBOM, Digest: digestOf(docs.sbom)},
+			{Name: provenance.Report, MediaType: publish.ArtifactTypeReport, Digest: digestOf(docs.report),
+				Referrer: referrers[publish.ArtifactTypeReport]},
+			{Name: provenance.Manifest, MediaType: publish.ArtifactTypeManifest, Digest: digestOf(docs.manifest),
+				Referrer: referrers[publish.ArtifactTypeManifest]},
+			{Name: provenance.SBOM, MediaType: publish.ArtifactTypeSBOM, Digest: digestOf(docs.sbom),
+				Referrer: referrers[publish.ArtifactTypeSBOM]},
 			{Name: provenance.Disk, Digest: res.DiskDigest},
 		},
 		InvocationID: cfg.PackerBuildName,
 		FinishedOn:   p.now(),
 	}
 	if docs.vex != nil {
-		b.Evidence = append(b.Evidence, provenance.Evidence{Name: provenance.VEX, MediaType: publish.ArtifactTypeVEX, Digest: digestOf(docs.vex)})
+		b.Evidence = append(b.Evidence, provenance.Evidence{Name: provenance.VEX, MediaType: publish.ArtifactTypeVEX,
+			Digest: digestOf(docs.vex.data), Referrer: docs.vex.referrer})
 	}
 	for _, i := range man.Pins.NGCImages {
 		b.NGCImages = append(b.NGCImages, provenance.Image{Ref: i.Ref, Digest: i.Digest})

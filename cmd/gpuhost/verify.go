@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,24 +27,34 @@ func (a *app) verifyCommand() *cobra.Command {
 		key, policyDigest, maxAge, failOn string
 		usernameEnv, passwordEnv          string
 		insecure                          bool
+		timeout                           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "verify REGISTRY/REPO@DIGEST --key KEY",
 		Short: "Verify a published image's signature, provenance and gate report without pulling the disk",
-		Long: `verify checks an image the gpuhost-gate post-processor published: the signature
+		Long: fmt.Sprintf(`verify checks an image the gpuhost-gate post-processor published: the signature
 on its manifest digest, the SLSA v1 provenance the gate signed (both in cosign's
 layout, checked offline with the public key), that the report, baked manifest
-and SBOM referrers are present and are the ones the provenance lists by digest,
-and that the report passes at --fail-on, was made with --policy-digest, and is
-no older than --max-age.
+and SBOM referrers the provenance names by digest are present and hold the
+documents it signs, and that the report passes at --fail-on, was made with
+--policy-digest, and is no older than --max-age.
+
+Only the signed referrers are read, by digest: the image's list of referrers is
+not, so others attached to it by anyone who can push change nothing. The whole
+check must finish within --timeout; each registry response must start within %s
+and then bring at least %d KiB, or its end, every %s.
 
 Exit codes: 0 verified and accepted; 1 verified, but the report fails at
 --fail-on, was made with another policy, or is too old; 2 bad input, no or a bad
-signature or provenance, missing or tampered evidence.`,
+signature or provenance, missing or tampered evidence, a registry too slow.`,
+			verify.DefaultReadTimeout, verify.MinProgress>>10, verify.DefaultReadTimeout),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" {
 				return errors.New("--key is required: the public key (PEM file) or KMS URI the image was signed with")
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want a positive duration such as 2m", timeout)
 			}
 			age, err := parseAge("--max-age", maxAge)
 			if err != nil {
@@ -53,7 +64,7 @@ signature or provenance, missing or tampered evidence.`,
 			if err != nil {
 				return err
 			}
-			o := verify.Options{Key: v, PolicyDigest: policyDigest, MaxAge: age, FailOn: failOn,
+			o := verify.Options{Key: v, PolicyDigest: policyDigest, MaxAge: age, FailOn: failOn, Timeout: timeout,
 				Registry: []publish.Option{publish.WithInsecure(insecure)}}
 			if (usernameEnv == "") != (passwordEnv == "") {
 				return errors.New("--username-env and --password-env: set both or neither")
@@ -88,6 +99,7 @@ signature or provenance, missing or tampered evidence.`,
 	f.StringVar(&usernameEnv, "username-env", "", "environment variable holding the registry user name")
 	f.StringVar(&passwordEnv, "password-env", "", "environment variable holding the registry password or token")
 	f.BoolVar(&insecure, "insecure", false, "reach a registry that is not on a loopback or private address over plain HTTP")
+	f.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "give up, with exit 2, when the whole check has not finished within this")
 	return cmd
 }
 

@@ -8,12 +8,16 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"maps"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -45,10 +49,31 @@ func (a diskArtifact) State(n string) interface{} {
 }
 func (a diskArtifact) Destroy() error { return nil }
 
+// front is an in-process registry behind a handler a test may put in its
+// place, to play a registry that stalls.
+type front struct {
+	reg http.Handler
+	h   atomic.Pointer[http.Handler]
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := f.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	f.reg.ServeHTTP(w, r)
+}
+
 // published gates and publishes the hardened sample as a raw disk to an
 // in-process registry with the gpuhost-gate post-processor, signed with a
 // fresh key, and returns the image by digest and the public key file.
 func published(t *testing.T) (ref, pub string) {
+	ref, pub, _ = publishedBehind(t)
+	return ref, pub
+}
+
+// publishedBehind is published, with the front of its registry.
+func publishedBehind(t *testing.T) (ref, pub string, fr *front) {
 	t.Helper()
 	mkfs := testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
 	rootfs := filepath.Join(t.TempDir(), "rootfs")
@@ -66,7 +91,8 @@ func published(t *testing.T) (ref, pub string) {
 	if out, err := exec.Command(mkfs, "-q", "-F", "-d", rootfs, disk, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	fr = &front{reg: registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))}
+	srv := httptest.NewServer(fr)
 	t.Cleanup(srv.Close)
 	priv, pub := testsign.ECDSAKeyFiles(t)
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/gpu/debian-12"
@@ -83,7 +109,7 @@ func published(t *testing.T) (ref, pub string) {
 		t.Fatalf("gate: %v\n%s", err, gateLog.String())
 	}
 	res := out.State("published").(*publish.Result)
-	return repo + "@" + res.Image.Digest, pub
+	return repo + "@" + res.Image.Digest, pub, fr
 }
 
 // referrer returns the referrer of image with artifactType.
@@ -211,18 +237,19 @@ func TestVerifyRefusesTamperedEvidence(t *testing.T) {
 		forged = strings.Replace(forged, `"tool_version"`, `"tool_version_note": "edited",  "tool_version"`, 1)
 		replaceReferrer(t, old, []byte(forged))
 		o := gpuhost(t, "", "verify", ref, "--key", pub)
-		if o.code != 2 || !strings.Contains(o.stderr, "tampered") {
-			t.Errorf("exit %d, want 2 naming the tampering\nstderr: %s", o.code, o.stderr)
+		if want := "the signed report referrer " + old.DigestStr() + " is missing"; o.code != 2 || !strings.Contains(o.stderr, want) {
+			t.Errorf("exit %d, want 2 with %q\nstderr: %s", o.code, want, o.stderr)
 		}
 	})
 	t.Run("missing SBOM", func(t *testing.T) {
 		ref, pub := published(t)
-		if err := remote.Delete(referrer(t, ref, publish.ArtifactTypeSBOM)); err != nil {
+		sbom := referrer(t, ref, publish.ArtifactTypeSBOM)
+		if err := remote.Delete(sbom); err != nil {
 			t.Fatal(err)
 		}
 		o := gpuhost(t, "", "verify", ref, "--key", pub)
-		if o.code != 2 || !strings.Contains(o.stderr, "no sbom referrer") {
-			t.Errorf("exit %d, want 2 naming the SBOM\nstderr: %s", o.code, o.stderr)
+		if want := "the signed sbom referrer " + sbom.DigestStr() + " is missing"; o.code != 2 || !strings.Contains(o.stderr, want) {
+			t.Errorf("exit %d, want 2 with %q\nstderr: %s", o.code, want, o.stderr)
 		}
 	})
 	t.Run("a second report beside the signed one", func(t *testing.T) {
@@ -234,6 +261,76 @@ func TestVerifyRefusesTamperedEvidence(t *testing.T) {
 			t.Errorf("exit %d\nstderr: %s", o.code, o.stderr)
 		}
 	})
+}
+
+// TestVerifyIgnoresUnsignedReferrers: referrers pushed beside a signed,
+// passing image by someone without the key, however malformed, leave the
+// verdict as it was; a registry that trickles its answers is cut at
+// --timeout with exit 2, naming itself and the deadline.
+func TestVerifyIgnoresUnsignedReferrers(t *testing.T) {
+	ref, pub, fr := publishedBehind(t)
+	d, err := name.NewDigest(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Head(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := &v1.Descriptor{MediaType: desc.MediaType, Size: desc.Size, Digest: desc.Digest}
+	junk := func(artifactType string, layers []v1.Descriptor, annotations map[string]string) []byte {
+		b, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: artifactType,
+			Config: v1.Descriptor{MediaType: types.OCIEmptyJSON, Size: 2, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("4", 64)}},
+			Layers: layers, Subject: subject, Annotations: annotations})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	layer := v1.Descriptor{MediaType: "application/x-junk", Size: 1 << 40, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("5", 64)}}
+	for _, raw := range [][]byte{
+		junk(publish.ArtifactTypeReport, nil, nil),
+		junk("application/x-junk", []v1.Descriptor{layer}, nil),
+		junk(publish.ArtifactTypeSBOM, []v1.Descriptor{layer, layer}, nil),
+		junk(publish.ArtifactTypeReport, []v1.Descriptor{layer}, map[string]string{"pad": strings.Repeat("x", 2<<20)}),
+	} {
+		sum, _, _ := v1.SHA256(bytes.NewReader(raw))
+		if err := remote.Put(d.Context().Digest(sum.String()), rawManifest(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o := gpuhost(t, "", "verify", ref, "--key", pub); o.code != 0 {
+		t.Errorf("with junk referrers: exit %d\nstderr: %s", o.code, o.stderr)
+	}
+
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/manifests/") {
+			fr.reg.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		fr.reg.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		for _, c := range rec.Body.Bytes() {
+			w.Write([]byte{c})
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	})
+	fr.h.Store(&h)
+	host := strings.SplitN(ref, "/", 2)[0]
+	o := gpuhost(t, "", "verify", ref, "--key", pub, "--timeout", "2s")
+	if want := "the registry " + host + " gave no verdict within the deadline of 2s"; o.code != 2 || !strings.Contains(o.stderr, want) {
+		t.Errorf("a trickling registry: exit %d, want 2 with %q\nstderr: %s", o.code, want, o.stderr)
+	}
+	if o := gpuhost(t, "", "verify", ref, "--key", pub, "--timeout", "0s"); o.code != 2 || !strings.Contains(o.stderr, "--timeout 0s") {
+		t.Errorf("--timeout 0s: exit %d\nstderr: %s", o.code, o.stderr)
+	}
 }
 
 var _ packersdk.Artifact = diskArtifact{}

@@ -8,10 +8,11 @@
 // source (mirror or snapshot) from the baked manifest, the policy pack's
 // digest and the gate's thresholds, and the gate's verdict. The evidence
 // pushed beside the image (the report, the baked manifest, the SBOM) is
-// listed among the byproducts by digest: signing the provenance signs
-// them, so the baked manifest needs no signature of its own, and a
-// verifier that finds a referrer whose digest is not listed knows it was
-// swapped.
+// listed among the byproducts by digest, each with the digest of the
+// referrer manifest that carries it (the ReferrerAnnotation): signing the
+// provenance signs them, so the baked manifest needs no signature of its
+// own, and a verifier fetches exactly the referrers signed, by digest,
+// whatever else anyone with push rights attached to the image.
 package provenance
 
 import (
@@ -49,6 +50,12 @@ const (
 	VEX = "vex"
 )
 
+// ReferrerAnnotation is the byproduct annotation holding the digest of
+// the referrer manifest that carries the document, "sha256:<hex>". The
+// byproduct's own digest is the document's; the manifest's digest is what
+// a registry serves it by, so it is signed too.
+const ReferrerAnnotation = "dev.gpuhost.referrer"
+
 // VerdictPass is the only verdict the gate publishes with.
 const VerdictPass = "pass"
 
@@ -75,6 +82,9 @@ type Evidence struct {
 	MediaType string
 	// Digest is "sha256:<hex>".
 	Digest string
+	// Referrer is the digest of the referrer manifest that carries the
+	// document, "sha256:<hex>"; empty for the disk, the image's own layer.
+	Referrer string
 }
 
 // Gate is what the gate decided and with which policy.
@@ -182,6 +192,13 @@ func Statement(b Build) ([]byte, error) {
 			return nil, fmt.Errorf("writing provenance: %s: %w", e.Name, err)
 		}
 		d.MediaType = e.MediaType
+		if e.Referrer != "" {
+			if err := checkDigest(e.Referrer); err != nil {
+				return nil, fmt.Errorf("writing provenance: %s referrer: %w", e.Name, err)
+			}
+			d.Annotations = &structpb.Struct{Fields: map[string]*structpb.Value{
+				ReferrerAnnotation: structpb.NewStringValue(e.Referrer)}}
+		}
 		byproducts = append(byproducts, d)
 	}
 	meta := &slsa.BuildMetadata{InvocationId: b.InvocationID}
@@ -243,6 +260,16 @@ func descriptor(name, digest string) (*ita1.ResourceDescriptor, error) {
 		return nil, fmt.Errorf("digest %q: %w", digest, err)
 	}
 	return d, nil
+}
+
+// checkDigest accepts "sha256:" and 64 lower-case hex digits, the only
+// form a registry digest reference of the gate's takes.
+func checkDigest(digest string) error {
+	hexPart, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(hexPart) != 64 || strings.Trim(hexPart, "0123456789abcdef") != "" {
+		return fmt.Errorf("digest %q is not sha256:<64 lower-case hex digits>", digest)
+	}
+	return nil
 }
 
 // toStruct converts v, through its JSON, to the protobuf Struct the
@@ -346,7 +373,11 @@ func Parse(data []byte) (*Provenance, error) {
 		if _, dup := p.Evidence[b.GetName()]; dup {
 			return nil, fmt.Errorf("reading provenance: byproduct %q is listed twice", b.GetName())
 		}
-		p.Evidence[b.GetName()] = Evidence{Name: b.GetName(), MediaType: b.GetMediaType(), Digest: "sha256:" + h}
+		referrer, err := referrerOf(b)
+		if err != nil {
+			return nil, fmt.Errorf("reading provenance: byproduct %q: %w", b.GetName(), err)
+		}
+		p.Evidence[b.GetName()] = Evidence{Name: b.GetName(), MediaType: b.GetMediaType(), Digest: "sha256:" + h, Referrer: referrer}
 	}
 	if t := pred.GetRunDetails().GetMetadata().GetFinishedOn(); t != nil {
 		if err := t.CheckValid(); err != nil {
@@ -355,6 +386,24 @@ func Parse(data []byte) (*Provenance, error) {
 		p.FinishedOn = t.AsTime()
 	}
 	return p, nil
+}
+
+// referrerOf is the ReferrerAnnotation of a byproduct, "" when it has
+// none. A value that is not a digest is refused, not dropped: a statement
+// that says something unreadable about what it signs is not half-trusted.
+func referrerOf(b *ita1.ResourceDescriptor) (string, error) {
+	v, ok := b.GetAnnotations().GetFields()[ReferrerAnnotation]
+	if !ok {
+		return "", nil
+	}
+	s, isString := v.GetKind().(*structpb.Value_StringValue)
+	if !isString {
+		return "", fmt.Errorf("annotation %s is not a string", ReferrerAnnotation)
+	}
+	if err := checkDigest(s.StringValue); err != nil {
+		return "", fmt.Errorf("annotation %s: %w", ReferrerAnnotation, err)
+	}
+	return s.StringValue, nil
 }
 
 // ErrSubject is wrapped when a statement is about another image.

@@ -13,6 +13,7 @@ var (
 	imageDigest  = "sha256:" + strings.Repeat("1", 64)
 	policyDigest = "sha256:" + strings.Repeat("2", 64)
 	reportDigest = "sha256:" + strings.Repeat("3", 64)
+	referrer     = "sha256:" + strings.Repeat("7", 64)
 )
 
 func build() Build {
@@ -26,7 +27,7 @@ func build() Build {
 		NGCImages:     []Image{{Ref: "nvcr.io/nvidia/cuda:12.2.0-base", Digest: "sha256:" + strings.Repeat("6", 64)}},
 		PluginVersion: "0.1.0",
 		Gate:          Gate{Verdict: VerdictPass, PolicyDigest: policyDigest, FailOn: "high", FailOnSkip: "critical"},
-		Evidence:      []Evidence{{Name: Report, MediaType: "application/vnd.gpuhost.report.v1+json", Digest: reportDigest}},
+		Evidence:      []Evidence{{Name: Report, MediaType: "application/vnd.gpuhost.report.v1+json", Digest: reportDigest, Referrer: referrer}},
 		InvocationID:  "debian_12",
 		StartedOn:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		FinishedOn:    time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC),
@@ -86,7 +87,7 @@ func TestStatementRoundTrip(t *testing.T) {
 	if err := p.About(policyDigest); !errors.Is(err, ErrSubject) {
 		t.Errorf("About(another digest) = %v", err)
 	}
-	if p.Gate != build().Gate || p.Evidence[Report].Digest != reportDigest || p.BuilderID != BuilderID ||
+	if p.Gate != build().Gate || p.Evidence[Report].Digest != reportDigest || p.Evidence[Report].Referrer != referrer || p.BuilderID != BuilderID ||
 		!p.FinishedOn.Equal(build().FinishedOn) {
 		t.Errorf("parsed %+v", p)
 	}
@@ -98,6 +99,8 @@ func TestStatementRefuses(t *testing.T) {
 		"md5 subject":         func(b *Build) { b.ImageDigest = "md5:" + strings.Repeat("1", 32) },
 		"short policy digest": func(b *Build) { b.Gate.PolicyDigest = "sha256:12" },
 		"evidence digest":     func(b *Build) { b.Evidence[0].Digest = "nope" },
+		"referrer digest":     func(b *Build) { b.Evidence[0].Referrer = "sha256:" + strings.Repeat("A", 64) },
+		"short referrer":      func(b *Build) { b.Evidence[0].Referrer = "sha256:77" },
 	} {
 		b := build()
 		edit(&b)
@@ -121,6 +124,8 @@ func TestParseRefuses(t *testing.T) {
 		"no predicate":      `{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"` + strings.Repeat("1", 64) + `"}}],"predicateType":"` + PredicateType + `"}`,
 		"twice the report":  strings.Replace(string(good), `"byproducts":[`, `"byproducts":[{"name":"report","digest":{"sha256":"`+strings.Repeat("9", 64)+`"}},`, 1),
 		"over the size cap": `{"_type":"` + strings.Repeat(" ", maxStatement) + `"}`,
+		"referrer not hex":  strings.Replace(string(good), referrer, "sha256:"+strings.Repeat("z", 64), 1),
+		"referrer a number": strings.Replace(string(good), `"`+referrer+`"`, "7", 1),
 	} {
 		if _, err := Parse([]byte(data)); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -149,6 +154,11 @@ func FuzzParse(f *testing.F) {
 		for _, s := range p.Subjects {
 			if !strings.HasPrefix(s, "sha256:") {
 				t.Fatalf("subject %q", s)
+			}
+		}
+		for _, e := range p.Evidence {
+			if e.Referrer != "" && checkDigest(e.Referrer) != nil {
+				t.Fatalf("%s referrer %q", e.Name, e.Referrer)
 			}
 		}
 	})

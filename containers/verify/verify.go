@@ -1,9 +1,16 @@
 // Package verify checks a published disk image for a pre-deploy gate
 // without pulling the disk: the signature on its manifest digest, the SLSA
 // provenance the gate signed, and the evidence referrers (report, baked
-// manifest, SBOM) against the digests that provenance lists; then whether
-// the report still passes the caller's policy: its threshold, its policy
-// digest, its age.
+// manifest, SBOM) the provenance names by digest; then whether the report
+// still passes the caller's policy: its threshold, its policy digest, its
+// age.
+//
+// Only what is signed is read. The provenance names each evidence referrer
+// manifest by digest, and verify fetches those by digest: the image's list
+// of referrers, to which anyone with push rights can add, is never read,
+// so no number or shape of other referrers changes the verdict. Every
+// registry read is held to a read timeout and a size, and the whole check
+// to a deadline.
 //
 // Two outcomes are kept apart. An error means the image cannot be trusted
 // at all: a bad reference, no signature or a bad one, provenance about
@@ -15,14 +22,18 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/provenance"
@@ -55,8 +66,16 @@ type Options struct {
 	// Now is the clock for MaxAge; time.Now when nil.
 	Now func() time.Time
 	// Registry are the publish options for the registry: credentials,
-	// transport, insecure.
+	// insecure. A transport among them is replaced: set Transport.
 	Registry []publish.Option
+	// Transport carries the registry requests, each held to ReadTimeout;
+	// nil is a clone of http.DefaultTransport.
+	Transport http.RoundTripper
+	// Timeout bounds the whole verification; DefaultTimeout when 0.
+	Timeout time.Duration
+	// ReadTimeout bounds each registry read (see DefaultReadTimeout);
+	// DefaultReadTimeout when 0.
+	ReadTimeout time.Duration
 }
 
 // Result is an image whose signature, provenance and evidence checked out.
@@ -87,11 +106,32 @@ func Verify(ctx context.Context, ref string, o Options) (*Result, error) {
 	if !reports.ValidSeverity(failOn) {
 		return nil, fmt.Errorf("verifying: fail-on %q is not a severity", failOn)
 	}
-	nameOpts, remoteOpts := publish.Remote(ctx, o.Registry...)
+	if o.Timeout < 0 || o.ReadTimeout < 0 {
+		return nil, fmt.Errorf("verifying: negative timeout (%s, read timeout %s)", o.Timeout, o.ReadTimeout)
+	}
+	nameOpts, _ := publish.Remote(ctx, o.Registry...)
 	d, err := name.NewDigest(ref, append(nameOpts, name.StrictValidation)...)
 	if err != nil {
 		return nil, fmt.Errorf("verifying %q: not registry/repository@sha256:<hex> (a tag can move; pin the digest): %w", ref, err)
 	}
+	timeout, readTimeout := cmp.Or(o.Timeout, DefaultTimeout), cmp.Or(o.ReadTimeout, DefaultReadTimeout)
+	// The cause tells Verify's own deadline from the caller's context
+	// ending, and reads as the error where a read passes it on.
+	deadline := fmt.Errorf("the registry %s gave no verdict within the deadline of %s: %w", d.RegistryStr(), timeout, ErrTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, deadline)
+	defer cancel()
+	tr := newTransport(o.Transport, readTimeout)
+	defer tr.release()
+	regOpts := append(slices.Clone(o.Registry), publish.WithTransport(tr))
+	_, remoteOpts := publish.Remote(ctx, regOpts...)
+	res, err := verify(ctx, d, o, failOn, remoteOpts)
+	if err != nil && errors.Is(context.Cause(ctx), deadline) && !errors.Is(err, deadline) {
+		return nil, fmt.Errorf("verifying %s: %w (%w)", d, deadline, err)
+	}
+	return res, err
+}
+
+func verify(ctx context.Context, d name.Digest, o Options, failOn string, remoteOpts []remote.Option) (*Result, error) {
 	disk, err := diskLayer(d, remoteOpts)
 	if err != nil {
 		return nil, err
@@ -107,7 +147,7 @@ func Verify(ctx context.Context, ref string, o Options) (*Result, error) {
 		return nil, fmt.Errorf("verifying %s: the disk layer is %s, the provenance says %s", d, disk, want.Digest)
 	}
 	res := &Result{Image: d.String(), Provenance: prov, Evidence: map[string]string{}}
-	docs, err := evidence(ctx, d, prov, o.Registry, remoteOpts, res.Evidence)
+	docs, err := evidence(d, prov, remoteOpts, res.Evidence)
 	if err != nil {
 		return nil, err
 	}
@@ -209,30 +249,28 @@ func signedProvenance(ctx context.Context, key sign.Verifier, d name.Digest, opt
 	return best, nil
 }
 
-// evidenceTypes are the referrers a published image carries, by the
-// byproduct name the provenance lists them under. An optional one is
-// required only when the provenance lists it: the VEX document exists
-// only when waivers accepted CVEs.
-var evidenceTypes = []struct {
+// evidenceType is a referrer a published image carries, by the byproduct
+// name the provenance lists it under. An optional one is required only
+// when the provenance lists it: the VEX document exists only when waivers
+// accepted CVEs.
+type evidenceType struct {
 	name, artifactType string
 	optional           bool
-}{
+}
+
+var evidenceTypes = []evidenceType{
 	{provenance.Report, publish.ArtifactTypeReport, false},
 	{provenance.Manifest, publish.ArtifactTypeManifest, false},
 	{provenance.SBOM, publish.ArtifactTypeSBOM, false},
 	{provenance.VEX, publish.ArtifactTypeVEX, true},
 }
 
-// evidence finds, for each evidence type, the referrer whose one layer has
-// the digest the provenance lists, and reads that layer. A referrer of the
-// type with another digest is ignored (anyone who can push may add one);
-// no referrer with the signed digest means the evidence is missing or was
-// swapped.
-func evidence(ctx context.Context, d name.Digest, prov *provenance.Provenance, popts []publish.Option, ropts []remote.Option, found map[string]string) (map[string][]byte, error) {
-	refs, err := publish.Referrers(ctx, d.String(), popts...)
-	if err != nil {
-		return nil, fmt.Errorf("verifying %s: %w", d, err)
-	}
+// evidence reads, for each evidence type, the referrer manifest at the
+// digest the provenance signed and the document it carries, recording the
+// referrer in found. It lists no referrers: one the provenance does not
+// name is never read, and a signed one that is gone is missing, whatever
+// stands in its place.
+func evidence(d name.Digest, prov *provenance.Provenance, opts []remote.Option, found map[string]string) (map[string][]byte, error) {
 	docs := map[string][]byte{}
 	for _, et := range evidenceTypes {
 		want, ok := prov.Evidence[et.name]
@@ -242,53 +280,57 @@ func evidence(ctx context.Context, d name.Digest, prov *provenance.Provenance, p
 		if !ok {
 			return nil, fmt.Errorf("verifying %s: the provenance lists no %s", d, et.name)
 		}
-		var seen []string
-		for _, r := range refs {
-			if r.ArtifactType != et.artifactType {
-				continue
-			}
-			layer, err := referrerLayer(d.Context().Digest(r.Digest.String()), ropts)
-			if err != nil {
-				return nil, fmt.Errorf("verifying %s: %s referrer %s: %w", d, et.name, r.Digest, err)
-			}
-			seen = append(seen, layer.Digest.String())
-			if layer.Digest.String() != want.Digest {
-				continue
-			}
-			data, err := readBlob(d.Context(), layer, ropts)
-			if err != nil {
-				return nil, fmt.Errorf("verifying %s: %s referrer %s: %w", d, et.name, r.Digest, err)
-			}
-			docs[et.name], found[et.name] = data, r.Digest.String()
-			break
+		if want.Referrer == "" {
+			return nil, fmt.Errorf("verifying %s: the provenance lists the %s %s but not the referrer manifest that carries it (a gate older than this verifier signed it): publish the image again", d, et.name, want.Digest)
 		}
-		if _, ok := docs[et.name]; !ok {
-			if len(seen) == 0 {
-				return nil, fmt.Errorf("verifying %s: no %s referrer (%s)", d, et.name, et.artifactType)
-			}
-			return nil, fmt.Errorf("verifying %s: the %s referrers hold %v, none the signed %s: tampered", d, et.name, seen, want.Digest)
+		data, err := signedReferrer(d, et, want, opts)
+		if err != nil {
+			return nil, fmt.Errorf("verifying %s: %w", d, err)
 		}
+		docs[et.name], found[et.name] = data, want.Referrer
 	}
 	return docs, nil
 }
 
-// referrerLayer reads a referrer manifest and returns its one layer.
-func referrerLayer(d name.Digest, opts []remote.Option) (v1.Descriptor, error) {
-	desc, err := remote.Get(d, opts...)
+// signedReferrer reads the referrer manifest want names, checks that it is
+// the evidence of d the provenance says, and reads its document. The
+// registry client checks both digests as it reads.
+func signedReferrer(d name.Digest, et evidenceType, want provenance.Evidence, opts []remote.Option) ([]byte, error) {
+	desc, err := remote.Get(d.Context().Digest(want.Referrer), opts...)
+	if isNotFound(err) {
+		return nil, fmt.Errorf("the signed %s referrer %s is missing", et.name, want.Referrer)
+	}
 	if err != nil {
-		return v1.Descriptor{}, err
+		return nil, fmt.Errorf("reading the signed %s referrer %s: %w", et.name, want.Referrer, err)
 	}
 	if len(desc.Manifest) > maxManifest {
-		return v1.Descriptor{}, fmt.Errorf("manifest larger than %d bytes", maxManifest)
+		return nil, fmt.Errorf("the signed %s referrer %s is larger than %d bytes", et.name, want.Referrer, maxManifest)
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
-		return v1.Descriptor{}, err
+		return nil, fmt.Errorf("reading the signed %s referrer %s: %w", et.name, want.Referrer, err)
 	}
-	if len(m.Layers) != 1 {
-		return v1.Descriptor{}, fmt.Errorf("%d layers, want 1", len(m.Layers))
+	switch {
+	case m.Subject == nil || m.Subject.Digest.String() != d.DigestStr():
+		return nil, fmt.Errorf("the signed %s referrer %s does not refer to %s", et.name, want.Referrer, d.DigestStr())
+	case m.ArtifactType != et.artifactType:
+		return nil, fmt.Errorf("the signed %s referrer %s has artifactType %q, want %q", et.name, want.Referrer, m.ArtifactType, et.artifactType)
+	case len(m.Layers) != 1 || m.Layers[0].Digest.String() != want.Digest:
+		return nil, fmt.Errorf("the signed %s referrer %s does not hold the signed document %s alone", et.name, want.Referrer, want.Digest)
 	}
-	return m.Layers[0], nil
+	data, err := readBlob(d.Context(), m.Layers[0], opts)
+	if isNotFound(err) {
+		return nil, fmt.Errorf("the signed %s document %s (referrer %s) is missing", et.name, want.Digest, want.Referrer)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the signed %s referrer %s: %w", et.name, want.Referrer, err)
+	}
+	return data, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
 
 // readBlob reads one blob, bounded, to the end, where the registry
