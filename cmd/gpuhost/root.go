@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/internal/version"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -44,6 +45,9 @@ type app struct {
 	// (one that collects facts) also matches the target's OS packages
 	// against it.
 	trivyDB string
+	// budget is what one collection may spend, all collectors together.
+	budget    collector.Budget
+	kdfMemMiB int
 }
 
 // startProfile starts CPU profiling when --cpuprofile is set; make bench and
@@ -167,6 +171,13 @@ func usageOnMisuse(cmd *cobra.Command) {
 // only such commands match packages against a DB, and a flag on a command
 // that ignores it (history, plan) would promise what it does not do.
 func (a *app) collectsFacts(cmd *cobra.Command) *cobra.Command {
+	d := collector.DefaultBudget
+	cmd.Flags().Var(timeoutVar(&a.budget.Deadline, d.Deadline), "deadline",
+		"the most the collection may take, every collector together; one it cuts short is an error, never a pass")
+	cmd.Flags().Var(timeoutVar(&a.budget.KDFTime, d.KDFTime), "kdf-time",
+		"the most trying the empty passphrase on the target's LUKS key slots may take, all slots together")
+	cmd.Flags().Var(countVar(&a.kdfMemMiB, int(d.KDFMemory>>20)), "kdf-memory",
+		"the most memory (MiB) one LUKS key slot's KDF may ask for; a slot that asks for more is not tried, and says so")
 	if vulnerabilityMatching {
 		cmd.Flags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): also match the target's OS packages against it; never downloaded")
 	}

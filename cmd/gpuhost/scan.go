@@ -178,7 +178,8 @@ func (h *hostFlags) register(cmd *cobra.Command) {
 }
 
 func (a *app) collectOptions(h *hostFlags) checks.Options {
-	o := checks.Options{Log: a.log}
+	o := checks.Options{Log: a.log, Budget: a.budget}
+	o.Budget.KDFMemory = int64(a.kdfMemMiB) << 20
 	if h != nil {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
 	}
