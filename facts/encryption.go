@@ -16,6 +16,11 @@ type CrypttabEntry struct {
 	Options []string `json:"options"`
 	File    string   `json:"file,omitempty"`
 	Line    int      `json:"line,omitempty"`
+	// Absent says the device the entry names is not in the target: no
+	// LUKS volume of a disk image answers to it, or a live host has no
+	// such device. The entry then encrypts nothing, whatever it says.
+	// Unknown (false) for a rootfs tree, which holds no devices.
+	Absent bool `json:"absent,omitempty"`
 }
 
 // RootEncryption says whether / sits on an encrypting device-mapper target.
@@ -39,7 +44,8 @@ type Hop struct {
 	// files use (/dev/mapper/vg-root, UUID=...) offline.
 	Device string `json:"device"`
 	// Kind is lvm, crypt, verity, integrity, dm, raid, partition, disk,
-	// loop or unknown.
+	// loop, absent (a device a crypttab line names that the target does
+	// not hold) or unknown.
 	Kind string `json:"kind"`
 	// Name is the device-mapper name, the LVM vg/lv, or the crypttab name.
 	Name string `json:"name,omitempty"`

@@ -57,6 +57,9 @@ type offlineResolver struct {
 	vgs      map[string]lvmVG
 	luks     []imageLUKS
 	enroll   firstBootEnroll
+	// image says the target is a disk image whose volumes luks lists: a
+	// crypttab device none of them answers to is not there.
+	image bool
 }
 
 // imageLUKS is a LUKS header found on a partition of a disk image.
@@ -90,8 +93,8 @@ func imageLUKSHeaders(devices []collector.BlockDevice, b *trialBudget) ([]imageL
 	return out, nil
 }
 
-func newOfflineResolver(fsys sysroot.FS, ct []facts.CrypttabEntry, luks []imageLUKS) (*offlineResolver, error) {
-	r := &offlineResolver{crypttab: map[string]facts.CrypttabEntry{}, luks: luks}
+func newOfflineResolver(fsys sysroot.FS, ct []facts.CrypttabEntry, luks []imageLUKS, image bool) (*offlineResolver, error) {
+	r := &offlineResolver{crypttab: map[string]facts.CrypttabEntry{}, luks: luks, image: image}
 	for _, c := range ct {
 		r.crypttab[c.Name] = c
 	}
@@ -263,10 +266,30 @@ func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntr
 		c.add(facts.Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
 		return true
 	}
+	if r.image {
+		// A disk image holds its volumes: a crypttab line naming none of
+		// them opens nothing at boot, and / is not on it.
+		h.Crypt.Error = "the image holds no LUKS volume that answers to " + ent.Device
+		c.add(facts.Hop{Device: ent.Device, Kind: "absent", Learned: "crypttab", Depth: depth + 1})
+		return false
+	}
 	// The walk goes on below for the record; the mapping encrypts whatever
 	// it lies on.
 	r.resolve(c, ent.Device, "crypttab", depth+1)
 	return true
+}
+
+// markAbsent sets Absent on each crypttab entry of an image that no LUKS
+// volume of the image answers to.
+func (r *offlineResolver) markAbsent(ct []facts.CrypttabEntry) {
+	if !r.image {
+		return
+	}
+	for i := range ct {
+		if _, ok := r.headerFor(ct[i].Device); !ok {
+			ct[i].Absent = true
+		}
+	}
 }
 
 // headerFor finds the LUKS header a crypttab device names: by the UUID in

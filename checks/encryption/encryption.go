@@ -6,6 +6,7 @@ package encryption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -64,12 +65,13 @@ func (encryptionCollector) Collect(ctx context.Context, env *collector.Env, f *f
 		if err := liveEncryption(fsys, e, trials); err != nil {
 			return err
 		}
+		markAbsentLive(fsys, e.Crypttab)
 	} else {
 		luks, err := imageLUKSHeaders(env.Devices, trials)
 		if err != nil {
 			return err
 		}
-		if err := offlineEncryption(fsys, e, luks); err != nil {
+		if err := offlineEncryption(fsys, e, luks, env.Devices != nil); err != nil {
 			return err
 		}
 	}
@@ -183,7 +185,7 @@ func unescapeOctal(s string) string {
 // backups and crypttab, reading the cipher from crypttab options or from a
 // LUKS header the image carries: an image has no active mappings, only what
 // its files set up.
-func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) error {
+func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, image bool) error {
 	data, ok, err := textfile.ReadOptional(fsys, "/etc/fstab")
 	if err != nil {
 		return fmt.Errorf("reading fstab: %w", err)
@@ -195,10 +197,11 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS) e
 	if err != nil {
 		return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/fstab"), err)
 	}
-	r, err := newOfflineResolver(fsys, e.Crypttab, luks)
+	r, err := newOfflineResolver(fsys, e.Crypttab, luks, image)
 	if err != nil {
 		return err
 	}
+	r.markAbsent(e.Crypttab)
 	var mounts []mount
 	for _, ent := range entries {
 		if ent.Type != "swap" {
@@ -552,4 +555,27 @@ func (w *chainWalker) devName(p, fallback string) string {
 
 func validDevName(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") && len(s) <= 255
+}
+
+// markAbsentLive sets Absent on each crypttab entry whose device the host
+// does not have: the udev link a UUID, PARTUUID or PARTLABEL names, or the
+// device path itself. An entry naming its device otherwise is left alone.
+func markAbsentLive(fsys sysroot.FS, ct []facts.CrypttabEntry) {
+	links := []struct{ prefix, dir string }{
+		{"UUID=", "/dev/disk/by-uuid/"}, {"PARTUUID=", "/dev/disk/by-partuuid/"}, {"PARTLABEL=", "/dev/disk/by-partlabel/"},
+	}
+	for i := range ct {
+		dev := ct[i].Device
+		for _, l := range links {
+			if v, ok := strings.CutPrefix(dev, l.prefix); ok {
+				dev = l.dir + v
+			}
+		}
+		if !strings.HasPrefix(dev, "/dev/") || strings.Contains(dev, "..") {
+			continue
+		}
+		if _, err := fsys.Stat(dev); errors.Is(err, fs.ErrNotExist) {
+			ct[i].Absent = true
+		}
+	}
 }

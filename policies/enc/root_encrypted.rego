@@ -5,7 +5,9 @@
 #   every path down to a disk. On a live host the chain is read from sysfs (the device-mapper
 #   slaves of the device / is mounted from). In an image or rootfs it is followed from the fstab
 #   entry for / through the LVM metadata backups (/etc/lvm/backup) to a mapping /etc/crypttab
-#   opens; a crypttab entry that / does not lead to does not count.
+#   opens; a crypttab entry that / does not lead to does not count, and in a disk image the
+#   entry must name a LUKS volume the image holds. A crypttab line for a device the target does
+#   not hold is a finding of its own.
 # scope: package
 # custom:
 #   id: GH-ENC-001
@@ -42,6 +44,7 @@ encrypted if root.encrypted == true
 encrypted if {
 	not live
 	some e in crypttab
+	not e.absent
 	root_device in {sprintf("/dev/mapper/%s", [e.name]), sprintf("/dev/disk/by-id/dm-name-%s", [e.name])}
 }
 
@@ -91,6 +94,26 @@ deny contains msg if {
 	count(crypttab) > 0
 	msg := "/etc/fstab names no device for /, so / cannot be followed to a mapping listed in /etc/crypttab"
 }
+
+# A crypttab line for a device the target does not hold (no volume of the
+# image answers to it, no such device on the host) opens nothing at boot: it
+# is a finding of its own, never evidence of encryption. A line the host
+# opens only on demand (noauto) may name a device that comes and goes.
+deny contains finding if {
+	some e in crypttab
+	e.absent == true
+	not "noauto" in object.get(e, "options", [])
+	msg := sprintf("/etc/crypttab maps %s to %s, which the %s does not hold: the line encrypts nothing", [e.name, e.device, target_word])
+	finding := at_crypttab(e, msg)
+}
+
+target_word := "host" if live
+
+else := "image"
+
+at_crypttab(e, msg) := {"msg": msg, "file": e.file, "line": e.line} if object.get(e, "line", 0) > 0
+
+else := msg
 
 # at_fstab points a finding at the fstab line that mounts /, when the facts
 # know it.

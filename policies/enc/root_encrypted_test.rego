@@ -99,3 +99,29 @@ test_fail_image_points_at_fstab if {
 		{"encrypted": false, "source": "fstab", "device": "UUID=1234", "chain": ["UUID=1234"], "file": "/etc/fstab", "line": 4},
 	)
 }
+
+# A plain image whose crypttab names a UUID that exists nowhere: the mapping
+# opens nothing, / is not encrypted, and the line is a finding of its own.
+test_fail_image_crypttab_of_absent_device if {
+	entry := {"name": "cryptroot", "device": "UUID=0b5a", "key_file": "none", "options": ["luks"], "absent": true, "file": "/etc/crypttab", "line": 1}
+	denies := check.deny with input as image(
+		[entry],
+		{"encrypted": false, "source": "fstab", "device": "/dev/mapper/cryptroot", "chain": ["/dev/mapper/cryptroot", "UUID=0b5a"]},
+	)
+	count(denies) == 2
+	some f in denies
+	f.file == "/etc/crypttab"
+	f.line == 1
+	contains(f.msg, "which the image does not hold")
+}
+
+# On a host, a stale line is named too, unless the host opens it only on
+# demand.
+test_fail_host_crypttab_of_absent_device if {
+	entry := {"name": "backup", "device": "UUID=ffff", "key_file": "none", "options": ["luks"], "absent": true}
+	root := {"encrypted": true, "source": "dm", "device": "/dev/dm-0", "chain": ["dm-0", "nvme0n1p3"]}
+	denies := check.deny with input as {"target": {"kind": "host"}, "encryption": {"crypttab": [entry], "root": root, "swap": []}}
+	denies == {"/etc/crypttab maps backup to UUID=ffff, which the host does not hold: the line encrypts nothing"}
+	noauto := json.patch(entry, [{"op": "replace", "path": "/options", "value": ["luks", "noauto"]}])
+	check.deny == set() with input as {"target": {"kind": "host"}, "encryption": {"crypttab": [noauto], "root": root, "swap": []}}
+}
