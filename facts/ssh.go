@@ -65,6 +65,37 @@ type SSHDaemon struct {
 	Listen []string `json:"listen"`
 	// Wire holds what the daemon offers on each listener, from its KEXINIT.
 	Wire []SSHWire `json:"wire"`
+	SSHDaemonAge
+}
+
+// SSHDaemonAge tells whether a running sshd still runs the configuration its
+// files hold now: sshd reads them only when it starts or reloads, so an edit
+// without a reload leaves the old settings running while the files look
+// right. Times are RFC 3339, UTC.
+type SSHDaemonAge struct {
+	// StartedAt is when the process started: /proc/PID/stat's ticks after
+	// the boot time, which the kernel gives in whole seconds, so it may be
+	// up to a second early; judged by it alone, a file modified that close
+	// after the start is not counted as newer. sshd re-execs itself in
+	// place on SIGHUP, keeping its pid and this time, so a reload never
+	// moves it.
+	StartedAt string `json:"started_at,omitempty"`
+	// LoadedAt is when the daemon last read its configuration, as far as
+	// the host shows. LoadedFrom says how that is known: "pid_file" when
+	// its PidFile names this pid (sshd rewrites that file each time it
+	// starts or re-execs, so its modification time moves with a reload);
+	// "process_start" otherwise, where a reload since the start cannot be
+	// seen and only the wire probe (SSHWire.AuthMethods) tells what runs.
+	LoadedAt   string `json:"loaded_at,omitempty"`
+	LoadedFrom string `json:"loaded_from,omitempty"`
+	// ConfigNewer is true when one of Files was modified after LoadedAt;
+	// NewestConfig is the most recently modified of them and
+	// NewestConfigModified when.
+	ConfigNewer          bool   `json:"config_newer,omitempty"`
+	NewestConfig         string `json:"newest_config,omitempty"`
+	NewestConfigModified string `json:"newest_config_modified,omitempty"`
+	// AgeError says why the daemon's age could not be judged.
+	AgeError string `json:"age_error,omitempty"`
 }
 
 // SSHMatch is one Match block: where it starts, its criteria as written, and
@@ -101,6 +132,7 @@ type SSHHostKey struct {
 // SSHWire is what one sshd listener sent before any key exchange: its
 // version line and the algorithm lists of its SSH_MSG_KEXINIT. Ciphers and
 // MACs join the client-to-server and server-to-client lists, in order.
+// AuthMethods come after a key exchange, from a second connection.
 type SSHWire struct {
 	Address           string   `json:"address"`
 	Source            string   `json:"source"`
@@ -110,4 +142,11 @@ type SSHWire struct {
 	Ciphers           []string `json:"ciphers"`
 	MACs              []string `json:"macs"`
 	Error             string   `json:"error,omitempty"`
+	// AuthMethods are the methods the daemon lets a client go on with after
+	// an SSH "none" userauth request (RFC 4252 section 5.2) for a user that
+	// logs in nowhere: what the running daemon accepts, whatever its files
+	// say now. ["none"] means the daemon let the probe in with no
+	// authentication at all. The list cannot tell whether root may log in.
+	AuthMethods []string `json:"auth_methods,omitempty"`
+	AuthError   string   `json:"auth_error,omitempty"`
 }

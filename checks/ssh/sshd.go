@@ -78,6 +78,8 @@ type SSHDConfig struct {
 	// HostKeys lists every HostKey outside Match: unlike most keywords,
 	// each one adds a key.
 	HostKeys []string
+	// paths are the files of Files as the source names them, to stat.
+	paths []string
 }
 
 // ParseSSHD parses one sshd_config buffer; Include lines are not followed.
@@ -148,6 +150,7 @@ func (p *sshdParser) finish() *SSHDConfig {
 func (p *sshdParser) parse(name string, data []byte, depth int) error {
 	display := p.src.Display(name)
 	p.cfg.Files = append(p.cfg.Files, display)
+	p.cfg.paths = append(p.cfg.paths, name)
 	// As in sshd, a Match opened in an included file ends with that file.
 	saved := p.match
 	defer func() { p.match = saved }()

@@ -33,7 +33,8 @@ var defaultSSHHostKeys = []string{
 type sshListener struct{ listen, dial string }
 
 // liveSSHDaemons describes every sshd that owns a listening socket: the
-// configuration its command line names, and what each listener offers.
+// configuration its command line names, whether that changed since the
+// daemon loaded it, and what each listener offers and accepts.
 func liveSSHDaemons(ctx context.Context, env *collector.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
@@ -108,6 +109,9 @@ func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListen
 	for _, l := range ls {
 		d.Listen = append(d.Listen, l.listen)
 		w := probeSSHWire(ctx, l.listen, l.dial, timeout)
+		if w.Error == "" {
+			probeSSHAuthMethods(ctx, &w, l.dial, timeout)
+		}
 		d.Wire = append(d.Wire, w)
 		if wireKeys == nil && w.Error == "" {
 			// Every listener of one daemon holds the same keys.
@@ -115,6 +119,7 @@ func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListen
 		}
 	}
 	d.HostKeys = append(wireKeys, fileHostKeys(fsys, cfg)...)
+	d.SSHDaemonAge = sshdAge(fsys, pid, cfg)
 	return d, nil
 }
 

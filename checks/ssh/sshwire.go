@@ -33,6 +33,11 @@ const (
 	sshMsgKexinit = 20
 	// sshProbeVersion is what the probe says it is.
 	sshProbeVersion = "SSH-2.0-gpuhost_probe"
+	// sshProbeUser is the user the probes name: no host has it, so no
+	// request of theirs can log anyone in.
+	sshProbeUser = "gpuhost-probe"
+	// maxAuthMethods bounds the method names kept from one answer.
+	maxAuthMethods = 32
 )
 
 // KEXINIT holds the name-lists of an SSH_MSG_KEXINIT payload, in the order
@@ -289,7 +294,7 @@ func fetchHostKey(ctx context.Context, addr, alg string, timeout time.Duration) 
 	var key ssh.PublicKey
 	supported, insecure := ssh.SupportedAlgorithms(), ssh.InsecureAlgorithms()
 	cfg := &ssh.ClientConfig{
-		User:              "gpuhost-probe",
+		User:              sshProbeUser,
 		ClientVersion:     sshProbeVersion,
 		HostKeyAlgorithms: []string{alg},
 		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
@@ -310,6 +315,92 @@ func fetchHostKey(ctx context.Context, addr, alg string, timeout time.Duration) 
 		return nil, errors.New("handshake ended without a host key")
 	}
 	return nil, err
+}
+
+// errAuthMethodsSeen stops the login once the server has listed the
+// methods it accepts.
+var errAuthMethodsSeen = errors.New("authentication methods seen")
+
+// probeSSHAuthMethods fills w's AuthMethods: after a key exchange it sends
+// a "none" userauth request, whose failure lists the methods the running
+// daemon lets a client go on with, and stops there without trying any.
+func probeSSHAuthMethods(ctx context.Context, w *facts.SSHWire, addr string, timeout time.Duration) {
+	methods, err := readAuthMethods(ctx, addr, timeout)
+	if err != nil {
+		w.AuthError = fmt.Sprintf("asking %s for its authentication methods: %v", addr, err)
+		return
+	}
+	w.AuthMethods = methods
+}
+
+func readAuthMethods(ctx context.Context, addr string, timeout time.Duration) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	var methods []string
+	asked := false
+	supported, insecure := ssh.SupportedAlgorithms(), ssh.InsecureAlgorithms()
+	cfg := &ssh.ClientConfig{
+		User:          sshProbeUser,
+		ClientVersion: sshProbeVersion,
+		// The host key is not what this probe judges: probeSSHHostKeys reads
+		// it, and no secret is sent that a stranger's key could catch.
+		HostKeyCallback:   ssh.InsecureIgnoreHostKey(),
+		HostKeyAlgorithms: slices.Concat(supported.HostKeys, insecure.HostKeys),
+		Config: ssh.Config{
+			KeyExchanges: slices.Concat(supported.KeyExchanges, insecure.KeyExchanges),
+			Ciphers:      slices.Concat(supported.Ciphers, insecure.Ciphers),
+			MACs:         slices.Concat(supported.MACs, insecure.MACs),
+		},
+		// The client always asks "none" first; the callback runs on its
+		// failure with the methods the server listed.
+		AuthCallback: func(c *ssh.ClientAuthContext) (ssh.AuthMethod, error) {
+			asked = true
+			methods = authMethodNames(c.AllowedMethods)
+			return nil, errAuthMethodsSeen
+		},
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if err == nil {
+		// The server let a stranger in without asking anything.
+		go ssh.DiscardRequests(reqs)
+		go func() {
+			for ch := range chans {
+				_ = ch.Reject(ssh.Prohibited, "probe")
+			}
+		}()
+		c.Close()
+		return []string{"none"}, nil
+	}
+	if asked {
+		return methods, nil
+	}
+	return nil, err
+}
+
+// authMethodNames keeps the names of a server's method list that are
+// plain tokens, within the bound, in its order.
+func authMethodNames(list []string) []string {
+	out := []string{}
+	for _, m := range list {
+		if len(out) == maxAuthMethods {
+			break
+		}
+		if m == "" || len(m) > 64 || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r >= 0x7f }) || slices.Contains(out, m) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // describeHostKey fills a host key's type, size and fingerprint.

@@ -108,3 +108,17 @@ func FuzzKEXINIT(f *testing.F) {
 		}
 	})
 }
+
+func TestAuthMethodNames(t *testing.T) {
+	in := []string{"publickey", "", "pass word", "password", "publickey", strings.Repeat("x", 65), "keyboard-interactive\x1b"}
+	if got := authMethodNames(in); !slices.Equal(got, []string{"publickey", "password"}) {
+		t.Errorf("names = %q", got)
+	}
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = "m" + strings.Repeat("x", i)
+	}
+	if got := authMethodNames(many); len(got) != maxAuthMethods {
+		t.Errorf("%d names kept of 100", len(got))
+	}
+}

@@ -65,3 +65,43 @@ match_key_first(d, block) if {
 	s.keyword == "authenticationmethods"
 	key_first(split(s.value, " "))
 }
+
+# older(d) holds the findings that show a running daemon runs an older
+# configuration than its files: a file changed after the daemon last loaded
+# them, or the daemon accepts on the wire a login method its file forbids.
+# The settings judged from the file are then not what runs, whatever they say.
+older(d) := older_file(d) | older_wire(d)
+
+reload_advice := "reload it (systemctl reload ssh)"
+
+older_file(d) := {{"msg": msg, "file": d.newest_config} |
+	object.get(d, "config_newer", false) == true
+	msg := sprintf("%s runs an older configuration than %s (modified at %s, after the daemon started at %s): %s%s", [
+		name(d), d.newest_config, d.newest_config_modified, d.loaded_at, reload_advice, unseen_reload(d),
+	])
+}
+
+# Without a pid file naming the daemon, its start time is all there is, and
+# sshd keeps that across the re-exec a reload does.
+unseen_reload(d) := "" if {
+	d.loaded_from == "pid_file"
+} else := "; it has no PidFile naming it, so a reload does not show here and only a restart clears this"
+
+# The login methods the none probe lists, each with the setting of the file
+# that forbids it when "no".
+wire_methods := {"password": "PasswordAuthentication", "keyboard-interactive": "KbdInteractiveAuthentication"}
+
+older_wire(d) := {{"msg": msg, "file": d.config_path} |
+	some method, keyword in wire_methods
+	lower(object.get(d, method_field[keyword], "")) == "no"
+
+	# A Match block may turn the method on for the probe's user or address.
+	count(match_settings(d, lower(keyword))) == 0
+	some w in wire(d)
+	method in object.get(w, "auth_methods", [])
+	msg := sprintf("%s runs an older configuration than %s: it offers %s on the wire at %s, which the file forbids (%s no): %s", [
+		name(d), d.config_path, method, w.address, keyword, reload_advice,
+	])
+}
+
+method_field := {"PasswordAuthentication": "password_authentication", "KbdInteractiveAuthentication": "kbd_interactive_authentication"}

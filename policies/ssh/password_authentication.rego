@@ -54,3 +54,9 @@ match_second_factor(d, "KbdInteractiveAuthentication", block) if lib.match_key_f
 match_second_factor(d, "KbdInteractiveAuthentication", _) if {
 	lib.key_first(object.get(d, "authentication_methods", []))
 }
+
+# The daemon runs an older configuration than the file judged above.
+deny contains f if {
+	some d in lib.daemons
+	some f in lib.older(d)
+}

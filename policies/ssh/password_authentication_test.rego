@@ -76,3 +76,36 @@ test_match_kbd_without_methods_fails if {
 	f := json.patch(facts("no", "no"), [{"op": "add", "path": "/ssh/match", "value": admin_match([])}])
 	count(check.deny) == 1 with input as f
 }
+
+# The daemon whose file was edited to "no" and never reloaded: the file
+# passes, what runs does not.
+unreloaded(config_newer, methods) := {
+	"pid": 812, "source": "process", "config_path": "/etc/ssh/sshd_config", "listen": ["127.0.0.1:22"],
+	"password_authentication": "no", "kbd_interactive_authentication": "no",
+	"loaded_at": "2025-03-01T09:00:00Z", "loaded_from": "pid_file", "config_newer": config_newer,
+	"newest_config": "/etc/ssh/sshd_config", "newest_config_modified": "2025-03-01T10:00:00Z",
+	"wire": [{"address": "127.0.0.1:22", "source": "wire", "auth_methods": methods}],
+}
+
+stale_msg := "sshd pid 812 (127.0.0.1:22; /etc/ssh/sshd_config) runs an older configuration than /etc/ssh/sshd_config (modified at 2025-03-01T10:00:00Z, after the daemon started at 2025-03-01T09:00:00Z): reload it (systemctl reload ssh)"
+
+wire_msg := "sshd pid 812 (127.0.0.1:22; /etc/ssh/sshd_config) runs an older configuration than /etc/ssh/sshd_config: it offers password on the wire at 127.0.0.1:22, which the file forbids (PasswordAuthentication no): reload it (systemctl reload ssh)"
+
+test_fail_edited_not_reloaded if {
+	check.deny == {
+		{"msg": stale_msg, "file": "/etc/ssh/sshd_config"},
+		{"msg": wire_msg, "file": "/etc/ssh/sshd_config"},
+	} with input as {"ssh": {"daemons": [unreloaded(true, ["publickey", "password"])]}}
+}
+
+test_fail_stale_alone if {
+	check.deny == {{"msg": stale_msg, "file": "/etc/ssh/sshd_config"}} with input as {"ssh": {"daemons": [unreloaded(true, ["publickey"])]}}
+}
+
+test_fail_wire_alone if {
+	check.deny == {{"msg": wire_msg, "file": "/etc/ssh/sshd_config"}} with input as {"ssh": {"daemons": [unreloaded(false, ["publickey", "password"])]}}
+}
+
+test_pass_reloaded if {
+	check.deny == set() with input as {"ssh": {"daemons": [unreloaded(false, ["publickey"])]}}
+}

@@ -49,3 +49,9 @@ deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	v != "no"
 	msg := sprintf("%s: %s sets PermitRootLogin %s at %s: %s; want no", [lib.name(d), s.block, s.value, s.at, why(v)])
 }
+
+# The daemon runs an older configuration than the file judged above.
+deny contains f if {
+	some d in lib.daemons
+	some f in lib.older(d)
+}

@@ -38,3 +38,29 @@ test_fail_match if {
 		"file": "/x", "line": 4,
 	}} with input as {"ssh": {"daemons": [d]}}
 }
+
+# The file says no, but the daemon loaded it before the edit: root may still
+# be let in by what runs, which the wire cannot show.
+running(config_newer) := {
+	"pid": 812, "source": "process", "config_path": "/etc/ssh/sshd_config", "listen": ["127.0.0.1:22"],
+	"permit_root_login": "no", "explicit": ["permitrootlogin"], "password_authentication": "no",
+	"loaded_at": "2025-03-01T09:00:00Z", "loaded_from": "pid_file", "config_newer": config_newer,
+	"newest_config": "/etc/ssh/sshd_config", "newest_config_modified": "2025-03-01T10:00:00Z",
+	"wire": [{"address": "127.0.0.1:22", "source": "wire", "auth_methods": ["publickey"]}],
+}
+
+test_fail_stale if {
+	check.deny == {{
+		"msg": "sshd pid 812 (127.0.0.1:22; /etc/ssh/sshd_config) runs an older configuration than /etc/ssh/sshd_config (modified at 2025-03-01T10:00:00Z, after the daemon started at 2025-03-01T09:00:00Z): reload it (systemctl reload ssh)",
+		"file": "/etc/ssh/sshd_config",
+	}} with input as {"ssh": {"daemons": [running(true)]}}
+}
+
+test_fail_wire_offers_password_the_file_forbids if {
+	d := json.patch(running(false), [{"op": "replace", "path": "/wire/0/auth_methods", "value": ["publickey", "password"]}])
+	count(check.deny) == 1 with input as {"ssh": {"daemons": [d]}}
+}
+
+test_pass_fresh if {
+	check.deny == set() with input as {"ssh": {"daemons": [running(false)]}}
+}

@@ -36,3 +36,36 @@ test_skip_without_wire if {
 	check.skip == {"no running sshd was read on the wire"} with input as {"ssh": {"daemons": [d]}}
 	check.deny == set() with input as {"ssh": {"daemons": [d]}}
 }
+
+stale_msg := "sshd pid 812 (127.0.0.1:22; /etc/ssh/sshd_config) runs an older configuration than /etc/ssh/sshd_config (modified at 2025-03-01T10:00:00Z, after the daemon started at 2025-03-01T09:00:00Z): reload it (systemctl reload ssh)"
+
+aged(d, config_newer) := object.union(d, {
+	"password_authentication": "no", "kbd_interactive_authentication": "no",
+	"loaded_at": "2025-03-01T09:00:00Z", "loaded_from": "pid_file", "config_newer": config_newer,
+	"newest_config": "/etc/ssh/sshd_config", "newest_config_modified": "2025-03-01T10:00:00Z",
+})
+
+test_fail_stale if {
+	f := {"ssh": {"daemons": [aged(daemon(["aes256-ctr"], ["aes256-ctr"], ["ciphers"]), true)]}}
+	check.deny == {{"msg": stale_msg, "file": "/etc/ssh/sshd_config"}} with input as f
+}
+
+test_fail_stale_even_without_the_kexinit if {
+	d := object.union(aged(daemon(["a"], ["b"], ["ciphers"]), true), {"wire": [{"address": "127.0.0.1:22", "source": "wire", "error": "EOF"}]})
+	check.skip == set() with input as {"ssh": {"daemons": [d]}}
+	check.deny == {{"msg": stale_msg, "file": "/etc/ssh/sshd_config"}} with input as {"ssh": {"daemons": [d]}}
+}
+
+test_fail_wire_offers_password_the_file_forbids if {
+	d := json.patch(aged(daemon(["aes256-ctr"], ["aes256-ctr"], ["ciphers"]), false), [{"op": "add", "path": "/wire/0/auth_methods", "value": ["publickey", "password"]}])
+	check.deny == {{
+		"msg": "sshd pid 812 (127.0.0.1:22; /etc/ssh/sshd_config) runs an older configuration than /etc/ssh/sshd_config: it offers password on the wire at 127.0.0.1:22, which the file forbids (PasswordAuthentication no): reload it (systemctl reload ssh)",
+		"file": "/etc/ssh/sshd_config",
+	}} with input as {"ssh": {"daemons": [d]}}
+}
+
+test_pass_fresh if {
+	d := json.patch(aged(daemon(["aes256-ctr"], ["aes256-ctr"], ["ciphers"]), false), [{"op": "add", "path": "/wire/0/auth_methods", "value": ["publickey"]}])
+	check.deny == set() with input as {"ssh": {"daemons": [d]}}
+	check.skip == set() with input as {"ssh": {"daemons": [d]}}
+}
