@@ -98,6 +98,18 @@ type Result struct {
 	// line, or the port or GPU. Absent when no message says more than its
 	// text.
 	Findings []Finding `json:"findings,omitempty"`
+	// Related are places outside the target that bear on the result: the
+	// block of the Packer template that configures what the check judges,
+	// when the gate scanned a build.
+	Related []Related `json:"related,omitempty"`
+}
+
+// Related is a place in a file outside the target, such as the template a
+// build was made from, and what it has to do with the result.
+type Related struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
 }
 
 // Finding is one deny (or error) message and its subject. A policy gives

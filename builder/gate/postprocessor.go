@@ -151,6 +151,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 	if err != nil {
 		return nil, true, true, fmt.Errorf("gpuhost-gate: %w", err)
 	}
+	relateToTemplate(rep, cfg.Publish.TemplateFile)
 	out := &Artifact{source: a}
 	out.reports, err = cfg.WriteReports(t.base(), "gate", rep)
 	if err != nil {

@@ -3,8 +3,6 @@ package gate
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -146,17 +144,14 @@ func cveFixture(t *testing.T) (db, waiverFile string) {
 	if err := trivy.WriteDB(db, fx); err != nil {
 		t.Fatal(err)
 	}
-	waiverFile = filepath.Join(t.TempDir(), "waivers.yaml")
-	if err := os.WriteFile(waiverFile, []byte(`- id: GH-SC-001
+	waiverFile = writeWaivers(t, `- id: GH-SC-001
   cve: [CVE-2099-0001]
   target: "*"
   justification: the fix is being qualified; the vulnerable API is unused
   approved_by: sec-team@example.com
   expires: "2099-01-01"
   ticket: SEC-100
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, plainDiskWaiver)
 	return db, waiverFile
 }
 

@@ -243,6 +243,17 @@ func TestSARIF(t *testing.T) {
 					Kind, Status, Justification string
 				} `json:"suppressions"`
 				PartialFingerprints map[string]string `json:"partialFingerprints"`
+				RelatedLocations    []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI       string `json:"uri"`
+							URIBaseID string `json:"uriBaseId"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"relatedLocations"`
 			} `json:"results"`
 		} `json:"runs"`
 	}
@@ -327,7 +338,7 @@ func TestSARIF(t *testing.T) {
 			}
 		case "GH-GPU-003":
 			// No finding names a file: the check's location carries the fix.
-			if loc.ArtifactLocation != (sarifArtifact{URI: "proc/driver/nvidia/version", URIBaseID: "IMAGEROOT"}) || loc.Region.StartLine != 1 {
+			if loc.ArtifactLocation.URI != "proc/driver/nvidia/version" || loc.ArtifactLocation.URIBaseID != "IMAGEROOT" || loc.Region.StartLine != 1 {
 				t.Errorf("GPU location %+v, want the check's location", loc)
 			}
 		case "GH-CTR-004":
@@ -347,6 +358,12 @@ func TestSARIF(t *testing.T) {
 		case "GH-SSH-002":
 			if loc.ArtifactLocation.URI != "etc/ssh/sshd_config" || loc.Region == nil || loc.Region.StartLine != 33 {
 				t.Errorf("SSH location %+v", loc)
+			}
+			// The template block that configures sshd, relative to where
+			// the build ran.
+			if rel := r.RelatedLocations; len(rel) != 1 || rel[0].PhysicalLocation.ArtifactLocation.URIBaseID != "SRCROOT" ||
+				rel[0].PhysicalLocation.ArtifactLocation.URI != "images/ubuntu-22.04-gpu.pkr.hcl" || rel[0].PhysicalLocation.Region.StartLine != 212 {
+				t.Errorf("SSH related locations %+v", rel)
 			}
 			if len(r.Suppressions) != 0 {
 				t.Error("an expired waiver must not suppress")

@@ -234,6 +234,19 @@ func (e *LineEncoder) appendResult(dst []byte, r *reports.Result) ([]byte, error
 		}
 		dst = append(dst, ']')
 	}
+	if len(r.Related) > 0 {
+		dst = append(dst, `,"related":[`...)
+		for i, rel := range r.Related {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(append(dst, `{"file":`...), rel.File)
+			dst = appendInt(append(dst, `,"line":`...), rel.Line)
+			dst = appendString(append(dst, `,"message":`...), rel.Message)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}'), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,6 +108,7 @@ type (
 		Level               string             `json:"level"`
 		Message             sarifText          `json:"message"`
 		Locations           []sarifLocation    `json:"locations"`
+		RelatedLocations    []sarifRelated     `json:"relatedLocations,omitempty"`
 		PartialFingerprints map[string]string  `json:"partialFingerprints"`
 		Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
 		Properties          map[string]string  `json:"properties"`
@@ -121,10 +123,15 @@ type (
 	}
 	sarifArtifact struct {
 		URI       string `json:"uri"`
-		URIBaseID string `json:"uriBaseId"`
+		URIBaseID string `json:"uriBaseId,omitempty"`
 	}
 	sarifRegion struct {
 		StartLine int `json:"startLine"`
+	}
+	sarifRelated struct {
+		ID               int           `json:"id"`
+		PhysicalLocation sarifPhysical `json:"physicalLocation"`
+		Message          sarifText     `json:"message"`
 	}
 	sarifLogical struct {
 		Name               string `json:"name"`
@@ -230,6 +237,9 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 			Results:    results,
 			Properties: props,
 		}},
+	}
+	if slices.ContainsFunc(rep.Results, func(r reports.Result) bool { return len(r.Related) > 0 }) {
+		log.Runs[0].OriginalURIBaseIDs[sourceRoot] = sarifBase{Description: sarifText{Text: "the directory the build ran in, which its template is relative to"}}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -344,6 +354,9 @@ func sarifResultOf(rep *reports.Report, res reports.Result, ruleIndex int, text 
 		},
 		Properties: map[string]string{"status": res.Status, "severity": res.Severity},
 	}
+	for i, rel := range res.Related {
+		out.RelatedLocations = append(out.RelatedLocations, sarifRelated{ID: i + 1, PhysicalLocation: sourceLocation(rel), Message: sarifText{Text: rel.Message}})
+	}
 	if f.Subject != "" {
 		out.Properties["subject"] = f.Subject
 	}
@@ -403,6 +416,21 @@ func sarifVersionOf(v string) string {
 		return "0.0.0-" + v
 	}
 	return v
+}
+
+// sourceRoot is the uriBaseId of the files a build was made from, such as
+// its Packer template, relative to the directory it ran in.
+const sourceRoot = "SRCROOT"
+
+// sourceLocation is where a related place outside the target is: an
+// absolute path as a file URI, a relative one under SRCROOT.
+func sourceLocation(rel reports.Related) sarifPhysical {
+	line := max(rel.Line, 1)
+	if filepath.IsAbs(rel.File) {
+		return sarifPhysical{ArtifactLocation: sarifArtifact{URI: (&url.URL{Scheme: "file", Path: filepath.ToSlash(rel.File)}).String()},
+			Region: &sarifRegion{StartLine: line}}
+	}
+	return sarifPhysical{ArtifactLocation: sarifArtifact{URI: artifactURI(rel.File), URIBaseID: sourceRoot}, Region: &sarifRegion{StartLine: line}}
 }
 
 // severityLevel maps a severity onto SARIF's three result levels.
