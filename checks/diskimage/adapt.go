@@ -124,6 +124,7 @@ func (d *budgeted) ReadAt(p []byte, off int64) (int, error) {
 type ext4View struct {
 	fs     *ext4.FileSystem
 	budget *budget
+	modes  *inodeModes
 
 	mu sync.Mutex
 	// The image does not change under us, so listings are kept: every
@@ -239,7 +240,11 @@ func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
 	}
 	entries := make([]fs.DirEntry, len(raw))
 	for i, e := range raw {
-		entries[i] = &dirEntry{DirEntry: e, v: v, name: path.Join(name, e.Name())}
+		p := path.Join(name, e.Name())
+		entries[i] = &dirEntry{DirEntry: e, v: v, name: p}
+		if err := v.checkEntry(e); err != nil {
+			return nil, v.fail("readdir", name, fmt.Errorf("%s: %w", p, err))
+		}
 	}
 	if v.cached+len(entries) <= maxCachedEntries {
 		if v.dirs == nil {
@@ -249,6 +254,22 @@ func (v *ext4View) readDir(name string) ([]fs.DirEntry, error) {
 		v.cached += len(entries)
 	}
 	return entries, nil
+}
+
+// checkEntry holds a listed entry's type to its inode's. Every lookup lists
+// the parent first, so each entry met, on a path read or in a listing a
+// collector goes by, is checked. go-diskfs read the inode while listing:
+// Info costs no read.
+func (v *ext4View) checkEntry(e fs.DirEntry) error {
+	info, err := e.Info()
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*ext4.StatT)
+	if !ok {
+		return errors.New("no inode number")
+	}
+	return v.modes.check(st.Ino, e.Type())
 }
 
 // dirEntry answers Info with the entry's full mode: go-diskfs's own gives

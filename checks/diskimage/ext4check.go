@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
+
+	"github.com/gpuhost/gpuhost/internal/userfile"
 )
 
 // The superblock is checked here the way the kernel checks it at mount
@@ -194,4 +197,73 @@ func groupBlocks(d []byte, s *ext4Super) (block, inode, table uint64) {
 		table |= uint64(le.Uint32(d[0x28:])) << 32
 	}
 	return block, inode, table
+}
+
+// inodeModes reads inodes' modes from the disk, where go-diskfs reads the
+// inodes themselves: it takes every group descriptor from one table right
+// after the superblock, as the kernel does without meta_bg.
+type inodeModes struct {
+	r     io.ReaderAt
+	start int64
+	s     *ext4Super
+	// The entries of a directory mostly share a group: the last one's
+	// inode table is kept.
+	group, table uint64
+	known        bool
+}
+
+// mode is the i_mode of inode ino.
+func (m *inodeModes) mode(ino uint32) (uint16, error) {
+	s := m.s
+	if ino == 0 || uint64(ino) > s.groups*s.inodesPerGroup {
+		return 0, fmt.Errorf("inode %d outside the filesystem's %d", ino, s.groups*s.inodesPerGroup)
+	}
+	group, index := uint64(ino-1)/s.inodesPerGroup, uint64(ino-1)%s.inodesPerGroup
+	bs := uint64(s.blockSize)
+	if !m.known || m.group != group {
+		gdt := (superblockOffset/bs + 1) * bs
+		d := make([]byte, s.descSize)
+		if _, err := m.r.ReadAt(d, m.start+int64(gdt+group*s.descSize)); err != nil {
+			return 0, fmt.Errorf("reading the group descriptor of inode %d: %w", ino, err)
+		}
+		_, _, m.table = groupBlocks(d, s)
+		m.group, m.known = group, true
+	}
+	b := make([]byte, 2)
+	if _, err := m.r.ReadAt(b, m.start+int64(m.table*bs+index*s.inodeSize)); err != nil {
+		return 0, fmt.Errorf("reading inode %d: %w", ino, err)
+	}
+	return binary.LittleEndian.Uint16(b), nil
+}
+
+// ext4Types are the file types an inode's mode may hold, as fs.FileMode
+// has them.
+var ext4Types = map[uint16]fs.FileMode{
+	0x1000: fs.ModeNamedPipe,
+	0x2000: fs.ModeDevice | fs.ModeCharDevice,
+	0x4000: fs.ModeDir,
+	0x6000: fs.ModeDevice,
+	0x8000: 0,
+	0xA000: fs.ModeSymlink,
+	0xC000: fs.ModeSocket,
+}
+
+// check holds inode ino to dirent, the type its directory entry gives
+// (go-diskfs gives an entry of unknown type as a regular file). go-diskfs
+// walks directories by their entries' types and reads each inode by its
+// own, so an inode that says otherwise, which the kernel would follow and
+// e2fsck repair, would be read as what it is not.
+func (m *inodeModes) check(ino uint32, dirent fs.FileMode) error {
+	mode, err := m.mode(ino)
+	if err != nil {
+		return err
+	}
+	t, ok := ext4Types[mode&ext4ModeTypeMask]
+	switch {
+	case !ok:
+		return fmt.Errorf("inode %d has mode 0%o, of no file type", ino, mode)
+	case t != dirent.Type():
+		return fmt.Errorf("its directory entry says %s, but inode %d is %s (mode 0%o)", userfile.Kind(dirent.Type()), ino, userfile.Kind(t), mode)
+	}
+	return nil
 }

@@ -2,8 +2,14 @@ package diskimage
 
 import (
 	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -67,4 +73,73 @@ func TestGroupDescriptors(t *testing.T) {
 	// The table follows the superblock, in block 1; the inode table of
 	// group 0 is its third word.
 	mustFail(t, Options{}, patched(t, raw, map[int64][]byte{4096 + 8: binary.LittleEndian.AppendUint32(nil, 1<<30)}), "the inode table of group 0 at block 1073741824 lies outside")
+}
+
+// TestInodeTypeDisagreesWithEntry: go-diskfs walks directories by their
+// entries' file types and reads each inode by its own, so an inode whose
+// mode said another type than its entry (e2fsck flags it; the kernel goes
+// by the inode) was read as the entry said, and a damaged image was judged
+// like a clean one. Such an image is refused once a lookup lists the
+// directory holding the entry, naming the entry.
+func TestInodeTypeDisagreesWithEntry(t *testing.T) {
+	debugfs := testutil.Tool(t, "debugfs", "e2fsprogs")
+	e2fsck := testutil.Tool(t, "e2fsck", "e2fsprogs")
+	tree := osTree(t, "weak", nil)
+	// A fast symlink keeps its target in the inode, a slow one in a block.
+	for name, target := range map[string]string{"etc/fast": "os-release", "etc/slow": strings.Repeat("x", 80)} {
+		if err := os.Symlink(target, filepath.Join(tree, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(tree, "etc/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clean := ext4Of(t, tree, "8M")
+	if out, err := exec.Command(e2fsck, "-fn", clean).CombinedOutput(); err != nil {
+		t.Fatalf("e2fsck on the clean image: %v\n%s", err, out)
+	}
+	im := mustRead(t, Options{}, clean, "weak")
+	walk(im.FS(), "/", 0)
+	if err := im.Err(); err != nil {
+		t.Fatalf("the clean image: %v", err)
+	}
+
+	for _, c := range []struct {
+		name, path, mode string
+		want             []string
+	}{
+		{"directory whose inode is a FIFO", "/etc", "010755", []string{"readdir .: etc: its directory entry says a directory, but inode", "is a FIFO (mode 010755)"}},
+		{"regular file whose inode is a directory", "/etc/ssh/sshd_config", "040644", []string{"readdir etc/ssh: etc/ssh/sshd_config: its directory entry says a regular file, but inode", "is a directory (mode 040644)"}},
+		{"fast symlink whose inode is a regular file", "/etc/fast", "0100777", []string{"readdir etc: etc/fast: its directory entry says a symbolic link, but inode", "is a regular file (mode 0100777)"}},
+		{"slow symlink whose inode is a regular file", "/etc/slow", "0100777", []string{"readdir etc: etc/slow: its directory entry says a symbolic link, but inode", "is a regular file (mode 0100777)"}},
+		{"regular file whose inode has no type", "/etc/os-release", "0644", []string{"readdir etc: etc/os-release: inode", "has mode 0644, of no file type"}},
+		{"regular file whose inode has an unknown type", "/etc/os-release", "0170644", []string{"has mode 0170644, of no file type"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := writeFile(t, t.TempDir(), "fs.raw", readFile(t, clean))
+			testutil.Run(t, time.Minute, debugfs, "-w", "-R", "sif "+c.path+" mode "+c.mode, raw)
+			if out, err := exec.Command(e2fsck, "-fn", raw).CombinedOutput(); err == nil {
+				t.Fatalf("e2fsck finds nothing wrong:\n%s", out)
+			}
+			mustFail(t, Options{}, raw, c.want...)
+		})
+	}
+
+	// A read through the damaged directory, or beside a damaged entry,
+	// fails itself, naming the path read.
+	for _, damage := range []string{"sif /etc mode 010755", "sif /etc/slow mode 0100777"} {
+		raw := writeFile(t, t.TempDir(), "fs.raw", readFile(t, clean))
+		testutil.Run(t, time.Minute, debugfs, "-w", "-R", damage, raw)
+		im, err := Open(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer im.Close()
+		if _, err := im.FS().ReadFile("/etc/ssh/sshd_config"); err == nil || !strings.Contains(err.Error(), raw+":/etc/ssh/sshd_config") {
+			t.Errorf("%s: reading /etc/ssh/sshd_config: %v", damage, err)
+		}
+		if err := im.Err(); err == nil {
+			t.Errorf("%s: the image reports no damage", damage)
+		}
+	}
 }

@@ -267,7 +267,7 @@ func (im *Image) openCandidate(p *Partition, start, size int64) (*candidate, err
 	if err := im.disk.Err(); err != nil {
 		return nil, err
 	}
-	c := &candidate{part: p, start: start, size: size, super: s, view: &ext4View{fs: efs, budget: b}}
+	c := &candidate{part: p, start: start, size: size, super: s, view: &ext4View{fs: efs, budget: b, modes: &inodeModes{r: &budgeted{ra: im.disk, b: b}, start: start, s: s}}}
 	c.fsys = sysroot.FromFS(c.view, im.file)
 	if p == nil {
 		return c, nil

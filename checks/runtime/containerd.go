@@ -1,13 +1,10 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
-
-	"github.com/pelletier/go-toml/v2"
 
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/facts"
@@ -25,6 +22,13 @@ const (
 // the input.
 const maxTOMLDepth = 64
 
+// MaxContainerdValues bounds the key parts and array elements of one
+// containerd configuration, its imports together (see tomlDoc.Count): their
+// trees are held and merged whole, and 256 imports of 2 MiB could otherwise
+// hold tens of millions. A generated default configuration holds a few
+// hundred.
+const MaxContainerdValues = 100_000
+
 // ContainerdFile is one decoded containerd configuration file.
 type ContainerdFile struct {
 	// Name is the root-relative path; Display the path shown to users.
@@ -32,21 +36,27 @@ type ContainerdFile struct {
 	Version       int
 	Imports       []string
 	Tree          map[string]any
+	// Lines is Tree's line tree: where each setting is written (see
+	// decodeTOML).
+	Lines map[string]any
+	// Values counts Tree's key parts and array elements.
+	Values int
 }
 
-// DecodeContainerdTOML decodes one containerd config file. display names the
-// file in errors.
+// DecodeContainerdTOML decodes one containerd config file, refusing one of
+// more than MaxContainerdValues values. display names the file in errors.
 func DecodeContainerdTOML(display string, data []byte) (*ContainerdFile, error) {
-	tree := map[string]any{}
-	if err := toml.Unmarshal(data, &tree); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, _ := de.Position()
-			return nil, fmt.Errorf("parsing %s:%d: %s", display, row, de.Error())
-		}
-		return nil, fmt.Errorf("parsing %s: %w", display, err)
+	return decodeContainerd(display, data, 0)
+}
+
+// decodeContainerd decodes a file merged with others holding held values.
+func decodeContainerd(display string, data []byte, held int) (*ContainerdFile, error) {
+	doc, err := decodeTOML(display, data, held, MaxContainerdValues)
+	if err != nil {
+		return nil, err
 	}
-	f := &ContainerdFile{Display: display, Version: 1, Tree: tree}
+	tree := doc.Values
+	f := &ContainerdFile{Display: display, Version: 1, Tree: tree, Lines: doc.Lines, Values: doc.Count}
 	if v, ok := tree["version"]; ok {
 		n, ok := v.(int64)
 		if !ok || n < 1 || n > 3 {
@@ -291,18 +301,15 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 	version := max(main.Version, 2)
 	// lines has the merged tree's shape, with where each value was set.
 	merged, lines := map[string]any{}, map[string]any{}
-	mainLines, err := tomlLines(main.Display, data)
-	if err != nil {
-		return nil, err
-	}
 	MigrateContainerd(main.Tree, main.Version, version)
-	MigrateContainerd(mainLines, main.Version, version)
+	MigrateContainerd(main.Lines, main.Version, version)
 	if err := MergeTOML(merged, main.Tree); err != nil {
 		return nil, fmt.Errorf("merging %s: %w", main.Display, err)
 	}
-	if err := MergeTOML(lines, mainLines); err != nil {
+	if err := MergeTOML(lines, main.Lines); err != nil {
 		return nil, fmt.Errorf("merging %s: %w", main.Display, err)
 	}
+	held := main.Values
 	imports := []string{}
 	loaded := map[string]bool{main.Name: true}
 	queue := []*ContainerdFile{main}
@@ -326,16 +333,13 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 				if err != nil {
 					return nil, fmt.Errorf("%s: import: %w", cur.Display, err)
 				}
-				imp, err := DecodeContainerdTOML(src.Display(f), data)
+				imp, err := decodeContainerd(src.Display(f), data, held)
 				if err != nil {
 					return nil, err
 				}
 				imp.Name = f
-				impLines, err := tomlLines(imp.Display, data)
-				if err != nil {
-					return nil, err
-				}
-				for _, tree := range []map[string]any{imp.Tree, impLines} {
+				held += imp.Values
+				for _, tree := range []map[string]any{imp.Tree, imp.Lines} {
 					MigrateContainerd(tree, imp.Version, version)
 					// An import's own version and imports do not
 					// override the main file's.
@@ -345,7 +349,7 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 				if err := MergeTOML(merged, imp.Tree); err != nil {
 					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
 				}
-				if err := MergeTOML(lines, impLines); err != nil {
+				if err := MergeTOML(lines, imp.Lines); err != nil {
 					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
 				}
 				imports = append(imports, imp.Display)

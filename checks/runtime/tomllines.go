@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -14,54 +13,6 @@ import (
 // headerKey holds, inside a table of a line tree, where the table's header
 // is. No TOML key can be it: keys hold no NUL.
 const headerKey = "\x00header"
-
-// tomlLines returns the line tree of a TOML document that has decoded
-// already: the document's tables and keys in its own shape, each key's
-// value replaced by where it is set (facts.FileLine), each table holding
-// its header's place under headerKey. Having the values' shape, the tree
-// migrates and merges as the values do, so after containerd's imports it
-// says which file set each setting last. Arrays of tables are left out:
-// no setting the checks read is in one.
-func tomlLines(display string, data []byte) (map[string]any, error) {
-	newlines := []int{}
-	for i, b := range data {
-		if b == '\n' {
-			newlines = append(newlines, i)
-		}
-	}
-	at := func(n *unstable.Node) facts.FileLine {
-		off := int(n.Raw.Offset)
-		return facts.FileLine{File: display, Line: sort.SearchInts(newlines, off) + 1}
-	}
-	root := map[string]any{}
-	var p unstable.Parser
-	p.Reset(data)
-	table := root // nil inside an array of tables
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table:
-			t, first, err := walk(root, e.Key(), maxTOMLDepth)
-			if err != nil {
-				return nil, fmt.Errorf("parsing %s: %w", display, err)
-			}
-			t[headerKey] = at(first)
-			table = t
-		case unstable.ArrayTable:
-			table = nil
-		case unstable.KeyValue:
-			if table != nil {
-				if err := setLines(table, e, at, 0); err != nil {
-					return nil, fmt.Errorf("parsing %s: %w", display, err)
-				}
-			}
-		}
-	}
-	if err := p.Error(); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", display, err)
-	}
-	return root, nil
-}
 
 // walk follows a dotted key from t, making the tables on the way, and
 // returns the last one and the key's first part (where it is written).
