@@ -33,29 +33,82 @@ type NginxTLS struct {
 	PID    int    `json:"pid,omitempty"`
 }
 
-// TLSProbe is the result of handshaking with a listening port. A version
-// counts as accepted when the server's ServerHello chose it, even where the
-// handshake then failed (a server that demands a client certificate still
-// speaks that version to anyone who connects).
+// TLSProbe is what a listening port accepts on the wire. The probe writes
+// its own ClientHellos and reads the ServerHello, so it sees what Go's TLS
+// stack lacks (DHE, ffdhe groups, RC4, static DH): per version it offers
+// every registered suite, notes the one the server chose, takes it away and
+// asks again until the server refuses, and for TLS 1.3 does the same with
+// the key exchange groups. A version counts as accepted when the server's
+// ServerHello chose it, even where the handshake then failed (a server that
+// demands a client certificate still speaks that version to anyone who
+// connects).
 type TLSProbe struct {
 	Address string `json:"address"`
 	// Loopback is true when the listener is bound to a loopback address
 	// only, so nothing off the host can reach it.
-	Loopback      bool `json:"loopback"`
+	Loopback bool `json:"loopback"`
+	// TLS10Accepted to TLS13Accepted repeat Protocols for the readers of
+	// documents written before it.
 	TLS10Accepted bool `json:"tls10_accepted"`
 	TLS11Accepted bool `json:"tls11_accepted"`
 	TLS12Accepted bool `json:"tls12_accepted"`
 	TLS13Accepted bool `json:"tls13_accepted"`
-	// WeakSuites are the TLS 1.2-and-older cipher suites the server agreed
-	// to when offered only suites without forward secrecy (static RSA key
-	// exchange) or only CBC suites with SHA-1 MACs, by their IANA names.
+	// Protocols are the versions the server accepted, oldest first, as
+	// OpenSSL and nginx name them: SSLv3, TLSv1, TLSv1.1, TLSv1.2, TLSv1.3.
+	// Absent when it accepted none (Error then says what was tried) and in
+	// documents written before the probe enumerated.
+	Protocols []string `json:"protocols,omitempty"`
+	// Suites are the cipher suites the server accepted, per version (oldest
+	// first) in the order it chose them, which is its preference where it
+	// keeps one.
+	Suites []TLSSuite `json:"suites,omitempty"`
+	// Groups are the TLS 1.3 key exchange groups the server accepted, by
+	// their IANA names, in the order it chose them.
+	Groups []string `json:"groups,omitempty"`
+	// Connections is how many TCP connections the probe made to the port,
+	// bounded per port so that a rate limit or sshd's MaxStartups never
+	// counts the scanner against real clients.
+	Connections int `json:"connections,omitempty"`
+	// WeakSuites are the names, sorted, of the accepted suites with any
+	// class GH-TLS-006 refuses (no forward secrecy, no AEAD, RC4, 3DES,
+	// DES, NULL, anonymous, export).
 	WeakSuites  []string        `json:"weak_suites"`
 	Certificate *TLSCertificate `json:"certificate,omitempty"`
 	// Error says why the listener, which answered in TLS or sits on a port
 	// TLS services use, could not be fully probed: a handshake timed out,
-	// the connect was filtered, or the peer reset. Its verdicts are then
-	// incomplete.
+	// the connect was filtered, the peer reset, the enumeration reached
+	// its connection bound, every hello was refused, or the certificate
+	// could not be fetched. Its verdicts are then incomplete.
 	Error string `json:"error,omitempty"`
+}
+
+// TLSSuite is one cipher suite a port accepted at one version, with the
+// classes the policy judges. The classes come from the IANA name.
+type TLSSuite struct {
+	// Name is the IANA name, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256.
+	Name string `json:"name"`
+	// Protocol is the version it was accepted at, as in TLSProbe.Protocols.
+	Protocol string `json:"protocol"`
+	// KeyExchange is the name's key exchange and authentication part
+	// (ECDHE_RSA, RSA, DH_anon); empty for TLS 1.3 suites, whose key
+	// exchange is the group.
+	KeyExchange string `json:"key_exchange"`
+	// Cipher is the bulk cipher (AES_128_GCM, RC4_128, 3DES_EDE_CBC, NULL).
+	Cipher string `json:"cipher"`
+	// MAC is AEAD, or the record MAC's hash: SHA1, SHA256, SHA384, MD5.
+	MAC string `json:"mac"`
+	// ForwardSecrecy: an ephemeral key exchange (DHE, ECDHE, TLS 1.3),
+	// not a static RSA, DH, ECDH, PSK or SRP one.
+	ForwardSecrecy bool `json:"forward_secrecy"`
+	AEAD           bool `json:"aead"`
+	CBC            bool `json:"cbc"`
+	RC4            bool `json:"rc4"`
+	TripleDES      bool `json:"triple_des"`
+	// DES is single DES, 56-bit or export 40-bit.
+	DES       bool `json:"des"`
+	Null      bool `json:"null"`
+	Anonymous bool `json:"anonymous"`
+	Export    bool `json:"export"`
 }
 
 // TLSCertificate describes the leaf certificate a TLS listener presented.

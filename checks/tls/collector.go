@@ -2,8 +2,9 @@
 // (openssl.cnf and what it includes), every ssl_protocols nginx applies,
 // from nginx.conf or, on a live host, the configuration each running
 // master was started with (collector "tls"), and, on a live host, what
-// every listening TCP port accepts on the wire, TLS 1.0 to 1.3, with its
-// certificate and weak TLS 1.2 suites (collector "tls_probe").
+// every listening TCP port accepts on the wire: the SSL 3.0 to TLS 1.3
+// versions, cipher suites and TLS 1.3 groups, enumerated with hellos of
+// the probe's own, and its certificate (collector "tls_probe").
 package tls
 
 import (

@@ -102,44 +102,7 @@ func TestTLSProbeLegacyOnlyServerAgreesWithSslscan(t *testing.T) {
 	if len(p.WeakSuites) == 0 {
 		t.Errorf("a TLS 1.1 server with OpenSSL's default suites showed no CBC-SHA1 suite")
 	}
-	sslscan := testutil.Tool(t, "sslscan", "sslscan")
-	out := testutil.Run(t, 60*time.Second, sslscan, "--no-colour", "--no-ciphersuites", "--no-heartbleed", "--no-groups",
-		"127.0.0.1:"+strconv.Itoa(port))
-	want := sslscanProtocols(t, out)
-	if got := accepted(p); got != want {
-		t.Errorf("probe %+v, sslscan %+v:\n%s", got, want, out)
-	}
-}
-
-// sslscanProtocols reads sslscan's "TLSv1.2   enabled" lines.
-func sslscanProtocols(t *testing.T, out string) versions {
-	t.Helper()
-	seen := map[string]bool{}
-	var v versions
-	for _, line := range strings.Split(out, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 2 || (fields[1] != "enabled" && fields[1] != "disabled") {
-			continue
-		}
-		on := fields[1] == "enabled"
-		switch fields[0] {
-		case "TLSv1.0":
-			v.v10 = on
-		case "TLSv1.1":
-			v.v11 = on
-		case "TLSv1.2":
-			v.v12 = on
-		case "TLSv1.3":
-			v.v13 = on
-		default:
-			continue
-		}
-		seen[fields[0]] = true
-	}
-	if len(seen) != 4 {
-		t.Fatalf("sslscan named %d of the 4 TLS versions:\n%s", len(seen), out)
-	}
-	return v
+	agreeWithSslscan(t, p, port)
 }
 
 func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
@@ -173,7 +136,7 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 
 func TestTLSProbeOffersStaticRSASuitesToOpenSSL(t *testing.T) {
 	// Only static-RSA suites: the server can agree to nothing else, so
-	// a handshake shows that Go's client really offered them.
+	// a handshake shows that the probe's hello really offered them.
 	port := sServer(t, loopbackCert, "-tls1_2", "-cipher", "AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
 	want := []string{"TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_GCM_SHA384"}

@@ -1,12 +1,14 @@
 # METADATA
 # title: Internet-facing TLS 1.2 ports offer only forward-secret AEAD suites
 # description: >-
-#   Where params allow TLS 1.2 (TLSv1.2 is not in weak_tls_protocols), each port that accepts
-#   TLS 1.2 or older was offered only suites without forward secrecy (static RSA key exchange)
-#   and then only CBC suites with SHA-1 MACs, and must agree to none. One message per suite.
-#   When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this check skips. Loopback-
-#   only listeners are judged by GH-TLS-007. A listener whose probe was cut short makes this
-#   check an error. Skips on offline targets and when no port was probed.
+#   Where params allow TLS 1.2 (TLSv1.2 is not in weak_tls_protocols), each port's cipher
+#   suites were enumerated at every version it accepts, as sslscan does: offer every registered
+#   suite, note the server's choice, take it away and ask again until it refuses. Each accepted
+#   suite fails once for every class it is in: no forward secrecy (static RSA, DH, ECDH, PSK),
+#   CBC (with its MAC), no AEAD, RC4, 3DES, single DES, NULL, anonymous and export. One message
+#   per suite and class. When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this
+#   check skips. Loopback-only listeners are judged by GH-TLS-007. A listener whose probe was
+#   cut short makes this check an error. Skips on offline targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-006
@@ -14,7 +16,8 @@
 #   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Restrict the listed service's TLS 1.2 suites to ECDHE with AES-GCM or ChaCha20-Poly1305
-#     (OpenSSL CipherString "ECDHE+AESGCM:ECDHE+CHACHA20", nginx ssl_ciphers), then restart it.
+#     (OpenSSL CipherString "ECDHE+AESGCM:ECDHE+CHACHA20", nginx ssl_ciphers) and drop TLS 1.0
+#     and 1.1, then restart it.
 #   controls:
 #     nist-800-53: [SC-8, SC-13]
 #   targets: [host, facts]

@@ -37,3 +37,22 @@ test_error_when_filtered if {
 test_skip_offline if {
 	check.skip == {"TLS probes need a live host; target kind is rootfs", "no listening TLS port was probed"} with input as {"target": {"kind": "rootfs"}}
 }
+
+# The enumerating probe's protocols decide, SSL 3.0 included; the flags of
+# older documents are not read once protocols are there.
+test_fail_enumerated_protocols if {
+	p := object.union(probe("10.0.0.5:443", false, false, false), {"protocols": ["SSLv3", "TLSv1", "TLSv1.2"], "connections": 12})
+	check.deny == {"10.0.0.5:443 accepts SSL 3.0", "10.0.0.5:443 accepts TLS 1.0"} with input as facts([p])
+		with data.gpuhost.params.weak_tls_protocols as []
+	modern := object.union(probe("10.0.0.5:443", false, true, true), {"protocols": ["TLSv1.2", "TLSv1.3"], "connections": 12})
+	check.deny == set() with input as facts([modern]) with data.gpuhost.params.weak_tls_protocols as []
+}
+
+# A port that accepted nothing is an error naming what was tried, never a
+# pass.
+test_error_when_nothing_accepted if {
+	msg := "no protocol version accepted: SSLv3 to TLSv1.2 were each offered all 331 registered cipher suites, TLSv1.3 its 9 suites and 19 groups; the server answered TLSv1.3 alert handshake_failure"
+	p := object.union(probe("10.0.0.5:443", false, false, false), {"tls12_accepted": false, "connections": 5, "error": msg})
+	check.error == {sprintf("10.0.0.5:443 could not be fully probed, so its verdict is unknown: %s", [msg])} with input as facts([p])
+	check.deny == set() with input as facts([p])
+}

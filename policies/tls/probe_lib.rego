@@ -35,37 +35,95 @@ label(p) := sprintf("loopback-only %s", [p.address]) if p.loopback
 
 else := p.address
 
+# The versions a port accepted, as OpenSSL names them: the probe's
+# protocols, or for a document written before the probe enumerated them,
+# its tls1x_accepted flags.
+accepted(p) := {v | some v in p.protocols} if {
+	"protocols" in object.keys(p)
+} else := {v |
+	some field, v in {"tls10_accepted": "TLSv1", "tls11_accepted": "TLSv1.1", "tls12_accepted": "TLSv1.2", "tls13_accepted": "TLSv1.3"}
+	object.get(p, field, false)
+}
+
+legacy_names := {"SSLv3": "SSL 3.0", "TLSv1": "TLS 1.0", "TLSv1.1": "TLS 1.1"}
+
 legacy contains {"loopback": p.loopback, "msg": sprintf("%s accepts %s", [label(p), name])} if {
 	some p in probes
-	some field, name in {"tls10_accepted": "TLS 1.0", "tls11_accepted": "TLS 1.1"}
-	p[field]
+	some v in accepted(p)
+	name := legacy_names[v]
 }
 
 tls12 contains {"loopback": p.loopback, "msg": sprintf("%s accepts a TLS 1.2 handshake", [label(p)])} if {
 	tls12_weak
 	some p in probes
-	p.tls12_accepted
+	"TLSv1.2" in accepted(p)
 }
 
-suite_flaw(s) := "no forward secrecy (static RSA key exchange)" if startswith(s, "TLS_RSA_")
-
-suite_flaw(s) := "CBC with a SHA-1 MAC" if {
-	not startswith(s, "TLS_RSA_")
-	endswith(s, "_CBC_SHA")
-}
-
-suites contains {"loopback": p.loopback, "msg": sprintf("%s accepts %s: %s", [label(p), s, suite_flaw(s)])} if {
-	not tls12_weak
+# Every suite a port accepted, at any version, with its classes.
+accepted_suites contains [p, s] if {
 	some p in probes
-	some s in p.weak_suites
+	"protocols" in object.keys(p)
+	some s in object.get(p, "suites", [])
 }
 
-suites contains {"loopback": p.loopback, "msg": sprintf("%s accepts %s: CBC with a SHA-1 MAC", [label(p), s])} if {
-	not tls12_weak
+mac_names := {"SHA1": "a SHA-1", "SHA256": "a SHA-256", "SHA384": "a SHA-384", "MD5": "an MD5"}
+
+kex_name(k) := "static RSA" if k == "RSA"
+
+else := k
+
+class_flaws := {
+	"rc4": "RC4, which RFC 7465 bans",
+	"triple_des": "3DES, a 64-bit block cipher (Sweet32)",
+	"des": "single DES",
+	"null": "NULL encryption: the records travel in the clear",
+	"anonymous": "anonymous key exchange: the server is not authenticated",
+	"export": "export-grade key exchange or cipher",
+}
+
+# One flaw per class a suite is in; a suite in several is named once for
+# each.
+flaws contains [p, s.name, sprintf("no forward secrecy (%s key exchange)", [kex_name(s.key_exchange)])] if {
+	some [p, s] in accepted_suites
+	not s.forward_secrecy
+}
+
+flaws contains [p, s.name, sprintf("CBC with %s MAC", [object.get(mac_names, s.mac, s.mac)])] if {
+	some [p, s] in accepted_suites
+	s.cbc
+}
+
+flaws contains [p, s.name, sprintf("no AEAD: %s with %s MAC", [s.cipher, object.get(mac_names, s.mac, s.mac)])] if {
+	some [p, s] in accepted_suites
+	not s.aead
+	not s.cbc
+}
+
+flaws contains [p, s.name, msg] if {
+	some [p, s] in accepted_suites
+	some class, msg in class_flaws
+	s[class]
+}
+
+# A document written before the probe enumerated lists weak_suites alone,
+# which were offered as static RSA and as CBC with SHA-1.
+flaws contains [p, s, "no forward secrecy (static RSA key exchange)"] if {
 	some p in probes
+	not "protocols" in object.keys(p)
 	some s in p.weak_suites
 	startswith(s, "TLS_RSA_")
+}
+
+flaws contains [p, s, "CBC with a SHA-1 MAC"] if {
+	some p in probes
+	not "protocols" in object.keys(p)
+	some s in p.weak_suites
 	endswith(s, "_CBC_SHA")
+}
+
+suites contains {"loopback": p.loopback, "msg": sprintf("%s accepts %s: %s", [label(p), name, flaw])} if {
+	not tls12_weak
+	some [p, name, flaw] in flaws
 }
 
 min_days := data.gpuhost.params.tls_cert_min_days

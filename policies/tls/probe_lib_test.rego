@@ -20,3 +20,9 @@ test_errors_split_by_scope if {
 	lib.errors(true) == {"loopback-only 127.0.0.1:1 could not be fully probed, so its verdict is unknown: tls1.2: reset by the peer during the handshake"} with input as f
 	lib.errors(false) == set() with input as f
 }
+
+test_accepted_reads_protocols_or_flags if {
+	lib.accepted(object.union(probe("10.0.0.5:443", false), {"protocols": ["SSLv3", "TLSv1.2"]})) == {"SSLv3", "TLSv1.2"}
+	lib.accepted(probe("10.0.0.5:443", false)) == {"TLSv1.3"}
+	lib.accepted({"address": "10.0.0.5:443", "loopback": false, "weak_suites": []}) == set()
+}

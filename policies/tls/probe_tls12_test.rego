@@ -51,3 +51,18 @@ test_skip_when_site_allows_tls12 if {
 	check.skip == {"TLSv1.2 is not in weak_tls_protocols"} with input as f with data.gpuhost.params as {"weak_tls_protocols": ["TLSv1.1"]}
 	check.deny == set() with input as f with data.gpuhost.params as {"weak_tls_protocols": ["TLSv1.1"]}
 }
+
+# A DHE-only TLS 1.2 port, which Go's client never saw: the enumerating
+# probe's protocols say it accepts TLS 1.2.
+test_fail_enumerated_tls12 if {
+	dhe := object.union(probe("10.0.0.5:443", false, true, false), {
+		"protocols": ["TLSv1.2"], "connections": 7, "suites": [{
+			"name": "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", "protocol": "TLSv1.2", "key_exchange": "DHE_RSA",
+			"cipher": "AES_128_GCM", "mac": "AEAD", "forward_secrecy": true, "aead": true, "cbc": false, "rc4": false,
+			"triple_des": false, "des": false, "null": false, "anonymous": false, "export": false,
+		}],
+	})
+	check.deny == {"10.0.0.5:443 accepts a TLS 1.2 handshake"} with input as facts([dhe]) with data.gpuhost.params as params
+	only13 := object.union(probe("10.0.0.5:8443", false, false, true), {"protocols": ["TLSv1.3"], "groups": ["ffdhe2048"], "connections": 10})
+	check.deny == set() with input as facts([only13]) with data.gpuhost.params as params
+}

@@ -1,0 +1,99 @@
+package tls
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// goGroups are the TLS 1.3 groups Go's client keys, by code point.
+var goGroups = map[uint16]tls.CurveID{
+	groupX25519:    tls.X25519,
+	groupSecp256r1: tls.CurveP256,
+	groupSecp384r1: tls.CurveP384,
+	groupSecp521r1: tls.CurveP521,
+	groupX25519ML:  tls.X25519MLKEM768,
+	0x11eb:         tls.SecP256r1MLKEM768,
+	0x11ed:         tls.SecP384r1MLKEM1024,
+}
+
+// goSuites13 are the TLS 1.3 suites Go's client offers, always all three.
+var goSuites13 = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256}
+
+// certificate13 fetches a TLS 1.3 server's leaf certificate, which only a
+// finished key exchange decrypts: with Go's client limited to the groups
+// the server accepted where Go has one of them, else over an ffdhe group
+// by the probe's own exchange. A server that accepts only what neither
+// has (x448, the brainpool groups, CCM suites) is named as such.
+func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16) (*x509.Certificate, error) {
+	var curves []tls.CurveID
+	for _, g := range groups {
+		if c, ok := goGroups[g]; ok {
+			curves = append(curves, c)
+		}
+	}
+	goSuite := slices.ContainsFunc(suites, func(s uint16) bool { return slices.Contains(goSuites13, s) })
+	if len(curves) > 0 && goSuite {
+		return pp.goCertificate(ctx, curves)
+	}
+	for _, g := range groups {
+		if ffdhePrime(g) == nil {
+			continue
+		}
+		for _, s := range suites {
+			if _, ok := aesGCMSuites13[s]; ok {
+				return pp.ffdheCertificate(ctx, g, s)
+			}
+		}
+	}
+	var gs, ss []string
+	for _, g := range groups {
+		gs = append(gs, groupName(g))
+	}
+	for _, s := range suites {
+		ss = append(ss, suiteOf(s).name)
+	}
+	return nil, fmt.Errorf("the server accepts only groups %s with suites %s, which neither Go's client nor the probe can key",
+		strings.Join(gs, ", "), strings.Join(ss, ", "))
+}
+
+// goCertificate runs Go's TLS 1.3 handshake limited to curves and keeps
+// the leaf the server sent, which arrives before it could ask for a
+// client certificate; a handshake that then fails still shows it.
+func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) (*x509.Certificate, error) {
+	conn, release, err := pp.connect(ctx, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var leaf *x509.Certificate
+	c := tls.Client(conn, &tls.Config{
+		MinVersion:       tls.VersionTLS13,
+		MaxVersion:       tls.VersionTLS13,
+		CurvePreferences: curves,
+		// The probe asks what certificate the port shows, not whom it
+		// belongs to: the certificate is judged by policy, and no data
+		// is sent.
+		InsecureSkipVerify: true, //nolint:gosec // protocol probe, see above
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("the server sent an empty certificate chain")
+			}
+			var err error
+			leaf, err = x509.ParseCertificate(raw[0])
+			return err
+		},
+	})
+	err = c.HandshakeContext(ctx)
+	if leaf != nil {
+		return leaf, nil
+	}
+	if err == nil {
+		err = errors.New("the handshake finished without a certificate")
+	}
+	return nil, err
+}

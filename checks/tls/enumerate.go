@@ -1,0 +1,317 @@
+package tls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// maxConnectionsPerPort bounds the TCP connections the probe makes to one
+// port, every hello and the certificate's handshake together, since a rate
+// limit counts each against clients that matter more. It is sized for a
+// TLS 1.2 and 1.3 server with nginx's default ciphers, with room for a
+// second certificate's suites (TestConnectionsPerPort keeps a typical
+// server within three quarters of it); one that accepts every old version
+// with every old suite can need more, and its enumeration stops here and
+// says so in the probe's error.
+const maxConnectionsPerPort = 96
+
+// errBudget: the port's connections are spent.
+var errBudget = fmt.Errorf("the enumeration was cut short at the bound of %d connections per port", maxConnectionsPerPort)
+
+// portProbe is the probe of one listener: its connection count and bound,
+// and the limit on connections open to it at once.
+type portProbe struct {
+	*prober
+	addr    string
+	conns   atomic.Int32
+	perPort chan struct{}
+}
+
+func newPortProbe(p *prober, addr string) *portProbe {
+	return &portProbe{prober: p, addr: addr, perPort: make(chan struct{}, perPortHandshakes)}
+}
+
+// connect takes one connection from the port's bound and dials it, within
+// the port's and the whole probe's limits on open connections. The
+// connection's deadline is the probe timeout, plus listen for a first
+// connection that waits for a server that speaks first; a cancelled ctx
+// ends it at once. release closes it and hands its places back.
+//
+// Hellos leave the last connection of the bound to the certificate's
+// handshake (spare 1), which comes after them, so that a port cut short
+// still shows its certificate.
+func (pp *portProbe) connect(ctx context.Context, listen time.Duration, spare int) (conn net.Conn, release func(), err error) {
+	select {
+	case pp.perPort <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	select {
+	case pp.sem <- struct{}{}:
+	case <-ctx.Done():
+		<-pp.perPort
+		return nil, nil, ctx.Err()
+	}
+	free := func() { <-pp.sem; <-pp.perPort }
+	if pp.conns.Add(1) > int32(maxConnectionsPerPort-spare) {
+		pp.conns.Add(-1)
+		free()
+		return nil, nil, errBudget
+	}
+	deadline := time.Now().Add(pp.timeout + listen)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	conn, err = d.DialContext(dctx, "tcp", pp.addr)
+	if err != nil {
+		free()
+		return nil, nil, err
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
+		free()
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	return conn, func() { stop(); conn.Close(); free() }, nil
+}
+
+// reply is what one hello drew.
+type reply struct {
+	hello *serverHello
+	alert *alertError
+	// cert is the leaf a TLS 1.2-or-older server sent after its hello,
+	// when it was asked for; certErr says why it could not be read.
+	cert    []byte
+	certErr error
+	greeted bool // the server spoke before the hello, which no TLS server does
+	notTLS  bool // it answered the hello with something that is not TLS
+	closed  bool // it closed or reset the connection without a word
+	err     error
+}
+
+// spoke reports whether the server answered in TLS: a hello or an alert.
+func (r reply) spoke() bool { return r.hello != nil || r.alert != nil }
+
+// exchange sends h on a new connection and reads the answer. With listen
+// above zero it first waits that long for the server to speak, and stops
+// there if it does. With wantCert, the flight after a TLS 1.2-or-older
+// ServerHello is read on to its Certificate, which travels in the clear.
+func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.Duration, wantCert bool) reply {
+	var rep reply
+	conn, release, err := pp.connect(ctx, listen, 1)
+	if err != nil {
+		rep.err = err
+		return rep
+	}
+	defer release()
+	if listen > 0 {
+		if greeted, err := speaksFirst(ctx, conn, listen); greeted || err != nil {
+			rep.greeted, rep.err = greeted, err
+			return rep
+		}
+		// Listening cleared the deadline; the hello gets the time
+		// every hello gets.
+		if err := conn.SetDeadline(time.Now().Add(pp.timeout)); err != nil {
+			rep.err = err
+			return rep
+		}
+	}
+	if _, err := conn.Write(h.record(h.message())); err != nil {
+		rep.err, rep.closed = err, closedQuietly(err)
+		return rep
+	}
+	hr := &handshakeReader{rr: newRecordReader(conn)}
+	msg, err := hr.next()
+	var alert *alertError
+	switch {
+	case errors.As(err, &alert):
+		rep.alert = alert
+		return rep
+	case errors.Is(err, errNotTLS):
+		rep.notTLS, rep.err = true, err
+		return rep
+	case err != nil:
+		rep.err, rep.closed = err, closedQuietly(err)
+		return rep
+	}
+	if rep.hello, err = parseServerHello(msg); err != nil {
+		rep.err = err
+		return rep
+	}
+	if wantCert && rep.hello.version < versionTLS13 {
+		rep.cert, rep.certErr = readCertificate(hr)
+	}
+	return rep
+}
+
+// closedQuietly tells a server that hung up on the hello, which some do
+// instead of sending an alert, from one that failed.
+func closedQuietly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// readCertificate reads a TLS 1.2-or-older server's flight after its
+// ServerHello up to the Certificate and returns the leaf; nil with no
+// error when the flight ends without one (an anonymous or PSK suite).
+func readCertificate(hr *handshakeReader) ([]byte, error) {
+	for range 8 {
+		msg, err := hr.next()
+		if err != nil {
+			return nil, err
+		}
+		switch msg[0] {
+		case typeCertificate:
+			return parseCertificate(msg, false)
+		case typeServerHelloDone:
+			return nil, nil
+		case typeServerKeyExchange, typeCertificateRequest, typeCertificateStatus:
+			continue
+		default:
+			return nil, fmt.Errorf("handshake message type %d before the certificate", msg[0])
+		}
+	}
+	return nil, errors.New("no certificate among the server's first messages")
+}
+
+// versionRun is what one version's hellos found.
+type versionRun struct {
+	version uint16
+	first   reply
+	suites  []uint16 // accepted, in the order the server chose them
+	groups  []uint16 // TLS 1.3: accepted, in the order chosen
+	cert    []byte   // a leaf a TLS 1.2-or-older flight carried
+	certErr error
+	err     error // why the enumeration stopped short
+}
+
+func (r *versionRun) accepted() bool { return len(r.suites) > 0 }
+
+// hello is the version's hello offering suites and, at TLS 1.3, groups.
+func (r *versionRun) hello(suites, groups []uint16) *clientHello {
+	return newHello(r.version, suites, groups)
+}
+
+// take records what the server chose from the offer, or why it is no
+// choice: a hello at another version (older: the offer was refused at
+// this one), a suite or group that was never offered.
+func (r *versionRun) take(rep reply, suites, groups []uint16) (bool, error) {
+	sh := rep.hello
+	if sh == nil {
+		return false, nil
+	}
+	if sh.version != r.version {
+		if sh.version > r.version {
+			return false, fmt.Errorf("the server chose %s, which was not offered", versionName(sh.version))
+		}
+		return false, nil
+	}
+	if !slices.Contains(suites, sh.suite) {
+		return false, fmt.Errorf("the server chose cipher suite 0x%04x, which was not offered", sh.suite)
+	}
+	if r.version == versionTLS13 && !slices.Contains(groups, sh.group) {
+		return false, fmt.Errorf("the server chose group 0x%04x, which was not offered", sh.group)
+	}
+	if !slices.Contains(r.suites, sh.suite) {
+		r.suites = append(r.suites, sh.suite)
+	}
+	if r.version == versionTLS13 && !slices.Contains(r.groups, sh.group) {
+		r.groups = append(r.groups, sh.group)
+	}
+	if r.cert == nil && rep.cert != nil {
+		r.cert = rep.cert
+	}
+	if rep.certErr != nil && r.certErr == nil {
+		r.certErr = rep.certErr
+	}
+	return true, nil
+}
+
+// start sends the version's first hello, offering everything.
+func (pp *portProbe) start(ctx context.Context, r *versionRun, listen time.Duration) {
+	suites, groups := offeredSuites(r.version), offeredGroups()
+	r.first = pp.exchange(ctx, r.hello(suites, groups), listen, r.version < versionTLS13)
+	if _, err := r.take(r.first, suites, groups); err != nil {
+		r.err = fmt.Errorf("%s: %w", versionName(r.version), err)
+	}
+}
+
+// enumerate lists what an accepted version accepts: offer everything,
+// note the server's choice, take it away and ask again until the server
+// refuses. At TLS 1.3 the suites are listed with every group offered and
+// the groups with every suite offered.
+func (pp *portProbe) enumerate(ctx context.Context, r *versionRun) {
+	if !r.accepted() || r.err != nil {
+		return
+	}
+	suites := offeredSuites(r.version)
+	groups := offeredGroups()
+	r.err = pp.drain(ctx, r, "cipher suites", func() (bool, error) {
+		offer := without(suites, r.suites)
+		if len(offer) == 0 {
+			return false, nil
+		}
+		rep := pp.exchange(ctx, r.hello(offer, groups), 0, r.cert == nil)
+		return pp.judge(r, rep, offer, groups)
+	})
+	if r.err != nil || r.version != versionTLS13 {
+		return
+	}
+	r.err = pp.drain(ctx, r, "groups", func() (bool, error) {
+		offer := without(groups, r.groups)
+		if len(offer) == 0 {
+			return false, nil
+		}
+		rep := pp.exchange(ctx, r.hello(suites, offer), 0, false)
+		return pp.judge(r, rep, suites, offer)
+	})
+}
+
+// drain runs step until it finds nothing more, naming what was being
+// listed when a connection fails.
+func (pp *portProbe) drain(ctx context.Context, r *versionRun, what string, step func() (bool, error)) error {
+	for ctx.Err() == nil {
+		more, err := step()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", versionName(r.version), what, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+// judge reads one enumeration reply: a choice from the offer, a refusal
+// (an alert, a hang-up or an older version), or a failure.
+func (pp *portProbe) judge(r *versionRun, rep reply, suites, groups []uint16) (bool, error) {
+	switch {
+	case errors.Is(rep.err, errBudget):
+		return false, errBudget
+	case rep.err != nil && !rep.closed:
+		return false, errors.New(unreachable(rep.err, pp.timeout))
+	}
+	return r.take(rep, suites, groups)
+}
+
+func without(all, taken []uint16) []uint16 {
+	return slices.DeleteFunc(slices.Clone(all), func(id uint16) bool { return slices.Contains(taken, id) })
+}
+
+// each runs f for every version at once; the port's limit on open
+// connections paces them.
+func each(runs []*versionRun, f func(*versionRun)) {
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() { f(r) })
+	}
+	wg.Wait()
+}
