@@ -43,6 +43,49 @@ type Firewall struct {
 	Admits []FirewallAdmit `json:"admits,omitempty"`
 	// Unmodeled lists rules with conditions gpuhost cannot evaluate.
 	Unmodeled []FirewallRule `json:"unmodeled,omitempty"`
+
+	// New in issue 29: the fields above mix IPv4 and IPv6, and a ruleset
+	// with no IPv6 input hook left IPv6 wide open behind a drop policy.
+	// DefaultInputPolicy now also reads "accept" when a family the host has
+	// on has no input hook at all; AllowedPorts and Admits still join the
+	// families, so a document from before still reads the same.
+
+	// Families judges IPv4 and IPv6 apart, IPv4 first: inet tables count
+	// for both, ip tables for IPv4 and ip6 tables for IPv6 alone.
+	Families []FirewallFamily `json:"families,omitempty"`
+	// IPv6 says whether IPv6 is on in the scanned network namespace (live
+	// only; absent offline, where it is taken to be on).
+	IPv6 *IPv6State `json:"ipv6,omitempty"`
+}
+
+// FirewallFamily is the input path of one address family (new in issue 29).
+type FirewallFamily struct {
+	// Family is "ipv4" or "ipv6".
+	Family string `json:"family"`
+	// Filtered is true when some filter chain on the input hook sees the
+	// family; when false, every port is open over it.
+	Filtered bool `json:"filtered"`
+	// DefaultInputPolicy, AllowedPorts and Admits mean what the Firewall
+	// fields of the same names mean, for this family alone; an unfiltered
+	// family's policy is "accept".
+	DefaultInputPolicy string          `json:"default_input_policy"`
+	AllowedPorts       []int           `json:"allowed_ports"`
+	Admits             []FirewallAdmit `json:"admits,omitempty"`
+	// Chains names the input hook chains that judge the family, as
+	// "FAMILY TABLE CHAIN" ("inet filter input", "ip filter INPUT").
+	Chains []string `json:"chains,omitempty"`
+	// Source is "kernel" or "file", as for the Firewall.
+	Source string `json:"source"`
+}
+
+// IPv6State is whether IPv6 can carry a connection to the host (new in
+// issue 29). Enabled is false only on evidence: the kernel has no IPv6,
+// disable_ipv6 is set everywhere, or no interface but the loopback has an
+// IPv6 address. Evidence says which, or why the state is not known (then
+// Enabled is true).
+type IPv6State struct {
+	Enabled  bool   `json:"enabled"`
+	Evidence string `json:"evidence"`
 }
 
 // FirewallAdmit is a run of ports of one protocol and what admits it.

@@ -47,7 +47,9 @@ func (firewallCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 		if fw, err = liveFirewall(ctx, env, fw); err != nil {
 			return err
 		}
+		fw.IPv6 = liveIPv6(env)
 	}
+	joinFamilies(fw)
 	if f.Network == nil {
 		f.Network = &facts.Network{}
 		if env.Live {
@@ -74,8 +76,8 @@ func liveFirewall(ctx context.Context, env *collector.Env, conf *facts.Firewall)
 		if backend == "none" && v.hasInput {
 			backend = "nftables"
 		}
-		fw = v.firewall(backend)
-		fw.Source, fw.Path = "kernel", conf.Path
+		fw = v.firewall(backend, "kernel")
+		fw.Path = conf.Path
 	}
 	unit := "nftables.service"
 	if conf.Backend == "ufw" {
@@ -107,7 +109,40 @@ func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
 	if nft != nil {
 		return nft, nil
 	}
-	return &facts.Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}, nil
+	none := &facts.Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}
+	for _, fam := range nftFamilies {
+		none.Families = append(none.Families, facts.FirewallFamily{Family: fam.name, DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"})
+	}
+	return none, nil
+}
+
+// joinFamilies settles the joined DefaultInputPolicy from the families the
+// host has on, so that a reader of the joined fields alone sees an open
+// family as an open firewall: "accept" when one of them is unfiltered or
+// accepts by policy, else the strictest of their policies. IPv6 counts
+// unless the facts show it off.
+func joinFamilies(fw *facts.Firewall) {
+	if len(fw.Families) == 0 {
+		return
+	}
+	ipv6On := fw.IPv6 == nil || fw.IPv6.Enabled
+	joined := ""
+	for _, f := range fw.Families {
+		if f.Family == "ipv6" && !ipv6On {
+			continue
+		}
+		p := strings.ToLower(f.DefaultInputPolicy)
+		if !f.Filtered || p == "accept" {
+			fw.DefaultInputPolicy = "accept"
+			return
+		}
+		if joined == "" || policyRank(p) > policyRank(joined) {
+			joined = p
+		}
+	}
+	if joined != "" {
+		fw.DefaultInputPolicy = joined
+	}
 }
 
 // portSet collects allowed ports; a bitmap over the whole port space keeps
@@ -195,6 +230,7 @@ func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 		Source:             "file",
 		Path:               conf,
 	}
+	ipv6 := false
 	data, ok, err = textfile.ReadOptional(fsys, defaults)
 	if err != nil {
 		return nil, fmt.Errorf("reading ufw defaults: %w", err)
@@ -207,9 +243,11 @@ func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 		if p := strings.ToLower(dv["DEFAULT_INPUT_POLICY"]); p != "" {
 			fw.DefaultInputPolicy = p
 		}
+		ipv6 = strings.EqualFold(dv["IPV6"], "yes")
 	}
-	var ports portSet
-	for _, name := range []string{"/etc/ufw/user.rules", "/etc/ufw/user6.rules"} {
+	var all portSet
+	var byFamily [2]portSet
+	for i, name := range []string{"/etc/ufw/user.rules", "/etc/ufw/user6.rules"} {
 		data, ok, err := textfile.ReadOptional(fsys, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading ufw rules: %w", err)
@@ -217,11 +255,23 @@ func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 		if !ok {
 			continue
 		}
-		if err := parseUfwRules(data, &ports); err != nil {
+		if err := parseUfwRules(data, &byFamily[i]); err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
 		}
+		all.or(&byFamily[i])
 	}
-	fw.AllowedPorts = ports.list()
+	fw.AllowedPorts = all.list()
+	// ufw keeps IPv4 rules in user.rules and IPv6 rules in user6.rules.
+	// Unless IPV6=yes it loads no IPv6 rules and accepts IPv6 only on the
+	// loopback, as its own /etc/default/ufw says.
+	for i, fam := range nftFamilies {
+		f := facts.FirewallFamily{Family: fam.name, Filtered: true, DefaultInputPolicy: fw.DefaultInputPolicy,
+			AllowedPorts: byFamily[i].list(), Source: "file"}
+		if fam.name == "ipv6" && !ipv6 {
+			f.DefaultInputPolicy, f.AllowedPorts = "drop", []int{}
+		}
+		fw.Families = append(fw.Families, f)
+	}
 	return fw, nil
 }
 

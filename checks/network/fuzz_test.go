@@ -67,6 +67,30 @@ func FuzzNftables(f *testing.F) {
 				t.Errorf("unmodeled rule without a name or reason: %+v", u)
 			}
 		}
+		// Each family holds to the same, alone, and the joined ports are
+		// the families' together.
+		var joined []int
+		for _, f := range v.families {
+			if !f.filtered && (f.policy != "accept" || len(f.ports) != 0 || len(f.admits) != 0) {
+				t.Errorf("unfiltered %s: %s %v %+v", f.name, f.policy, f.ports, f.admits)
+			}
+			for _, a := range f.admits {
+				if strings.HasPrefix(a.Rule, "policy accept") {
+					if f.policy != "accept" {
+						t.Errorf("%s admits %+v by policy under policy %q", f.name, a, f.policy)
+					}
+					continue
+				}
+				if !slices.Contains(f.ports, a.From) || !slices.Contains(f.ports, a.To) {
+					t.Errorf("%s admit %+v outside its ports", f.name, a)
+				}
+			}
+			joined = append(joined, f.ports...)
+		}
+		slices.Sort(joined)
+		if joined = slices.Compact(joined); !slices.Equal(joined, v.ports) && !(len(joined) == 0 && len(v.ports) == 0) {
+			t.Errorf("families' ports %v, joined %v", joined, v.ports)
+		}
 	})
 }
 

@@ -2,7 +2,8 @@
 // sockets and the processes that own them (network), and the firewall
 // (firewall): ufw or the nftables configuration in an image, the ruleset
 // the kernel holds on a live host, read over netlink and followed through
-// jumps and sets to the ports the input path admits.
+// jumps and sets to the ports the input path admits, for IPv4 and IPv6
+// apart, with whether IPv6 is on at all.
 package network
 
 import (

@@ -388,21 +388,23 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 }
 
 // procListener finds the socket listening on port in the network namespace
-// of pid, through /proc/PID/net/tcp, and names its process.
+// of pid, through /proc/PID/net/tcp and tcp6, and names its process.
 func procListener(t *testing.T, pid, port int) facts.Listener {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
-	if err != nil {
-		return facts.Listener{}
-	}
-	socks, err := parseProcNet(data, "tcp", "0A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range socks {
-		if int(s.Port) == port {
-			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-			return facts.Listener{Proto: "tcp", Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
+	for _, proto := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, proto))
+		if err != nil {
+			continue
+		}
+		socks, err := parseProcNet(data, proto, "0A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range socks {
+			if int(s.Port) == port {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				return facts.Listener{Proto: proto, Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
+			}
 		}
 	}
 	return facts.Listener{}

@@ -32,8 +32,8 @@ func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
 	if !v.hasInput {
 		return nil, nil
 	}
-	fw := v.firewall("nftables")
-	fw.Source, fw.Path = "file", nftablesConf
+	fw := v.firewall("nftables", "file")
+	fw.Path = nftablesConf
 	wants, err := fsys.Glob("/etc/systemd/system/*.wants/nftables.service")
 	if err != nil {
 		return nil, fmt.Errorf("looking for nftables.service: %w", err)
@@ -42,15 +42,28 @@ func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
 	return fw, nil
 }
 
-// firewall turns a verdict into facts; the caller sets where it came from.
-func (v fwVerdict) firewall(backend string) *facts.Firewall {
-	return &facts.Firewall{
+// firewall turns a verdict into facts from source, "kernel" or "file".
+func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
+	fw := &facts.Firewall{
 		Backend:            backend,
 		DefaultInputPolicy: v.policy,
 		AllowedPorts:       v.ports,
+		Source:             source,
 		Admits:             v.admits,
 		Unmodeled:          v.unknown,
 	}
+	for _, f := range v.families {
+		fw.Families = append(fw.Families, facts.FirewallFamily{
+			Family:             f.name,
+			Filtered:           f.filtered,
+			DefaultInputPolicy: f.policy,
+			AllowedPorts:       f.ports,
+			Admits:             f.admits,
+			Chains:             f.chains,
+			Source:             source,
+		})
+	}
+	return fw
 }
 
 // ParseNftables parses the text of one nftables file (includes are not

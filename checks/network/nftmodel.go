@@ -363,40 +363,62 @@ type fwVerdict struct {
 	hasInput bool
 	// policy is "accept" when some port reaches an accepting policy, and
 	// otherwise the strictest policy of the input chains (drop when rules
-	// leave no port to accepting policies).
-	policy  string
-	ports   []int
-	admits  []facts.FirewallAdmit
-	unknown []facts.FirewallRule
+	// leave no port to accepting policies). It, ports and admits join the
+	// families that have an input chain; families holds each alone.
+	policy   string
+	ports    []int
+	admits   []facts.FirewallAdmit
+	unknown  []facts.FirewallRule
+	families [2]familyVerdict
 }
+
+// familyVerdict is the input path of one address family.
+type familyVerdict struct {
+	// name is "ipv4" or "ipv6"; filtered says some input chain sees it.
+	name     string
+	filtered bool
+	policy   string
+	ports    []int
+	admits   []facts.FirewallAdmit
+	chains   []string
+}
+
+// nftFamilies are the nftables families of the two address families, in
+// the order of fwVerdict.families and evaluator.owner.
+var nftFamilies = [2]struct{ nft, name string }{{"ip", "ipv4"}, {"ip6", "ipv6"}}
 
 // evaluate computes, for IPv4 and IPv6 and for TCP and UDP, the ports that
 // pass every input base chain: a packet must be accepted by each base chain
 // on the hook, and a drop in any of them is final. A family with no input
-// chain at all is not judged (the host may not route it).
+// chain at all is unfiltered: the kernel accepts all of it.
 func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	v := fwVerdict{policy: "accept"}
 	e := &evaluator{rs: rs}
 	var explicit portSet
 	strictest, byPolicy := "accept", false
-	for _, fam := range []string{"ip", "ip6"} {
+	for i, fam := range nftFamilies {
+		fv := &v.families[i]
+		fv.name, fv.policy, fv.ports = fam.name, "accept", []int{}
 		var chains []*fwChain
 		for _, c := range rs.order {
-			if c.input && (c.family == fam || c.family == "inet") {
+			if c.input && (c.family == fam.nft || c.family == "inet") {
 				chains = append(chains, c)
+				fv.chains = append(fv.chains, c.ref())
 			}
 		}
 		if len(chains) == 0 {
 			continue
 		}
-		v.hasInput = true
-		e.family = fam
+		v.hasInput, fv.filtered = true, true
+		e.family = fam.nft
+		var famExplicit portSet
+		famStrictest, famByPolicy := "accept", false
 		for _, p := range protoNames {
 			var passed, ruled portSet
 			passed.fill()
 			for _, c := range chains {
-				if policyRank(c.policy) > policyRank(strictest) {
-					strictest = c.policy
+				if policyRank(c.policy) > policyRank(famStrictest) {
+					famStrictest = c.policy
 				}
 				var all portSet
 				all.fill()
@@ -412,24 +434,26 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 				ruled.or(&res.accepted)
 			}
 			ruled.and(&passed)
-			explicit.or(&ruled)
+			famExplicit.or(&ruled)
 			policyOnly := passed
 			policyOnly.andNot(&ruled)
 			if !policyOnly.empty() {
-				byPolicy = true
+				famByPolicy = true
 				e.admit(p.bit, &policyOnly, "policy accept of "+chainList(chains))
 			}
 			e.keep(p.bit, &passed)
 		}
+		fv.policy = effectivePolicy(famByPolicy, famStrictest)
+		fv.ports = famExplicit.list()
+		fv.admits = e.familyFacts(i)
+		explicit.or(&famExplicit)
+		byPolicy = byPolicy || famByPolicy
+		if policyRank(famStrictest) > policyRank(strictest) {
+			strictest = famStrictest
+		}
 	}
-	switch {
-	case byPolicy || !v.hasInput:
-	case strictest == "accept":
-		// Accepting policies that no packet reaches: a catch-all drop
-		// rule (the iptables habit) is the effective policy.
-		v.policy = "drop"
-	default:
-		v.policy = strictest
+	if v.hasInput {
+		v.policy = effectivePolicy(byPolicy, strictest)
 	}
 	v.ports = explicit.list()
 	v.admits = e.facts()
@@ -438,6 +462,19 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	}
 	slices.SortFunc(v.unknown, func(a, b facts.FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
 	return v, nil
+}
+
+// effectivePolicy is "accept" when some port reached an accepting policy.
+// Accepting policies that no packet reaches leave the catch-all drop rule
+// (the iptables habit) as the effective policy.
+func effectivePolicy(byPolicy bool, strictest string) string {
+	switch {
+	case byPolicy:
+		return "accept"
+	case strictest == "accept":
+		return "drop"
+	}
+	return strictest
 }
 
 // keep trims the admissions of proto to the ports that got through every
@@ -461,28 +498,43 @@ func chainList(chains []*fwChain) string {
 	return strings.Join(names, ", ")
 }
 
-// facts renders the admissions as port ranges, IPv4's first rule for a
-// port winning over IPv6's.
+// facts renders the admissions of both families as port ranges, IPv4's
+// first rule for a port winning over IPv6's.
 func (e *evaluator) facts() []facts.FirewallAdmit {
+	return e.render(func(pr, port int) uint16 {
+		if ip := e.owner[0][pr]; ip != nil && ip[port] != 0 {
+			return ip[port]
+		}
+		if ip6 := e.owner[1][pr]; ip6 != nil {
+			return ip6[port]
+		}
+		return 0
+	})
+}
+
+// familyFacts renders the admissions of one family (an index into
+// nftFamilies) as port ranges.
+func (e *evaluator) familyFacts(fam int) []facts.FirewallAdmit {
+	return e.render(func(pr, port int) uint16 {
+		if o := e.owner[fam][pr]; o != nil {
+			return o[port]
+		}
+		return 0
+	})
+}
+
+// render turns the first admitting rule of each port, ownerAt(proto index,
+// port), into runs of ports admitted by one rule.
+func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAdmit {
 	out := []facts.FirewallAdmit{}
 	for pr, p := range protoNames {
-		ip, ip6 := e.owner[0][pr], e.owner[1][pr]
-		ownerAt := func(port int) uint16 {
-			if ip != nil && ip[port] != 0 {
-				return ip[port]
-			}
-			if ip6 != nil {
-				return ip6[port]
-			}
-			return 0
-		}
 		for port := 0; port < 65536; port++ {
-			idx := ownerAt(port)
+			idx := ownerAt(pr, port)
 			if idx == 0 {
 				continue
 			}
 			end := port
-			for end+1 < 65536 && ownerAt(end+1) == idx {
+			for end+1 < 65536 && ownerAt(pr, end+1) == idx {
 				end++
 			}
 			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1]})

@@ -6,7 +6,10 @@
 #   path admits (a rule, the input policy, or no firewall at all), fails, naming the port, the
 #   process and the rule that lets it in. A listener the ruleset drops is not reachable and passes
 #   here (GH-NET-001 still reports it). When the kernel's ruleset could not be read, or a rule that
-#   cannot be evaluated may admit the port, the check is an error.
+#   cannot be evaluated may admit the port, the check is an error. Each address family is judged
+#   apart and named: an IPv4 socket answers over IPv4, an IPv6 socket on :: over both (IPV6_V6ONLY
+#   is not visible), and a family no ip6, ip or inet input hook filters admits every port, unless
+#   it is IPv6 and the host's evidence shows IPv6 off.
 # scope: package
 # custom:
 #   id: GH-NET-004
@@ -42,12 +45,32 @@ deny contains "parameter allowed_ports is not set" if {
 deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	not fw.kernel_error
 	fw != null
+	count(lib.families) == 0
 	data.gpuhost.params.allowed_ports
 	some l in object.get(input.network, "listening", [])
 	not lib.loopback(l.address)
 	not l.port in data.gpuhost.params.allowed_ports
 	by := admitted_by(l.proto, l.port)
 	msg := sprintf("%s %s port %d%s is not in allowed_ports and is admitted%s", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), by])
+}
+
+# With the per-family view, each family the listener answers over is
+# judged by that family's input path and named.
+deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
+	not fw.kernel_error
+	fw != null
+	count(lib.families) > 0
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	some name in lib.listener_families(l.proto, l.address)
+	name in lib.judged
+	why := reachable(lib.families[name], object.get(lib.open_families, name, ""), l.proto, l.port)
+	msg := sprintf("%s %s port %d%s is not in allowed_ports and is reachable over %s: %s", [
+		l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")),
+		lib.family_label[name], why,
+	])
 }
 
 error contains "no firewall facts: which listeners are admitted is unknown" if fw == null
@@ -60,6 +83,7 @@ error contains msg if {
 error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	not fw.kernel_error
 	fw != null
+	count(lib.families) == 0
 	data.gpuhost.params.allowed_ports
 	some l in object.get(input.network, "listening", [])
 	not lib.loopback(l.address)
@@ -69,6 +93,40 @@ error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	r.may_accept
 	msg := sprintf("%s %s port %d%s may be admitted by %s (%s)", [l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")), r.rule, r.reason])
 }
+
+error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
+	not fw.kernel_error
+	fw != null
+	count(lib.families) > 0
+	data.gpuhost.params.allowed_ports
+	some l in object.get(input.network, "listening", [])
+	not lib.loopback(l.address)
+	not l.port in data.gpuhost.params.allowed_ports
+	some name in lib.listener_families(l.proto, l.address)
+	name in lib.judged
+	not reachable(lib.families[name], object.get(lib.open_families, name, ""), l.proto, l.port)
+	some r in object.get(fw, "unmodeled", [])
+	r.may_accept
+	msg := sprintf("%s %s port %d%s may be reachable over %s: admitted by %s (%s)", [
+		l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")),
+		lib.family_label[name], r.rule, r.reason,
+	])
+}
+
+# Why a family lets the port in: nothing filters it, a rule admits it, or
+# its input policy accepts (open says why the family is open, "" when it
+# is not); undefined when the family drops it.
+reachable(f, open, p, port) := open if {
+	not f.filtered
+} else := concat("", ["admitted by ", rules[0]]) if {
+	rules := [a.rule |
+		some a in object.get(f, "admits", [])
+		a.proto == proto(p)
+		a.from <= port
+		port <= a.to
+	]
+	count(rules) > 0
+} else := open if open != ""
 
 proto(p) := "tcp" if startswith(p, "tcp")
 

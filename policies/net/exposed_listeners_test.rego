@@ -76,3 +76,73 @@ test_skip_offline_and_params if {
 		with data.gpuhost.params as params
 	check.deny == {"parameter allowed_ports is not set"} with input as facts([web], fw({})) with data.gpuhost.params as {}
 }
+
+fam(name, filtered, policy, admits) := {
+	"family": name, "filtered": filtered, "default_input_policy": policy, "source": "kernel",
+	"allowed_ports": [p | some a in admits; some p in numbers.range(a.from, a.to)], "admits": admits,
+}
+
+ssh_rule := {"proto": "tcp", "from": 22, "to": 22, "rule": "ip filter INPUT handle 3: tcp dport 22 accept"}
+
+web_rule := {"proto": "tcp", "from": 8080, "to": 8080, "rule": "inet filter input handle 5: tcp dport 8080 accept"}
+
+by_family(families, extra) := object.union(fw({"families": families, "default_input_policy": "accept"}), extra)
+
+web6 := {"proto": "tcp6", "address": "::", "port": 8080, "process": "python3"}
+
+# table ip only: an IPv6 socket on :: is reachable over IPv6 though IPv4
+# drops its port.
+test_fail_ipv6_reachable_without_ip6_table if {
+	f := facts([web6], by_family([fam("ipv4", true, "drop", [ssh_rule]), fam("ipv6", false, "accept", [])], {}))
+	check.deny == {{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv6: no ip6 or inet table filters input", "subject": "tcp6/8080"}} with input as f
+		with data.gpuhost.params as params
+}
+
+test_fail_each_family_named if {
+	f := facts([web6], by_family([fam("ipv4", true, "drop", [web_rule]), fam("ipv6", true, "accept", [])], {}))
+	check.deny == {
+		{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv4: admitted by inet filter input handle 5: tcp dport 8080 accept", "subject": "tcp6/8080"},
+		{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv6: the nftables firewall's input policy for IPv6 is accept", "subject": "tcp6/8080"},
+	} with input as f
+		with data.gpuhost.params as params
+}
+
+test_pass_ipv4_socket_ignores_ipv6 if {
+	f := facts([web], by_family([fam("ipv4", true, "drop", [ssh_rule]), fam("ipv6", false, "accept", [])], {}))
+	check.deny == set() with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
+}
+
+test_pass_ipv6_off if {
+	off := {"enabled": false, "evidence": "disable_ipv6 is 1 in every entry of /proc/sys/net/ipv6/conf (all, default, lo)"}
+	f := facts([web6], by_family([fam("ipv4", true, "drop", [ssh_rule]), fam("ipv6", false, "accept", [])], {"ipv6": off}))
+	check.deny == set() with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
+}
+
+test_address_decides_the_family if {
+	families := [fam("ipv4", true, "drop", [ssh_rule]), fam("ipv6", false, "accept", [])]
+	mapped := {"proto": "tcp6", "address": "::ffff:10.0.0.5", "port": 8080}
+	check.deny == set() with input as facts([mapped], by_family(families, {})) with data.gpuhost.params as params
+	v6 := {"proto": "udp6", "address": "fd00::2", "port": 5353}
+	check.deny == {{"msg": "udp6 fd00::2 port 5353 is not in allowed_ports and is reachable over IPv6: no ip6 or inet table filters input", "subject": "udp6/5353"}} with input as facts([v6], by_family(families, {}))
+		with data.gpuhost.params as params
+}
+
+test_fail_no_firewall_by_family if {
+	none := {
+		"backend": "none", "enabled": false, "default_input_policy": "accept", "allowed_ports": [], "source": "kernel",
+		"families": [fam("ipv4", false, "accept", []), fam("ipv6", false, "accept", [])],
+	}
+	check.deny == {{"msg": "tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is reachable over IPv4: no firewall is configured", "subject": "tcp/8080"}} with input as facts([web], none)
+		with data.gpuhost.params as params
+}
+
+test_error_unmodeled_names_the_family if {
+	l := {"proto": "tcp6", "address": "fd00::2", "port": 5432, "process": "postgres"}
+	u := {"rule": "ip6 filter INPUT handle 9: ip6 saddr fd00::/8 accept", "reason": "cannot evaluate ip6 saddr", "may_accept": true}
+	f := facts([l], by_family([fam("ipv4", true, "drop", [ssh_rule]), fam("ipv6", true, "drop", [])], {"unmodeled": [u]}))
+	check.error == {{"msg": "tcp6 fd00::2 port 5432 (postgres) may be reachable over IPv6: admitted by ip6 filter INPUT handle 9: ip6 saddr fd00::/8 accept (cannot evaluate ip6 saddr)", "subject": "tcp6/5432"}} with input as f
+		with data.gpuhost.params as params
+	check.deny == set() with input as f with data.gpuhost.params as params
+}

@@ -5,7 +5,9 @@
 #   admit on the input path (following jumps, gotos and sets), read from the kernel on a live host
 #   and from /etc/nftables.conf or ufw offline. An input policy of accept fails, since then every
 #   port is open. A rule gpuhost cannot evaluate that may accept more is an error, not a pass.
-#   Skips when no firewall is configured (GH-NET-002 reports that).
+#   Skips when no firewall is configured (GH-NET-002 reports that). IPv4 and IPv6 are judged apart:
+#   a port or an open policy of one family alone is named with its family, and a family no input
+#   hook filters has every port open (IPv6 on a live host whose evidence shows it off excepted).
 # scope: package
 # custom:
 #   id: GH-NET-003
@@ -33,16 +35,41 @@ deny contains "parameter allowed_ports is not set" if {
 deny contains {"msg": msg, "subject": sprintf("port/%d", [port])} if {
 	data.gpuhost.params.allowed_ports
 	fw != null
-	some port in object.get(fw, "allowed_ports", [])
+	some port in ports
 	not port in data.gpuhost.params.allowed_ports
-	msg := sprintf("the %s firewall accepts inbound port %d, which is not in allowed_ports", [fw.backend, port])
+	msg := sprintf("the %s firewall accepts inbound port %d%s, which is not in allowed_ports", [fw.backend, port, over(port)])
 }
 
 deny contains msg if {
 	fw != null
-	lower(fw.default_input_policy) == "accept"
+	lib.families_alike
+	lower(lib.joined_policy) == "accept"
 	msg := sprintf("the %s firewall's input policy is accept: every port is open", [fw.backend])
 }
+
+deny contains msg if {
+	fw != null
+	not lib.families_alike
+	some name in lib.judged
+	why := lib.open_families[name]
+	msg := sprintf("every port is open over %s: %s", [lib.family_label[name], why])
+}
+
+# Without families, the joined list; with them, the ports of the judged
+# families, so that a port only IPv6 admits on a host with IPv6 off counts
+# for nothing.
+ports := object.get(fw, "allowed_ports", []) if {
+	fw != null
+	count(lib.families) == 0
+} else := {port | some name in lib.judged; some port in lib.families[name].allowed_ports}
+
+# A port every judged family admits is said as before; one some admit is
+# said with their names.
+over(port) := "" if {
+	count(lib.judged) == count(admitting(port))
+} else := sprintf(" over %s", [concat(" and ", sort([lib.family_label[name] | some name in admitting(port)]))])
+
+admitting(port) := {name | some name in lib.judged; port in lib.families[name].allowed_ports}
 
 error contains msg if {
 	fw != null

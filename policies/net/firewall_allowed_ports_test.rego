@@ -46,3 +46,40 @@ test_error_unmodeled_rule_that_may_accept if {
 	check.error == {"inet filter input handle 9: ip saddr 10.0.0.0/8 accept may accept ports that cannot be listed (cannot evaluate ip saddr)"} with input as f with data.gpuhost.params as params
 	check.deny == set() with input as f with data.gpuhost.params as params
 }
+
+fam(name, filtered, policy, ports) := {"family": name, "filtered": filtered, "default_input_policy": policy, "allowed_ports": ports, "source": "kernel"}
+
+live(families, extra) := {"target": {"kind": "host"}, "network": {"listening": [], "firewall": object.union(
+	{"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22, 80], "source": "kernel", "families": families},
+	extra,
+)}}
+
+test_fail_ipv6_unfiltered_every_port_open if {
+	f := live([fam("ipv4", true, "drop", [22]), fam("ipv6", false, "accept", [])], {})
+	check.deny == {"every port is open over IPv6: no ip6 or inet table filters input"} with input as f with data.gpuhost.params as params
+}
+
+test_fail_ipv6_policy_accept if {
+	f := live([fam("ipv4", true, "drop", [22]), fam("ipv6", true, "accept", [22])], {})
+	check.deny == {"every port is open over IPv6: the nftables firewall's input policy for IPv6 is accept"} with input as f with data.gpuhost.params as params
+}
+
+test_fail_port_of_one_family_is_named if {
+	f := live([fam("ipv4", true, "drop", [22, 80]), fam("ipv6", true, "drop", [22, 443])], {"default_input_policy": "drop"})
+	check.deny == {
+		{"msg": "the nftables firewall accepts inbound port 80 over IPv4, which is not in allowed_ports", "subject": "port/80"},
+		{"msg": "the nftables firewall accepts inbound port 443 over IPv6, which is not in allowed_ports", "subject": "port/443"},
+	} with input as f with data.gpuhost.params as params
+}
+
+test_fail_port_of_both_families_keeps_the_joined_words if {
+	f := live([fam("ipv4", true, "drop", [22, 80]), fam("ipv6", true, "drop", [22, 80])], {"default_input_policy": "drop"})
+	check.deny == {{"msg": "the nftables firewall accepts inbound port 80, which is not in allowed_ports", "subject": "port/80"}} with input as f
+		with data.gpuhost.params as params
+}
+
+test_pass_ipv6_off if {
+	off := {"enabled": false, "evidence": "/proc/net/if_inet6 does not exist: the kernel has no IPv6 (the ipv6 module is absent or ipv6.disable=1)"}
+	f := live([fam("ipv4", true, "drop", [22]), fam("ipv6", false, "accept", [8080])], {"default_input_policy": "drop", "ipv6": off})
+	check.deny == set() with input as f with data.gpuhost.params as params
+}

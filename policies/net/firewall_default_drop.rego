@@ -4,7 +4,10 @@
 #   An nftables or ufw firewall must be enabled and its input policy must be drop or reject,
 #   so that only explicitly allowed ports are reachable. Offline, enabled means the unit is wanted
 #   at boot; on a live host it means systemd reports the unit active, and the policy is the one the
-#   kernel holds. A live host whose service manager cannot be asked is an error, not a pass.
+#   kernel holds. A live host whose service manager cannot be asked is an error, not a pass. IPv4
+#   and IPv6 are judged apart: inet tables filter both, ip tables IPv4 alone, ip6 tables IPv6
+#   alone, so a family no input hook filters is wide open and fails, unless it is IPv6 on a live
+#   host whose evidence shows IPv6 off.
 # scope: package
 # custom:
 #   id: GH-NET-002
@@ -36,8 +39,30 @@ deny contains msg if {
 
 deny contains msg if {
 	fw != null
-	not lower(fw.default_input_policy) in {"drop", "reject"}
-	msg := sprintf("the %s firewall's default input policy is %q; want drop or reject", [fw.backend, fw.default_input_policy])
+	lib.families_alike
+	not lower(lib.joined_policy) in {"drop", "reject"}
+	msg := sprintf("the %s firewall's default input policy is %q; want drop or reject", [fw.backend, lib.joined_policy])
+}
+
+# When the families differ, each that does not drop by default is named.
+deny contains msg if {
+	fw != null
+	not lib.families_alike
+	some name in lib.judged
+	not lib.families[name].filtered
+	msg := sprintf("%s is not filtered: no %s or inet table has a filter chain on the input hook, so every %s port is open", [
+		lib.family_label[name], lib.family_tables[name], lib.family_label[name],
+	])
+}
+
+deny contains msg if {
+	fw != null
+	not lib.families_alike
+	some name in lib.judged
+	f := lib.families[name]
+	f.filtered
+	not lower(f.default_input_policy) in {"drop", "reject"}
+	msg := sprintf("the %s firewall's default input policy for %s is %q; want drop or reject", [fw.backend, lib.family_label[name], f.default_input_policy])
 }
 
 unit_unknown if fw.unit.state == "unknown"

@@ -36,3 +36,56 @@ test_live_unit_inactive_fails if {
 	check.deny == {"the nftables firewall is configured but not enabled (nftables.service is inactive)"} with input as facts({"backend": "nftables", "enabled": false, "default_input_policy": "drop", "allowed_ports": [], "source": "kernel", "unit": {"name": "nftables.service", "state": "inactive"}})
 	check.deny == set() with input as facts({"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": [], "source": "kernel", "unit": {"name": "nftables.service", "state": "active"}})
 }
+
+fam(name, filtered, policy) := {"family": name, "filtered": filtered, "default_input_policy": policy, "allowed_ports": [22], "source": "kernel"}
+
+live(families, extra) := facts(object.union(
+	{
+		"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22], "source": "kernel",
+		"unit": {"name": "nftables.service", "state": "active"}, "families": families,
+	},
+	extra,
+))
+
+test_pass_both_families_drop if {
+	f := live([fam("ipv4", true, "drop"), fam("ipv6", true, "drop")], {"default_input_policy": "drop"})
+	check.deny == set() with input as f
+}
+
+# table ip only, or iptables-nft without ip6tables: IPv6 has no input hook.
+test_fail_ipv6_unfiltered if {
+	f := live([fam("ipv4", true, "drop"), fam("ipv6", false, "accept")], {})
+	check.deny == {"IPv6 is not filtered: no ip6 or inet table has a filter chain on the input hook, so every IPv6 port is open"} with input as f
+}
+
+test_fail_ipv4_unfiltered if {
+	f := live([fam("ipv4", false, "accept"), fam("ipv6", true, "drop")], {})
+	check.deny == {"IPv4 is not filtered: no ip or inet table has a filter chain on the input hook, so every IPv4 port is open"} with input as f
+}
+
+# ip6tables-nft leaves an empty table ip6 filter with an accepting INPUT.
+test_fail_ipv6_accept_policy if {
+	f := live([fam("ipv4", true, "drop"), fam("ipv6", true, "accept")], {})
+	check.deny == {"the nftables firewall's default input policy for IPv6 is \"accept\"; want drop or reject"} with input as f
+}
+
+test_pass_ipv6_off if {
+	off := {"enabled": false, "evidence": "disable_ipv6 is 1 in every entry of /proc/sys/net/ipv6/conf (all, default, lo)"}
+	f := live([fam("ipv4", true, "drop"), fam("ipv6", false, "accept")], {"default_input_policy": "drop", "ipv6": off})
+	check.deny == set() with input as f
+	check.error == set() with input as f
+}
+
+# An image's file is judged with IPv6 on: the image says nothing of it.
+test_fail_offline_file_ipv4_only if {
+	f := facts({
+		"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22], "source": "file", "path": "/etc/nftables.conf",
+		"families": [object.union(fam("ipv4", true, "drop"), {"source": "file"}), object.union(fam("ipv6", false, "accept"), {"source": "file"})],
+	})
+	check.deny == {"IPv6 is not filtered: no ip6 or inet table has a filter chain on the input hook, so every IPv6 port is open"} with input as f
+}
+
+test_alike_families_keep_the_joined_words if {
+	f := live([fam("ipv4", true, "accept"), fam("ipv6", true, "accept")], {})
+	check.deny == {"the nftables firewall's default input policy is \"accept\"; want drop or reject"} with input as f
+}

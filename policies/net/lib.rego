@@ -1,6 +1,7 @@
 # What the network checks share: which addresses are loopback, how a
-# listener's process is named in a message, and the firewall facts with
-# "no firewall" told apart from "not collected".
+# listener's process is named in a message, the firewall facts with
+# "no firewall" told apart from "not collected", and the firewall's view
+# of each address family.
 package gpuhost.net.lib
 
 offline_kinds := {"rootfs", "image", "oci"}
@@ -25,4 +26,86 @@ default firewall := null
 firewall := found if {
 	found != null
 	found.backend != "none"
+}
+
+# Address families. A family is judged unless the facts show it off: IPv4
+# always, IPv6 unless the live host's evidence says it is off. Facts from
+# before the per-family view have no families and are judged as one.
+family_label := {"ipv4": "IPv4", "ipv6": "IPv6"}
+
+# The nftables families whose input hook filters each address family.
+family_tables := {"ipv4": "ip", "ipv6": "ip6"}
+
+default ipv6_on := true
+
+ipv6_on := false if found.ipv6.enabled == false
+
+# The per-family view by family name; a document that names a family twice
+# is an evaluation error, not a guess.
+families[f.family] := f if {
+	found != null
+	some f in object.get(found, "families", [])
+}
+
+judged contains "ipv4" if families.ipv4
+
+judged contains "ipv6" if {
+	families.ipv6
+	ipv6_on
+}
+
+# Whether the judged families answer alike: then the joined fields say it
+# for both, in the words the checks used before families were told apart.
+default families_alike := true
+
+families_alike := false if {
+	count({[families[name].filtered, lower(families[name].default_input_policy)] | some name in judged}) > 1
+}
+
+# The input policy of the judged families when they are alike (then one
+# judged family may say it alone), else the joined one.
+joined_policy := lower(families[name].default_input_policy) if {
+	families_alike
+	some name in judged
+} else := found.default_input_policy
+
+# Why every port of a family is open, by family; a family whose input
+# policy does not accept by default has no entry.
+open_families[name] := "no firewall is configured" if {
+	found.backend == "none"
+	some name, f in families
+	not f.filtered
+}
+
+open_families[name] := sprintf("no %s or inet table filters input", [family_tables[name]]) if {
+	found.backend != "none"
+	some name, f in families
+	not f.filtered
+}
+
+open_families[name] := sprintf("the %s firewall's input policy for %s is accept", [found.backend, family_label[name]]) if {
+	some name, f in families
+	f.filtered
+	lower(f.default_input_policy) == "accept"
+}
+
+# The families a listener answers over. An IPv6 socket on the wildcard also
+# takes IPv4 (IPV6_V6ONLY is off by default and /proc/net does not show it);
+# one on an IPv4-mapped address takes IPv4 alone.
+listener_families(proto, _) := {"ipv4"} if not endswith(proto, "6")
+
+listener_families(proto, addr) := {"ipv4", "ipv6"} if {
+	endswith(proto, "6")
+	addr == "::"
+}
+
+listener_families(proto, addr) := {"ipv4"} if {
+	endswith(proto, "6")
+	startswith(addr, "::ffff:")
+}
+
+listener_families(proto, addr) := {"ipv6"} if {
+	endswith(proto, "6")
+	addr != "::"
+	not startswith(addr, "::ffff:")
 }
