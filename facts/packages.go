@@ -17,7 +17,17 @@ type ConfigFile struct {
 
 // Vulnerabilities are OS package findings from an offline trivy DB.
 type Vulnerabilities struct {
-	DB       string    `json:"db"`
+	DB string `json:"db"`
+	// DBUpdatedAt is when the DB was built (trivy's UpdatedAt, RFC 3339).
+	// Empty when its metadata.json does not say: then nothing can tell how
+	// stale its advisories are, and GH-SC-001 errors rather than pass.
+	DBUpdatedAt string `json:"db_updated_at,omitempty"`
+	// DBNextUpdate is when the DB's publisher meant it to be replaced
+	// (trivy's NextUpdate, RFC 3339); empty when not given.
+	DBNextUpdate string `json:"db_next_update,omitempty"`
+	// DBDemo marks a DB written from a YAML fixture (tools/trivydb): a
+	// handful of sample advisories, so a clean result proves nothing.
+	DBDemo   bool      `json:"db_demo,omitempty"`
 	Findings []Finding `json:"findings"`
 }
 

@@ -20,7 +20,11 @@ import (
 // vulnerabilities a demo or a test needs, where trivy's own DB cannot be
 // downloaded. WriteDB turns it into the directory `--trivy-db` reads.
 type Fixture struct {
-	// UpdatedAt is the DB's build time, which reports show as its date.
+	// UpdatedAt is when the fixture's advisories were taken from their
+	// sources. The DB written from it is dated when WriteDB runs, as a
+	// freshly downloaded one would be: a date frozen in the YAML would age
+	// every demo out of GH-SC-001's max DB age a week after the file was
+	// edited. The demo mark keeps this date, and reports show it.
 	UpdatedAt time.Time `yaml:"updated_at"`
 	// Sources name the data source of each bucket ("debian 12").
 	Sources []FixtureSource `yaml:"sources"`
@@ -71,8 +75,9 @@ func ReadFixture(file string) (Fixture, error) {
 
 // WriteDB writes fx as a trivy DB directory in dir: trivy.db in trivy-db's
 // own bucket layout, written through trivy-db, and a metadata.json of this
-// trivy's schema whose next update lies a day ahead, as `trivy
-// --download-db-only` would leave it. dir must not hold a DB already.
+// trivy's schema, updated now with its next update a day ahead, as `trivy
+// --download-db-only` would leave it, plus the demo mark that labels every
+// report resting on it. dir must not hold a DB already.
 func WriteDB(dir string, fx Fixture) error {
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
 		return fmt.Errorf("writing trivy DB: %s already holds %s", dir, dbFile)
@@ -93,11 +98,13 @@ func WriteDB(dir string, fx Fixture) error {
 	if err != nil {
 		return fmt.Errorf("writing trivy DB in %s: %w", dir, err)
 	}
+	now := time.Now().UTC()
 	meta, err := json.Marshal(map[string]any{
 		"Version":      db.SchemaVersion,
-		"NextUpdate":   time.Now().Add(24 * time.Hour).UTC(),
-		"UpdatedAt":    fx.UpdatedAt,
-		"DownloadedAt": fx.UpdatedAt,
+		"NextUpdate":   now.Add(24 * time.Hour),
+		"UpdatedAt":    now,
+		"DownloadedAt": now,
+		"GpuhostDemo":  demoMark{AdvisoriesAsOf: fx.UpdatedAt.UTC()},
 	})
 	if err != nil {
 		return err

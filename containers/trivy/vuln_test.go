@@ -20,8 +20,12 @@ func TestVulnerabilitiesFindsFixtureCVEs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DB != "trivy-db v2 2026-11-01" {
+	today := time.Now().UTC().Format(time.DateOnly)
+	if got.DB != "trivy-db v2 "+today+" (demo, advisories as of 2026-11-01)" {
 		t.Errorf("DB = %q", got.DB)
+	}
+	if !got.DBDemo || !strings.HasPrefix(got.DBUpdatedAt, today) || got.DBNextUpdate <= got.DBUpdatedAt {
+		t.Errorf("a fixture's DB is dated now, due in a day and marked demo: %+v", got)
 	}
 	want := []facts.Finding{
 		{ID: "CVE-2023-50782", Package: "libssl3", Installed: "3.0.11-1~deb12u2", Fixed: "", Severity: "LOW", Published: "2024-02-05T21:15:00Z"},
@@ -121,6 +125,11 @@ func TestVulnerabilitiesCollector(t *testing.T) {
 		if status != facts.StatusOK || f.Vulnerabilities == nil || len(f.Vulnerabilities.Findings) != 4 {
 			t.Fatalf("status %s (%s), vulnerabilities %+v", status, reason, f.Vulnerabilities)
 		}
+		// The fixture's DB is a demo one; the collector's reason is the
+		// label a passing GH-SC-001 cannot carry.
+		if !strings.Contains(reason, DemoLabel) {
+			t.Errorf("reason %q does not say the DB is a demo", reason)
+		}
 	})
 	t.Run("not debian", func(t *testing.T) {
 		root := bookworm(t)
@@ -144,4 +153,67 @@ func TestVulnerabilitiesCollector(t *testing.T) {
 			t.Fatalf("status %s (%s)", status, reason)
 		}
 	})
+}
+
+// TestVulnerabilitiesReadsDBDates: the facts carry trivy's UpdatedAt and
+// NextUpdate as they stand in metadata.json, a DB without the demo mark is
+// no demo and its collector gives no reason, and a DB that does not say when
+// it was built leaves db_updated_at empty for the policy to refuse.
+func TestVulnerabilitiesReadsDBDates(t *testing.T) {
+	root := bookworm(t)
+	good := buildDB(t, "bookworm")
+	for _, tc := range []struct {
+		name, meta            string
+		wantUpdated, wantNext string
+		wantDB                string
+		wantDemo              bool
+	}{
+		{
+			name:        "trivy's own",
+			meta:        `{"Version":2,"NextUpdate":"2026-11-22T06:11:35.9Z","UpdatedAt":"2026-11-21T06:11:35.9Z","DownloadedAt":"2026-11-21T07:00:00Z"}`,
+			wantUpdated: "2026-11-21T06:11:35Z", wantNext: "2026-11-22T06:11:35Z", wantDB: "trivy-db v2 2026-11-21",
+		},
+		{
+			name:   "no dates",
+			meta:   `{"Version":2}`,
+			wantDB: "trivy-db v2 of unknown date",
+		},
+		{
+			name:   "zero dates",
+			meta:   `{"Version":2,"NextUpdate":"0001-01-01T00:00:00Z","UpdatedAt":"0001-01-01T00:00:00Z"}`,
+			wantDB: "trivy-db v2 of unknown date",
+		},
+		{
+			name:        "demo mark",
+			meta:        `{"Version":2,"UpdatedAt":"2026-11-21T00:00:00Z","GpuhostDemo":{"AdvisoriesAsOf":"2026-11-01T00:00:00Z"}}`,
+			wantUpdated: "2026-11-21T00:00:00Z", wantDB: "trivy-db v2 2026-11-21 (demo, advisories as of 2026-11-01)", wantDemo: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDB(t, good)
+			if err := os.WriteFile(filepath.Join(dir, metadataFile), []byte(tc.meta), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Vulnerabilities(context.Background(), root, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.DB != tc.wantDB || got.DBUpdatedAt != tc.wantUpdated || got.DBNextUpdate != tc.wantNext || got.DBDemo != tc.wantDemo {
+				t.Errorf("got db %q updated %q next %q demo %v", got.DB, got.DBUpdatedAt, got.DBNextUpdate, got.DBDemo)
+			}
+			fsys, closer, err := sysroot.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
+			status, reason := collector.Classify(VulnerabilitiesCollector(dir).Collect(context.Background(), &collector.Env{FS: fsys}, f))
+			if status != facts.StatusOK || (reason != "") != tc.wantDemo {
+				t.Errorf("collector: %s (%q)", status, reason)
+			}
+			if err := facts.Validate(*f); err != nil {
+				t.Errorf("facts do not validate: %v", err)
+			}
+		})
+	}
 }

@@ -6,7 +6,9 @@
 //
 // The directory it writes is what `gpuhost --trivy-db` and the gate's
 // trivy_db read. A real pipeline points those at `trivy --download-db-only`'s
-// cache instead.
+// cache instead. Its metadata.json carries a GpuhostDemo key, which trivy
+// ignores: every scan with it records db_demo in the facts and labels its
+// report "demo vulnerability DB: not for release gating".
 package main
 
 import (
