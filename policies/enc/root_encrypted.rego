@@ -107,9 +107,9 @@ deny contains finding if {
 	finding := at_crypttab(e, msg)
 }
 
-target_word := "host" if live
+default target_word := "image"
 
-else := "image"
+target_word := "host" if live
 
 at_crypttab(e, msg) := {"msg": msg, "file": e.file, "line": e.line} if object.get(e, "line", 0) > 0
 

@@ -47,16 +47,16 @@ deny contains {"msg": msg, "file": s.file, "line": s.line} if {
 	msg := sprintf("%s: %s turns %s back to %q at %s; want no", [lib.name(d), s.block, keyword, s.value, s.at])
 }
 
+# The daemon runs an older configuration than the file judged above.
+deny contains f if {
+	some d in lib.daemons
+	some f in lib.older(d)
+}
+
 second_factor("KbdInteractiveAuthentication", methods) if lib.key_first(methods)
 
 match_second_factor(d, "KbdInteractiveAuthentication", block) if lib.match_key_first(d, block)
 
 match_second_factor(d, "KbdInteractiveAuthentication", _) if {
 	lib.key_first(object.get(d, "authentication_methods", []))
-}
-
-# The daemon runs an older configuration than the file judged above.
-deny contains f if {
-	some d in lib.daemons
-	some f in lib.older(d)
 }
