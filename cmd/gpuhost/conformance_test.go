@@ -70,5 +70,5 @@ func TestRealScanOutputsValidate(t *testing.T) {
 	testutil.ValidateSARIF(t, sarif)
 
 	xmllint := testutil.Tool(t, "xmllint", "libxml2-utils")
-	testutil.Run(t, time.Minute, xmllint, "--noout", "--schema", filepath.Join("..", "..", "reports", "testdata", "junit-10.xsd"), junit)
+	testutil.Run(t, time.Minute, xmllint, "--noout", "--schema", filepath.Join("..", "..", "render", "report", "testdata", "junit-10.xsd"), junit)
 }

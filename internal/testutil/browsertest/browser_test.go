@@ -399,12 +399,12 @@ func TestReportInChromium(t *testing.T) {
 	noErrors(t, "report", errs)
 }
 
-// TestHostileReportInChromium renders the reports package's golden input,
+// TestHostileReportInChromium renders render/report's golden input,
 // whose titles, messages and waivers carry markup and script: the page must
 // stay inert (no dialog, no console error, the CSP never tripped).
 func TestHostileReportInChromium(t *testing.T) {
 	bctx := browser(t)
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "reports", "testdata", "report.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "render", "report", "testdata", "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
