@@ -69,6 +69,7 @@ func TestDecodeRejects(t *testing.T) {
 		{map[string]interface{}{"vulnerabilities": map[string]interface{}{"fail_on": "high"}}, "vulnerabilities: set, but no trivy_db"},
 		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"fail_on": "info"}}, `vulnerabilities.fail_on: "info" is not one of`},
 		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"grace_days": -1}}, "vulnerabilities.grace_days: -1 is negative"},
+		{map[string]interface{}{"trivy_db": ".", "vulnerabilities": map[string]interface{}{"max_db_age_days": -1}}, "vulnerabilities.max_db_age_days: -1 is negative"},
 		// A published image is always signed.
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b"}}, "publish.signing: set key_file, key_env or kms_key"},
 		{map[string]interface{}{"publish": map[string]interface{}{"repository": "r.example.com/a/b", "template_file": "nope.pkr.hcl",

@@ -628,6 +628,7 @@ func TestVulnerabilitiesBlock(t *testing.T) {
 		{"fail_on high", map[string]interface{}{"fail_on": "high"}, "CVE-2099-0002"},
 		{"unfixed counted", map[string]interface{}{"ignore_unfixed": false}, "CVE-2099-0003"},
 		{"long grace", map[string]interface{}{"fail_on": "high", "ignore_unfixed": false, "grace_days": 100000}, ""},
+		{"a DB of today within any age limit", map[string]interface{}{"max_db_age_days": 0}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := map[string]interface{}{"params": params, "reports": []string{"json"}, "trivy_db": db}

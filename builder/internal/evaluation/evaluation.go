@@ -26,7 +26,7 @@ import (
 )
 
 // Vulnerabilities sets the CVE params of the policy pack (cve_fail_on,
-// cve_grace_days, cve_ignore_unfixed). Unset settings keep the params
+// cve_grace_days, cve_ignore_unfixed, cve_max_db_age_days). Unset settings keep the params
 // file's, or the pack's defaults.
 type Vulnerabilities struct {
 	// Fail on a CVE at this severity or above, once past the grace
@@ -39,6 +39,10 @@ type Vulnerabilities struct {
 	// Leave CVEs with no fixed version out: nothing can be installed for
 	// them. Defaults to true; false fails them too.
 	IgnoreUnfixed *bool `mapstructure:"ignore_unfixed"`
+	// Days the trivy DB may be old at the scan, from when it was built; an
+	// older one fails the gate, since a clean match against it proves
+	// nothing. Defaults to 7.
+	MaxDBAgeDays *int `mapstructure:"max_db_age_days"`
 }
 
 // Params are the params the block sets.
@@ -52,6 +56,9 @@ func (v Vulnerabilities) Params() map[string]any {
 	}
 	if v.IgnoreUnfixed != nil {
 		p["cve_ignore_unfixed"] = *v.IgnoreUnfixed
+	}
+	if v.MaxDBAgeDays != nil {
+		p["cve_max_db_age_days"] = *v.MaxDBAgeDays
 	}
 	return p
 }
@@ -175,6 +182,8 @@ func (c *Config) Validate() []string {
 		add("vulnerabilities.fail_on: %q is not one of critical, high, medium, low", v.FailOn)
 	case v.GraceDays != nil && *v.GraceDays < 0:
 		add("vulnerabilities.grace_days: %d is negative", *v.GraceDays)
+	case v.MaxDBAgeDays != nil && *v.MaxDBAgeDays < 0:
+		add("vulnerabilities.max_db_age_days: %d is negative", *v.MaxDBAgeDays)
 	}
 	if len(c.Vulnerabilities.Params()) > 0 && c.TrivyDB == "" {
 		add("vulnerabilities: set, but no trivy_db to match the target's packages against")

@@ -13,6 +13,7 @@ type FlatVulnerabilities struct {
 	FailOn        *string `mapstructure:"fail_on" cty:"fail_on" hcl:"fail_on"`
 	GraceDays     *int    `mapstructure:"grace_days" cty:"grace_days" hcl:"grace_days"`
 	IgnoreUnfixed *bool   `mapstructure:"ignore_unfixed" cty:"ignore_unfixed" hcl:"ignore_unfixed"`
+	MaxDBAgeDays  *int    `mapstructure:"max_db_age_days" cty:"max_db_age_days" hcl:"max_db_age_days"`
 }
 
 // FlatMapstructure returns a new FlatVulnerabilities.
@@ -27,9 +28,10 @@ func (*Vulnerabilities) FlatMapstructure() interface{ HCL2Spec() map[string]hcld
 // The decoded values from this spec will then be applied to a FlatVulnerabilities.
 func (*FlatVulnerabilities) HCL2Spec() map[string]hcldec.Spec {
 	s := map[string]hcldec.Spec{
-		"fail_on":        &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
-		"grace_days":     &hcldec.AttrSpec{Name: "grace_days", Type: cty.Number, Required: false},
-		"ignore_unfixed": &hcldec.AttrSpec{Name: "ignore_unfixed", Type: cty.Bool, Required: false},
+		"fail_on":         &hcldec.AttrSpec{Name: "fail_on", Type: cty.String, Required: false},
+		"grace_days":      &hcldec.AttrSpec{Name: "grace_days", Type: cty.Number, Required: false},
+		"ignore_unfixed":  &hcldec.AttrSpec{Name: "ignore_unfixed", Type: cty.Bool, Required: false},
+		"max_db_age_days": &hcldec.AttrSpec{Name: "max_db_age_days", Type: cty.Number, Required: false},
 	}
 	return s
 }
