@@ -206,7 +206,11 @@ func TestLiveSSHDWeak(t *testing.T) {
 	}
 
 	// An edit without a reload: the file now says something the daemon
-	// does not offer.
+	// does not offer. The start time is known to whole seconds, so the
+	// edit waits until it is plainly after it.
+	if started, err := time.Parse(time.RFC3339Nano, d.StartedAt); err == nil {
+		time.Sleep(time.Until(started.Add(2 * time.Second)))
+	}
 	edited := strings.Replace(fmt.Sprintf(weakSSHD, port, filepath.Dir(conf), filepath.Dir(conf)), "Ciphers aes128-ctr,aes256-ctr,aes128-cbc", "Ciphers aes256-gcm@openssh.com", 1)
 	if err := os.WriteFile(conf, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
