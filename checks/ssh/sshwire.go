@@ -278,19 +278,30 @@ func probeSSHHostKeys(ctx context.Context, listen, addr string, algs []string, t
 	return out
 }
 
-func fetchHostKey(ctx context.Context, addr, alg string, timeout time.Duration) (ssh.PublicKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// dialBounded connects to addr with ctx's deadline on the connection too,
+// so a server that accepts and then stalls cannot outlast the probe.
+func dialBounded(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
 		return nil, err
 	}
+	return conn, nil
+}
+
+func fetchHostKey(ctx context.Context, addr, alg string, timeout time.Duration) (ssh.PublicKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := dialBounded(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
 	var key ssh.PublicKey
 	supported, insecure := ssh.SupportedAlgorithms(), ssh.InsecureAlgorithms()
 	cfg := &ssh.ClientConfig{
@@ -336,16 +347,11 @@ func probeSSHAuthMethods(ctx context.Context, w *facts.SSHWire, addr string, tim
 func readAuthMethods(ctx context.Context, addr string, timeout time.Duration) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dialBounded(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return nil, err
-	}
 	var methods []string
 	asked := false
 	supported, insecure := ssh.SupportedAlgorithms(), ssh.InsecureAlgorithms()
