@@ -174,16 +174,21 @@ func TestSandboxesLetScriptsWork(t *testing.T) {
 		}
 	}
 
-	// The credentials script writes /etc/gpuhost/agent under a read-only
-	// /etc, and reads PID 1's credentials as root with no capability.
+	// The credentials script reads PID 1's credentials as root with no
+	// capability, which systemd hides from a unit with a mount namespace
+	// of its own: the unit must set none of what makes one.
 	const creds = "gpuhost-agent-credentials.service"
 	c := unit(t, filepath.Join("systemd", creds))
-	if !strings.Contains(script("gpuhost-agent-credentials"), "dir=/etc/gpuhost/agent\n") {
-		t.Error("gpuhost-agent-credentials no longer writes /etc/gpuhost/agent; change its unit's ConfigurationDirectory= with it")
+	if !strings.Contains(script("gpuhost-agent-credentials"), "creds=/run/credentials/@system\n") {
+		t.Error("gpuhost-agent-credentials no longer reads /run/credentials/@system; check its unit's sandbox against it")
 	}
-	has(creds, c, "ConfigurationDirectory", "gpuhost/agent")
-	has(creds, c, "ConfigurationDirectoryMode", "0700")
-	has(creds, c, "ProtectSystem", "strict")
+	for _, k := range []string{"ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateMounts", "ProtectKernelTunables",
+		"ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups", "ProtectProc", "ProcSubset", "ReadWritePaths", "ReadOnlyPaths",
+		"InaccessiblePaths", "TemporaryFileSystem", "BindPaths", "RootDirectory", "ConfigurationDirectory", "PrivateNetwork", "ProtectHostname", "ProtectClock"} {
+		if len(c["Service."+k]) > 0 {
+			t.Errorf("%s: %s=%v makes a mount namespace, in which PID 1's credentials are not to be read", creds, k, c["Service."+k])
+		}
+	}
 	for _, k := range []string{"User", "DynamicUser", "PrivateUsers"} {
 		if len(c["Service."+k]) > 0 {
 			t.Errorf("%s: %s=%v: the system credentials and /etc/gpuhost/agent are root's", creds, k, c["Service."+k])
