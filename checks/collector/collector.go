@@ -53,11 +53,17 @@ type Budget struct {
 	// may ask for; the trials free it before the next.
 	KDFTime   time.Duration
 	KDFMemory int64
+	// Memory is the ceiling on the scanner's heap while the collectors
+	// run, all together: once a garbage collection finds more than this
+	// reachable, the collector running is cut short and none after it
+	// runs, each recorded as an error that names the ceiling. It must
+	// leave room for KDFMemory, which one trial holds at once.
+	Memory int64
 }
 
 // DefaultBudget is what a scan spends when its options leave a limit zero
 // (docs/limits.md).
-var DefaultBudget = Budget{Deadline: 5 * time.Minute, KDFTime: 30 * time.Second, KDFMemory: 512 << 20}
+var DefaultBudget = Budget{Deadline: 5 * time.Minute, KDFTime: 30 * time.Second, KDFMemory: 512 << 20, Memory: 1 << 30}
 
 // WithDefaults is b with every limit it leaves zero taken from
 // DefaultBudget.
@@ -70,6 +76,9 @@ func (b Budget) WithDefaults() Budget {
 	}
 	if b.KDFMemory <= 0 {
 		b.KDFMemory = DefaultBudget.KDFMemory
+	}
+	if b.Memory <= 0 {
+		b.Memory = DefaultBudget.Memory
 	}
 	return b
 }

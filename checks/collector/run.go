@@ -30,21 +30,40 @@ func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
 		}
 		return err
 	}
+	ctx, watch, stop := watchMemory(ctx, env.Budget.Memory)
+	defer stop()
 	for _, c := range ordered {
-		if err := ctx.Err(); err != nil {
-			reason := "scan cancelled: " + err.Error()
-			if errors.Is(err, context.DeadlineExceeded) {
-				reason = fmt.Sprintf("not judged: the scan's deadline (%v) passed before this collector ran", env.Budget.Deadline)
-			}
-			f.Record(c.Name(), facts.StatusError, reason)
+		if watch.over() || ctx.Err() != nil {
+			f.Record(c.Name(), facts.StatusError, notRun(ctx, env.Budget))
 			continue
 		}
 		start := time.Now()
 		status, reason := Classify(runOne(ctx, c, env, f, log))
+		// A collector the ceiling caught may still have returned cleanly
+		// (not every read watches its context): what it found is cut
+		// short all the same.
+		var ceiling *CeilingError
+		if watch.over(); errors.As(context.Cause(ctx), &ceiling) {
+			status, reason = facts.StatusError, "not judged: "+ceiling.Error()+" while this collector ran"
+		}
 		f.Record(c.Name(), status, reason)
 		log.Debug("collector done", "collector", c.Name(), "status", status, "reason", reason, "took", time.Since(start))
 	}
 	return nil
+}
+
+// notRun says why a collector was never started once ctx is done: the
+// scan's deadline, its memory ceiling, or the caller's cancellation.
+func notRun(ctx context.Context, b Budget) string {
+	var ceiling *CeilingError
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &ceiling):
+		return "not judged: " + ceiling.Error() + " before this collector ran"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("not judged: the scan's deadline (%v) passed before this collector ran", b.Deadline)
+	default:
+		return "scan cancelled: " + ctx.Err().Error()
+	}
 }
 
 // runOne turns a collector's panic into an error: one broken collector must

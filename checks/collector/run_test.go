@@ -98,7 +98,77 @@ func TestRunNamesTheDeadline(t *testing.T) {
 }
 
 func TestBudgetDefaults(t *testing.T) {
-	if got := (Budget{KDFTime: time.Second}).WithDefaults(); got.Deadline != DefaultBudget.Deadline || got.KDFTime != time.Second || got.KDFMemory != DefaultBudget.KDFMemory {
+	if got := (Budget{KDFTime: time.Second}).WithDefaults(); got.Deadline != DefaultBudget.Deadline || got.KDFTime != time.Second || got.KDFMemory != DefaultBudget.KDFMemory || got.Memory != DefaultBudget.Memory {
 		t.Errorf("WithDefaults: %+v", got)
 	}
+}
+
+// hog is a collector that holds size bytes until the scan's context ends,
+// as a reader of a hostile file might.
+type hog struct {
+	size int
+	held *[]byte
+}
+
+func (hog) Name() string    { return "hog" }
+func (hog) Needs() []string { return nil }
+func (h hog) Collect(ctx context.Context, _ *Env, _ *facts.Facts) error {
+	buf := make([]byte, h.size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	*h.held = buf
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return nil
+	}
+}
+
+// The memory ceiling holds for the collection as a whole: the collector
+// that crosses it is cut short and each one after it is not run, both
+// recorded as errors naming the ceiling.
+func TestRunNamesTheMemoryCeiling(t *testing.T) {
+	var held []byte
+	cs := []Collector{
+		hog{size: 96 << 20, held: &held},
+		fn{name: "later", needs: []string{"hog"}, run: func(*facts.Facts) error { t.Error("later ran past the ceiling"); return nil }},
+	}
+	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
+	start := time.Now()
+	if err := Run(context.Background(), &Env{Budget: Budget{Memory: 32 << 20}}, f, cs); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the hog ran until its own end, not the ceiling")
+	}
+	for name, want := range map[string]string{"hog": "(32 MiB) was reached: the heap held", "later": "before this collector ran"} {
+		st := f.Collectors[name]
+		if st.Status != facts.StatusError || !strings.Contains(st.Reason, want) || !strings.Contains(st.Reason, "memory ceiling") {
+			t.Errorf("%s: %+v, want an error naming the memory ceiling and %q", name, st, want)
+		}
+	}
+	held = nil
+}
+
+// Garbage is not held memory: a collector that allocates far more than the
+// ceiling in total, keeping little of it, runs to the end.
+func TestRunCeilingCountsOnlyLiveMemory(t *testing.T) {
+	var sink []byte
+	churn := fn{name: "churn", run: func(*facts.Facts) error {
+		for range 64 {
+			sink = make([]byte, 4<<20)
+			sink[len(sink)-1] = 1
+		}
+		return nil
+	}}
+	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
+	if err := Run(context.Background(), &Env{Budget: Budget{Memory: 64 << 20}}, f, []Collector{churn}); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Collectors["churn"]; st.Status != facts.StatusOK {
+		t.Errorf("churn: %+v, want ok: 256 MiB allocated, 4 MiB held", st)
+	}
+	_ = sink
 }

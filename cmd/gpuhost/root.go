@@ -48,6 +48,7 @@ type app struct {
 	// budget is what one collection may spend, all collectors together.
 	budget    collector.Budget
 	kdfMemMiB int
+	maxMemMiB int
 }
 
 // startProfile starts CPU profiling when --cpuprofile is set; make bench and
@@ -178,6 +179,8 @@ func (a *app) collectsFacts(cmd *cobra.Command) *cobra.Command {
 		"the most trying the empty passphrase on the target's LUKS key slots may take, all slots together")
 	cmd.Flags().Var(countVar(&a.kdfMemMiB, int(d.KDFMemory>>20)), "kdf-memory",
 		"the most memory (MiB) one LUKS key slot's KDF may ask for; a slot that asks for more is not tried, and says so")
+	cmd.Flags().Var(countVar(&a.maxMemMiB, int(d.Memory>>20)), "max-memory",
+		"the most heap (MiB) the collection may hold, every collector together; the collector that crosses it, and every one after, is an error, never a pass")
 	if vulnerabilityMatching {
 		cmd.Flags().StringVar(&a.trivyDB, "trivy-db", "", "offline trivy DB directory (trivy.db, metadata.json): also match the target's OS packages against it; never downloaded")
 	}

@@ -180,6 +180,7 @@ func (h *hostFlags) register(cmd *cobra.Command) {
 func (a *app) collectOptions(h *hostFlags) checks.Options {
 	o := checks.Options{Log: a.log, Budget: a.budget}
 	o.Budget.KDFMemory = int64(a.kdfMemMiB) << 20
+	o.Budget.Memory = int64(a.maxMemMiB) << 20
 	if h != nil {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
 	}
