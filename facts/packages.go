@@ -29,6 +29,26 @@ type Vulnerabilities struct {
 	// handful of sample advisories, so a clean result proves nothing.
 	DBDemo   bool      `json:"db_demo,omitempty"`
 	Findings []Finding `json:"findings"`
+	// Images are the pre-seeded container bases (Containers.Images), each
+	// matched against the same DB from the package database its own
+	// layers carry, as `trivy image` would; absent when none is seeded.
+	Images []ImageVulnerabilities `json:"images,omitempty"`
+	// ImagesError says why the seeded bases could not be listed, so none
+	// was matched: the check that needs them is then an error.
+	ImagesError string `json:"images_error,omitempty"`
+}
+
+// ImageVulnerabilities are the findings in one pre-seeded image.
+type ImageVulnerabilities struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	// OS is the image's distribution and release ("ubuntu 22.04").
+	OS       string    `json:"os,omitempty"`
+	Findings []Finding `json:"findings"`
+	// Error says why the image could not be matched (no package database,
+	// a distribution trivy's DB does not cover, a damaged layer); its
+	// findings are then unknown, never none.
+	Error string `json:"error,omitempty"`
 }
 
 // Finding is one vulnerable package.

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
 	pipeline "github.com/gpuhost/gpuhost/scan"
@@ -278,13 +279,33 @@ func (p *Provisioner) matchPackages(ctx context.Context, ui packersdk.Ui, comm p
 	ui.Say("gpuhost-scan: matching the instance's packages against " + p.config.TrivyDB)
 	// The orchestrator runs the collector, so that a failure is recorded as
 	// the gate would record it: the checks that need it error.
+	// The copy holds no seeded images, so the containers collector finds
+	// none there; what the instance seeds is in its own facts.
+	vuln := p.Vulnerabilities(p.config.TrivyDB)
 	got := checks.Collect(ctx, &collector.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
-		checks.Options{Collectors: []collector.Collector{p.Vulnerabilities(p.config.TrivyDB)}})
+		checks.Options{Collectors: []collector.Collector{runtime.ContainersCollector(), vuln}})
 	f.Vulnerabilities = got.Vulnerabilities
-	for name, st := range got.Collectors {
-		f.Record(name, st.Status, st.Reason)
+	if f.Vulnerabilities != nil {
+		f.Vulnerabilities.ImagesError = seededNotMatched(f)
 	}
+	st := got.Collectors[vuln.Name()]
+	f.Record(vuln.Name(), st.Status, st.Reason)
 	return nil
+}
+
+// seededNotMatched says why the instance's seeded images have no findings:
+// only its own package files were fetched, and a base's layers (gigabytes
+// for an NGC image) are not. GH-SC-001 is then an error, never a pass over
+// bases no one matched; the gate's offline scan of the disk matches them.
+func seededNotMatched(f *facts.Facts) string {
+	if f.Containers == nil {
+		return "the instance's facts do not list its seeded images, so none was matched"
+	}
+	if n := len(f.Containers.Images); n > 0 {
+		return fmt.Sprintf("gpuhost-scan fetches only the instance's own package files, not the layers of its %d seeded images, "+
+			"which were not matched: scan the disk with the gpuhost-gate post-processor or gpuhost scan image", n)
+	}
+	return ""
 }
 
 // packageFiles are what the vulnerability collector reads, relative to the

@@ -476,3 +476,20 @@ func TestScanHostOverSSH(t *testing.T) {
 		t.Errorf("the instance's sshd (pid %d) is not among the facts' daemons %+v (%+v)", in.sshd.Cmd.Process.Pid, f.SSH.Daemons, f.Collectors["ssh"])
 	}
 }
+
+// The provisioner never passes seeded bases it did not match: the
+// instance's facts list them, so GH-SC-001 errors naming why.
+func TestSeededImagesOnTheInstanceAreNotPassedUnmatched(t *testing.T) {
+	f := facts.New(facts.KindHost, "i-0", time.Unix(0, 0))
+	if got := seededNotMatched(f); !strings.Contains(got, "do not list") {
+		t.Errorf("no containers facts: %q", got)
+	}
+	f.Containers = &facts.Containers{Images: []facts.ContainerImage{}}
+	if got := seededNotMatched(f); got != "" {
+		t.Errorf("nothing seeded: %q, want no error", got)
+	}
+	f.Containers.Images = append(f.Containers.Images, facts.ContainerImage{Ref: "nvcr.io/nvidia/cuda:12", Digest: "sha256:ab"})
+	if got := seededNotMatched(f); !strings.Contains(got, "its 1 seeded images") {
+		t.Errorf("one seeded: %q", got)
+	}
+}

@@ -2,21 +2,19 @@ package trivy
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"runtime"
 	"strings"
 	"testing/fstest"
 
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
 	"github.com/aquasecurity/trivy/pkg/types"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuhost/gpuhost/checks/osinfo"
@@ -50,10 +48,11 @@ var wanted = map[string]int64{
 // os-release and the dpkg status are taken from the image's flattened
 // filesystem, in memory and bounded; nothing is unpacked to disk.
 func SBOMImage(ctx context.Context, layoutDir, digest string) ([]byte, error) {
-	img, name, err := openImage(layoutDir, digest)
+	img, name, closer, err := openImage(layoutDir, digest)
 	if err != nil {
 		return nil, err
 	}
+	defer closer.Close()
 	inv, err := imageInventory(ctx, img, name)
 	if err != nil {
 		return nil, err
@@ -68,10 +67,11 @@ func SBOMImage(ctx context.Context, layoutDir, digest string) ([]byte, error) {
 // ImageVulnerabilities is Vulnerabilities for an image in an OCI layout,
 // chosen as SBOMImage chooses it.
 func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) (*facts.Vulnerabilities, error) {
-	img, name, err := openImage(layoutDir, digest)
+	img, name, closer, err := openImage(layoutDir, digest)
 	if err != nil {
 		return nil, err
 	}
+	defer closer.Close()
 	inv, err := imageInventory(ctx, img, name)
 	if err != nil {
 		return nil, err
@@ -80,105 +80,47 @@ func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) 
 }
 
 // openImage finds digest in the layout and names it by its ref.name
-// annotation when the index has one, else layoutDir@digest.
-func openImage(layoutDir, digest string) (v1.Image, string, error) {
-	h, err := v1.NewHash(digest)
+// annotation when the index has one, else layoutDir@digest. The layout is
+// read as a scanned target's is, through its own root.
+// The caller closes the layout once done with the image, whose blobs are
+// read lazily.
+func openImage(layoutDir, digest string) (_ v1.Image, name string, _ io.Closer, err error) {
+	fsys, closer, err := sysroot.Open(layoutDir)
 	if err != nil {
-		return nil, "", fmt.Errorf("image digest %q: %w", digest, err)
+		return nil, "", nil, fmt.Errorf("opening OCI layout %s: %w", layoutDir, err)
 	}
-	if err := checkLayout(layoutDir); err != nil {
-		return nil, "", err
-	}
-	p, err := layout.FromPath(layoutDir)
+	defer func() {
+		if err != nil {
+			closer.Close()
+		}
+	}()
+	data, err := fsys.ReadFileLimit("index.json", maxSeededManifest)
 	if err != nil {
-		return nil, "", fmt.Errorf("opening OCI layout %s: %w", layoutDir, err)
+		return nil, "", nil, fmt.Errorf("reading %s/index.json: %w", layoutDir, err)
 	}
-	idx, err := p.ImageIndex()
+	im, err := v1.ParseIndexManifest(bytes.NewReader(data))
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s/index.json: %w", layoutDir, err)
+		return nil, "", nil, fmt.Errorf("reading %s/index.json: %w", layoutDir, err)
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading %s/index.json: %w", layoutDir, err)
-	}
-	name := layoutDir + "@" + digest
+	name = layoutDir + "@" + digest
+	listed := false
 	for _, d := range im.Manifests {
-		if d.Digest != h {
+		if d.Digest.String() != digest {
 			continue
 		}
+		listed = true
 		if ref := d.Annotations[refNameAnnotation]; ref != "" {
 			name = ref
 		}
-		if d.MediaType.IsIndex() {
-			img, err := pickPlatform(idx, h)
-			return img, name, err
-		}
-		img, err := idx.Image(h)
-		if err != nil {
-			return nil, "", fmt.Errorf("image %s in %s: %w", digest, layoutDir, err)
-		}
-		return img, name, nil
 	}
-	return nil, "", fmt.Errorf("image %s is not in %s/index.json", digest, layoutDir)
-}
-
-// pickPlatform chooses the linux image for this architecture from a nested
-// index.
-func pickPlatform(idx v1.ImageIndex, h v1.Hash) (v1.Image, error) {
-	child, err := idx.ImageIndex(h)
+	if !listed {
+		return nil, "", nil, fmt.Errorf("image %s is not in %s/index.json", digest, layoutDir)
+	}
+	img, err := targetLayout{fsys: fsys, dir: ""}.image(digest)
 	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", h, err)
+		return nil, "", nil, fmt.Errorf("image %s in %s: %w", digest, layoutDir, err)
 	}
-	cm, err := child.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", h, err)
-	}
-	for _, d := range cm.Manifests {
-		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == runtime.GOARCH && d.MediaType.IsImage() {
-			return child.Image(d.Digest)
-		}
-	}
-	return nil, fmt.Errorf("index %s has no linux/%s image", h, runtime.GOARCH)
-}
-
-// checkLayout refuses a layout whose blobs are anything but regular files.
-// go-containerregistry opens blobs with os.Open, which would follow a link
-// out of the layout or block on a FIFO; a layout found inside an image is
-// as untrusted as the image.
-func checkLayout(dir string) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("opening OCI layout %s: %w", dir, err)
-	}
-	defer root.Close()
-	for _, name := range []string{"index.json", "oci-layout", "blobs", "blobs/sha256"} {
-		st, err := root.Lstat(name)
-		if err != nil {
-			return fmt.Errorf("OCI layout %s: %w", dir, err)
-		}
-		isDir := strings.HasPrefix(name, "blobs")
-		if (isDir && !st.IsDir()) || (!isDir && !st.Mode().IsRegular()) {
-			return fmt.Errorf("OCI layout %s: %s is a %s", dir, name, st.Mode().Type())
-		}
-	}
-	f, err := root.Open("blobs/sha256")
-	if err != nil {
-		return fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	defer f.Close()
-	entries, err := f.ReadDir(maxBlobs + 1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("OCI layout %s: listing blobs: %w", dir, err)
-	}
-	if len(entries) > maxBlobs {
-		return fmt.Errorf("OCI layout %s: more than %d blobs", dir, maxBlobs)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			return fmt.Errorf("OCI layout %s: blob %s is not a regular file", dir, e.Name())
-		}
-	}
-	return nil
+	return img, name, closer, nil
 }
 
 // imageInventory reads the wanted files out of the image's flattened
@@ -187,6 +129,11 @@ func imageInventory(ctx context.Context, img v1.Image, name string) (*inventory,
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	files, err := pickFiles(ctx, tar.NewReader(rc))
+	if err == nil {
+		// go-containerregistry ends the tar stream before it reports a
+		// layer that failed to read: what follows the end is that error.
+		_, err = io.Copy(io.Discard, rc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the filesystem of %s: %w", name, err)
 	}

@@ -102,8 +102,9 @@ func VulnerabilitiesCollector(dbDir string) collector.Collector { return vulnCol
 
 func (vulnCollector) Name() string { return "vulnerabilities" }
 
-// Needs is empty: it reads the target alone.
-func (vulnCollector) Needs() []string { return nil }
+// Needs containers: the pre-seeded bases it lists, each checked against
+// its digests, are matched as well as the target's own packages.
+func (vulnCollector) Needs() []string { return []string{"containers"} }
 
 func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
 	v, err := VulnerabilitiesFS(ctx, env.FS, c.dbDir)
@@ -113,6 +114,7 @@ func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts
 	case err != nil:
 		return err
 	}
+	v.Images, v.ImagesError = c.seededImages(ctx, env, f)
 	f.Vulnerabilities = v
 	if v.DBDemo {
 		// A passing check carries no messages, and the collectors' reasons

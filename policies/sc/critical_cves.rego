@@ -8,9 +8,10 @@
 #   params.cve_ignore_unfixed is false. A finding of unknown severity counts as critical. A clean
 #   match against a stale DB proves nothing: the check also fails when the DB is older than
 #   params.cve_max_db_age_days (7 by default) or the scan comes after the DB's NextUpdate, and
-#   errors when the DB does not say when it was built. A demo DB labels every message (and the
-#   collector's reason) "demo vulnerability DB: not for release gating". Skips when no trivy DB
-#   was given.
+#   errors when the DB does not say when it was built. Seeded NGC bases are matched the same
+#   way from their own layers, named by reference and digest; one that could not be matched is
+#   an error. A demo DB labels every message "demo vulnerability DB: not for release gating".
+#   Skips when no trivy DB was given.
 # scope: package
 # custom:
 #   id: GH-SC-001
@@ -138,6 +139,40 @@ deny contains {"msg": msg, "subject": f.id} if {
 	some f in counted
 	past_grace(f)
 	msg := sprintf("%s %s has %s %s, %s, %s%s", [f.package, f.installed, lower(object.get(f, "severity", "unknown")), f.id, fix_text(f), age_text(f), label])
+}
+
+# The pre-seeded bases are judged as the image is, finding by finding, and
+# named by reference and digest: the digest is what runs, whatever the tag
+# says later.
+images := object.get(db, "images", [])
+
+image_counted contains [img, f] if {
+	some img in images
+	some f in object.get(img, "findings", [])
+	rank(object.get(f, "severity", "")) <= rank(fail_on)
+	fix_matters(f)
+}
+
+deny contains {"msg": msg, "subject": f.id} if {
+	some [img, f] in image_counted
+	past_grace(f)
+	msg := sprintf(
+		"seeded image %s@%s: %s %s has %s %s, %s, %s%s",
+		[img.ref, img.digest, f.package, f.installed, lower(object.get(f, "severity", "unknown")), f.id, fix_text(f), age_text(f), label],
+	)
+}
+
+# A base that could not be matched has unknown findings; bases that could
+# not be listed leave every one unknown.
+error contains msg if {
+	some img in images
+	object.get(img, "error", "") != ""
+	msg := sprintf("seeded image %s@%s could not be matched against the vulnerability DB: %s%s", [img.ref, img.digest, img.error, label])
+}
+
+error contains msg if {
+	object.get(db, "images_error", "") != ""
+	msg := sprintf("%s, so no seeded image was matched against the vulnerability DB%s", [db.images_error, label])
 }
 
 fix_text(f) := sprintf("fixed in %s", [f.fixed]) if object.get(f, "fixed", "") != ""

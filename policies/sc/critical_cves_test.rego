@@ -161,3 +161,32 @@ test_fresh_demo_db_passes if {
 	check.deny == set() with input as f with data.gpuhost.params as params
 	check.error == set() with input as f with data.gpuhost.params as params
 }
+
+seeded(img) := json.patch(doc([]), [{"op": "add", "path": "/vulnerabilities/images", "value": [img]}])
+
+base := {"ref": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "digest": "sha256:abc"}
+
+test_fail_seeded_image_past_grace_by_digest if {
+	f := seeded(object.union(base, {"findings": [
+		finding("CVE-2024-5535", "CRITICAL", "3.0.14-1~deb12u1", "2024-06-27T11:15:00Z"),
+		finding("CVE-2024-0001", "CRITICAL", "3.0.14-1", "2024-07-20T00:00:00Z"),
+	]}))
+	check.deny == {{"msg": "seeded image nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:abc: openssl 3.0.11-1~deb12u2 has critical CVE-2024-5535, fixed in 3.0.14-1~deb12u1, published 2024-06-27, before the 14-day grace cutoff 2024-07-17", "subject": "CVE-2024-5535"}} with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
+}
+
+test_pass_seeded_image_clean if {
+	f := seeded(object.union(base, {"findings": []}))
+	check.deny == set() with input as f with data.gpuhost.params as params
+	check.error == set() with input as f with data.gpuhost.params as params
+}
+
+test_error_seeded_image_not_matched if {
+	f := demo(seeded(object.union(base, {"findings": [], "error": "opening sha256:abc: reading os-release: file does not exist"})))
+	check.error == {sprintf("seeded image nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:abc could not be matched against the vulnerability DB: opening sha256:abc: reading os-release: file does not exist%s", [label])} with input as f with data.gpuhost.params as params
+}
+
+test_error_seeded_images_not_listed if {
+	f := json.patch(doc([]), [{"op": "add", "path": "/vulnerabilities/images_error", "value": "the pre-seeded container images were not listed: the containers collector is error: boom"}])
+	check.error == {"the pre-seeded container images were not listed: the containers collector is error: boom, so no seeded image was matched against the vulnerability DB"} with input as f with data.gpuhost.params as params
+}
