@@ -1,12 +1,10 @@
 package images
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +16,6 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/internal/qemu"
@@ -190,38 +184,7 @@ type seededBase struct {
 func seedBase(t *testing.T) seededBase {
 	t.Helper()
 	reg := seedtest.New(t)
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		body := []byte("a base image pre-seeded by the gpuhost boot test\n")
-		if err := tw.WriteHeader(&tar.Header{Name: "etc/gpuhost-base", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(body); err != nil {
-			return nil, err
-		}
-		if err := tw.Close(); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(&buf), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Cmd = []string{"/bin/true"}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
+	img := seedtest.Base(t, seedtest.Bookworm)
 	reg.Write(t, "gpuhost-test/base", "1", img)
 	d, err := img.Digest()
 	if err != nil {

@@ -81,6 +81,16 @@ say "pushing a small base image (busybox-static from Debian)"
 deb=$(ls "$work"/base/busybox-static_*.deb)
 dpkg-deb -x "$deb" "$work/base/root"
 ln -s busybox "$work/base/root/bin/sh"
+# What a vulnerability scanner reads from a base: the release the package
+# came from, and a dpkg status that lists it. GH-SC-001 matches the seeded
+# base from these, and a base without them is an error, never a pass.
+mkdir -p "$work/base/root/etc" "$work/base/root/var/lib/dpkg"
+cp /etc/os-release "$work/base/root/etc/os-release"
+{
+	dpkg-deb -f "$deb" Package Version Architecture Maintainer Description
+	echo "Status: install ok installed"
+	echo
+} >"$work/base/root/var/lib/dpkg/status"
 tar -C "$work/base/root" -cf "$work/base/layer.tar" .
 version=$(dpkg-deb -f "$deb" Version)
 tag=$(printf '%s' "${version#*:}" | tr -c 'A-Za-z0-9_.-' '_')

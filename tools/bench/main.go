@@ -29,7 +29,7 @@ func main() {
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files), "soak-images" (1,000 damaged disk images) or "boot" (the last boot test's figures, from -boot)`)
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files), "soak-images" (1,000 damaged disk images), "soak-hostile" (crafted attacks on the scan budget) or "boot" (the last boot test's figures, from -boot)`)
 	bootDir := flag.String("boot", "", "a directory holding the boot test's recorded figures (make e2e keeps them in out/e2e): each boot's time from power on to its live verdict, reported beside the target, not measured again")
 	soak := flag.Int("soak", 1000, "mutated files in the YAML soak")
 	soakList := flag.String(soakWorkerFlag, "", "internal: scan the images listed in this file, as the image soak's worker")
@@ -49,8 +49,8 @@ func main() {
 		}
 		return
 	}
-	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml", "soak-images", "boot"}, *only) {
-		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent, soak-yaml, soak-images or boot, not %q\n", *only)
+	if !slices.Contains([]string{"", "facts", "rootfs", "agent", "soak-yaml", "soak-images", "soak-hostile", "boot"}, *only) {
+		fmt.Fprintf(os.Stderr, "bench: -only is facts, rootfs, agent, soak-yaml, soak-images, soak-hostile or boot, not %q\n", *only)
 		os.Exit(2)
 	}
 	if *only == "" || *only == "boot" {
@@ -104,8 +104,11 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if only == "soak-images" {
+	switch only {
+	case "soak-images":
 		return measureImageSoak(sample, tmp)
+	case "soak-hostile":
+		return measureHostileSoak(gpuhost, sample, tmp)
 	}
 	tree := filepath.Join(tmp, "rootfs")
 	if only == "facts" || only == "agent" {
@@ -148,7 +151,7 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 
 	var soakErr error
 	if only == "" {
-		soakErr = measureImageSoak(sample, tmp)
+		soakErr = errors.Join(measureImageSoak(sample, tmp), measureHostileSoak(gpuhost, sample, tmp))
 	}
 
 	fmt.Printf("%-72s %12s %12s %12s  %s\n", "command", "median wall", "median CPU", "peak RSS", "what it found")
