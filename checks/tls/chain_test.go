@@ -323,3 +323,16 @@ func TestClearFlightChain(t *testing.T) {
 		t.Errorf("error %q, certificate %+v, want %q and nothing kept", p.Error, p.Certificate, want)
 	}
 }
+
+// BenchmarkLoadTrustStore reads and parses this machine's own CA bundle,
+// which every live scan does once.
+func BenchmarkLoadTrustStore(b *testing.B) {
+	env := checktest.NewEnv(b, "/", true)
+	if ts := loadTrustStore(env.FS); ts.roots == nil {
+		b.Skipf("this machine has no CA bundle to read: %s", ts.err)
+	}
+	for b.Loop() {
+		loadTrustStore(env.FS)
+	}
+	b.ReportMetric(float64(len(loadTrustStore(env.FS).bySubject)), "CAs")
+}
