@@ -81,6 +81,12 @@ func (ts *trustStore) link(chain []*x509.Certificate, i int) (string, string) {
 			return "store", ""
 		}
 	}
+	// A certificate the store holds itself is an anchor, whoever issued it.
+	for _, ca := range ts.bySubject[string(c.RawSubject)] {
+		if bytes.Equal(ca.Raw, c.Raw) {
+			return "store", ""
+		}
+	}
 	return "missing", ""
 }
 

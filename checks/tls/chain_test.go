@@ -196,6 +196,8 @@ func TestTrustStore(t *testing.T) {
 func TestChainLinks(t *testing.T) {
 	root, inter, leaf := newChainSpec(t, "ec").build(t)
 	ts := storeOf(t, storeDir(t, "etc/ssl/certs/ca-certificates.crt", root.pem()))
+	// A store that holds the intermediate, not its root, as an anchor.
+	anchored := storeOf(t, storeDir(t, "etc/ssl/certs/ca-certificates.crt", inter.pem()))
 	for name, tc := range map[string]struct {
 		chain    []*x509.Certificate
 		store    *trustStore
@@ -209,6 +211,7 @@ func TestChainLinks(t *testing.T) {
 		"no store":           {certs(leaf, inter), nil, []string{"issued_by_next", "unknown"}, false},
 		"the root alone":     {certs(root), ts, []string{"self_signed"}, true},
 		"an unrelated chain": {certs(inter, leaf), ts, []string{"wrong_issuer", "missing"}, true},
+		"an anchor sent":     {certs(leaf, inter), anchored, []string{"issued_by_next", "store"}, true},
 	} {
 		got := links(t, tc.store, tc.chain)
 		if !slices.Equal(got, tc.links) {

@@ -139,9 +139,9 @@ func nothingAccepted(runs []*versionRun) string {
 // shows one: at TLS 1.3 from a handshake that decrypts it, older from the
 // flight read in the clear. A port that accepts a version with a
 // certificate and shows none is an error; one that accepts only anonymous
-// or PSK suites has none. So is a chain that does not parse or is over the
-// probe's bound (maxChainCertificates, maxChainBytes): the error becomes
-// the listener's, which the checks report by its address.
+// or PSK suites has none. A chain with a certificate that does not parse,
+// or over the probe's bound (maxChainCertificates, maxChainBytes), is an
+// error too: the listener's, which the checks report by its address.
 func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x509.Certificate, error) {
 	var err13 error
 	if r := runs[0]; r.accepted() {
