@@ -59,7 +59,14 @@ func fullFacts() *Facts {
 		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
 			Subject: "CN=node", Issuer: "CN=CA", NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
-		}, Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
+		}, Chain: []TLSChainCert{{
+			Depth: 0, Subject: "CN=node", Issuer: "CN=CA", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, SecondsLeft: 5270400, KeyType: "EC", KeyBits: 256,
+			SignatureAlgorithm: "ECDSA-SHA256", KeyUsage: []string{"digitalSignature"}, ExtKeyUsage: []string{"serverAuth"}, Link: "bad_signature",
+			LinkError: "x509: ECDSA verification failure",
+		}}, Verification: &TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
+			Error: "x509: certificate signed by unknown authority"},
+			Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
 	}
 	sshSettings := SSHSettings{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},

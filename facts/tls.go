@@ -72,8 +72,18 @@ type TLSProbe struct {
 	// WeakSuites are the names, sorted, of the accepted suites with any
 	// class GH-TLS-006 refuses (no forward secrecy, no AEAD, RC4, 3DES,
 	// DES, NULL, anonymous, export).
-	WeakSuites  []string        `json:"weak_suites"`
+	WeakSuites []string `json:"weak_suites"`
+	// Certificate is the leaf, as documents written before the probe
+	// read the whole chain have it; Chain[0] describes it again.
 	Certificate *TLSCertificate `json:"certificate,omitempty"`
+	// Chain is every certificate the server sent, leaf first, in the
+	// order sent (at most 10, 64 KiB together; a longer one is an Error).
+	// Absent where no certificate was read and in documents written
+	// before the probe kept the chain.
+	Chain []TLSChainCert `json:"chain,omitempty"`
+	// Verification is the chain as a client judges it, against the
+	// target's own CA bundle; absent with Chain.
+	Verification *TLSVerification `json:"verification,omitempty"`
 	// Error says why the listener, which answered in TLS or sits on a port
 	// TLS services use, could not be fully probed: a handshake timed out,
 	// the connect was filtered, the peer reset, the enumeration reached
@@ -132,4 +142,81 @@ type TLSCertificate struct {
 	// SelfSigned is true when the issuer is the subject and the
 	// certificate's own key verifies its signature.
 	SelfSigned bool `json:"self_signed"`
+}
+
+// TLSChainCert is one certificate of the chain a listener sent, with what
+// clients judge each certificate by. Times are counted by the probe's
+// clock, so the checks read no clock of their own.
+type TLSChainCert struct {
+	// Depth is its place in the chain as sent: 0 the leaf, 1 what came
+	// next, and so on.
+	Depth   int    `json:"depth"`
+	Subject string `json:"subject"`
+	Issuer  string `json:"issuer"`
+	// SHA256 is the fingerprint of its DER, lowercase hex, as
+	// `openssl x509 -fingerprint -sha256` prints it without the colons.
+	SHA256 string `json:"sha256"`
+	// NotBefore and NotAfter are RFC 3339 in UTC.
+	NotBefore string `json:"not_before"`
+	NotAfter  string `json:"not_after"`
+	// AgeSeconds is how long it had been valid when probed, negative when
+	// its notBefore was still to come (NotYetValid).
+	AgeSeconds  int64 `json:"age_seconds"`
+	NotYetValid bool  `json:"not_yet_valid"`
+	// SecondsLeft is how long it had left when probed; zero or less once
+	// it expired.
+	SecondsLeft int64 `json:"seconds_left"`
+	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
+	KeyType            string `json:"key_type"`
+	KeyBits            int    `json:"key_bits"`
+	SignatureAlgorithm string `json:"signature_algorithm"`
+	// SelfSigned: its issuer is its subject and its own key verifies its
+	// signature, as a root's does.
+	SelfSigned bool `json:"self_signed"`
+	// IsCA: its basic constraints say it is a CA.
+	IsCA bool `json:"is_ca"`
+	// KeyUsage names the bits of its keyUsage extension as RFC 5280 does
+	// (digitalSignature, keyEncipherment, keyAgreement, keyCertSign, ...);
+	// empty when it has none, which allows any use.
+	KeyUsage []string `json:"key_usage"`
+	// ExtKeyUsage names its extendedKeyUsage purposes (serverAuth,
+	// clientAuth, any, ... and the dotted OID of one Go does not name);
+	// empty when it has none, which allows any purpose.
+	ExtKeyUsage []string `json:"ext_key_usage"`
+	// Link is how it ties to the certificate that signed it:
+	// "issued_by_next" the next certificate sent names it as its issuer
+	// and its key verifies the signature; "self_signed" it signed itself
+	// (a root); "store" it is the last one sent and a CA of the trust
+	// store issued it, or the store holds it; "missing" it is the last one sent and its issuer
+	// is neither sent nor in the trust store (the chain is incomplete);
+	// "unknown" the same with no trust store to look in; "wrong_issuer"
+	// the next certificate sent is not the one its issuer names (the
+	// chain is out of order or carries one that does not belong);
+	// "bad_signature" the next one is named as its issuer but its key
+	// does not verify the signature (LinkError says why).
+	Link      string `json:"link"`
+	LinkError string `json:"link_error,omitempty"`
+}
+
+// TLSVerification is whether a client that trusts the target's own CA
+// bundle accepts the chain: crypto/x509's Verify with the certificates
+// sent after the leaf as intermediates, the bundle as roots, the probe's
+// clock as the time, and TLS server authentication as the purpose (an
+// extendedKeyUsage along the path that leaves out serverAuth fails it).
+// No host name is checked: the probe dials an address and knows no name a
+// client would ask for, so a SAN that does not match a client's name
+// passes here.
+type TLSVerification struct {
+	// Store is the CA bundle read inside the target, as the report shows
+	// it: the first of Debian's, Fedora's and RHEL's, openSUSE's and
+	// Alpine's paths that is there. Empty when none is.
+	Store string `json:"store"`
+	// StoreError says why the chain could not be checked at all: no
+	// bundle at any of those paths, one that cannot be read or is over
+	// its bound, or one that holds no certificate.
+	StoreError string `json:"store_error,omitempty"`
+	Verified   bool   `json:"verified"`
+	// Error is crypto/x509's reason when Verified is false and the store
+	// could be used.
+	Error string `json:"error,omitempty"`
 }

@@ -24,12 +24,12 @@ var goGroups = map[uint16]tls.CurveID{
 // goSuites13 are the TLS 1.3 suites Go's client offers, always all three.
 var goSuites13 = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256}
 
-// certificate13 fetches a TLS 1.3 server's leaf certificate, which only a
-// finished key exchange decrypts: with Go's client limited to the groups
+// certificate13 fetches a TLS 1.3 server's certificate chain, leaf first,
+// which only a finished key exchange decrypts: with Go's client limited to the groups
 // the server accepted where Go has one of them, else over an ffdhe group
 // by the probe's own exchange. A server that accepts only what neither
 // has (x448, the brainpool groups, CCM suites) is named as such.
-func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16) (*x509.Certificate, error) {
+func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16) ([]*x509.Certificate, error) {
 	var curves []tls.CurveID
 	for _, g := range groups {
 		if c, ok := goGroups[g]; ok {
@@ -62,15 +62,17 @@ func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16)
 }
 
 // goCertificate runs Go's TLS 1.3 handshake limited to curves and keeps
-// the leaf the server sent, which arrives before it could ask for a
-// client certificate; a handshake that then fails still shows it.
-func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) (*x509.Certificate, error) {
+// every certificate the server sent, which arrive before it could ask for
+// a client certificate; a handshake that then fails still shows them.
+// Go's own verification stays off: the probe wants the chain as sent,
+// which chainFacts judges against the target's trust store.
+func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) ([]*x509.Certificate, error) {
 	conn, release, err := pp.connect(ctx, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	var leaf *x509.Certificate
+	var chain []*x509.Certificate
 	c := tls.Client(conn, &tls.Config{
 		MinVersion:       tls.VersionTLS13,
 		MaxVersion:       tls.VersionTLS13,
@@ -80,17 +82,14 @@ func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) (*
 		// is sent.
 		InsecureSkipVerify: true, //nolint:gosec // protocol probe, see above
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
-				return errors.New("the server sent an empty certificate chain")
-			}
 			var err error
-			leaf, err = x509.ParseCertificate(raw[0])
+			chain, err = parseChain(raw)
 			return err
 		},
 	})
 	err = c.HandshakeContext(ctx)
-	if leaf != nil {
-		return leaf, nil
+	if chain != nil {
+		return chain, nil
 	}
 	if err == nil {
 		err = errors.New("the handshake finished without a certificate")

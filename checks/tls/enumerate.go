@@ -88,9 +88,10 @@ func (pp *portProbe) connect(ctx context.Context, listen time.Duration, spare in
 type reply struct {
 	hello *serverHello
 	alert *alertError
-	// cert is the leaf a TLS 1.2-or-older server sent after its hello,
-	// when it was asked for; certErr says why it could not be read.
-	cert    []byte
+	// cert is the chain a TLS 1.2-or-older server sent after its hello,
+	// leaf first, when it was asked for; certErr says why it could not be
+	// read.
+	cert    [][]byte
 	certErr error
 	greeted bool // the server spoke before the hello, which no TLS server does
 	notTLS  bool // it answered the hello with something that is not TLS
@@ -160,9 +161,10 @@ func closedQuietly(err error) bool {
 }
 
 // readCertificate reads a TLS 1.2-or-older server's flight after its
-// ServerHello up to the Certificate and returns the leaf; nil with no
-// error when the flight ends without one (an anonymous or PSK suite).
-func readCertificate(hr *handshakeReader) ([]byte, error) {
+// ServerHello up to the Certificate and returns every certificate in it,
+// leaf first; nil with no error when the flight ends without one (an
+// anonymous or PSK suite).
+func readCertificate(hr *handshakeReader) ([][]byte, error) {
 	for range 8 {
 		msg, err := hr.next()
 		if err != nil {
@@ -170,7 +172,7 @@ func readCertificate(hr *handshakeReader) ([]byte, error) {
 		}
 		switch msg[0] {
 		case typeCertificate:
-			return parseCertificate(msg, false)
+			return parseCertificates(msg, false)
 		case typeServerHelloDone:
 			return nil, nil
 		case typeServerKeyExchange, typeCertificateRequest, typeCertificateStatus:
@@ -188,7 +190,7 @@ type versionRun struct {
 	first   reply
 	suites  []uint16 // accepted, in the order the server chose them
 	groups  []uint16 // TLS 1.3: accepted, in the order chosen
-	cert    []byte   // a leaf a TLS 1.2-or-older flight carried
+	cert    [][]byte // the chain a TLS 1.2-or-older flight carried
 	certErr error
 	err     error // why the enumeration stopped short
 }

@@ -84,9 +84,10 @@ type fakeServer struct {
 	t      testing.TB
 	suites map[uint16][]uint16
 	groups []uint16
-	cert   []byte // the leaf sent after a TLS 1.2-or-older ServerHello
-	hangUp bool   // refuse by closing, not with an alert
-	rogue  uint16 // a suite chosen whatever was offered
+	cert   []byte   // the leaf sent after a TLS 1.2-or-older ServerHello
+	chain  [][]byte // what it sends after the leaf
+	hangUp bool     // refuse by closing, not with an alert
+	rogue  uint16   // a suite chosen whatever was offered
 	conns  atomic.Int32
 }
 
@@ -206,10 +207,7 @@ func (f *fakeServer) flight(v, suite uint16) []byte {
 	var msgs []byte
 	msgs = append(msgs, serverHelloMessage(v, random, suite, nil)...)
 	if f.cert != nil {
-		var b builder
-		b.u8(typeCertificate)
-		b.vec(3, func() { b.vec(3, func() { b.vec(3, func() { b.bytes(f.cert) }) }) })
-		msgs = append(msgs, b.out...)
+		msgs = append(msgs, certificateMessage(append([][]byte{f.cert}, f.chain...), false)...)
 	}
 	msgs = append(msgs, typeServerHelloDone, 0, 0, 0)
 	return handshakeRecords(msgs)

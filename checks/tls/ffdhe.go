@@ -83,9 +83,9 @@ var aesGCMSuites13 = map[uint16]struct {
 	0x1302: {32, sha512.New384},
 }
 
-// ffdheCertificate fetches the leaf certificate of a TLS 1.3 server over
-// the ffdhe group and AES-GCM suite given.
-func (pp *portProbe) ffdheCertificate(ctx context.Context, group, suite uint16) (*x509.Certificate, error) {
+// ffdheCertificate fetches the certificate chain of a TLS 1.3 server over
+// the ffdhe group and AES-GCM suite given, leaf first.
+func (pp *portProbe) ffdheCertificate(ctx context.Context, group, suite uint16) ([]*x509.Certificate, error) {
 	p := ffdhePrime(group)
 	cs, ok := aesGCMSuites13[suite]
 	if p == nil || !ok {
@@ -147,11 +147,11 @@ func (pp *portProbe) ffdheCertificate(ctx context.Context, group, suite uint16) 
 		case typeEncryptedExtensions, typeCertificateRequest:
 			continue
 		case typeCertificate:
-			der, err := parseCertificate(m, true)
+			ders, err := parseCertificates(m, true)
 			if err != nil {
 				return nil, err
 			}
-			return x509.ParseCertificate(der)
+			return parseChain(ders)
 		default:
 			return nil, fmt.Errorf("handshake message type %d before the certificate", m[0])
 		}

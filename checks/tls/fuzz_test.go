@@ -3,6 +3,7 @@ package tls
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,8 +71,21 @@ func FuzzServerHello(f *testing.F) {
 			if sh, err := parseServerHello(msg); err == nil && len(sh.share) > len(msg) {
 				t.Fatalf("a key share of %d bytes from a %d-byte message", len(sh.share), len(msg))
 			}
-			if cert, _ := readCertificate(hr); len(cert) > maxHandshakeMessage {
-				t.Fatalf("a certificate of %d bytes escaped the bound", len(cert))
+			chain, err := readCertificate(hr)
+			size := 0
+			for _, c := range chain {
+				size += len(c)
+				if len(c) == 0 {
+					t.Fatal("an empty certificate in the chain")
+				}
+			}
+			if len(chain) > maxChainCertificates || size > maxChainBytes {
+				t.Fatalf("a chain of %d certificates, %d bytes, escaped the bounds", len(chain), size)
+			}
+			if err == nil && chain != nil {
+				if _, perr := parseChain(chain); perr != nil && errors.Is(perr, errChainBound) {
+					t.Fatalf("a chain the reader kept is over parseChain's bounds: %v", perr)
+				}
 			}
 		}
 		if rr.read > maxServerBytes || rr.read > len(data) {
@@ -85,6 +99,64 @@ func FuzzServerHello(f *testing.F) {
 			if len(data) < 5+n && err == nil {
 				t.Fatalf("a first record of %d bytes with %d there: accepted", n, len(data)-5)
 			}
+		}
+	})
+}
+
+// certificateMessage writes a Certificate handshake message carrying
+// chain, at TLS 1.3 (an empty request context and no extensions) or older.
+func certificateMessage(chain [][]byte, tls13 bool) []byte {
+	var b builder
+	b.u8(typeCertificate)
+	b.vec(3, func() {
+		if tls13 {
+			b.vec(1, func() {})
+		}
+		b.vec(3, func() {
+			for _, c := range chain {
+				b.vec(3, func() { b.bytes(c) })
+				if tls13 {
+					b.vec(2, func() {})
+				}
+			}
+		})
+	})
+	return b.out
+}
+
+// FuzzCertificateMessage feeds a Certificate message, as the TLS 1.2 flight
+// and the probe's ffdhe handshake read it, to parseCertificates: never a
+// panic, never an empty certificate, never more than the chain's bounds, and
+// what it returns written again reads back the same.
+func FuzzCertificateMessage(f *testing.F) {
+	leaf := []byte{0x30, 3, 1, 1, 0}
+	f.Add(certificateMessage([][]byte{leaf}, false), false)
+	f.Add(certificateMessage([][]byte{leaf, {0x30, 0}, leaf}, false), false)
+	f.Add(certificateMessage([][]byte{leaf, leaf}, true), true)
+	f.Add(certificateMessage(slices.Repeat([][]byte{leaf}, maxChainCertificates+1), false), false)
+	f.Add([]byte{typeCertificate, 0, 0, 3, 0, 0, 0}, false)
+	f.Add([]byte{typeCertificate, 0, 0, 8, 0, 0, 0, 5, 0, 0, 1, 0xff}, true)
+	f.Fuzz(func(t *testing.T, msg []byte, tls13 bool) {
+		chain, err := parseCertificates(msg, tls13)
+		if err != nil {
+			if chain != nil {
+				t.Fatalf("a chain of %d certificates with the error %v", len(chain), err)
+			}
+			return
+		}
+		size := 0
+		for _, c := range chain {
+			if len(c) == 0 {
+				t.Fatal("an empty certificate in the chain")
+			}
+			size += len(c)
+		}
+		if len(chain) == 0 || len(chain) > maxChainCertificates || size > maxChainBytes {
+			t.Fatalf("a chain of %d certificates, %d bytes, escaped the bounds", len(chain), size)
+		}
+		again, err := parseCertificates(certificateMessage(chain, tls13), tls13)
+		if err != nil || !slices.EqualFunc(chain, again, bytes.Equal) {
+			t.Fatalf("the chain written again reads back as %d certificates (%v), want %d", len(again), err, len(chain))
 		}
 	})
 }

@@ -37,7 +37,7 @@ func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
 		return nil
 	}
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
-	cert, certErr := pp.certificate(ctx, runs)
+	chain, certErr := pp.certificate(ctx, runs)
 
 	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
 	var problems, cut []string
@@ -76,8 +76,10 @@ func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
 	r.TLS11Accepted = slices.Contains(r.Protocols, "TLSv1.1")
 	r.TLS12Accepted = slices.Contains(r.Protocols, "TLSv1.2")
 	r.TLS13Accepted = slices.Contains(r.Protocols, "TLSv1.3")
-	if cert != nil {
-		r.Certificate = certificateFacts(cert, time.Now())
+	if len(chain) > 0 {
+		now := time.Now()
+		r.Certificate = certificateFacts(chain[0], now)
+		r.Chain, r.Verification = p.trust.judge(chain, now)
 	}
 	if certErr != nil {
 		problems = append(problems, certErr.Error())
@@ -133,11 +135,14 @@ func nothingAccepted(runs []*versionRun) string {
 		len(offeredSuites(versionTLS12)), len(offeredSuites(versionTLS13)), len(offeredGroups()), strings.Join(answers, ", "))
 }
 
-// certificate is the leaf of the newest version that shows one: at TLS
-// 1.3 from a handshake that decrypts it, older from the flight read in the
-// clear. A port that accepts a version with a certificate and shows none
-// is an error; one that accepts only anonymous or PSK suites has none.
-func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) (*x509.Certificate, error) {
+// certificate is the chain, leaf first as sent, of the newest version that
+// shows one: at TLS 1.3 from a handshake that decrypts it, older from the
+// flight read in the clear. A port that accepts a version with a
+// certificate and shows none is an error; one that accepts only anonymous
+// or PSK suites has none. A chain with a certificate that does not parse,
+// or over the probe's bound (maxChainCertificates, maxChainBytes), is an
+// error too: the listener's, which the checks report by its address.
+func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x509.Certificate, error) {
 	var err13 error
 	if r := runs[0]; r.accepted() {
 		c, err := pp.certificate13(ctx, r.suites, r.groups)
@@ -152,11 +157,11 @@ func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) (*x509
 			continue
 		}
 		if r.cert != nil {
-			c, err := x509.ParseCertificate(r.cert)
+			c, err := parseChain(r.cert)
 			if err == nil {
 				return c, nil
 			}
-			problems = append(problems, fmt.Sprintf("%s: the certificate does not parse: %v", versionName(r.version), err))
+			problems = append(problems, fmt.Sprintf("%s: %v", versionName(r.version), err))
 			continue
 		}
 		if r.certErr != nil {

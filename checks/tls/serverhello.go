@@ -273,10 +273,25 @@ func parseServerHello(msg []byte) (*serverHello, error) {
 	return sh, nil
 }
 
-// parseCertificate returns the leaf's DER from a Certificate message,
-// header included: TLS 1.3's when tls13 (a request context, and extensions
-// after each certificate), else the older list of certificates alone.
-func parseCertificate(msg []byte, tls13 bool) ([]byte, error) {
+// Bounds on the certificate chain a server sends, which the probe parses
+// and keeps in its facts: real chains are two to four certificates of a few
+// kilobytes each.
+const (
+	// maxChainCertificates is the most certificates one chain may have.
+	maxChainCertificates = 10
+	// maxChainBytes bounds the DER of one chain's certificates together.
+	maxChainBytes = 1 << 16
+)
+
+// errChainBound: a chain over maxChainCertificates or maxChainBytes.
+var errChainBound = errors.New("over the probe's bound on certificate chains")
+
+// parseCertificates returns the DER of every certificate a Certificate
+// message carries, leaf first, in the order sent, header included: TLS
+// 1.3's when tls13 (a request context, and extensions after each
+// certificate, which are skipped), else the older list of certificates
+// alone. A chain over maxChainCertificates or maxChainBytes is refused.
+func parseCertificates(msg []byte, tls13 bool) ([][]byte, error) {
 	r := &reader{b: msg}
 	if t := r.u8(); t != typeCertificate {
 		return nil, fmt.Errorf("handshake message type %d where a Certificate belongs", t)
@@ -292,11 +307,25 @@ func parseCertificate(msg []byte, tls13 bool) ([]byte, error) {
 	if len(list.b) == 0 {
 		return nil, errors.New("the server sent an empty certificate chain")
 	}
-	leaf := list.vec(3)
-	if list.failed || len(leaf) == 0 {
-		return nil, errors.New("a malformed certificate in the chain")
+	var chain [][]byte
+	size := 0
+	for len(list.b) > 0 {
+		der := list.vec(3)
+		if tls13 {
+			list.vec(2)
+		}
+		if list.failed || len(der) == 0 {
+			return nil, fmt.Errorf("a malformed certificate at depth %d of the chain", len(chain))
+		}
+		if len(chain) == maxChainCertificates {
+			return nil, fmt.Errorf("the server sent more than %d certificates: %w", maxChainCertificates, errChainBound)
+		}
+		if size += len(der); size > maxChainBytes {
+			return nil, fmt.Errorf("the server's certificates come to more than %d bytes: %w", maxChainBytes, errChainBound)
+		}
+		chain = append(chain, der)
 	}
-	return leaf, nil
+	return chain, nil
 }
 
 // reader takes big-endian integers and length-prefixed vectors off a byte

@@ -119,8 +119,8 @@ func TestReadCertificateAcrossRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := readCertificate(hr)
-	if err != nil || !bytes.Equal(got, leaf) {
-		t.Errorf("certificate of %d bytes (%v), want the leaf of %d", len(got), err, len(leaf))
+	if err != nil || len(got) != 1 || !bytes.Equal(got[0], leaf) {
+		t.Errorf("chain of %d certificates (%v), want the leaf of %d bytes alone", len(got), err, len(leaf))
 	}
 	// An anonymous suite's flight ends without one, which is no error.
 	hr = &handshakeReader{rr: newRecordReader(bytes.NewReader(records(recordHandshake, []byte{typeServerHelloDone, 0, 0, 0})))}

@@ -23,8 +23,14 @@ var loopbackCert = testutil.CertSpec{Key: "rsa2048", DNS: []string{"localhost"},
 // certificate and extra arguments, and returns the port once it accepts.
 func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
 	t.Helper()
-	openssl := testutil.Tool(t, "openssl", "openssl")
 	certPath, keyPath, _ := testutil.WriteCert(t, t.TempDir(), cert)
+	return sServerFiles(t, certPath, keyPath, args...)
+}
+
+// sServerFiles is sServer with the certificate and key in files.
+func sServerFiles(t *testing.T, certPath, keyPath string, args ...string) int {
+	t.Helper()
+	openssl := testutil.Tool(t, "openssl", "openssl")
 	for range 5 {
 		port := testutil.FreePort(t)
 		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),

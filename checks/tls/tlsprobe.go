@@ -77,7 +77,7 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 	if limit <= 0 {
 		limit = defaultProbeConcurrency
 	}
-	p := &prober{timeout: timeout, sem: make(chan struct{}, limit)}
+	p := &prober{timeout: timeout, sem: make(chan struct{}, limit), trust: loadTrustStore(env.FS)}
 	probes, err := p.all(ctx, probeTargets(f.Network.Listening), debugLog(env))
 	if err != nil {
 		return err
@@ -102,6 +102,7 @@ func debugLog(env *collector.Env) func(string, ...any) {
 type prober struct {
 	timeout time.Duration
 	sem     chan struct{}
+	trust   *trustStore // the target's CA bundle, which every chain is verified against
 }
 
 // all probes every target at once (the shared limit does the bounding) and

@@ -255,6 +255,9 @@ func TestLiveHostVerdicts(t *testing.T) {
 			"GH-TLS-004": {legacy},
 			"GH-TLS-005": {old, "expired"},
 			"GH-TLS-007": {fmt.Sprintf("127.0.0.1:%d", nginxPort), "loopback"},
+			// The test's CA is in no bundle of this machine's, which the
+			// live scan verifies against.
+			"GH-TLS-008": {mtls + ": certificate 0 (CN=gpuhost test peer) was sent without its issuer CN=gpuhost test CA", "/etc/ssl/certs/ca-certificates.crt"},
 			"GH-SSH-002": {"Match User x", sshConf + ":10"},
 			"GH-SSH-004": {"aes128-cbc"},
 			"GH-SSH-005": {"diffie-hellman-group14-sha1"},

@@ -1,12 +1,17 @@
 # METADATA
 # title: Internet-facing TLS certificates are current and strong
 # description: >-
-#   The leaf certificate each listening TLS port presented must not be expired or expire
-#   within params.tls_cert_min_days of the scan, must not be self-signed, must have an RSA key
-#   of 2048 bits or more or an EC key of 256 bits or more, must not be signed with SHA-1, and
-#   must carry a subject alternative name. One message per problem. Loopback-only listeners
-#   are judged by GH-TLS-007, where self-signed is allowed. A listener whose probe was cut
-#   short makes this check an error. Skips on offline targets and when no port was probed.
+#   Every certificate each listening TLS port sent, the leaf and each one after it, must be
+#   valid at the scan (not before its notBefore, not after its notAfter) and not expire within
+#   params.tls_cert_min_days; must have an RSA key of 2048 bits or more or an EC key of 256 bits
+#   or more; and must not be signed with SHA-1, MD5 or MD2 (a root's signature on itself
+#   excepted, as clients never check it). The leaf must also not be self-signed, must carry a
+#   subject alternative name, and its keyUsage and extendedKeyUsage, where present, must let it
+#   serve TLS: digitalSignature or keyEncipherment for an RSA key (digitalSignature or
+#   keyAgreement for EC), and serverAuth. Each message names the certificate by its depth (0 the
+#   leaf) and subject. Whether the chain is in order and verifies is GH-TLS-008's. Loopback-only
+#   listeners are judged by GH-TLS-007, where self-signed is allowed. A listener whose probe was
+#   cut short makes this check an error. Skips on offline targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-005
@@ -14,8 +19,9 @@
 #   location: /etc/ssl/openssl.cnf
 #   remediation: >-
 #     Issue the listed service a certificate from the site's CA with a SAN for every name
-#     clients use, an RSA 2048+ or ECDSA P-256+ key and a SHA-256 signature, install it and
-#     reload the service; renew before tls_cert_min_days.
+#     clients use, an RSA 2048+ or ECDSA P-256+ key, a SHA-256 signature and serverAuth in its
+#     extendedKeyUsage, under intermediates that are themselves current and strong; install it
+#     with its chain and reload the service; renew before tls_cert_min_days.
 #   controls:
 #     nist-800-53: [SC-12, SC-17]
 #   targets: [host, facts]

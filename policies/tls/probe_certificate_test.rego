@@ -7,7 +7,8 @@ params := {"tls_cert_min_days": 30}
 facts(probes) := {"target": {"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"}, "tls": {"nginx": [], "probes": probes}}
 
 good_cert := {
-	"subject": "CN=node", "issuer": "CN=CA", "not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000, "key_type": "EC", "key_bits": 256,
+	"subject": "CN=node", "issuer": "CN=CA", "not_before": "2025-12-01T00:00:00Z", "not_after": "2027-01-01T00:00:00Z",
+	"age_seconds": 2678400, "seconds_left": 31536000, "key_type": "EC", "key_bits": 256,
 	"signature_algorithm": "ECDSA-SHA256", "sans": ["node"], "self_signed": false,
 }
 
@@ -15,6 +16,25 @@ probe(addr, loopback, cert) := {
 	"address": addr, "loopback": loopback, "tls10_accepted": false, "tls11_accepted": false,
 	"tls12_accepted": false, "tls13_accepted": true, "weak_suites": [], "certificate": cert,
 }
+
+# A chain as the probe keeps it: a leaf, its intermediate, and the root.
+chain_cert(depth, subject, issuer) := {
+	"depth": depth, "subject": subject, "issuer": issuer, "sha256": "00",
+	"not_before": "2025-12-01T00:00:00Z", "not_after": "2027-01-01T00:00:00Z", "age_seconds": 2678400, "not_yet_valid": false,
+	"seconds_left": 31536000, "key_type": "EC", "key_bits": 256, "signature_algorithm": "ECDSA-SHA256",
+	"self_signed": false, "is_ca": depth > 0, "key_usage": [], "ext_key_usage": [], "link": "issued_by_next",
+}
+
+leaf := object.union(chain_cert(0, "CN=node", "CN=Inter"), {"key_usage": ["digitalSignature"], "ext_key_usage": ["serverAuth"]})
+
+inter := chain_cert(1, "CN=Inter", "CN=Root")
+
+root := object.union(chain_cert(2, "CN=Root", "CN=Root"), {"self_signed": true, "link": "self_signed"})
+
+chained(addr, certs) := object.union(probe(addr, false, good_cert), {
+	"chain": certs,
+	"verification": {"store": "/etc/ssl/certs/ca-certificates.crt", "verified": true},
+})
 
 test_pass_good_certificate if {
 	f := facts([probe("10.0.0.5:443", false, good_cert), {
@@ -25,28 +45,105 @@ test_pass_good_certificate if {
 	check.error == set() with input as f with data.gpuhost.params as params
 }
 
+test_pass_good_chain if {
+	f := facts([chained("10.0.0.5:443", [leaf, inter, root])])
+	check.deny == set() with input as f with data.gpuhost.params as params
+}
+
+# A document written before the probe kept the chain is judged by its leaf.
 test_fail_every_problem if {
 	bad := {
-		"subject": "CN=old", "issuer": "CN=old", "not_after": "2025-12-01T00:00:00Z", "seconds_left": -2678400, "key_type": "RSA", "key_bits": 1024,
+		"subject": "CN=old", "issuer": "CN=old", "not_before": "2023-12-01T00:00:00Z", "not_after": "2025-12-01T00:00:00Z",
+		"age_seconds": 65750400, "seconds_left": -2678400, "key_type": "RSA", "key_bits": 1024,
 		"signature_algorithm": "SHA1-RSA", "sans": [], "self_signed": true,
 	}
 	check.deny == {
-		`10.0.0.5:443: certificate "CN=old" expired on 2025-12-01T00:00:00Z`,
-		`10.0.0.5:443: certificate "CN=old" is self-signed on a non-loopback address`,
-		`10.0.0.5:443: certificate "CN=old" has a 1024-bit RSA key; want 2048 or more`,
-		`10.0.0.5:443: certificate "CN=old" is signed with SHA1-RSA`,
-		`10.0.0.5:443: certificate "CN=old" has no subject alternative name, which clients need to match a host`,
+		"10.0.0.5:443: certificate 0 (CN=old): expired on 2025-12-01T00:00:00Z, 31 days before the scan",
+		"10.0.0.5:443: certificate 0 (CN=old): self-signed on a non-loopback address",
+		"10.0.0.5:443: certificate 0 (CN=old): a 1024-bit RSA key; want 2048 or more",
+		"10.0.0.5:443: certificate 0 (CN=old): signed with SHA1-RSA",
+		"10.0.0.5:443: certificate 0 (CN=old): no subject alternative name, which clients need to match a host",
 	} with input as facts([probe("10.0.0.5:443", false, bad)]) with data.gpuhost.params as params
 }
 
 test_fail_expiring_and_small_ec if {
 	soon := object.union(good_cert, {"not_after": "2026-01-20T00:00:00Z", "seconds_left": 1641600, "key_bits": 224})
 	check.deny == {
-		`0.0.0.0:443: certificate "CN=node" expires on 2026-01-20T00:00:00Z, within tls_cert_min_days (30)`,
-		`0.0.0.0:443: certificate "CN=node" has a 224-bit EC key; want 256 or more`,
+		"0.0.0.0:443: certificate 0 (CN=node): expires on 2026-01-20T00:00:00Z, within tls_cert_min_days (30)",
+		"0.0.0.0:443: certificate 0 (CN=node): a 224-bit EC key; want 256 or more",
 	} with input as facts([probe("0.0.0.0:443", false, soon)]) with data.gpuhost.params as params
-	check.deny == {`0.0.0.0:443: certificate "CN=node" has a 224-bit EC key; want 256 or more`} with input as facts([probe("0.0.0.0:443", false, soon)])
+	check.deny == {"0.0.0.0:443: certificate 0 (CN=node): a 224-bit EC key; want 256 or more"} with input as facts([probe("0.0.0.0:443", false, soon)])
 		with data.gpuhost.params as {"tls_cert_min_days": 10}
+}
+
+test_fail_leaf_not_yet_valid if {
+	future := object.union(leaf, {"not_before": "2026-01-04T00:00:00Z", "age_seconds": -259200, "not_yet_valid": true})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): not valid until 2026-01-04T00:00:00Z, 3 days after the scan"} with input as facts([chained("10.0.0.5:443", [future, inter, root])])
+		with data.gpuhost.params as params
+
+	# A document with the leaf alone says so by its age.
+	old := object.union(good_cert, {"not_before": "2026-01-01T05:00:00Z", "age_seconds": -18000})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): not valid until 2026-01-01T05:00:00Z, 5 hours after the scan"} with input as facts([probe("10.0.0.5:443", false, old)])
+		with data.gpuhost.params as params
+}
+
+test_fail_expired_intermediate if {
+	expired := object.union(inter, {"not_after": "2025-12-29T00:00:00Z", "seconds_left": -259200})
+	check.deny == {"10.0.0.5:443: certificate 1 (CN=Inter): expired on 2025-12-29T00:00:00Z, 3 days before the scan"} with input as facts([chained("10.0.0.5:443", [leaf, expired, root])])
+		with data.gpuhost.params as params
+	just := object.union(inter, {"seconds_left": 0})
+	check.deny == {"10.0.0.5:443: certificate 1 (CN=Inter): expired on 2027-01-01T00:00:00Z, less than an hour before the scan"} with input as facts([chained("10.0.0.5:443", [leaf, just, root])])
+		with data.gpuhost.params as params
+	hour := object.union(inter, {"seconds_left": -3600})
+	check.deny == {"10.0.0.5:443: certificate 1 (CN=Inter): expired on 2027-01-01T00:00:00Z, 1 hour before the scan"} with input as facts([chained("10.0.0.5:443", [leaf, hour, root])])
+		with data.gpuhost.params as params
+	day := object.union(inter, {"seconds_left": -90000})
+	check.deny == {"10.0.0.5:443: certificate 1 (CN=Inter): expired on 2027-01-01T00:00:00Z, 1 day before the scan"} with input as facts([chained("10.0.0.5:443", [leaf, day, root])])
+		with data.gpuhost.params as params
+}
+
+test_fail_expiring_root if {
+	soon := object.union(root, {"seconds_left": 86400})
+	check.deny == {"10.0.0.5:443: certificate 2 (CN=Root): expires on 2027-01-01T00:00:00Z, within tls_cert_min_days (30)"} with input as facts([chained("10.0.0.5:443", [leaf, inter, soon])])
+		with data.gpuhost.params as params
+}
+
+# Keys and signatures count in every certificate, but a root's signature on
+# itself, which no client checks.
+test_fail_weak_intermediate_not_root_self_signature if {
+	weak := object.union(inter, {"key_type": "RSA", "key_bits": 1024, "signature_algorithm": "MD5-RSA"})
+	sha1root := object.union(root, {"key_type": "RSA", "key_bits": 2048, "signature_algorithm": "SHA1-RSA"})
+	check.deny == {
+		"10.0.0.5:443: certificate 1 (CN=Inter): a 1024-bit RSA key; want 2048 or more",
+		"10.0.0.5:443: certificate 1 (CN=Inter): signed with MD5-RSA",
+	} with input as facts([chained("10.0.0.5:443", [leaf, weak, sha1root])]) with data.gpuhost.params as params
+}
+
+test_fail_client_only_leaf if {
+	client := object.union(leaf, {"ext_key_usage": ["clientAuth"]})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): extendedKeyUsage clientAuth leaves out serverAuth, so clients refuse it as a TLS server's certificate"} with input as facts([chained("10.0.0.5:443", [client, inter, root])])
+		with data.gpuhost.params as params
+	anyeku := object.union(leaf, {"ext_key_usage": ["any"]})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): extendedKeyUsage any leaves out serverAuth, so clients refuse it as a TLS server's certificate"} with input as facts([chained("10.0.0.5:443", [anyeku, inter, root])])
+		with data.gpuhost.params as params
+
+	# No extendedKeyUsage at all allows any purpose.
+	check.deny == set() with input as facts([chained("10.0.0.5:443", [object.union(leaf, {"ext_key_usage": []}), inter, root])])
+		with data.gpuhost.params as params
+}
+
+test_fail_key_usage_that_serves_no_tls if {
+	rsa := object.union(leaf, {"key_type": "RSA", "key_bits": 2048, "key_usage": ["keyCertSign", "cRLSign"]})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): keyUsage cRLSign, keyCertSign allows its RSA key no TLS server use; it needs digitalSignature or keyEncipherment"} with input as facts([chained("10.0.0.5:443", [rsa, inter, root])])
+		with data.gpuhost.params as params
+	ec := object.union(leaf, {"key_usage": ["keyEncipherment"]})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): keyUsage keyEncipherment allows its EC key no TLS server use; it needs digitalSignature or keyAgreement"} with input as facts([chained("10.0.0.5:443", [ec, inter, root])])
+		with data.gpuhost.params as params
+	ed := object.union(leaf, {"key_type": "Ed25519", "key_usage": ["keyAgreement"]})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): keyUsage keyAgreement allows its Ed25519 key no TLS server use; it needs digitalSignature"} with input as facts([chained("10.0.0.5:443", [ed, inter, root])])
+		with data.gpuhost.params as params
+	rsaenc := object.union(rsa, {"key_usage": ["keyEncipherment"]})
+	check.deny == set() with input as facts([chained("10.0.0.5:443", [rsaenc, inter, root])]) with data.gpuhost.params as params
 }
 
 test_loopback_left_to_the_loopback_check if {
@@ -57,4 +154,11 @@ test_loopback_left_to_the_loopback_check if {
 test_fail_closed_without_params if {
 	check.deny == {"parameter tls_cert_min_days is not set"} with input as facts([probe("10.0.0.5:443", false, good_cert)])
 		with data.gpuhost.params as {}
+}
+
+test_error_cut_short_and_skip_offline if {
+	p := object.union(probe("10.0.0.5:443", false, good_cert), {"error": "tls1.3: the certificate could not be fetched: x"})
+	check.error == {"10.0.0.5:443 could not be fully probed, so its verdict is unknown: tls1.3: the certificate could not be fetched: x"} with input as facts([p])
+		with data.gpuhost.params as params
+	check.skip == {"no listening TLS port was probed"} with input as facts([]) with data.gpuhost.params as params
 }

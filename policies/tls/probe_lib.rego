@@ -1,4 +1,4 @@
-# What the TLS probe found, shared by the probe checks (GH-TLS-003..007).
+# What the TLS probe found, shared by the probe checks (GH-TLS-003..008).
 # Each finding names its listener and whether that listener is bound to
 # loopback only, so the internet-facing checks and the loopback check split
 # one list instead of keeping two copies of the rules.
@@ -130,50 +130,187 @@ min_days := data.gpuhost.params.tls_cert_min_days
 
 finding(p, msg) := {"loopback": p.loopback, "msg": sprintf("%s: %s", [label(p), msg])}
 
-certs contains [p, p.certificate] if {
+# Every certificate a listener sent, leaf first: the probe's chain, or for a
+# document written before the probe kept the chain, its leaf alone, at
+# depth 0.
+chain_certs contains [p, c] if {
 	some p in probes
+	some c in p.chain
+}
+
+chain_certs contains [p, object.union(p.certificate, {"depth": 0})] if {
+	some p in probes
+	not p.chain
 	p.certificate
 }
 
-# The probe counts the seconds a certificate had left when it ran, so no
-# check reads a clock: the verdict on saved facts is the one of their scan.
-certificate contains finding(p, sprintf("certificate %q expired on %s", [c.subject, c.not_after])) if {
-	some [p, c] in certs
-	c.seconds_left <= 0
+cert_label(c) := sprintf("certificate %d (%s)", [c.depth, c.subject])
+
+cert_finding(p, c, msg) := finding(p, sprintf("%s: %s", [cert_label(c), msg]))
+
+# span says a number of seconds in the largest whole unit.
+span(s) := sprintf("%d days", [floor(s / 86400)]) if s >= 172800
+
+else := "1 day" if s >= 86400
+
+else := sprintf("%d hours", [floor(s / 3600)]) if s >= 7200
+
+else := "1 hour" if s >= 3600
+
+else := "less than an hour"
+
+# A signature a client refuses to trust: SHA-1, MD5 or MD2.
+weak_signature(alg) if {
+	some h in {"SHA1", "MD5", "MD2"}
+	contains(upper(alg), h)
 }
 
-certificate contains finding(p, msg) if {
-	some [p, c] in certs
+# A root's signature on itself is never checked: a client trusts the root
+# by its key, so it does not count against the chain.
+root_self_signature(c) if {
+	c.depth > 0
+	c.self_signed
+}
+
+# The key usages that let a leaf's key serve a TLS server: a signature
+# (ECDHE, TLS 1.3), or, with static RSA or ECDH, encryption or agreement.
+server_key_usages := {"RSA": {"digitalSignature", "keyEncipherment"}, "EC": {"digitalSignature", "keyAgreement"}}
+
+# The probe counts the seconds a certificate had left, and had been valid,
+# when it ran, so no check reads a clock: the verdict on saved facts is the
+# one of their scan.
+certificate contains cert_finding(p, c, msg) if {
+	some [p, c] in chain_certs
+	object.get(c, "age_seconds", 0) < 0
+	msg := sprintf("not valid until %s, %s after the scan", [c.not_before, span(0 - c.age_seconds)])
+}
+
+certificate contains cert_finding(p, c, msg) if {
+	some [p, c] in chain_certs
+	c.seconds_left <= 0
+	msg := sprintf("expired on %s, %s before the scan", [c.not_after, span(0 - c.seconds_left)])
+}
+
+certificate contains cert_finding(p, c, msg) if {
+	some [p, c] in chain_certs
 	c.seconds_left > 0
 	c.seconds_left < min_days * 86400
-	msg := sprintf("certificate %q expires on %s, within tls_cert_min_days (%d)", [c.subject, c.not_after, min_days])
+	msg := sprintf("expires on %s, within tls_cert_min_days (%d)", [c.not_after, min_days])
 }
 
-certificate contains finding(p, sprintf("certificate %q is self-signed on a non-loopback address", [c.subject])) if {
-	some [p, c] in certs
+certificate contains cert_finding(p, c, "self-signed on a non-loopback address") if {
+	some [p, c] in chain_certs
+	c.depth == 0
 	c.self_signed
 	not p.loopback
 }
 
-certificate contains finding(p, sprintf("certificate %q has a %d-bit RSA key; want 2048 or more", [c.subject, c.key_bits])) if {
-	some [p, c] in certs
+certificate contains cert_finding(p, c, sprintf("a %d-bit RSA key; want 2048 or more", [c.key_bits])) if {
+	some [p, c] in chain_certs
 	c.key_type == "RSA"
 	c.key_bits < 2048
 }
 
-certificate contains finding(p, sprintf("certificate %q has a %d-bit EC key; want 256 or more", [c.subject, c.key_bits])) if {
-	some [p, c] in certs
+certificate contains cert_finding(p, c, sprintf("a %d-bit EC key; want 256 or more", [c.key_bits])) if {
+	some [p, c] in chain_certs
 	c.key_type == "EC"
 	c.key_bits < 256
 }
 
-certificate contains finding(p, sprintf("certificate %q is signed with %s", [c.subject, c.signature_algorithm])) if {
-	some [p, c] in certs
-	contains(upper(c.signature_algorithm), "SHA1")
+certificate contains cert_finding(p, c, sprintf("signed with %s", [c.signature_algorithm])) if {
+	some [p, c] in chain_certs
+	weak_signature(c.signature_algorithm)
+	not root_self_signature(c)
 }
 
-certificate contains finding(p, msg) if {
-	some [p, c] in certs
-	count(object.get(c, "sans", [])) == 0
-	msg := sprintf("certificate %q has no subject alternative name, which clients need to match a host", [c.subject])
+certificate contains cert_finding(p, c, "no subject alternative name, which clients need to match a host") if {
+	some [p, c] in chain_certs
+	c.depth == 0
+	count(object.get(p.certificate, "sans", [])) == 0
+}
+
+# A leaf's keyUsage, where it has one, must let its key serve TLS.
+certificate contains cert_finding(p, c, msg) if {
+	some [p, c] in chain_certs
+	c.depth == 0
+	usages := {u | some u in object.get(c, "key_usage", [])}
+	count(usages) > 0
+	want := object.get(server_key_usages, c.key_type, {"digitalSignature"})
+	count(usages & want) == 0
+	msg := sprintf("keyUsage %s allows its %s key no TLS server use; it needs %s", [
+		concat(", ", sort(usages)), c.key_type,
+		concat(" or ", sort(want)),
+	])
+}
+
+# A leaf's extendedKeyUsage, where it has one, must name serverAuth, as
+# OpenSSL's clients require (anyExtendedKeyUsage alone does not do).
+certificate contains cert_finding(p, c, msg) if {
+	some [p, c] in chain_certs
+	c.depth == 0
+	ekus := object.get(c, "ext_key_usage", [])
+	count(ekus) > 0
+	not "serverAuth" in ekus
+	msg := sprintf("extendedKeyUsage %s leaves out serverAuth, so clients refuse it as a TLS server's certificate", [concat(", ", ekus)])
+}
+
+# Each certificate of a chain the probe kept beside the one sent after it.
+links contains [p, c, p.chain[i + 1]] if {
+	some p in probes
+	some i, c in p.chain
+}
+
+# How a chain's certificates tie together, whatever the trust store holds:
+# a client that checks the order as TLS 1.2 lays it down (RFC 5246, 7.4.2),
+# or that builds no path from certificates sent out of order, fails these.
+chain_order contains finding(p, msg) if {
+	some [p, c, next] in links
+	c.link == "wrong_issuer"
+	msg := sprintf("%s is not the issuer of %s, which names %s: the chain is out of order or carries a certificate that does not belong", [
+		cert_label(next), cert_label(c),
+		c.issuer,
+	])
+}
+
+chain_order contains finding(p, msg) if {
+	some [p, c, next] in links
+	c.link == "bad_signature"
+	msg := sprintf("the key of %s, which %s names as its issuer, does not verify its signature: %s", [
+		cert_label(next), cert_label(c),
+		object.get(c, "link_error", ""),
+	])
+}
+
+chain_order contains finding(p, msg) if {
+	some [p, c, _] in links
+	c.link == "self_signed"
+	msg := sprintf("%s is a self-signed root, yet certificates follow it: the chain is out of order or carries certificates that do not belong", [cert_label(c)])
+}
+
+# Whether a client that trusts the target's CA bundle accepts the chain.
+# The probe checks no host name, so this says nothing of one.
+chain_trust contains finding(p, msg) if {
+	some p in probes
+	last := p.chain[count(p.chain) - 1]
+	last.link == "missing"
+	msg := sprintf("%s was sent without its issuer %s, which the trust store %s does not hold either: the chain is incomplete", [
+		cert_label(last), last.issuer,
+		p.verification.store,
+	])
+}
+
+chain_trust contains finding(p, sprintf("the chain does not verify against %s: %s", [v.store, v.error])) if {
+	some p in probes
+	v := p.verification
+	object.get(v, "store_error", "") == ""
+	not v.verified
+}
+
+# Listeners whose chain could not be checked at all: the target has no
+# usable CA bundle, so the verdict is unknown.
+trust_unknown contains {"loopback": p.loopback, "msg": msg} if {
+	some p in probes
+	v := p.verification
+	object.get(v, "store_error", "") != ""
+	msg := sprintf("%s: whether its certificate chain verifies is unknown: %s", [label(p), v.store_error])
 }

@@ -1,9 +1,11 @@
 # METADATA
 # title: Loopback-only TLS listeners meet the TLS checks
 # description: >-
-#   The findings of GH-TLS-003 to GH-TLS-006 (TLS 1.2 where it is weak, TLS 1.0 and 1.1, weak
-#   TLS 1.2 suites where TLS 1.2 is allowed, certificate problems other than self-signing) for
-#   listeners bound to a loopback address only, each named "loopback-only". Such a listener
+#   The findings of GH-TLS-003 to GH-TLS-006 and GH-TLS-008 (TLS 1.2 where it is weak, TLS 1.0
+#   and 1.1, weak TLS 1.2 suites where TLS 1.2 is allowed, certificate problems other than
+#   self-signing, in every certificate of the chain, and a chain out of order) for listeners
+#   bound to a loopback address only, each named "loopback-only". A chain that does not verify
+#   against the target's CA bundle is allowed there, as self-signing is. Such a listener
 #   (a sidecar on 127.0.0.1) is reachable only from the host itself, so its weight is the
 #   site's choice: the severity is params.tls_loopback_severity (medium by default), and the
 #   reports show the severity it took. A wildcard listener (0.0.0.0, [::]) is not loopback-only.
@@ -16,7 +18,7 @@
 #   location: /etc/ssl/openssl.cnf
 #   severity_param: tls_loopback_severity
 #   remediation: >-
-#     Fix the listed local service as GH-TLS-003 to GH-TLS-006 describe, or, where a site accepts
+#     Fix the listed local service as GH-TLS-003 to GH-TLS-006 and GH-TLS-008 describe, or, where a site accepts
 #     the risk of local-only TLS, lower tls_loopback_severity or waive the check for that host.
 #   controls:
 #     nist-800-53: [SC-8, SC-13]
@@ -35,6 +37,6 @@ deny contains "parameter tls_loopback_severity is not set" if {
 }
 
 deny contains f.msg if {
-	some f in (((lib.legacy | lib.tls12) | lib.suites) | lib.certificate)
+	some f in ((((lib.legacy | lib.tls12) | lib.suites) | lib.certificate) | lib.chain_order)
 	f.loopback
 }

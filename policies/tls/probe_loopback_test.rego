@@ -33,7 +33,7 @@ test_fail_names_loopback if {
 	check.deny == {
 		"loopback-only 127.0.0.1:15000 accepts TLS 1.0",
 		"loopback-only 127.0.0.1:15000 accepts a TLS 1.2 handshake",
-		`loopback-only 127.0.0.1:15000: certificate "CN=sidecar" expired on 2025-06-01T00:00:00Z`,
+		"loopback-only 127.0.0.1:15000: certificate 0 (CN=sidecar): expired on 2025-06-01T00:00:00Z, 214 days before the scan",
 	} with input as facts([sidecar, public]) with data.gpuhost.params as params
 }
 
@@ -41,8 +41,28 @@ test_fail_suites_where_tls12_allowed if {
 	check.deny == {
 		"loopback-only 127.0.0.1:15000 accepts TLS 1.0",
 		"loopback-only 127.0.0.1:15000 accepts TLS_RSA_WITH_AES_128_GCM_SHA256: no forward secrecy (static RSA key exchange)",
-		`loopback-only 127.0.0.1:15000: certificate "CN=sidecar" expired on 2025-06-01T00:00:00Z`,
+		"loopback-only 127.0.0.1:15000: certificate 0 (CN=sidecar): expired on 2025-06-01T00:00:00Z, 214 days before the scan",
 	} with input as facts([sidecar]) with data.gpuhost.params as object.union(params, {"weak_tls_protocols": ["TLSv1"]})
+}
+
+# A loopback chain out of order fails here; one no trust store vouches for
+# is allowed, as self-signing is.
+test_fail_loopback_chain_order_not_trust if {
+	leaf := {
+		"depth": 0, "subject": "CN=sidecar", "issuer": "CN=Inter", "sha256": "00", "not_before": "2025-12-01T00:00:00Z",
+		"not_after": "2027-01-01T00:00:00Z", "age_seconds": 2678400, "not_yet_valid": false, "seconds_left": 31536000,
+		"key_type": "EC", "key_bits": 256, "signature_algorithm": "ECDSA-SHA256", "self_signed": false, "is_ca": false,
+		"key_usage": [], "ext_key_usage": [], "link": "wrong_issuer",
+	}
+	other := object.union(leaf, {"depth": 1, "subject": "CN=Other", "issuer": "CN=Private Root", "is_ca": true, "link": "missing"})
+	ok := object.union(sidecar, {
+		"tls10_accepted": false, "tls12_accepted": false, "weak_suites": [], "protocols": ["TLSv1.3"],
+		"certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000, "self_signed": false}),
+		"chain": [leaf, other],
+		"verification": {"store": "/etc/ssl/certs/ca-certificates.crt", "verified": false, "error": "x509: certificate signed by unknown authority"},
+	})
+	check.deny == {"loopback-only 127.0.0.1:15000: certificate 1 (CN=Other) is not the issuer of certificate 0 (CN=sidecar), which names CN=Inter: the chain is out of order or carries a certificate that does not belong"} with input as facts([ok])
+		with data.gpuhost.params as params
 }
 
 test_error_names_loopback if {
