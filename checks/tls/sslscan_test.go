@@ -173,8 +173,14 @@ var (
 // error messages, sorted.
 func verdict(t *testing.T, p facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
 	t.Helper()
+	return verdictAll(t, []facts.TLSProbe{p}, check, params)
+}
+
+// verdictAll is verdict over several probes.
+func verdictAll(t *testing.T, probes []facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
+	t.Helper()
 	doc := map[string]any{"target": map[string]any{"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"},
-		"tls": map[string]any{"nginx": []any{}, "probes": []any{p}}}
+		"tls": map[string]any{"nginx": []any{}, "probes": probes}}
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
