@@ -5,8 +5,9 @@
 #   within params.tls_cert_min_days of the scan, must not be self-signed, must have an RSA key
 #   of 2048 bits or more or an EC key of 256 bits or more, must not be signed with SHA-1, and
 #   must carry a subject alternative name. One message per problem. Loopback-only listeners
-#   are judged by GH-TLS-007, where self-signed is allowed. A listener whose probe was cut
-#   short makes this check an error. Skips on offline targets and when no port was probed.
+#   are judged by GH-TLS-007, where self-signed is allowed. A listener the probe could not
+#   reach or whose probe was cut short makes this check an error. Skips on offline targets
+#   and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-005
