@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +24,13 @@ import (
 const netnsChildEnv = "GPUHOST_TLS_NETNS_FACTS"
 
 // Loopback ports in the namespace: one the firewall drops, one it
-// rejects with a reset, one it leaves open.
+// rejects with a reset, one it leaves open, and one on the IPv6 wildcard
+// of a loopback without IPv6.
 const (
 	droppedPort  = 7000
 	rejectedPort = 7001
 	openPort     = 7002
+	dualPort     = 7003
 )
 
 // filterRuleset filters the namespace's own loopback, as a host firewall
@@ -46,7 +49,8 @@ var filterRuleset = fmt.Sprintf(`table inet gpuhost_probe_test {
 // GH-TLS-007 passed. In a network namespace of the test's own, whose
 // nftables ruleset drops loopback TCP to one port and rejects another,
 // the probe (run inside it) reports both as unreachable, and GH-TLS-007
-// errors naming each.
+// errors naming each; the open port is judged, and so is a dual-stack
+// [::] listener though the namespace's loopback has no IPv6.
 func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	prefix := testutil.Netns(t)
 	nft := testutil.Tool(t, "nft", "nftables")
@@ -55,6 +59,9 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Run(t, 30*time.Second, prefix[0], append(prefix[1:], nft, "-f", rules)...)
+	// A host that turns IPv6 off keeps its dual-stack [::] sockets, which
+	// only the IPv4 loopback then reaches.
+	testutil.Run(t, 30*time.Second, prefix[0], append(prefix[1:], "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/lo/disable_ipv6")...)
 
 	out := filepath.Join(t.TempDir(), "facts.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -82,9 +89,10 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	var errs []string
 	for _, p := range f.TLS.Probes {
 		t.Logf("%s: unreachable %v, protocols %v, error %q", p.Address, p.Unreachable, p.Protocols, p.Error)
-		port, _ := strconv.Atoi(p.Address[len("127.0.0.1:"):])
+		_, ps, _ := net.SplitHostPort(p.Address)
+		port, _ := strconv.Atoi(ps)
 		switch {
-		case port == openPort:
+		case port == openPort || port == dualPort:
 			if !p.TLS13Accepted || p.Unreachable || p.Error != "" {
 				t.Errorf("the open port %+v, want TLS 1.3 judged", p)
 			}
@@ -115,14 +123,20 @@ func TestProbeInsideNetns(t *testing.T) {
 	}
 	_, _, cert := testutil.WriteCert(t, t.TempDir(), loopbackCert)
 	f := listening()
-	for _, port := range []int{droppedPort, rejectedPort, openPort} {
-		ln, err := tls.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}})
+	for _, l := range []facts.Listener{
+		{Proto: "tcp", Address: "127.0.0.1", Port: droppedPort},
+		{Proto: "tcp", Address: "127.0.0.1", Port: rejectedPort},
+		{Proto: "tcp", Address: "127.0.0.1", Port: openPort},
+		{Proto: "tcp6", Address: "::", Port: dualPort},
+	} {
+		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
+		ln, err := tls.Listen("tcp", addr, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
 		go acceptHandshakes(ln)
-		f.Network.Listening = append(f.Network.Listening, facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+		f.Network.Listening = append(f.Network.Listening, l)
 	}
 	env := checktest.NewEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = time.Second

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 )
@@ -24,7 +26,7 @@ import (
 func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, first *versionRun) (stop *facts.TLSProbe, ok bool) {
 	if s := startTLSFor(t.port, nil); s != nil {
 		pp.upgrade = s
-		pp.start(ctx, first, 0)
+		pp.startFirst(ctx, t, first, 0)
 		var se *startTLSError
 		if !errors.As(first.first.err, &se) || !errors.Is(se, errNotProtocol) {
 			return p.upgraded(pp, t, first)
@@ -32,7 +34,7 @@ func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, firs
 		// Something else listens on the port: it is probed as any other.
 		pp.upgrade = nil
 	}
-	pp.start(ctx, first, serverFirstWait)
+	pp.startFirst(ctx, t, first, serverFirstWait)
 	f := first.first
 	switch {
 	case dialFailed(f.err):
@@ -53,6 +55,21 @@ func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, firs
 		return nil, false
 	}
 	return nil, true
+}
+
+// startFirst sends the port's first hello, from the wildcard's IPv4
+// loopback where the IPv6 loopback cannot be dialed at all: the host has
+// none, and the connect failed before a packet left.
+func (pp *portProbe) startFirst(ctx context.Context, t probeTarget, first *versionRun, listen time.Duration) {
+	pp.start(ctx, first, listen)
+	err := first.first.err
+	if t.fallback == "" || !dialFailed(err) ||
+		!errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENETUNREACH) && !errors.Is(err, syscall.EAFNOSUPPORT) {
+		return
+	}
+	pp.conns.Add(-1)
+	pp.addr = t.fallback
+	pp.start(ctx, first, listen)
 }
 
 // upgraded reads the first connection that made the port's preamble: the

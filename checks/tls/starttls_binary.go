@@ -51,12 +51,17 @@ func ldapUpgrade(c *chat) error {
 	return fmt.Errorf("StartTLS answered result code %d %s", code, quote(diag))
 }
 
-// berElement reads one BER element off the wire, header and content,
-// refusing one longer than limit and the indefinite form LDAP forbids.
+// berElement reads one LDAPMessage off the wire, a BER SEQUENCE header and
+// content, refusing one longer than limit and the indefinite form LDAP
+// forbids.
 func (c *chat) berElement(limit int) ([]byte, error) {
 	head := make([]byte, 2, 6)
 	if err := c.full(head); err != nil {
 		return nil, err
+	}
+	if head[0] != berSequence {
+		// Reading on would wait for a length that is no length.
+		return nil, fmt.Errorf("%w: a response that starts 0x%02x, no LDAPMessage", errNotProtocol, head[0])
 	}
 	n := int(head[1])
 	if n&0x80 != 0 {

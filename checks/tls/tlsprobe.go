@@ -144,6 +144,10 @@ type probeTarget struct {
 	port     int
 	loopback bool
 	process  string // the program that owns the socket, where known
+	// fallback is where to connect when dial cannot be: the IPv6
+	// wildcard's IPv4 loopback, which a dual-stack socket also accepts,
+	// for a host whose loopback has no IPv6.
+	fallback string
 }
 
 // probeTargets turns TCP listeners into dial addresses, mapping the
@@ -159,12 +163,13 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 		if err != nil || l.Port <= 0 || l.Port > 65535 {
 			continue
 		}
-		dial := addr
+		dial, fallback := addr, ""
 		switch {
 		case addr == netip.IPv4Unspecified():
 			dial = netip.MustParseAddr("127.0.0.1")
 		case addr == netip.IPv6Unspecified():
 			dial = netip.IPv6Loopback()
+			fallback = net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port))
 		}
 		listen := net.JoinHostPort(addr.String(), strconv.Itoa(l.Port))
 		if seen[listen] {
@@ -177,6 +182,7 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 			port:     l.Port,
 			loopback: addr.Unmap().IsLoopback(),
 			process:  l.Process,
+			fallback: fallback,
 		})
 	}
 	return out
