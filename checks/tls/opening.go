@@ -20,9 +20,10 @@ import (
 // as not judged with what the service said.
 //
 // A service that greets first (SMTP, IMAP, POP3, FTP, MySQL) is told by
-// its greeting, heard while the probe listens before its first hello; one
-// that waits for the client (LDAP, PostgreSQL) by its port alone, and
-// asked to upgrade at once.
+// its greeting, heard while the probe listens before its first hello, or
+// on its well-known port by its port where it answered that hello in no
+// TLS; one that waits for the client (LDAP, PostgreSQL) by its port
+// alone, and asked to upgrade at once.
 func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, first *versionRun) (stop *facts.TLSProbe, ok bool) {
 	if s := startTLSFor(t.port, nil); s != nil {
 		pp.upgrade = s
@@ -36,15 +37,22 @@ func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, firs
 	}
 	pp.startFirst(ctx, t, first, serverFirstWait)
 	f := first.first
-	switch {
-	case dialFailed(f.err):
+	if dialFailed(f.err) {
 		return p.unreachableProbe(pp, t, f.err), false
+	}
+	s := startTLSFor(t.port, f.greeting)
+	if byPort := startTLSPorts[t.port]; s == nil && !f.greeted && !f.spoke() && byPort != nil && !byPort.clientFirst {
+		// A server slow to greet (one that looks its client up first)
+		// heard the hello instead: its port says what it speaks.
+		s = byPort
+	}
+	if s != nil {
+		pp.upgrade = s
+		pp.start(ctx, first, 0)
+		return p.upgraded(pp, t, first)
+	}
+	switch {
 	case f.greeted:
-		if s := startTLSFor(t.port, f.greeting); s != nil {
-			pp.upgrade = s
-			pp.start(ctx, first, 0)
-			return p.upgraded(pp, t, first)
-		}
 		if tlsPorts[t.port] {
 			return nil, true
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // front is a STARTTLS server for the tests: it speaks one protocol's real
@@ -19,6 +20,10 @@ import (
 type front struct {
 	port               int
 	accepted, upgraded atomic.Int32
+	// greetAfter holds the first connection's words back, as a server
+	// that looks its client up first does until its resolver caches the
+	// answer.
+	greetAfter time.Duration
 }
 
 // frontSpeaker runs one connection's words before TLS and reports
@@ -34,20 +39,29 @@ var frontSpeakers = map[string]frontSpeaker{
 // server without TLS, which answers the upgrade as such servers do.
 func startFront(t *testing.T, proto string, backend int, offer bool) *front {
 	t.Helper()
+	return startFrontAfter(t, proto, backend, offer, 0)
+}
+
+// startFrontAfter is startFront with its first greeting held back by
+// delay.
+func startFrontAfter(t *testing.T, proto string, backend int, offer bool, delay time.Duration) *front {
+	t.Helper()
 	speak := frontSpeakers[proto]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	f := &front{port: ln.Addr().(*net.TCPAddr).Port}
+	f := &front{port: ln.Addr().(*net.TCPAddr).Port, greetAfter: delay}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			f.accepted.Add(1)
+			if f.accepted.Add(1) == 1 {
+				time.Sleep(f.greetAfter)
+			}
 			go func() {
 				defer c.Close()
 				r := bufio.NewReader(c)

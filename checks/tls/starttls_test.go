@@ -1,6 +1,7 @@
 package tls
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -216,6 +217,26 @@ func TestStartTLSNotOffered(t *testing.T) {
 				t.Errorf("%d connections to a port with no TLS, want at most 2", n)
 			}
 		})
+	}
+}
+
+// TestSlowSMTPGreeterOnItsPort: an SMTP server that greets only after the
+// probe's wait heard a TLS hello instead of EHLO; on port 25 it is still
+// taken for SMTP and upgraded.
+func TestSlowSMTPGreeterOnItsPort(t *testing.T) {
+	backend := tlsServer(t, tls.VersionTLS13, 0)
+	for _, port := range []int{25, 0} {
+		fr := startFrontAfter(t, "smtp", backend, true, 2*serverFirstWait)
+		p := &prober{timeout: time.Second, sem: make(chan struct{}, 4)}
+		addr := "127.0.0.1:" + strconv.Itoa(fr.port)
+		r := p.listener(context.Background(), probeTarget{listen: addr, dial: addr, port: cmp.Or(port, fr.port)})
+		switch {
+		case port == 25 && (r == nil || r.StartTLS != "smtp" || r.Error != "" || !r.TLS13Accepted):
+			t.Errorf("on port 25: probe %+v, not judged %q: want TLS through smtp STARTTLS", r, p.notJudged)
+		case port == 0 && (r != nil || len(p.notJudged) != 1):
+			// On any other port the same server is not taken for SMTP.
+			t.Errorf("on its own port: probe %+v, not judged %q", r, p.notJudged)
+		}
 	}
 }
 
