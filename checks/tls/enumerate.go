@@ -106,11 +106,12 @@ type reply struct {
 	cert    []byte
 	certErr error
 	greeted bool // the server spoke before the hello, which no TLS server does
-	// greeting is the first of what such a server said.
+	notTLS  bool // it answered the hello with something that is not TLS
+	closed  bool // it closed or reset the connection without a word
+	err     error
+
+	// greeting is the first of what a server that greeted said.
 	greeting []byte
-	notTLS   bool // it answered the hello with something that is not TLS
-	closed   bool // it closed or reset the connection without a word
-	err      error
 }
 
 // spoke reports whether the server answered in TLS: a hello or an alert.
