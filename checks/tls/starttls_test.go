@@ -45,8 +45,9 @@ func tripleDESServer(t *testing.T) (port int, by string) {
 
 // TestSMTPStartTLSWith3DES: an SMTP port whose STARTTLS leads to TLS 1.2
 // with 3DES was dropped for its greeting and never judged. It is probed
-// after EHLO and STARTTLS on every connection, judged as any TLS port,
-// and sslscan's own STARTTLS scan sees the same.
+// after EHLO and STARTTLS on every connection, judged as any TLS port;
+// sslscan's own STARTTLS scan sees the same suites, and OpenSSL's client
+// settles on one of them at TLS 1.2.
 func TestSMTPStartTLSWith3DES(t *testing.T) {
 	backend, by := tripleDESServer(t)
 	t.Logf("TLS served by %s", by)
@@ -87,6 +88,7 @@ func TestSMTPStartTLSWith3DES(t *testing.T) {
 		t.Errorf("GH-TLS-006: deny %q, errors %q, want 3DES named", deny, errs)
 	}
 	agreeWithSslscan(t, p, fr.port, "--starttls-smtp")
+	agreeWithSClient(t, p, "smtp", fr.port)
 }
 
 // wellKnown are the ports that name a protocol whose server waits for
