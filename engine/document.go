@@ -72,6 +72,15 @@ func DocumentFromValue(decoded any, name string) (*Document, error) {
 		}
 		doc.Collectors[key] = facts.CollectorStatus{Status: st, Reason: reason}
 	}
+	nj, _ := obj["not_judged"].([]any)
+	for _, v := range nj {
+		o, _ := v.(map[string]any)
+		c, ok1 := o["collector"].(string)
+		w, ok2 := o["what"].(string)
+		if ok1 && ok2 {
+			doc.NotJudged = append(doc.NotJudged, facts.NotJudged{Collector: c, What: w})
+		}
+	}
 	return doc, nil
 }
 
@@ -129,6 +138,21 @@ func documentOf(v ast.Value, name string) (*Document, error) {
 	if bad != nil {
 		return nil, bad
 	}
+	if t := obj.Get(ast.InternedTerm("not_judged")); t != nil {
+		if list, ok := t.Value.(*ast.Array); ok {
+			list.Foreach(func(e *ast.Term) {
+				o, _ := e.Value.(ast.Object)
+				if o == nil {
+					return
+				}
+				c, ok1 := stringAt(o, "collector")
+				w, ok2 := stringAt(o, "what")
+				if ok1 && ok2 {
+					doc.NotJudged = append(doc.NotJudged, facts.NotJudged{Collector: c, What: w})
+				}
+			})
+		}
+	}
 	return doc, nil
 }
 
@@ -174,6 +198,11 @@ type Document struct {
 	Kind string
 	// Collectors is the collectors' outcomes, which decide skips and errors.
 	Collectors map[string]facts.CollectorStatus
+	// NotJudged is what the collectors found and no check judges, which a
+	// report's coverage lists. Entries that are not a collector and a
+	// text are left out: a document from outside is checked against the
+	// schema first.
+	NotJudged []facts.NotJudged
 
 	// decoded is the JSON Value is converted from, when it came decoded.
 	decoded any

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -263,6 +266,32 @@ func TestParseDocumentRejectsGarbage(t *testing.T) {
 	} {
 		if _, err := ParseDocument([]byte(js), "doc.json"); err == nil || !strings.Contains(err.Error(), "doc.json") {
 			t.Errorf("%s: got %v, want an error naming the file", name, err)
+		}
+	}
+}
+
+// Both ways a document is read carry what the collectors did not judge,
+// and leave out entries that are not a collector and a text.
+func TestDocumentCarriesNotJudged(t *testing.T) {
+	js := `{"schema":"gpuhost.facts/v1","target":{"kind":"host"},"collectors":{},"not_judged":[` +
+		`{"collector":"tls_probe","what":"0.0.0.0:22/tcp: not TLS"},{"collector":1,"what":"x"},"y",` +
+		`{"collector":"tls_probe","what":"0.0.0.0:53/udp: not probed"}]}`
+	want := []facts.NotJudged{{Collector: "tls_probe", What: "0.0.0.0:22/tcp: not TLS"}, {Collector: "tls_probe", What: "0.0.0.0:53/udp: not probed"}}
+	parsed, err := ParseDocument([]byte(js), "doc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(js), &v); err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := DocumentFromValue(v, "doc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, doc := range map[string]*Document{"parsed": parsed, "decoded": decoded} {
+		if !slices.Equal(doc.NotJudged, want) {
+			t.Errorf("%s: %+v, want %+v", name, doc.NotJudged, want)
 		}
 	}
 }

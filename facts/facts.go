@@ -8,7 +8,12 @@
 // folder under checks/ that fills them and the policy folder that reads them.
 package facts
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Schema is the value of Facts.Schema for documents this package writes.
 const Schema = "gpuhost.facts/v1"
@@ -37,6 +42,10 @@ type Facts struct {
 	Schema     string                     `json:"schema"`
 	Target     Target                     `json:"target"`
 	Collectors map[string]CollectorStatus `json:"collectors"`
+	// NotJudged is what collectors found and no check judges, each with
+	// why, so that a report's coverage can name it rather than pass over
+	// it in silence.
+	NotJudged []NotJudged `json:"not_judged,omitempty"`
 
 	OS               *OS               `json:"os,omitempty"`
 	Kernel           *Kernel           `json:"kernel,omitempty"`
@@ -76,6 +85,26 @@ func (f *Facts) Record(collector, status, reason string) {
 		f.Collectors = map[string]CollectorStatus{}
 	}
 	f.Collectors[collector] = CollectorStatus{Status: status, Reason: reason}
+}
+
+// NotJudged is one thing a collector found and left unjudged: a listener
+// that speaks no TLS, a UDP port the TLS probe does not try.
+type NotJudged struct {
+	Collector string `json:"collector"`
+	// What names the thing and says why it is not judged.
+	What string `json:"what"`
+}
+
+// NoteNotJudged records what collector found and left unjudged, in place
+// of what it noted before, keeping the list sorted.
+func (f *Facts) NoteNotJudged(collector string, what []string) {
+	f.NotJudged = slices.DeleteFunc(f.NotJudged, func(n NotJudged) bool { return n.Collector == collector })
+	for _, w := range what {
+		f.NotJudged = append(f.NotJudged, NotJudged{Collector: collector, What: w})
+	}
+	slices.SortFunc(f.NotJudged, func(a, b NotJudged) int {
+		return cmp.Or(strings.Compare(a.Collector, b.Collector), strings.Compare(a.What, b.What))
+	})
 }
 
 // Target says what was scanned.

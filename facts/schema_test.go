@@ -25,6 +25,7 @@ func fullFacts() *Facts {
 	f.Record("gpu", StatusUnavailable, "libnvidia-ml.so.1 not found")
 	f.Record("network", StatusNotApplicable, "offline rootfs")
 	f.Record("tls", StatusError, "parsing /etc/ssl/openssl.cnf: line 3: bad section")
+	f.NoteNotJudged("tls_probe", []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\""})
 	f.OS = &OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
 	f.Kernel = &Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
 	f.Packages = []Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
@@ -66,7 +67,12 @@ func fullFacts() *Facts {
 			LinkError: "x509: ECDSA verification failure",
 		}}, Verification: &TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
 			Error: "x509: certificate signed by unknown authority"},
-			Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}},
+			Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}, {
+			Address: "0.0.0.0:25", StartTLS: "smtp", TLS12Accepted: true, WeakSuites: []string{}, Connections: 12,
+		}, {
+			Address: "127.0.0.1:7000", Loopback: true, Unreachable: true, WeakSuites: []string{}, Connections: 1,
+			Error: "filtered: the TCP connect got no answer within 2s",
+		}},
 	}
 	sshSettings := SSHSettings{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},

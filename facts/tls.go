@@ -65,6 +65,15 @@ type TLSProbe struct {
 	// Groups are the TLS 1.3 key exchange groups the server accepted, by
 	// their IANA names, in the order it chose them.
 	Groups []string `json:"groups,omitempty"`
+	// StartTLS names the in-band upgrade every connection made before its
+	// hello, where the service is not TLS from the first byte: smtp, imap,
+	// pop3, ftp, ldap, postgres or mysql. Empty for a TLS port.
+	StartTLS string `json:"starttls,omitempty"`
+	// Unreachable is true when the probe could not connect at all (the
+	// connect was refused or drew no answer, as a firewall that filters
+	// the port does): nothing about the listener is known, and Error says
+	// how the connect failed.
+	Unreachable bool `json:"unreachable,omitempty"`
 	// Connections is how many TCP connections the probe made to the port,
 	// bounded per port so that a rate limit or sshd's MaxStartups never
 	// counts the scanner against real clients.

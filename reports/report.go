@@ -174,6 +174,17 @@ type Coverage struct {
 	// Gaps are the critical and high checks that were skipped or errored,
 	// with why.
 	Gaps []Gap `json:"gaps"`
+	// NotJudged is what the collectors found and no check judged, each
+	// with why (a listener that speaks no TLS, a UDP port the TLS probe
+	// does not try), copied from the facts by whoever builds the report.
+	NotJudged []NotJudged `json:"not_judged,omitempty"`
+}
+
+// NotJudged is one thing a collector found and left unjudged; it mirrors
+// facts.NotJudged.
+type NotJudged struct {
+	Collector string `json:"collector"`
+	What      string `json:"what"`
 }
 
 // Gap is one important check that reached no verdict.
@@ -199,8 +210,10 @@ func (r *Report) Summarize() {
 
 // CoverageOf works the coverage out from the results, which it expects
 // sorted, so that renderers given a report nobody summarized still show it.
+// What was not judged comes from the facts, not the results, and is kept
+// as the report carries it.
 func CoverageOf(r *Report) Coverage {
-	c := Coverage{NotEvaluated: map[string]int{}, Gaps: []Gap{}}
+	c := Coverage{NotEvaluated: map[string]int{}, Gaps: []Gap{}, NotJudged: r.Coverage.NotJudged}
 	for _, sev := range Severities {
 		c.NotEvaluated[sev] = 0
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,47 @@ func TestDocumentBuildsAReport(t *testing.T) {
 	}
 	if len(rep.Collectors) == 0 {
 		t.Error("collector statuses not carried into the report")
+	}
+}
+
+// TestCoverageNamesWhatWasNotJudged: a loopback listener the probe could
+// not reach makes the TLS checks errors that name it, a public one puts
+// the critical GH-TLS-004 among the coverage's gaps, and the listeners no
+// check judges are listed in the coverage, each with why.
+func TestCoverageNamesWhatWasNotJudged(t *testing.T) {
+	f := facts.New(facts.KindHost, "node", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, c := range []string{"network", "tls", "tls_probe"} {
+		f.Record(c, facts.StatusOK, "")
+	}
+	unreachable := func(addr string, loopback bool) facts.TLSProbe {
+		return facts.TLSProbe{Address: addr, Loopback: loopback, Unreachable: true, Connections: 1, WeakSuites: []string{},
+			Error: "filtered: the TCP connect got no answer within 2s"}
+	}
+	f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}, Probes: []facts.TLSProbe{unreachable("0.0.0.0:8443", false), unreachable("127.0.0.1:7000", true)}}
+	notJudged := []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\"",
+		"0.0.0.0:5353/udp: not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"}
+	f.NoteNotJudged("tls_probe", notJudged)
+	rep, _, err := newScanner(t).Judge(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range rep.Coverage.NotJudged {
+		got = append(got, n.Collector+": "+n.What)
+	}
+	if !slices.Equal(got, []string{"tls_probe: " + notJudged[0], "tls_probe: " + notJudged[1]}) {
+		t.Errorf("coverage not judged %q", got)
+	}
+	if !slices.ContainsFunc(rep.Coverage.Gaps, func(g reports.Gap) bool {
+		return g.ID == "GH-TLS-004" && g.Status == reports.StatusError && strings.Contains(g.Reason, "0.0.0.0:8443 could not be reached")
+	}) {
+		t.Errorf("gaps %+v, want GH-TLS-004 an error naming 0.0.0.0:8443", rep.Coverage.Gaps)
+	}
+	for _, r := range rep.Results {
+		if r.ID == "GH-TLS-007" && (r.Status != reports.StatusError || !slices.Contains(r.Messages,
+			"loopback-only 127.0.0.1:7000 could not be reached, so its verdict is unknown: filtered: the TCP connect got no answer within 2s")) {
+			t.Errorf("GH-TLS-007 %s %q, want an error naming the filtered loopback listener", r.Status, r.Messages)
+		}
 	}
 }
 

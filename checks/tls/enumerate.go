@@ -33,6 +33,10 @@ type portProbe struct {
 	addr    string
 	conns   atomic.Int32
 	perPort chan struct{}
+	// upgrade is the STARTTLS preamble every connection makes before its
+	// hello; nil for a port that speaks TLS from the first byte. It is set
+	// before the port's hellos run at once.
+	upgrade *startTLS
 }
 
 func newPortProbe(p *prober, addr string) *portProbe {
@@ -81,7 +85,16 @@ func (pp *portProbe) connect(ctx context.Context, listen time.Duration, spare in
 		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	return conn, func() { stop(); conn.Close(); free() }, nil
+	release = func() { stop(); conn.Close(); free() }
+	// A port that upgrades in-band does so on every connection, so each
+	// hello is judged on a connection of its own, as TLS.
+	if pp.upgrade != nil {
+		if err := pp.upgrade.run(ctx, conn, pp.timeout); err != nil {
+			release()
+			return nil, nil, err
+		}
+	}
+	return conn, release, nil
 }
 
 // reply is what one hello drew.
@@ -97,6 +110,9 @@ type reply struct {
 	notTLS  bool // it answered the hello with something that is not TLS
 	closed  bool // it closed or reset the connection without a word
 	err     error
+
+	// greeting is the first of what a server that greeted said.
+	greeting []byte
 }
 
 // spoke reports whether the server answered in TLS: a hello or an alert.
@@ -115,8 +131,8 @@ func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.D
 	}
 	defer release()
 	if listen > 0 {
-		if greeted, err := speaksFirst(ctx, conn, listen); greeted || err != nil {
-			rep.greeted, rep.err = greeted, err
+		if greeting, err := speaksFirst(ctx, conn, listen); len(greeting) > 0 || err != nil {
+			rep.greeted, rep.greeting, rep.err = len(greeting) > 0, greeting, err
 			return rep
 		}
 		// Listening cleared the deadline; the hello gets the time

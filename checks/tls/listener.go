@@ -14,27 +14,34 @@ import (
 
 // listener probes one target: which versions it accepts, every suite and
 // TLS 1.3 group it accepts, and its certificate. It returns nil when the
-// port shows no sign of speaking TLS and is not a conventional TLS port:
-// SSH's banner, an HTTP error page, a silent DNS server and a closed port
-// all land there.
+// port shows no sign of speaking TLS and is not a conventional TLS port
+// (SSH's banner, an HTTP error page, a silent DNS server, an SMTP server
+// without STARTTLS), having noted it as not judged; a listener it cannot
+// connect to is a probe with an error.
 //
 // The TLS 1.3 hello goes first and alone, listening first: a port whose
 // server greets first or answers it with something not TLS gets no more
-// connections, unless it is a conventional TLS port, which is reported.
-func (p *prober) listener(ctx context.Context, t probeTarget) *facts.TLSProbe {
+// connections, unless it is a conventional TLS port, which is reported,
+// or its greeting names a protocol that upgrades to TLS in-band, whose
+// preamble every connection then makes (opening).
+func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSProbe) {
 	pp := newPortProbe(p, t.dial)
 	runs := make([]*versionRun, len(probeVersions))
 	for i, v := range probeVersions {
 		runs[i] = &versionRun{version: v}
 	}
-	pp.start(ctx, runs[0], serverFirstWait)
-	if (runs[0].first.greeted || runs[0].first.notTLS) && !tlsPorts[t.port] {
-		return nil
+	if stop, ok := p.opening(ctx, pp, t, runs[0]); !ok {
+		return stop
 	}
+	defer func() {
+		if probe != nil && pp.upgrade != nil {
+			probe.StartTLS = pp.upgrade.name
+		}
+	}()
 	each(runs[1:], func(r *versionRun) { pp.start(ctx, r, 0) })
 	spoke := slices.ContainsFunc(runs, func(r *versionRun) bool { return r.first.spoke() })
-	if !spoke && !tlsPorts[t.port] {
-		return nil
+	if !spoke && !tlsPorts[t.port] && pp.upgrade == nil {
+		return p.unanswered(pp, t, runs)
 	}
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
 	chain, certErr := pp.certificate(ctx, runs)

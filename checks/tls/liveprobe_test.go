@@ -213,13 +213,21 @@ var typicalServers = []struct {
 }
 
 // TestConnectionsPerPort reports what a typical server costs, and holds it
-// inside the bound with room to spare.
+// inside the bound with room to spare. Behind SMTP STARTTLS the same
+// server costs one connection more, the one that heard the greeting.
 func TestConnectionsPerPort(t *testing.T) {
 	for _, s := range typicalServers {
-		p := probeOne(t, sServer(t, loopbackCert, s.args...), 2*time.Second)
+		port := sServer(t, loopbackCert, s.args...)
+		p := probeOne(t, port, 2*time.Second)
 		t.Logf("%s: %d connections for %d suites and %d groups at %v", s.name, p.Connections, len(p.Suites), len(p.Groups), p.Protocols)
 		if p.Error != "" || p.Connections > maxConnectionsPerPort*3/4 {
 			t.Errorf("%s: %d connections (bound %d), error %q", s.name, p.Connections, maxConnectionsPerPort, p.Error)
+		}
+		fr := startFront(t, "smtp", port, true)
+		q := probeOne(t, fr.port, 2*time.Second)
+		if q.Error != "" || q.StartTLS != "smtp" || q.Connections != p.Connections+1 || int(fr.accepted.Load()) != q.Connections {
+			t.Errorf("%s behind SMTP STARTTLS: %d connections (the front saw %d), error %q; want %d",
+				s.name, q.Connections, fr.accepted.Load(), q.Error, p.Connections+1)
 		}
 	}
 }

@@ -86,15 +86,16 @@ func ianaName(t *testing.T, name string) string {
 	return ""
 }
 
-// sslscanAccepts runs sslscan on the listener and reads its protocol
+// sslscanAccepts runs sslscan on the listener, with extra arguments such
+// as --starttls-smtp, and reads its protocol
 // lines ("TLSv1.2   enabled"), its accepted and preferred suites
 // ("Accepted  TLSv1.2  256 bits  NAME") and its TLS 1.3 groups
 // ("TLSv1.3  128 bits  secp256r1 (NIST P-256)").
-func sslscanAccepts(t *testing.T, port int) (accepts, string) {
+func sslscanAccepts(t *testing.T, port int, extra ...string) (accepts, string) {
 	t.Helper()
 	sslscan := testutil.Tool(t, "sslscan", "sslscan")
-	out := testutil.Run(t, 120*time.Second, sslscan, "--no-colour", "--no-heartbleed", "--no-renegotiation", "--no-compression",
-		"--no-fallback", "127.0.0.1:"+strconv.Itoa(port))
+	args := append([]string{"--no-colour", "--no-heartbleed", "--no-renegotiation", "--no-compression", "--no-fallback"}, extra...)
+	out := testutil.Run(t, 120*time.Second, sslscan, append(args, "127.0.0.1:"+strconv.Itoa(port))...)
 	a := accepts{suites: map[string][]string{}}
 	name := func(v string) string {
 		if v == "TLSv1.0" {
@@ -133,9 +134,9 @@ func sslscanAccepts(t *testing.T, port int) (accepts, string) {
 
 // agreeWithSslscan requires the probe and sslscan to see the same
 // versions, suites and TLS 1.3 groups on the listener.
-func agreeWithSslscan(t *testing.T, p facts.TLSProbe, port int) {
+func agreeWithSslscan(t *testing.T, p facts.TLSProbe, port int, extra ...string) {
 	t.Helper()
-	want, out := sslscanAccepts(t, port)
+	want, out := sslscanAccepts(t, port, extra...)
 	if got := probeAccepts(p); !got.equal(want) {
 		t.Errorf("the probe sees\n%v\nsslscan sees\n%v\n%s", got, want, out)
 	} else {
@@ -172,8 +173,14 @@ var (
 // error messages, sorted.
 func verdict(t *testing.T, p facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
 	t.Helper()
+	return verdictAll(t, []facts.TLSProbe{p}, check, params)
+}
+
+// verdictAll is verdict over several probes.
+func verdictAll(t *testing.T, probes []facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
+	t.Helper()
 	doc := map[string]any{"target": map[string]any{"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"},
-		"tls": map[string]any{"nginx": []any{}, "probes": []any{p}}}
+		"tls": map[string]any{"nginx": []any{}, "probes": probes}}
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

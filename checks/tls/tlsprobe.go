@@ -86,6 +86,9 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 		f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}}
 	}
 	f.TLS.Probes = probes
+	notJudged := append(p.notJudged, udpNotJudged(f.Network.Listening)...)
+	slices.Sort(notJudged)
+	f.NoteNotJudged(tlsProbeCollector{}.Name(), notJudged)
 	return nil
 }
 
@@ -103,6 +106,10 @@ type prober struct {
 	timeout time.Duration
 	sem     chan struct{}
 	trust   *trustStore // the target's CA bundle, which every chain is verified against
+
+	mu sync.Mutex
+	// notJudged are the listeners no check judges, each with why.
+	notJudged []string
 }
 
 // all probes every target at once (the shared limit does the bounding) and
@@ -137,6 +144,11 @@ type probeTarget struct {
 	dial     string // where to connect
 	port     int
 	loopback bool
+	process  string // the program that owns the socket, where known
+	// fallback is where to connect when dial cannot be: the IPv6
+	// wildcard's IPv4 loopback, which a dual-stack socket also accepts,
+	// for a host whose loopback has no IPv6.
+	fallback string
 }
 
 // probeTargets turns TCP listeners into dial addresses, mapping the
@@ -152,12 +164,13 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 		if err != nil || l.Port <= 0 || l.Port > 65535 {
 			continue
 		}
-		dial := addr
+		dial, fallback := addr, ""
 		switch {
 		case addr == netip.IPv4Unspecified():
 			dial = netip.MustParseAddr("127.0.0.1")
 		case addr == netip.IPv6Unspecified():
 			dial = netip.IPv6Loopback()
+			fallback = net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port))
 		}
 		listen := net.JoinHostPort(addr.String(), strconv.Itoa(l.Port))
 		if seen[listen] {
@@ -169,6 +182,8 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 			dial:     net.JoinHostPort(dial.String(), strconv.Itoa(l.Port)),
 			port:     l.Port,
 			loopback: addr.Unmap().IsLoopback(),
+			process:  l.Process,
+			fallback: fallback,
 		})
 	}
 	return out
@@ -178,8 +193,11 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 // words an operator can act on.
 func unreachable(err error, timeout time.Duration) string {
 	var oe *net.OpError
+	var st *startTLSError
 	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 	switch {
+	case errors.As(err, &st):
+		return st.describe(timeout)
 	case errors.As(err, &oe) && oe.Op == "dial" && timedOut:
 		return fmt.Sprintf("filtered: the TCP connect got no answer within %s", timeout)
 	case timedOut:
@@ -196,26 +214,27 @@ func unreachable(err error, timeout time.Duration) string {
 }
 
 // speaksFirst reads from a fresh connection for up to wait: any byte means
-// the server speaks first. Silence is the TLS answer, and clears the read
-// deadline for the caller to set its own; an error (the server closed) is
-// returned.
-func speaksFirst(ctx context.Context, conn net.Conn, wait time.Duration) (bool, error) {
+// the server speaks first, and the first of what it said (one read, at
+// most greetingPeek bytes) tells a STARTTLS service from SSH. Silence is
+// the TLS answer, and clears the read deadline for the caller to set its
+// own; an error (the server closed) is returned.
+func speaksFirst(ctx context.Context, conn net.Conn, wait time.Duration) ([]byte, error) {
 	deadline := time.Now().Add(wait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := conn.SetReadDeadline(deadline); err != nil {
-		return false, err
+		return nil, err
 	}
-	var b [1]byte
-	n, err := conn.Read(b[:])
+	b := make([]byte, greetingPeek)
+	n, err := conn.Read(b)
 	if n > 0 {
-		return true, nil
+		return b[:n], nil
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
-		return false, conn.SetReadDeadline(time.Time{})
+		return nil, conn.SetReadDeadline(time.Time{})
 	}
-	return false, err
+	return nil, err
 }
 
 func versionName(v uint16) string {

@@ -3,12 +3,14 @@ package tls
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 func tlsServer(t *testing.T, min, max uint16) int {
@@ -194,4 +197,67 @@ func TestUnreachableSaysWhich(t *testing.T) {
 			t.Errorf("%v: got %q, want %q", err, got, want)
 		}
 	}
+}
+
+// TestTLSProbeListsWhatItDoesNotJudge: every listener is judged or named.
+// A port that speaks SSH or HTTP is noted as not TLS with what it said, a
+// UDP port as not probed, and a closed port, which the probe cannot
+// reach, is a probe whose error the checks report.
+func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
+	ssh, _ := countingServer(t, true)
+	plain, _ := countingServer(t, false)
+	closed := testutil.FreePort(t)
+	f := listening(
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: ssh, Process: "sshd"},
+		facts.Listener{Proto: "tcp6", Address: "::1", Port: plain},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: plain},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: closed},
+		facts.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
+		facts.Listener{Proto: "udp6", Address: "::", Port: 443},
+	)
+	env := checktest.NewEnv(t, t.TempDir(), true)
+	if err := collectOne(t, env, f, "tls_probe"); err != nil {
+		t.Fatal(err)
+	}
+	if err := facts.Validate(*f); err != nil {
+		t.Errorf("probe facts do not validate: %v", err)
+	}
+	want := []facts.NotJudged{
+		{Collector: "tls_probe", What: fmt.Sprintf("0.0.0.0:%d/tcp (sshd): not TLS: it spoke first, which no TLS server does: %q", ssh, "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13")},
+		{Collector: "tls_probe", What: "0.0.0.0:5353/udp (avahi-daemon): not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"},
+		{Collector: "tls_probe", What: fmt.Sprintf("127.0.0.1:%d/tcp: not TLS: it answered a TLS hello with something else (the answer is not a TLS record: it starts 48 54 54)", plain)},
+		{Collector: "tls_probe", What: "[::]:443/udp: not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"},
+	}
+	got := f.NotJudged
+	// The IPv6 loopback may be missing on the test machine: then that
+	// listener is unreachable, else not TLS.
+	v6 := slices.IndexFunc(got, func(n facts.NotJudged) bool { return strings.HasPrefix(n.What, "[::1]:") })
+	if v6 >= 0 {
+		got = slices.Delete(slices.Clone(got), v6, v6+1)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("not judged:\n%s\nwant\n%s", notJudgedText(got), notJudgedText(want))
+	}
+	var gone *facts.TLSProbe
+	for i, p := range f.TLS.Probes {
+		if p.Address == "127.0.0.1:"+strconv.Itoa(closed) {
+			gone = &f.TLS.Probes[i]
+		}
+	}
+	if gone == nil || !gone.Unreachable || !gone.Loopback || gone.Connections != 1 ||
+		gone.Error != "connection refused: the listener is gone or refuses this address" {
+		t.Fatalf("the closed port: %+v, want an unreachable probe", gone)
+	}
+	if deny, errs := verdict(t, *gone, "probe_loopback", map[string]any{"tls_loopback_severity": "medium"}); deny != nil ||
+		!slices.Equal(errs, []string{fmt.Sprintf("loopback-only 127.0.0.1:%d could not be reached, so its verdict is unknown: %s", closed, gone.Error)}) {
+		t.Errorf("GH-TLS-007: deny %q errors %q, want the closed port an error", deny, errs)
+	}
+}
+
+func notJudgedText(ns []facts.NotJudged) string {
+	var b strings.Builder
+	for _, n := range ns {
+		b.WriteString("  " + n.Collector + ": " + n.What + "\n")
+	}
+	return b.String()
 }

@@ -10,8 +10,8 @@
 #   serve TLS: digitalSignature or keyEncipherment for an RSA key (digitalSignature or
 #   keyAgreement for EC), and serverAuth. Each message names the certificate by its depth (0 the
 #   leaf) and subject. Whether the chain is in order and verifies is GH-TLS-008's. Loopback-only
-#   listeners are judged by GH-TLS-007, where self-signed is allowed. A listener whose probe was
-#   cut short makes this check an error. Skips on offline targets and when no port was probed.
+#   listeners are judged by GH-TLS-007, where self-signed is allowed. A listener the probe could
+#   not reach or whose probe was cut short makes this check an error. Skips on offline targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-005

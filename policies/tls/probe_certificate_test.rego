@@ -162,3 +162,19 @@ test_error_cut_short_and_skip_offline if {
 		with data.gpuhost.params as params
 	check.skip == {"no listening TLS port was probed"} with input as facts([]) with data.gpuhost.params as params
 }
+
+test_error_when_unreachable if {
+	p := object.union(probe("10.0.0.5:8080", false, good_cert), {
+		"tls13_accepted": false, "unreachable": true, "connections": 1,
+		"error": "filtered: the TCP connect got no answer within 2s",
+	})
+	f := facts([object.remove(p, ["certificate"])])
+	check.error == {"10.0.0.5:8080 could not be reached, so its verdict is unknown: filtered: the TCP connect got no answer within 2s"} with input as f
+		with data.gpuhost.params as params
+}
+
+test_fail_starttls_self_signed if {
+	p := object.union(probe("0.0.0.0:143", false, object.union(good_cert, {"self_signed": true})), {"starttls": "imap"})
+	check.deny == {`0.0.0.0:143 (imap STARTTLS): certificate 0 (CN=node): self-signed on a non-loopback address`} with input as facts([p])
+		with data.gpuhost.params as params
+}

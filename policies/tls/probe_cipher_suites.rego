@@ -7,8 +7,9 @@
 #   suite fails once for every class it is in: no forward secrecy (static RSA, DH, ECDH, PSK),
 #   CBC (with its MAC), no AEAD, RC4, 3DES, single DES, NULL, anonymous and export. One message
 #   per suite and class. When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this
-#   check skips. Loopback-only listeners are judged by GH-TLS-007. A listener whose probe was
-#   cut short makes this check an error. Skips on offline targets and when no port was probed.
+#   check skips. Loopback-only listeners are judged by GH-TLS-007. A listener the probe could
+#   not reach or whose probe was cut short makes this check an error. Skips on offline
+#   targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-006

@@ -102,3 +102,27 @@ test_skip_when_tls12_is_weak if {
 	check.skip == {"TLSv1.2 is in weak_tls_protocols: GH-TLS-003 fails every port that accepts it"} with input as f
 		with data.gpuhost.params.weak_tls_protocols as ["TLSv1.2"]
 }
+
+test_error_when_unreachable if {
+	p := object.union(probe("10.0.0.5:8080", false, []), {
+		"tls12_accepted": false, "tls13_accepted": false, "unreachable": true, "connections": 1,
+		"error": "filtered: the TCP connect got no answer within 2s",
+	})
+	check.error == {"10.0.0.5:8080 could not be reached, so its verdict is unknown: filtered: the TCP connect got no answer within 2s"} with input as facts([p])
+		with data.gpuhost.params as allow12
+}
+
+test_fail_starttls_3des if {
+	p := object.union(
+		enumerated("0.0.0.0:25", ["TLSv1.2"], [suite(
+			"TLS_RSA_WITH_3DES_EDE_CBC_SHA", "TLSv1.2", "RSA", "3DES_EDE_CBC", "SHA1",
+			["cbc", "triple_des"],
+		)]),
+		{"starttls": "smtp"},
+	)
+	check.deny == {
+		"0.0.0.0:25 (smtp STARTTLS) accepts TLS_RSA_WITH_3DES_EDE_CBC_SHA: no forward secrecy (static RSA key exchange)",
+		"0.0.0.0:25 (smtp STARTTLS) accepts TLS_RSA_WITH_3DES_EDE_CBC_SHA: CBC with a SHA-1 MAC",
+		"0.0.0.0:25 (smtp STARTTLS) accepts TLS_RSA_WITH_3DES_EDE_CBC_SHA: 3DES, a 64-bit block cipher (Sweet32)",
+	} with input as facts([p]) with data.gpuhost.params as allow12
+}

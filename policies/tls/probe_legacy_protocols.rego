@@ -4,9 +4,11 @@
 #   Each listening TLS port was sent hellos of its own for SSL 3.0, TLS 1.0 and TLS 1.1, each
 #   offering every registered cipher suite; the port accepts a version when its ServerHello chose
 #   it. SSL 3.0 is prohibited (RFC 7568) and TLS 1.0 and 1.1 are deprecated (RFC 8996), so this
-#   fails whatever params.weak_tls_protocols says about TLS 1.2. Loopback-only
-#   listeners are judged by GH-TLS-007. A listener whose probe was cut short makes this
-#   check an error. Skips on offline targets and when no port was probed.
+#   fails whatever params.weak_tls_protocols says about TLS 1.2. A STARTTLS service (SMTP,
+#   IMAP, POP3, FTP, LDAP, PostgreSQL, MySQL) is probed after its upgrade. Loopback-only
+#   listeners are judged by GH-TLS-007. A listener the probe could not reach or whose probe
+#   was cut short makes this check an error. Skips on offline targets and when no port was
+#   probed.
 # scope: package
 # custom:
 #   id: GH-TLS-004

@@ -56,3 +56,17 @@ test_error_when_nothing_accepted if {
 	check.error == {sprintf("10.0.0.5:443 could not be fully probed, so its verdict is unknown: %s", [msg])} with input as facts([p])
 	check.deny == set() with input as facts([p])
 }
+
+test_error_when_unreachable if {
+	p := object.union(probe("10.0.0.5:8080", false, false, false), {
+		"tls12_accepted": false, "unreachable": true, "connections": 1,
+		"error": "connection refused: the listener is gone or refuses this address",
+	})
+	check.error == {"10.0.0.5:8080 could not be reached, so its verdict is unknown: connection refused: the listener is gone or refuses this address"} with input as facts([p])
+	check.deny == set() with input as facts([p])
+}
+
+test_fail_starttls_legacy if {
+	p := object.union(probe("0.0.0.0:110", false, false, false), {"starttls": "pop3", "protocols": ["TLSv1", "TLSv1.2"], "connections": 30})
+	check.deny == {"0.0.0.0:110 (pop3 STARTTLS) accepts TLS 1.0"} with input as facts([p]) with data.gpuhost.params.weak_tls_protocols as []
+}

@@ -22,18 +22,33 @@ tls12_weak if {
 	lower(w) == "tlsv1.2"
 }
 
-# Listeners whose probe was cut short: their verdicts are unknown, so the
-# checks that cover them are errors, never passes.
+# Listeners the probe could not reach, or whose probe was cut short: their
+# verdicts are unknown, so the checks that cover them are errors, never
+# passes.
 errors(loopback) := {msg |
 	some p in probes
 	object.get(p, "loopback", false) == loopback
-	p.error != ""
+	object.get(p, "unreachable", false)
+	msg := sprintf("%s could not be reached, so its verdict is unknown: %s", [label(p), object.get(p, "error", "")])
+} | {msg |
+	some p in probes
+	object.get(p, "loopback", false) == loopback
+	not object.get(p, "unreachable", false)
+	object.get(p, "error", "") != ""
 	msg := sprintf("%s could not be fully probed, so its verdict is unknown: %s", [label(p), p.error])
 }
 
-label(p) := sprintf("loopback-only %s", [p.address]) if p.loopback
+# A listener by its address, "loopback-only" where nothing off the host
+# reaches it, and with the in-band upgrade it was probed through.
+label(p) := sprintf("%s%s", [scope(p), via(p)])
+
+scope(p) := sprintf("loopback-only %s", [p.address]) if p.loopback
 
 else := p.address
+
+via(p) := sprintf(" (%s STARTTLS)", [p.starttls]) if object.get(p, "starttls", "") != ""
+
+else := ""
 
 # The versions a port accepted, as OpenSSL names them: the probe's
 # protocols, or for a document written before the probe enumerated them,

@@ -9,8 +9,9 @@
 #   (a sidecar on 127.0.0.1) is reachable only from the host itself, so its weight is the
 #   site's choice: the severity is params.tls_loopback_severity (medium by default), and the
 #   reports show the severity it took. A wildcard listener (0.0.0.0, [::]) is not loopback-only.
-#   A loopback listener whose probe was cut short makes this check an error. Skips on offline
-#   targets and when no port was probed.
+#   A loopback listener the probe could not reach (a firewall that filters loopback traffic
+#   to it) or whose probe was cut short makes this check an error. Skips on offline targets
+#   and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-007

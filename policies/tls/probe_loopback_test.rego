@@ -75,3 +75,20 @@ test_fail_closed_without_params if {
 	check.deny == {"parameter tls_loopback_severity is not set"} with input as facts([]) with data.gpuhost.params as {}
 	check.skip == {"no listening TLS port was probed"} with input as facts([]) with data.gpuhost.params as {}
 }
+
+# A loopback listener the firewall filters is an error here, never a pass.
+test_error_when_loopback_unreachable if {
+	filtered := {
+		"address": "127.0.0.1:7000", "loopback": true, "unreachable": true, "connections": 1,
+		"tls10_accepted": false, "tls11_accepted": false, "tls12_accepted": false, "tls13_accepted": false,
+		"weak_suites": [], "error": "filtered: the TCP connect got no answer within 2s",
+	}
+	check.error == {"loopback-only 127.0.0.1:7000 could not be reached, so its verdict is unknown: filtered: the TCP connect got no answer within 2s"} with input as facts([filtered])
+		with data.gpuhost.params as params
+	check.deny == set() with input as facts([filtered]) with data.gpuhost.params as params
+}
+
+test_fail_loopback_starttls if {
+	ldap := object.union(sidecar, {"address": "127.0.0.1:389", "starttls": "ldap", "tls12_accepted": false, "certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000})})
+	check.deny == {"loopback-only 127.0.0.1:389 (ldap STARTTLS) accepts TLS 1.0"} with input as facts([ldap]) with data.gpuhost.params as params
+}

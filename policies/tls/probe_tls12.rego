@@ -5,8 +5,10 @@
 #   to TLS 1.2, and the port accepts it when its ServerHello chose TLS 1.2, even if the
 #   handshake then failed (a server that demands a client certificate still speaks TLS 1.2).
 #   Applies only when TLSv1.2 is in params.weak_tls_protocols. Loopback-only listeners are
-#   judged by GH-TLS-007. A listener whose probe was cut short (timed out, filtered, reset)
-#   makes this check an error. Skips on offline targets and when no port was probed.
+#   judged by GH-TLS-007. A STARTTLS service (SMTP, IMAP, POP3, FTP, LDAP, PostgreSQL, MySQL)
+#   is probed after its upgrade, on every connection. A listener the probe could not reach
+#   (refused, or filtered by a firewall) or whose probe was cut short (timed out, reset) makes
+#   this check an error. Skips on offline targets and when no port was probed.
 # scope: package
 # custom:
 #   id: GH-TLS-003

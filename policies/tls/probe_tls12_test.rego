@@ -66,3 +66,20 @@ test_fail_enumerated_tls12 if {
 	only13 := object.union(probe("10.0.0.5:8443", false, false, true), {"protocols": ["TLSv1.3"], "groups": ["ffdhe2048"], "connections": 10})
 	check.deny == set() with input as facts([only13]) with data.gpuhost.params as params
 }
+
+unreachable(addr, loopback) := object.union(probe(addr, loopback, false, false), {
+	"unreachable": true, "connections": 1,
+	"error": "filtered: the TCP connect got no answer within 2s",
+})
+
+test_error_when_a_listener_is_unreachable if {
+	f := facts([unreachable("10.0.0.5:8080", false), unreachable("127.0.0.1:7000", true)])
+	check.error == {"10.0.0.5:8080 could not be reached, so its verdict is unknown: filtered: the TCP connect got no answer within 2s"} with input as f
+		with data.gpuhost.params as params
+	check.skip == set() with input as f with data.gpuhost.params as params
+}
+
+test_fail_starttls_listener if {
+	smtp := object.union(probe("0.0.0.0:25", false, true, false), {"starttls": "smtp", "protocols": ["TLSv1.2"], "connections": 20})
+	check.deny == {"0.0.0.0:25 (smtp STARTTLS) accepts a TLS 1.2 handshake"} with input as facts([smtp]) with data.gpuhost.params as params
+}

@@ -121,7 +121,15 @@ func coverageLine(c reports.Coverage) string {
 	if len(missed) > 0 {
 		line += "; not evaluated: " + strings.Join(missed, ", ")
 	}
+	if n := len(c.NotJudged); n > 0 {
+		line += fmt.Sprintf("; %d found and not judged", n)
+	}
 	return line
+}
+
+// notJudgedLine names one thing a collector found and no check judged.
+func notJudgedLine(n reports.NotJudged) string {
+	return fmt.Sprintf("not judged (%s): %s", n.Collector, n.What)
 }
 
 // gapLine names one important check that reached no verdict, and why.

@@ -119,6 +119,9 @@ func (*htmlRenderer) Render(w io.Writer, rep *reports.Report) error {
 	for _, g := range cov.Gaps {
 		v.Gaps = append(v.Gaps, gapLine(g))
 	}
+	for _, n := range cov.NotJudged {
+		v.Gaps = append(v.Gaps, notJudgedLine(n))
+	}
 	switch n := criticalGaps(cov); {
 	case s.ByStatus[reports.StatusError] > 0:
 		v.Verdict, v.VerdictCSS = "Scan incomplete: some checks errored", "error"

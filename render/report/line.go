@@ -129,7 +129,8 @@ func appendCoverage(dst []byte, c *reports.Coverage) []byte {
 	dst = appendMap(dst, c.NotEvaluated, appendInt)
 	dst = append(dst, `,"gaps":`...)
 	if c.Gaps == nil {
-		return append(dst, "null}"...)
+		dst = append(dst, "null"...)
+		return appendNotJudged(dst, c.NotJudged)
 	}
 	dst = append(dst, '[')
 	for i, g := range c.Gaps {
@@ -146,6 +147,27 @@ func appendCoverage(dst []byte, c *reports.Coverage) []byte {
 		dst = appendString(dst, g.Status)
 		dst = append(dst, `,"reason":`...)
 		dst = appendString(dst, g.Reason)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	return appendNotJudged(dst, c.NotJudged)
+}
+
+// appendNotJudged ends the coverage with its not_judged list, left out
+// when empty as encoding/json leaves it.
+func appendNotJudged(dst []byte, list []reports.NotJudged) []byte {
+	if len(list) == 0 {
+		return append(dst, '}')
+	}
+	dst = append(dst, `,"not_judged":[`...)
+	for i, n := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"collector":`...)
+		dst = appendString(dst, n.Collector)
+		dst = append(dst, `,"what":`...)
+		dst = appendString(dst, n.What)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)

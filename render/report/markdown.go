@@ -55,7 +55,10 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 	for _, g := range cov.Gaps {
 		bw.WriteString("- " + escape.Markdown(gapLine(g)) + "\n")
 	}
-	if len(cov.Gaps) > 0 {
+	for _, n := range cov.NotJudged {
+		bw.WriteString("- " + escape.Markdown(notJudgedLine(n)) + "\n")
+	}
+	if len(cov.Gaps)+len(cov.NotJudged) > 0 {
 		bw.WriteString("\n")
 	}
 	mdRow(bw, []string{"Status", "Count"})

@@ -69,8 +69,15 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 	bw := bufio.NewWriter(w)
 	cov := reports.CoverageOf(rep)
 	bw.WriteString(escape.Terminal(coverageLine(cov)) + "\n")
+	lines := make([]string, 0, len(cov.Gaps)+len(cov.NotJudged))
 	for _, g := range cov.Gaps {
-		for i, part := range wrap(escape.Terminal(gapLine(g)), maxMessageWidth+maxTitleWidth) {
+		lines = append(lines, gapLine(g))
+	}
+	for _, n := range cov.NotJudged {
+		lines = append(lines, notJudgedLine(n))
+	}
+	for _, l := range lines {
+		for i, part := range wrap(escape.Terminal(l), maxMessageWidth+maxTitleWidth) {
 			indent := "  "
 			if i > 0 {
 				indent = "    "
