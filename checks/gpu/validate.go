@@ -3,7 +3,6 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -267,14 +266,4 @@ func failed(step facts.ValidationStep, reason string) facts.ValidationStep {
 func passed(step facts.ValidationStep, reason string) facts.ValidationStep {
 	step.Status, step.Reason = facts.ValidationPassed, reason
 	return step
-}
-
-// ValidSteps reports the names in steps that are not skippable steps.
-func ValidSteps(steps []string) (unknown []string) {
-	for _, s := range steps {
-		if !slices.Contains(SkippableSteps(), s) {
-			unknown = append(unknown, s)
-		}
-	}
-	return unknown
 }

@@ -40,3 +40,10 @@ test_required_not_run_errors if {
 test_no_block_errors if {
 	check.error == {"the gpu_validation collector recorded no validation"} with input as {"gpu": {"available": true, "devices": []}}
 }
+
+test_failure_outweighs_steps_it_kept_from_running if {
+	driver := {"name": "driver", "status": "failed", "required": true, "reason": "NVML lists no GPUs"}
+	mig := {"name": "mig", "status": "not_run", "required": true, "reason": "needs the GPUs the driver step lists, and it did not pass"}
+	check.error == set() with input as host([driver, mig])
+	check.deny == {"step driver failed: NVML lists no GPUs"} with input as host([driver, mig])
+}
