@@ -50,19 +50,9 @@ func (a *app) agentCommand() *cobra.Command {
 				return err
 			}
 			cfg.Retain.MaxAge = keep
-			e, err := sf.engine(cmd.Context())
+			sc, err := a.agentScanner(cmd.Context(), &sf, validateSteps)
 			if err != nil {
 				return err
-			}
-			// Runs repeat on one host: the memo answers what did not change.
-			sc, err := sf.scannerOf(e, memoized)
-			if err != nil {
-				return err
-			}
-			if len(validateSteps) > 0 {
-				if err := a.agentValidation(validateSteps, e.Params()); err != nil {
-					return err
-				}
 			}
 			cfg.FailOn, cfg.FailOnSkip = sf.failOn, sf.failOnSkip
 			cfg.Log = a.log
@@ -112,6 +102,22 @@ func (a *app) agentCommand() *cobra.Command {
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
 	return a.collectsFacts(cmd)
+}
+
+// agentScanner builds the pipeline every run goes through, and with
+// --gpu-validate adds the gpu_validation collector to every run.
+func (a *app) agentScanner(ctx context.Context, sf *scanFlags, validateSteps []string) (*scan.Scanner, error) {
+	e, err := sf.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(validateSteps) > 0 {
+		if err := a.agentValidation(validateSteps, e.Params()); err != nil {
+			return nil, err
+		}
+	}
+	// Runs repeat on one host: the memo answers what did not change.
+	return sf.scannerOf(e, memoized)
 }
 
 // agentValidation adds the gpu_validation collector to every run: the
