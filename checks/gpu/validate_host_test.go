@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
@@ -172,6 +174,12 @@ func TestValidateContainerAndCUDAOnAHostRoot(t *testing.T) {
 		if g := st.GPUs[2]; g.Status != facts.ValidationNotRun || !strings.Contains(g.Detail, "time ran out") {
 			t.Errorf("GPU 2 after the hang: %+v", g)
 		}
+	})
+	t.Run("a GPU in MIG mode", func(t *testing.T) {
+		s := hgxH100()
+		device(s, 0).GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
+		v := validate(t, s, hostRoot(t, all, "none"), "active", gpu.WithSkip(gpu.StepContainer))
+		expectStep(t, v, gpu.StepCUDA, facts.ValidationNotRun, "GPU 0 ("+gpuUUID(0)+"): MIG is enabled")
 	})
 	t.Run("image not in containerd", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all, "none"), "active", gpu.WithImage("nvcr.io/nvidia/pytorch:24.08-py3"))

@@ -263,6 +263,28 @@ func TestValidateFabric(t *testing.T) {
 	}
 }
 
+// TestValidateFabricHGXA100: A100s report no fabric state; on their board
+// the fabric manager and the six NVSwitches are what is judged.
+func TestValidateFabricHGXA100(t *testing.T) {
+	s := dgxA100()
+	for i := range s.Devices {
+		device(s, i).UUID = gpuUUID(i)
+		device(s, i).GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) { return nvml.GpuFabricInfo{}, nvml.ERROR_NOT_SUPPORTED }
+	}
+	for switches, status := range map[int]string{6: facts.ValidationPassed, 4: facts.ValidationFailed} {
+		n := hgxNode()
+		n.switches = switches
+		v := validate(t, s, n.tree(t), "active", gpu.WithSkip(gpu.StepContainer, gpu.StepCUDA))
+		st := expectStep(t, v, gpu.StepFabric, status)
+		if status == facts.ValidationFailed && !strings.Contains(st.Reason, "the PCI bus shows 4 NVSwitches; an 8-GPU HGX A100 board has 6") {
+			t.Errorf("4 switches: %s", st.Reason)
+		}
+		if g := st.GPUs[0]; g.Status != facts.ValidationPassed || !strings.Contains(g.Detail, "before Hopper") {
+			t.Errorf("%d switches: GPU 0 %+v", switches, g)
+		}
+	}
+}
+
 // TestValidateFabricNotAnNVSwitchSystem: PCIe cards with no NVSwitch on the
 // bus have no fabric to validate; the step says why and is not required.
 func TestValidateFabricNotAnNVSwitchSystem(t *testing.T) {
