@@ -59,7 +59,7 @@ help:
 	@echo "make bench   engine and whole-command benchmarks, side by side with Lynis"
 	@echo "make fuzz    run each fuzzer for FUZZTIME (default $(FUZZTIME))"
 	@echo "make e2e     bake images/debian-12-gpu.pkr.hcl with the real Packer (part of make test)"
-	@echo "make gpu-check  gpuhost facts host and scan host on this machine's GPUs, saved to ./out"
+	@echo "make gpu-check  gpuhost facts host, scan host and validate on this machine's GPUs, saved to ./out"
 	@echo "make agent-image  the agent's OCI image (Debian base + lean binary) as an OCI layout in ./out/agent-image"
 
 .PHONY: check-go

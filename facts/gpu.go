@@ -25,6 +25,9 @@ type GPU struct {
 	// XIDError says why they could not be read, and then XIDEvents proves nothing.
 	XIDSource string `json:"xid_source,omitempty"`
 	XIDError  string `json:"xid_error,omitempty"`
+	// Validation is filled by the gpu_validation collector, which runs only
+	// when asked (gpuhost agent --gpu-validate).
+	Validation *GPUValidation `json:"validation,omitempty"`
 }
 
 // PCI lists the NVIDIA functions on the host's PCI bus, read from sysfs
@@ -179,4 +182,50 @@ type GPUDriver struct {
 	// MaxCUDA is the newest CUDA the installed branch supports, from the
 	// compatibility matrix; empty when the branch is unknown to it.
 	MaxCUDA string `json:"max_cuda,omitempty"`
+}
+
+// The statuses of a validation step and of each GPU within one.
+const (
+	ValidationPassed = "passed"
+	ValidationFailed = "failed"
+	ValidationNotRun = "not_run"
+)
+
+// GPUValidation is what `gpuhost validate` (or the agent's gpu_validation
+// collector) found when it held the node to gpu-operator's validator
+// sequence: the driver, a container through the toolkit and CDI, a CUDA
+// sample on each GPU, the NVSwitch fabric and the MIG mode.
+type GPUValidation struct {
+	// GPUs are the GPUs NVML listed, which every step is held to.
+	GPUs []ValidationGPU `json:"gpus"`
+	// Steps are in the order they ran.
+	Steps []ValidationStep `json:"steps"`
+}
+
+// ValidationGPU is one GPU as NVML listed it.
+type ValidationGPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Name  string `json:"name"`
+}
+
+// ValidationStep is one step's outcome. A step that could not run says
+// not_run and why, never passed; Required says whether the node needed it
+// to run (a step left out on purpose, or the fabric on a node without
+// NVSwitches, is not required).
+type ValidationStep struct {
+	Name     string `json:"name"`
+	Status   string `json:"status"`
+	Required bool   `json:"required"`
+	Reason   string `json:"reason"`
+	// GPUs is the step's verdict on each GPU, where it judges them one by one.
+	GPUs []ValidationGPUResult `json:"gpus,omitempty"`
+}
+
+// ValidationGPUResult is one step's verdict on one GPU.
+type ValidationGPUResult struct {
+	Index  int    `json:"index"`
+	UUID   string `json:"uuid"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
 }

@@ -145,6 +145,14 @@ func fullFacts() *Facts {
 		XIDSource: "/var/log/kern.log", XIDError: "",
 		ConfCompute: &ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "production"},
 		XIDEvents:   []XIDEvent{{Code: 79, PCIBusID: "0000:07:00.0", Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}},
+		Validation: &GPUValidation{
+			GPUs: []ValidationGPU{{Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB"}},
+			Steps: []ValidationStep{
+				{Name: "driver", Status: ValidationPassed, Required: true, Reason: "kernel module 535.161.08 and libnvidia-ml 535.161.08 agree"},
+				{Name: "fabric", Status: ValidationFailed, Required: true, Reason: "fabric registration is not complete on 1 of 1 GPUs",
+					GPUs: []ValidationGPUResult{{Index: 0, UUID: "GPU-0000", Status: ValidationFailed, Detail: "fabric registration in progress"}}},
+			},
+		},
 	}
 	f.GPUDriver = &GPUDriver{
 		Packages: []Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},

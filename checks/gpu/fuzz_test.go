@@ -36,3 +36,20 @@ func FuzzXID(f *testing.F) {
 		gpu.ParseKernelModuleVersion(line)
 	})
 }
+
+// FuzzNvidiaSMIList holds the parser of nvidia-smi -L, which a container
+// prints, to its promise on any output: every UUID it returns is a GPU
+// UUID that the output holds on a line of its own.
+func FuzzNvidiaSMIList(f *testing.F) {
+	f.Add("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-6e8a3c56-8c4f-4b05-a9e3-6e1c21b8d2f1)\n")
+	f.Add("GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1a2b)\r\n  MIG 1g.10gb Device 0: (UUID: MIG-2d8c6a44)\n")
+	f.Add("No devices were found\n")
+	f.Add("GPU 0: x (UUID: GPU-)(UUID: GPU-a)\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		for uuid := range gpu.ParseNvidiaSMIList([]byte(out)) {
+			if !strings.HasPrefix(uuid, "GPU-") || len(uuid) < 5 || !strings.Contains(out, "(UUID: "+uuid+")") {
+				t.Fatalf("ParseNvidiaSMIList(%q) returned %q", out, uuid)
+			}
+		}
+	})
+}

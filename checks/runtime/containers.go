@@ -143,3 +143,28 @@ func parseImageIndex(data []byte) ([]seededImage, error) {
 	})
 	return out, nil
 }
+
+// SeededImageRefs returns the references the pre-seeded layout's index.json
+// lists, sorted, without checking their blobs: the names a first-boot
+// import gave containerd. It is empty when nothing was seeded.
+func SeededImageRefs(fsys sysroot.FS) ([]string, error) {
+	name := SeededImagesDir + "/index.json"
+	data, err := fsys.ReadFileLimit(name, maxImageIndex)
+	if sysroot.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+	}
+	entries, err := parseImageIndex(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
+	}
+	var refs []string
+	for _, e := range entries {
+		if e.Ref != "" {
+			refs = append(refs, e.Ref)
+		}
+	}
+	return refs, nil
+}

@@ -120,6 +120,31 @@ func validateFacts(f *facts.Facts) error {
 	return facts.Validate(doc)
 }
 
+// TestSeededImageRefs lists what was seeded, blobs present or not (the
+// refs are what containerd was given to import), and nothing without a
+// layout; a bad index names the file.
+func TestSeededImageRefs(t *testing.T) {
+	dir := seededTree(t,
+		map[string]string{"nvcr.io/nvidia/pytorch:24.08-py3": `{"schemaVersion":2,"a":1}`},
+		map[string]string{"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04": `{"schemaVersion":2,"b":2}`},
+	)
+	refs, err := SeededImageRefs(checktest.NewEnv(t, dir, true).FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "nvcr.io/nvidia/pytorch:24.08-py3"}; strings.Join(refs, " ") != strings.Join(want, " ") {
+		t.Errorf("refs %q, want %q", refs, want)
+	}
+	if refs, err := SeededImageRefs(checktest.NewEnv(t, t.TempDir(), true).FS); err != nil || len(refs) != 0 {
+		t.Errorf("no layout: refs %q, err %v; want none", refs, err)
+	}
+	bad := t.TempDir()
+	checktest.WriteTree(t, bad, map[string]any{"var/lib/gpuhost/images/index.json": "{"})
+	if _, err := SeededImageRefs(checktest.NewEnv(t, bad, true).FS); err == nil || !strings.Contains(err.Error(), "var/lib/gpuhost/images/index.json") {
+		t.Errorf("bad index: err %v, want the file named", err)
+	}
+}
+
 func TestContainersWithoutALayoutHasNoImages(t *testing.T) {
 	f := checktest.NewFacts(facts.KindRootfs)
 	if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, t.TempDir(), false), f); err != nil {

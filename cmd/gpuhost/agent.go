@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/checks"
+	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
@@ -30,6 +32,7 @@ func (a *app) agentCommand() *cobra.Command {
 	var cfg agent.Config
 	var baseline, rootfs, retain string
 	var once bool
+	var validateSteps []string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Scan the host on a schedule, keep the history, and serve Prometheus metrics",
@@ -47,8 +50,7 @@ func (a *app) agentCommand() *cobra.Command {
 				return err
 			}
 			cfg.Retain.MaxAge = keep
-			// Runs repeat on one host: the memo answers what did not change.
-			sc, err := sf.scanner(cmd.Context(), memoized)
+			sc, err := a.agentScanner(cmd.Context(), &sf, validateSteps)
 			if err != nil {
 				return err
 			}
@@ -87,6 +89,9 @@ func (a *app) agentCommand() *cobra.Command {
 	f.StringVar(&cfg.Cron, "cron", "", "a standard cron expression (or @hourly, @daily...) in place of --interval")
 	f.BoolVar(&cfg.RunAtStart, "run-at-start", true, "run once at start rather than waiting for the first tick")
 	f.BoolVar(&once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
+	f.Var(choiceListVar(&validateSteps, append([]string{"all", gpu.StepDriver}, gpu.SkippableSteps()...)...), "gpu-validate",
+		"also run gpuhost validate's steps each run, for GH-GPU-022: all, or a list such as driver,fabric,mig (the driver step always runs; "+
+			"a step left out is not required); each step may take "+gpu.DefaultStepTimeout.String()+", within --deadline")
 	f.StringVar(&cfg.DBPath, "db", defaultDB, "SQLite run history")
 	f.StringVar(&retain, "retain", "30d", "drop runs older than this (Go duration, or Nd for days; 0 keeps all)")
 	f.IntVar(&cfg.Retain.MaxRuns, "retain-runs", 1000, "keep at most this many runs (0 keeps all)")
@@ -97,6 +102,41 @@ func (a *app) agentCommand() *cobra.Command {
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
 	return a.collectsFacts(cmd)
+}
+
+// agentScanner builds the pipeline every run goes through, and with
+// --gpu-validate adds the gpu_validation collector to every run.
+func (a *app) agentScanner(ctx context.Context, sf *scanFlags, validateSteps []string) (*scan.Scanner, error) {
+	e, err := sf.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(validateSteps) > 0 {
+		if err := a.agentValidation(validateSteps, e.Params()); err != nil {
+			return nil, err
+		}
+	}
+	// Runs repeat on one host: the memo answers what did not change.
+	return sf.scannerOf(e, memoized)
+}
+
+// agentValidation adds the gpu_validation collector to every run: the
+// steps named (or all), with the MIG mode the pack's params want.
+func (a *app) agentValidation(steps []string, params map[string]any) error {
+	mig, err := gpu.MIGWant(params)
+	if err != nil {
+		return err
+	}
+	var skip []string
+	if !slices.Contains(steps, "all") {
+		for _, s := range gpu.SkippableSteps() {
+			if !slices.Contains(steps, s) {
+				skip = append(skip, s)
+			}
+		}
+	}
+	a.extraCollectors = append(a.extraCollectors, gpu.NewValidationCollector(a.nvml(), gpu.WithMIG(mig), gpu.WithSkip(skip...)))
+	return nil
 }
 
 // agentScan is one run's work: the facts of the host (or a rootfs), the

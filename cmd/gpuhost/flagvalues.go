@@ -127,3 +127,31 @@ func (v *timeoutValue) Set(s string) error {
 	*v.value = d
 	return nil
 }
+
+// choiceListValue is a repeatable flag whose values, each one of choices,
+// may also be given comma-separated.
+type choiceListValue struct {
+	values  *[]string
+	choices []string
+}
+
+// choiceListVar binds p to a list flag of values from choices.
+func choiceListVar(p *[]string, choices ...string) *choiceListValue {
+	return &choiceListValue{values: p, choices: choices}
+}
+
+func (v *choiceListValue) String() string { return strings.Join(*v.values, ",") }
+func (v *choiceListValue) Type() string   { return "strings" }
+
+func (v *choiceListValue) Set(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if !slices.Contains(v.choices, part) {
+			return fmt.Errorf("%q: want one or more of %s", part, strings.Join(v.choices, ", "))
+		}
+		if !slices.Contains(*v.values, part) {
+			*v.values = append(*v.values, part)
+		}
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
@@ -49,6 +50,23 @@ type app struct {
 	budget    collector.Budget
 	kdfMemMiB int
 	maxMemMiB int
+	// extraCollectors join every collector in a collection: the agent's
+	// --gpu-validate adds the gpu_validation collector.
+	extraCollectors []collector.Collector
+	// newNVML opens NVML for validate and --gpu-validate; nil is the real
+	// library, and tests give a go-nvml mock.
+	newNVML func() nvml.Interface
+	// unitState answers validate's question whether a systemd unit runs;
+	// nil asks the host's systemd.
+	unitState func(ctx context.Context, unit string) (state, reason string)
+}
+
+// nvml is the NVML library the GPU validation asks.
+func (a *app) nvml() nvml.Interface {
+	if a.newNVML != nil {
+		return a.newNVML()
+	}
+	return nvml.New()
 }
 
 // startProfile starts CPU profiling when --cpuprofile is set; make bench and
@@ -74,7 +92,12 @@ func (a *app) stopProfile() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).execute(ctx, args)
+}
+
+// execute runs the command line args and returns the exit code.
+func (a *app) execute(ctx context.Context, args []string) int {
+	stdin, stdout, stderr := a.stdin, a.stdout, a.stderr
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -123,7 +146,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.versionCommand())
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.validateCommand(), a.versionCommand())
 	root.AddCommand(a.buildCommands()...)
 	root.Version = versionLine()
 	root.SetVersionTemplate("gpuhost {{.Version}}\n")

@@ -108,6 +108,11 @@ func (s *scanFlags) scanner(ctx context.Context, wrap func(*engine.Engine) scan.
 	if err != nil {
 		return nil, err
 	}
+	return s.scannerOf(e, wrap)
+}
+
+// scannerOf builds the pipeline around an engine already compiled.
+func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.Evaluator) (*scan.Scanner, error) {
 	var eval scan.Evaluator = e
 	if wrap != nil {
 		eval = wrap(e)
@@ -184,8 +189,11 @@ func (a *app) collectOptions(h *hostFlags) checks.Options {
 	if h != nil {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
 	}
-	if a.trivyDB != "" {
-		o.Collectors = append(checks.All(), vulnerabilityCollector(a.trivyDB))
+	if a.trivyDB != "" || len(a.extraCollectors) > 0 {
+		o.Collectors = append(checks.All(), a.extraCollectors...)
+		if a.trivyDB != "" {
+			o.Collectors = append(o.Collectors, vulnerabilityCollector(a.trivyDB))
+		}
 	}
 	return o
 }
