@@ -103,6 +103,18 @@ db_updated_ns := time_ns(object.get(db, "db_updated_at", null))
 
 db_next_ns := time_ns(object.get(db, "db_next_update", null))
 
+# The pre-seeded bases are judged as the image is, finding by finding, and
+# named by reference and digest: the digest is what runs, whatever the tag
+# says later.
+images := object.get(db, "images", [])
+
+image_counted contains [img, f] if {
+	some img in images
+	some f in object.get(img, "findings", [])
+	rank(object.get(f, "severity", "")) <= rank(fail_on)
+	fix_matters(f)
+}
+
 # A DB that does not say when it was built could be years behind; a pass
 # over it would be a guess.
 error contains msg if {
@@ -112,6 +124,19 @@ error contains msg if {
 		"the vulnerability DB (%s) does not say when it was built (no readable UpdatedAt in its metadata.json), %s%s",
 		[object.get(db, "db", ""), "so its age cannot be judged: use trivy's own DB (trivy image --download-db-only)", label],
 	)
+}
+
+# A base that could not be matched has unknown findings; bases that could
+# not be listed leave every one unknown.
+error contains msg if {
+	some img in images
+	object.get(img, "error", "") != ""
+	msg := sprintf("seeded image %s@%s could not be matched against the vulnerability DB: %s%s", [img.ref, img.digest, img.error, label])
+}
+
+error contains msg if {
+	object.get(db, "images_error", "") != ""
+	msg := sprintf("%s, so no seeded image was matched against the vulnerability DB%s", [db.images_error, label])
 }
 
 # Whole days, as the limit is counted: a DB 7 days and some hours old is 7
@@ -141,18 +166,6 @@ deny contains {"msg": msg, "subject": f.id} if {
 	msg := sprintf("%s %s has %s %s, %s, %s%s", [f.package, f.installed, lower(object.get(f, "severity", "unknown")), f.id, fix_text(f), age_text(f), label])
 }
 
-# The pre-seeded bases are judged as the image is, finding by finding, and
-# named by reference and digest: the digest is what runs, whatever the tag
-# says later.
-images := object.get(db, "images", [])
-
-image_counted contains [img, f] if {
-	some img in images
-	some f in object.get(img, "findings", [])
-	rank(object.get(f, "severity", "")) <= rank(fail_on)
-	fix_matters(f)
-}
-
 deny contains {"msg": msg, "subject": f.id} if {
 	some [img, f] in image_counted
 	past_grace(f)
@@ -160,19 +173,6 @@ deny contains {"msg": msg, "subject": f.id} if {
 		"seeded image %s@%s: %s %s has %s %s, %s, %s%s",
 		[img.ref, img.digest, f.package, f.installed, lower(object.get(f, "severity", "unknown")), f.id, fix_text(f), age_text(f), label],
 	)
-}
-
-# A base that could not be matched has unknown findings; bases that could
-# not be listed leave every one unknown.
-error contains msg if {
-	some img in images
-	object.get(img, "error", "") != ""
-	msg := sprintf("seeded image %s@%s could not be matched against the vulnerability DB: %s%s", [img.ref, img.digest, img.error, label])
-}
-
-error contains msg if {
-	object.get(db, "images_error", "") != ""
-	msg := sprintf("%s, so no seeded image was matched against the vulnerability DB%s", [db.images_error, label])
 }
 
 fix_text(f) := sprintf("fixed in %s", [f.fixed]) if object.get(f, "fixed", "") != ""
