@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -188,15 +189,6 @@ func TestGPUSamplerFollowsTheGPUs(t *testing.T) {
 	if v := value(t, m, "DCGM_FI_DEV_FB_USED", "2"); v != 1024 {
 		t.Errorf("FB used %v MiB, want 1024", v)
 	}
-	// No earlier reading: DCGM's NVLink bandwidth is 0 at first.
-	if v := value(t, m, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0"); v != 0 {
-		t.Errorf("first NVLink bandwidth %v", v)
-	}
-	for _, l := range m["DCGM_FI_DEV_GPU_UTIL"][0].Label {
-		if l.GetName() == "DCGM_FI_DRIVER_VERSION" && l.GetValue() != g.DriverVersion {
-			t.Errorf("driver label %q, NVML says %q", l.GetValue(), g.DriverVersion)
-		}
-	}
 
 	g.tick = 5
 	g.events = []nvml.EventData{{Device: g.Devices[6], EventType: nvml.EventTypeXidCriticalError, EventData: 79}}
@@ -215,16 +207,6 @@ func TestGPUSamplerFollowsTheGPUs(t *testing.T) {
 		{"DCGM_FI_DEV_GPU_TEMP", "0", 45},
 		{"gpuhost_gpu_slowdown_temperature_celsius", "0", 88},
 		{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3", 5},
-		{"DCGM_FI_DEV_FB_RESERVED", "2", 512},
-		{"DCGM_FI_DEV_MEMORY_TEMP", "4", 55},
-		{"DCGM_FI_DEV_DEC_UTIL", "4", 5},
-		{"DCGM_FI_DEV_ENC_UTIL", "4", 0},
-		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "1", 907_500_000},
-		{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "7", 7},
-		{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "5", 5},
-		{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "4", 0},
-		// 2 x 5 GiB in KiB over the 75 s between the samples, / 1000, as DCGM.
-		{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0", float64(10<<20) / 75 / 1000},
 		{"DCGM_FI_DEV_XID_ERRORS", "6", 79},
 		{"gpuhost_gpu_processes", "0", 1},
 		{"gpuhost_gpu_container_processes", "0", 1},
@@ -258,6 +240,50 @@ func TestGPUSamplerFollowsTheGPUs(t *testing.T) {
 	m = gather(t, s)
 	if n := len(m["DCGM_FI_DEV_GPU_UTIL"]); n != 7 || m["gpuhost_gpus"][0].Gauge.GetValue() != 7 {
 		t.Errorf("after losing a GPU: %d series, count %v", n, m["gpuhost_gpus"][0].Gauge.GetValue())
+	}
+}
+
+// The values dcgm-exporter has that NVML gives only through newer calls or
+// field values: read as DCGM reads them.
+func TestGPUSamplerReadsWhatDCGMReads(t *testing.T) {
+	g := newFleetGPUs()
+	s := NewGPUSampler(g, hostProc(t), quietLog())
+	if err := s.Sample(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := gather(t, s)
+	// No earlier reading: DCGM's NVLink bandwidth is 0 at first.
+	if v := value(t, m, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0"); v != 0 {
+		t.Errorf("first NVLink bandwidth %v", v)
+	}
+	for _, l := range m["DCGM_FI_DEV_GPU_UTIL"][0].Label {
+		if l.GetName() == "DCGM_FI_DRIVER_VERSION" && l.GetValue() != g.DriverVersion {
+			t.Errorf("driver label %q, NVML says %q", l.GetValue(), g.DriverVersion)
+		}
+	}
+	g.tick = 5
+	if err := s.Sample(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = gather(t, s)
+	for _, c := range []struct {
+		metric, gpu string
+		want        float64
+	}{
+		{"DCGM_FI_DEV_FB_RESERVED", "2", 512},
+		{"DCGM_FI_DEV_MEMORY_TEMP", "4", 55},
+		{"DCGM_FI_DEV_DEC_UTIL", "4", 5},
+		{"DCGM_FI_DEV_ENC_UTIL", "4", 0},
+		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "1", 907_500_000},
+		{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "7", 7},
+		{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "5", 5},
+		{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "4", 0},
+		// 2 x 5 GiB in KiB over the 75 s between the samples, / 1000, as DCGM.
+		{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0", float64(10<<20) / 75 / 1000},
+	} {
+		if v := value(t, m, c.metric, c.gpu); v != c.want {
+			t.Errorf("%s on GPU %s = %v, want %v", c.metric, c.gpu, v, c.want)
+		}
 	}
 }
 
@@ -392,5 +418,36 @@ func TestGPUCountersNeverGoDown(t *testing.T) {
 		if v := value(t, after, c.metric, c.gpu); v != c.want || v < value(t, before, c.metric, c.gpu) {
 			t.Errorf("%s on GPU %s = %v after the reload (%v before), want %v", c.metric, c.gpu, v, value(t, before, c.metric, c.gpu), c.want)
 		}
+	}
+}
+
+// TestGPUSamplerOnThisMachinesGPUs samples the real NVML, where a driver is
+// loaded: no call may fail (NOT_SUPPORTED is an answer), and every GPU has
+// the series the dcgm-exporter dashboard reads.
+func TestGPUSamplerOnThisMachinesGPUs(t *testing.T) {
+	lib := nvml.New()
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		t.Skipf("no NVIDIA driver here (NVML: %s)", ret.Error())
+	}
+	lib.Shutdown()
+	s := NewGPUSampler(lib, "/", quietLog())
+	for range 2 {
+		if err := s.Sample(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	m := gather(t, s)
+	for _, e := range m["gpuhost_gpu_sample_errors_total"] {
+		t.Errorf("failed NVML call: %v", e)
+	}
+	n := int(m["gpuhost_gpus"][0].Gauge.GetValue())
+	for _, name := range []string{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} {
+		if len(m[name]) != n {
+			t.Errorf("%s: %d series for %d GPUs", name, len(m[name]), n)
+		}
+	}
+	for _, f := range gpuFamilies {
+		t.Logf("%s: %d series", f.name, len(m[f.name]))
 	}
 }

@@ -43,6 +43,8 @@ type Allocation struct {
 }
 
 // Lister lists the NVIDIA devices the kubelet has allocated to containers.
+// An answer with more pods than the Lister reads gives the first pods'
+// allocations together with an error.
 type Lister interface {
 	List(ctx context.Context) ([]Allocation, error)
 }
