@@ -16,102 +16,115 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuhost/gpuhost/agent/podresources"
 	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 )
-
-// GPUMetricNames are the metrics the GPU sampler exports. Where
-// dcgm-exporter has a metric for the same value, it has the same name,
-// unit and labels (gpu, UUID, pci_bus_id, device, modelName, Hostname), so
-// dashboards and alerts written for it work on gpuhost's agent as they are.
-var GPUMetricNames = []string{
-	"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-	"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK",
-	"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-	"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-	"DCGM_FI_DEV_XID_ERRORS",
-	"gpuhost_gpu_slowdown_temperature_celsius", "gpuhost_gpu_processes", "gpuhost_gpu_container_processes",
-	"gpuhost_gpu_process_memory_bytes", "gpuhost_gpu_xid_errors_total", "gpuhost_gpus", "gpuhost_gpu_nvml_up",
-	"gpuhost_gpu_last_sample_timestamp_seconds", "gpuhost_gpu_sample_errors_total",
-}
-
-// dcgmLabels are dcgm-exporter's labels of a per-GPU series.
-var dcgmLabels = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
 
 // containerCgroups are the cgroup path parts container runtimes and
 // Kubernetes put their processes under: a GPU process in none of them runs
 // outside every container.
 var containerCgroups = []string{"kubepods", "docker-", "/docker/", "containerd", "cri-containerd", "libpod", "crio-", "/lxc/", "machine.slice/"}
 
-// GPUSampler reads every GPU NVML sees, each time Sample is called, into
-// Prometheus gauges: utilization, memory, power, temperature and its
-// slowdown threshold, clocks, throttle reasons, ECC and remapped rows, the
-// Xid events since the agent started, and the compute processes with the
-// cgroup each runs in, so that a process can be tied to a container.
+// GPUSampler reads every GPU NVML sees, each time Sample is called, into the
+// metrics of gpuFamilies: utilization, memory, power and energy,
+// temperatures, clocks, throttle reasons, ECC, remapped rows, PCIe replays,
+// NVLink traffic and errors, the last Xid, and the compute processes with
+// the cgroup each runs in. With WithPodResources, each GPU's series name the
+// container the kubelet gave the GPU to.
+//
+// It is a prometheus.Collector: a scrape sees the GPUs as the last sample
+// found them, so a GPU that fell off the bus leaves no stale series behind.
 type GPUSampler struct {
 	lib      nvml.Interface
 	hostRoot string
 	hostname string
 	log      *slog.Logger
+	pods     podresources.Lister
 
-	mu       sync.Mutex
-	up       bool
-	events   nvml.EventSet
-	xidSeen  map[string]bool
-	gauges   map[string]*prometheus.GaugeVec
+	mu      sync.Mutex
+	up      bool
+	events  nvml.EventSet
+	xidSeen map[string]bool
+	lastXid map[string]float64
+	totals  map[string]*total
+	nvlink  map[string]nvlinkReading
+	podErr  string
+
+	snapMu   sync.RWMutex
+	snapshot []prometheus.Metric
+
 	xids     *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	count    prometheus.Gauge
 	nvmlUp   prometheus.Gauge
 	lastTime prometheus.Gauge
-	lastXid  *prometheus.GaugeVec
+}
+
+// GPUOption configures a GPUSampler.
+type GPUOption func(*GPUSampler)
+
+// WithPodResources labels each GPU's series with the namespace, pod and
+// container the kubelet has allocated the GPU to, as listed by pods.
+func WithPodResources(pods podresources.Lister) GPUOption {
+	return func(s *GPUSampler) { s.pods = pods }
 }
 
 // NewGPUSampler samples through lib (nvml.New() on a host), reading
 // processes' cgroups under hostRoot ("/" on the host, /host in a pod).
-func NewGPUSampler(lib nvml.Interface, hostRoot string, log *slog.Logger) *GPUSampler {
+func NewGPUSampler(lib nvml.Interface, hostRoot string, log *slog.Logger, opts ...GPUOption) *GPUSampler {
 	if log == nil {
 		log = slog.Default()
 	}
 	host, _ := os.Hostname()
-	s := &GPUSampler{lib: lib, hostRoot: hostRoot, hostname: host, log: log, xidSeen: map[string]bool{}, gauges: map[string]*prometheus.GaugeVec{}}
-	gauge := func(name, help string, extra ...string) {
-		s.gauges[name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append(append([]string{}, dcgmLabels...), extra...))
+	s := &GPUSampler{
+		lib: lib, hostRoot: hostRoot, hostname: host, log: log,
+		xidSeen: map[string]bool{}, lastXid: map[string]float64{},
+		totals: map[string]*total{}, nvlink: map[string]nvlinkReading{},
+		xids: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuhost_gpu_xid_errors_total", Help: "Xid events NVML reported since the agent started, by GPU and Xid.",
+		}, []string{"UUID", "xid"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuhost_gpu_sample_errors_total", Help: "NVML calls (and kubelet pod-resources reads) that failed while sampling, by call.",
+		}, []string{"call"}),
+		count: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuhost_gpus", Help: "GPUs NVML sees."}),
+		nvmlUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuhost_gpu_nvml_up", Help: "1 when NVML answered the last sample, 0 when it could not be initialized.",
+		}),
+		lastTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuhost_gpu_last_sample_timestamp_seconds", Help: "Unix time of the last GPU sample.",
+		}),
 	}
-	gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).")
-	gauge("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).")
-	gauge("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).")
-	gauge("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).")
-	gauge("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).")
-	gauge("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).")
-	gauge("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).")
-	gauge("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).")
-	gauge("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask of NVML's nvmlClocksThrottleReason).")
-	gauge("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.")
-	gauge("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.")
-	gauge("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.")
-	gauge("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.")
-	gauge("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.")
-	gauge("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.")
-	gauge("gpuhost_gpu_slowdown_temperature_celsius", "Temperature at which the GPU slows its clocks down.")
-	gauge("gpuhost_gpu_processes", "Compute processes running on the GPU.")
-	gauge("gpuhost_gpu_container_processes", "Compute processes on the GPU that run inside a container (by their cgroup).")
-	gauge("gpuhost_gpu_process_memory_bytes", "GPU memory a compute process holds, with its PID and cgroup.", "pid", "cgroup")
-	s.xids = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuhost_gpu_xid_errors_total", Help: "Xid events NVML reported since the agent started, by GPU and Xid."}, []string{"UUID", "xid"})
-	s.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuhost_gpu_sample_errors_total", Help: "NVML calls that failed while sampling, by call."}, []string{"call"})
-	s.count = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuhost_gpus", Help: "GPUs NVML sees."})
-	s.nvmlUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuhost_gpu_nvml_up", Help: "1 when NVML answered the last sample, 0 when it could not be initialized."})
-	s.lastTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuhost_gpu_last_sample_timestamp_seconds", Help: "Unix time of the last GPU sample."})
-	s.lastXid = s.gauges["DCGM_FI_DEV_XID_ERRORS"]
+	for _, o := range opts {
+		o(s)
+	}
 	return s
 }
 
 // Collectors are what the agent registers for the sampler.
 func (s *GPUSampler) Collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{s.xids, s.errors, s.count, s.nvmlUp, s.lastTime}
-	for _, g := range s.gauges {
-		cs = append(cs, g)
+	return []prometheus.Collector{s, s.xids, s.errors, s.count, s.nvmlUp, s.lastTime}
+}
+
+// Describe sends the per-GPU metric descriptions.
+func (s *GPUSampler) Describe(ch chan<- *prometheus.Desc) {
+	for _, f := range gpuFamilies {
+		ch <- f.desc
 	}
-	return cs
+}
+
+// Collect sends the per-GPU series of the last sample.
+func (s *GPUSampler) Collect(ch chan<- prometheus.Metric) {
+	s.snapMu.RLock()
+	defer s.snapMu.RUnlock()
+	for _, m := range s.snapshot {
+		ch <- m
+	}
+}
+
+func (s *GPUSampler) publish(ms []prometheus.Metric) {
+	s.snapMu.Lock()
+	s.snapshot = ms
+	s.snapMu.Unlock()
 }
 
 // Sample reads every GPU once. NVML is initialized on the first call and
@@ -125,7 +138,7 @@ func (s *GPUSampler) Sample(ctx context.Context) error {
 		if ret := s.lib.Init(); ret != nvml.SUCCESS {
 			s.nvmlUp.Set(0)
 			s.count.Set(0)
-			s.reset()
+			s.publish(nil)
 			return fmt.Errorf("initializing NVML: %s", s.lib.ErrorString(ret))
 		}
 		s.up = true
@@ -137,36 +150,73 @@ func (s *GPUSampler) Sample(ctx context.Context) error {
 		s.lib.Shutdown()
 		s.up, s.events = false, nil
 		s.nvmlUp.Set(0)
-		s.reset()
+		s.publish(nil)
 		return fmt.Errorf("counting GPUs: %s", s.lib.ErrorString(ret))
 	}
 	s.nvmlUp.Set(1)
 	s.count.Set(float64(n))
-	// A GPU that fell off the bus must not keep its last values.
-	s.reset()
+	gpus := s.identify(n)
+	holders := s.holders(ctx, gpus)
+	driver, ret := s.lib.SystemGetDriverVersion()
+	if !s.ok("SystemGetDriverVersion", ret) {
+		driver = ""
+	}
+	b := &batch{}
 	byUUID := map[string][]string{}
-	for i := 0; i < n; i++ {
+	for _, g := range gpus {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		h := holders[g.uuid]
+		labels := []string{strconv.Itoa(g.index), g.uuid, g.bus, g.device, g.model, s.hostname,
+			strings.ToValidUTF8(driver, "\uFFFD"), h.namespace, h.pod, h.container}
+		s.sampleDevice(b, g, labels)
+		byUUID[g.uuid] = labels
+	}
+	s.drainXids(byUUID)
+	for uuid, labels := range byUUID {
+		if v, ok := s.lastXid[uuid]; ok {
+			b.add(familyByName["DCGM_FI_DEV_XID_ERRORS"], v, labels)
+		}
+	}
+	s.publish(b.metrics)
+	return nil
+}
+
+// gpu is one device and what identifies it in labels and to the kubelet.
+type gpu struct {
+	dev                      nvml.Device
+	index, minor             int
+	uuid, bus, device, model string
+}
+
+// identify takes a handle on each GPU and the names it goes by.
+func (s *GPUSampler) identify(n int) []gpu {
+	var gpus []gpu
+	for i := 0; i < n; i++ {
 		dev, ret := s.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			s.errors.WithLabelValues("DeviceGetHandleByIndex").Inc()
 			continue
 		}
-		labels := s.sampleDevice(i, dev)
-		byUUID[labels[1]] = labels
-	}
-	s.drainXids(byUUID)
-	return nil
-}
-
-func (s *GPUSampler) reset() {
-	for _, g := range s.gauges {
-		if g != s.lastXid {
-			g.Reset()
+		g := gpu{dev: dev, index: i, minor: i}
+		uuid, ret := dev.GetUUID()
+		if !s.ok("GetUUID", ret) {
+			uuid = "GPU-unknown-" + strconv.Itoa(i)
 		}
+		g.uuid = strings.ToValidUTF8(uuid, "\uFFFD")
+		name, _ := dev.GetName()
+		g.model = strings.ToValidUTF8(name, "\uFFFD")
+		if p, ret := dev.GetPciInfo(); ret == nvml.SUCCESS {
+			g.bus = gpucheck.BusID(p.BusId)
+		}
+		if m, ret := dev.GetMinorNumber(); ret == nvml.SUCCESS {
+			g.minor = m
+		}
+		g.device = "nvidia" + strconv.Itoa(g.minor)
+		gpus = append(gpus, g)
 	}
+	return gpus
 }
 
 // ok counts a failed call; NOT_SUPPORTED is an answer, not a failure.
@@ -180,77 +230,101 @@ func (s *GPUSampler) ok(call string, ret nvml.Return) bool {
 	return false
 }
 
-func (s *GPUSampler) sampleDevice(i int, dev nvml.Device) []string {
-	uuid, ret := dev.GetUUID()
-	if !s.ok("GetUUID", ret) {
-		uuid = "GPU-unknown-" + strconv.Itoa(i)
-	}
-	name, _ := dev.GetName()
-	bus := ""
-	if p, ret := dev.GetPciInfo(); ret == nvml.SUCCESS {
-		bus = gpucheck.BusID(p.BusId)
-	}
-	minor := i
-	if m, ret := dev.GetMinorNumber(); ret == nvml.SUCCESS {
-		minor = m
-	}
-	labels := []string{strconv.Itoa(i), uuid, bus, "nvidia" + strconv.Itoa(minor), name, s.hostname}
-	set := func(metric string, v float64) { s.gauges[metric].WithLabelValues(labels...).Set(v) }
+func (s *GPUSampler) sampleDevice(b *batch, g gpu, labels []string) {
+	dev := g.dev
+	gauge := func(name string, v float64) { b.add(familyByName[name], v, labels) }
 	if u, ret := dev.GetUtilizationRates(); s.ok("GetUtilizationRates", ret) {
-		set("DCGM_FI_DEV_GPU_UTIL", float64(u.Gpu))
-		set("DCGM_FI_DEV_MEM_COPY_UTIL", float64(u.Memory))
+		gauge("DCGM_FI_DEV_GPU_UTIL", float64(u.Gpu))
+		gauge("DCGM_FI_DEV_MEM_COPY_UTIL", float64(u.Memory))
 	}
-	if m, ret := dev.GetMemoryInfo(); s.ok("GetMemoryInfo", ret) {
-		set("DCGM_FI_DEV_FB_USED", float64(m.Used>>20))
-		set("DCGM_FI_DEV_FB_FREE", float64(m.Free>>20))
+	if u, _, ret := dev.GetEncoderUtilization(); s.ok("GetEncoderUtilization", ret) {
+		gauge("DCGM_FI_DEV_ENC_UTIL", float64(u))
 	}
+	if u, _, ret := dev.GetDecoderUtilization(); s.ok("GetDecoderUtilization", ret) {
+		gauge("DCGM_FI_DEV_DEC_UTIL", float64(u))
+	}
+	s.sampleMemory(b, dev, labels)
 	if p, ret := dev.GetPowerUsage(); s.ok("GetPowerUsage", ret) {
-		set("DCGM_FI_DEV_POWER_USAGE", float64(p)/1000)
+		gauge("DCGM_FI_DEV_POWER_USAGE", float64(p)/1000)
+	}
+	if e, ret := dev.GetTotalEnergyConsumption(); s.ok("GetTotalEnergyConsumption", ret) {
+		s.counter(b, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", g.uuid, float64(e), labels)
 	}
 	if t, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU); s.ok("GetTemperature", ret) {
-		set("DCGM_FI_DEV_GPU_TEMP", float64(t))
+		gauge("DCGM_FI_DEV_GPU_TEMP", float64(t))
 	}
 	if t, ret := dev.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN); s.ok("GetTemperatureThreshold", ret) {
-		set("gpuhost_gpu_slowdown_temperature_celsius", float64(t))
+		gauge("gpuhost_gpu_slowdown_temperature_celsius", float64(t))
 	}
 	if c, ret := dev.GetClockInfo(nvml.CLOCK_SM); s.ok("GetClockInfo", ret) {
-		set("DCGM_FI_DEV_SM_CLOCK", float64(c))
+		gauge("DCGM_FI_DEV_SM_CLOCK", float64(c))
 	}
 	if c, ret := dev.GetClockInfo(nvml.CLOCK_MEM); s.ok("GetClockInfo", ret) {
-		set("DCGM_FI_DEV_MEM_CLOCK", float64(c))
+		gauge("DCGM_FI_DEV_MEM_CLOCK", float64(c))
 	}
 	if r, ret := dev.GetCurrentClocksThrottleReasons(); s.ok("GetCurrentClocksThrottleReasons", ret) {
-		set("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", float64(r))
+		gauge("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", float64(r))
 	}
-	if n, ret := dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); s.ok("GetTotalEccErrors", ret) {
-		set("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", float64(n))
+	if n, ret := dev.GetPcieReplayCounter(); s.ok("GetPcieReplayCounter", ret) {
+		s.counter(b, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", g.uuid, float64(n), labels)
 	}
-	if n, ret := dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); s.ok("GetTotalEccErrors", ret) {
-		set("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", float64(n))
-	}
-	if corr, unc, _, failed, ret := dev.GetRemappedRows(); s.ok("GetRemappedRows", ret) {
-		set("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", float64(corr))
-		set("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", float64(unc))
-		set("DCGM_FI_DEV_ROW_REMAP_FAILURE", boolFloat(failed))
-	}
-	if procs, ret := dev.GetComputeRunningProcesses(); s.ok("GetComputeRunningProcesses", ret) {
-		inContainer := 0
-		for _, p := range procs {
-			cg := s.cgroupOf(int(p.Pid))
-			if inAContainer(cg) {
-				inContainer++
-			}
-			s.gauges["gpuhost_gpu_process_memory_bytes"].WithLabelValues(append(append([]string{}, labels...), strconv.Itoa(int(p.Pid)), cg)...).Set(float64(p.UsedGpuMemory))
-		}
-		set("gpuhost_gpu_processes", float64(len(procs)))
-		set("gpuhost_gpu_container_processes", float64(inContainer))
-	}
-	if s.events != nil && !s.xidSeen[uuid] {
+	s.sampleErrors(b, g, labels)
+	s.sampleFields(b, g, labels)
+	s.sampleProcesses(b, dev, labels)
+	if s.events != nil && !s.xidSeen[g.uuid] {
 		if ret := dev.RegisterEvents(nvml.EventTypeXidCriticalError, s.events); s.ok("RegisterEvents", ret) {
-			s.xidSeen[uuid] = true
+			s.xidSeen[g.uuid] = true
 		}
 	}
-	return labels
+}
+
+// sampleMemory reads the framebuffer as DCGM does: through the v2 call,
+// whose "used" leaves out what the driver reserves, and the v1 call on a
+// driver too old for it.
+func (s *GPUSampler) sampleMemory(b *batch, dev nvml.Device, labels []string) {
+	gauge := func(name string, bytes uint64) { b.add(familyByName[name], float64(bytes>>20), labels) }
+	if m, ret := dev.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
+		gauge("DCGM_FI_DEV_FB_USED", m.Used)
+		gauge("DCGM_FI_DEV_FB_FREE", m.Free)
+		gauge("DCGM_FI_DEV_FB_RESERVED", m.Reserved)
+		return
+	}
+	if m, ret := dev.GetMemoryInfo(); s.ok("GetMemoryInfo", ret) {
+		gauge("DCGM_FI_DEV_FB_USED", m.Used)
+		gauge("DCGM_FI_DEV_FB_FREE", m.Free)
+	}
+}
+
+func (s *GPUSampler) sampleErrors(b *batch, g gpu, labels []string) {
+	if n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); s.ok("GetTotalEccErrors", ret) {
+		s.counter(b, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", g.uuid, float64(n), labels)
+	}
+	if n, ret := g.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); s.ok("GetTotalEccErrors", ret) {
+		s.counter(b, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g.uuid, float64(n), labels)
+	}
+	if corr, unc, _, failed, ret := g.dev.GetRemappedRows(); s.ok("GetRemappedRows", ret) {
+		s.counter(b, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", g.uuid, float64(corr), labels)
+		s.counter(b, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", g.uuid, float64(unc), labels)
+		b.add(familyByName["DCGM_FI_DEV_ROW_REMAP_FAILURE"], boolFloat(failed), labels)
+	}
+}
+
+func (s *GPUSampler) sampleProcesses(b *batch, dev nvml.Device, labels []string) {
+	procs, ret := dev.GetComputeRunningProcesses()
+	if !s.ok("GetComputeRunningProcesses", ret) {
+		return
+	}
+	inContainer := 0
+	for _, p := range procs {
+		cg := s.cgroupOf(int(p.Pid))
+		if inAContainer(cg) {
+			inContainer++
+		}
+		b.add(familyByName["gpuhost_gpu_process_memory_bytes"], float64(p.UsedGpuMemory), labels,
+			strconv.Itoa(int(p.Pid)), strings.ToValidUTF8(cg, "\uFFFD"))
+	}
+	b.add(familyByName["gpuhost_gpu_processes"], float64(len(procs)), labels)
+	b.add(familyByName["gpuhost_gpu_container_processes"], float64(inContainer), labels)
 }
 
 // watchXids makes the event set Xid events arrive in; a driver without
@@ -282,10 +356,9 @@ func (s *GPUSampler) drainXids(byUUID map[string][]string) {
 		if ret != nvml.SUCCESS {
 			continue
 		}
-		xid := strconv.FormatUint(ev.EventData, 10)
-		s.xids.WithLabelValues(uuid, xid).Inc()
-		if labels, ok := byUUID[uuid]; ok {
-			s.lastXid.WithLabelValues(labels...).Set(float64(ev.EventData))
+		s.xids.WithLabelValues(uuid, strconv.FormatUint(ev.EventData, 10)).Inc()
+		if _, ok := byUUID[uuid]; ok {
+			s.lastXid[uuid] = float64(ev.EventData)
 		}
 	}
 }

@@ -153,6 +153,11 @@ func TestDaemonSetSecurity(t *testing.T) {
 	if eps, _ := ep.([]any); len(eps) == 0 || get(eps[0], "scheme") != "https" {
 		t.Errorf("ServiceMonitor does not scrape over https: %v", ep)
 	}
+	// The GPU series' namespace, pod and container name the workload, not
+	// the agent's pod: Prometheus must keep the scraped ones.
+	if eps, _ := ep.([]any); len(eps) == 0 || get(eps[0], "honorLabels") != true {
+		t.Errorf("ServiceMonitor does not honor the agent's labels: %v", ep)
+	}
 }
 
 var (

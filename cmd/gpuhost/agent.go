@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/agent"
+	"github.com/gpuhost/gpuhost/agent/podresources"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/facts"
@@ -30,7 +32,7 @@ func (a *app) agentCommand() *cobra.Command {
 	var sf scanFlags
 	var hf hostFlags
 	var cfg agent.Config
-	var baseline, rootfs, retain string
+	var baseline, rootfs, retain, podSocket string
 	var once bool
 	var validateSteps []string
 	cmd := &cobra.Command{
@@ -61,7 +63,10 @@ func (a *app) agentCommand() *cobra.Command {
 				cfg.Listen = ""
 			}
 			if cfg.GPUInterval > 0 && !once {
-				cfg.GPU = agent.NewGPUSampler(nvml.New(), hf.root, a.log)
+				if podSocket == "" {
+					podSocket = filepath.Join(hf.root, podresources.DefaultSocket)
+				}
+				cfg.GPU = agent.NewGPUSampler(nvml.New(), hf.root, a.log, agent.WithPodResources(podresources.New(podSocket)))
 			}
 			ag, err := agent.New(cfg)
 			if err != nil {
@@ -86,6 +91,7 @@ func (a *app) agentCommand() *cobra.Command {
 	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
 	f.DurationVar(&cfg.Interval, "interval", time.Hour, "time between runs")
 	f.DurationVar(&cfg.GPUInterval, "gpu-interval", 15*time.Second, "time between GPU samples for the DCGM_FI_* metrics (utilization, memory, power, temperature, ECC, Xid, processes); 0 turns sampling off")
+	f.StringVar(&podSocket, "pod-resources-socket", "", "the kubelet's pod-resources socket, read each GPU sample to label GPU series with the namespace, pod and container holding the GPU (default: "+podresources.DefaultSocket+" under --host-root; absent off Kubernetes)")
 	f.StringVar(&cfg.Cron, "cron", "", "a standard cron expression (or @hourly, @daily...) in place of --interval")
 	f.BoolVar(&cfg.RunAtStart, "run-at-start", true, "run once at start rather than waiting for the first tick")
 	f.BoolVar(&once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
