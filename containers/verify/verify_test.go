@@ -471,18 +471,21 @@ func TestVerifyDeadline(t *testing.T) {
 // cut though the deadline is far; one just inside it is not.
 func TestVerifyReadTimeout(t *testing.T) {
 	f := publishImage(t, image{results: passing})
+	// The answer inside the timeout has fifty times its delay to spare:
+	// a loaded machine's scheduling must not push it over.
 	for _, tc := range []struct {
 		name  string
 		front http.Handler
+		read  time.Duration
 		want  string
 	}{
-		{"inside the read timeout", delay(f.reg, 100*time.Millisecond), ""},
-		{"no response", delay(f.reg, time.Minute), "registry " + f.host + ": no response to /v2/"},
-		{"a trickle", trickle(f.reg, 100*time.Millisecond), "registry " + f.host + " stalled: /v2/gpu/img/manifests/"},
+		{"inside the read timeout", delay(f.reg, 100*time.Millisecond), 5 * time.Second, ""},
+		{"no response", delay(f.reg, time.Minute), time.Second, "registry " + f.host + ": no response to /v2/"},
+		{"a trickle", trickle(f.reg, 100*time.Millisecond), time.Second, "registry " + f.host + " stalled: /v2/gpu/img/manifests/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.setFront(tc.front)
-			_, err := f.verify(Options{Timeout: time.Minute, ReadTimeout: time.Second})
+			_, err := f.verify(Options{Timeout: time.Minute, ReadTimeout: tc.read})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("err = %v", err)
