@@ -54,70 +54,6 @@ func (n node) hasTaint(key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(tn taint) bool { return tn.Key == key })
 }
 
-// agentPod makes, from the DaemonSet the API server holds, the pod its
-// controller would place on nodeName (no controller or kubelet runs), and
-// returns its UID and the volumes the API server gave it.
-func agentPod(t *testing.T, api *kubeapi.Server, nodeName string) (uid string, volumes []any) {
-	t.Helper()
-	var ds map[string]any
-	if err := json.Unmarshal(api.Admin(t, http.MethodGet, "/apis/apps/v1/namespaces/gpuhost/daemonsets/gpuhost-agent", nil), &ds); err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := get(ds, "spec", "template", "spec").(map[string]any)
-	spec["nodeName"] = nodeName
-	pod := map[string]any{
-		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "gpuhost-agent-" + nodeName, "namespace": "gpuhost", "labels": get(ds, "spec", "template", "metadata", "labels")},
-		"spec":     spec,
-	}
-	var made map[string]any
-	if err := json.Unmarshal(api.Admin(t, http.MethodPost, "/api/v1/namespaces/gpuhost/pods", pod), &made); err != nil {
-		t.Fatal(err)
-	}
-	uid, _ = get(made, "metadata", "uid").(string)
-	volumes, _ = get(made, "spec", "volumes").([]any)
-	return uid, volumes
-}
-
-// podToken asks the TokenRequest API for the agent's token bound to the
-// pod, as the kubelet does for the pod's projected token volume; with no
-// pod it is a token bound to nothing.
-func podToken(t *testing.T, api *kubeapi.Server, account, pod, uid string) string {
-	t.Helper()
-	spec := map[string]any{"expirationSeconds": 3607}
-	if pod != "" {
-		spec["boundObjectRef"] = map[string]any{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
-	}
-	var tr struct {
-		Status struct{ Token string } `json:"status"`
-	}
-	body := api.Admin(t, http.MethodPost, "/api/v1/namespaces/gpuhost/serviceaccounts/"+account+"/token",
-		map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
-	if err := json.Unmarshal(body, &tr); err != nil || tr.Status.Token == "" {
-		t.Fatalf("TokenRequest: %v\n%s", err, body)
-	}
-	return tr.Status.Token
-}
-
-// whoAmI is what the API server makes of a token (SelfSubjectReview).
-func whoAmI(t *testing.T, api *kubeapi.Server, token string) (user string, extra map[string][]string) {
-	t.Helper()
-	code, body := api.As(t, token, http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews", "application/json",
-		[]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
-	var r struct {
-		Status struct {
-			UserInfo struct {
-				Username string              `json:"username"`
-				Extra    map[string][]string `json:"extra"`
-			} `json:"userInfo"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(body, &r); code != http.StatusCreated || err != nil {
-		t.Fatalf("SelfSubjectReview: %d %v\n%s", code, err, body)
-	}
-	return r.Status.UserInfo.Username, r.Status.UserInfo.Extra
-}
-
 // TestNodeMarkingOnARealAPIServer runs the agent's node marking against a
 // real kube-apiserver and etcd, with the RBAC and admission policy of
 // kubernetes/node-marks.yaml and the DaemonSet's own pod and token.
@@ -128,21 +64,19 @@ func TestNodeMarkingOnARealAPIServer(t *testing.T) {
 
 	// The pod the DaemonSet would run on node-a, and the token its kubelet
 	// would mount: the API server must know it as the agent on node-a.
-	uid, volumes := agentPod(t, api, "node-a")
-	if !strings.Contains(mustJSON(t, volumes), `"path":"token"`) {
-		t.Errorf("the agent's pod has no service account token volume: %s", mustJSON(t, volumes))
+	pod := api.DaemonSetPod(t, "gpuhost", "gpuhost-agent", "node-a")
+	if !strings.Contains(mustJSON(t, pod.Spec["volumes"]), `"path":"token"`) {
+		t.Errorf("the agent's pod has no service account token volume: %s", mustJSON(t, pod.Spec["volumes"]))
 	}
-	token := podToken(t, api, "gpuhost-agent", "gpuhost-agent-node-a", uid)
-	user, extra := whoAmI(t, api, token)
+	token := api.Token(t, "gpuhost", "gpuhost-agent", &pod)
+	user, extra := api.WhoAmI(t, token)
 	if user != "system:serviceaccount:gpuhost:gpuhost-agent" || !slices.Equal(extra["authentication.kubernetes.io/node-name"], []string{"node-a"}) {
 		t.Fatalf("the pod's token is %s with extra %v; want the agent on node-a", user, extra)
 	}
 
 	policyEnforced(t, api, token)
 
-	saDir := t.TempDir()
-	writeFile(t, filepath.Join(saDir, "token"), token)
-	writeFile(t, filepath.Join(saDir, "ca.crt"), string(api.CA))
+	saDir := api.ServiceAccountDir(t, token, "gpuhost")
 	t.Setenv("KUBERNETES_SERVICE_HOST", api.Host)
 	t.Setenv("KUBERNETES_SERVICE_PORT", strconv.Itoa(api.Port))
 	marker, err := nodemark.New("node-a", nodemark.WithLabel(), nodemark.WithTaint(), nodemark.WithServiceAccountDir(saDir))
@@ -179,7 +113,7 @@ func TestNodeMarkingOnARealAPIServer(t *testing.T) {
 	// broken one is refused and counted.
 	writeFile(t, filepath.Join(saDir, "token"), "not-a-token")
 	ag.run(t, failingReport(), nil)
-	writeFile(t, filepath.Join(saDir, "token"), podToken(t, api, "gpuhost-agent", "gpuhost-agent-node-a", uid))
+	writeFile(t, filepath.Join(saDir, "token"), api.Token(t, "gpuhost", "gpuhost-agent", &pod))
 	ag.run(t, failingReport(), nil)
 	if a = getNode(t, api, "node-a"); !a.hasTaint(nodemark.Taint) {
 		t.Errorf("the rotated token did not mark node-a: %+v", a)
@@ -230,7 +164,7 @@ func deniedOutsideItsOwnMarks(t *testing.T, api *kubeapi.Server, token, saDir st
 		}
 	}
 
-	unbound := podToken(t, api, "gpuhost-agent", "", "")
+	unbound := api.Token(t, "gpuhost", "gpuhost-agent", nil)
 	code, body := api.As(t, unbound, http.MethodPatch, "/api/v1/nodes/node-a", "application/strategic-merge-patch+json", []byte(`{"metadata":{"labels":{"gpuhost.dev/compliant":"false"}}}`))
 	if code != http.StatusForbidden {
 		t.Errorf("a token bound to no pod marked node-a: %d %s", code, body)
@@ -244,7 +178,7 @@ func deniedOutsideItsOwnMarks(t *testing.T, api *kubeapi.Server, token, saDir st
 		{token, http.MethodGet, "/api/v1/nodes"},
 		{token, http.MethodDelete, "/api/v1/nodes/node-a"},
 		{token, http.MethodPatch, "/api/v1/nodes/node-a/status"},
-		{podToken(t, api, "other", "", ""), http.MethodPatch, "/api/v1/nodes/node-a"},
+		{api.Token(t, "gpuhost", "other", nil), http.MethodPatch, "/api/v1/nodes/node-a"},
 	} {
 		code, body := api.As(t, c.token, c.method, c.path, "application/strategic-merge-patch+json", []byte(`{"metadata":{"labels":{"gpuhost.dev/compliant":"false"}}}`))
 		if code != http.StatusForbidden {

@@ -259,3 +259,98 @@ func ResourcePath(apiVersion, kind, namespace string) string {
 	}
 	return p + "/" + plural
 }
+
+// DaemonSetPod makes the pod the DaemonSet's controller would place on
+// node, from the DaemonSet as the API server holds it (no controller runs),
+// and returns it as the API server stored it, admission's changes and all.
+func (s *Server) DaemonSetPod(t testing.TB, namespace, daemonSet, node string) Object {
+	t.Helper()
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Metadata struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+				Spec map[string]any `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(s.Admin(t, http.MethodGet, ResourcePath("apps/v1", "DaemonSet", namespace)+"/"+daemonSet, nil), &ds); err != nil {
+		t.Fatal(err)
+	}
+	spec := ds.Spec.Template.Spec
+	spec["nodeName"] = node
+	pod := map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": daemonSet + "-" + node, "namespace": namespace, "labels": ds.Spec.Template.Metadata.Labels},
+		"spec":     spec,
+	}
+	var made Object
+	if err := json.Unmarshal(s.Admin(t, http.MethodPost, ResourcePath("v1", "Pod", namespace), pod), &made); err != nil {
+		t.Fatal(err)
+	}
+	return made
+}
+
+// Object is what tests read of any object: its name and UID, and the rest
+// as decoded JSON.
+type Object struct {
+	Metadata struct {
+		Name string `json:"name"`
+		UID  string `json:"uid"`
+	} `json:"metadata"`
+	Spec map[string]any `json:"spec"`
+}
+
+// Token asks the TokenRequest API for a token of the service account, as
+// the kubelet does for a pod's projected token volume: bound to pod when it
+// is not nil, which puts the pod's node in the token too.
+func (s *Server) Token(t testing.TB, namespace, account string, pod *Object) string {
+	t.Helper()
+	spec := map[string]any{"expirationSeconds": 3607}
+	if pod != nil {
+		spec["boundObjectRef"] = map[string]any{"apiVersion": "v1", "kind": "Pod", "name": pod.Metadata.Name, "uid": pod.Metadata.UID}
+	}
+	var tr struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	body := s.Admin(t, http.MethodPost, ResourcePath("v1", "ServiceAccount", namespace)+"/"+account+"/token",
+		map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+	if err := json.Unmarshal(body, &tr); err != nil || tr.Status.Token == "" {
+		t.Fatalf("TokenRequest: %v\n%s", err, body)
+	}
+	return tr.Status.Token
+}
+
+// WhoAmI is the user the API server takes token for (SelfSubjectReview),
+// with the extra attributes admission policies see.
+func (s *Server) WhoAmI(t testing.TB, token string) (user string, extra map[string][]string) {
+	t.Helper()
+	code, body := s.As(t, token, http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews", "application/json",
+		[]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
+	var r struct {
+		Status struct {
+			UserInfo struct {
+				Username string              `json:"username"`
+				Extra    map[string][]string `json:"extra"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &r); code != http.StatusCreated || err != nil {
+		t.Fatalf("SelfSubjectReview: %d %v\n%s", code, err, body)
+	}
+	return r.Status.UserInfo.Username, r.Status.UserInfo.Extra
+}
+
+// ServiceAccountDir writes token and the CA where a pod finds them
+// (/var/run/secrets/kubernetes.io/serviceaccount), into a new directory.
+func (s *Server) ServiceAccountDir(t testing.TB, token, namespace string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "token"), []byte(token))
+	write(t, filepath.Join(dir, "ca.crt"), s.CA)
+	write(t, filepath.Join(dir, "namespace"), []byte(namespace))
+	return dir
+}
