@@ -129,7 +129,7 @@ func (nf *nodeFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&nf.label, "node-label", false, "in a Kubernetes pod, label the node "+nodemark.Label+"=false and annotate it with the failing checks ("+nodemark.Annotation+") while a critical or high check fails")
 	f.BoolVar(&nf.taint, "node-taint", false, "in a Kubernetes pod, taint the node "+nodemark.Taint+":NoSchedule while a critical or high check fails")
-	f.StringVar(&nf.name, "node-name", os.Getenv("NODE_NAME"), "the node --node-label and --node-taint mark (default: $NODE_NAME, which the DaemonSet sets from spec.nodeName)")
+	f.StringVar(&nf.name, "node-name", "", "the node --node-label and --node-taint mark (default: $NODE_NAME, which the DaemonSet sets from spec.nodeName)")
 }
 
 // marker is the node marker the flags ask for, nil when they ask for none.
@@ -144,7 +144,13 @@ func (nf *nodeFlags) marker() (agent.NodeMarker, error) {
 	if nf.taint {
 		opts = append(opts, nodemark.WithTaint())
 	}
-	m, err := nodemark.New(nf.name, opts...)
+	// Read here, not as the flag's default, so the help and man page do
+	// not show the environment of whoever printed them.
+	node := nf.name
+	if node == "" {
+		node = os.Getenv("NODE_NAME")
+	}
+	m, err := nodemark.New(node, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--node-label/--node-taint: %w", err)
 	}
