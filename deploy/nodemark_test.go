@@ -3,21 +3,29 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/agent/nodemark"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/kubeapi"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -126,6 +134,69 @@ func TestNodeMarkingOnARealAPIServer(t *testing.T) {
 	}
 
 	deniedOutsideItsOwnMarks(t, api, token, saDir)
+	keepsATaintAddedMeanwhile(t, api, token)
+}
+
+// keepsATaintAddedMeanwhile: another client taints node-a between the
+// marker's read and its patch. The API server refuses the patch, whose
+// resourceVersion is stale, and the marker reads again and patches again,
+// so the other taint stays. A proxy in front of the API server, on the
+// pod's service address, makes the change just before it forwards the
+// marker's first patch.
+func keepsATaintAddedMeanwhile(t *testing.T, api *kubeapi.Server, token string) {
+	upstream, err := url.Parse(fmt.Sprintf("https://%s", net.JoinHostPort(api.Host, strconv.Itoa(api.Port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(api.CA)
+	rp := httputil.NewSingleHostReverseProxy(upstream)
+	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}}
+	var mu sync.Mutex
+	var seen []string
+	var meanwhile error
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method)
+		if r.Method == http.MethodPatch && meanwhile == nil && !slices.Contains(seen[:len(seen)-1], http.MethodPatch) {
+			code, body, err := api.Send("", http.MethodPatch, "/api/v1/nodes/node-a", "application/json-patch+json",
+				[]byte(`[{"op":"add","path":"/spec/taints/-","value":{"key":"example.com/maintenance","effect":"NoSchedule"}}]`))
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("%d %s", code, body)
+			}
+			meanwhile = err
+		}
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	ca := testutil.NewCA(t)
+	_, _, pair := testutil.WriteCert(t, t.TempDir(), testutil.CertSpec{CA: ca, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
+	srv.StartTLS()
+	defer srv.Close()
+	saDir := t.TempDir()
+	writeFile(t, filepath.Join(saDir, "token"), token)
+	writeFile(t, filepath.Join(saDir, "ca.crt"), string(ca.PEM()))
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	t.Setenv("KUBERNETES_SERVICE_HOST", host)
+	t.Setenv("KUBERNETES_SERVICE_PORT", port)
+	marker, err := nodemark.New("node-a", nodemark.WithLabel(), nodemark.WithTaint(), nodemark.WithServiceAccountDir(saDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := marker.Mark(context.Background(), nil); err != nil {
+		t.Fatalf("unmarking with a taint added meanwhile: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if meanwhile != nil {
+		t.Fatalf("the other client's taint: %v", meanwhile)
+	}
+	a := getNode(t, api, "node-a")
+	if !slices.Equal(seen, []string{"GET", "PATCH", "GET", "PATCH"}) || !a.hasTaint("example.com/maintenance") || a.hasTaint(nodemark.Taint) {
+		t.Errorf("requests %v; node-a %+v; want a refused patch, a fresh read, and the other taint kept", seen, a)
+	}
+	t.Logf("a taint added between read and patch: requests %v, node-a's taints %v", seen, a.Spec.Taints)
 }
 
 // deniedOutsideItsOwnMarks: the same token may not mark another node nor

@@ -93,7 +93,7 @@ func Start(t testing.TB) *Server {
 		"--profiling=false",
 	))
 	s.Proc.WaitFor(t, 3*time.Minute, "/readyz", func() bool {
-		code, _, err := s.do("", http.MethodGet, "/readyz", "", nil)
+		code, _, err := s.Send("", http.MethodGet, "/readyz", "", nil)
 		return err == nil && code == http.StatusOK
 	})
 	s.Ready = time.Since(started)
@@ -149,9 +149,10 @@ func startEtcd(t testing.TB, bin, dataDir string) string {
 	return clientURL
 }
 
-// do sends one request, as the admin when token is empty and as the
-// token's bearer otherwise.
-func (s *Server) do(token, method, path, contentType string, body []byte) (int, []byte, error) {
+// Send sends one request, as the admin when token is empty and as the
+// token's bearer otherwise, and returns the answer whatever it is. Unlike
+// Admin and As it needs no test, for a handler's goroutine.
+func (s *Server) Send(token, method, path, contentType string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequest(method, fmt.Sprintf("https://%s%s", net.JoinHostPort(s.Host, strconv.Itoa(s.Port)), path), bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
@@ -192,7 +193,7 @@ func (s *Server) Admin(t testing.TB, method, path string, body any) []byte {
 	if method == http.MethodPatch {
 		contentType = "application/strategic-merge-patch+json"
 	}
-	code, answer, err := s.do("", method, path, contentType, raw)
+	code, answer, err := s.Send("", method, path, contentType, raw)
 	if err != nil || code/100 != 2 {
 		t.Fatalf("%s %s: %d %v\n%s", method, path, code, err, answer)
 	}
@@ -203,7 +204,7 @@ func (s *Server) Admin(t testing.TB, method, path string, body any) []byte {
 // and answer, whatever they are.
 func (s *Server) As(t testing.TB, token, method, path, contentType string, body []byte) (int, []byte) {
 	t.Helper()
-	code, answer, err := s.do(token, method, path, contentType, body)
+	code, answer, err := s.Send(token, method, path, contentType, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -231,7 +232,7 @@ func (s *Server) Apply(t testing.TB, manifest []byte) {
 		}
 		path := ResourcePath(head.APIVersion, head.Kind, head.Metadata.Namespace) + "/" + head.Metadata.Name +
 			"?fieldManager=gpuhost-test&fieldValidation=Strict&force=true"
-		code, answer, err := s.do("", http.MethodPatch, path, "application/apply-patch+yaml", []byte(doc))
+		code, answer, err := s.Send("", http.MethodPatch, path, "application/apply-patch+yaml", []byte(doc))
 		if err != nil || code/100 != 2 {
 			t.Fatalf("applying %s %s: %d %v\n%s", head.Kind, head.Metadata.Name, code, err, answer)
 		}
