@@ -129,7 +129,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign
+test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign kube
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
@@ -210,6 +210,22 @@ cosign: $(COSIGN)
 $(COSIGN): tools/cosign/go.mod tools/cosign/go.sum | check-go
 	cd tools/cosign && v=$$($(GO) list -m -f '{{.Version}}' github.com/sigstore/cosign/v2) && \
 	  GOEXPERIMENT= $(GO) build -trimpath -ldflags "-X sigs.k8s.io/release-utils/version.gitVersion=$$v" -o $(COSIGN) github.com/sigstore/cosign/v2/cmd/cosign
+
+# kube-apiserver and etcd, for the node-marking test (deploy/nodemark_test.go):
+# the agent marks its node through the real API server, with the RBAC and
+# admission policy of deploy/kubernetes/node-marks.yaml enforced by it.
+# tools/kubernetes pins the Kubernetes release and, to the version that
+# release is built with, etcd. Built once, and again when the pin moves.
+KUBE_APISERVER := $(BIN)/kube-apiserver
+ETCD := $(BIN)/etcd
+.PHONY: kube
+kube: $(KUBE_APISERVER) $(ETCD)
+$(KUBE_APISERVER): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
+	cd tools/kubernetes && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) && IFS=. read -r major minor _ <<< "$${v#v}" && \
+	  GOEXPERIMENT= $(GO) build -trimpath -o $@ -ldflags "-X k8s.io/component-base/version.gitVersion=$$v \
+	    -X k8s.io/component-base/version.gitMajor=$$major -X k8s.io/component-base/version.gitMinor=$$minor" k8s.io/kubernetes/cmd/kube-apiserver
+$(ETCD): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
+	cd tools/kubernetes && GOEXPERIMENT= $(GO) build -trimpath -o $@ go.etcd.io/etcd/server/v3
 
 # opa is the OPA release go.mod pins, so `opa test policies` in make test
 # runs the engine the scans embed; rebuilt when go.mod moves.

@@ -59,6 +59,10 @@ type Config struct {
 	// GPU metrics, apart from the scans.
 	GPU         *GPUSampler
 	GPUInterval time.Duration
+	// Node, when set, is told after every trusted run which critical and
+	// high checks fail, and marks the node the agent runs on for the
+	// scheduler (agent/nodemark). An untrusted run leaves the marks alone.
+	Node NodeMarker
 	// Log receives the agent's log; slog.Default when nil.
 	Log *slog.Logger
 	// Now replaces time.Now, for tests.
@@ -141,6 +145,9 @@ func New(cfg Config) (*Agent, error) {
 			a.metrics.reg.MustRegister(cm[0], cm[1])
 		}
 		a.metrics.reg.MustRegister(cm[2])
+	}
+	if cfg.Node != nil {
+		a.metrics.reg.MustRegister(nodeMarkMetrics(a.metrics)...)
 	}
 	if cfg.GPU != nil {
 		a.metrics.reg.MustRegister(cfg.GPU.Collectors()...)
@@ -309,6 +316,7 @@ func (a *Agent) runOnce(ctx context.Context) *RunRecord {
 	}
 	a.mu.Unlock()
 	a.log.Info("run complete", "exit_code", r.ExitCode, "duration", dur, "id", r.ID)
+	a.markNode(ctx, r)
 	return r
 }
 

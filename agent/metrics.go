@@ -53,6 +53,9 @@ type metrics struct {
 	certNotBefore, certNotAfter prometheus.Gauge
 	certLoaded                  bool
 	reloadErrors                *prometheus.CounterVec
+	// Registered only when the agent marks its node.
+	nodeMarked     prometheus.Gauge
+	nodeMarkErrors prometheus.Counter
 }
 
 func newMetrics() *metrics {

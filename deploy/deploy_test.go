@@ -215,7 +215,7 @@ func TestAlertsNameOnlyAgentMetrics(t *testing.T) {
 				t.Errorf("%s: expr names no metric: %s", name, expr)
 			}
 			for _, m := range ms {
-				if !slices.Contains(agent.MetricNames, m) && !slices.Contains(agent.CredentialMetricNames, m) && !slices.Contains(agent.GPUMetricNames, m) {
+				if !slices.Contains(agent.MetricNames, m) && !slices.Contains(agent.CredentialMetricNames, m) && !slices.Contains(agent.GPUMetricNames, m) && !slices.Contains(agent.NodeMarkMetricNames, m) {
 					t.Errorf("%s: %s is not a metric the agent exports (%s)", name, m, expr)
 				}
 				used[m] = true

@@ -148,6 +148,11 @@ tests:
         values: '0x10 1 2 3x47'
       - series: 'gpuhost_runs_skipped_total{node="n2"}'
         values: '0x10 1x49'
+      # n1's agent cannot patch its node each run; n2's once.
+      - series: 'gpuhost_node_mark_errors_total{node="n1"}'
+        values: '0+1x60'
+      - series: 'gpuhost_node_mark_errors_total{node="n2"}'
+        values: '0x30 1x30'
       # n1 fails a high GPU check, n2 a high check of another domain.
       - series: 'gpuhost_check_status{node="n1", id="GH-GPU-007", severity="high", status="fail"}'
         values: '1x60'
@@ -181,6 +186,13 @@ tests:
             exp_annotations:
               summary: "n1 fails GPU health check GH-GPU-007 (row remaps, Xid, PCIe link, ECC mode)"
               description: "Run ` + "`gpuhost history`" + ` on the node for the GPU and the message; drain it before the next job lands."
+      - eval_time: 45m
+        alertname: GpuhostNodeMarkFailing
+        exp_alerts:
+          - exp_labels: {node: n1, severity: warning}
+            exp_annotations:
+              summary: "The gpuhost agent on n1 cannot set its node's marks for the scheduler"
+              description: "Its log says why (node marks not set): node-marks.yaml not applied, a token without the node's name, or the API server unreachable. The node keeps the marks it had."
       - eval_time: 31m
         alertname: GpuhostAgentAbsent
         exp_alerts:

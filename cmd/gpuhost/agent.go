@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/agent"
+	"github.com/gpuhost/gpuhost/agent/nodemark"
 	"github.com/gpuhost/gpuhost/agent/podresources"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/gpu"
@@ -34,6 +36,7 @@ func (a *app) agentCommand() *cobra.Command {
 	var cfg agent.Config
 	var baseline, rootfs, retain, podSocket string
 	var once bool
+	var nf nodeFlags
 	var validateSteps []string
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -44,7 +47,9 @@ func (a *app) agentCommand() *cobra.Command {
 			"SQLite history (--db), pruned by --retain and --retain-runs. It serves /metrics, /healthz and\n" +
 			"/api/v1/runs/latest on --listen, TLS 1.3 only with --tls-cert/--tls-key, behind a bearer token with\n" +
 			"--token-file (all but /healthz). With --once it runs a single scan, records it, and exits with its code,\n" +
-			"as a systemd timer wants.",
+			"as a systemd timer wants. In a Kubernetes pod, --node-label and --node-taint mark the node while it fails\n" +
+			"a critical or high check (label " + nodemark.Label + "=false, annotation " + nodemark.Annotation + ",\n" +
+			"taint " + nodemark.Taint + ":NoSchedule) and remove the marks once it passes; an untrusted run changes nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keep, err := parseRetain(retain)
@@ -67,6 +72,9 @@ func (a *app) agentCommand() *cobra.Command {
 					podSocket = filepath.Join(hf.root, podresources.DefaultSocket)
 				}
 				cfg.GPU = agent.NewGPUSampler(nvml.New(), hf.root, a.log, agent.WithPodResources(podresources.New(podSocket)))
+			}
+			if cfg.Node, err = nf.marker(); err != nil {
+				return err
 			}
 			ag, err := agent.New(cfg)
 			if err != nil {
@@ -105,9 +113,48 @@ func (a *app) agentCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS 1.3 only with this certificate (PEM)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "require this bearer token on every endpoint but /healthz")
+	nf.register(cmd)
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
 	return a.collectsFacts(cmd)
+}
+
+// nodeFlags choose the marks the agent sets on its Kubernetes node.
+type nodeFlags struct {
+	label, taint bool
+	name         string
+}
+
+func (nf *nodeFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&nf.label, "node-label", false, "in a Kubernetes pod, label the node "+nodemark.Label+"=false and annotate it with the failing checks ("+nodemark.Annotation+") while a critical or high check fails")
+	f.BoolVar(&nf.taint, "node-taint", false, "in a Kubernetes pod, taint the node "+nodemark.Taint+":NoSchedule while a critical or high check fails")
+	f.StringVar(&nf.name, "node-name", "", "the node --node-label and --node-taint mark (default: $NODE_NAME, which the DaemonSet sets from spec.nodeName)")
+}
+
+// marker is the node marker the flags ask for, nil when they ask for none.
+func (nf *nodeFlags) marker() (agent.NodeMarker, error) {
+	if !nf.label && !nf.taint {
+		return nil, nil
+	}
+	var opts []nodemark.Option
+	if nf.label {
+		opts = append(opts, nodemark.WithLabel())
+	}
+	if nf.taint {
+		opts = append(opts, nodemark.WithTaint())
+	}
+	// Read here, not as the flag's default, so the help and man page do
+	// not show the environment of whoever printed them.
+	node := nf.name
+	if node == "" {
+		node = os.Getenv("NODE_NAME")
+	}
+	m, err := nodemark.New(node, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--node-label/--node-taint: %w", err)
+	}
+	return m, nil
 }
 
 // agentScanner builds the pipeline every run goes through, and with

@@ -92,6 +92,31 @@ func TestAgentFlagErrors(t *testing.T) {
 	}
 }
 
+// TestAgentNodeMarksNeedAPod: --node-label and --node-taint work only where
+// a pod finds the API server, and say so at start rather than at each run.
+func TestAgentNodeMarksNeedAPod(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("NODE_NAME", "")
+	agentCmd := (*app).agentCommand
+	db := filepath.Join(t.TempDir(), "h.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--once", "--db", db, "--rootfs", hardened, "--node-label", "--node-name", "gpu-1"}, "not in a Kubernetes pod"},
+		{[]string{"--once", "--db", db, "--rootfs", hardened, "--node-taint", "--node-name", "GPU_1"}, "not a Kubernetes node name"},
+		{[]string{"--once", "--db", db, "--rootfs", hardened, "--node-taint"}, `node name ""`},
+	} {
+		o := runCommand(t, agentCmd, c.args...)
+		if o.code != 2 || !strings.Contains(o.stderr, c.want) {
+			t.Errorf("%v: exit %d %s; want 2 and %q", c.args, o.code, o.stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the agent ran a scan with node marks it cannot set")
+	}
+}
+
 func TestParseRetain(t *testing.T) {
 	for in, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "0": 0, "": 0} {
 		if got, err := parseRetain(in); err != nil || got != want {

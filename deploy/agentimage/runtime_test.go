@@ -303,8 +303,14 @@ func TestAgentImageInAChroot(t *testing.T) {
 		a = strings.ReplaceAll(a, "$(POD_IP):9108", "127.0.0.1:0")
 		args = append(args, a)
 	}
+	// The cluster it runs in, for --node-label: the kubelet's environment
+	// and the pod's token mount (at /run/secrets, which the image's
+	// /var/run links to: the path resolves inside the image, as a runtime
+	// resolves it, not on this machine).
+	cluster := startCluster(t, ds.Bytes())
 	env := append(slices.Clone(cf.Config.Env), "POD_IP=127.0.0.1")
 	env = append(env, pod.Env...)
+	env = append(env, cluster.env()...)
 	c := container{
 		Root: root,
 		Binds: []bind{
@@ -312,6 +318,7 @@ func TestAgentImageInAChroot(t *testing.T) {
 			{Source: state, Target: "/var/lib/gpuhost"},
 			{Source: tlsDir, Target: "/etc/gpuhost/tls", ReadOnly: true},
 			{Source: tokenDir, Target: "/etc/gpuhost/token", ReadOnly: true},
+			{Source: cluster.saDir, Target: "/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
 		},
 		Caps: pod.Caps,
 		Argv: append(slices.Clone(cf.Config.Entrypoint), args...),
@@ -375,9 +382,17 @@ func TestAgentImageInAChroot(t *testing.T) {
 			t.Fatalf("no listener and NVML error after 5 minutes (listener %q)", addr)
 		}
 	}
+	// What the agent says of its node's marks once its first run is done.
+	nodeLine := make(chan string, 1)
 	go func() {
 		for l := range lines {
 			agentLog.WriteString(l + "\n")
+			if strings.Contains(l, `msg="node `) {
+				select {
+				case nodeLine <- l:
+				default:
+				}
+			}
 		}
 	}()
 
@@ -439,6 +454,12 @@ func TestAgentImageInAChroot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "history.db")); err != nil {
 		t.Errorf("the history is not on the node's volume: %v", err)
+	}
+	select {
+	case l := <-nodeLine:
+		cluster.judged(t, l, "GH-GPU-020")
+	case <-time.After(time.Minute):
+		t.Error("the agent said nothing of its node's marks a minute after its run")
 	}
 }
 

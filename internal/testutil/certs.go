@@ -37,6 +37,13 @@ type CertSpec struct {
 	IPs []net.IP
 	// CA signs it; it is self-signed when nil.
 	CA *CA
+	// CommonName and Organization are its subject ("gpuhost test peer"
+	// when CommonName is empty): a Kubernetes API server takes them as the
+	// user name and groups of a client certificate.
+	CommonName   string
+	Organization []string
+	// Client makes it a client certificate rather than a server's.
+	Client bool
 }
 
 // CA is a test certificate authority.
@@ -101,13 +108,20 @@ func WriteCert(t testing.TB, dir string, s CertSpec) (certPath, keyPath string, 
 			s.NotBefore = s.NotAfter.Add(-2 * 365 * 24 * time.Hour)
 		}
 	}
+	if s.CommonName == "" {
+		s.CommonName = "gpuhost test peer"
+	}
+	usage := x509.ExtKeyUsageServerAuth
+	if s.Client {
+		usage = x509.ExtKeyUsageClientAuth
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "gpuhost test peer"},
+		Subject:      pkix.Name{CommonName: s.CommonName, Organization: s.Organization},
 		NotBefore:    s.NotBefore,
 		NotAfter:     s.NotAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		DNSNames:     s.DNS,
 		IPAddresses:  s.IPs,
 	}
@@ -147,4 +161,10 @@ func (c *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(c.cert)
 	return p
+}
+
+// PEM is the CA's certificate in PEM, for a peer that reads its trust from
+// a file.
+func (c *CA) PEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})
 }
