@@ -109,6 +109,8 @@ type LUKSToken struct {
 type TPM2Enrolment struct {
 	File string `json:"file"`
 	PCRs []int  `json:"pcrs"`
+	// Error says why the PCRs could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // Origins of a volume key (VolumeKey.Origin).

@@ -91,7 +91,7 @@ func fullFacts() *Facts {
 			{Device: "dm-0", Kind: "crypt", Name: "cryptroot", Learned: "sysfs", Depth: 0,
 				Crypt: &CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel",
 					Tokens:        []LUKSToken{{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{7}, TPM2PubkeyPCRs: []int{11}, Error: ""}},
-					FirstBootTPM2: &TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}}}},
+					FirstBootTPM2: &TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}, Error: ""}}},
 			{Device: "nvme0n1p3", Kind: "partition", Learned: "sysfs", Depth: 1},
 		}},
 		Swap: []Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
