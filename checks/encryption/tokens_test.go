@@ -138,9 +138,9 @@ func TestFirstBootTPM2PCRs(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		checktest.WriteTree(t, dir, map[string]any{
-			"etc/fstab":                    "/dev/mapper/luks-" + uuid + " / ext4 defaults 0 1\n",
-			"etc/crypttab":                 "luks-" + uuid + " UUID=" + uuid + " none luks,tpm2-device=auto\n",
-			"etc/gpuhost/luks-enroll.conf": "LUKS_UUID=" + uuid + "\nPROVISION_SLOT=0\n" + tc.conf,
+			"etc/fstab":                         "/dev/mapper/luks-" + uuid + " / ext4 defaults 0 1\n",
+			"etc/crypttab":                      "luks-" + uuid + " UUID=" + uuid + " none luks,tpm2-device=auto\n",
+			"etc/gpuhost/luks-enroll.conf":      "LUKS_UUID=" + uuid + "\nPROVISION_SLOT=0\n" + tc.conf,
 			strings.TrimPrefix(enrollUnit, "/"): "[Unit]\n",
 		})
 		f := checktest.NewFacts(facts.KindRootfs)
