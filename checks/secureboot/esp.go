@@ -93,7 +93,8 @@ func recoverCorrupt(err *error) {
 
 func (e *fatESP) ReadDir(name string) (out []fs.DirEntry, err error) {
 	defer recoverCorrupt(&err)
-	out, err = e.fs.ReadDir(name)
+	// go-diskfs takes io/fs's paths: relative, no leading slash.
+	out, err = e.fs.ReadDir(strings.TrimPrefix(name, "/"))
 	if err != nil {
 		// go-diskfs says "not found" in words only.
 		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist") {
@@ -106,7 +107,7 @@ func (e *fatESP) ReadDir(name string) (out []fs.DirEntry, err error) {
 
 func (e *fatESP) ReadFile(name string, max int64) (data []byte, err error) {
 	defer recoverCorrupt(&err)
-	f, err := e.fs.OpenFile(name, os.O_RDONLY)
+	f, err := e.fs.OpenFile(strings.TrimPrefix(name, "/"), os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

@@ -210,3 +210,38 @@ func TestStreamDigestsKeepTheTrailer(t *testing.T) {
 		}
 	}
 }
+
+// The xz pre-check passes what xz writes (one block, many blocks,
+// concatenated streams) within the bound, and refuses a dictionary over
+// it, before the decoder would allocate it.
+func TestXZDictionariesAgreeWithXZ(t *testing.T) {
+	xzTool := testutil.Tool(t, "xz", "xz-utils")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "module")
+	fakeModule(t, in, 256<<10)
+	run := func(args ...string) []byte {
+		t.Helper()
+		out := testutil.Run(t, time.Minute, xzTool, append([]string{"-c", "--check=crc32"}, append(args, in)...)...)
+		return []byte(out)
+	}
+	oneMiB := run("--lzma2=dict=1MiB")
+	blocks := run("--lzma2=dict=1MiB", "--block-size=65536", "-T2")
+	big := run("--lzma2=dict=64MiB")
+	for name, tc := range map[string]struct {
+		data []byte
+		max  int64
+		ok   bool
+	}{
+		"one block":               {oneMiB, 1 << 20, true},
+		"many blocks":             {blocks, 1 << 20, true},
+		"concatenated and padded": {append(append(append([]byte(nil), oneMiB...), 0, 0, 0, 0), blocks...), 1 << 20, true},
+		"dictionary over bound":   {big, 8 << 20, false},
+		"dictionary within bound": {big, 64 << 20, true},
+		"cut short":               {oneMiB[:len(oneMiB)-1], 1 << 20, false},
+	} {
+		err := checkXZDictionaries(tc.data, tc.max)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", name, err, tc.ok)
+		}
+	}
+}
