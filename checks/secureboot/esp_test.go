@@ -1,13 +1,9 @@
 package secureboot
 
 import (
-	"cmp"
 	"encoding/binary"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,30 +14,8 @@ import (
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
-// espImage makes an EFI system partition in a file the way the
-// gpuhost-rootfs builder makes a disk's (mkfs.vfat, then mtools), holding
-// files (name on the partition -> file here).
-func espImage(t *testing.T, files map[string]string) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "esp.vfat")
-	testutil.Run(t, time.Minute, testutil.Tool(t, "mkfs.vfat", "dosfstools"), "-C", "-F", "32", "-s", "1", "-n", "ESP", img, strconv.Itoa(64<<10))
-	mmd, mcopy := testutil.Tool(t, "mmd", "mtools"), testutil.Tool(t, "mcopy", "mtools")
-	made := map[string]bool{}
-	for name := range files {
-		for dir := filepath.Dir(name); dir != "/"; dir = filepath.Dir(dir) {
-			made[dir] = true
-		}
-	}
-	// Parents first: a parent's path is the shorter.
-	dirs := slices.SortedFunc(maps.Keys(made), func(a, b string) int { return cmp.Compare(len(a), len(b)) })
-	for _, d := range dirs {
-		testutil.Run(t, time.Minute, mmd, "-i", img, "::"+d)
-	}
-	for name, src := range files {
-		testutil.Run(t, time.Minute, mcopy, "-i", img, src, "::"+name)
-	}
-	return img
-}
+// espImage makes an ESP holding files with mkfs.vfat and mtools.
+func espImage(t *testing.T, files map[string]string) string { return testutil.ESPImage(t, files) }
 
 func device(t *testing.T, name, file string) collector.BlockDevice {
 	t.Helper()
