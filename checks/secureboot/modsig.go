@@ -36,6 +36,10 @@ var hashes = []crypto.Hash{crypto.SHA256, crypto.SHA384, crypto.SHA512}
 // errUnsigned says a module carries no appended signature.
 var errUnsigned = errors.New("no appended module signature")
 
+// errModuleRead wraps a failure to read a module's bytes, which says
+// nothing of its signature.
+var errModuleRead = errors.New("reading the module")
+
 // moduleSignature is a module's appended signature: the DER of its
 // SignedData and how many bytes of the file it covers.
 type moduleSignature struct {
@@ -141,7 +145,7 @@ func (s *streamDigests) finish() (moduleSignature, knownDigest, error) {
 func digestModule(r io.Reader) (moduleSignature, knownDigest, error) {
 	s := newStreamDigests(modTail, hashes...)
 	if _, err := io.Copy(s, r); err != nil {
-		return moduleSignature{}, nil, err
+		return moduleSignature{}, nil, fmt.Errorf("%w: %w", errModuleRead, err)
 	}
 	return s.finish()
 }

@@ -164,7 +164,11 @@ func checkModule(fsys sysroot.FS, name, release string, keys []trustedKey) facts
 		return m
 	}
 	sig, sums, err := digestModule(&limitedReader{r: r, left: maxModuleBytes, where: m.File})
-	if errors.Is(err, errUnsigned) {
+	switch {
+	case errors.Is(err, errUnsigned):
+		return m
+	case errors.Is(err, errModuleRead):
+		m.Error = err.Error()
 		return m
 	}
 	m.Signed = true

@@ -41,6 +41,17 @@ error contains msg if {
 	msg := sprintf("the loaded out-of-tree modules could not all be read: %s", [lib.sb.modules_error])
 }
 
+error contains finding if {
+	some m in loaded
+	m.file != ""
+	not m.signed
+	object.get(m, "error", "") != ""
+
+	# The kernel's own verdict needs no file.
+	not contains(object.get(m, "taint", ""), "E")
+	finding := lib.at(m.file, sprintf("the file of module %s could not be read: %s", [m.name, m.error]))
+}
+
 deny contains {"msg": msg, "subject": m.name} if {
 	some m in loaded
 	contains(object.get(m, "taint", ""), "E")
@@ -51,6 +62,7 @@ deny contains finding if {
 	some m in loaded
 	m.file != ""
 	not m.signed
+	object.get(m, "error", "") == ""
 	finding := lib.at(m.file, sprintf("module %s (%s) carries no module signature", [m.name, m.file]))
 }
 

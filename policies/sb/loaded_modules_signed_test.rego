@@ -32,6 +32,15 @@ test_loaded_modules_fail if {
 	} with input as f
 }
 
+test_loaded_module_file_unreadable if {
+	f := fx.host(object.union(fx.fw({}), {"modules": [fx.loaded("nvidia", {"signed": false, "verified_by": "", "error": "reading the module: permission denied"})]}))
+	modules.error == {{
+		"msg": "the file of module nvidia could not be read: reading the module: permission denied",
+		"file": "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko",
+	}} with input as f
+	modules.deny == set() with input as f
+}
+
 test_loaded_modules_skip_and_error if {
 	modules.skip == {"the facts hold no loaded modules' state: it is read only on a running host"} with input as fx.host({})
 	count(modules.skip) == 1 with input as fx.facts("host", fx.fw({}))

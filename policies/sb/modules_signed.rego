@@ -44,6 +44,13 @@ error contains msg if {
 	msg := sprintf("the trusted key %s could not be read: %s", [k.source, k.error])
 }
 
+error contains finding if {
+	some m in modules
+	not m.signed
+	object.get(m, "error", "") != ""
+	finding := lib.at(m.file, sprintf("%s (%s) could not be read: %s", [m.file, m.name, m.error]))
+}
+
 deny contains finding if {
 	some m in modules
 	not m.signed
@@ -53,6 +60,7 @@ deny contains finding if {
 
 deny contains finding if {
 	some m in modules
+	m.signed
 	object.get(m, "error", "") != ""
 	finding := lib.at(m.file, sprintf("%s (%s): %s", [m.file, m.name, m.error]))
 }

@@ -37,6 +37,17 @@ test_fail_key_not_enrolled if {
 	check.deny == {{"msg": "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko (nvidia) is signed by /var/lib/dkms/mok.pub, which is not enrolled", "file": "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko"}} with input as f
 }
 
+test_error_unreadable_module if {
+	f := fx.facts("image", {"boot_files": [fx.shim], "trusted_keys": [fx.dkms_key], "modules": [
+		fx.module("big", {"signed": false, "verified_by": "", "error": "reading the module: file exceeds read limit"}),
+	]})
+	check.error == {{
+		"msg": "/lib/modules/6.1.0-28-amd64/updates/dkms/big.ko (big) could not be read: reading the module: file exceeds read limit",
+		"file": "/lib/modules/6.1.0-28-amd64/updates/dkms/big.ko",
+	}} with input as f
+	check.deny == set() with input as f
+}
+
 test_error_unreadable if {
 	f := fx.facts("image", {"boot_files": [fx.shim], "modules_error": "more than 512 out-of-tree modules under /lib/modules", "trusted_keys": [
 		{"source": "/var/lib/dkms/mok.pub", "enrolled": false, "error": "parsing the certificate /var/lib/dkms/mok.pub: x509: malformed certificate"},
