@@ -22,8 +22,8 @@ import (
 // is read once within its bound and every chain followed to its end, and
 // what go-diskfs does then runs under a budget of bytes and a recover.
 const (
-	// maxFATBytes bounds one FAT: a 2 GiB partition of 4 KiB clusters
-	// needs 2 MiB.
+	// maxFATBytes bounds one FAT, with room for an ESP many times the
+	// usual size.
 	maxFATBytes = 16 << 20
 	// maxChainBytes bounds what one cluster chain (a file or directory)
 	// may hold; an ESP's largest files are kernels and boot loaders.

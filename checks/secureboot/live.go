@@ -19,8 +19,8 @@ const (
 	shimVar    = "605dab50-e046-4300-abb6-3dd810dd8b23" // shim's vendor GUID
 	mokVars    = "/sys/firmware/efi/mok-variables/MokListRT"
 	lockdownFS = "/sys/kernel/security/lockdown"
-	// maxEFIVar bounds an EFI variable read whole; MokListRT with a few
-	// certificates is kilobytes.
+	// maxEFIVar bounds an EFI variable read whole; MokListRT holds a few
+	// certificates.
 	maxEFIVar = 1 << 20
 	// maxProcModules bounds /proc/modules and modules.dep.
 	maxProcModules = 16 << 20

@@ -23,7 +23,7 @@ const (
 	modSigInfoSize = 12
 	modSigPKCS7    = 2
 	// maxModSig bounds sig_len; sign-file's signatures carry no
-	// certificates and are a few hundred bytes.
+	// certificates, so one signer's fits many times over.
 	maxModSig = 64 << 10
 	// modTail is how much of a module's end is kept to find its signature.
 	modTail = maxModSig + modSigInfoSize + len(modSigMagic)

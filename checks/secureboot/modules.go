@@ -26,7 +26,7 @@ const (
 	// gpuhost-gpu provisioner leaves in the image for mokutil --import.
 	dkmsCert = "/var/lib/dkms/mok.pub"
 	// maxModuleFile bounds a module file; maxModuleBytes what it
-	// decompresses to. The largest, NVIDIA's, are tens of megabytes.
+	// decompresses to, with room for NVIDIA's, the largest.
 	maxModuleFile  = 256 << 20
 	maxModuleBytes = 512 << 20
 	// maxModules bounds the out-of-tree modules read, maxModuleDirEntries
@@ -34,8 +34,8 @@ const (
 	maxModules          = 512
 	maxModuleDirEntries = 20000
 	maxModuleDepth      = 6
-	// maxXZDict and maxZstdWindow bound a decompressor's window; kbuild
-	// and DKMS compress with a dictionary of 1 MiB to 8 MiB.
+	// maxXZDict and maxZstdWindow bound a decompressor's window: xz's
+	// own presets go up to 64 MiB, and kbuild and DKMS ask for less.
 	maxXZDict     = 64 << 20
 	maxXZFile     = 128 << 20
 	maxZstdWindow = 64 << 20
