@@ -44,10 +44,16 @@ export GOEXPERIMENT := jsonv2
 # OpenSSL's AES-XTS through python3-cryptography (openssl enc has no XTS).
 # The stand-in NVIDIA repositories of the cuda-repo bake are signed by gpg
 # and their libnvidia-ml stubs are shared objects made by gcc.
+# The Secure Boot checks' tests sign GRUB images (grub-efi-amd64-bin's
+# grub-mkimage) with sbsign and hold their verdict to sbverify (sbsigntool),
+# sign modules with the kernel's sign-file (linux-kbuild-6.1), compress them
+# as kbuild does (xz-utils, zstd), and write MokListRT as efitools'
+# cert-to-efi-sig-list does.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
-  prometheus libxml2-utils man-db qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography
+  prometheus libxml2-utils man-db qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
+  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools
 APT_BENCH := lynis time strace
 
 .PHONY: help

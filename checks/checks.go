@@ -4,8 +4,10 @@
 // systemd, cgroup), packages (dpkg, SBOM, baked manifest), encryption,
 // network (listeners, firewall), tls (OpenSSL and nginx configuration, the
 // TLS probe), ssh, runtime (containerd, docker, CDI, seeded images,
-// kubelet), gpu, audit and access. Each declares the collectors whose facts
-// it reads (collector.Collector.Needs), and they run in that order.
+// kubelet), gpu, audit, access and secureboot (the boot chain's
+// signatures, the firmware's Secure Boot state, lockdown). Each declares
+// the collectors whose facts it reads (collector.Collector.Needs), and
+// they run in that order.
 //
 // Every collector reads through env.FS, including /proc and /sys on a live
 // host, so that a test can fake a host with a directory tree and so that an
@@ -32,6 +34,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/runtime"
+	"github.com/gpuhost/gpuhost/checks/secureboot"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
@@ -45,7 +48,7 @@ func All() []collector.Collector {
 	for _, domain := range [][]collector.Collector{
 		osinfo.Collectors(), packages.Collectors(), encryption.Collectors(), network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitState}, access.Collector{}},
+		{audit.Collector{State: osinfo.UnitState}, access.Collector{}}, secureboot.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

@@ -24,7 +24,7 @@ func TestAllIsOrdered(t *testing.T) {
 	}
 	want := []string{"access", "audit", "cgroup", "container_runtime", "containers", "encryption", "firewall",
 		"gpu", "gpu_driver", "kernel", "kubelet", "manifest", "network", "os", "packages", "pci", "sbom",
-		"ssh", "systemd", "tls", "tls_probe"}
+		"secureboot", "ssh", "systemd", "tls", "tls_probe"}
 	if got := slices.Sorted(maps.Keys(at)); !slices.Equal(got, want) {
 		t.Errorf("All() has %v, want %v", got, want)
 	}

@@ -82,6 +82,35 @@ type CryptParams struct {
 	// VolumeKey is what a LUKS header tells of where the volume key came
 	// from; nil when no header was read.
 	VolumeKey *VolumeKey `json:"volume_key,omitempty"`
+	// Tokens are a LUKS2 header's tokens, in the order of their ids.
+	Tokens []LUKSToken `json:"tokens,omitempty"`
+	// FirstBootTPM2 is the TPM2 enrolment the image's first boot makes
+	// for this volume, when it has one installed (offline only).
+	FirstBootTPM2 *TPM2Enrolment `json:"first_boot_tpm2,omitempty"`
+}
+
+// LUKSToken is one token of a LUKS2 header: what unlocks key slots other
+// than by passphrase (systemd-tpm2 for a key sealed to a TPM2).
+type LUKSToken struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Keyslots []string `json:"keyslots"`
+	// TPM2PCRs are the PCRs a systemd-tpm2 token's key is sealed to
+	// (tpm2-pcrs), TPM2PubkeyPCRs those a signed policy binds
+	// (tpm2_pubkey_pcrs).
+	TPM2PCRs       []int `json:"tpm2_pcrs,omitempty"`
+	TPM2PubkeyPCRs []int `json:"tpm2_pubkey_pcrs,omitempty"`
+	// Error says why the token's fields could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// TPM2Enrolment is a TPM2 enrolment an image has first boot make: the file
+// that asks for it and the PCRs the key will be sealed to.
+type TPM2Enrolment struct {
+	File string `json:"file"`
+	PCRs []int  `json:"pcrs"`
+	// Error says why the PCRs could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // Origins of a volume key (VolumeKey.Origin).

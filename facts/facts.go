@@ -4,7 +4,7 @@
 //
 // This file holds the document's frame; each domain's facts have a file of
 // their own (ssh.go, tls.go, network.go, encryption.go, gpu.go, runtime.go,
-// audit.go, access.go, packages.go, osinfo.go), named like the collector
+// audit.go, access.go, packages.go, osinfo.go, secureboot.go), named like the collector
 // folder under checks/ that fills them and the policy folder that reads them.
 package facts
 
@@ -68,6 +68,7 @@ type Facts struct {
 	ConfigFiles      []ConfigFile      `json:"config_files,omitempty"`
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
 	SBOM             *SBOM             `json:"sbom,omitempty"`
+	SecureBoot       *SecureBoot       `json:"secure_boot,omitempty"`
 }
 
 // New returns an empty document for the given target, stamped with the schema.

@@ -186,8 +186,14 @@ func diskfsName(name string) string {
 func (v *ext4View) Open(name string) (f fs.File, err error) {
 	v.enter()
 	defer v.leave("open", name, &err)
-	if _, err := v.lstat(name); err != nil {
+	info, err := v.lstat(name)
+	if err != nil {
 		return nil, err
+	}
+	if f, err = v.openExtents(name, info); err != nil {
+		return nil, v.fail("open", name, err)
+	} else if f != nil {
+		return &file{File: f, v: v, name: name}, nil
 	}
 	f, err = v.fs.Open(name)
 	if err != nil {

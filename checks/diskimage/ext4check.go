@@ -214,6 +214,19 @@ type inodeModes struct {
 
 // mode is the i_mode of inode ino.
 func (m *inodeModes) mode(ino uint32) (uint16, error) {
+	at, err := m.locate(ino)
+	if err != nil {
+		return 0, err
+	}
+	b := make([]byte, 2)
+	if _, err := m.r.ReadAt(b, at); err != nil {
+		return 0, fmt.Errorf("reading inode %d: %w", ino, err)
+	}
+	return binary.LittleEndian.Uint16(b), nil
+}
+
+// locate is where on the disk inode ino lies.
+func (m *inodeModes) locate(ino uint32) (int64, error) {
 	s := m.s
 	if ino == 0 || uint64(ino) > s.groups*s.inodesPerGroup {
 		return 0, fmt.Errorf("inode %d outside the filesystem's %d", ino, s.groups*s.inodesPerGroup)
@@ -229,11 +242,7 @@ func (m *inodeModes) mode(ino uint32) (uint16, error) {
 		_, _, m.table = groupBlocks(d, s)
 		m.group, m.known = group, true
 	}
-	b := make([]byte, 2)
-	if _, err := m.r.ReadAt(b, m.start+int64(m.table*bs+index*s.inodeSize)); err != nil {
-		return 0, fmt.Errorf("reading inode %d: %w", ino, err)
-	}
-	return binary.LittleEndian.Uint16(b), nil
+	return m.start + int64(m.table*bs+index*s.inodeSize), nil
 }
 
 // ext4Types are the file types an inode's mode may hold, as fs.FileMode

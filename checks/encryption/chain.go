@@ -123,6 +123,10 @@ const (
 type firstBootEnroll struct {
 	uuid, slot string
 	reencrypt  bool
+	// pcrs are the PCRs first boot seals the new key to; pcrsErr says
+	// why TPM2_PCRS could not be read.
+	pcrs    []int
+	pcrsErr error
 }
 
 // readFirstBootEnroll reads the enrolment's file, which counts only when
@@ -145,6 +149,8 @@ func readFirstBootEnroll(fsys sysroot.FS) (firstBootEnroll, error) {
 			e.slot = v
 		case "REENCRYPT":
 			e.reencrypt = v == "1"
+		case "TPM2_PCRS":
+			e.pcrs, e.pcrsErr = parsePCRList(v)
 		}
 	}
 	return e, nil
@@ -164,6 +170,19 @@ func (e firstBootEnroll) markFirstBoot(uuid string, slots []facts.Keyslot, vk *f
 	if e.reencrypt {
 		vk.FirstBoot = enrollConf
 	}
+}
+
+// tpm2 is the TPM2 enrolment first boot makes for the volume uuid, nil
+// when it makes none.
+func (e firstBootEnroll) tpm2(uuid string) *facts.TPM2Enrolment {
+	if e.uuid == "" || !strings.EqualFold(e.uuid, uuid) {
+		return nil
+	}
+	t := &facts.TPM2Enrolment{File: enrollConf, PCRs: slices.Clone(e.pcrs)}
+	if e.pcrsErr != nil {
+		t.Error = fmt.Sprintf("TPM2_PCRS: %v", e.pcrsErr)
+	}
+	return t
 }
 
 // readLVMBackups reads every volume group's metadata backup. A backup that
@@ -261,8 +280,9 @@ func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntr
 		// records: every host booted from it starts with that key.
 		vk := facts.VolumeKey{Origin: facts.KeyFromImage, Reencrypting: l.Header.VolumeKey.Reencrypting}
 		h.Crypt = &facts.CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file",
-			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError, VolumeKey: &vk}
+			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError, VolumeKey: &vk, Tokens: slices.Clone(l.Header.Tokens)}
 		r.enroll.markFirstBoot(l.Header.UUID, h.Crypt.Keyslots, &vk)
+		r.firstBootTPM2(h.Crypt, l.Header.UUID)
 		c.add(facts.Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
 		return true
 	}
@@ -273,10 +293,20 @@ func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntr
 		c.add(facts.Hop{Device: ent.Device, Kind: "absent", Learned: "crypttab", Depth: depth + 1})
 		return false
 	}
+	// A tree holds no header; its crypttab names the volume by UUID.
+	if u, ok := strings.CutPrefix(ent.Device, "UUID="); ok {
+		r.firstBootTPM2(h.Crypt, u)
+	}
 	// The walk goes on below for the record; the mapping encrypts whatever
 	// it lies on.
 	r.resolve(c, ent.Device, "crypttab", depth+1)
 	return true
+}
+
+// firstBootTPM2 notes on cp the TPM2 enrolment first boot makes for the
+// volume uuid.
+func (r *offlineResolver) firstBootTPM2(cp *facts.CryptParams, uuid string) {
+	cp.FirstBootTPM2 = r.enroll.tpm2(uuid)
 }
 
 // markAbsent sets Absent on each crypttab entry of an image that no LUKS

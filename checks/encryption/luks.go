@@ -38,6 +38,8 @@ type luksHeader struct {
 	KeyBits int
 	// VolumeKey is where the volume key came from, as the header tells.
 	VolumeKey facts.VolumeKey
+	// Tokens are a LUKS2 header's tokens.
+	Tokens []facts.LUKSToken
 	// json is a LUKS2 header's JSON area, which describes its key slots;
 	// luks1 is a LUKS1 header's fixed part, which holds them.
 	json, luks1 []byte
@@ -210,7 +212,13 @@ func readLUKS2(r io.ReaderAt, size int64) (luksHeader, error) {
 	if err != nil {
 		return luksHeader{}, err
 	}
-	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits, VolumeKey: md.volumeKey(), json: area}, nil
+	var toks struct {
+		Tokens map[string]luks2Token `json:"tokens"`
+	}
+	if err := json.Unmarshal(area, &toks); err != nil {
+		return luksHeader{}, fmt.Errorf("LUKS2 JSON area tokens: %w", err)
+	}
+	return luksHeader{Version: 2, UUID: uuid, Cipher: cipher, KeyBits: bits, VolumeKey: md.volumeKey(), Tokens: tokens(toks.Tokens), json: area}, nil
 }
 
 // validLUKS2Size tells whether n is a header size the format allows: a
@@ -281,6 +289,7 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams, b *trialBudget) {
 	vk := h.VolumeKey
 	p.VolumeKey = &vk
+	p.Tokens = slices.Clone(h.Tokens)
 	var slots []facts.Keyslot
 	var err error
 	switch h.Version {

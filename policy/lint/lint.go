@@ -54,6 +54,7 @@ var FolderPrefix = map[string]string{
 	"gpu":     "GH-GPU-",
 	"drift":   "GH-DRIFT-",
 	"sc":      "GH-SC-",
+	"sb":      "GH-SB-",
 }
 
 // Finding is one problem in one file.

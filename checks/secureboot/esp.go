@@ -1,0 +1,264 @@
+package secureboot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/diskfs/go-diskfs/filesystem/fat32"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts"
+)
+
+const (
+	// espMount is where a tree or a host mounts its EFI system partition.
+	espMount = "/boot/efi"
+	// maxBootFile bounds an EFI binary or a kernel read whole to hash it.
+	maxBootFile = 64 << 20
+	// maxESPFiles bounds the directories and EFI binaries read under /EFI.
+	maxESPFiles = 64
+)
+
+// espTree is a read-only view of an EFI system partition, its names
+// relative to the partition's root.
+type espTree interface {
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string, max int64) ([]byte, error)
+	// Display names a file of the partition as facts show it.
+	Display(name string) string
+}
+
+// mountedESP is the partition mounted at /boot/efi in a tree or on a host.
+type mountedESP struct{ fsys sysroot.FS }
+
+func (m mountedESP) ReadDir(name string) ([]fs.DirEntry, error) {
+	return m.fsys.ReadDir(espMount + name)
+}
+
+func (m mountedESP) ReadFile(name string, max int64) ([]byte, error) {
+	return m.fsys.ReadFileLimit(espMount+name, max)
+}
+
+func (m mountedESP) Display(name string) string { return m.fsys.Display(espMount + name) }
+
+// fatESP is a disk image's partition read as FAT32.
+type fatESP struct {
+	fs   *fat32.FileSystem
+	part *partition
+	name string
+}
+
+// openFATESP opens d as FAT32 once its boot sector and FAT have been
+// checked; errNotFAT32 when it holds none.
+func openFATESP(d collector.BlockDevice) (esp *fatESP, err error) {
+	p := &partition{r: d.R, size: d.Size, left: maxESPBytes}
+	bs := make([]byte, 512)
+	if d.Size < 512 {
+		return nil, errNotFAT32
+	}
+	if _, err := p.ReadAt(bs, 0); err != nil {
+		return nil, fmt.Errorf("reading the boot sector: %w", err)
+	}
+	l, err := parseFAT32BootSector(bs, d.Size)
+	if err != nil {
+		return nil, err
+	}
+	fat := make([]byte, l.fatBytes)
+	if _, err := p.ReadAt(fat, l.fatStart); err != nil {
+		return nil, fmt.Errorf("reading the FAT: %w", err)
+	}
+	if err := checkFATChains(fat, int(maxChainBytes/l.bytesPerCluster)); err != nil {
+		return nil, err
+	}
+	defer recoverCorrupt(&err)
+	f, err := fat32.Read(p, d.Size, 0, l.bytesPerSector)
+	if err != nil {
+		return nil, err
+	}
+	return &fatESP{fs: f, part: p, name: d.Name}, p.err
+}
+
+// recoverCorrupt turns a panic of the FAT reader over crafted input into
+// an error.
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("corrupt FAT32 file system (%v)", r)
+	}
+}
+
+func (e *fatESP) ReadDir(name string) (out []fs.DirEntry, err error) {
+	defer recoverCorrupt(&err)
+	// go-diskfs takes io/fs's paths: relative, no leading slash.
+	out, err = e.fs.ReadDir(strings.TrimPrefix(name, "/"))
+	if err != nil {
+		// go-diskfs says "not found" in words only.
+		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist") {
+			return nil, fs.ErrNotExist
+		}
+		return nil, err
+	}
+	return out, e.part.err
+}
+
+func (e *fatESP) ReadFile(name string, max int64) (data []byte, err error) {
+	defer recoverCorrupt(&err)
+	f, err := e.fs.OpenFile(strings.TrimPrefix(name, "/"), os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err = sysroot.ReadAllLimit(f, max, e.Display(name))
+	if err == nil {
+		err = e.part.err
+	}
+	return data, err
+}
+
+func (e *fatESP) Display(name string) string { return e.name + ":" + name }
+
+// findESP is the target's EFI system partition: a disk image's first
+// FAT32 partition, or the one mounted at /boot/efi. where is "" when the
+// target has none.
+func findESP(env *collector.Env) (tree espTree, where string, err error) {
+	for _, d := range env.Devices {
+		esp, err := openFATESP(d)
+		if errors.Is(err, errNotFAT32) {
+			continue
+		}
+		if err != nil {
+			return nil, d.Name, fmt.Errorf("reading the EFI system partition, %s: %w", d.Name, err)
+		}
+		return esp, d.Name, nil
+	}
+	info, err := env.FS.Stat(espMount)
+	switch {
+	case sysroot.IsNotExist(err):
+		return nil, "", nil
+	case err != nil:
+		return nil, espMount, err
+	case !info.IsDir():
+		return nil, espMount, fmt.Errorf("%s is not a directory", env.FS.Display(espMount))
+	}
+	return mountedESP{env.FS}, espMount, nil
+}
+
+// espBinaries reads every EFI binary in the partition's /EFI/<vendor>
+// directories (EFI/BOOT, EFI/debian, ...), with its signatures.
+func espBinaries(t espTree) ([]facts.BootFile, error) {
+	vendors, err := t.ReadDir("/EFI")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || sysroot.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing %s: %w", t.Display("/EFI"), err)
+	}
+	var out []facts.BootFile
+	seen := 0
+	for _, v := range vendors {
+		if !v.IsDir() || !validName(v.Name()) {
+			continue
+		}
+		dir := "/EFI/" + v.Name()
+		files, err := t.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", t.Display(dir), err)
+		}
+		for _, f := range files {
+			if seen++; seen > maxESPFiles {
+				return nil, fmt.Errorf("more than %d entries under %s", maxESPFiles, t.Display("/EFI"))
+			}
+			if !f.Type().IsRegular() || !strings.EqualFold(path.Ext(f.Name()), ".efi") || !validName(f.Name()) {
+				continue
+			}
+			name := dir + "/" + f.Name()
+			data, err := t.ReadFile(name, maxBootFile)
+			if err != nil {
+				out = append(out, facts.BootFile{Path: t.Display(name), Role: roleOf(f.Name(), nil), Signatures: []facts.Authenticode{}, Error: err.Error()})
+				continue
+			}
+			out = append(out, checkBootFile(t.Display(name), f.Name(), data))
+		}
+	}
+	return out, nil
+}
+
+func validName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00")
+}
+
+// checkBootFile reads data, the file name shown as display, as a PE image
+// and checks each of its signatures.
+func checkBootFile(display, name string, data []byte) facts.BootFile {
+	bf := facts.BootFile{Path: display, Size: int64(len(data)), Signatures: []facts.Authenticode{}}
+	img, err := parsePE(data)
+	bf.Role = roleOf(name, img)
+	if err != nil {
+		bf.Error = err.Error()
+		return bf
+	}
+	sigs, blobs, err := img.certificates()
+	if err != nil {
+		bf.Error = fmt.Sprintf("reading the certificate table: %v", err)
+		return bf
+	}
+	for i := range sigs {
+		if blobs[i] != nil {
+			sigs[i] = checkAuthenticode(img, blobs[i])
+		}
+	}
+	bf.Signatures = append(bf.Signatures, sigs...)
+	return bf
+}
+
+// roleOf tells what a boot file is by its name, as Debian and Ubuntu name
+// them, and for the removable-media path (BOOTX64.EFI) by its sections:
+// shim embeds its vendor certificate in .vendor_cert, and a GRUB core
+// image carries its modules in mods.
+func roleOf(name string, img *peImage) string {
+	n := strings.ToLower(name)
+	switch {
+	case strings.HasPrefix(n, "vmlinuz"):
+		return facts.RoleKernel
+	case strings.HasPrefix(n, "shim"):
+		return facts.RoleShim
+	case strings.HasPrefix(n, "grub"):
+		return facts.RoleGRUB
+	case strings.HasPrefix(n, "mm"):
+		return facts.RoleMokManager
+	case strings.HasPrefix(n, "fb"):
+		return facts.RoleFallback
+	case img != nil && img.hasSection(".vendor_cert"):
+		return facts.RoleShim
+	case img != nil && img.hasSection("mods"):
+		return facts.RoleGRUB
+	}
+	return facts.RoleEFI
+}
+
+// kernels reads each /boot/vmlinuz-* with its signatures.
+func kernels(fsys sysroot.FS) ([]facts.BootFile, error) {
+	names, err := fsys.Glob("/boot/vmlinuz-*")
+	if err != nil {
+		return nil, err
+	}
+	var out []facts.BootFile
+	for _, n := range names {
+		name := "/" + strings.TrimPrefix(n, "/")
+		info, err := fsys.Lstat(name)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := fsys.ReadFileLimit(name, maxBootFile)
+		if err != nil {
+			out = append(out, facts.BootFile{Path: fsys.Display(name), Role: facts.RoleKernel, Signatures: []facts.Authenticode{}, Error: err.Error()})
+			continue
+		}
+		out = append(out, checkBootFile(fsys.Display(name), path.Base(name), data))
+	}
+	return out, nil
+}

@@ -1,0 +1,147 @@
+package secureboot
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/internal/testutil"
+)
+
+// espImage makes an ESP holding files with mkfs.vfat and mtools.
+func espImage(t *testing.T, files map[string]string) string { return testutil.ESPImage(t, files) }
+
+func device(t *testing.T, name, file string) collector.BlockDevice {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collector.BlockDevice{Name: name, Size: info.Size(), R: f}
+}
+
+// A disk image's ESP is read from its FAT32 partition, as today's Debian
+// image has it: GRUB's unsigned core image as BOOTX64.EFI. What the reader
+// finds agrees with mtools reading the same partition.
+func TestImageESP(t *testing.T) {
+	dir := t.TempDir()
+	key, cert := testKey(t, dir, "db")
+	grub := grubImage(t, dir)
+	signed := filepath.Join(dir, "grub.signed.efi")
+	sbsign(t, key, cert, grub, signed)
+	esp := espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub, "/EFI/debian/grubx64.efi": signed})
+	env := checktest.NewEnv(t, t.TempDir(), false)
+	env.Devices = []collector.BlockDevice{
+		{Name: "partition 1", Size: 1 << 20, R: strings.NewReader(strings.Repeat("\x00", 1<<20))},
+		device(t, "partition 2", esp),
+	}
+	f := checktest.NewFacts(facts.KindImage)
+	checktest.Run(t, env, f, Collectors())
+	sb := f.SecureBoot
+	if sb.ESP != "partition 2" || sb.ESPError != "" || len(sb.BootFiles) != 2 {
+		t.Fatalf("ESP %q (%q), boot files %+v", sb.ESP, sb.ESPError, sb.BootFiles)
+	}
+	boot, vendor := sb.BootFiles[0], sb.BootFiles[1]
+	if boot.Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || boot.Role != facts.RoleGRUB || len(boot.Signatures) != 0 || boot.Error != "" {
+		t.Errorf("BOOTX64.EFI: %+v", boot)
+	}
+	if vendor.Path != "partition 2:/EFI/debian/grubx64.efi" || vendor.Role != facts.RoleGRUB || !verified(vendor) {
+		t.Errorf("grubx64.efi: %+v", vendor)
+	}
+	// An ESP with no /EFI holds no boot files, and that is no error.
+	env.Devices = []collector.BlockDevice{device(t, "partition 1", espImage(t, nil))}
+	f = checktest.NewFacts(facts.KindImage)
+	checktest.Run(t, env, f, Collectors())
+	if empty := f.SecureBoot; empty.ESP != "partition 1" || empty.ESPError != "" || len(empty.BootFiles) != 0 {
+		t.Errorf("an empty ESP: %+v", empty)
+	}
+	// The peer: mtools copies the same bytes out of the partition.
+	for _, bf := range sb.BootFiles {
+		out := filepath.Join(t.TempDir(), "out.efi")
+		testutil.Run(t, time.Minute, "mcopy", "-i", esp, "::"+strings.TrimPrefix(bf.Path, "partition 2:"), out)
+		if got := bootFile(t, out); got.Size != bf.Size || verified(got) != verified(bf) {
+			t.Errorf("%s: we read %d bytes (verified %v), mtools %d (verified %v)", bf.Path, bf.Size, verified(bf), got.Size, verified(got))
+		}
+	}
+}
+
+// A tree's ESP is the directory mounted at /boot/efi, and its kernels are
+// /boot/vmlinuz-*; a tree with neither has no ESP and no boot files.
+func TestTreeESPAndKernels(t *testing.T) {
+	dir := t.TempDir()
+	key, cert := testKey(t, t.TempDir(), "db")
+	grub := grubImage(t, t.TempDir())
+	root := t.TempDir()
+	signed := filepath.Join(t.TempDir(), "grubx64.efi")
+	sbsign(t, key, cert, grub, signed)
+	copyFile(t, signed, filepath.Join(root, "boot/efi/EFI/debian/grubx64.efi"))
+	copyFile(t, grub, filepath.Join(root, "boot/vmlinuz-"+testRelease))
+	checktest.WriteTree(t, root, map[string]any{"boot/efi/EFI/debian/grub.cfg": "search\n", "boot/vmlinuz": checktest.Symlink("vmlinuz-" + testRelease)})
+	f := checktest.NewFacts(facts.KindRootfs)
+	checktest.Run(t, checktest.NewEnv(t, root, false), f, Collectors())
+	sb := f.SecureBoot
+	if sb.ESP != "/boot/efi" || len(sb.BootFiles) != 2 {
+		t.Fatalf("%+v", sb)
+	}
+	if bf := sb.BootFiles[0]; bf.Path != "/boot/efi/EFI/debian/grubx64.efi" || !verified(bf) {
+		t.Errorf("%+v", bf)
+	}
+	if bf := sb.BootFiles[1]; bf.Path != "/boot/vmlinuz-"+testRelease || bf.Role != facts.RoleKernel || len(bf.Signatures) != 0 {
+		t.Errorf("%+v", bf)
+	}
+
+	f = checktest.NewFacts(facts.KindRootfs)
+	checktest.Run(t, checktest.NewEnv(t, dir, false), f, Collectors())
+	if sb := f.SecureBoot; sb.ESP != "" || len(sb.BootFiles) != 0 || len(sb.Modules) != 0 || len(sb.TrustedKeys) != 0 {
+		t.Errorf("an empty tree: %+v", sb)
+	}
+}
+
+// A damaged FAT is an error naming the partition, never a partial list:
+// a cluster chain that loops, a FAT larger than the bound.
+func TestImageESPDamage(t *testing.T) {
+	grub := grubImage(t, t.TempDir())
+	for name, tc := range map[string]struct {
+		edit func(b []byte)
+		want string
+	}{
+		"loop": {func(b []byte) {
+			fat := int(binary.LittleEndian.Uint16(b[14:])) * 512
+			size := int(binary.LittleEndian.Uint32(b[36:])) * 512
+			for _, at := range []int{fat, fat + size} {
+				binary.LittleEndian.PutUint32(b[at+4*40:], 41)
+				binary.LittleEndian.PutUint32(b[at+4*41:], 40)
+			}
+		}, "loops"},
+		"huge FAT":       {func(b []byte) { binary.LittleEndian.PutUint32(b[36:], 1<<30) }, "more than the"},
+		"root elsewhere": {func(b []byte) { binary.LittleEndian.PutUint32(b[44:], 9) }, "root directory at cluster 9"},
+	} {
+		esp := espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub})
+		data, err := os.ReadFile(esp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(data)
+		if err := os.WriteFile(esp, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := checktest.NewEnv(t, t.TempDir(), false)
+		env.Devices = []collector.BlockDevice{device(t, "partition 2", esp)}
+		f := checktest.NewFacts(facts.KindImage)
+		checktest.Run(t, env, f, Collectors())
+		if sb := f.SecureBoot; sb.ESP != "partition 2" || !strings.Contains(sb.ESPError, "partition 2") || !strings.Contains(sb.ESPError, tc.want) || len(sb.BootFiles) != 0 {
+			t.Errorf("%s: ESP %q error %q files %+v, want an error with %q", name, sb.ESP, sb.ESPError, sb.BootFiles, tc.want)
+		}
+	}
+}

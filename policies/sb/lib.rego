@@ -1,0 +1,48 @@
+# Helpers the Secure Boot checks share. No METADATA and no deny: a library, not a check.
+package gpuhost.sb.lib
+
+sb := object.get(input, "secure_boot", {})
+
+live if input.target.kind == "host"
+
+default target_word := "image"
+
+target_word := "host" if live
+
+boot_files := object.get(sb, "boot_files", [])
+
+# The target boots through shim when its ESP holds shim, by name or by the
+# .vendor_cert section of EFI/BOOT/BOOTX64.EFI.
+shim if {
+	some f in boot_files
+	f.role == "shim"
+}
+
+default required := false
+
+required if data.gpuhost.params.secure_boot_required == true
+
+# A target that does not boot through shim is not meant for Secure Boot;
+# unless params.secure_boot_required says it must be, the Secure Boot checks
+# do not apply to it.
+advisory := sprintf(
+	"the %s does not boot with Secure Boot (no shim on the ESP) and params.secure_boot_required is false",
+	[target_word],
+) if {
+	not required
+	not shim
+}
+
+# A signature Secure Boot would accept the file with: over the file as it
+# is, by a certificate whose signature verifies.
+verified(f) if {
+	some s in object.get(f, "signatures", [])
+	s.digest_matches == true
+	s.signature_valid == true
+}
+
+# at names the file a finding is about: a path in the target's tree as the
+# file, a partition's file (partition 2:/EFI/...) as the subject.
+at(path, msg) := {"msg": msg, "file": path} if startswith(path, "/")
+
+else := {"msg": msg, "subject": path}

@@ -1,0 +1,23 @@
+package gpuhost.sb.lib_test
+
+import data.gpuhost.sb.fixtures_test as fx
+import data.gpuhost.sb.lib
+
+test_advisory_without_shim if {
+	lib.advisory == "the image does not boot with Secure Boot (no shim on the ESP) and params.secure_boot_required is false" with input as fx.facts("image", {"boot_files": [fx.core_efi]})
+	lib.advisory == "the host does not boot with Secure Boot (no shim on the ESP) and params.secure_boot_required is false" with input as fx.facts("host", {})
+}
+
+test_not_advisory_with_shim_or_required if {
+	not lib.advisory with input as fx.facts("image", {"boot_files": [fx.shim]})
+	not lib.advisory with input as fx.facts("image", {}) with data.gpuhost.params as fx.required
+}
+
+test_a_bootx64_with_shim_sections_is_shim if {
+	lib.shim with input as fx.facts("image", {"boot_files": [object.union(fx.shim, {"path": "partition 2:/EFI/BOOT/BOOTX64.EFI"})]})
+}
+
+test_at_names_tree_files_and_partition_files if {
+	lib.at("/boot/vmlinuz", "m") == {"msg": "m", "file": "/boot/vmlinuz"}
+	lib.at("partition 2:/EFI/BOOT/BOOTX64.EFI", "m") == {"msg": "m", "subject": "partition 2:/EFI/BOOT/BOOTX64.EFI"}
+}
