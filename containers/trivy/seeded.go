@@ -39,6 +39,10 @@ const (
 type targetLayout struct {
 	fsys sysroot.FS
 	dir  string // the layout's directory inside the target
+	// ctx ends the reading of layer blobs: one entry of a layer can be
+	// gigabytes, and the scan's deadline must hold inside it too. Nil
+	// reads to the end.
+	ctx context.Context
 }
 
 func (l targetLayout) blobPath(h v1.Hash) string {
@@ -176,7 +180,7 @@ func (l *seededLayer) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading layer %s: %w", l.desc.Digest, err)
 	}
-	return &checkedReader{rc: rc, h: sha256.New(), want: l.desc.Digest.Hex, left: l.desc.Size}, nil
+	return &checkedReader{ctx: l.layout.ctx, rc: rc, h: sha256.New(), want: l.desc.Digest.Hex, left: l.desc.Size}, nil
 }
 
 // errLayerDigest says a layer's bytes are not the ones its digest names.
@@ -185,6 +189,7 @@ var errLayerDigest = errors.New("layer does not hash to its digest")
 // checkedReader fails the read that reaches the end of a blob whose bytes
 // do not hash to its digest, or whose length is not the manifest's.
 type checkedReader struct {
+	ctx  context.Context
 	rc   io.ReadCloser
 	h    hash.Hash
 	want string
@@ -192,6 +197,11 @@ type checkedReader struct {
 }
 
 func (r *checkedReader) Read(p []byte) (int, error) {
+	if r.ctx != nil {
+		if err := r.ctx.Err(); err != nil {
+			return 0, fmt.Errorf("reading layer sha256:%s: %w", r.want, err)
+		}
+	}
 	n, err := r.rc.Read(p)
 	r.h.Write(p[:n])
 	r.left -= int64(n)
@@ -218,7 +228,7 @@ func (c vulnCollector) seededImages(ctx context.Context, env *collector.Env, f *
 		dir, err := seededDir(ci.Source)
 		iv := facts.ImageVulnerabilities{Ref: ci.Ref, Digest: ci.Digest, Findings: []facts.Finding{}}
 		if err == nil {
-			err = c.matchImage(ctx, targetLayout{fsys: env.FS, dir: dir}, &iv)
+			err = c.matchImage(ctx, targetLayout{fsys: env.FS, dir: dir, ctx: ctx}, &iv)
 		}
 		if err != nil {
 			iv.Error = err.Error()

@@ -2,6 +2,7 @@ package trivy
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,4 +141,27 @@ func TestSeededBaseThatCannotBeMatched(t *testing.T) {
 			t.Errorf("images_error = %q, want the containers collector's reason", e)
 		}
 	})
+}
+
+// The scan's deadline holds inside a layer: a cancelled scan stops reading
+// the base and says why, rather than decompressing it to the end.
+func TestSeededBaseStopsAtTheDeadline(t *testing.T) {
+	root := bookworm(t)
+	layoutDir, digest := bookwormImage(t)
+	seedInto(t, root, layoutDir)
+	fsys, closer, err := sysroot.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	img, err := targetLayout{fsys: fsys, dir: runtime.SeededImagesDir, ctx: ctx}.image(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = imageInventory(context.Background(), img, "base")
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "reading layer sha256:") {
+		t.Fatalf("err = %v, want the layer read stopped by the scan's context", err)
+	}
 }
