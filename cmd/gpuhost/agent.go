@@ -30,14 +30,20 @@ const defaultDB = "/var/lib/gpuhost/history.db"
 
 // agentCommand runs scans of the host (plus drift against a baseline) on a
 // schedule, keeps their history, and serves metrics.
+// agentOptions are the agent command's flags, gathered so that the command,
+// its run and its flag registration can each stay short.
+type agentOptions struct {
+	sf                                  scanFlags
+	hf                                  hostFlags
+	cfg                                 agent.Config
+	baseline, rootfs, retain, podSocket string
+	once                                bool
+	nf                                  nodeFlags
+	validateSteps                       []string
+}
+
 func (a *app) agentCommand() *cobra.Command {
-	var sf scanFlags
-	var hf hostFlags
-	var cfg agent.Config
-	var baseline, rootfs, retain, podSocket string
-	var once bool
-	var nf nodeFlags
-	var validateSteps []string
+	o := &agentOptions{}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Scan the host on a schedule, keep the history, and serve Prometheus metrics",
@@ -51,72 +57,79 @@ func (a *app) agentCommand() *cobra.Command {
 			"a critical or high check (label " + nodemark.Label + "=false, annotation " + nodemark.Annotation + ",\n" +
 			"taint " + nodemark.Taint + ":NoSchedule) and remove the marks once it passes; an untrusted run changes nothing.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			keep, err := parseRetain(retain)
-			if err != nil {
-				return err
-			}
-			cfg.Retain.MaxAge = keep
-			sc, err := a.agentScanner(cmd.Context(), &sf, validateSteps)
-			if err != nil {
-				return err
-			}
-			cfg.FailOn, cfg.FailOnSkip = sf.failOn, sf.failOnSkip
-			cfg.Log = a.log
-			cfg.Scan = a.agentScan(sc, baseline, rootfs, &hf)
-			if once {
-				cfg.Listen = ""
-			}
-			if cfg.GPUInterval > 0 && !once {
-				if podSocket == "" {
-					podSocket = filepath.Join(hf.root, podresources.DefaultSocket)
-				}
-				cfg.GPU = agent.NewGPUSampler(nvml.New(), hf.root, a.log, agent.WithPodResources(podresources.New(podSocket)))
-			}
-			if cfg.Node, err = nf.marker(); err != nil {
-				return err
-			}
-			ag, err := agent.New(cfg)
-			if err != nil {
-				return err
-			}
-			if once {
-				return a.agentOnce(cmd.Context(), ag, cfg.DBPath)
-			}
-			if err := ag.Run(cmd.Context()); err != nil {
-				return err
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runAgent(cmd.Context(), o) },
 	}
-	sf.policyFlags.register(cmd)
+	o.register(cmd)
+	return a.collectsFacts(cmd)
+}
+
+// runAgent builds the agent from its flags and runs it, once or on its
+// schedule.
+func (a *app) runAgent(ctx context.Context, o *agentOptions) error {
+	cfg := &o.cfg
+	keep, err := parseRetain(o.retain)
+	if err != nil {
+		return err
+	}
+	cfg.Retain.MaxAge = keep
+	sc, err := a.agentScanner(ctx, &o.sf, o.validateSteps)
+	if err != nil {
+		return err
+	}
+	cfg.FailOn, cfg.FailOnSkip = o.sf.failOn, o.sf.failOnSkip
+	cfg.Log = a.log
+	cfg.Scan = a.agentScan(sc, o.baseline, o.rootfs, &o.hf)
+	if o.once {
+		cfg.Listen = ""
+	}
+	if cfg.GPUInterval > 0 && !o.once {
+		if o.podSocket == "" {
+			o.podSocket = filepath.Join(o.hf.root, podresources.DefaultSocket)
+		}
+		cfg.GPU = agent.NewGPUSampler(nvml.New(), o.hf.root, a.log, agent.WithPodResources(podresources.New(o.podSocket)))
+	}
+	if cfg.Node, err = o.nf.marker(); err != nil {
+		return err
+	}
+	ag, err := agent.New(*cfg)
+	if err != nil {
+		return err
+	}
+	if o.once {
+		return a.agentOnce(ctx, ag, cfg.DBPath)
+	}
+	return ag.Run(ctx)
+}
+
+func (o *agentOptions) register(cmd *cobra.Command) {
+	cfg := &o.cfg
+	o.sf.policyFlags.register(cmd)
 	f := cmd.Flags()
-	sf.waivers.register(cmd)
-	f.Var(choiceVar(&sf.failOn, "high", reports.Severities...), "fail-on", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
-	f.Var(optionalChoiceVar(&sf.failOnSkip, reports.Severities...), "fail-on-skip", "a run's exit code is also 1 when a check at or above this severity was skipped or errored")
-	hf.register(cmd)
-	f.StringVar(&baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
-	f.StringVar(&rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
+	o.sf.waivers.register(cmd)
+	f.Var(choiceVar(&o.sf.failOn, "high", reports.Severities...), "fail-on", "a run's exit code is 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.Var(optionalChoiceVar(&o.sf.failOnSkip, reports.Severities...), "fail-on-skip", "a run's exit code is also 1 when a check at or above this severity was skipped or errored")
+	o.hf.register(cmd)
+	f.StringVar(&o.baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
+	f.StringVar(&o.rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
 	f.DurationVar(&cfg.Interval, "interval", time.Hour, "time between runs")
 	f.DurationVar(&cfg.GPUInterval, "gpu-interval", 15*time.Second, "time between GPU samples for the DCGM_FI_* metrics (utilization, memory, power, temperature, ECC, Xid, processes); 0 turns sampling off")
-	f.StringVar(&podSocket, "pod-resources-socket", "", "the kubelet's pod-resources socket, read each GPU sample to label GPU series with the namespace, pod and container holding the GPU (default: "+podresources.DefaultSocket+" under --host-root; absent off Kubernetes)")
+	f.StringVar(&o.podSocket, "pod-resources-socket", "", "the kubelet's pod-resources socket, read each GPU sample to label GPU series with the namespace, pod and container holding the GPU (default: "+podresources.DefaultSocket+" under --host-root; absent off Kubernetes)")
 	f.StringVar(&cfg.Cron, "cron", "", "a standard cron expression (or @hourly, @daily...) in place of --interval")
 	f.BoolVar(&cfg.RunAtStart, "run-at-start", true, "run once at start rather than waiting for the first tick")
-	f.BoolVar(&once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
-	f.Var(choiceListVar(&validateSteps, append([]string{"all", gpu.StepDriver}, gpu.SkippableSteps()...)...), "gpu-validate",
+	f.BoolVar(&o.once, "once", false, "run one scan, record it, and exit with its exit code (no listener)")
+	f.Var(choiceListVar(&o.validateSteps, append([]string{"all", gpu.StepDriver}, gpu.SkippableSteps()...)...), "gpu-validate",
 		"also run gpuhost validate's steps each run, for GH-GPU-022: all, or a list such as driver,fabric,mig (the driver step always runs; "+
 			"a step left out is not required); each step may take "+gpu.DefaultStepTimeout.String()+", within --deadline")
 	f.StringVar(&cfg.DBPath, "db", defaultDB, "SQLite run history")
-	f.StringVar(&retain, "retain", "30d", "drop runs older than this (Go duration, or Nd for days; 0 keeps all)")
+	f.StringVar(&o.retain, "retain", "30d", "drop runs older than this (Go duration, or Nd for days; 0 keeps all)")
 	f.IntVar(&cfg.Retain.MaxRuns, "retain-runs", 1000, "keep at most this many runs (0 keeps all)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9108", "HTTP address for /metrics, /healthz and /api/v1/runs/latest (empty: none)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS 1.3 only with this certificate (PEM)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the key of --tls-cert (PEM)")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "require this bearer token on every endpoint but /healthz")
-	nf.register(cmd)
+	o.nf.register(cmd)
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	cmd.MarkFlagsMutuallyExclusive("interval", "cron")
-	return a.collectsFacts(cmd)
 }
 
 // nodeFlags choose the marks the agent sets on its Kubernetes node.
