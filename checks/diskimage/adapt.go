@@ -20,35 +20,21 @@ import (
 type storage struct {
 	ra   io.ReaderAt
 	size int64
-	off  int64
+	// sr gives Read and Seek over ra, positioned as go-diskfs asks.
+	sr *io.SectionReader
+}
+
+func newStorage(ra io.ReaderAt, size int64) *storage {
+	return &storage{ra: ra, size: size, sr: io.NewSectionReader(ra, 0, size)}
 }
 
 var _ backend.Storage = (*storage)(nil)
 
 func (s *storage) ReadAt(p []byte, off int64) (int, error) { return s.ra.ReadAt(p, off) }
 
-func (s *storage) Read(p []byte) (int, error) {
-	n, err := s.ra.ReadAt(p, s.off)
-	s.off += int64(n)
-	return n, err
-}
+func (s *storage) Read(p []byte) (int, error) { return s.sr.Read(p) }
 
-func (s *storage) Seek(offset int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		offset += s.off
-	case io.SeekEnd:
-		offset += s.size
-	default:
-		return 0, fmt.Errorf("seek: bad whence %d", whence)
-	}
-	if offset < 0 {
-		return 0, errors.New("seek: negative offset")
-	}
-	s.off = offset
-	return offset, nil
-}
+func (s *storage) Seek(offset int64, whence int) (int64, error) { return s.sr.Seek(offset, whence) }
 
 func (s *storage) Stat() (fs.FileInfo, error) { return diskInfo{size: s.size}, nil }
 func (s *storage) Close() error               { return nil }

@@ -260,7 +260,7 @@ func (im *Image) openCandidate(p *Partition, start, size int64) (*candidate, err
 		return nil, err
 	}
 	b := &budget{}
-	efs, err := ext4.Read(&storage{ra: &budgeted{ra: im.disk, b: b}, size: im.disk.size}, size, start, sectorSize)
+	efs, err := ext4.Read(newStorage(&budgeted{ra: im.disk, b: b}, im.disk.size), size, start, sectorSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading the ext4 filesystem at byte %d: %w", start, err)
 	}

@@ -3,6 +3,7 @@ package secureboot
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -57,6 +58,7 @@ type fatESP struct {
 // checked; errNotFAT32 when it holds none.
 func openFATESP(d collector.BlockDevice) (esp *fatESP, err error) {
 	p := &partition{r: d.R, size: d.Size, left: maxESPBytes}
+	p.sr = io.NewSectionReader(p, 0, p.size)
 	bs := make([]byte, 512)
 	if d.Size < 512 {
 		return nil, errNotFAT32

@@ -122,10 +122,12 @@ func checkFATChains(fat []byte, maxClusters int) error {
 // outside it, or past the budget, fails and is remembered: go-diskfs drops
 // the errors of some reads.
 type partition struct {
-	r         io.ReaderAt
-	size, off int64
-	left      int64
-	err       error
+	r    io.ReaderAt
+	size int64
+	left int64
+	err  error
+	// sr gives Read and Seek over the partition's own bounded ReadAt.
+	sr *io.SectionReader
 }
 
 var _ backend.Storage = (*partition)(nil)
@@ -151,28 +153,9 @@ func (p *partition) fail(err error) error {
 	return err
 }
 
-func (p *partition) Read(b []byte) (int, error) {
-	n, err := p.ReadAt(b, p.off)
-	p.off += int64(n)
-	return n, err
-}
+func (p *partition) Read(b []byte) (int, error) { return p.sr.Read(b) }
 
-func (p *partition) Seek(offset int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		offset += p.off
-	case io.SeekEnd:
-		offset += p.size
-	default:
-		return 0, fmt.Errorf("seek: bad whence %d", whence)
-	}
-	if offset < 0 {
-		return 0, errors.New("seek: negative offset")
-	}
-	p.off = offset
-	return offset, nil
-}
+func (p *partition) Seek(offset int64, whence int) (int64, error) { return p.sr.Seek(offset, whence) }
 
 func (p *partition) Stat() (fs.FileInfo, error) { return partInfo(p.size), nil }
 func (p *partition) Close() error               { return nil }
