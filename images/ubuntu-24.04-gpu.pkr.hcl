@@ -85,6 +85,48 @@ variable "kernel_package" {
   description = "Kernel package installed into the rootfs, so that DKMS and the hold have a kernel."
 }
 
+variable "cuda_repositories" {
+  type        = string
+  default     = ""
+  description = "The directory of NVIDIA's CUDA repositories to install from, a mirror laid out as NVIDIA's (it holds ubuntu2404/x86_64/). Empty: NVIDIA's own."
+}
+
+variable "container_toolkit_repository" {
+  type        = string
+  default     = ""
+  description = "The libnvidia-container repository (a mirror of its stable/deb directory). Empty: NVIDIA's own."
+}
+
+variable "container_toolkit_key" {
+  type        = string
+  default     = ""
+  description = "The URL of the container toolkit repository's ASCII-armored key, checked against container_toolkit_key_sha256. Empty: NVIDIA's own."
+}
+
+variable "dkms_signing_key" {
+  type        = string
+  default     = ""
+  description = "PEM private key DKMS signs the NVIDIA module with, with dkms_signing_certificate; it never enters the image. Empty: DKMS makes a key per build, so the module differs from build to build."
+}
+
+variable "dkms_signing_certificate" {
+  type        = string
+  default     = ""
+  description = "The certificate of dkms_signing_key; the image keeps it at /var/lib/dkms/mok.pub for Secure Boot enrolment."
+}
+
+variable "lock_file" {
+  type        = string
+  default     = ""
+  description = "A lock file (gpuhost lock --from MANIFEST writes ubuntu-24.04-gpu.lock) the bake must match exactly: the bootstrap and every package the provisioner installs, with their .deb hashes. Empty: no lock."
+}
+
+variable "apt_cache_dir" {
+  type        = string
+  default     = ""
+  description = "Keep downloaded packages here across builds; the bootstrap is cached beside it."
+}
+
 variable "output_dir" {
   type    = string
   default = "output/ubuntu-24.04-gpu"
@@ -160,9 +202,13 @@ source "gpuhost-rootfs" "ubuntu_2404" {
   mirror         = var.mirror
   snapshot       = var.snapshot
   extra_packages = ["systemd", "ca-certificates", var.kernel_package, "linux-headers-generic", "dkms"]
-  output_format  = "qcow2"
-  output_dir     = var.output_dir
-  image_size     = var.image_size
+  apt_cache_dir  = var.apt_cache_dir
+  lock_file      = var.lock_file
+  # Beside the apt cache, not in it: that one is mounted into the build.
+  bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
+  output_format       = "qcow2"
+  output_dir          = var.output_dir
+  image_size          = var.image_size
 }
 
 build {
@@ -196,12 +242,22 @@ build {
       cuda_keyring          = var.cuda_keyring_sha256
       container_toolkit_key = var.container_toolkit_key_sha256
     }
+    repositories {
+      cuda                  = var.cuda_repositories
+      container_toolkit     = var.container_toolkit_repository
+      container_toolkit_key = var.container_toolkit_key
+    }
+    dkms {
+      signing_key         = var.dkms_signing_key
+      signing_certificate = var.dkms_signing_certificate
+    }
     distro {
       id         = "ubuntu"
       version_id = "24.04"
       codename   = "noble"
     }
     target_kernel               = var.target_kernel
+    lock_file                   = var.lock_file
     fabric_manager              = false
     persistenced                = true
     cgroup_v2                   = true
@@ -212,6 +268,9 @@ build {
     hardening {
       hostname = "ubuntu-2404-gpu"
     }
+    # From the same registry the data source asked: a mirror of nvcr.io
+    # serves the pinned digest, and the image keeps the nvcr.io name.
+    ngc_registry = var.ngc_registry
     ngc_images {
       ref    = data.gpuhost-ngc.base.ref
       digest = data.gpuhost-ngc.base.digest

@@ -46,8 +46,9 @@ var (
 )
 
 // The CUDA repository's distribution and architecture directories this
-// stand-in serves: NVIDIA's debian12/x86_64, the one a Debian 12 build
-// host can run the cuda-repo path against.
+// stand-in serves by default: NVIDIA's debian12/x86_64, the one a Debian 12
+// build host can run the cuda-repo path against. Options.Distro picks
+// another of Distros.
 const (
 	CUDADistro = "debian12"
 	CUDAArch   = "x86_64"
@@ -59,6 +60,32 @@ const (
 	Keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 	libDir  = "/usr/lib/x86_64-linux-gnu"
 )
+
+// Distros are the CUDA repository directories the stand-in can serve, each
+// with the Debian revision NVIDIA gives its driver packages there: "-1" in
+// debian12, "-0ubuntu1" in the Ubuntu ones (535.261.03-0ubuntu1). The CUDA
+// and container toolkit packages carry the same versions in all three.
+var Distros = map[string]string{
+	"debian12":   "-1",
+	"ubuntu2204": "-0ubuntu1",
+	"ubuntu2404": "-0ubuntu1",
+}
+
+// DriverVersionsOn are DriverVersions as the distro's repository
+// publishes them.
+func DriverVersionsOn(distro string) map[string][]string {
+	rev, ok := Distros[distro]
+	if !ok {
+		return nil
+	}
+	out := make(map[string][]string, len(DriverVersions))
+	for branch, vs := range DriverVersions {
+		for _, v := range vs {
+			out[branch] = append(out[branch], upstream(v)+rev)
+		}
+	}
+	return out
+}
 
 // pkg is one binary package: its control fields and its files.
 type pkg struct {
@@ -351,13 +378,13 @@ esac
 // does, a source list naming NVIDIA's own server (under official, the
 // directory of its CUDA repositories), which the plan must replace with
 // the repository it was configured with.
-func keyringPackage(key []byte, official string) pkg {
-	list := fmt.Sprintf("/etc/apt/sources.list.d/cuda-%s-%s.list", CUDADistro, CUDAArch)
+func keyringPackage(key []byte, official, distro string) pkg {
+	list := fmt.Sprintf("/etc/apt/sources.list.d/cuda-%s-%s.list", distro, CUDAArch)
 	return pkg{name: "cuda-keyring", version: keyringVersion, arch: "all",
 		description: "GPG keyring for the CUDA repository (stand-in: a throwaway key)",
 		files: []file{
 			{path: Keyring, mode: 0o644, data: string(key)},
-			{path: list, mode: 0o644, data: fmt.Sprintf("deb [signed-by=%s] %s/%s/%s/ /\n", Keyring, official, CUDADistro, CUDAArch)},
+			{path: list, mode: 0o644, data: fmt.Sprintf("deb [signed-by=%s] %s/%s/%s/ /\n", Keyring, official, distro, CUDAArch)},
 		},
 		conffiles: []string{list}}
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// components then resolve to their newest builds, for a test that the
 	// payload checks catch what the package versions alone would not.
 	IgnoredPinning bool
+	// Distro is the CUDA repository directory to serve, one of Distros.
+	// Default CUDADistro.
+	Distro string
 }
 
 // Layout is a built pair of repositories under Root, the directory to
@@ -70,6 +73,12 @@ type Layout struct {
 	// ToolkitKey is the toolkit's ASCII-armored key file
 	// (repositories.container_toolkit_key).
 	ToolkitKey string
+	// Distro is the CUDA repository's distribution directory, under
+	// CUDARepos, beside its architecture CUDAArch.
+	Distro string
+	// DriverVersions are the driver versions it publishes, by branch
+	// (DriverVersionsOn Distro).
+	DriverVersions map[string][]string
 	// KeyringSHA256 is the sha256 of cuda-keyring_1.1-1_all.deb, and
 	// ToolkitKeySHA256 of the armored toolkit key: the pins the
 	// provisioner's keyring_sha256 block takes.
@@ -98,19 +107,27 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	if o.Gpg == "" {
 		o.Gpg = "gpg"
 	}
+	if o.Distro == "" {
+		o.Distro = CUDADistro
+	}
+	if _, ok := Distros[o.Distro]; !ok {
+		return nil, fmt.Errorf("nvidiarepo: Options.Distro %q is not one of debian12, ubuntu2204, ubuntu2404", o.Distro)
+	}
 	l := &Layout{
-		Root:       dir,
-		CUDARepos:  "compute/cuda/repos",
-		Toolkit:    "libnvidia-container/stable/deb",
-		ToolkitKey: "libnvidia-container/gpgkey",
-		gpg:        o.Gpg,
+		Distro:         o.Distro,
+		DriverVersions: DriverVersionsOn(o.Distro),
+		Root:           dir,
+		CUDARepos:      "compute/cuda/repos",
+		Toolkit:        "libnvidia-container/stable/deb",
+		ToolkitKey:     "libnvidia-container/gpgkey",
+		gpg:            o.Gpg,
 	}
 	defer func() {
 		if err != nil {
 			l.Close()
 		}
 	}()
-	cudaDir := filepath.Join(dir, l.CUDARepos, CUDADistro, CUDAArch)
+	cudaDir := filepath.Join(dir, l.CUDARepos, l.Distro, CUDAArch)
 	toolkitDir := filepath.Join(dir, l.Toolkit, "amd64")
 	work := filepath.Join(dir, ".build")
 	for _, d := range []string{cudaDir, toolkitDir, work} {
@@ -140,9 +157,9 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	}
 	l.ToolkitKeySHA256 = sha(armored)
 
-	cuda := []pkg{keyringPackage(l.CUDAKey, strings.TrimRight(o.Official, "/"))}
-	for _, branch := range sortedKeys(DriverVersions) {
-		for _, v := range DriverVersions[branch] {
+	cuda := []pkg{keyringPackage(l.CUDAKey, strings.TrimRight(o.Official, "/"), l.Distro)}
+	for _, branch := range sortedKeys(l.DriverVersions) {
+		for _, v := range l.DriverVersions[branch] {
 			cuda = append(cuda, driverPackages(branch, v, o.IgnoredPinning)...)
 		}
 	}

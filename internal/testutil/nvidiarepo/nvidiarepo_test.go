@@ -148,6 +148,47 @@ func TestPackagesCarryVersionedPayloads(t *testing.T) {
 	}
 }
 
+// TestUbuntuRepositories builds the ubuntu2204 and ubuntu2404 directories
+// as NVIDIA lays them out: the driver at its Ubuntu revision (0ubuntu1),
+// the keyring's source list naming the distro, and a Distro outside the
+// three refused.
+func TestUbuntuRepositories(t *testing.T) {
+	for _, tool := range [][2]string{{"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}} {
+		testutil.Tool(t, tool[0], tool[1])
+	}
+	if _, err := Build(filepath.Join(t.TempDir(), "repo"), Options{Official: official, Distro: "ubuntu1804"}); err == nil || !strings.Contains(err.Error(), `"ubuntu1804"`) {
+		t.Errorf("Distro ubuntu1804: %v, want an error naming it", err)
+	}
+	for _, distro := range []string{"ubuntu2204", "ubuntu2404"} {
+		l, err := Build(filepath.Join(t.TempDir(), "repo"), Options{Official: official, Distro: distro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		dir := filepath.Join(l.Root, l.CUDARepos, distro, CUDAArch)
+		index, err := os.ReadFile(filepath.Join(dir, "Packages"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Package: nvidia-driver-580-open\nVersion: 580.95.05-0ubuntu1\n", "Package: nvidia-driver-580-open\nVersion: 580.105.08-0ubuntu1\n", "Package: cuda-toolkit-13-0\nVersion: 13.0.1-1\n"} {
+			if !strings.Contains(string(index), want) {
+				t.Errorf("%s's Packages has no %q", distro, want)
+			}
+		}
+		if got := l.DriverVersions["535"]; len(got) != 2 || got[0] != "535.261.03-0ubuntu1" {
+			t.Errorf("%s: DriverVersions[535] = %v", distro, got)
+		}
+		x := t.TempDir()
+		if out, err := exec.Command("dpkg-deb", "-x", filepath.Join(dir, KeyringDeb), x).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", KeyringDeb, err, out)
+		}
+		list, err := os.ReadFile(filepath.Join(x, "etc/apt/sources.list.d/cuda-"+distro+"-x86_64.list"))
+		if want := "deb [signed-by=" + Keyring + "] " + official + "/" + distro + "/x86_64/ /\n"; err != nil || string(list) != want {
+			t.Errorf("%s: cuda-keyring's source list is %q (%v), want %q", distro, list, err, want)
+		}
+	}
+}
+
 func currentUser() string {
 	if os.Geteuid() == 0 {
 		return "root"
