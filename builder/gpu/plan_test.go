@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -543,5 +544,17 @@ func TestPlanPinsWholeCUDARelease(t *testing.T) {
 	}
 	if inst := install("cuda-toolkit-12-2=12.2.0-1"); inst["cuda-nvcc-12-2"] != nvidiarepo.CUDAComponents["12.2.2-1"]["cuda-nvcc"] {
 		t.Errorf("without the preferences apt installs cuda-nvcc-12-2 %s; the stand-in no longer shows why the set is needed", inst["cuda-nvcc-12-2"])
+	}
+
+	// The release's own compiler withdrawn, the next release's still
+	// there: the set refuses to take it, naming both.
+	own, later := comp["cuda-nvcc"], nvidiarepo.CUDAComponents["12.2.2-1"]["cuda-nvcc"]
+	repo, base = nvidiarepo.Start(t, nvidiarepo.Options{Official: DefaultCUDARepositories, Withdrawn: []string{"cuda-nvcc-12-2=" + own}})
+	cmd = exec.Command("sh", "-c", script, "sh", t.TempDir())
+	cmd.Env = append(os.Environ(), "APT_CONFIG="+aptState(t, repo, base, t.TempDir()))
+	out, err = cmd.CombinedOutput()
+	wantErr := fmt.Sprintf("die: cuda-nvcc-12-2 %s, the build of it that cuda-compiler-12-2 12.2.0-1 names, is not in the apt sources, which have cuda-nvcc-12-2 at: %s; a later build belongs to another CUDA release, which the pin keeps out", strings.TrimSuffix(own, "-1"), later)
+	if err == nil || !strings.Contains(string(out), wantErr) {
+		t.Errorf("the cuda set with %s withdrawn: %v, want it to fail with\n%s\n%s", own, err, wantErr, out)
 	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// Distro is the CUDA repository directory to serve, one of Distros.
 	// Default CUDADistro.
 	Distro string
+	// Withdrawn are builds ("name=version") left out of the CUDA
+	// repository, as NVIDIA withdraws one: the packages that depend on
+	// them stay.
+	Withdrawn []string
 }
 
 // Layout is a built pair of repositories under Root, the directory to
@@ -172,6 +176,7 @@ func Build(dir string, o Options) (_ *Layout, err error) {
 	for _, v := range ToolkitVersions {
 		toolkit = append(toolkit, toolkitPackages(v)...)
 	}
+	cuda = slices.DeleteFunc(cuda, func(p pkg) bool { return slices.Contains(o.Withdrawn, p.name+"="+p.version) })
 	b := builder{work: work, cc: o.CC}
 	if err := b.repository(cudaDir, cuda); err != nil {
 		return nil, err

@@ -115,9 +115,13 @@ available() {
 # build of it (cuda-toolkit-12-2 12.2.2-1 on cuda-libraries-12-2 (>= 12.2.2),
 # that on cuda-cudart-12-2 (>= 12.2.140)), which every later update of the
 # release satisfies too, so apt alone would take the newest of each. The set
-# takes the oldest version in the apt sources that the dependant accepts,
-# which is the release's own; a dependency with no version takes the
-# dependant's version, or else the candidate. The release's packages are those named for it (-SUFFIX, as in
+# takes the release's own build for ">=": that version, at any revision, and
+# nothing later. When the sources have only later builds (the release's own
+# was withdrawn), the build fails naming the package: a later build belongs
+# to another release, which is what the pin is there to keep out. Other
+# operators take the oldest version the dependant accepts; a dependency
+# with no version takes the dependant's version, or else the candidate.
+# The release's packages are those named for it (-SUFFIX, as in
 # cuda-nvcc-12-2 and libcublas-12-2) and the configuration packages they
 # share (cuda-toolkit-MAJOR-config-common, cuda-toolkit-config-common);
 # what else they need (dkms, a JRE) comes from the distribution and is left
@@ -159,12 +163,20 @@ cuda_set() {
 					best=$(apt-cache policy "$dep" | awk '$1 == "Candidate:" && $2 != "(none)" { print $2 }')
 				fi
 			else
+				have=
 				for v in $(apt-cache madison "$dep" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+					have="$have${have:+, }$v"
 					dpkg --compare-versions "$v" "$op" "$want" || continue
+					if [ "$op" = ">=" ] && [ "$v" != "$want" ] && [ "${v%-*}" != "$want" ]; then
+						continue
+					fi
 					if [ -z "$best" ] || dpkg --compare-versions "$v" lt "$best"; then
 						best=$v
 					fi
 				done
+				if [ -z "$best" ] && [ "$op" = ">=" ] && [ -n "$have" ]; then
+					die "$dep $want, the build of it that $pkg $ver names, is not in the apt sources, which have $dep at: $have; a later build belongs to another CUDA release, which the pin keeps out"
+				fi
 			fi
 			[ -n "$best" ] || die "$dep${op:+ ($op $want)}, which $pkg $ver depends on, is not in the apt sources at a version it accepts"
 			case "$dep $best" in
