@@ -160,8 +160,35 @@ func checkAptInTree(t *testing.T, a *Archive, suite, dir, base string) {
 		}
 		return string(out)
 	}
-	if out := chroot("apt-get", "update"); strings.Contains(out, "W: ") || strings.Contains(out, "E: ") {
-		t.Errorf("apt-get update in the tree warns:\n%s", out)
+	// Without ubuntu-keyring's link apt must refuse the archive: the tree
+	// trusts it through its own key, not through anything mmdebstrap
+	// brought from the build machine.
+	link := filepath.Join(dir, "etc/apt/trusted.gpg.d/ubuntu-keyring-2018-archive.gpg")
+	if target, err := os.Readlink(link); err != nil || target != KeyringPath {
+		t.Fatalf("ubuntu-keyring's trusted.gpg.d link is %q (%v), want %s", target, err, KeyringPath)
+	}
+	lists := filepath.Join(dir, "var/lib/apt/lists")
+	for _, step := range []func() error{
+		func() error { return os.RemoveAll(lists) },
+		func() error { return os.MkdirAll(filepath.Join(lists, "partial"), 0o755) },
+		func() error { return os.Remove(link) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("chroot", dir, "apt-get", "update").CombinedOutput(); err == nil && !strings.Contains(string(out), "NO_PUBKEY") {
+		t.Errorf("apt-get update in the tree accepted the archive without ubuntu-keyring's key:\n%s", out)
+	}
+	if err := os.Symlink(KeyringPath, link); err != nil {
+		t.Fatal(err)
+	}
+	out := chroot("apt-get", "update")
+	if strings.Contains(out, "W: ") || strings.Contains(out, "E: ") || !strings.Contains(out, "Get:") {
+		t.Errorf("apt-get update in the tree warns or fetches nothing:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "etc/apt/sources.list")); err != nil || strings.Contains(string(b), "signed-by") {
+		t.Errorf("the tree's sources.list names a key of the build machine (%v):\n%s", err, b)
 	}
 	for _, p := range updated {
 		want := a.Versions[suite+"-updates"][p]
@@ -169,7 +196,7 @@ func checkAptInTree(t *testing.T, a *Archive, suite, dir, base string) {
 			t.Errorf("%s's candidate is not the update %q:\n%s", p, want, out)
 		}
 	}
-	out := chroot("apt-get", "install", "-s", "--no-install-recommends", "linux-image-generic", "linux-headers-generic", "dkms",
+	out = chroot("apt-get", "install", "-s", "--no-install-recommends", "linux-image-generic", "linux-headers-generic", "dkms",
 		"grub-efi-amd64-bin", "grub-pc-bin", "initramfs-tools")
 	for _, want := range []string{"Inst linux-image-" + a.Kernel + " ", "Inst linux-headers-" + a.Kernel + " ", "Inst linux-image-generic (" + a.Versions[suite]["linux-image-generic"] + " "} {
 		if !strings.Contains(out, want) {
