@@ -49,6 +49,9 @@ export GOEXPERIMENT := jsonv2
 # sign modules with the kernel's sign-file (linux-kbuild-6.1), compress them
 # as kbuild does (xz-utils, zstd), and write MokListRT as efitools'
 # cert-to-efi-sig-list does.
+# The stand-in Ubuntu archive (internal/testutil/ubunturepo) is made from
+# Debian's packages with apt, dpkg-deb, gpg and xz-utils and bootstrapped
+# with mmdebstrap (APT_BUILD).
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
