@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/hashicorp/packer-plugin-sdk/chroot"
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -24,8 +25,9 @@ const maxTreeEntries = 200000
 // files itself. The SDK's Upload and Download join the destination to the
 // chroot path and let cp(1) and os.Open follow symlinks, so a link such as
 // /etc/x -> /etc/shadow in the rootfs would read or overwrite the build
-// machine's file. Here every path goes through os.Root: a link that leads
-// outside the rootfs (absolute links included) is an error, never an escape.
+// machine's file. Here every path goes through os.Root: no link leads
+// outside the rootfs. A download follows links as the chroot would (an
+// absolute one from the rootfs's root); an upload refuses absolute ones.
 type communicator struct {
 	*chroot.Communicator
 	// fsRoot is the rootfs as file operations see it: the holder's view
@@ -168,7 +170,14 @@ func (c *communicator) Download(src string, w io.Writer) error {
 		return err
 	}
 	defer root.Close()
-	f, err := root.Open(rel(src))
+	// An absolute link (/etc/apt/trusted.gpg.d/x.gpg ->
+	// /usr/share/keyrings/x.gpg) means the rootfs's file, as it does to a
+	// process in the chroot; os.Root alone would refuse it.
+	name, err := sysroot.Resolve(root, rel(src))
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", src, err)
+	}
+	f, err := root.Open(name)
 	if err != nil {
 		return fmt.Errorf("downloading %s: %w", src, err)
 	}

@@ -128,3 +128,30 @@ func TestUploadDirAndDownloadDir(t *testing.T) {
 		t.Error("a symlink from the rootfs was recreated on the host")
 	}
 }
+
+// TestDownloadFollowsLinksAsTheChroot: an absolute link inside the rootfs
+// names the rootfs's own file, as apt's trusted.gpg.d links do, and a
+// link at a host path reads the same path under the rootfs, never the
+// host's file.
+func TestDownloadFollowsLinksAsTheChroot(t *testing.T) {
+	rootfs, hostFile := escapeTree(t)
+	must(t, os.MkdirAll(filepath.Join(rootfs, "usr/share/keyrings"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(rootfs, "etc/apt/trusted.gpg.d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(rootfs, "usr/share/keyrings/archive.gpg"), []byte("image key\n"), 0o644))
+	must(t, os.Symlink("/usr/share/keyrings/archive.gpg", filepath.Join(rootfs, "etc/apt/trusted.gpg.d/archive.gpg")))
+	c := newCommunicator(rootfs, rootfs, noWrap)
+	var got bytes.Buffer
+	if err := c.Download("/etc/apt/trusted.gpg.d/archive.gpg", &got); err != nil || got.String() != "image key\n" {
+		t.Errorf("download through an absolute link inside the root: %q, %v", got.String(), err)
+	}
+	for _, src := range []string{"/etc/abs-link", "/etc/rel-link", "/outdir/host-secret"} {
+		got.Reset()
+		err := c.Download(src, &got)
+		if strings.Contains(got.String(), "host data") {
+			t.Fatalf("download of %s read the host's %s", src, hostFile)
+		}
+		if err == nil {
+			t.Errorf("download of %s, whose target is not in the rootfs: no error", src)
+		}
+	}
+}

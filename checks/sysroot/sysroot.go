@@ -296,6 +296,15 @@ func (r *rootFS) resolve(name string, followFinal bool) (string, error) {
 	return resolveLinks(name, followFinal, r.root.Lstat, r.root.Readlink)
 }
 
+// Resolve returns name with every symlink in it followed inside root, as
+// the kernel would inside a chroot at root (see resolve): what opening it
+// under root then reaches is what a process in the tree would read. For
+// code that holds an os.Root of its own, such as a builder writing the
+// tree this package later reads.
+func Resolve(root *os.Root, name string) (string, error) {
+	return resolveLinks(name, true, root.Lstat, root.Readlink)
+}
+
 // resolveLinks is the one walk every view uses, given how to lstat and read
 // a link beneath its root.
 func resolveLinks(name string, followFinal bool, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, error) {
