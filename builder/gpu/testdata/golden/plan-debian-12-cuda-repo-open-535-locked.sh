@@ -385,6 +385,12 @@ if [ -n "$todo" ]; then
 	# The lock's names and versions hold no space or glob character.
 	# shellcheck disable=SC2086
 	apt_install --allow-downgrades $todo
+	# apt marks what it is asked for as installed by hand, where the bake
+	# the lock came from got most of it as dependencies; a later step that
+	# names a package (the hardening's install) marks it by hand again, as
+	# there. So apt's extended_states comes out as that bake's.
+	# shellcheck disable=SC2046
+	apt-mark auto $(printf '%s\n' $todo | sed 's/=.*//') >/dev/null
 fi
 
 step "dkms"
@@ -620,8 +626,10 @@ echo "gpuhost-gpu: every package, .deb digest, apt source and keyring as the loc
 step "caches"
 # apt's binary caches and ldconfig's auxiliary cache record when and in what
 # inode order this build ran, not what it installed; apt and ldconfig make
-# them again, and mmdebstrap leaves them out of its bootstrap alike.
-rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
+# them again, and mmdebstrap leaves them out of its bootstrap alike. dpkg's
+# status-old is the database before its last run, which says in what order
+# the build installed, not what; dpkg writes it again on its next run.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache /var/lib/dpkg/status-old
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"

@@ -743,8 +743,10 @@ cp "$GPUHOST_WORK/digests" '/tmp/gpuhost-gpu-debs.lock'
 step "caches"
 # apt's binary caches and ldconfig's auxiliary cache record when and in what
 # inode order this build ran, not what it installed; apt and ldconfig make
-# them again, and mmdebstrap leaves them out of its bootstrap alike.
-rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache
+# them again, and mmdebstrap leaves them out of its bootstrap alike. dpkg's
+# status-old is the database before its last run, which says in what order
+# the build installed, not what; dpkg writes it again on its next run.
+rm -f /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin /var/cache/ldconfig/aux-cache /var/lib/dpkg/status-old
 
 step done
 echo "gpuhost-gpu: all pins installed and held, payload at the pinned versions"
