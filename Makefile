@@ -227,8 +227,17 @@ $(COSIGN): tools/cosign/go.mod tools/cosign/go.sum | check-go
 # release is built with, etcd. Built once, and again when the pin moves.
 KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD := $(BIN)/etcd
+# Upstream Prometheus, for the discovery test (deploy/prometheus_test.go):
+# Debian's prometheus package has no Kubernetes service discovery (removed
+# for client-go's dependencies), so tools/prometheus pins a release and it
+# is built with that one discoverer (remove_all_sd, enable_kubernetes_sd).
+PROMETHEUS_UPSTREAM := $(BIN)/prometheus-upstream
 .PHONY: kube
-kube: $(KUBE_APISERVER) $(ETCD)
+kube: $(KUBE_APISERVER) $(ETCD) $(PROMETHEUS_UPSTREAM)
+$(PROMETHEUS_UPSTREAM): tools/prometheus/go.mod tools/prometheus/go.sum | check-go
+	cd tools/prometheus && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' github.com/prometheus/prometheus) && \
+	  GOEXPERIMENT= $(GO) build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+	    -ldflags "-X github.com/prometheus/common/version.Version=$$v" -o $@ github.com/prometheus/prometheus/cmd/prometheus
 $(KUBE_APISERVER): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
 	cd tools/kubernetes && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) && IFS=. read -r major minor _ <<< "$${v#v}" && \
 	  GOEXPERIMENT= $(GO) build -trimpath -o $@ -ldflags "-X k8s.io/component-base/version.gitVersion=$$v \
