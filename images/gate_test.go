@@ -302,14 +302,18 @@ exec chroot "$2" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root /
 	return testutil.Run(t, 2*time.Minute, unshare, "--mount", "--pid", "--fork", "/bin/sh", "-c", mounts, "sh", root, view, work)
 }
 
-// TestUbuntuTemplatesPassTheirGate renders each Ubuntu template's plan,
-// synthesizes the rootfs its installs leave (every package the plan
-// installs, at its pin and held where the plan holds it), runs the plan's
-// own configuration and hardening steps on it, writes the manifest and
-// SBOM as the provisioner does, and judges the tree with the template's
-// own gpuhost-gate block (params, waivers, fail_on = "high", fail_on_skip,
-// the demo trivy DB) through the gate itself: it must pass, waiving only
-// what the template's waivers file waives, each waiver with its reason.
+// TestUbuntuTemplatesPassTheirGate covers the one part of the Ubuntu bake
+// that TestE2EUbuntuStandInBake cannot: the plan's configuration and
+// hardening steps run on Ubuntu's own default files (sshd_config, PAM's
+// common-* files, sudoers, auditd.conf, openssl.cnf), where the stand-in
+// archive carries Debian's. It renders each Ubuntu template's plan,
+// synthesizes the tree its installs leave (the package database is
+// written from the plan's install list, so the pins and holds prove
+// nothing here: the stand-in bake proves those through apt), runs those
+// steps on it, writes the manifest and SBOM as the provisioner does, and
+// judges the tree with the template's own gpuhost-gate block through the
+// gate itself: it must pass, waiving only what the template's waivers
+// file waives.
 func TestUbuntuTemplatesPassTheirGate(t *testing.T) {
 	testutil.Root(t)
 	db := t.TempDir()
