@@ -53,6 +53,10 @@ func TestE2EDebian12(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: mmdebstrap and chroot")
 	}
+	// Beside TestE2EUbuntuStandInBake: this test spends most of its time in
+	// TCG boots, that one in bakes, and on two cores the pair takes little
+	// longer than the longer of them.
+	t.Parallel()
 	for _, tool := range []string{"mmdebstrap", "qemu-img", "debugfs", "qemu-system-x86_64", "ssh-keyscan"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is missing (make build-deps installs it)", tool)

@@ -59,6 +59,8 @@ func TestE2EUbuntuStandInBake(t *testing.T) {
 		t.Skip("end-to-end bake of the Ubuntu templates: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
 	}
 	testutil.Root(t)
+	// Beside TestE2EDebian12's boots (see there).
+	t.Parallel()
 	for _, tool := range [][2]string{{"mmdebstrap", "mmdebstrap"}, {"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}, {"apt-get", "apt"}} {
 		testutil.Tool(t, tool[0], tool[1])
 	}
