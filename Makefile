@@ -154,7 +154,9 @@ test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign kube
 # publishes to a real docker-registry process, where cosign and gpuhost
 # verify check its signature and provenance. The production cuda-repo path
 # bakes against a signed stand-in of NVIDIA's repositories on 127.0.0.1
-# (images/cudarepo_test.go).
+# (images/cudarepo_test.go), and both Ubuntu templates bake against a
+# stand-in Ubuntu archive made from Debian's packages
+# (images/ubuntu_bake_test.go, internal/testutil/ubunturepo).
 # The boots' consoles, reports and timings are kept in $(E2E_ARTIFACTS),
 # which make bench reads the boot figures from.
 E2E_ARTIFACTS := $(OUT)/e2e
@@ -162,7 +164,7 @@ E2E_ARTIFACTS := $(OUT)/e2e
 e2e: check-go build-deps build packer plugin cosign
 	rm -rf $(E2E_ARTIFACTS)
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) GPUHOST_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
-	  $(GO) test -p 1 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./images/ ./builder/rootfs/ ./builder/gate/
+	  $(GO) test -p 1 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 

@@ -11,11 +11,11 @@ import (
 	"testing"
 )
 
-// TestReleaseListsByHashCopies reads every pocket's InRelease as apt
+// TestE2EReleaseListsByHashCopies reads every pocket's InRelease as apt
 // would: its signature verifies with the archive's keyring, it announces
 // Acquire-By-Hash, and every index it lists is there with its size and
 // digest, and so is its by-hash copy.
-func TestReleaseListsByHashCopies(t *testing.T) {
+func TestE2EReleaseListsByHashCopies(t *testing.T) {
 	a, _ := e2eArchive(t, false)
 	for _, suite := range []string{"jammy", "noble"} {
 		for _, pocket := range []string{suite, suite + "-updates", suite + "-security"} {

@@ -36,11 +36,17 @@ func e2eArchive(t *testing.T, serve bool) (*Archive, string) {
 	return a, base
 }
 
+// cacheDir is where TestE2EUbuntuStandInBake keeps the archive too (beside
+// the Debian bake's apt cache), so that make e2e builds it once.
 func cacheDir() string {
 	if d := os.Getenv("GPUHOST_E2E_UBUNTU_CACHE"); d != "" {
 		return d
 	}
-	return filepath.Join(os.TempDir(), "gpuhost-e2e-ubuntu-archive")
+	apt := os.Getenv("GPUHOST_E2E_APT_CACHE")
+	if apt == "" {
+		apt = filepath.Join(os.TempDir(), "gpuhost-e2e-apt-cache")
+	}
+	return apt + "-ubuntu-archive"
 }
 
 // keyPackages are the packages whose published versions a bootstrapped
@@ -48,13 +54,13 @@ func cacheDir() string {
 var keyPackages = []string{"base-files", "sudo", "openssh-server", "openssh-client", "openssh-sftp-server", "systemd", "libsystemd0",
 	"libssl3", "openssl", "passwd", "login", "ca-certificates", "containerd", "nftables", "auditd", "libaudit1", "curl", "ubuntu-keyring"}
 
-// TestMmdebstrapBootstrapsUbuntu bootstraps jammy and noble from the
+// TestE2EMmdebstrapBootstrapsUbuntu bootstraps jammy and noble from the
 // served archive with mmdebstrap, as the rootfs builder does, and reads
 // the tree: Ubuntu's os-release and sudoers, the published versions,
 // Debian's sshd_config with its Include and PAM's common-* files made by
 // the packages' maintainer scripts, and apt inside the tree verifying the
 // archive (its -updates too) with the key ubuntu-keyring installed.
-func TestMmdebstrapBootstrapsUbuntu(t *testing.T) {
+func TestE2EMmdebstrapBootstrapsUbuntu(t *testing.T) {
 	a, base := e2eArchive(t, true)
 	testutil.Tool(t, "mmdebstrap", "mmdebstrap")
 	for _, suite := range []string{"jammy", "noble"} {

@@ -98,11 +98,11 @@ func TestKernelMetaVersion(t *testing.T) {
 	}
 }
 
-// TestReversioningKeepsEveryRelation reads the built archive beside
+// TestE2EReversioningKeepsEveryRelation reads the built archive beside
 // Debian's index it was made from: every versioned relation of every
 // published package that names a published package holds in the archive
 // exactly where it holds in Debian, as dpkg judges both.
-func TestReversioningKeepsEveryRelation(t *testing.T) {
+func TestE2EReversioningKeepsEveryRelation(t *testing.T) {
 	a, _ := e2eArchive(t, false)
 	f, err := newFetcher(cacheDir(), "")
 	if err != nil {
