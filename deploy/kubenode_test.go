@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/deploy/agentimage"
@@ -63,6 +66,16 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	bake(t, host, filepath.Join(host, "etc/gpuhost/manifest.json"))
+	// A filesystem mounted below the node's root, as /boot is on a real
+	// node: what recursiveReadOnly is for.
+	sub := filepath.Join(host, "boot")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
 	ds := nodeDaemonSet(t, ref, host, t.TempDir())
 	api.Apply(t, ds)
 	marks, err := os.ReadFile("kubernetes/node-marks.yaml")
@@ -103,6 +116,38 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !strings.Contains(log, "run complete") || strings.Contains(log, "scan failed") {
 		t.Errorf("the agent's log shows no completed scan:\n%s", log)
 	}
+	mounts := agentMounts(t)
+	if !slices.Contains(mounts["/host"], "ro") {
+		t.Errorf("/host is mounted %v in the agent's container, want ro", mounts["/host"])
+	}
+	// What readOnly alone leaves: the agent has no guard of its own.
+	t.Logf("readOnly without recursiveReadOnly: /host %v, /host/boot %v", mounts["/host"], mounts["/host/boot"])
+}
+
+// agentMounts reads the agent's mount table, from its process in this
+// PID namespace: each mount point inside the container with its options.
+func agentMounts(t *testing.T) map[string][]string {
+	t.Helper()
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil || !bytes.Contains(b, []byte("--host-root=/host")) {
+			continue
+		}
+		info, err := os.ReadFile(filepath.Join(filepath.Dir(f), "mountinfo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mounts := map[string][]string{}
+		for line := range strings.Lines(string(info)) {
+			if fields := strings.Fields(line); len(fields) > 5 {
+				mounts[fields[4]] = strings.Split(fields[5], ",")
+			}
+		}
+		return mounts
+	}
+	t.Fatal("no agent process in the test's PID namespace")
+	return nil
 }
 
 // agentBase is the image's base: GPUHOST_AGENT_BASE (a tar from
