@@ -55,7 +55,7 @@ export GOEXPERIMENT := jsonv2
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
-  prometheus libxml2-utils man-db qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
+  prometheus libxml2-utils man-db containerd runc qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
   sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools
 APT_BENCH := lynis time strace
 
@@ -227,7 +227,11 @@ $(COSIGN): tools/cosign/go.mod tools/cosign/go.sum | check-go
 # admission policy of deploy/kubernetes/node-marks.yaml enforced by it.
 # tools/kubernetes pins the Kubernetes release and, to the version that
 # release is built with, etcd. Built once, and again when the pin moves.
+# The kubelet, kube-controller-manager and kube-scheduler come from the same
+# pin, for the single-node test (deploy/kubenode_test.go) that runs the
+# agent's DaemonSet on a real kubelet over Debian's containerd and runc.
 KUBE_APISERVER := $(BIN)/kube-apiserver
+KUBE_NODE := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 ETCD := $(BIN)/etcd
 # Upstream Prometheus, for the discovery test (deploy/prometheus_test.go):
 # Debian's prometheus package has no Kubernetes service discovery (removed
@@ -235,15 +239,15 @@ ETCD := $(BIN)/etcd
 # is built with that one discoverer (remove_all_sd, enable_kubernetes_sd).
 PROMETHEUS_UPSTREAM := $(BIN)/prometheus-upstream
 .PHONY: kube
-kube: $(KUBE_APISERVER) $(ETCD) $(PROMETHEUS_UPSTREAM)
+kube: $(KUBE_APISERVER) $(KUBE_NODE) $(ETCD) $(PROMETHEUS_UPSTREAM)
 $(PROMETHEUS_UPSTREAM): tools/prometheus/go.mod tools/prometheus/go.sum | check-go
 	cd tools/prometheus && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' github.com/prometheus/prometheus) && \
 	  GOEXPERIMENT= $(GO) build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
 	    -ldflags "-X github.com/prometheus/common/version.Version=$$v" -o $@ github.com/prometheus/prometheus/cmd/prometheus
-$(KUBE_APISERVER): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
+$(KUBE_APISERVER) $(KUBE_NODE): $(BIN)/%: tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
 	cd tools/kubernetes && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes) && IFS=. read -r major minor _ <<< "$${v#v}" && \
 	  GOEXPERIMENT= $(GO) build -trimpath -o $@ -ldflags "-X k8s.io/component-base/version.gitVersion=$$v \
-	    -X k8s.io/component-base/version.gitMajor=$$major -X k8s.io/component-base/version.gitMinor=$$minor" k8s.io/kubernetes/cmd/kube-apiserver
+	    -X k8s.io/component-base/version.gitMajor=$$major -X k8s.io/component-base/version.gitMinor=$$minor" k8s.io/kubernetes/cmd/$*
 $(ETCD): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
 	cd tools/kubernetes && GOEXPERIMENT= $(GO) build -trimpath -o $@ go.etcd.io/etcd/server/v3
 

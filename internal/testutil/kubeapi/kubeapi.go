@@ -41,6 +41,10 @@ type Server struct {
 	// CA is the PEM of the CA its serving certificate chains to, what a pod
 	// finds in its service account's ca.crt.
 	CA []byte
+	// Signer is that CA, for a test that issues the client certificates of
+	// further components (controllers, a kubelet): the API server trusts
+	// what it signs.
+	Signer *testutil.CA
 	// Ready is how long it took from its start to answering /readyz.
 	Ready time.Duration
 	// Proc is the kube-apiserver process, with its output.
@@ -75,7 +79,7 @@ func Start(t testing.TB) *Server {
 	write(t, saKey, signingKey(t))
 
 	etcdURL := startEtcd(t, etcdBin, filepath.Join(dir, "etcd"))
-	s := &Server{Host: "127.0.0.1", Port: testutil.FreePort(t), CA: ca.PEM()}
+	s := &Server{Host: "127.0.0.1", Port: testutil.FreePort(t), CA: ca.PEM(), Signer: ca}
 	s.admin = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: ca.Pool(), Certificates: []tls.Certificate{admin}, MinVersion: tls.VersionTLS12,
 	}}}
@@ -98,6 +102,11 @@ func Start(t testing.TB) *Server {
 	})
 	s.Ready = time.Since(started)
 	return s
+}
+
+// URL is the API server's address, as a kubeconfig names it.
+func (s *Server) URL() string {
+	return "https://" + net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
 }
 
 func write(t testing.TB, path string, data []byte) {
