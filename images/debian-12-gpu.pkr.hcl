@@ -146,7 +146,7 @@ variable "dkms_signing_key" {
 variable "dkms_signing_certificate" {
   type        = string
   default     = ""
-  description = "The X.509 certificate of dkms_signing_key, PEM or DER: the Machine Owner Key the image's hosts enrol (mokutil --import /var/lib/dkms/mok.pub, see docs/secure-boot.md) so that Secure Boot's lockdown lets the modules it signed load."
+  description = "The X.509 certificate of dkms_signing_key, PEM or DER: the Machine Owner Key the image's hosts enrol (mokutil --import /var/lib/dkms/mok.pub, see docs/baking.md, Secure Boot) so that Secure Boot's lockdown lets the modules it signed load."
 }
 
 variable "trivy_db" {

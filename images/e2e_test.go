@@ -361,7 +361,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		agreement(t, offline, second.scan)
 	})
 	t.Run("bios-other-host", func(t *testing.T) {
-		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false, bootExtras{inputs: only(modules, unsignedModule)})
+		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false, bootExtras{inputs: forged(modules)})
 		assertBoot(t, other, base.ref, base.digest, rootUUID)
 		assertEnrolled(t, other, luks)
 		assertNotSecureBoot(t, other)

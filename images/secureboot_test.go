@@ -126,6 +126,18 @@ func only(inputs map[string][]byte, modules ...string) map[string][]byte {
 	return out
 }
 
+// forged is the BIOS host's inputs: the unsigned stand-in with its good
+// detached signature, and the signed one with a detached signature that
+// does not verify, which gpuhost-selftest-modules must not load.
+func forged(inputs map[string][]byte) map[string][]byte {
+	out := only(inputs, unsignedModule)
+	out["module-"+signedModule+".ko"] = inputs["module-"+signedModule+".ko"]
+	sig := slices.Clone(inputs["module-"+signedModule+".ko.sig"])
+	sig[len(sig)/2] ^= 0xff
+	out["module-"+signedModule+".ko.sig"] = sig
+	return out
+}
+
 // assertSecureBoot checks a boot under Secure Boot from what its selftest
 // read inside the guest: the firmware enforced it, the kernel said so and
 // locked itself down, shim handed it the image's MOK, the system reached
@@ -177,8 +189,14 @@ func assertNotSecureBoot(t *testing.T, run *bootRun) {
 	if !strings.Contains(r("modules.txt"), unsignedModule+": loaded") {
 		t.Errorf("%s: the unsigned stand-in did not load without lockdown:\n%s", run.name, r("modules.txt"))
 	}
-	if taint := procModules(r("proc-modules.txt"))[unsignedModule]; !strings.Contains(taint, "E") {
+	mods := procModules(r("proc-modules.txt"))
+	if taint := mods[unsignedModule]; !strings.Contains(taint, "E") {
 		t.Errorf("%s: %s's taint is %q, want E (unverified)", run.name, unsignedModule, taint)
+	}
+	// The selftest disk's own gate: a module without a good detached
+	// signature by the image's key is not handed to the kernel at all.
+	if _, ok := mods[signedModule]; ok || !strings.Contains(r("modules.txt"), signedModule+": not loaded: no detached signature") {
+		t.Errorf("%s: %s, whose detached signature does not verify, was loaded (%v) or not reported:\n%s", run.name, signedModule, ok, r("modules.txt"))
 	}
 	if l := r("lockdown.txt"); !strings.Contains(l, "[none]") {
 		t.Errorf("%s: lockdown is %q, want none", run.name, l)
