@@ -244,7 +244,7 @@ func sbAgreement(t *testing.T, offline, live reports.Report, name string) {
 	t.Helper()
 	var b strings.Builder
 	both := false
-	for _, l := range live.Results {
+	for _, l := range slices.SortedFunc(slices.Values(live.Results), func(a, b reports.Result) int { return strings.Compare(a.ID, b.ID) }) {
 		if !strings.HasPrefix(l.ID, "GH-SB-") {
 			continue
 		}
