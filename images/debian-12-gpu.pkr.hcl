@@ -254,7 +254,7 @@ build {
       signing_key         = var.dkms_signing_key
       signing_certificate = var.dkms_signing_certificate
     }
-    lock_file     = var.lock_file
+    lock_file = var.lock_file
     hold {
       kernel = true
     }
