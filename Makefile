@@ -48,15 +48,18 @@ export GOEXPERIMENT := jsonv2
 # grub-mkimage) with sbsign and hold their verdict to sbverify (sbsigntool),
 # sign modules with the kernel's sign-file (linux-kbuild-6.1), compress them
 # as kbuild does (xz-utils, zstd), and write MokListRT as efitools'
-# cert-to-efi-sig-list does.
+# cert-to-efi-sig-list does. The Secure Boot boot builds its stand-in
+# module against the headers of the kernel the Debian image pins.
 # The stand-in Ubuntu archive (internal/testutil/ubunturepo) is made from
 # Debian's packages with apt, dpkg-deb, gpg and xz-utils and bootstrapped
 # with mmdebstrap (APT_BUILD).
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
+# The kernel release images/pins-debian-12.pkrvars.hcl pins.
+DEBIAN_KERNEL := $(shell sed -n 's/^debian_kernel *= *"\(.*\)"/\1/p' images/pins-debian-12.pkrvars.hcl)
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
   prometheus libxml2-utils man-db containerd runc qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
-  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools
+  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools linux-headers-$(DEBIAN_KERNEL)
 APT_BENCH := lynis time strace
 
 .PHONY: help
@@ -114,9 +117,9 @@ install: build
 	install -m 0755 $(GPUHOST) $(AGENT) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 deploy/systemd/gpuhost-agent.service deploy/systemd/gpuhost-agent.timer deploy/systemd/gpuhost-agentd.service \
-	  deploy/systemd/gpuhost-agent-credentials.service deploy/systemd/gpuhost-selftest.service $(DESTDIR)/etc/systemd/system/
+	  deploy/systemd/gpuhost-agent-credentials.service deploy/systemd/gpuhost-selftest.service deploy/systemd/gpuhost-selftest-modules.service $(DESTDIR)/etc/systemd/system/
 	install -d $(DESTDIR)/usr/local/lib/gpuhost $(DESTDIR)/etc/udev/rules.d
-	install -m 0755 deploy/scripts/gpuhost-selftest deploy/scripts/gpuhost-agent-credentials $(DESTDIR)/usr/local/lib/gpuhost/
+	install -m 0755 deploy/scripts/gpuhost-selftest deploy/scripts/gpuhost-selftest-modules deploy/scripts/gpuhost-agent-credentials $(DESTDIR)/usr/local/lib/gpuhost/
 	install -m 0644 deploy/udev/90-gpuhost-selftest.rules $(DESTDIR)/etc/udev/rules.d/
 
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.

@@ -300,6 +300,11 @@ func TestSelftestRunsOnlyWhenAsked(t *testing.T) {
 			t.Errorf("gpuhost-selftest.service has an [Install] section (%s): enabling it would power hosts off", k)
 		}
 	}
+	for k := range unit(t, "systemd/gpuhost-selftest-modules.service") {
+		if strings.HasPrefix(k, "Install.") {
+			t.Errorf("gpuhost-selftest-modules.service has an [Install] section (%s): only a selftest may load its disk's modules", k)
+		}
+	}
 	for _, kv := range []string{"Unit.SuccessAction=poweroff", "Unit.FailureAction=poweroff", "Unit.After=multi-user.target", "Service.Type=oneshot", "Service.ExecStart=/usr/local/lib/gpuhost/gpuhost-selftest"} {
 		k, v, _ := strings.Cut(kv, "=")
 		if !slices.Contains(u[k], v) {

@@ -226,6 +226,32 @@ func TestSandboxesLetScriptsWork(t *testing.T) {
 	hasNot(self, u, "ProtectProc", "invisible", "would hide other processes from the scan")
 	hasNot(self, u, "ProcSubset", "pid", "would hide /proc's files from the scan")
 	hasNot(self, u, "PrivateDevices", "yes", "would hide the disks the selftest reads and writes")
+
+	// Before the scan, the modules unit reads the same disk, checks each
+	// module's detached signature with openssl, and insmods: that and no
+	// more.
+	const mods = "gpuhost-selftest-modules.service"
+	m := unit(t, filepath.Join("systemd", mods))
+	ms := script("gpuhost-selftest-modules")
+	for _, want := range []string{"disk=/dev/disk/by-id/virtio-gpuhost-selftest\n", "tar --no-same-owner -xf", "cert=/var/lib/dkms/mok.pub\n", "openssl dgst -sha256 -verify", `insmod "$ko"`, "${RUNTIME_DIRECTORY:-"} {
+		if !strings.Contains(ms, want) {
+			t.Errorf("gpuhost-selftest-modules no longer has %q; check %s's sandbox against it", want, mods)
+		}
+	}
+	if c := m["Service.CapabilityBoundingSet"]; !slices.Equal(c, []string{"CAP_SYS_MODULE"}) {
+		t.Errorf("%s: CapabilityBoundingSet %v, want CAP_SYS_MODULE alone", mods, c)
+	}
+	has(mods, m, "SystemCallFilter", "@module")
+	has(mods, m, "DeviceAllow", "/dev/disk/by-id/virtio-gpuhost-selftest r")
+	has(mods, m, "RuntimeDirectory", "gpuhost-selftest-modules")
+	has(mods, m, "RuntimeDirectoryPreserve", "yes")
+	hasNot(mods, m, "ProtectKernelModules", "yes", "takes CAP_SYS_MODULE away, and insmod with it")
+	if !strings.Contains(st, "/run/gpuhost-selftest-modules/modules.txt") {
+		t.Errorf("gpuhost-selftest does not report what %s loaded", mods)
+	}
+	if !slices.Contains(u["Unit.Wants"], mods) || !slices.Contains(u["Unit.After"], mods) {
+		t.Errorf("%s does not pull in %s before its scan: Wants %v After %v", self, mods, u["Unit.Wants"], u["Unit.After"])
+	}
 }
 
 // TestUnitsLetNVMLIn: the device policy is closed, so the GPUs' nodes must

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -94,11 +95,19 @@ func newAgentTLS(t *testing.T) *agentTLS {
 	return &agentTLS{ca: ca, cert: cert, key: key, token: hex.EncodeToString(tok[:]), caClient: client}
 }
 
+// bootExtras is what one boot adds to the selftest: kernel modules for
+// gpuhost-selftest-modules (selftest inputs), and the MOK certificates a
+// new Secure Boot host's UEFI variables hold.
+type bootExtras struct {
+	inputs map[string][]byte
+	moks   [][]byte
+}
+
 // bootSelftest boots the disk through overlay (made on the first boot, the
 // same host on the next) and returns what its selftest reported. With
 // scrape, the selftest holds the machine up after writing its reports
 // while /metrics is read through the forwarded port.
-func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmware, agent *agentTLS, scrape bool) *bootRun {
+func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmware, agent *agentTLS, scrape bool, extras bootExtras) *bootRun {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(overlay), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -113,6 +122,7 @@ func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmwar
 		waivers = append(append(waivers, b...), '\n')
 	}
 	inputs := map[string][]byte{"waivers.yaml": waivers}
+	maps.Copy(inputs, extras.inputs)
 	if scrape {
 		inputs["hold"] = []byte("45\n")
 	}
@@ -125,7 +135,7 @@ func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmwar
 	defer cancel()
 	vm, err := qemu.Start(ctx, qemu.Config{
 		Disk: disk, Overlay: overlay, OverlaySize: "4G", Firmware: fw, Dir: dir,
-		SelftestDisk: st, TPMState: tpm,
+		SelftestDisk: st, TPMState: tpm, MOKCerts: extras.moks,
 		Forwards: []qemu.Forward{{Host: metricsPort, Guest: 9108}, {Host: sshPort, Guest: 22}},
 		Credentials: map[string][]byte{
 			"gpuhost.agent-token":   []byte(agent.token),

@@ -4,8 +4,9 @@
 # nvidia-persistenced) from Debian non-free. Debian has no container toolkit
 # package, so none is installed; containerd still gets SystemdCgroup.
 #
-# The output is a bootable disk (GPT, GRUB for UEFI and BIOS, Debian's own
-# kernel pinned in pins-debian-12.pkrvars.hcl) whose root is LUKS2, unlocked at first
+# The output is a bootable disk (GPT; for UEFI, Debian's signed shim, GRUB
+# and kernel, which boot with Secure Boot enforced; GRUB for BIOS; Debian's
+# own kernel pinned in pins-debian-12.pkrvars.hcl) whose root is LUKS2, unlocked at first
 # boot by a one-time key made for this build and then by the host's TPM2
 # (see docs/builder-rootfs.mdx): containerd, sshd, nftables and the
 # gpuhost agent run once it boots, and `gpuhost boot --tpm-state DIR`
@@ -136,6 +137,18 @@ variable "signing_key_file" {
   description = "PEM private key (ECDSA P-256, or cosign's encrypted format with COSIGN_PASSWORD set) that signs a published image and its SLSA provenance; required with publish_repository. Verify with cosign verify --key or gpuhost verify --key and the public key."
 }
 
+variable "dkms_signing_key" {
+  type        = string
+  default     = ""
+  description = "PEM RSA key out-of-tree modules for this image's hosts are signed with, as DKMS signs them (dkms.signing_key of gpuhost-gpu); set with dkms_signing_certificate. Used during the build only: the image keeps the certificate alone, at /var/lib/dkms/mok.pub. Empty: none."
+}
+
+variable "dkms_signing_certificate" {
+  type        = string
+  default     = ""
+  description = "The X.509 certificate of dkms_signing_key, PEM or DER: the Machine Owner Key the image's hosts enrol (mokutil --import /var/lib/dkms/mok.pub, see docs/baking.md, Secure Boot) so that Secure Boot's lockdown lets the modules it signed load."
+}
+
 variable "trivy_db" {
   type        = string
   description = "Offline trivy DB directory (trivy.db, metadata.json) the gate matches the image's packages against; make demo and the end-to-end test write one from images/trivy-db-demo.yaml, a release pipeline passes trivy's own (trivy --download-db-only). Required: the gate refuses an image whose critical checks did not run."
@@ -169,6 +182,10 @@ source "gpuhost-rootfs" "debian_12" {
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
   disk_format         = "qcow2"
+  # UEFI boots through Debian's signed chain, shim (Microsoft's UEFI CA) ->
+  # GRUB -> the kernel (Debian's key), so that the host boots with Secure
+  # Boot enforced; BIOS boots GRUB as before.
+  secure_boot = true
   # LUKS2 root; first boot seals its key to the TPM2's PCR 7.
   encryption {
     luks2 = true
@@ -192,7 +209,9 @@ build {
       "${path.root}/../deploy/systemd/gpuhost-agentd.service",
       "${path.root}/../deploy/systemd/gpuhost-agent-credentials.service",
       "${path.root}/../deploy/systemd/gpuhost-selftest.service",
+      "${path.root}/../deploy/systemd/gpuhost-selftest-modules.service",
       "${path.root}/../deploy/scripts/gpuhost-selftest",
+      "${path.root}/../deploy/scripts/gpuhost-selftest-modules",
       "${path.root}/../deploy/scripts/gpuhost-agent-credentials",
       "${path.root}/../deploy/udev/90-gpuhost-selftest.rules",
       "${path.root}/files/gpuhost-agentd-debian-12.conf",
@@ -227,9 +246,15 @@ build {
       codename   = "bookworm"
     }
     # The image's own kernel is held like the driver; the debian source
-    # installs userspace only, so no DKMS builds against it.
+    # installs userspace only, so no DKMS builds against it. The signing
+    # key's certificate stays for the hosts to enrol as their MOK: the
+    # modules built for them later are signed with it.
     target_kernel = var.debian_kernel
-    lock_file     = var.lock_file
+    dkms {
+      signing_key         = var.dkms_signing_key
+      signing_certificate = var.dkms_signing_certificate
+    }
+    lock_file = var.lock_file
     hold {
       kernel = true
     }

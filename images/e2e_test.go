@@ -91,6 +91,10 @@ func TestE2EDebian12(t *testing.T) {
 	// pipeline do.
 	release := seedtest.NewOnDisk(t, t.TempDir())
 	signingKey, verifyKey := testsign.ECDSAKeyFiles(t)
+	// The image's module signing key, as a release pipeline keeps it: the
+	// bake leaves its certificate as /var/lib/dkms/mok.pub, and the boot
+	// test signs its stand-in module with it.
+	modKey := newModuleKey(t)
 	start := time.Now()
 	log := run(packer, "build", "-force", "-var-file=pins-debian-12.pkrvars.hcl",
 		"-var", "output_dir="+filepath.Join(out, "image"), "-var", "apt_cache_dir="+cache,
@@ -98,6 +102,7 @@ func TestE2EDebian12(t *testing.T) {
 		"-var", fmt.Sprintf(`ngc_images=[{ref = %q, digest = %q}]`, base.ref, base.digest),
 		"-var", fmt.Sprintf(`ngc_allowed_registries=["nvcr.io", %q]`, base.registry),
 		"-var", "publish_repository="+release.Host+"/gpuhost/debian-12-gpu", "-var", "signing_key_file="+signingKey,
+		"-var", "dkms_signing_key="+modKey.key, "-var", "dkms_signing_certificate="+modKey.cert,
 		"debian-12-gpu.pkr.hcl")
 	t.Logf("packer build took %s", time.Since(start).Round(time.Second))
 	if err := os.WriteFile(filepath.Join(out, "build.log"), log, 0o644); err != nil {
@@ -268,20 +273,32 @@ func TestE2EDebian12(t *testing.T) {
 	rootUUID := string(m[1])
 	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
 	os.Remove(raw)
-	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, luksImage{uuid: enc.UUID, digests: imageKey})
+	if got := cat("/var/lib/dkms/mok.pub"); !strings.Contains(string(got), "BEGIN CERTIFICATE") {
+		t.Errorf("the image's /var/lib/dkms/mok.pub is not the module signing certificate:\n%s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(tree, "var/lib/dkms/mok.key")); err == nil {
+		t.Error("the image keeps the module signing key /var/lib/dkms/mok.key")
+	}
+	bootTests(t, gpuhost, qcows[0], filepath.Join(out, "boot"), offline, base, rootUUID, kernels, luksImage{uuid: enc.UUID, digests: imageKey}, modKey)
 }
 
-// bootTests boots the baked disk three times. Under UEFI with a software
-// TPM, twice, the same host: the first boot unlocks the LUKS2 root with
-// the image's one-time key, seals a new key to the TPM and wipes the
+// bootTests boots the baked disk three times. Under UEFI with Secure Boot
+// enforced (Debian's OVMF with Microsoft's keys, under SMM) and a software
+// TPM, twice, the same host, whose UEFI variables hold the image's module
+// signing certificate as its MOK: the first boot goes through shim, GRUB
+// and the kernel, all signed, loads the stand-in module signed with that
+// key and has the unsigned one refused, unlocks the LUKS2 root with the
+// image's one-time key, seals a new key to the TPM's PCR 7 and wipes the
 // provisioning key slot; the second, through `gpuhost boot`, unlocks from
 // the TPM with no passphrase and no key left. Then, as a second host (a
-// fresh overlay and TPM), under BIOS: SeaBIOS measures other PCRs than
-// OVMF, so the first host's TPM key could not unseal there, and this host
-// enrols its own. Each boot's selftest reports what runs, the live scan and
-// drift, each compared check by check with the offline gate. Then the
-// image's kernel is booted with no root, and must be seen to panic.
-func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luks luksImage) {
+// fresh overlay and TPM), under BIOS, not Secure Boot: SeaBIOS measures
+// other PCRs than OVMF, so the first host's TPM key could not unseal
+// there, and this host enrols its own; the unsigned stand-in loads, and
+// the live scan fails the host for it. Each boot's selftest reports what
+// runs, the live scan and drift, each compared check by check with the
+// offline gate. Then the image's kernel is booted with no root, and must
+// be seen to panic.
+func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, base seededBase, rootUUID string, kernels []string, luks luksImage, modKey *moduleKey) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -291,15 +308,20 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		t.Cleanup(func() { keepArtifacts(t, dir, filepath.Join(keep, "boot")) })
 	}
 	agent := newAgentTLS(t)
+	if len(kernels) != 1 {
+		t.Fatalf("want the image's one kernel, found %v", kernels)
+	}
+	modules := standInModules(t, strings.TrimPrefix(filepath.Base(kernels[0]), "vmlinuz-"), modKey)
 	overlay := filepath.Join(dir, "host.qcow2")
 	tpm := filepath.Join(dir, "host.tpm")
 	// With the root encrypted, nothing fails on the booted host.
 	var wantFail []string
 	var first *bootRun
 	t.Run("uefi-first-boot", func(t *testing.T) {
-		first = bootSelftest(t, "uefi", disk, overlay, tpm, qemu.UEFI, agent, true)
+		first = bootSelftest(t, "uefi-secureboot", disk, overlay, tpm, qemu.UEFISecureBoot, agent, true, bootExtras{inputs: modules, moks: [][]byte{modKey.der}})
 		assertBoot(t, first, base.ref, base.digest, rootUUID)
 		assertEnrolled(t, first, luks)
+		assertSecureBoot(t, first)
 		liveVerdict(t, first, wantFail)
 		if !strings.Contains(first.metrics, "gpuhost_check_status{") {
 			t.Errorf("/metrics through the forwarded port has no gpuhost_check_status:\n%.2000s", first.metrics)
@@ -319,13 +341,14 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 			}
 		}
 		agreement(t, offline, first.scan)
+		sbAgreement(t, offline, first.scan, first.name)
 	})
 	t.Run("uefi-second-boot-tpm-unlock", func(t *testing.T) {
 		if first == nil || first.reports == nil {
 			t.Skip("the first boot did not report")
 		}
 		// This boot goes through `gpuhost boot --selftest`, as a user runs it.
-		second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFI, agent)
+		second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFISecureBoot, agent)
 		assertBoot(t, second, base.ref, base.digest, rootUUID)
 		// Slot 0 and the key file are gone: the TPM alone opened the root.
 		assertEnrolled(t, second, luks)
@@ -342,23 +365,24 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 		agreement(t, offline, second.scan)
 	})
 	t.Run("bios-other-host", func(t *testing.T) {
-		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false)
+		other := bootSelftest(t, "bios", disk, filepath.Join(dir, "other.qcow2"), filepath.Join(dir, "other.tpm"), qemu.BIOS, agent, false, bootExtras{inputs: forged(modules)})
 		assertBoot(t, other, base.ref, base.digest, rootUUID)
 		assertEnrolled(t, other, luks)
+		assertNotSecureBoot(t, other)
 		// Each host re-encrypted its root with a volume key of its own.
 		if first != nil && first.reports != nil && luksDigests(string(first.reports["luks-dump.txt"])) == luksDigests(string(other.reports["luks-dump.txt"])) {
 			t.Errorf("two hosts booted from one image have the same volume key digest:\n%s", luksDigests(string(other.reports["luks-dump.txt"])))
 		}
-		liveVerdict(t, other, wantFail)
+		// Not Secure Boot: the firmware, lockdown and the unsigned module
+		// the kernel let in fail, and nothing else.
+		liveVerdict(t, other, []string{"GH-SB-004", "GH-SB-005", "GH-SB-006"})
 		if first != nil && first.reports != nil && string(first.reports["machine-id"]) == string(other.reports["machine-id"]) {
 			t.Error("two hosts booted from the image share a machine-id")
 		}
 		agreement(t, offline, other.scan)
+		sbAgreement(t, offline, other.scan, other.name)
 	})
 	t.Run("kernel-panic", func(t *testing.T) {
-		if len(kernels) != 1 {
-			t.Fatalf("want the image's one kernel, found %v", kernels)
-		}
 		bootPanics(t, kernels[0])
 	})
 }

@@ -133,6 +133,9 @@ type Distro struct {
 // the image once the module is built: whoever held it could sign modules
 // that every host booted from the image trusts. The certificate stays at
 // /var/lib/dkms/mok.pub, for `mokutil --import` where Secure Boot is on.
+// The debian source builds no module, but takes the key all the same: its
+// certificate is then the one the image's hosts enrol, for the modules
+// built for them later with the same key.
 type DKMS struct {
 	// A file on the build machine holding the module signing key, an
 	// unencrypted RSA private key in PEM (ECDSA signatures are randomised,

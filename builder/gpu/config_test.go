@@ -248,7 +248,7 @@ func TestDKMSSigningKeyNeedsBothFilesAndDKMS(t *testing.T) {
 	for _, tc := range []struct{ source, dkms, want string }{
 		{"cuda-repo", `{"signing_key": "` + key + `"}`, "dkms.signing_certificate: required with the other"},
 		{"cuda-repo", `{"signing_key": "` + key + `", "signing_certificate": "testdata/none.crt"}`, "dkms.signing_certificate: stat testdata/none.crt"},
-		{"debian", `{"signing_key": "` + key + `", "signing_certificate": "` + key + `"}`, "dkms: only the cuda-repo source builds a module with DKMS, not debian"},
+		{"ubuntu-archive", `{"signing_key": "` + key + `", "signing_certificate": "` + key + `"}`, "dkms: the ubuntu-archive source installs Canonical's signed modules"},
 	} {
 		_, err := DecodeJSON([]byte("{" + fmt.Sprintf(base, tc.source) + `, "dkms": ` + tc.dkms + "}"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

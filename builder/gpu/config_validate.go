@@ -397,8 +397,8 @@ func (k DKMS) validate(source string) []string {
 		return nil
 	}
 	var errs []string
-	if source != SourceCUDARepo {
-		errs = append(errs, fmt.Sprintf("dkms: only the cuda-repo source builds a module with DKMS, not %s", source))
+	if source == SourceUbuntuArchive {
+		errs = append(errs, fmt.Sprintf("dkms: the %s source installs Canonical's signed modules, which DKMS neither builds nor signs", source))
 	}
 	for _, f := range []struct{ name, path string }{{"signing_key", k.SigningKey}, {"signing_certificate", k.SigningCertificate}} {
 		if f.path == "" {

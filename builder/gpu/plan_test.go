@@ -558,3 +558,23 @@ func TestPlanPinsWholeCUDARelease(t *testing.T) {
 		t.Errorf("the cuda set with %s withdrawn: %v, want it to fail with\n%s\n%s", own, err, wantErr, out)
 	}
 }
+
+// The debian source builds no module, but a dkms key still leaves its
+// certificate where the image's hosts enrol it from, and the key is staged
+// only for the build: no DKMS step runs, and the exit removes the key.
+func TestPlanDebianKeepsTheDKMSCertificate(t *testing.T) {
+	c := loadCase(t, "debian-12-debian-535")
+	c.DKMS = DKMS{SigningKey: filepath.Join("testdata", "dkms", "signing.key"), SigningCertificate: filepath.Join("testdata", "dkms", "signing.crt")}
+	plan, err := RenderPlan(*c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"install -m 0644 '" + c.RemoteFolder + "/gpuhost-gpu-mok.pub' /var/lib/dkms/mok.pub", "rm -f '" + c.RemoteFolder + "/gpuhost-gpu-mok.key' /var/lib/dkms/mok.key"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+	if strings.Contains(plan, "dkms autoinstall") {
+		t.Error("the debian source's plan builds with DKMS")
+	}
+}

@@ -83,6 +83,16 @@ type Config struct {
 	DiskFormat string `mapstructure:"disk_format" required:"false"`
 	// Encrypt the root file system of a `disk` output at rest; see `encryption` below.
 	Encryption EncryptionConfig `mapstructure:"encryption" required:"false"`
+	// Boot a `disk` output under UEFI through the distribution's signed chain, so that it boots with
+	// Secure Boot enforced: `shim-signed` and `grub-efi-amd64-signed` are installed with the
+	// kernel, and the EFI system partition holds shim as `EFI/BOOT/BOOTX64.EFI` with the signed
+	// GRUB (`grubx64.efi`) and MokManager (`mmx64.efi`) beside it, and the same under
+	// `EFI/<distribution>/` with the fallback loader and a `grub.cfg` that reads the image's own.
+	// Firmware with Microsoft's UEFI CA in db loads shim; shim verifies GRUB and the kernel with
+	// the distribution's key, and modules signed with a Machine Owner Key (`mokutil --import`) are
+	// trusted by the kernel. BIOS boot is unchanged. Off by default: the ESP then holds GRUB's own
+	// unsigned core image.
+	SecureBoot bool `mapstructure:"secure_boot" required:"false"`
 	// The kernel a `disk` output boots, as `name` or `name=version`: installed during the bootstrap
 	// together with GRUB's EFI and BIOS images (`grub-efi-amd64-bin`, `grub-pc-bin`), and its
 	// initramfs made there. Defaults to `linux-image-amd64` (Debian) or `linux-image-generic`
@@ -185,6 +195,12 @@ var defaultKernels = map[string]string{
 
 // bootPackages are what a disk's boot loader is built from, besides the kernel.
 var bootPackages = []string{"grub-efi-amd64-bin", "grub-pc-bin"}
+
+// secureBootPackages are the signed boot chain of secure_boot: shim signed
+// by Microsoft (and MokManager and the fallback by the distribution, in
+// shim-helpers-amd64-signed, which it depends on) and GRUB signed by the
+// distribution.
+var secureBootPackages = []string{"shim-signed", "grub-efi-amd64-signed"}
 
 // luksPackages are what an encrypted root needs in the image: cryptsetup
 // for the initramfs and luksDump, dracut (which replaces initramfs-tools:
@@ -332,6 +348,9 @@ func (c *Config) prepareOutput() (errs, warns []string) {
 			if f.val != "" {
 				warns = append(warns, fmt.Sprintf("%s is ignored for output_format %q", f.name, c.OutputFormat))
 			}
+		}
+		if c.SecureBoot {
+			warns = append(warns, fmt.Sprintf("secure_boot is ignored for output_format %q: only a disk boots", c.OutputFormat))
 		}
 	}
 	if c.RemoveRootfs && c.OutputFormat == "dir" {
@@ -515,6 +534,9 @@ func (c *Config) bootstrapPackages() []string {
 		names[name] = true
 	}
 	extra := append([]string{c.KernelPackage}, bootPackages...)
+	if c.SecureBoot {
+		extra = append(extra, secureBootPackages...)
+	}
 	if c.Encryption.LUKS2 {
 		extra = append(extra, luksPackages...)
 	}

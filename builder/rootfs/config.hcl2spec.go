@@ -32,6 +32,7 @@ type FlatConfig struct {
 	OutputFormat        *string               `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
 	DiskFormat          *string               `mapstructure:"disk_format" required:"false" cty:"disk_format" hcl:"disk_format"`
 	Encryption          *FlatEncryptionConfig `mapstructure:"encryption" required:"false" cty:"encryption" hcl:"encryption"`
+	SecureBoot          *bool                 `mapstructure:"secure_boot" required:"false" cty:"secure_boot" hcl:"secure_boot"`
 	KernelPackage       *string               `mapstructure:"kernel_package" required:"false" cty:"kernel_package" hcl:"kernel_package"`
 	KernelCmdline       *string               `mapstructure:"kernel_cmdline" required:"false" cty:"kernel_cmdline" hcl:"kernel_cmdline"`
 	OutputDir           *string               `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
@@ -75,6 +76,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"output_format":              &hcldec.AttrSpec{Name: "output_format", Type: cty.String, Required: false},
 		"disk_format":                &hcldec.AttrSpec{Name: "disk_format", Type: cty.String, Required: false},
 		"encryption":                 &hcldec.BlockSpec{TypeName: "encryption", Nested: hcldec.ObjectSpec((*FlatEncryptionConfig)(nil).HCL2Spec())},
+		"secure_boot":                &hcldec.AttrSpec{Name: "secure_boot", Type: cty.Bool, Required: false},
 		"kernel_package":             &hcldec.AttrSpec{Name: "kernel_package", Type: cty.String, Required: false},
 		"kernel_cmdline":             &hcldec.AttrSpec{Name: "kernel_cmdline", Type: cty.String, Required: false},
 		"output_dir":                 &hcldec.AttrSpec{Name: "output_dir", Type: cty.String, Required: false},

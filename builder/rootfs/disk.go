@@ -35,7 +35,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -341,16 +340,8 @@ func (s *stepDisk) Run(ctx context.Context, state multistep.StateBag) multistep.
 	esp := filepath.Join(c.WorkDir, "esp.vfat.tmp")
 	s.made = append(s.made, esp)
 	_ = os.Remove(esp)
-	efi := filepath.Join(rootfs, grubCoreEFI)
-	steps := [][]string{
-		{"mkfs.vfat", "-C", "-F", "32", "-s", "1", "-n", "ESP", "-i", l.ESPVolumeID, esp, strconv.Itoa(espSectors * sectorSize / 1024)},
-		{"mmd", "-i", esp, "::/EFI", "::/EFI/BOOT"},
-		{"mcopy", "-i", esp, efi, "::/EFI/BOOT/BOOTX64.EFI"},
-	}
-	for _, st := range steps {
-		if err := run("", st[0], st[1:]...); err != nil {
-			return halt(state, fmt.Errorf("making the EFI system partition: %w", err))
-		}
+	if err := writeESP(c, l, rootfs, esp, c.WorkDir, func(name string, args ...string) error { return run("", name, args...) }); err != nil {
+		return halt(state, fmt.Errorf("making the EFI system partition: %w", err))
 	}
 	if err := copyInto(raw, esp, espStart*sectorSize, espSectors*sectorSize); err != nil {
 		return halt(state, fmt.Errorf("writing the EFI system partition: %w", err))

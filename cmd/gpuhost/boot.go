@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,7 @@ func (a *app) bootCommand() *cobra.Command {
 		waivers     string
 		forwards    []string
 		credentials []string
+		moks        []string
 		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
@@ -57,6 +60,13 @@ func (a *app) bootCommand() *cobra.Command {
 					return err
 				}
 				cfg.Forwards = append(cfg.Forwards, fw)
+			}
+			for _, m := range moks {
+				der, err := readCertificateDER(m)
+				if err != nil {
+					return fmt.Errorf("--mok: %w", err)
+				}
+				cfg.MOKCerts = append(cfg.MOKCerts, der)
 			}
 			cfg.Credentials = map[string][]byte{}
 			for _, c := range credentials {
@@ -96,7 +106,8 @@ func (a *app) bootCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&firmware, "firmware", "uefi", "uefi (OVMF) or bios (SeaBIOS)")
+	f.StringVar(&firmware, "firmware", "uefi", "uefi (OVMF), uefi-secureboot (OVMF enforcing Secure Boot with Microsoft's keys enrolled, under SMM) or bios (SeaBIOS)")
+	f.StringArrayVar(&moks, "mok", nil, "with uefi-secureboot: a certificate (PEM or DER, such as an image's /var/lib/dkms/mok.pub) enrolled in shim's MOK list of a new overlay's UEFI variables, as mokutil --import and MokManager would (repeatable)")
 	f.StringVar(&cfg.Accel, "accel", qemu.AccelAuto, "auto (KVM when it boots, else TCG), kvm or tcg")
 	f.IntVar(&cfg.MemoryMiB, "memory", 2048, "guest memory in MiB")
 	f.IntVar(&cfg.CPUs, "cpus", 2, "guest CPUs")
@@ -217,4 +228,19 @@ func parseForward(s string) (qemu.Forward, error) {
 		return qemu.Forward{}, fmt.Errorf("--forward %q: use HOSTPORT:GUESTPORT, such as 9108:9108", s)
 	}
 	return qemu.Forward{Host: hp, Guest: gp}, nil
+}
+
+// readCertificateDER reads a certificate file, PEM or DER, as DER.
+func readCertificateDER(file string) ([]byte, error) {
+	b, err := userfile.Read(file, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	if blk, _ := pem.Decode(b); blk != nil {
+		b = blk.Bytes
+	}
+	if _, err := x509.ParseCertificate(b); err != nil {
+		return nil, fmt.Errorf("parsing the certificate %s: %w", file, err)
+	}
+	return b, nil
 }

@@ -27,8 +27,8 @@ install -m 0755 "$src/gpuhost-agent" /usr/local/bin/gpuhost-agent
 # there as documented.
 ln -sfn gpuhost-agent /usr/local/bin/gpuhost
 install -d -m 0755 /usr/local/lib/gpuhost
-install -m 0755 "$src/gpuhost-selftest" "$src/gpuhost-agent-credentials" /usr/local/lib/gpuhost/
-for u in gpuhost-agent.service gpuhost-agent.timer gpuhost-agentd.service gpuhost-agent-credentials.service gpuhost-selftest.service; do
+install -m 0755 "$src/gpuhost-selftest" "$src/gpuhost-selftest-modules" "$src/gpuhost-agent-credentials" /usr/local/lib/gpuhost/
+for u in gpuhost-agent.service gpuhost-agent.timer gpuhost-agentd.service gpuhost-agent-credentials.service gpuhost-selftest.service gpuhost-selftest-modules.service; do
 	install -m 0644 "$src/$u" "/etc/systemd/system/$u"
 done
 install -d -m 0755 /etc/systemd/system/gpuhost-agentd.service.d

@@ -33,26 +33,11 @@ import (
 	"time"
 )
 
-// Firmware is what the VM boots with.
-type Firmware string
-
-// The firmwares a VM boots with.
-const (
-	UEFI Firmware = "uefi"
-	BIOS Firmware = "bios"
-)
-
 // Accelerators a VM runs on.
 const (
 	AccelAuto = "auto"
 	AccelKVM  = "kvm"
 	AccelTCG  = "tcg"
-)
-
-// Debian's ovmf package.
-const (
-	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 )
 
 // SelftestSerial is the serial number of the disk that asks a booted image
@@ -81,8 +66,14 @@ type Config struct {
 	// Firmware defaults to UEFI.
 	Firmware Firmware
 	// VarsFile holds the UEFI variables; a new one is copied from
-	// OVMFVars. Defaults to Overlay + ".vars".
+	// OVMFVars, or OVMFVarsMicrosoft under Secure Boot. Defaults to
+	// Overlay + ".vars", so that the same host boots with the same
+	// variables.
 	VarsFile string
+	// MOKCerts are DER certificates a new VarsFile holds as shim's MokList
+	// (Secure Boot only), as if an operator had enrolled them with mokutil
+	// and MokManager: the kernel then trusts modules they signed.
+	MOKCerts [][]byte
 	// Kernel and Append boot a kernel directly, with no firmware boot
 	// loader: for testing what the harness does with a kernel that fails.
 	Kernel, Append string
@@ -161,8 +152,11 @@ func (c *Config) defaults() error {
 	if c.Firmware == "" {
 		c.Firmware = UEFI
 	}
-	if c.Firmware != UEFI && c.Firmware != BIOS {
-		return fmt.Errorf("firmware %q: use uefi or bios", c.Firmware)
+	if !slices.Contains([]Firmware{UEFI, UEFISecureBoot, BIOS}, c.Firmware) {
+		return fmt.Errorf("firmware %q: use uefi, uefi-secureboot or bios", c.Firmware)
+	}
+	if len(c.MOKCerts) > 0 && c.Firmware != UEFISecureBoot {
+		return fmt.Errorf("MOK certificates are enrolled for shim, which only Secure Boot firmware (%s) runs", UEFISecureBoot)
 	}
 	if c.Accel == "" {
 		c.Accel = AccelAuto
@@ -302,21 +296,7 @@ func (c *Config) prepareDisks(ctx context.Context) error {
 			return err
 		}
 	}
-	if c.Firmware == UEFI {
-		if _, err := os.Stat(OVMFCode); err != nil {
-			return fmt.Errorf("UEFI firmware: %w (Debian package ovmf)", err)
-		}
-		if _, err := os.Stat(c.VarsFile); errors.Is(err, os.ErrNotExist) {
-			b, err := os.ReadFile(OVMFVars)
-			if err != nil {
-				return fmt.Errorf("UEFI variables: %w (Debian package ovmf)", err)
-			}
-			if err := os.WriteFile(c.VarsFile, b, 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return c.prepareVars()
 }
 
 // imageFormat asks qemu-img what a disk is, rather than trusting its name:
@@ -344,9 +324,15 @@ func imageFormat(ctx context.Context, qemuImg, disk string) (string, error) {
 
 // args returns QEMU's command line for accel.
 func (c *Config) args(accel, serial, pidfile, tpmSock string) []string {
+	machine := "q35,graphics=off"
+	if c.Firmware == UEFISecureBoot {
+		// SMM guards the variable store: OVMF's Secure Boot build will
+		// not start without it.
+		machine += ",smm=on"
+	}
 	a := []string{
 		"-name", "gpuhost-boot",
-		"-machine", "q35,graphics=off",
+		"-machine", machine,
 		"-m", strconv.Itoa(c.MemoryMiB), "-smp", strconv.Itoa(c.CPUs),
 		// No display and no monitor: the serial console is all there is,
 		// and SeaBIOS and OVMF print to it when there is no graphics.
@@ -360,9 +346,15 @@ func (c *Config) args(accel, serial, pidfile, tpmSock string) []string {
 	} else {
 		a = append(a, "-accel", "tcg", "-cpu", "max")
 	}
-	if c.Firmware == UEFI {
+	if c.Firmware != BIOS {
+		code, _ := c.Firmware.files()
+		if c.Firmware == UEFISecureBoot {
+			// Only SMM code may write the flash: the variables are
+			// changed through the firmware, which checks each write.
+			a = append(a, "-global", "driver=cfi.pflash01,property=secure,value=on")
+		}
 		a = append(a,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
 			"-drive", "if=pflash,format=raw,unit=1,file="+c.VarsFile)
 	}
 	if c.Kernel != "" {

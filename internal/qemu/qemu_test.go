@@ -38,6 +38,16 @@ func TestArgs(t *testing.T) {
 			t.Errorf("qemu arguments lack %q:\n%s", want, args)
 		}
 	}
+	if strings.Contains(args, "smm=on") || strings.Contains(args, "secure") {
+		t.Errorf("plain UEFI asks for SMM: %s", args)
+	}
+	c.Firmware = UEFISecureBoot
+	args = strings.Join(c.args(AccelTCG, "s", "p", ""), " ")
+	for _, want := range []string{"-machine q35,graphics=off,smm=on", "-global driver=cfi.pflash01,property=secure,value=on", "unit=0,readonly=on,file=" + OVMFCodeSecureBoot} {
+		if !strings.Contains(args, want) {
+			t.Errorf("Secure Boot arguments lack %q:\n%s", want, args)
+		}
+	}
 	c.Firmware = BIOS
 	args = strings.Join(c.args(AccelKVM, "s", "p", ""), " ")
 	if strings.Contains(args, "pflash") || !strings.Contains(args, "-accel kvm -cpu host") {
@@ -49,6 +59,9 @@ func TestArgs(t *testing.T) {
 	}
 	if err := (&Config{Disk: "d", Dir: "/w", Firmware: "coreboot", QEMU: "/bin/true", QEMUImg: "/bin/true"}).defaults(); err == nil {
 		t.Error("an unknown firmware was accepted")
+	}
+	if err := (&Config{Disk: "d", Dir: "/w", Firmware: UEFI, MOKCerts: [][]byte{{1}}, QEMU: "/bin/true", QEMUImg: "/bin/true"}).defaults(); err == nil {
+		t.Error("MOK certificates without Secure Boot were accepted")
 	}
 }
 

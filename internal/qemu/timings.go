@@ -29,9 +29,9 @@ var ErrNoTimings = errors.New("no " + TimingsFile)
 // reports and console, on the guest's clock (seconds since its kernel
 // started), and are zero when the guest did not report them.
 type BootTimings struct {
-	// Boot names the boot, as the boot test does ("uefi", "uefi-tpm").
+	// Boot names the boot, as the boot test does ("uefi-secureboot", "uefi-tpm").
 	Boot string `json:"boot"`
-	// Firmware is "uefi" or "bios".
+	// Firmware is "uefi", "uefi-secureboot" or "bios".
 	Firmware string `json:"firmware"`
 	// Accelerator is "kvm" or "tcg": what QEMU ran the guest on.
 	Accelerator string `json:"accelerator"`

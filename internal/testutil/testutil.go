@@ -239,3 +239,13 @@ func RepoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// File skips the test (fails it under CI) unless path exists, naming the
+// Debian package that installs it.
+func File(t testing.TB, path, debianPackage string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		missing(t, fmt.Sprintf("%s not found (Debian package %s)", path, debianPackage))
+	}
+	return path
+}

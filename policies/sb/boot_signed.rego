@@ -10,8 +10,9 @@
 #   it signs is the file's Authenticode digest as UEFI firmware computes it. A file with no such
 #   signature, one changed after signing, or one that is not a PE image fails, named. An image
 #   that does not boot through shim is not meant for Secure Boot, and the check skips it unless
-#   params.secure_boot_required is true: today's Debian image boots GRUB's unsigned core image
-#   and fails it then.
+#   params.secure_boot_required is true: a disk built without the rootfs builder's secure_boot
+#   boots GRUB's unsigned core image and fails it then. A host is read from its mounted
+#   /boot/efi and /boot.
 # scope: package
 # custom:
 #   id: GH-SB-001
@@ -23,7 +24,7 @@
 #     it, or sign your own binaries with sbsign and a key in db or the MOK list.
 #   controls:
 #     nist-800-53: [SI-7, SI-7(15), CM-14]
-#   targets: [rootfs, image, facts]
+#   targets: [rootfs, image, host, facts]
 #   requires: [secureboot]
 package gpuhost.sb.boot_signed
 

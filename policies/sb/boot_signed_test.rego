@@ -59,3 +59,13 @@ test_error_unreadable if {
 	check.error == {{"msg": "/boot/vmlinuz-x could not be read as a PE image: not a PE image: no MZ header", "file": "/boot/vmlinuz-x"}} with input as g
 	check.deny == set() with input as g
 }
+
+# A running host is judged on its mounted ESP and /boot, as an image is.
+test_host_mounted_esp if {
+	check.deny == set() with input as fx.host({"boot_files": [fx.shim, fx.grub, fx.kernel]})
+	unsigned := object.union(fx.grub, {"signatures": []})
+	check.deny == {{
+		"msg": "/boot/efi/EFI/debian/grubx64.efi (grub) carries no Authenticode signature: Secure Boot refuses to load it",
+		"file": "/boot/efi/EFI/debian/grubx64.efi",
+	}} with input as fx.host({"boot_files": [fx.shim, unsigned, fx.kernel]})
+}

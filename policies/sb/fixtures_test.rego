@@ -12,7 +12,7 @@ grub := {"path": "/boot/efi/EFI/debian/grubx64.efi", "role": "grub", "size": 200
 
 kernel := {"path": "/boot/vmlinuz-6.1.0-28-amd64", "role": "kernel", "size": 8000000, "signatures": [sig_ok]}
 
-# Today's Debian image: GRUB's unsigned core image as the removable-media
+# A disk built without secure_boot: GRUB's unsigned core image as the removable-media
 # boot loader, on partition 2 of the disk.
 core_efi := {"path": "partition 2:/EFI/BOOT/BOOTX64.EFI", "role": "grub", "size": 434176, "signatures": []}
 
