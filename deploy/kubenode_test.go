@@ -28,9 +28,11 @@ const realNode = "gpu-node-1"
 // over Debian's containerd and runc, the agent's image pulled by digest
 // from a registry. containerd 1.6 cannot make recursive read-only mounts,
 // so the kubelet must refuse the pod as rendered (recursiveReadOnly:
-// Enabled) rather than run it with a writable host; with readOnly alone,
-// the pod must become Ready, its agent having scanned the node's root
-// through /host.
+// Enabled) rather than run it with a writable host. With readOnly alone
+// and a filesystem mounted below the node's root, that one stays
+// writable in the container, and the agent must refuse to run, naming
+// it; with nothing mounted below, the pod must become Ready, its agent
+// having scanned the node's root through /host.
 func TestDaemonSetOnARealNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and a kubelet (make test runs it)")
@@ -97,17 +99,32 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 		t.Fatalf("the pod runs without recursive read-only mounts: %+v", refused.Status)
 	}
 
-	// readOnly alone: the pod runs, and is Ready once the agent's first
-	// scan of /host is done.
+	// readOnly alone: the container runs, /host read-only and /host/boot
+	// writable below it, and the agent refuses to run, naming the mount.
 	api.Admin(t, http.MethodDelete, kubeapi.ResourcePath("apps/v1", "DaemonSet", "gpuhost")+"/gpuhost-agent", nil)
 	waitPod(t, node, 2*time.Minute, func(p agentPod) bool { return p.Metadata.Name == "" })
-	applied := time.Now()
 	api.Apply(t, bytes.ReplaceAll(ds, []byte("recursiveReadOnly: Enabled"), nil))
-	ready := waitPod(t, node, 5*time.Minute, agentPod.ready)
-	t.Logf("pod %s Ready %s after the DaemonSet was applied", ready.Metadata.Name, time.Since(applied).Round(time.Millisecond))
+	crashing := waitPod(t, node, 5*time.Minute, func(p agentPod) bool { return p.waitingReason() == "CrashLoopBackOff" })
+	log := node.ContainerLog(t, "gpuhost", crashing.Metadata.Name, "agent")
+	const refusal = "--host-root /host is writable through /host/boot"
+	if !strings.Contains(log, refusal) || strings.Contains(log, "run complete") {
+		t.Errorf("with /host/boot writable the agent does not refuse with %q:\n%s", refusal, log)
+	}
+	t.Logf("readOnly without recursiveReadOnly, /boot mounted below the node's root: %s", firstLine(log, refusal))
+
+	// Nothing mounted below the node's root: readOnly alone makes all of
+	// /host read-only, and the pod is Ready once the agent's first scan
+	// of /host is done.
+	if err := unix.Unmount(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	api.Admin(t, http.MethodDelete, kubeapi.ResourcePath("v1", "Pod", "gpuhost")+"/"+crashing.Metadata.Name, nil)
+	applied := time.Now()
+	ready := waitPod(t, node, 5*time.Minute, func(p agentPod) bool { return p.Metadata.Name != crashing.Metadata.Name && p.ready() })
+	t.Logf("pod %s Ready %s after the crashing pod was deleted", ready.Metadata.Name, time.Since(applied).Round(time.Millisecond))
 	// Ready means a run completed: the agent scanned the node's root
 	// through /host against the baseline baked there.
-	log := node.ContainerLog(t, "gpuhost", ready.Metadata.Name, "agent")
+	log = node.ContainerLog(t, "gpuhost", ready.Metadata.Name, "agent")
 	for line := range strings.Lines(log) {
 		if strings.Contains(line, "run complete") || strings.Contains(line, "scan failed") || strings.Contains(line, "level=ERROR") {
 			t.Logf("agent: %s", strings.TrimSpace(line))
@@ -120,8 +137,16 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !slices.Contains(mounts["/host"], "ro") {
 		t.Errorf("/host is mounted %v in the agent's container, want ro", mounts["/host"])
 	}
-	// What readOnly alone leaves: the agent has no guard of its own.
-	t.Logf("readOnly without recursiveReadOnly: /host %v, /host/boot %v", mounts["/host"], mounts["/host/boot"])
+}
+
+// firstLine is the first line of s that contains sub.
+func firstLine(s, sub string) string {
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // agentMounts reads the agent's mount table, from its process in this

@@ -37,7 +37,7 @@ type agentOptions struct {
 	hf                                  hostFlags
 	cfg                                 agent.Config
 	baseline, rootfs, retain, podSocket string
-	once                                bool
+	once, writableRoot                  bool
 	nf                                  nodeFlags
 	validateSteps                       []string
 }
@@ -72,6 +72,11 @@ func (a *app) runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	cfg.Retain.MaxAge = keep
+	if !o.writableRoot {
+		if err := checkHostRoot(o.hf.root); err != nil {
+			return err
+		}
+	}
 	sc, err := a.agentScanner(ctx, &o.sf, o.validateSteps)
 	if err != nil {
 		return err
@@ -111,6 +116,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	o.hf.register(cmd)
 	f.StringVar(&o.baseline, "baseline", "", "also evaluate drift against this baked manifest (an image carries it at "+manifest.Path+")")
 	f.StringVar(&o.rootfs, "rootfs", "", "scan an unpacked root filesystem instead of the running host")
+	f.BoolVar(&o.writableRoot, "allow-writable-host-root", false, "run although --host-root can be written (a copy of a root for a lab or a test); a DaemonSet must not set it: the agent refuses a writable host by default")
 	f.DurationVar(&cfg.Interval, "interval", time.Hour, "time between runs")
 	f.DurationVar(&cfg.GPUInterval, "gpu-interval", 15*time.Second, "time between GPU samples for the DCGM_FI_* metrics (utilization, memory, power, temperature, ECC, Xid, processes); 0 turns sampling off")
 	f.StringVar(&o.podSocket, "pod-resources-socket", "", "the kubelet's pod-resources socket, read each GPU sample to label GPU series with the namespace, pod and container holding the GPU (default: "+podresources.DefaultSocket+" under --host-root; absent off Kubernetes)")

@@ -182,7 +182,7 @@ func TestAgentGPUValidate(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "history.db")
 			var out, errOut bytes.Buffer
 			a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, newNVML: hgxMock(nil)}
-			code := a.execute(t.Context(), []string{"agent", "--once", "--db", db, "--host-root", hgxHostRoot(t, c.module), "--gpu-validate", "driver,mig"})
+			code := a.execute(t.Context(), []string{"agent", "--once", "--db", db, "--host-root", hgxHostRoot(t, c.module), "--allow-writable-host-root", "--gpu-validate", "driver,mig"})
 			if !strings.HasPrefix(out.String(), "run 1:") {
 				t.Fatalf("agent --once: exit %d\n%s%s", code, out.String(), errOut.String())
 			}
