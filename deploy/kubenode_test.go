@@ -40,7 +40,7 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !kubenode.Isolate(t) {
 		return
 	}
-	agentBin := testutil.BuiltTool(t, "gpuhost-agent", "build")
+	agentBin := testutil.LeanAgent(t)
 	reg := seedtest.New(t)
 	pause := kubenode.PauseImage(t)
 	reg.Write(t, "pause", "test", pause)

@@ -192,21 +192,6 @@ func runContainer(spec string) error {
 	return unix.Exec(c.Argv[0], c.Argv, c.Env)
 }
 
-// agentBinary builds the lean agent, as make build does.
-func agentBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GPUHOST_AGENT"); p != "" {
-		return p
-	}
-	out := filepath.Join(t.TempDir(), "gpuhost-agent")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lean", "-o", out, "./cmd/gpuhost")
-	cmd.Dir = "../.."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the lean agent: %v\n%s", err, b)
-	}
-	return out
-}
-
 // TestAgentImageInAChroot builds the agent's image on a real mmdebstrap
 // base, pushes it to a registry and pulls it by digest, unpacks it, and
 // runs its entrypoint with the DaemonSet's arguments, capabilities and
@@ -231,7 +216,7 @@ func TestAgentImageInAChroot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img, err := Build(base, agentBinary(t), Options{Version: "test"})
+	img, err := Build(base, testutil.LeanAgent(t), Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

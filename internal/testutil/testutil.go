@@ -221,6 +221,28 @@ func BuiltTool(t testing.TB, name, goal string) string {
 	return ""
 }
 
+// LeanAgent is gpuhost-agent as a test runs it: GPUHOST_AGENT when set,
+// else the lean build of ./cmd/gpuhost (what make build installs as
+// bin/gpuhost-agent) made into a temporary directory of t's, so that a
+// test of the agent never depends on an earlier make build.
+func LeanAgent(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("GPUHOST_AGENT"); p != "" {
+		return p
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "gpuhost-agent")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lean", "-o", out, "./cmd/gpuhost")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the lean agent: %v\n%s", err, b)
+	}
+	return out
+}
+
 // RepoRoot is the directory holding the module's go.mod, found upward from
 // the working directory (a test runs in its package's folder).
 func RepoRoot() (string, error) {
