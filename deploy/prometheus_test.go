@@ -90,25 +90,12 @@ func runAgentPod(t *testing.T, api *kubeapi.Server, fa *fleetAgent, port int) {
 	api.Admin(t, http.MethodPost, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
 		"metadata": map[string]any{"name": "node-a", "labels": map[string]any{"nvidia.com/gpu.present": "true"}}})
 
-	var ds struct {
-		Spec struct {
-			Template struct {
-				Metadata struct {
-					Labels map[string]string `json:"labels"`
-				} `json:"metadata"`
-				Spec map[string]any `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	getJSON(t, api, kubeapi.ResourcePath("apps/v1", "DaemonSet", "gpuhost")+"/gpuhost-agent", &ds)
-	spec := ds.Spec.Template.Spec
-	spec["nodeName"] = "node-a"
 	// With hostNetwork the pod's port is the node's: the one the agent
 	// listens on here, not 9108, which another test may hold.
-	c := get(spec, "containers").([]any)[0].(map[string]any)
-	c["ports"] = []any{map[string]any{"name": "metrics", "containerPort": port, "protocol": "TCP"}}
-	api.Admin(t, http.MethodPost, kubeapi.ResourcePath("v1", "Pod", "gpuhost"), map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "gpuhost-agent-node-a", "labels": ds.Spec.Template.Metadata.Labels}, "spec": spec})
+	api.DaemonSetPod(t, "gpuhost", "gpuhost-agent", "node-a", func(spec map[string]any) {
+		c := get(spec, "containers").([]any)[0].(map[string]any)
+		c["ports"] = []any{map[string]any{"name": "metrics", "containerPort": port, "protocol": "TCP"}}
+	})
 	now := time.Now().UTC().Format(time.RFC3339)
 	code, answer, err := api.Send("", http.MethodPatch, kubeapi.ResourcePath("v1", "Pod", "gpuhost")+"/gpuhost-agent-node-a/status", "application/merge-patch+json",
 		[]byte(fmt.Sprintf(`{"status":{"phase":"Running","podIP":"127.0.0.1","podIPs":[{"ip":"127.0.0.1"}],"hostIP":"127.0.0.1","startTime":%q,

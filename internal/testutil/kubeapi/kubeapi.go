@@ -273,7 +273,9 @@ func ResourcePath(apiVersion, kind, namespace string) string {
 // DaemonSetPod makes the pod the DaemonSet's controller would place on
 // node, from the DaemonSet as the API server holds it (no controller runs),
 // and returns it as the API server stored it, admission's changes and all.
-func (s *Server) DaemonSetPod(t testing.TB, namespace, daemonSet, node string) Object {
+// Each edit changes the pod's spec first, as a test that stands in for a
+// piece of the node needs (the port its agent really listens on).
+func (s *Server) DaemonSetPod(t testing.TB, namespace, daemonSet, node string, edits ...func(spec map[string]any)) Object {
 	t.Helper()
 	var ds struct {
 		Spec struct {
@@ -290,6 +292,9 @@ func (s *Server) DaemonSetPod(t testing.TB, namespace, daemonSet, node string) O
 	}
 	spec := ds.Spec.Template.Spec
 	spec["nodeName"] = node
+	for _, edit := range edits {
+		edit(spec)
+	}
 	pod := map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": daemonSet + "-" + node, "namespace": namespace, "labels": ds.Spec.Template.Metadata.Labels},
