@@ -81,7 +81,7 @@ func readLUKSSegment(r io.ReaderAt) (luksSegment, error) {
 		return luksSegment{}, errors.New("the LUKS2 header has no crypt segment 0")
 	}
 	off, err := strconv.ParseInt(seg.Offset, 10, 64)
-	if err != nil || off <= 0 || off%luksSectorSize != 0 {
+	if err != nil || off <= 0 || off%512 != 0 {
 		return luksSegment{}, fmt.Errorf("LUKS2 segment 0 offset %q", seg.Offset)
 	}
 	if seg.IVTweak != "0" {
@@ -141,7 +141,8 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 		return nil, luksSegment{}, err
 	}
 	defer devmapper.Keep()()
-	cmd := exec.CommandContext(ctx, "cryptsetup", luksFormatArgs(r, vkFile, keyFile, header)...)
+	sector := luksSectorSize(partBytes)
+	cmd := exec.CommandContext(ctx, "cryptsetup", luksFormatArgs(r, sector, vkFile, keyFile, header)...)
 	if err := runStreaming(cmd, ui); err != nil {
 		return nil, luksSegment{}, fmt.Errorf("cryptsetup luksFormat %s: %w", header, err)
 	}
@@ -154,8 +155,8 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 	if err != nil {
 		return nil, luksSegment{}, fmt.Errorf("%s: %w", header, err)
 	}
-	if seg.Encryption != luksCipher || seg.SectorSize != luksSectorSize {
-		return nil, luksSegment{}, fmt.Errorf("%s: cryptsetup made segment 0 %s with %d-byte sectors, not %s with %d", header, seg.Encryption, seg.SectorSize, luksCipher, luksSectorSize)
+	if seg.Encryption != luksCipher || seg.SectorSize != sector {
+		return nil, luksSegment{}, fmt.Errorf("%s: cryptsetup made segment 0 %s with %d-byte sectors, not %s with %d", header, seg.Encryption, seg.SectorSize, luksCipher, sector)
 	}
 	if seg.Offset >= partBytes {
 		return nil, luksSegment{}, fmt.Errorf("%s: the LUKS2 data segment starts at byte %d, past the %d-byte partition", header, seg.Offset, partBytes)
@@ -178,9 +179,11 @@ func formatLUKS(ctx context.Context, r *luksRoot, dir, header string, partBytes 
 
 // encryptExtents encrypts the data extents of the plain file src with
 // AES-XTS (key: the 512-bit volume key) and writes them into dst at offset,
-// sector n of src under the plain64 IV n. Holes of src are left as they
-// are in dst.
-func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.File, key []byte) error {
+// each sector of src (of sector bytes) under the plain64 IV of its first
+// 512-byte unit: dm-crypt counts IVs in 512-byte units whatever the sector
+// size, unless told iv_large_sectors, which cryptsetup sets only for plain
+// mappings. Holes of src are left as they are in dst.
+func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.File, key []byte, sector int64) error {
 	c, err := xts.NewCipher(aes.NewCipher, key)
 	if err != nil {
 		return err
@@ -190,8 +193,8 @@ func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.Fil
 		return err
 	}
 	size := fi.Size()
-	if size%luksSectorSize != 0 {
-		return fmt.Errorf("%s is %d bytes, not whole %d-byte sectors", src.Name(), size, luksSectorSize)
+	if size%sector != 0 {
+		return fmt.Errorf("%s is %d bytes, not whole %d-byte sectors", src.Name(), size, sector)
 	}
 	buf := make([]byte, 1<<20)
 	fd := int(src.Fd())
@@ -208,9 +211,9 @@ func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.Fil
 			return fmt.Errorf("finding the holes of %s: %w", src.Name(), err)
 		}
 		// Extents are file system blocks; whole sectors either way.
-		start -= start % luksSectorSize
-		if r := end % luksSectorSize; r != 0 {
-			end += luksSectorSize - r
+		start -= start % sector
+		if r := end % sector; r != 0 {
+			end += sector - r
 		}
 		end = min(end, size)
 		for at := start; at < end; {
@@ -222,9 +225,9 @@ func encryptExtents(ctx context.Context, dst *os.File, offset int64, src *os.Fil
 			if _, err := src.ReadAt(chunk, at); err != nil {
 				return fmt.Errorf("reading %s: %w", src.Name(), err)
 			}
-			for s := int64(0); s < n; s += luksSectorSize {
-				sec := chunk[s : s+luksSectorSize]
-				c.Encrypt(sec, sec, uint64((at+s)/luksSectorSize))
+			for s := int64(0); s < n; s += sector {
+				sec := chunk[s : s+sector]
+				c.Encrypt(sec, sec, uint64((at+s)/512))
 			}
 			if _, err := dst.WriteAt(chunk, offset+at); err != nil {
 				return fmt.Errorf("writing %s: %w", dst.Name(), err)
@@ -258,8 +261,13 @@ func writeLUKSRoot(ctx context.Context, r *luksRoot, work, raw, rootTree, fsUUID
 	if err := createSparse(plain, dataBytes); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "root", "-U", fsUUID,
-		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-d", rootTree, plain, fmt.Sprintf("%dk", dataBytes/1024))
+	args := []string{"-q", "-F", "-L", "root", "-U", fsUUID}
+	if seg.SectorSize > 1024 {
+		// No file system block smaller than an encryption sector.
+		args = append(args, "-b", strconv.Itoa(seg.SectorSize))
+	}
+	args = append(args, "-E", "lazy_itable_init=1,lazy_journal_init=1", "-d", rootTree, plain, fmt.Sprintf("%dk", dataBytes/1024))
+	cmd := exec.CommandContext(ctx, "mkfs.ext4", args...)
 	if err := runStreaming(cmd, ui); err != nil {
 		return fmt.Errorf("mkfs.ext4 of the root file system: %w", err)
 	}
@@ -272,7 +280,7 @@ func writeLUKSRoot(ctx context.Context, r *luksRoot, work, raw, rootTree, fsUUID
 	if err != nil {
 		return err
 	}
-	if err := encryptExtents(ctx, dst, partStart+seg.Offset, src, vk); err != nil {
+	if err := encryptExtents(ctx, dst, partStart+seg.Offset, src, vk, int64(seg.SectorSize)); err != nil {
 		dst.Close()
 		return fmt.Errorf("encrypting the root file system: %w", err)
 	}

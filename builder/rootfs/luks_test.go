@@ -38,7 +38,24 @@ import (
 // decrypted with that key, passes e2fsck and holds the tree's files. This
 // machine has no device-mapper, so the kernel's own dm-crypt read is the
 // boot test's (images/e2e_test.go), which boots such a root.
+//
+// A root of 1 GiB or more is encrypted in 4096-byte sectors, a smaller one
+// in 512-byte sectors; each size is written and read back.
 func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
+	for _, c := range []struct {
+		partBytes int64
+		sector    int
+	}{{48 << 20, 512}, {1<<30 + 16<<20, 4096}} {
+		t.Run(fmt.Sprintf("%d MiB", c.partBytes>>20), func(t *testing.T) {
+			checkLUKSRoot(t, c.partBytes, c.sector)
+		})
+	}
+}
+
+// checkLUKSRoot writes an encrypted root partition of partBytes and reads
+// it back as TestLUKSRootOpensWithCryptsetup says, wanting sector-byte
+// encryption sectors.
+func checkLUKSRoot(t *testing.T, partBytes int64, sector int) {
 	cs := testutil.Tool(t, "cryptsetup", "cryptsetup-bin")
 	testutil.KeepDevMapper(t)
 	python := testutil.Tool(t, "python3", "python3-cryptography")
@@ -53,7 +70,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 
 	r, err := newLUKSRoot()
 	must(t, err)
-	const partStart, partBytes = 1 << 20, 48 << 20
+	const partStart = 1 << 20
 	raw := filepath.Join(dir, "disk.raw")
 	must(t, createSparse(raw, partStart+partBytes+1<<20))
 	fsUUID, _ := randomUUID()
@@ -68,7 +85,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	must(t, createSparse(part, partBytes))
 	must(t, copyRange(raw, part, partStart, partBytes))
 	dump := testutil.Run(t, time.Minute, cs, "luksDump", part)
-	for _, want := range []string{"Version:       \t2", "UUID:          \t" + r.UUID, "cipher: aes-xts-plain64", "sector: 512 [bytes]", "Cipher key: 512 bits", "PBKDF:      argon2id", "0: luks2"} {
+	for _, want := range []string{"Version:       \t2", "UUID:          \t" + r.UUID, "cipher: aes-xts-plain64", fmt.Sprintf("sector: %d [bytes]", sector), "Cipher key: 512 bits", "PBKDF:      argon2id", "0: luks2"} {
 		if !strings.Contains(dump, want) {
 			t.Errorf("luksDump lacks %q:\n%s", want, dump)
 		}
@@ -91,13 +108,18 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	if seg.Offset != 16<<20 {
 		t.Logf("data segment at %d", seg.Offset)
 	}
-	// The superblock is at byte 1024 of the file system: sector 2 of the
-	// data segment, whose plain64 IV is 2 as 16 little-endian bytes.
-	enc := make([]byte, luksSectorSize)
-	_, err = f.ReadAt(enc, seg.Offset+2*luksSectorSize)
+	// The superblock is at byte 1024 of the file system: in sector
+	// 1024/sector of the data segment, whose plain64 IV is its first byte's
+	// number of 512-byte units as 16 little-endian bytes.
+	if seg.SectorSize != sector {
+		t.Fatalf("segment 0 has %d-byte sectors, want %d", seg.SectorSize, sector)
+	}
+	n, within := 1024/sector, 1024%sector
+	enc := make([]byte, sector)
+	_, err = f.ReadAt(enc, seg.Offset+int64(n*sector))
 	must(t, err)
 	iv := make([]byte, 16)
-	binary.LittleEndian.PutUint64(iv, 2)
+	binary.LittleEndian.PutUint64(iv, uint64(n*sector/512))
 	cmd := exec.Command(python, "-c", opensslXTS, hex.EncodeToString(vk), hex.EncodeToString(iv))
 	cmd.Stdin = strings.NewReader(string(enc))
 	var stderr strings.Builder
@@ -109,12 +131,12 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 		}
 		t.Fatalf("OpenSSL's AES-XTS through python3-cryptography: %v: %s", err, stderr.String())
 	}
-	if len(plainSB) != luksSectorSize || binary.LittleEndian.Uint16(plainSB[0x38:]) != 0xef53 {
-		t.Fatalf("OpenSSL's decryption of sector 2 holds no ext4 superblock magic: % x", plainSB[0x30:0x40])
+	if len(plainSB) != sector || binary.LittleEndian.Uint16(plainSB[within+0x38:]) != 0xef53 {
+		t.Fatalf("OpenSSL's decryption of sector %d holds no ext4 superblock magic: % x", n, plainSB[within+0x30:within+0x40])
 	}
 
 	// The whole file system, decrypted with the key cryptsetup gave.
-	fsImg := decryptRoot(t, part, seg.Offset, vk)
+	fsImg := decryptRoot(t, part, seg.Offset, vk, sector)
 	testutil.Run(t, time.Minute, e2fsck, "-fn", fsImg)
 	got := testutil.Run(t, time.Minute, debugfs, "-R", "cat /etc/hello", fsImg)
 	if !strings.Contains(got, body) {
@@ -154,7 +176,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	defer f2.Close()
 	seg2, err := readLUKSSegment(f2)
 	must(t, err)
-	if seg2.Digest == seg.Digest || seg2.Offset != seg.Offset {
+	if seg2.Digest == seg.Digest || seg2.Offset != seg.Offset || seg2.SectorSize != seg.SectorSize {
 		t.Errorf("after the re-encryption segment 0 is %+v, was %+v", seg2, seg)
 	}
 	if tok := testutil.Cryptsetup(t, "token", "export", "--token-id", "0", part); !jsonEqual(t, tok, string(wantTok)) {
@@ -164,7 +186,7 @@ func TestLUKSRootOpensWithCryptsetup(t *testing.T) {
 	if bytes.Equal(vk2, vk) {
 		t.Error("the re-encryption kept the image's volume key")
 	}
-	testutil.Run(t, time.Minute, e2fsck, "-fn", decryptRoot(t, part, seg2.Offset, vk2))
+	testutil.Run(t, time.Minute, e2fsck, "-fn", decryptRoot(t, part, seg2.Offset, vk2, sector))
 	slots := testutil.Run(t, time.Minute, "sh", "-c", "cryptsetup luksDump \"$1\" | "+onlySlotSed, "sh", part)
 	if n := strings.Fields(slots); len(n) != 1 {
 		t.Errorf("the enrol script's slot listing gives %q after the re-encryption, want one slot", slots)
@@ -188,8 +210,10 @@ func volumeKey(t *testing.T, vol, key string) []byte {
 }
 
 // decryptRoot decrypts the data segment of the partition file part, from
-// offset on, with the volume key vk, into a file system image it returns.
-func decryptRoot(t *testing.T, part string, offset int64, vk []byte) string {
+// offset on, with the volume key vk in sector-byte sectors, each under
+// the plain64 IV of its first 512-byte unit, into a file system image it
+// returns. Holes decrypt to noise, as they read through dm-crypt.
+func decryptRoot(t *testing.T, part string, offset int64, vk []byte, sector int) string {
 	t.Helper()
 	f, err := os.Open(part)
 	must(t, err)
@@ -198,14 +222,22 @@ func decryptRoot(t *testing.T, part string, offset int64, vk []byte) string {
 	must(t, err)
 	c, err := xts.NewCipher(aes.NewCipher, vk)
 	must(t, err)
-	data := make([]byte, fi.Size()-offset)
-	_, err = f.ReadAt(data, offset)
-	must(t, err)
-	for s := 0; s < len(data); s += luksSectorSize {
-		c.Decrypt(data[s:s+luksSectorSize], data[s:s+luksSectorSize], uint64(s/luksSectorSize))
-	}
 	fsImg := filepath.Join(t.TempDir(), "fs.ext4")
-	must(t, os.WriteFile(fsImg, data, 0o600))
+	out, err := os.Create(fsImg)
+	must(t, err)
+	defer out.Close()
+	buf := make([]byte, 1<<20)
+	for at := offset; at < fi.Size(); at += int64(len(buf)) {
+		chunk := buf[:min(int64(len(buf)), fi.Size()-at)]
+		_, err := f.ReadAt(chunk, at)
+		must(t, err)
+		for s := 0; s < len(chunk); s += sector {
+			c.Decrypt(chunk[s:s+sector], chunk[s:s+sector], uint64((at-offset+int64(s))/512))
+		}
+		_, err = out.Write(chunk)
+		must(t, err)
+	}
+	must(t, out.Close())
 	return fsImg
 }
 
@@ -233,14 +265,20 @@ sys.stdout.buffer.write(d.update(sys.stdin.buffer.read()) + d.finalize())
 
 // copyRange copies n bytes of src from offset into the start of dst.
 func copyRange(src, dst string, offset, n int64) error {
-	b, err := os.ReadFile(src)
+	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
-	if int64(len(b)) < offset+n {
-		return fmt.Errorf("%s is short", src)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(dst, b[offset:offset+n], 0o600)
+	if c, err := io.Copy(out, io.NewSectionReader(in, offset, n)); err != nil || c != n {
+		out.Close()
+		return fmt.Errorf("copying %d bytes of %s: %d, %v", n, src, c, err)
+	}
+	return out.Close()
 }
 
 func TestReadLUKSSegmentRefusesWhatItCannotWrite(t *testing.T) {
