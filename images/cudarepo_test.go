@@ -39,17 +39,20 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("end-to-end bake of the cuda-repo path: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
 	}
+	t.Parallel()
 	testutil.Root(t)
 	for _, tool := range [][2]string{{"mmdebstrap", "mmdebstrap"}, {"dpkg-deb", "dpkg"}, {"gpg", "gpg"}, {"gpgconf", "gpgconf"}, {"cc", "gcc"}} {
 		testutil.Tool(t, tool[0], tool[1])
 	}
 	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
 	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
-	cache := envOr("GPUHOST_E2E_APT_CACHE", filepath.Join(os.TempDir(), "gpuhost-e2e-apt-cache"))
+	// An apt cache of its own beside the Debian bake's: the two bake at
+	// the same time, and apt locks the archives directory it is given.
+	cache := envOr("GPUHOST_E2E_APT_CACHE", filepath.Join(os.TempDir(), "gpuhost-e2e-apt-cache")) + "-cuda-repo"
 	// Beside the apt cache, as the Debian template keeps its own: the
 	// first bake of a run (or of the last run) bootstraps, later ones
 	// extract.
-	bootCache := cache + "-cuda-repo-bootstrap"
+	bootCache := cache + "-bootstrap"
 
 	// repoVars point the template at a stand-in and pin its keys.
 	repoVars := func(l *nvidiarepo.Layout, base string) map[string]string {
