@@ -98,8 +98,11 @@ type Node struct {
 	// Ready.
 	Started time.Time
 	Ready   time.Duration
-	name    string
-	logDir  string
+	// KubeletDir is the kubelet's --root-dir, which holds its
+	// pod-resources socket (pod-resources/kubelet.sock).
+	KubeletDir string
+	name       string
+	logDir     string
 }
 
 // ContainerLog is what the container of the pod in namespace has written
@@ -155,8 +158,9 @@ func Start(t *testing.T, o Options) *Node {
 	t.Cleanup(func() { unmountUnder(t, dir) })
 	t.Cleanup(func() { stopContainers(t, cgroupRoot, filepath.Join(dir, "containerd")) })
 	kc := kubeconfig(t, api, dir, "kubelet", "system:node:"+o.Name)
-	n.logDir = filepath.Join(dir, "kubelet", "pod-logs")
-	n.Kubelet = startKubelet(t, kubeletBin, filepath.Join(dir, "kubelet"), kc, socket, cgroupRoot, o)
+	n.KubeletDir = filepath.Join(dir, "kubelet")
+	n.logDir = filepath.Join(n.KubeletDir, "pod-logs")
+	n.Kubelet = startKubelet(t, kubeletBin, n.KubeletDir, kc, socket, cgroupRoot, o)
 	n.Kubelet.WaitFor(t, 3*time.Minute, "node "+o.Name+" Ready", func() bool { return n.isReady() })
 	n.Ready = time.Since(started)
 	return n

@@ -134,6 +134,8 @@ func hasCap(t *testing.T, bit uint) bool {
 
 // startKubelet runs the kubelet with the cgroupfs driver under cgroupRoot,
 // its root directory and pod logs under dir, registered as o.Name at IP.
+// It sends the node's status each 2s rather than 10s, so that what a
+// device plugin registers reaches the scheduler at a test's pace.
 func startKubelet(t *testing.T, bin, dir, kubeconfig, socket, cgroupRoot string, o Options) *testutil.Proc {
 	t.Helper()
 	labels := make([]string, 0, len(o.Labels))
@@ -158,6 +160,7 @@ containerRuntimeEndpoint: %q
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {}
+nodeStatusUpdateFrequency: 2s
 `, cgroupRoot, filepath.Join(dir, "pod-logs"), filepath.Join(filepath.Dir(kubeconfig), "kubelet-pki", "ca.crt"),
 		testutil.FreePort(t), testutil.FreePort(t), "unix://"+socket)
 	conf := filepath.Join(dir, "config.yaml")
