@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,11 @@ const realNode = "gpu-node-1"
 // and a filesystem mounted below the node's root, that one stays
 // writable in the container, and the agent must refuse to run, naming
 // it; with nothing mounted below, the pod must become Ready, its agent
-// having scanned the node's root through /host.
+// having scanned the node's root through /host. Then, on that pod: a
+// real Prometheus scrapes it and fires and resolves the drift alert, the
+// agent marks and unmarks its node with the token the kubelet projects,
+// and labels the GPU a stand-in device plugin gave a workload with that
+// workload's pod.
 func TestDaemonSetOnARealNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and a kubelet (make test runs it)")
@@ -40,10 +45,13 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !kubenode.Isolate(t) {
 		return
 	}
-	agentBin := testutil.LeanAgent(t)
+	// nvmlmock: plain runc puts no NVIDIA library in the container, so the
+	// agent asks gpumock's DGX A100 for its GPUs.
+	agentBin := testutil.LeanAgent(t, "nvmlmock")
 	reg := seedtest.New(t)
 	pause := kubenode.PauseImage(t)
 	reg.Write(t, "pause", "test", pause)
+	pauseRef := reg.Host + "/pause@" + seedtest.Digest(t, pause)
 	img, err := agentimage.Build(agentBase(t, agentBin), agentBin, agentimage.Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +63,7 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 		Name:     realNode,
 		Labels:   map[string]string{"nvidia.com/gpu.present": "true"},
 		Registry: reg.Host,
-		Pause:    reg.Host + "/pause@" + seedtest.Digest(t, pause),
+		Pause:    pauseRef,
 		Handlers: []string{"nvidia"},
 	})
 	t.Logf("node Ready %s after the cluster's start", node.Ready.Round(time.Millisecond))
@@ -67,7 +75,12 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(host, "etc/gpuhost"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The pins of the demo's Debian root, which the scan needs to pass.
+	writeFile(t, filepath.Join(host, nodeParams), string(readFile(t, "../cmd/gpuhost/testdata/params-demo.yaml")))
 	bake(t, host, filepath.Join(host, "etc/gpuhost/manifest.json"))
+	// The kubelet's pod-resources socket where the DaemonSet's agent finds
+	// it, under /host, read-only like everything below the node's root.
+	bindReadOnly(t, filepath.Join(node.KubeletDir, "pod-resources"), filepath.Join(host, "var/lib/kubelet/pod-resources"))
 	// A filesystem mounted below the node's root, as /boot is on a real
 	// node: what recursiveReadOnly is for.
 	sub := filepath.Join(host, "boot")
@@ -78,13 +91,12 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
-	ds := nodeDaemonSet(t, ref, host, t.TempDir())
+	ds := nodeDaemonSet(t, ref, host, t.TempDir(), api)
 	api.Apply(t, ds)
-	marks, err := os.ReadFile("kubernetes/node-marks.yaml")
-	if err != nil {
-		t.Fatal(err)
+	applyCRDs(t, api)
+	for _, f := range []string{"node-marks.yaml", "servicemonitor.yaml", "prometheusrule.yaml"} {
+		api.Apply(t, readFile(t, filepath.Join("kubernetes", f)))
 	}
-	api.Apply(t, marks)
 	agentSecrets(t, api)
 	api.Admin(t, http.MethodPost, "/apis/node.k8s.io/v1/runtimeclasses",
 		map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": "nvidia"}, "handler": "nvidia"})
@@ -112,9 +124,9 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	}
 	t.Logf("readOnly without recursiveReadOnly, /boot mounted below the node's root: %s", firstLine(log, refusal))
 
-	// Nothing mounted below the node's root: readOnly alone makes all of
-	// /host read-only, and the pod is Ready once the agent's first scan
-	// of /host is done.
+	// Nothing writable mounted below the node's root: readOnly alone makes
+	// all of /host read-only, and the pod is Ready once the agent's first
+	// scan of /host is done.
 	if err := unix.Unmount(sub, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +149,10 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !slices.Contains(mounts["/host"], "ro") {
 		t.Errorf("/host is mounted %v in the agent's container, want ro", mounts["/host"])
 	}
+
+	prom := scrapedOnTheNode(t, api, ready.Metadata.Name)
+	driftAndMarksOnTheNode(t, node, prom, host)
+	gpuHolderOnTheNode(t, node, prom, pauseRef)
 }
 
 // firstLine is the first line of s that contains sub.
@@ -153,26 +169,47 @@ func firstLine(s, sub string) string {
 // PID namespace: each mount point inside the container with its options.
 func agentMounts(t *testing.T) map[string][]string {
 	t.Helper()
+	info, err := os.ReadFile(filepath.Join(agentProc(t), "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := map[string][]string{}
+	for line := range strings.Lines(string(info)) {
+		if fields := strings.Fields(line); len(fields) > 5 {
+			mounts[fields[4]] = strings.Split(fields[5], ",")
+		}
+	}
+	return mounts
+}
+
+// agentProc is the /proc directory of the agent's process in this PID
+// namespace.
+func agentProc(t *testing.T) string {
+	t.Helper()
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range cmdlines {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(b, []byte("--host-root=/host")) {
-			continue
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("--host-root=/host")) {
+			return filepath.Dir(f)
 		}
-		info, err := os.ReadFile(filepath.Join(filepath.Dir(f), "mountinfo"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mounts := map[string][]string{}
-		for line := range strings.Lines(string(info)) {
-			if fields := strings.Fields(line); len(fields) > 5 {
-				mounts[fields[4]] = strings.Split(fields[5], ",")
-			}
-		}
-		return mounts
 	}
 	t.Fatal("no agent process in the test's PID namespace")
-	return nil
+	return ""
+}
+
+// bindReadOnly binds src at dst (made if missing), read-only, until the
+// test ends.
+func bindReadOnly(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("binding %s at %s: %v", src, dst, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dst, unix.MNT_DETACH) })
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("making %s read-only: %v", dst, err)
+	}
 }
 
 // agentBase is the image's base: GPUHOST_AGENT_BASE (a tar from
@@ -215,20 +252,45 @@ func agentBase(t *testing.T, bin string) string {
 	return p
 }
 
+// nodeParams is where the test puts the scan's parameters in the node's
+// root.
+const nodeParams = "etc/gpuhost/params.yaml"
+
 // nodeDaemonSet renders the DaemonSet with image, the node's root at host
-// and the history at state: the test's trees, not this machine's.
-func nodeDaemonSet(t *testing.T, image, host, state string) []byte {
+// and the history at state: the test's trees, not this machine's. It
+// changes what the test's node and pace need, and logs each change:
+//   - the node's root is a copy of a root filesystem, with no running host
+//     behind it (no /proc of its own), so the agent judges it as one
+//     (--rootfs=/host) with the pins of that root (--params);
+//   - it scans every scanInterval, samples the GPUs every second, and the
+//     kubelet probes its readiness every second, not hourly and minutely;
+//   - --node-taint besides --node-label;
+//   - no kube-proxy runs, so the Service address the kubelet gives the
+//     pod reaches nothing: the API server's own address stands in.
+func nodeDaemonSet(t *testing.T, image, host, state string, api *kubeapi.Server) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := RenderDaemonSet(&b, image); err != nil {
 		t.Fatal(err)
 	}
 	ds := b.String()
-	for from, to := range map[string]string{"path: /\n": "path: " + host + "\n", "path: /var/lib/gpuhost\n": "path: " + state + "\n"} {
-		if strings.Count(ds, from) != 1 {
-			t.Fatalf("the rendered DaemonSet has %d %q", strings.Count(ds, from), from)
+	const arg, env = "            - ", "            - name: "
+	for _, e := range []struct{ from, to string }{
+		{"path: /\n", "path: " + host + "\n"},
+		{"path: /var/lib/gpuhost\n", "path: " + state + "\n"},
+		{arg + "--interval=1h\n", arg + "--interval=" + scanInterval.String() + "\n"},
+		{arg + "--node-label\n", arg + "--node-label\n" + arg + "--node-taint\n" + arg + "--rootfs=/host\n" +
+			arg + "--params=/host/" + nodeParams + "\n" + arg + "--gpu-interval=1s\n"},
+		{"            periodSeconds: 60\n", "            periodSeconds: 1\n"},
+		{"                  fieldPath: spec.nodeName\n", "                  fieldPath: spec.nodeName\n" +
+			env + "KUBERNETES_SERVICE_HOST\n              value: " + strconv.Quote(api.Host) + "\n" +
+			env + "KUBERNETES_SERVICE_PORT\n              value: " + strconv.Quote(strconv.Itoa(api.Port)) + "\n"},
+	} {
+		if strings.Count(ds, e.from) != 1 {
+			t.Fatalf("the rendered DaemonSet has %d %q", strings.Count(ds, e.from), e.from)
 		}
-		ds = strings.Replace(ds, from, to, 1)
+		ds = strings.Replace(ds, e.from, e.to, 1)
+		t.Logf("the DaemonSet in the test: %q -> %q", strings.TrimSpace(e.from), strings.Join(strings.Fields(e.to), " "))
 	}
 	return []byte(ds)
 }
