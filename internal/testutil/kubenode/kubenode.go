@@ -86,6 +86,9 @@ type Options struct {
 	// Handlers are runtime handlers besides runc; each runs runc too, as
 	// stand-ins for runtimes this machine lacks (nvidia).
 	Handlers []string
+	// Containerd and Shim are the containerd and its runc shim
+	// (containerd-shim-runc-v2) the node runs; empty, Debian's.
+	Containerd, Shim string
 }
 
 // Node is a running single-node cluster.
