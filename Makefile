@@ -245,8 +245,16 @@ ETCD := $(BIN)/etcd
 # for client-go's dependencies), so tools/prometheus pins a release and it
 # is built with that one discoverer (remove_all_sd, enable_kubernetes_sd).
 PROMETHEUS_UPSTREAM := $(BIN)/prometheus-upstream
+# containerd 2 and its runc shim, for the node test's variant
+# (deploy/kubenode_containerd2_test.go) that runs the DaemonSet as rendered:
+# Debian 12's containerd 1.6 cannot make recursive read-only mounts.
+# tools/containerd pins the release; named containerd2* beside Debian's.
+CONTAINERD2 := $(BIN)/containerd2 $(BIN)/containerd2-shim-runc-v2
 .PHONY: kube
-kube: $(KUBE_APISERVER) $(KUBE_NODE) $(ETCD) $(PROMETHEUS_UPSTREAM)
+kube: $(KUBE_APISERVER) $(KUBE_NODE) $(ETCD) $(PROMETHEUS_UPSTREAM) $(CONTAINERD2)
+$(CONTAINERD2): tools/containerd/go.mod tools/containerd/go.sum | check-go
+	cd tools/containerd && GOEXPERIMENT= $(GO) build -trimpath -tags no_btrfs,no_devmapper \
+	  -o $@ github.com/containerd/containerd/v2/cmd/$(patsubst containerd2%,containerd%,$(notdir $@))
 $(PROMETHEUS_UPSTREAM): tools/prometheus/go.mod tools/prometheus/go.sum | check-go
 	cd tools/prometheus && v=$$(GOEXPERIMENT= $(GO) list -m -f '{{.Version}}' github.com/prometheus/prometheus) && \
 	  GOEXPERIMENT= $(GO) build -trimpath -tags remove_all_sd,enable_kubernetes_sd \

@@ -3,7 +3,6 @@ package deploy
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,14 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/internal/testutil/gpumock"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -45,7 +40,7 @@ type fleetAgent struct {
 }
 
 // startFleetAgent runs the agent on 127.0.0.1:port until the test ends,
-// scanning every interval. Its GPUs are go-nvml's mock DGX A100; each scan
+// scanning every interval. Its GPUs are gpumock's DGX A100; each scan
 // is the lean binary's drift command on the node's root, the pipeline the
 // agent command runs with --baseline.
 func startFleetAgent(t *testing.T, port int, interval time.Duration) *fleetAgent {
@@ -76,7 +71,7 @@ func startFleetAgent(t *testing.T, port int, interval time.Duration) *fleetAgent
 		TLSCert:     certFile,
 		TLSKey:      keyFile,
 		TokenFile:   tokenFile,
-		GPU:         agent.NewGPUSampler(mockGPUs(), dir, log),
+		GPU:         agent.NewGPUSampler(gpumock.DGXA100(), dir, log),
 		GPUInterval: time.Second,
 		Log:         log,
 	})
@@ -147,46 +142,4 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// mockGPUs is go-nvml's DGX A100 (eight A100s) answering every reading the
-// agent samples, steady at 40 C, 100 W and 30% utilization.
-func mockGPUs() nvml.Interface {
-	g := dgxa100.New()
-	g.ErrorStringFunc = func(r nvml.Return) string { return r.Error() }
-	g.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
-		return &mock.EventSet{
-			WaitFunc: func(uint32) (nvml.EventData, nvml.Return) { return nvml.EventData{}, nvml.ERROR_TIMEOUT },
-			FreeFunc: func() nvml.Return { return nvml.SUCCESS },
-		}, nvml.SUCCESS
-	}
-	for _, d := range g.Devices {
-		dev := d.(*server.Device)
-		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: 30, Memory: 10}, nvml.SUCCESS }
-		dev.GetEncoderUtilizationFunc = func() (uint32, uint32, nvml.Return) { return 0, 167000, nvml.SUCCESS }
-		dev.GetDecoderUtilizationFunc = func() (uint32, uint32, nvml.Return) { return 0, 167000, nvml.SUCCESS }
-		dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
-			return nvml.Memory_v2{Total: 40 << 30, Reserved: 512 << 20, Used: 1 << 30, Free: 40<<30 - 512<<20 - 1<<30}, nvml.SUCCESS
-		}
-		dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 100000, nvml.SUCCESS }
-		dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 9e8, nvml.SUCCESS }
-		dev.GetPcieReplayCounterFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
-		dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
-			for k := range fv {
-				fv[k].NvmlReturn = uint32(nvml.SUCCESS)
-				fv[k].ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
-				binary.NativeEndian.PutUint64(fv[k].Value[:], 0)
-			}
-			return nvml.SUCCESS
-		}
-		dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 40, nvml.SUCCESS }
-		dev.GetTemperatureThresholdFunc = func(nvml.TemperatureThresholds) (uint32, nvml.Return) { return 88, nvml.SUCCESS }
-		dev.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1410, nvml.SUCCESS }
-		dev.GetCurrentClocksThrottleReasonsFunc = func() (uint64, nvml.Return) { return 0, nvml.SUCCESS }
-		dev.GetTotalEccErrorsFunc = func(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return) { return 0, nvml.SUCCESS }
-		dev.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, false, false, nvml.SUCCESS }
-		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
-		dev.RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
-	}
-	return g
 }

@@ -1,12 +1,10 @@
 package deploy
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,9 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
-	"github.com/gpuhost/gpuhost/deploy/agentimage"
-	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/kubeapi"
 	"github.com/gpuhost/gpuhost/internal/testutil/kubenode"
 )
@@ -32,7 +27,11 @@ const realNode = "gpu-node-1"
 // and a filesystem mounted below the node's root, that one stays
 // writable in the container, and the agent must refuse to run, naming
 // it; with nothing mounted below, the pod must become Ready, its agent
-// having scanned the node's root through /host.
+// having scanned the node's root through /host. Then, on that pod: a
+// real Prometheus scrapes it and fires and resolves the drift alert, the
+// agent marks and unmarks its node with the token the kubelet projects,
+// and labels the GPU a stand-in device plugin gave a workload with that
+// workload's pod.
 func TestDaemonSetOnARealNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and a kubelet (make test runs it)")
@@ -40,54 +39,8 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !kubenode.Isolate(t) {
 		return
 	}
-	agentBin := testutil.LeanAgent(t)
-	reg := seedtest.New(t)
-	pause := kubenode.PauseImage(t)
-	reg.Write(t, "pause", "test", pause)
-	img, err := agentimage.Build(agentBase(t, agentBin), agentBin, agentimage.Options{Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.Write(t, "gpuhost/gpuhost-agent", "test", img)
-	ref := reg.Host + "/gpuhost/gpuhost-agent@" + seedtest.Digest(t, img)
-
-	node := kubenode.Start(t, kubenode.Options{
-		Name:     realNode,
-		Labels:   map[string]string{"nvidia.com/gpu.present": "true"},
-		Registry: reg.Host,
-		Pause:    reg.Host + "/pause@" + seedtest.Digest(t, pause),
-		Handlers: []string{"nvidia"},
-	})
-	t.Logf("node Ready %s after the cluster's start", node.Ready.Round(time.Millisecond))
-	api := node.API
-	host := filepath.Join(t.TempDir(), "host")
-	if out, err := exec.Command("cp", "-a", "../cmd/gpuhost/testdata/rootfs-hardened", host).CombinedOutput(); err != nil {
-		t.Fatalf("copying the node's root: %v\n%s", err, out)
-	}
-	if err := os.MkdirAll(filepath.Join(host, "etc/gpuhost"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bake(t, host, filepath.Join(host, "etc/gpuhost/manifest.json"))
-	// A filesystem mounted below the node's root, as /boot is on a real
-	// node: what recursiveReadOnly is for.
-	sub := filepath.Join(host, "boot")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
-	ds := nodeDaemonSet(t, ref, host, t.TempDir())
-	api.Apply(t, ds)
-	marks, err := os.ReadFile("kubernetes/node-marks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	api.Apply(t, marks)
-	agentSecrets(t, api)
-	api.Admin(t, http.MethodPost, "/apis/node.k8s.io/v1/runtimeclasses",
-		map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": "nvidia"}, "handler": "nvidia"})
+	rig := startRealNode(t, kubenode.Options{})
+	node, api, host, sub, ds := rig.node, rig.node.API, rig.host, rig.boot, rig.ds
 
 	// As rendered: the kubelet must refuse the container.
 	refused := waitPod(t, node, 3*time.Minute, func(p agentPod) bool { return p.waitingReason() == "CreateContainerConfigError" })
@@ -112,9 +65,9 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	}
 	t.Logf("readOnly without recursiveReadOnly, /boot mounted below the node's root: %s", firstLine(log, refusal))
 
-	// Nothing mounted below the node's root: readOnly alone makes all of
-	// /host read-only, and the pod is Ready once the agent's first scan
-	// of /host is done.
+	// Nothing writable mounted below the node's root: readOnly alone makes
+	// all of /host read-only, and the pod is Ready once the agent's first
+	// scan of /host is done.
 	if err := unix.Unmount(sub, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +90,10 @@ func TestDaemonSetOnARealNode(t *testing.T) {
 	if !slices.Contains(mounts["/host"], "ro") {
 		t.Errorf("/host is mounted %v in the agent's container, want ro", mounts["/host"])
 	}
+
+	prom := scrapedOnTheNode(t, api, ready.Metadata.Name)
+	driftAndMarksOnTheNode(t, node, prom, host)
+	gpuHolderOnTheNode(t, node, prom, rig.pause)
 }
 
 // firstLine is the first line of s that contains sub.
@@ -153,98 +110,31 @@ func firstLine(s, sub string) string {
 // PID namespace: each mount point inside the container with its options.
 func agentMounts(t *testing.T) map[string][]string {
 	t.Helper()
+	info, err := os.ReadFile(filepath.Join(agentProc(t), "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := map[string][]string{}
+	for line := range strings.Lines(string(info)) {
+		if fields := strings.Fields(line); len(fields) > 5 {
+			mounts[fields[4]] = strings.Split(fields[5], ",")
+		}
+	}
+	return mounts
+}
+
+// agentProc is the /proc directory of the agent's process in this PID
+// namespace.
+func agentProc(t *testing.T) string {
+	t.Helper()
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range cmdlines {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(b, []byte("--host-root=/host")) {
-			continue
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("--host-root=/host")) {
+			return filepath.Dir(f)
 		}
-		info, err := os.ReadFile(filepath.Join(filepath.Dir(f), "mountinfo"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mounts := map[string][]string{}
-		for line := range strings.Lines(string(info)) {
-			if fields := strings.Fields(line); len(fields) > 5 {
-				mounts[fields[4]] = strings.Split(fields[5], ",")
-			}
-		}
-		return mounts
 	}
 	t.Fatal("no agent process in the test's PID namespace")
-	return nil
-}
-
-// agentBase is the image's base: GPUHOST_AGENT_BASE (a tar from
-// agentimage.Base, mmdebstrap's Debian) when set, else a layer of the
-// shared libraries this machine's loader gives the agent binary, which is
-// all it needs to start.
-func agentBase(t *testing.T, bin string) string {
-	t.Helper()
-	if p := os.Getenv("GPUHOST_AGENT_BASE"); p != "" {
-		return p
-	}
-	out, err := exec.Command("ldd", bin).Output()
-	if err != nil {
-		t.Fatalf("ldd %s: %v", bin, err)
-	}
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, f := range strings.Fields(string(out)) {
-		if !strings.HasPrefix(f, "/") {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f, "/"), Mode: 0o755, Size: int64(len(data))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "base.tar")
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// nodeDaemonSet renders the DaemonSet with image, the node's root at host
-// and the history at state: the test's trees, not this machine's.
-func nodeDaemonSet(t *testing.T, image, host, state string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := RenderDaemonSet(&b, image); err != nil {
-		t.Fatal(err)
-	}
-	ds := b.String()
-	for from, to := range map[string]string{"path: /\n": "path: " + host + "\n", "path: /var/lib/gpuhost\n": "path: " + state + "\n"} {
-		if strings.Count(ds, from) != 1 {
-			t.Fatalf("the rendered DaemonSet has %d %q", strings.Count(ds, from), from)
-		}
-		ds = strings.Replace(ds, from, to, 1)
-	}
-	return []byte(ds)
-}
-
-// agentSecrets makes the agent's TLS pair and metrics token.
-func agentSecrets(t *testing.T, api *kubeapi.Server) {
-	t.Helper()
-	dir := t.TempDir()
-	ca := testutil.NewCA(t)
-	cert, key, _ := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, DNS: []string{"gpuhost-agent.gpuhost.svc"}})
-	secret := func(name string, data map[string][]byte) {
-		api.Admin(t, http.MethodPost, kubeapi.ResourcePath("v1", "Secret", "gpuhost"),
-			map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "data": data})
-	}
-	secret("gpuhost-agent-tls", map[string][]byte{"tls.crt": readFile(t, cert), "tls.key": readFile(t, key), "ca.crt": ca.PEM()})
-	secret("gpuhost-agent-token", map[string][]byte{"token": []byte("real-node-test-token")})
+	return ""
 }
 
 // agentPod is what the test reads of the DaemonSet's pod.

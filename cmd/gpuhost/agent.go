@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/agent"
@@ -91,7 +90,7 @@ func (a *app) runAgent(ctx context.Context, o *agentOptions) error {
 		if o.podSocket == "" {
 			o.podSocket = filepath.Join(o.hf.root, podresources.DefaultSocket)
 		}
-		cfg.GPU = agent.NewGPUSampler(nvml.New(), o.hf.root, a.log, agent.WithPodResources(podresources.New(o.podSocket)))
+		cfg.GPU = agent.NewGPUSampler(a.nvml(), o.hf.root, a.log, agent.WithPodResources(podresources.New(o.podSocket)))
 	}
 	if cfg.Node, err = o.nf.marker(); err != nil {
 		return err

@@ -53,8 +53,8 @@ type app struct {
 	// extraCollectors join every collector in a collection: the agent's
 	// --gpu-validate adds the gpu_validation collector.
 	extraCollectors []collector.Collector
-	// newNVML opens NVML for validate and --gpu-validate; nil is the real
-	// library, and tests give a go-nvml mock.
+	// newNVML opens NVML for validate, --gpu-validate and the agent's GPU
+	// samples; nil is defaultNVML, and tests give a go-nvml mock.
 	newNVML func() nvml.Interface
 	// unitState answers validate's question whether a systemd unit runs;
 	// nil asks the host's systemd.
@@ -66,8 +66,12 @@ func (a *app) nvml() nvml.Interface {
 	if a.newNVML != nil {
 		return a.newNVML()
 	}
-	return nvml.New()
+	return defaultNVML()
 }
+
+// defaultNVML is the NVML library: the real one, unless the binary was built
+// with the nvmlmock tag (nvmlmock.go).
+var defaultNVML = func() nvml.Interface { return nvml.New() }
 
 // startProfile starts CPU profiling when --cpuprofile is set; make bench and
 // performance work use it.

@@ -224,10 +224,11 @@ func BuiltTool(t testing.TB, name, goal string) string {
 // LeanAgent is gpuhost-agent as a test runs it: GPUHOST_AGENT when set,
 // else the lean build of ./cmd/gpuhost (what make build installs as
 // bin/gpuhost-agent) made into a temporary directory of t's, so that a
-// test of the agent never depends on an earlier make build.
-func LeanAgent(t testing.TB) string {
+// test of the agent never depends on an earlier make build. Extra build
+// tags (nvmlmock) always build it, since GPUHOST_AGENT has none.
+func LeanAgent(t testing.TB, tags ...string) string {
 	t.Helper()
-	if p := os.Getenv("GPUHOST_AGENT"); p != "" {
+	if p := os.Getenv("GPUHOST_AGENT"); p != "" && len(tags) == 0 {
 		return p
 	}
 	root, err := RepoRoot()
@@ -235,7 +236,7 @@ func LeanAgent(t testing.TB) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "gpuhost-agent")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lean", "-o", out, "./cmd/gpuhost")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", strings.Join(append([]string{"lean"}, tags...), ","), "-o", out, "./cmd/gpuhost")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the lean agent: %v\n%s", err, b)

@@ -86,6 +86,9 @@ type Options struct {
 	// Handlers are runtime handlers besides runc; each runs runc too, as
 	// stand-ins for runtimes this machine lacks (nvidia).
 	Handlers []string
+	// Containerd and Shim are the containerd and its runc shim
+	// (containerd-shim-runc-v2) the node runs; empty, Debian's.
+	Containerd, Shim string
 }
 
 // Node is a running single-node cluster.
@@ -98,8 +101,11 @@ type Node struct {
 	// Ready.
 	Started time.Time
 	Ready   time.Duration
-	name    string
-	logDir  string
+	// KubeletDir is the kubelet's --root-dir, which holds its
+	// pod-resources socket (pod-resources/kubelet.sock).
+	KubeletDir string
+	name       string
+	logDir     string
 }
 
 // ContainerLog is what the container of the pod in namespace has written
@@ -155,8 +161,9 @@ func Start(t *testing.T, o Options) *Node {
 	t.Cleanup(func() { unmountUnder(t, dir) })
 	t.Cleanup(func() { stopContainers(t, cgroupRoot, filepath.Join(dir, "containerd")) })
 	kc := kubeconfig(t, api, dir, "kubelet", "system:node:"+o.Name)
-	n.logDir = filepath.Join(dir, "kubelet", "pod-logs")
-	n.Kubelet = startKubelet(t, kubeletBin, filepath.Join(dir, "kubelet"), kc, socket, cgroupRoot, o)
+	n.KubeletDir = filepath.Join(dir, "kubelet")
+	n.logDir = filepath.Join(n.KubeletDir, "pod-logs")
+	n.Kubelet = startKubelet(t, kubeletBin, n.KubeletDir, kc, socket, cgroupRoot, o)
 	n.Kubelet.WaitFor(t, 3*time.Minute, "node "+o.Name+" Ready", func() bool { return n.isReady() })
 	n.Ready = time.Since(started)
 	return n

@@ -18,7 +18,10 @@ import (
 // (hosts.toml), and every runtime handler runs runc.
 func startContainerd(t *testing.T, dir string, o Options) *testutil.Proc {
 	t.Helper()
-	bin := testutil.Tool(t, "containerd", "containerd")
+	bin := o.Containerd
+	if bin == "" {
+		bin = testutil.Tool(t, "containerd", "containerd")
+	}
 	runc := runcFor(t, dir)
 	hosts := filepath.Join(dir, "certs.d")
 	writeFile(t, filepath.Join(hosts, o.Registry, "hosts.toml"), fmt.Appendf(nil,
@@ -56,7 +59,20 @@ state = %q
 	}
 	conf := filepath.Join(dir, "config.toml")
 	writeFile(t, conf, []byte(cfg.String()))
-	p := testutil.Start(t, exec.Command(bin, "--config", conf))
+	cmd := exec.Command(bin, "--config", conf)
+	if o.Shim != "" {
+		// containerd finds the shim of io.containerd.runc.v2 by its name on
+		// PATH, where Debian's is too.
+		shims := filepath.Join(dir, "shim-bin")
+		if err := os.MkdirAll(shims, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(o.Shim, filepath.Join(shims, "containerd-shim-runc-v2")); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	p := testutil.Start(t, cmd)
 	socket := filepath.Join(dir, "containerd.sock")
 	p.WaitFor(t, time.Minute, "containerd's socket", func() bool {
 		_, err := os.Stat(socket)
@@ -134,6 +150,8 @@ func hasCap(t *testing.T, bit uint) bool {
 
 // startKubelet runs the kubelet with the cgroupfs driver under cgroupRoot,
 // its root directory and pod logs under dir, registered as o.Name at IP.
+// It sends the node's status each 2s rather than 10s, so that what a
+// device plugin registers reaches the scheduler at a test's pace.
 func startKubelet(t *testing.T, bin, dir, kubeconfig, socket, cgroupRoot string, o Options) *testutil.Proc {
 	t.Helper()
 	labels := make([]string, 0, len(o.Labels))
@@ -158,6 +176,7 @@ containerRuntimeEndpoint: %q
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {}
+nodeStatusUpdateFrequency: 2s
 `, cgroupRoot, filepath.Join(dir, "pod-logs"), filepath.Join(filepath.Dir(kubeconfig), "kubelet-pki", "ca.crt"),
 		testutil.FreePort(t), testutil.FreePort(t), "unix://"+socket)
 	conf := filepath.Join(dir, "config.yaml")
