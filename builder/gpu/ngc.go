@@ -34,9 +34,15 @@ const (
 // layout is streamed to it through tar rather than written out twice.
 // containerd names each image after its io.containerd.image.name
 // annotation, which the seeder sets to the configured ref.
+//
+// Wants=, not Requires=, and a wait for containerd's socket: on a slow
+// first boot (an encrypted root re-encrypting beside it) containerd's start
+// can time out once before its own Restart= brings it up, and with
+// Requires= that one timeout failed the import for good ("Dependency
+// failed"), leaving the host without its images until a reboot.
 const ImportUnitText = `[Unit]
 Description=Import the container images gpuhost pre-seeded into containerd
-Requires=containerd.service
+Wants=containerd.service
 After=containerd.service
 ConditionPathExists=` + ImagesDir + `/index.json
 ConditionPathExists=!` + importedMarker + `
@@ -45,6 +51,7 @@ ConditionPathExists=!` + importedMarker + `
 Type=oneshot
 RemainAfterExit=yes
 TimeoutStartSec=1h
+ExecStartPre=/bin/sh -c 'i=0; until ctr version >/dev/null 2>&1; do i=$$((i+1)); [ $$i -lt 600 ] || { echo "containerd did not answer in 10 minutes" >&2; exit 1; }; sleep 1; done'
 ExecStart=/bin/sh -c 'cd ` + ImagesDir + ` && tar -cf - oci-layout index.json blobs | ctr -n k8s.io images import - && touch ` + importedMarker + `'
 
 [Install]
