@@ -30,6 +30,7 @@ import (
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // TestMain stops every VM a test started when the run is interrupted:
@@ -101,6 +102,34 @@ func newAgentTLS(t *testing.T) *agentTLS {
 type bootExtras struct {
 	inputs map[string][]byte
 	moks   [][]byte
+	// waivers judge the live scan; nil: the Debian image's (bootWaivers).
+	waivers []byte
+}
+
+// bootWaivers are the waivers a QEMU boot judges its host with: the
+// template's own file and waivers-qemu.yaml, whose waivers are written for
+// debian-12-gpu and cover host instead. A file with no waivers adds
+// nothing.
+func bootWaivers(t *testing.T, template, host string) []byte {
+	t.Helper()
+	var out []byte
+	for _, f := range []string{template, "waivers-qemu.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "waivers-qemu.yaml" {
+			b = bytes.ReplaceAll(b, []byte("debian-12-gpu"), []byte(host))
+		}
+		list, err := waivers.Parse(b, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 0 {
+			out = append(append(out, b...), '\n')
+		}
+	}
+	return out
 }
 
 // bootSelftest boots the disk through overlay (made on the first boot, the
@@ -113,15 +142,11 @@ func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmwar
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var waivers []byte
-	for _, f := range []string{"waivers-debian-12.yaml", "waivers-qemu.yaml"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waivers = append(append(waivers, b...), '\n')
+	judged := extras.waivers
+	if judged == nil {
+		judged = bootWaivers(t, "waivers-debian-12.yaml", "debian-12-gpu")
 	}
-	inputs := map[string][]byte{"waivers.yaml": waivers}
+	inputs := map[string][]byte{"waivers.yaml": judged}
 	maps.Copy(inputs, extras.inputs)
 	if scrape {
 		inputs["hold"] = []byte("45\n")
