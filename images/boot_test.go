@@ -77,9 +77,15 @@ type agentTLS struct {
 
 func newAgentTLS(t *testing.T) *agentTLS {
 	t.Helper()
+	return newAgentTLSFor(t, "debian-12-gpu")
+}
+
+// newAgentTLSFor is newAgentTLS for the host named host.
+func newAgentTLSFor(t *testing.T, host string) *agentTLS {
+	t.Helper()
 	ca := testutil.NewCA(t)
 	dir := t.TempDir()
-	certPath, keyPath, _ := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, DNS: []string{"debian-12-gpu", "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	certPath, keyPath, _ := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, DNS: []string{host, "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	cert, err := os.ReadFile(certPath)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +98,7 @@ func newAgentTLS(t *testing.T) *agentTLS {
 	if _, err := rand.Read(tok[:]); err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "debian-12-gpu", MinVersion: tls.VersionTLS13}}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: host, MinVersion: tls.VersionTLS13}}}
 	return &agentTLS{ca: ca, cert: cert, key: key, token: hex.EncodeToString(tok[:]), caClient: client}
 }
 

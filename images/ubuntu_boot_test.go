@@ -60,7 +60,7 @@ func ubuntuBoot(t *testing.T, tp ubuntuTemplate, out string, offline reports.Rep
 	}
 	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
 	name := "ubuntu-bios"
-	run := bootSelftestCLI(t, gpuhost, name, disk, filepath.Join(dir, "host.qcow2"), filepath.Join(dir, "host.tpm"), qemu.BIOS, newAgentTLS(t),
+	run := bootSelftestCLI(t, gpuhost, name, disk, filepath.Join(dir, "host.qcow2"), filepath.Join(dir, "host.tpm"), qemu.BIOS, newAgentTLSFor(t, host),
 		bootWaivers(t, "waivers-ubuntu-"+tp.version+".yaml", host))
 	t.Logf("%s: power on to the live verdict (gpuhost boot, power on to power off): %s", name, run.verdict.Round(1e9))
 
