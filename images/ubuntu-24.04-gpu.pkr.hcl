@@ -153,7 +153,7 @@ variable "output_dir" {
 
 variable "image_size" {
   type        = string
-  default     = "3G"
+  default     = "2G"
   description = "Size of the disk; the root grows at first boot to fill a larger one. The image's part of the encrypted root is re-encrypted at first boot with a key of the host's own, which takes as long as rewriting it: keep the image no larger than its content needs."
 }
 
