@@ -153,11 +153,12 @@ func ubuntuKernel(t *testing.T, tree string, archive *ubunturepo.Archive) string
 // diskIdentity are the entries of a disk bake's tree that hold the disk's
 // own identifiers, which the builder draws at random for every bake so
 // that two disks are never mistaken for each other: the LUKS2 UUID
-// (crypttab, and the initramfs dracut makes with it), the file system
-// UUIDs (fstab, GRUB's configuration and the core images it is built
-// into), and the manifest, which digests crypttab and fstab.
+// (crypttab, the first boot's enrolment settings, and the initramfs
+// dracut makes with them), the file system UUIDs (fstab, GRUB's
+// configuration and the core images it is built into), and the manifest,
+// which digests crypttab and fstab.
 var diskIdentity = []string{
-	"/etc/crypttab", "/etc/fstab", "/boot/initrd.img-*",
+	"/etc/crypttab", "/etc/gpuhost/luks-enroll.conf", "/etc/fstab", "/boot/initrd.img-*",
 	"/boot/grub/grub.cfg", "/boot/grub/*/load.cfg", "/boot/grub/i386-pc/core.img", "/boot/grub/x86_64-efi/core.efi",
 	manifest.Path,
 }
