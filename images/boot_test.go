@@ -30,6 +30,7 @@ import (
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 )
 
 // TestMain stops every VM a test started when the run is interrupted:
@@ -76,9 +77,15 @@ type agentTLS struct {
 
 func newAgentTLS(t *testing.T) *agentTLS {
 	t.Helper()
+	return newAgentTLSFor(t, "debian-12-gpu")
+}
+
+// newAgentTLSFor is newAgentTLS for the host named host.
+func newAgentTLSFor(t *testing.T, host string) *agentTLS {
+	t.Helper()
 	ca := testutil.NewCA(t)
 	dir := t.TempDir()
-	certPath, keyPath, _ := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, DNS: []string{"debian-12-gpu", "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	certPath, keyPath, _ := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, DNS: []string{host, "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	cert, err := os.ReadFile(certPath)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +98,7 @@ func newAgentTLS(t *testing.T) *agentTLS {
 	if _, err := rand.Read(tok[:]); err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "debian-12-gpu", MinVersion: tls.VersionTLS13}}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: host, MinVersion: tls.VersionTLS13}}}
 	return &agentTLS{ca: ca, cert: cert, key: key, token: hex.EncodeToString(tok[:]), caClient: client}
 }
 
@@ -101,6 +108,34 @@ func newAgentTLS(t *testing.T) *agentTLS {
 type bootExtras struct {
 	inputs map[string][]byte
 	moks   [][]byte
+	// waivers judge the live scan; nil: the Debian image's (bootWaivers).
+	waivers []byte
+}
+
+// bootWaivers are the waivers a QEMU boot judges its host with: the
+// template's own file and waivers-qemu.yaml, whose waivers are written for
+// debian-12-gpu and cover host instead. A file with no waivers adds
+// nothing.
+func bootWaivers(t *testing.T, template, host string) []byte {
+	t.Helper()
+	var out []byte
+	for _, f := range []string{template, "waivers-qemu.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "waivers-qemu.yaml" {
+			b = bytes.ReplaceAll(b, []byte("debian-12-gpu"), []byte(host))
+		}
+		list, err := waivers.Parse(b, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 0 {
+			out = append(append(out, b...), '\n')
+		}
+	}
+	return out
 }
 
 // bootSelftest boots the disk through overlay (made on the first boot, the
@@ -113,15 +148,11 @@ func bootSelftest(t *testing.T, name, disk, overlay, tpm string, fw qemu.Firmwar
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var waivers []byte
-	for _, f := range []string{"waivers-debian-12.yaml", "waivers-qemu.yaml"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waivers = append(append(waivers, b...), '\n')
+	judged := extras.waivers
+	if judged == nil {
+		judged = bootWaivers(t, "waivers-debian-12.yaml", "debian-12-gpu")
 	}
-	inputs := map[string][]byte{"waivers.yaml": waivers}
+	inputs := map[string][]byte{"waivers.yaml": judged}
 	maps.Copy(inputs, extras.inputs)
 	if scrape {
 		inputs["hold"] = []byte("45\n")

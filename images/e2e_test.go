@@ -355,7 +355,7 @@ func bootTests(t *testing.T, gpuhost, disk, dir string, offline reports.Report, 
 					t.Skip("the first boot did not report")
 				}
 				// This boot goes through `gpuhost boot --selftest`, as a user runs it.
-				second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFISecureBoot, agent)
+				second := bootSelftestCLI(t, gpuhost, "uefi-tpm", disk, overlay, tpm, qemu.UEFISecureBoot, agent, bootWaivers(t, "waivers-debian-12.yaml", "debian-12-gpu"))
 				assertBoot(t, second, base.ref, base.digest, rootUUID)
 				// Slot 0 and the key file are gone: the TPM alone opened the root.
 				assertEnrolled(t, second, luks)

@@ -3,6 +3,19 @@
 # hardening block and gated with params-ubuntu-22.04.yaml and
 # waivers-ubuntu-22.04.yaml.
 #
+# The output is a bootable disk laid out as debian-12-gpu.pkr.hcl's: GPT,
+# GRUB for UEFI and BIOS, Ubuntu's kernel (kernel_package) with an
+# initramfs made by dracut, and a LUKS2 root unlocked at first boot by a
+# one-time key made for this build and then by the host's TPM2 (see
+# docs/builder-rootfs.mdx). The gpuhost agent and its units are installed
+# (scripts/host-ubuntu.sh), so that containerd, sshd, nftables and the
+# agent run once it boots; `gpuhost boot --tpm-state DIR` starts it in
+# QEMU. The gate reads the encrypted root's files from the rootfs tree kept
+# beside the disk:
+#
+#   gpuhost scan image OUT/disk.qcow2 --rootfs OUT/rootfs \
+#     --params images/params-ubuntu-22.04.yaml --waivers images/waivers-ubuntu-22.04.yaml
+#
 #   packer build -var-file=images/pins-ubuntu-22.04.pkrvars.hcl -var mirror=URL \
 #     -var target_kernel=5.15.0-153-generic images/ubuntu-22.04-gpu.pkr.hcl
 #
@@ -82,7 +95,13 @@ variable "target_kernel" {
 variable "kernel_package" {
   type        = string
   default     = "linux-image-generic"
-  description = "Kernel package installed into the rootfs, so that DKMS and the hold have a kernel."
+  description = "Kernel package the disk boots, installed during the bootstrap with its initramfs; DKMS builds for it and the hold keeps it."
+}
+
+variable "agent_bin" {
+  type        = string
+  default     = "../bin/gpuhost-agent"
+  description = "The lean gpuhost build (make build writes bin/gpuhost-agent), installed as /usr/local/bin/gpuhost-agent; relative paths are from the template's directory."
 }
 
 variable "cuda_repositories" {
@@ -133,8 +152,9 @@ variable "output_dir" {
 }
 
 variable "image_size" {
-  type    = string
-  default = "24G"
+  type        = string
+  default     = "2G"
+  description = "Size of the disk; the root grows at first boot to fill a larger one. The image's part of the encrypted root is re-encrypted at first boot with a key of the host's own, which takes as long as rewriting it: keep the image no larger than its content needs."
 }
 
 variable "plugin_version" {
@@ -171,7 +191,7 @@ variable "signing_key_file" {
 variable "params" {
   type        = string
   default     = ""
-  description = "Policy params the gate judges the image with. Empty: params-ubuntu-22.04.yaml beside the template, which pins the default driver branch; a build of another branch passes its own."
+  description = "Policy params the gate judges the image with and the booted host's agent uses (/etc/gpuhost/params.yaml). Empty: params-ubuntu-22.04.yaml beside the template, which pins the default driver branch; a build of another branch passes its own."
 }
 
 variable "trivy_db" {
@@ -180,7 +200,8 @@ variable "trivy_db" {
 }
 
 locals {
-  params = var.params != "" ? var.params : "${path.root}/params-ubuntu-22.04.yaml"
+  params    = var.params != "" ? var.params : "${path.root}/params-ubuntu-22.04.yaml"
+  agent_bin = abspath(var.agent_bin) == var.agent_bin ? var.agent_bin : "${path.root}/${var.agent_bin}"
 }
 
 # Resolves the base's tag (NGC_API_KEY from the environment, never logged)
@@ -194,26 +215,69 @@ data "gpuhost-ngc" "base" {
 }
 
 source "gpuhost-rootfs" "ubuntu_2204" {
-  suite          = "jammy"
-  distribution   = "ubuntu"
-  variant        = "minbase"
-  components     = ["main", "restricted", "universe"]
-  keyring        = var.keyring
-  mirror         = var.mirror
-  snapshot       = var.snapshot
-  extra_packages = ["systemd", "ca-certificates", var.kernel_package, "linux-headers-generic", "dkms"]
+  suite        = "jammy"
+  distribution = "ubuntu"
+  variant      = "minbase"
+  components   = ["main", "restricted", "universe"]
+  keyring      = var.keyring
+  mirror       = var.mirror
+  snapshot     = var.snapshot
+  # systemd-sysv gives /sbin/init, udev the device links fstab, crypttab
+  # and the selftest disk are found by.
+  extra_packages = ["systemd", "systemd-sysv", "udev", "ca-certificates", "linux-headers-generic", "dkms"]
   apt_cache_dir  = var.apt_cache_dir
   lock_file      = var.lock_file
   # Beside the apt cache, not in it: that one is mounted into the build.
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
-  output_format       = "qcow2"
-  output_dir          = var.output_dir
-  image_size          = var.image_size
+  output_format       = "disk"
+  disk_format         = "qcow2"
+  # LUKS2 root; first boot seals its key to the TPM2's PCR 7. The ESP
+  # holds GRUB's own unsigned image: no secure_boot, whose signed chain
+  # the builder lays out as Debian's shim and shim-helpers packages ship it.
+  encryption {
+    luks2 = true
+  }
+  kernel_package = var.kernel_package
+  output_dir     = var.output_dir
+  image_size     = var.image_size
 }
 
 build {
   name    = "ubuntu-22.04-gpu"
   sources = ["source.gpuhost-rootfs.ubuntu_2204"]
+
+  # The agent and what the booted host needs around it, as
+  # debian-12-gpu.pkr.hcl installs them: the units and scripts are the ones
+  # make install puts on any node (deploy/).
+  provisioner "file" {
+    sources = [
+      local.agent_bin,
+      "${path.root}/../deploy/systemd/gpuhost-agent.service",
+      "${path.root}/../deploy/systemd/gpuhost-agent.timer",
+      "${path.root}/../deploy/systemd/gpuhost-agentd.service",
+      "${path.root}/../deploy/systemd/gpuhost-agent-credentials.service",
+      "${path.root}/../deploy/systemd/gpuhost-selftest.service",
+      "${path.root}/../deploy/systemd/gpuhost-selftest-modules.service",
+      "${path.root}/../deploy/scripts/gpuhost-selftest",
+      "${path.root}/../deploy/scripts/gpuhost-selftest-modules",
+      "${path.root}/../deploy/scripts/gpuhost-agent-credentials",
+      "${path.root}/../deploy/udev/90-gpuhost-selftest.rules",
+      "${path.root}/files/gpuhost-agentd-ubuntu.conf",
+      "${path.root}/files/80-gpuhost-dhcp.network",
+      "${path.root}/waivers-ubuntu-22.04.yaml",
+    ]
+    destination = "/tmp/gpuhost-host/"
+  }
+
+  provisioner "file" {
+    source      = local.params
+    destination = "/tmp/gpuhost-host/params.yaml"
+  }
+
+  provisioner "shell" {
+    environment_vars = ["GPUHOST_TEMPLATE=ubuntu-22.04-gpu"]
+    script           = "${path.root}/scripts/host-ubuntu.sh"
+  }
 
   provisioner "gpuhost-gpu" {
     driver {
@@ -263,10 +327,14 @@ build {
     cgroup_v2                   = true
     disable_unattended_upgrades = true
     # The host's hardening, after the GPU stack and before the manifest:
-    # the OpenSSL default, sshd, nftables (ssh alone open), auditd, sudo
-    # and the role groups, journald. The name is the waivers' target.
+    # the OpenSSL default, sshd, nftables (ssh and the agent's /metrics
+    # open, as params allows), auditd, sudo and the role groups, journald.
+    # The name is the waivers' target.
     hardening {
       hostname = "ubuntu-2204-gpu"
+      firewall {
+        allowed_tcp_ports = [22, 9108]
+      }
     }
     # From the same registry the data source asked: a mirror of nvcr.io
     # serves the pinned digest, and the image keeps the nvcr.io name.

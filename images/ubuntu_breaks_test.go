@@ -88,12 +88,22 @@ func ubuntuBreaks(t *testing.T, tp ubuntuTemplate, bake ubuntuBakeFunc, nv *nvid
 }
 
 // upgradingTemplate copies the template and the files beside it that it
-// reads into a directory of its own, with a shell provisioner added after
-// the gpuhost-gpu plan that releases the toolkit's holds and runs apt-get
-// upgrade.
+// reads into a directory of its own, laid out as the repository (the
+// host's files and script beside it, deploy/ above it), with a shell
+// provisioner added after the gpuhost-gpu plan that releases the
+// toolkit's holds and runs apt-get upgrade.
 func upgradingTemplate(t *testing.T, tp ubuntuTemplate) string {
 	t.Helper()
-	dir := t.TempDir()
+	top := t.TempDir()
+	dir := filepath.Join(top, "images")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{filepath.Join(top, "deploy"): "../deploy", filepath.Join(dir, "files"): "files", filepath.Join(dir, "scripts"): "scripts"} {
+		if err := os.Symlink(mustAbs(t, target), link); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, name := range []string{tp.file, tp.params, "waivers-ubuntu-" + tp.version + ".yaml"} {
 		data, err := os.ReadFile(name)
 		if err != nil {

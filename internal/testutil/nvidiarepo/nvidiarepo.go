@@ -424,12 +424,18 @@ func (b *builder) deb(p pkg, out string) error {
 	return nil
 }
 
-// sharedObject compiles a shared library whose only content is its name,
-// with the given soname: ldconfig puts it in the loader's cache as the
-// real library would be.
+// sharedObject compiles a shared library whose content is its name, with
+// the given soname: ldconfig puts it in the loader's cache as the real
+// library would be. libnvidia-ml also gets NVML's entry points, answering
+// as NVIDIA's library does on a host whose driver is not loaded (a QEMU
+// guest has no GPU): a program that loads NVML by its soname, as the
+// gpuhost agent does, then calls nvmlInit_v2.
 func (b *builder) sharedObject(dst, soname, name string) error {
 	src := filepath.Join(b.work, fmt.Sprintf("stub-%d.c", b.n))
 	code := fmt.Sprintf("const char gpuhost_standin[] = %q;\n", name)
+	if soname == "libnvidia-ml.so.1" {
+		code += nvmlStub
+	}
 	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
 		return err
 	}
@@ -439,6 +445,15 @@ func (b *builder) sharedObject(dst, soname, name string) error {
 	}
 	return nil
 }
+
+// nvmlStub is NVML's entry points with NVIDIA's return codes: 9 is
+// NVML_ERROR_DRIVER_NOT_LOADED, 1 NVML_ERROR_UNINITIALIZED.
+const nvmlStub = `int nvmlInit_v2(void) { return 9; }
+int nvmlInit(void) { return 9; }
+int nvmlInitWithFlags(unsigned int flags) { (void)flags; return 9; }
+int nvmlShutdown(void) { return 1; }
+const char *nvmlErrorString(int r) { return r == 9 ? "Driver Not Loaded" : "Uninitialized"; }
+`
 
 func sha(b []byte) string {
 	s := sha256.Sum256(b)

@@ -14,7 +14,7 @@ var updated = []string{"openssh-server", "openssh-client", "openssh-sftp-server"
 
 // universe are the packages published in universe rather than main, as
 // Ubuntu sorts them; restricted is published empty.
-var universe = []string{"libpam-google-authenticator", "tpm2-tools"}
+var universe = []string{"libpam-google-authenticator", "tpm2-tools", "dracut", "dracut-core"}
 
 // renames are Debian's packages that Ubuntu's own replace, in every
 // relation that names them.
@@ -168,7 +168,7 @@ func (b *suiteBuilder) reversioned(p *debianPkg, versions map[string][2]string, 
 }
 
 // ubuntuPackages are the packages Debian has no counterpart for:
-// ubuntu-keyring and the kernel's meta packages.
+// ubuntu-keyring, the kernel's meta packages and, on noble, systemd-cryptsetup.
 func (b *suiteBuilder) ubuntuPackages() ([]published, error) {
 	meta, err := kernelMetaVersion(b.kernel)
 	if err != nil {
@@ -186,6 +186,13 @@ func (b *suiteBuilder) ubuntuPackages() ([]published, error) {
 		}},
 		{kernelMeta("linux-image-generic", meta, "linux-image-"+b.kernel, "kernel image"), nil},
 		{kernelMeta("linux-headers-generic", meta, "linux-headers-"+b.kernel, "kernel headers"), nil},
+	}
+	if b.suite == "noble" {
+		sd, ok := b.debian["systemd"]
+		if !ok {
+			return nil, fmt.Errorf("no systemd in the closure for noble's systemd-cryptsetup")
+		}
+		specs = append(specs, spec{cryptsetupControl(Reversion(sd.version, b.suite, 1)), nil})
 	}
 	var out []published
 	for _, s := range specs {

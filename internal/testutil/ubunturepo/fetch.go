@@ -12,8 +12,9 @@ import (
 	"strings"
 )
 
-// carried are what the Ubuntu templates (extra_packages), the rootfs
-// builder for a disk (the kernel, GRUB's images, initramfs-tools) and the
+// carried are what the Ubuntu templates (extra_packages: init and udev
+// for the disk they boot), the rootfs builder for a disk (the kernel,
+// GRUB's images, initramfs-tools or dracut) and the
 // gpuhost-gpu plan (its apt_install lines, and what DKMS builds modules
 // with) install, besides mmdebstrap's minbase set. The kernel's packages
 // are added by release.
@@ -21,7 +22,7 @@ var carried = []string{
 	"apt", "systemd", "ca-certificates", "dkms",
 	"curl", "gpg", "containerd",
 	"passwd", "openssl", "openssh-server", "libpam-google-authenticator", "nftables", "auditd", "sudo",
-	"grub-efi-amd64-bin", "grub-pc-bin",
+	"grub-efi-amd64-bin", "grub-pc-bin", "systemd-sysv", "udev",
 }
 
 // Two closures, because they conflict: initramfs-tools for a plain disk,

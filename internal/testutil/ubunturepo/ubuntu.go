@@ -232,3 +232,16 @@ func kernelMeta(name, version, dep, what string) stanza {
 		{"Description", "Generic Linux kernel " + what + " (gpuhost stand-in: Debian's kernel under Ubuntu's meta package)"},
 	}
 }
+
+// cryptsetupControl is noble's systemd-cryptsetup, which Ubuntu splits out
+// of systemd from 24.04 on and the noble template installs: bookworm's
+// systemd carries systemd-cryptsetup and its generator itself, so the
+// stand-in is empty and depends on systemd at the version published.
+func cryptsetupControl(systemdVersion string) stanza {
+	return stanza{
+		{"Package", "systemd-cryptsetup"}, {"Version", systemdVersion}, {"Architecture", "amd64"},
+		{"Maintainer", "gpuhost tests <tests@gpuhost.invalid>"}, {"Installed-Size", "1"},
+		{"Depends", "systemd (= " + systemdVersion + ")"}, {"Section", "admin"}, {"Priority", "optional"},
+		{"Description", "Provides cryptsetup, integritysetup and veritysetup utilities (gpuhost stand-in: bookworm's systemd carries them)"},
+	}
+}

@@ -26,6 +26,9 @@
 // depend on Debian's linux-image-<release> and linux-headers-<release>,
 // which keep Debian's names because the release string is compiled into
 // the kernel and named by its module directory.
+// noble also gets an empty systemd-cryptsetup depending on systemd:
+// Ubuntu splits it out of systemd from 24.04 on, and bookworm's systemd
+// carries it.
 //
 // -updates publishes newer builds of openssh-server, openssh-client,
 // openssh-sftp-server and containerd (the same payloads at a higher
@@ -103,7 +106,7 @@ type release struct {
 
 // format changes whenever what Build makes from the same options changes,
 // so that an archive cached by an older build is not reused.
-const format = "ubunturepo 1"
+const format = "ubunturepo 2"
 
 // Date is every Release file's date: fixed and in the past, as apt
 // requires.

@@ -1,0 +1,208 @@
+package images
+
+// The boot half of TestE2EUbuntuStandInBake: jammy's disk booted once in
+// QEMU through `gpuhost boot`, scanned live from inside by
+// gpuhost-selftest.service, and held against the gate's verdict of the
+// same disk.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/checks/diskimage"
+	"github.com/gpuhost/gpuhost/internal/qemu"
+	"github.com/gpuhost/gpuhost/internal/testutil/ubunturepo"
+	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/manifest/treedigest"
+	"github.com/gpuhost/gpuhost/reports"
+)
+
+// ubuntuBootWantFail are the checks the booted Ubuntu host fails at
+// --fail-on high: none. Its ESP has no shim (the template leaves
+// secure_boot off) and its params do not require Secure Boot, so the
+// GH-SB checks skip, where the Debian image's BIOS host, whose ESP has
+// shim, fails them.
+var ubuntuBootWantFail []string
+
+// ubuntuBoot boots the disk of the bake in out once under BIOS, with a
+// software TPM, through `gpuhost boot --selftest`, and checks what the
+// host is: Ubuntu's os-release (systemd's welcome on the console and the
+// tree's), the Debian kernel that linux-image-generic installs, the LUKS2
+// root unlocked by the one-time key and enrolled in the TPM, multi-user
+// reached with the agent, sshd, containerd and nftables running, and the
+// live scan agreeing with offline, the gate's report of the same disk.
+//
+// BIOS, not UEFI: the template's ESP holds GRUB's unsigned image (no
+// secure_boot), so UEFI would boot the same GRUB and kernel through
+// firmware that takes longer to start under TCG; the Debian test covers
+// UEFI's ESP for the same builder.
+func ubuntuBoot(t *testing.T, tp ubuntuTemplate, out string, offline reports.Report, archive *ubunturepo.Archive) {
+	disk, tree := filepath.Join(out, "disk.qcow2"), filepath.Join(out, "rootfs")
+	host := "ubuntu-" + strings.ReplaceAll(tp.version, ".", "") + "-gpu"
+	luks := ubuntuDisk(t, disk, tree)
+	kernel := ubuntuKernel(t, tree, archive)
+
+	dir := filepath.Join(t.TempDir(), "boot")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if keep := os.Getenv("GPUHOST_E2E_ARTIFACTS"); keep != "" {
+		t.Cleanup(func() { keepArtifacts(t, dir, filepath.Join(keep, "ubuntu-boot")) })
+	}
+	gpuhost := mustAbs(t, envOr("GPUHOST_BIN", "../bin/gpuhost"))
+	name := "ubuntu-bios"
+	run := bootSelftestCLI(t, gpuhost, name, disk, filepath.Join(dir, "host.qcow2"), filepath.Join(dir, "host.tpm"), qemu.BIOS, newAgentTLSFor(t, host),
+		bootWaivers(t, "waivers-ubuntu-"+tp.version+".yaml", host))
+	t.Logf("%s: power on to the live verdict (gpuhost boot, power on to power off): %s", name, run.verdict.Round(1e9))
+
+	raw, err := os.ReadFile(filepath.Join(dir, name, "console.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// systemd and GRUB colour and place what they print.
+	console := regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`).ReplaceAllString(string(raw), "")
+	osRelease := ubunturepo.OSRelease(tp.suite)
+	pretty := regexp.MustCompile(`PRETTY_NAME="([^"]+)"`).FindStringSubmatch(osRelease)[1]
+	for _, want := range []string{"Welcome to " + pretty + "!", "Linux version " + kernel + " (debian-kernel@lists.debian.org)", "Booting `Ubuntu GNU/Linux, with Linux " + kernel + "'"} {
+		if !strings.Contains(console, want) {
+			t.Errorf("%s: the console lacks %q", name, want)
+		}
+	}
+	if cmdline := string(run.reports["cmdline"]); !strings.Contains(cmdline, "BOOT_IMAGE=/vmlinuz-"+kernel+" ") {
+		t.Errorf("%s: /proc/cmdline does not boot /vmlinuz-%s: %s", name, kernel, cmdline)
+	}
+	if run.scan.Target.Hostname != host {
+		t.Errorf("%s: the live scan's host is %q, want %s", name, run.scan.Target.Hostname, host)
+	}
+	units := parseUnits(strings.TrimSpace(string(run.reports["units.txt"])))
+	for _, u := range []string{"multi-user.target", "gpuhost-agentd.service", "ssh.service", "containerd.service", "nftables.service", "systemd-networkd.service"} {
+		if units[u] != "active" {
+			t.Errorf("%s: %s is %q", name, u, units[u])
+		}
+	}
+	// Without a GPU, nvidia-persistenced has no driver to keep loaded,
+	// and nvidia-ctk no device to write a CDI spec for.
+	for _, l := range strings.Split(strings.TrimSpace(string(run.reports["failed-units.txt"])), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] != "nvidia-persistenced.service" && f[0] != "gpuhost-cdi.service" {
+			t.Errorf("%s: a unit failed: %s", name, l)
+		}
+	}
+	if cfg := string(run.reports["containerd-config.toml"]); !strings.Contains(cfg, `default_runtime_name = "nvidia"`) {
+		t.Errorf("%s: containerd's config dump does not make nvidia the default runtime:\n%s", name, cfg)
+	}
+	assertEnrolled(t, run, luks)
+	liveVerdict(t, run, ubuntuBootWantFail)
+	agreement(t, offline, run.scan)
+}
+
+// ubuntuDisk reads the baked disk as TestE2EDebian12 reads its own
+// (checkLUKSDisk): the same four partitions, the root LUKS2 with its one
+// one-time key slot, GRUB on /boot.
+func ubuntuDisk(t *testing.T, disk, tree string) luksImage {
+	t.Helper()
+	raw := filepath.Join(t.TempDir(), "disk.raw")
+	if out, err := exec.Command("qemu-img", "convert", "-O", "raw", disk, raw).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert %s: %v\n%s", disk, err, out)
+	}
+	defer os.Remove(raw)
+	if _, err := diskimage.Open(raw); !errors.As(err, new(*diskimage.EncryptedRootError)) {
+		t.Fatalf("the baked disk opens without its encrypted root being said: %v", err)
+	}
+	img, err := diskimage.Options{EncryptedRoot: true}.Open(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("the baked disk: %v", err)
+	}
+	enc := *img.Encrypted
+	parts, _ := img.Partitions()
+	img.Close()
+	return luksImage{uuid: enc.UUID, digests: checkLUKSDisk(t, raw, enc, parts, tree)}
+}
+
+// ubuntuKernel checks that the image's one kernel is the one Ubuntu's
+// meta package linux-image-generic installs, Debian's
+// linux-image-RELEASE from the stand-in archive, and returns its release.
+func ubuntuKernel(t *testing.T, tree string, archive *ubunturepo.Archive) string {
+	t.Helper()
+	status := dpkgStatus(t, filepath.Join(tree, "var/lib/dpkg/status"))
+	if p, ok := status["linux-image-generic"]; !ok {
+		t.Error("linux-image-generic is not installed in the image")
+	} else {
+		t.Logf("linux-image-generic %s depends on linux-image-%s %s", p.version, archive.Kernel, status["linux-image-"+archive.Kernel].version)
+	}
+	list, err := os.ReadFile(filepath.Join(tree, "var/lib/dpkg/info/linux-image-"+archive.Kernel+".list"))
+	if err != nil || !strings.Contains(string(list), "/boot/vmlinuz-"+archive.Kernel+"\n") {
+		t.Errorf("/boot/vmlinuz-%s is not linux-image-%s's (%v)", archive.Kernel, archive.Kernel, err)
+	}
+	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
+	if len(kernels) != 1 || filepath.Base(kernels[0]) != "vmlinuz-"+archive.Kernel {
+		t.Errorf("the image's kernels are %v, want vmlinuz-%s alone", kernels, archive.Kernel)
+	}
+	return archive.Kernel
+}
+
+// diskIdentity are the entries of a disk bake's tree that hold the disk's
+// own identifiers, which the builder draws at random for every bake so
+// that two disks are never mistaken for each other: the LUKS2 UUID
+// (crypttab, the first boot's enrolment settings, and the initramfs
+// dracut makes with them), the file system UUIDs (fstab, GRUB's
+// configuration and the core images it is built into), and the manifest,
+// which digests crypttab and fstab.
+var diskIdentity = []string{
+	"/etc/crypttab", "/etc/gpuhost/luks-enroll.conf", "/etc/fstab", "/boot/initrd.img-*",
+	"/boot/grub/grub.cfg", "/boot/grub/*/load.cfg", "/boot/grub/i386-pc/core.img", "/boot/grub/x86_64-efi/core.efi",
+	manifest.Path,
+}
+
+// sameDisklessTree holds two disk bakes of one lock to the same tree but
+// for diskIdentity, whose entries must still be in both, and to the same
+// manifest but for the digests of those entries.
+func sameDisklessTree(t *testing.T, a, b string) {
+	t.Helper()
+	opts := treedigest.Options{Exclude: slices.Concat(treedigest.BuildExcludes, diskIdentity)}
+	da, errA := treedigest.Digest(a, opts)
+	db, errB := treedigest.Digest(b, opts)
+	if errA != nil || errB != nil || da != db {
+		t.Errorf("the first bake's tree digest is %s (%v), the locked bake's %s (%v), the disk's identity left out; the entries that differ:\n%s", da, errA, db, errB, treeDiff(t, a, b))
+	}
+	ma, mb := disklessManifest(t, a), disklessManifest(t, b)
+	if !bytes.Equal(ma, mb) {
+		t.Errorf("the manifests differ beyond the disk's identity:\n%s\n%s", ma, mb)
+	}
+	if !t.Failed() {
+		t.Logf("the first bake and the locked bake: tree digest %s with %s left out; the same manifest but for their digests", da, strings.Join(diskIdentity, ", "))
+	}
+}
+
+// disklessManifest is the tree's manifest with the digests of
+// diskIdentity's files blanked.
+func disklessManifest(t *testing.T, tree string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tree, manifest.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range m.ConfigFiles {
+		if slices.ContainsFunc(diskIdentity, func(p string) bool { ok, _ := path.Match(p, f.Path); return ok }) {
+			m.ConfigFiles[i].SHA256 = ""
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
