@@ -1,6 +1,8 @@
 package images
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,4 +143,29 @@ func checkPublished(t *testing.T, log []byte, pub string) {
 	}
 	testsign.CosignVerifies(t, ref, pub, nil)
 	t.Logf("published %s; gpuhost verify and cosign verify, verify-attestation: ok", ref)
+}
+
+// bakedLUKSDisk reads a baked disk whose root is encrypted, through a raw
+// copy it removes: the scanner must say the root is encrypted rather than
+// open it, and checkLUKSDisk then checks the four partitions, the root's
+// LUKS2 header with its one one-time key slot, and GRUB on /boot against
+// the tree the root was made from.
+func bakedLUKSDisk(t *testing.T, disk, tree string) luksImage {
+	t.Helper()
+	raw := filepath.Join(t.TempDir(), "disk.raw")
+	if out, err := exec.Command("qemu-img", "convert", "-O", "raw", disk, raw).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert %s: %v\n%s", disk, err, out)
+	}
+	defer os.Remove(raw)
+	if _, err := diskimage.Open(raw); !errors.As(err, new(*diskimage.EncryptedRootError)) {
+		t.Fatalf("the baked disk opens without its encrypted root being said: %v", err)
+	}
+	img, err := diskimage.Options{EncryptedRoot: true}.Open(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("the baked disk: %v", err)
+	}
+	enc := *img.Encrypted
+	parts, _ := img.Partitions()
+	img.Close()
+	return luksImage{uuid: enc.UUID, digests: checkLUKSDisk(t, raw, enc, parts, tree)}
 }

@@ -7,11 +7,8 @@ package images
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -19,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/internal/testutil/ubunturepo"
 	"github.com/gpuhost/gpuhost/manifest"
@@ -49,7 +45,7 @@ var ubuntuBootWantFail []string
 func ubuntuBoot(t *testing.T, tp ubuntuTemplate, out string, offline reports.Report, archive *ubunturepo.Archive) {
 	disk, tree := filepath.Join(out, "disk.qcow2"), filepath.Join(out, "rootfs")
 	host := "ubuntu-" + strings.ReplaceAll(tp.version, ".", "") + "-gpu"
-	luks := ubuntuDisk(t, disk, tree)
+	luks := bakedLUKSDisk(t, disk, tree)
 	kernel := ubuntuKernel(t, tree, archive)
 
 	dir := filepath.Join(t.TempDir(), "boot")
@@ -103,29 +99,6 @@ func ubuntuBoot(t *testing.T, tp ubuntuTemplate, out string, offline reports.Rep
 	assertEnrolled(t, run, luks)
 	liveVerdict(t, run, ubuntuBootWantFail)
 	agreement(t, offline, run.scan)
-}
-
-// ubuntuDisk reads the baked disk as TestE2EDebian12 reads its own
-// (checkLUKSDisk): the same four partitions, the root LUKS2 with its one
-// one-time key slot, GRUB on /boot.
-func ubuntuDisk(t *testing.T, disk, tree string) luksImage {
-	t.Helper()
-	raw := filepath.Join(t.TempDir(), "disk.raw")
-	if out, err := exec.Command("qemu-img", "convert", "-O", "raw", disk, raw).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert %s: %v\n%s", disk, err, out)
-	}
-	defer os.Remove(raw)
-	if _, err := diskimage.Open(raw); !errors.As(err, new(*diskimage.EncryptedRootError)) {
-		t.Fatalf("the baked disk opens without its encrypted root being said: %v", err)
-	}
-	img, err := diskimage.Options{EncryptedRoot: true}.Open(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("the baked disk: %v", err)
-	}
-	enc := *img.Encrypted
-	parts, _ := img.Partitions()
-	img.Close()
-	return luksImage{uuid: enc.UUID, digests: checkLUKSDisk(t, raw, enc, parts, tree)}
 }
 
 // ubuntuKernel checks that the image's one kernel is the one Ubuntu's
