@@ -30,7 +30,9 @@ type swtpm struct {
 const maxSocketPath = 107
 
 // startSWTPM starts swtpm with its state in stateDir and its socket, log
-// and pidfile in dir, and waits for the socket. --terminate ends it when
+// and pidfile in dir, and waits for both: swtpm may serve the socket a
+// moment before it writes the pidfile, and a caller that reads the pidfile
+// right after start must find it. --terminate ends it when
 // QEMU closes the connection; Pdeathsig when this process dies; stop kills
 // it by the PID this process started, as for QEMU.
 func startSWTPM(ctx context.Context, bin, stateDir, dir string) (*swtpm, error) {
@@ -65,7 +67,7 @@ func startSWTPM(ctx context.Context, bin, stateDir, dir string) (*swtpm, error) 
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if ready(sock, pidfile) {
 			return t, nil
 		}
 		select {
@@ -78,9 +80,18 @@ func startSWTPM(ctx context.Context, bin, stateDir, dir string) (*swtpm, error) 
 		}
 		if time.Now().After(deadline) {
 			t.stop()
-			return nil, fmt.Errorf("swtpm (state %s) did not serve %s within 10 s", stateDir, sock)
+			return nil, fmt.Errorf("swtpm (state %s) did not serve %s and write %s within 10 s", stateDir, sock, pidfile)
 		}
 	}
+}
+
+// ready says whether swtpm serves its socket and has written its pid.
+func ready(sock, pidfile string) bool {
+	if _, err := os.Stat(sock); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(pidfile)
+	return err == nil && len(bytes.TrimSpace(b)) > 0
 }
 
 // stop kills the swtpm by its PID, SIGTERM then SIGKILL, and waits for it
