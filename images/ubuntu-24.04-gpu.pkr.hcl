@@ -157,6 +157,12 @@ variable "image_size" {
   description = "Size of the disk; the root grows at first boot to fill a larger one. The image's part of the encrypted root is re-encrypted at first boot with a key of the host's own, which takes as long as rewriting it: keep the image no larger than its content needs."
 }
 
+variable "disk_id_seed" {
+  type        = string
+  default     = ""
+  description = "Derive the disk's partition and file system identifiers from this string instead of drawing them at random, so that a second bake from the same lock makes the same tree (fstab, crypttab, the initramfs). Give each image its own seed, such as its release name."
+}
+
 variable "plugin_version" {
   type    = string
   default = "0.1.0"
@@ -241,6 +247,7 @@ source "gpuhost-rootfs" "ubuntu_2404" {
   kernel_package = var.kernel_package
   output_dir     = var.output_dir
   image_size     = var.image_size
+  disk_id_seed   = var.disk_id_seed
 }
 
 build {

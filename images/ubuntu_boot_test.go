@@ -7,12 +7,9 @@ package images
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -123,59 +120,23 @@ func ubuntuKernel(t *testing.T, tree string, archive *ubunturepo.Archive) string
 	return archive.Kernel
 }
 
-// diskIdentity are the entries of a disk bake's tree that hold the disk's
-// own identifiers, which the builder draws at random for every bake so
-// that two disks are never mistaken for each other: the LUKS2 UUID
-// (crypttab, the first boot's enrolment settings, and the initramfs
-// dracut makes with them), the file system UUIDs (fstab, GRUB's
-// configuration and the core images it is built into), and the manifest,
-// which digests crypttab and fstab.
-var diskIdentity = []string{
-	"/etc/crypttab", "/etc/gpuhost/luks-enroll.conf", "/etc/fstab", "/boot/initrd.img-*",
-	"/boot/grub/grub.cfg", "/boot/grub/*/load.cfg", "/boot/grub/i386-pc/core.img", "/boot/grub/x86_64-efi/core.efi",
-	manifest.Path,
-}
-
-// sameDisklessTree holds two disk bakes of one lock to the same tree but
-// for diskIdentity, whose entries must still be in both, and to the same
-// manifest but for the digests of those entries.
-func sameDisklessTree(t *testing.T, a, b string) {
+// sameTree holds two disk bakes of one lock and one disk_id_seed to the
+// same tree digest, the build's own excludes aside, and to the same
+// manifest.
+func sameTree(t *testing.T, a, b string) {
 	t.Helper()
-	opts := treedigest.Options{Exclude: slices.Concat(treedigest.BuildExcludes, diskIdentity)}
+	opts := treedigest.Options{Exclude: treedigest.BuildExcludes}
 	da, errA := treedigest.Digest(a, opts)
 	db, errB := treedigest.Digest(b, opts)
 	if errA != nil || errB != nil || da != db {
-		t.Errorf("the first bake's tree digest is %s (%v), the locked bake's %s (%v), the disk's identity left out; the entries that differ:\n%s", da, errA, db, errB, treeDiff(t, a, b))
+		t.Errorf("the first bake's tree digest is %s (%v), the locked bake's %s (%v); the entries that differ:\n%s", da, errA, db, errB, treeDiff(t, a, b))
 	}
-	ma, mb := disklessManifest(t, a), disklessManifest(t, b)
-	if !bytes.Equal(ma, mb) {
-		t.Errorf("the manifests differ beyond the disk's identity:\n%s\n%s", ma, mb)
+	ma, errA := os.ReadFile(filepath.Join(a, manifest.Path))
+	mb, errB := os.ReadFile(filepath.Join(b, manifest.Path))
+	if errA != nil || errB != nil || !bytes.Equal(ma, mb) {
+		t.Errorf("the manifests differ (%v, %v):\n%s\n%s", errA, errB, ma, mb)
 	}
 	if !t.Failed() {
-		t.Logf("the first bake and the locked bake: tree digest %s with %s left out; the same manifest but for their digests", da, strings.Join(diskIdentity, ", "))
+		t.Logf("the first bake and the locked bake: tree digest %s, and the same manifest", da)
 	}
-}
-
-// disklessManifest is the tree's manifest with the digests of
-// diskIdentity's files blanked.
-func disklessManifest(t *testing.T, tree string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(tree, manifest.Path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := manifest.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, f := range m.ConfigFiles {
-		if slices.ContainsFunc(diskIdentity, func(p string) bool { ok, _ := path.Match(p, f.Path); return ok }) {
-			m.ConfigFiles[i].SHA256 = ""
-		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -14,7 +14,7 @@ import (
 
 // ubuntuBakeFunc bakes template (a path) with some variables changed and
 // returns the rootfs, the build's output and its error.
-type ubuntuBakeFunc func(name, template string, change map[string]string) (string, string, error)
+type ubuntuBakeFunc func(t *testing.T, name, template string, change map[string]string) (string, string, error)
 
 // ubuntuBreaks breaks each guarantee of the Ubuntu bake once, and each
 // bake must fail naming the package: a driver pin the archive lacks, a
@@ -24,7 +24,7 @@ type ubuntuBakeFunc func(name, template string, change map[string]string) (strin
 func ubuntuBreaks(t *testing.T, tp ubuntuTemplate, bake ubuntuBakeFunc, nv *nvidiarepo.Layout, nvBase string) {
 	mustFailWith := func(t *testing.T, name string, change map[string]string, want ...string) {
 		t.Helper()
-		_, log, err := bake(name, tp.file, change)
+		_, log, err := bake(t, name, tp.file, change)
 		if err == nil {
 			t.Fatalf("bake %s passed", name)
 		}
@@ -65,7 +65,7 @@ func ubuntuBreaks(t *testing.T, tp ubuntuTemplate, bake ubuntuBakeFunc, nv *nvid
 		// apt takes the repository's newer toolkit. The plan's own checks
 		// have run by then; the gate's pin checks must catch it.
 		template := upgradingTemplate(t, tp)
-		_, log, err := bake("upgraded-hold", template, nil)
+		_, log, err := bake(t, "upgraded-hold", template, nil)
 		if err == nil {
 			t.Fatalf("the bake passed with held packages upgraded:\n%s", log)
 		}

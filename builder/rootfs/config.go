@@ -112,6 +112,14 @@ type Config struct {
 	// A disk's root file system gets all but its first 66 MiB, and grows at first boot when the disk
 	// it is written to is larger.
 	ImageSize string `mapstructure:"image_size" required:"false"`
+	// Derive the identifiers of a `disk` output (its GPT's disk and partition GUIDs, the file
+	// systems' UUIDs and the ESP's volume id, the LUKS2 header's UUID) from this string instead of
+	// drawing them at random, as systemd-repart's `--seed` does: two bakes with the same seed and
+	// the same lock then write the same fstab, crypttab, GRUB configuration and initramfs, and
+	// their trees have the same digest. The volume key of an encrypted root stays random, and first
+	// boot replaces it. Two disks one host attaches at once must not share a seed: the host could
+	// not tell their file systems apart. Random when empty.
+	DiskIDSeed string `mapstructure:"disk_id_seed" required:"false"`
 	// The file systems mounted in the rootfs while provisioners run, by their path inside it.
 	// Known paths: `/proc`, `/sys`, `/dev` (a bind of the build machine's `/dev`), `/dev/pts`
 	// (a private devpts instance), `/run` and `/tmp` (tmpfs). Defaults to

@@ -37,6 +37,7 @@ type FlatConfig struct {
 	KernelCmdline       *string               `mapstructure:"kernel_cmdline" required:"false" cty:"kernel_cmdline" hcl:"kernel_cmdline"`
 	OutputDir           *string               `mapstructure:"output_dir" required:"false" cty:"output_dir" hcl:"output_dir"`
 	ImageSize           *string               `mapstructure:"image_size" required:"false" cty:"image_size" hcl:"image_size"`
+	DiskIDSeed          *string               `mapstructure:"disk_id_seed" required:"false" cty:"disk_id_seed" hcl:"disk_id_seed"`
 	Mounts              []string              `mapstructure:"mounts" required:"false" cty:"mounts" hcl:"mounts"`
 	RemoveRootfs        *bool                 `mapstructure:"remove_rootfs" required:"false" cty:"remove_rootfs" hcl:"remove_rootfs"`
 	LockFile            *string               `mapstructure:"lock_file" required:"false" cty:"lock_file" hcl:"lock_file"`
@@ -81,6 +82,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"kernel_cmdline":             &hcldec.AttrSpec{Name: "kernel_cmdline", Type: cty.String, Required: false},
 		"output_dir":                 &hcldec.AttrSpec{Name: "output_dir", Type: cty.String, Required: false},
 		"image_size":                 &hcldec.AttrSpec{Name: "image_size", Type: cty.String, Required: false},
+		"disk_id_seed":               &hcldec.AttrSpec{Name: "disk_id_seed", Type: cty.String, Required: false},
 		"mounts":                     &hcldec.AttrSpec{Name: "mounts", Type: cty.List(cty.String), Required: false},
 		"remove_rootfs":              &hcldec.AttrSpec{Name: "remove_rootfs", Type: cty.Bool, Required: false},
 		"lock_file":                  &hcldec.AttrSpec{Name: "lock_file", Type: cty.String, Required: false},

@@ -24,8 +24,6 @@ package rootfs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,8 +69,8 @@ const (
 )
 
 // diskLayout is one disk: its size and the identifiers its partitions and
-// file systems get. They are random per build: a disk made twice from the
-// same tree must not be mistaken for the other by UUID.
+// file systems get, random per build unless disk_id_seed derives them (see
+// diskIDs).
 type diskLayout struct {
 	// Sectors is the size of the disk.
 	Sectors int64
@@ -103,8 +101,8 @@ type diskLayout struct {
 const bootStart = rootStart
 
 // newDiskLayout lays out a disk of size bytes, with the root encrypted by
-// luks unless it is nil.
-func newDiskLayout(size int64, luks *luksRoot) (*diskLayout, error) {
+// luks unless it is nil, its identifiers drawn by d.
+func newDiskLayout(size int64, luks *luksRoot, d diskIDs) (*diskLayout, error) {
 	sectors := size / sectorSize
 	l := &diskLayout{Sectors: sectors, RootStart: rootStart, LUKS: luks}
 	if luks != nil {
@@ -117,37 +115,22 @@ func newDiskLayout(size int64, luks *luksRoot) (*diskLayout, error) {
 		return nil, fmt.Errorf("a disk of %d bytes leaves no room for the root partition after the first %d MiB", size, l.RootStart/mib)
 	}
 	l.RootSectors = root
-	ids := []*string{&l.DiskGUID, &l.BIOSPartUUID, &l.ESPPartUUID, &l.RootPartUUID, &l.RootFSUUID}
+	ids := map[string]*string{"disk GUID": &l.DiskGUID, "BIOS boot partition": &l.BIOSPartUUID,
+		"EFI system partition": &l.ESPPartUUID, "root partition": &l.RootPartUUID, "root file system": &l.RootFSUUID}
 	if luks != nil {
 		// The /boot file system's UUID was chosen with the key: the
 		// initramfs's crypttab, made before the disk, names it.
 		l.BootFSUUID = luks.BootFSUUID
-		ids = append(ids, &l.BootPartUUID)
+		ids["boot partition"] = &l.BootPartUUID
 	}
-	for _, p := range ids {
-		u, err := randomUUID()
-		if err != nil {
-			return nil, err
-		}
-		*p = u
-	}
-	var id [4]byte
-	if _, err := rand.Read(id[:]); err != nil {
+	if err := d.uuids(ids); err != nil {
 		return nil, err
 	}
-	l.ESPVolumeID = fmt.Sprintf("%08X", binary.BigEndian.Uint32(id[:]))
-	return l, nil
-}
-
-// randomUUID returns a version 4 UUID.
-func randomUUID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+	var err error
+	if l.ESPVolumeID, err = d.volumeID("EFI system partition volume id"); err != nil {
+		return nil, err
 	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	return l, nil
 }
 
 // sfdiskScript is the partition table in sfdisk's input format.
@@ -183,7 +166,7 @@ func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) mult
 	if r, ok := state.GetOk(stateLUKS); ok {
 		luks = r.(*luksRoot)
 	}
-	l, err := newDiskLayout(size, luks)
+	l, err := newDiskLayout(size, luks, c.diskIDs())
 	if err != nil {
 		return halt(state, err)
 	}

@@ -85,7 +85,7 @@ func TestBootstrapPackagesKeepAPinnedKernel(t *testing.T) {
 // the table, and reads it back.
 func TestDiskLayoutAsSfdiskWritesIt(t *testing.T) {
 	sfdisk := testutil.Tool(t, "sfdisk", "fdisk")
-	l, err := newDiskLayout(1<<30, nil)
+	l, err := newDiskLayout(1<<30, nil, diskIDs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func TestDiskLayoutAsSfdiskWritesIt(t *testing.T) {
 	if root.Start%mib != 0 || root.Size%mib != 0 || root.Start+root.Size > l.Sectors-gptTailSectors {
 		t.Errorf("root partition %+v is unaligned or runs into the backup GPT of a %d-sector disk", root, l.Sectors)
 	}
-	if _, err := newDiskLayout(rootStart*sectorSize, nil); err == nil {
+	if _, err := newDiskLayout(rootStart*sectorSize, nil, diskIDs{}); err == nil {
 		t.Error("a disk with no room for the root was laid out")
 	}
-	other, _ := newDiskLayout(1<<30, nil)
+	other, _ := newDiskLayout(1<<30, nil, diskIDs{})
 	if other.RootFSUUID == l.RootFSUUID || other.DiskGUID == l.DiskGUID {
 		t.Error("two disks got the same identifiers")
 	}
@@ -380,7 +380,7 @@ func TestDiskStepsWriteADiskTheScannerReads(t *testing.T) {
 	}
 	out := t.TempDir()
 	c := &Config{OutputFormat: "disk", DiskFormat: "raw", ImageSize: "300M", OutputDir: out, WorkDir: out}
-	l, err := newDiskLayout(300<<20, nil)
+	l, err := newDiskLayout(300<<20, nil, diskIDs{})
 	must(t, err)
 	state := testState(rootfs)
 	state.Put(stateConfig, c)

@@ -27,7 +27,7 @@ func TestSecureBootESP(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(rootfs, filepath.Dir(f)), 0o755))
 		must(t, os.WriteFile(filepath.Join(rootfs, f), []byte("contents of "+f), 0o644))
 	}
-	l, err := newDiskLayout(1<<30, &luksRoot{UUID: "0b7f3c2e-54a1-4d6e-9d0c-2f7f1e5a9c11", BootFSUUID: "5d2c9a0e-8b1f-4c3d-a7e6-1f0b9c8d7e6a"})
+	l, err := newDiskLayout(1<<30, &luksRoot{UUID: "0b7f3c2e-54a1-4d6e-9d0c-2f7f1e5a9c11", BootFSUUID: "5d2c9a0e-8b1f-4c3d-a7e6-1f0b9c8d7e6a"}, diskIDs{})
 	if err != nil {
 		t.Fatal(err)
 	}

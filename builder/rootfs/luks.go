@@ -105,16 +105,12 @@ type luksRoot struct {
 func (r *luksRoot) Name() string { return "luks-" + r.UUID }
 
 // newLUKSRoot makes the identifiers of a build's encrypted root.
-func newLUKSRoot() (*luksRoot, error) {
-	u, err := randomUUID()
-	if err != nil {
+func newLUKSRoot(d diskIDs) (*luksRoot, error) {
+	r := &luksRoot{}
+	if err := d.uuids(map[string]*string{"LUKS2 header": &r.UUID, "boot file system": &r.BootFSUUID}); err != nil {
 		return nil, err
 	}
-	boot, err := randomUUID()
-	if err != nil {
-		return nil, err
-	}
-	return &luksRoot{UUID: u, BootFSUUID: boot}, nil
+	return r, nil
 }
 
 // crypttab is /etc/crypttab, for the initramfs (dracut copies it in) and
@@ -299,7 +295,7 @@ func (s *stepLUKSCrypttab) Run(ctx context.Context, state multistep.StateBag) mu
 	if err := checkNoCrypttab(root); err != nil {
 		return halt(state, err)
 	}
-	r, err := newLUKSRoot()
+	r, err := newLUKSRoot(state.Get(stateConfig).(*Config).diskIDs())
 	if err != nil {
 		return halt(state, err)
 	}

@@ -68,12 +68,12 @@ func checkLUKSRoot(t *testing.T, partBytes int64, sector int) {
 	body := strings.Repeat("gpuhost encrypted root\n", 20000)
 	must(t, os.WriteFile(filepath.Join(tree, "etc/hello"), []byte(body), 0o644))
 
-	r, err := newLUKSRoot()
+	r, err := newLUKSRoot(diskIDs{})
 	must(t, err)
 	const partStart = 1 << 20
 	raw := filepath.Join(dir, "disk.raw")
 	must(t, createSparse(raw, partStart+partBytes+1<<20))
-	fsUUID, _ := randomUUID()
+	fsUUID, _ := diskIDs{}.uuid("root file system")
 	must(t, writeLUKSRoot(context.Background(), r, dir, raw, tree, fsUUID, partStart, partBytes, packerUI()))
 	for _, tmp := range []string{"luks-header.tmp", "root.ext4.tmp", "luks-volume.key.tmp", "luks-provision.key.tmp"} {
 		if _, err := os.Stat(filepath.Join(dir, tmp)); err == nil {
