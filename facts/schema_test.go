@@ -81,7 +81,7 @@ func fullFacts() *Facts {
 		HostKeyAlgorithms: []string{"ssh-ed25519"},
 		UsePAM:            "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
 		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
-		Explicit: []string{"permitrootlogin"},
+		Explicit: []string{"permitrootlogin"}, Locations: map[string]FileLine{"permitrootlogin": {File: "/etc/ssh/sshd_config", Line: 32}},
 		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},
 		}}},

@@ -45,6 +45,11 @@ type SSHSettings struct {
 	// Explicit lists the keywords the files set, lower-cased, so policies can
 	// tell a configured value from a default.
 	Explicit []string `json:"explicit"`
+	// Locations maps each keyword of Explicit to the line sshd took its
+	// value from (the first that sets it; for the keywords that
+	// accumulate, the first of their lines), so that a finding points at
+	// the line to change.
+	Locations map[string]FileLine `json:"locations,omitempty"`
 	// Match lists the Match blocks in file order, each with what it sets.
 	Match []SSHMatch `json:"match,omitempty"`
 	// HostKeys are the host keys the configuration names, read from their

@@ -122,7 +122,8 @@ func ubuntuKernel(t *testing.T, tree string, archive *ubunturepo.Archive) string
 
 // sameTree holds two disk bakes of one lock and one disk_id_seed to the
 // same tree digest, the build's own excludes aside, and to the same
-// manifest.
+// manifest: fstab, crypttab, GRUB's configuration and dracut's initramfs
+// (made reproducible) included.
 func sameTree(t *testing.T, a, b string) {
 	t.Helper()
 	opts := treedigest.Options{Exclude: treedigest.BuildExcludes}

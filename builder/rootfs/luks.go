@@ -130,10 +130,13 @@ func (r *luksRoot) crypttab() string {
 // and tpm2-tss modules (tpm2-tss brings the TPM drivers and the TSS
 // libraries systemd-cryptsetup loads), crypttab (dracut copies it only when
 // host-only), in an initramfs that boots any machine, since the image is
-// made on one machine and booted on others. The initramfs holds no key.
+// made on one machine and booted on others, and reproducible (dracut's
+// file times and cpio order fixed), so that two bakes of one lock differ
+// in it as little as dracut allows. The initramfs holds no key.
 const dracutConfFile = `# Written by the gpuhost-rootfs builder: the root is LUKS2 and unlocked in
 # the initramfs by systemd-cryptsetup, from the TPM2.
 hostonly="no"
+reproducible="yes"
 add_dracutmodules+=" systemd crypt tpm2-tss "
 install_items+=" /etc/crypttab "
 `

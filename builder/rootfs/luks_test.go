@@ -382,6 +382,7 @@ func TestCrypttabChangedByAProvisionerIsRefused(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, tool), nil, 0o755))
 	}
 	state := testState(dir)
+	state.Put(stateConfig, &Config{})
 	if (&stepLUKSCrypttab{}).Run(context.Background(), state) != multistep.ActionContinue {
 		t.Fatal(state.Get("error"))
 	}

@@ -3,6 +3,7 @@ package ssh
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ type SSHDConfig struct {
 	// Explicit lists the lower-case keywords set outside Match, as written
 	// and as their canonical name, sorted.
 	Explicit []string
+	// Locations maps each canonical keyword of Explicit to the file and
+	// line its value came from.
+	Locations map[string]facts.FileLine
 	// Files lists the files read, the main one first, with display paths.
 	Files []string
 	// Match lists the Match blocks in the order sshd reads them.
@@ -135,7 +139,7 @@ type sshdParser struct {
 }
 
 func newSSHDParser(src textfile.Source) *sshdParser {
-	return &sshdParser{src: src, cfg: &SSHDConfig{Values: map[string][]string{}}, explicit: map[string]bool{}}
+	return &sshdParser{src: src, cfg: &SSHDConfig{Values: map[string][]string{}, Locations: map[string]facts.FileLine{}}, explicit: map[string]bool{}}
 }
 
 func (p *sshdParser) finish() *SSHDConfig {
@@ -203,6 +207,9 @@ func (p *sshdParser) line(file string, lineNo int, line string, depth int) error
 		return p.matchSetting(file, lineNo, keyword, args)
 	}
 	p.explicit[keyword] = true
+	if _, seen := p.cfg.Locations[keyword]; !seen {
+		p.cfg.Locations[keyword] = facts.FileLine{File: file, Line: lineNo}
+	}
 	if keyword == "hostkey" {
 		p.cfg.HostKeys = append(p.cfg.HostKeys, args[0])
 		return nil
@@ -346,6 +353,7 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		AllowUsers:                   c.list("allowusers", []string{}),
 		DenyUsers:                    c.list("denyusers", []string{}),
 		Explicit:                     append([]string{}, c.Explicit...),
+		Locations:                    maps.Clone(c.Locations),
 		Match:                        slices.Clone(c.Match),
 	}
 }

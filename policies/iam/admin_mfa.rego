@@ -23,6 +23,7 @@
 package gpuhost.iam.admin_mfa
 
 import data.gpuhost.iam.lib
+import data.gpuhost.ssh.lib as sshlib
 
 admins := lib.role_groups("admin")
 
@@ -64,23 +65,26 @@ pam_ok if {
 	not r.control in {"optional", "sufficient"}
 }
 
-deny contains sprintf("%s does not require publickey,keyboard-interactive for the admin groups (%s)", [ssh.config_path, concat(", ", sort(admins))]) if {
+deny contains f if {
 	count(admins) > 0
 	not admin_methods_ok
+	msg := sprintf("%s does not require publickey,keyboard-interactive for the admin groups (%s)", [ssh.config_path, concat(", ", sort(admins))])
+	f := sshlib.finding(msg, ssh, "authenticationmethods")
 }
 
-deny contains sprintf("%s: UsePAM is %s, so no PAM module can ask a second factor", [ssh.config_path, ssh.use_pam]) if {
+deny contains f if {
 	count(admins) > 0
 	ssh.use_pam != "yes"
+	msg := sprintf("%s: UsePAM is %s, so no PAM module can ask a second factor", [ssh.config_path, ssh.use_pam])
+	f := sshlib.finding(msg, ssh, "usepam")
 }
 
-deny contains sprintf(
-	"%s: KbdInteractiveAuthentication is %s, so the one-time code cannot be asked",
-	[ssh.config_path, ssh.kbd_interactive_authentication],
-) if {
+deny contains f if {
 	count(admins) > 0
 	ssh.kbd_interactive_authentication != "yes"
 	not kbd_in_admin_match
+	msg := sprintf("%s: KbdInteractiveAuthentication is %s, so the one-time code cannot be asked", [ssh.config_path, ssh.kbd_interactive_authentication])
+	f := sshlib.finding(msg, ssh, "kbdinteractiveauthentication")
 }
 
 deny contains "/etc/pam.d/sshd asks no second factor in its auth phase (pam_google_authenticator, pam_u2f or pam_oath, required)" if {

@@ -19,7 +19,7 @@ package gpuhost.iam.auditors
 
 import data.gpuhost.iam.lib
 
-deny contains {"msg": msg, "subject": p} if {
+deny contains {"msg": msg, "subject": p, "file": r.file, "line": r.line} if {
 	some r in input.access.sudo.rules
 	some p in r.users
 	lib.in_role(p, "auditor")

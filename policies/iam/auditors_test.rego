@@ -15,7 +15,7 @@ test_auditor_sudo_and_writes_fail if {
 		{"path": "/etc/train", "mode": "drwxrwxr-x", "gid": 1101, "group": "gpuhost-dev", "group_writable": true, "world_writable": false},
 	]
 	auditors.deny == {
-		{"msg": "/etc/sudoers:10 gives eve, an auditor, sudo (/usr/bin/journalctl)", "subject": "eve"},
+		{"msg": "/etc/sudoers:10 gives eve, an auditor, sudo (/usr/bin/journalctl)", "subject": "eve", "file": "/etc/sudoers", "line": 10},
 		{"msg": "/etc/gpuhost (drwxrwxr-x) is writable by gpuhost-audit, an auditor group", "subject": "/etc/gpuhost"},
 		{"msg": "/etc/motd (-rw-rw-rw-) is writable by everyone", "subject": "/etc/motd"},
 	} with input as {"access": object.union(fx.good, {"sudo": s, "etc_writable": w})} with data.gpuhost.params as fx.params

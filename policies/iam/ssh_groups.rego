@@ -20,6 +20,7 @@
 package gpuhost.iam.ssh_groups
 
 import data.gpuhost.iam.lib
+import data.gpuhost.ssh.lib as sshlib
 
 skip contains "params.roles define no group" if count(lib.all_role_groups) == 0
 
@@ -36,8 +37,9 @@ deny contains sprintf("%s sets no AllowGroups: any account may log in over ssh (
 	count(object.get(c, "allow_groups", [])) == 0
 }
 
-deny contains sprintf("%s: AllowGroups admits %s, which is not a role group", [c.config_path, g]) if {
+deny contains f if {
 	some c in configs
 	some g in object.get(c, "allow_groups", [])
 	not g in lib.all_role_groups
+	f := sshlib.finding(sprintf("%s: AllowGroups admits %s, which is not a role group", [c.config_path, g]), c, "allowgroups")
 }

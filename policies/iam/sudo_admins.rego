@@ -28,7 +28,7 @@ outside_admin(p) if {
 	not lib.in_role(p, "admin")
 }
 
-deny contains {"msg": msg, "subject": p} if {
+deny contains {"msg": msg, "subject": p, "file": r.file, "line": r.line} if {
 	some r in input.access.sudo.rules
 	r.all_commands
 	some p in r.users
@@ -39,7 +39,7 @@ deny contains {"msg": msg, "subject": p} if {
 	)
 }
 
-deny contains {"msg": msg, "subject": p} if {
+deny contains {"msg": msg, "subject": p, "file": r.file, "line": r.line} if {
 	some r in input.access.sudo.rules
 	r.no_passwd
 	not r.all_commands

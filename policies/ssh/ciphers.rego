@@ -26,9 +26,10 @@ deny contains "parameter ssh_weak_ciphers is not set" if {
 	not data.gpuhost.params.ssh_weak_ciphers
 }
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	some o in lib.offered(d, "ciphers")
 	lib.matches(o.name, data.gpuhost.params.ssh_weak_ciphers)
 	msg := sprintf("%s offers weak cipher %s %s", [lib.name(d), o.name, o.where])
+	f := lib.finding(msg, d, "ciphers")
 }

@@ -21,6 +21,14 @@ test_fail_weak if {
 	} with input as f with data.gpuhost.params as params
 }
 
+test_fail_weak_at_the_ciphers_line if {
+	f := object.union(facts(["aes128-cbc"]), {"ssh": {"locations": {"ciphers": {"file": "/etc/ssh/sshd_config", "line": 12}}}})
+	check.deny == {{
+		"msg": "sshd (/etc/ssh/sshd_config) offers weak cipher aes128-cbc in its configuration",
+		"file": "/etc/ssh/sshd_config", "line": 12,
+	}} with input as f with data.gpuhost.params as params
+}
+
 test_fail_closed_without_params if {
 	check.deny == {"parameter ssh_weak_ciphers is not set"} with input as facts(["aes128-cbc"]) with data.gpuhost.params as {}
 }

@@ -38,12 +38,13 @@ deny contains "parameter ssh_discouraged_host_key_algorithms is not set" if {
 	not data.gpuhost.params.ssh_discouraged_host_key_algorithms
 }
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	some field, p in params
 	some o in lib.offered(d, field)
 	lib.matches(o.name, p[0])
 	msg := sprintf("%s offers discouraged %s %s %s", [lib.name(d), p[1], o.name, o.where])
+	f := lib.finding(msg, d, replace(field, "_", ""))
 }
 
 deny contains msg if {

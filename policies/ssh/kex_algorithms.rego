@@ -26,9 +26,10 @@ deny contains "parameter ssh_weak_kex is not set" if {
 	not data.gpuhost.params.ssh_weak_kex
 }
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	some o in lib.offered(d, "kex_algorithms")
 	lib.matches(o.name, data.gpuhost.params.ssh_weak_kex)
 	msg := sprintf("%s offers weak key exchange algorithm %s %s", [lib.name(d), o.name, o.where])
+	f := lib.finding(msg, d, "kexalgorithms")
 }

@@ -9,6 +9,13 @@ daemons := d if {
 	count(d) > 0
 } else := [input.ssh]
 
+# finding(msg, d, keyword) places msg on the line of d's files that set
+# keyword, so that a report points at the line to change; a keyword left at
+# OpenSSH's default has no such line, and the message stands alone.
+finding(msg, d, keyword) := {"msg": msg, "file": loc.file, "line": loc.line} if {
+	loc := d.locations[keyword]
+} else := msg
+
 # The daemon as messages name it: pid, listeners and configuration file.
 name(d) := sprintf("sshd pid %d (%s; %s)", [d.pid, concat(", ", d.listen), d.config_path]) if {
 	d.pid

@@ -26,9 +26,10 @@ deny contains "parameter ssh_weak_macs is not set" if {
 	not data.gpuhost.params.ssh_weak_macs
 }
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	some o in lib.offered(d, "macs")
 	lib.matches(o.name, data.gpuhost.params.ssh_weak_macs)
 	msg := sprintf("%s offers weak MAC %s %s", [lib.name(d), o.name, o.where])
+	f := lib.finding(msg, d, "macs")
 }

@@ -29,13 +29,14 @@ settings := {
 	"KbdInteractiveAuthentication": "kbd_interactive_authentication",
 }
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	some keyword, field in settings
 	v := object.get(d, field, "")
 	lower(v) != "no"
 	not second_factor(keyword, object.get(d, "authentication_methods", []))
 	msg := sprintf("%s: %s is %q; want no", [lib.name(d), keyword, v])
+	f := lib.finding(msg, d, lower(keyword))
 }
 
 deny contains {"msg": msg, "file": s.file, "line": s.line} if {

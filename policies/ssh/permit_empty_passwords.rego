@@ -18,11 +18,12 @@ package gpuhost.ssh.permit_empty_passwords
 
 import data.gpuhost.ssh.lib
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	v := object.get(d, "permit_empty_passwords", "")
 	lower(v) != "no"
 	msg := sprintf("%s: PermitEmptyPasswords is %q; want no", [lib.name(d), v])
+	f := lib.finding(msg, d, "permitemptypasswords")
 }
 
 deny contains {"msg": msg, "file": s.file, "line": s.line} if {

@@ -35,11 +35,12 @@ why(v) := "root may still log in with a key" if v in {"prohibit-password", "with
 
 why(v) := "an unrecognised value" if not v in known
 
-deny contains msg if {
+deny contains f if {
 	some d in lib.daemons
 	v := lower(d.permit_root_login)
 	v != "no"
 	msg := sprintf("%s: PermitRootLogin is %s (%s): %s; want no", [lib.name(d), d.permit_root_login, origin(d), why(v)])
+	f := lib.finding(msg, d, "permitrootlogin")
 }
 
 deny contains {"msg": msg, "file": s.file, "line": s.line} if {

@@ -13,6 +13,14 @@ test_fail_yes if {
 	check.deny == {"sshd (/etc/ssh/sshd_config): PermitRootLogin is yes (set in /etc/ssh/sshd_config): root may log in with a password; want no"} with input as facts("yes", ["permitrootlogin"])
 }
 
+test_fail_yes_at_its_line if {
+	f := object.union(facts("yes", ["permitrootlogin"]), {"ssh": {"locations": {"permitrootlogin": {"file": "/etc/ssh/sshd_config.d/10-root.conf", "line": 3}}}})
+	check.deny == {{
+		"msg": "sshd (/etc/ssh/sshd_config): PermitRootLogin is yes (set in /etc/ssh/sshd_config): root may log in with a password; want no",
+		"file": "/etc/ssh/sshd_config.d/10-root.conf", "line": 3,
+	}} with input as f
+}
+
 test_fail_prohibit_password_default if {
 	check.deny == {"sshd (/etc/ssh/sshd_config): PermitRootLogin is prohibit-password (OpenSSH default): root may still log in with a key; want no"} with input as facts("prohibit-password", [])
 }
