@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/internal/mounttab"
 	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
@@ -27,8 +28,6 @@ func Collectors() []collector.Collector {
 }
 
 const (
-	// maxTableEntries bounds crypttab, fstab, /proc/swaps and mountinfo.
-	maxTableEntries = 4096
 	// maxChainDepth bounds the walk down device-mapper slaves.
 	maxChainDepth = 16
 	// maxChainNodes bounds the devices visited in one walk (a RAID of many
@@ -82,14 +81,14 @@ func (encryptionCollector) Collect(ctx context.Context, env *collector.Env, f *f
 // parseCrypttab reads crypttab(5): name, device, optional key file and
 // comma-separated options per line.
 func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
-	rows, err := tableRows(data, 2, 4)
+	rows, err := mounttab.Rows(data, 2, 4)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]facts.CrypttabEntry, 0, len(rows))
 	for _, row := range rows {
-		fields := row.fields
-		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.line}
+		fields := row.Fields
+		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.Line}
 		if len(fields) > 2 {
 			ent.KeyFile = fields[2]
 		}
@@ -105,82 +104,6 @@ func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 	return out, nil
 }
 
-// tableRow is one entry of a whitespace table and the line it is on.
-type tableRow struct {
-	line   int
-	fields []string
-}
-
-// tableRows splits a whitespace table (crypttab, fstab) into the fields of
-// each entry, skipping blanks and comments, and refusing binary text, rows
-// of the wrong width and more than maxTableEntries rows.
-func tableRows(data []byte, minFields, maxFields int) ([]tableRow, error) {
-	var rows []tableRow
-	for i, l := range textfile.Lines(data) {
-		if err := textfile.CheckLine([]byte(l)); err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		fields := strings.Fields(l)
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		if len(fields) < minFields || len(fields) > maxFields {
-			return nil, fmt.Errorf("line %d: want %d to %d fields, got %d", i+1, minFields, maxFields, len(fields))
-		}
-		if len(rows) >= maxTableEntries {
-			return nil, fmt.Errorf("line %d: more than %d entries", i+1, maxTableEntries)
-		}
-		rows = append(rows, tableRow{line: i + 1, fields: fields})
-	}
-	return rows, nil
-}
-
-// fstabEntry is one line of fstab(5), Line its line number.
-type fstabEntry struct {
-	Spec, File, Type string
-	Options          []string
-	Line             int
-}
-
-// parseFstab reads fstab(5), decoding the octal escapes (\040) it uses for
-// blanks in names.
-func parseFstab(data []byte) ([]fstabEntry, error) {
-	rows, err := tableRows(data, 3, 6)
-	if err != nil {
-		return nil, err
-	}
-	var out []fstabEntry
-	for _, row := range rows {
-		fields := row.fields
-		ent := fstabEntry{Spec: unescapeOctal(fields[0]), File: unescapeOctal(fields[1]), Type: fields[2], Line: row.line}
-		if len(fields) > 3 {
-			ent.Options = strings.Split(fields[3], ",")
-		}
-		out = append(out, ent)
-	}
-	return out, nil
-}
-
-// unescapeOctal decodes \NNN escapes as fstab, /proc/swaps and mountinfo
-// write them.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // offlineEncryption follows swap and / from fstab through the LVM metadata
 // backups and crypttab, reading the cipher from crypttab options or from a
 // LUKS header the image carries: an image has no active mappings, only what
@@ -193,7 +116,7 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 	if !ok {
 		return nil
 	}
-	entries, err := parseFstab(data)
+	entries, err := mounttab.ParseFstab(data)
 	if err != nil {
 		return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/fstab"), err)
 	}
@@ -202,10 +125,10 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 		return err
 	}
 	r.markAbsent(e.Crypttab)
-	var mounts []mount
+	var mounts []mounttab.Mount
 	for _, ent := range entries {
 		if ent.Type != "swap" {
-			mounts = append(mounts, mount{Point: ent.File, Source: ent.Spec})
+			mounts = append(mounts, mounttab.Mount{Point: ent.File, Source: ent.Spec})
 		}
 	}
 	for _, ent := range entries {
@@ -213,7 +136,7 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 		case ent.Type == "swap":
 			spec := ent.Spec
 			// A swap file lies on whatever device holds its directory.
-			if m, ok := mountFor(mounts, spec); ok && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "/dev/") {
+			if m, ok := mounttab.For(mounts, spec); ok && strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "/dev/") {
 				spec = m.Source
 			}
 			c := &chain{}
@@ -229,67 +152,17 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 	return nil
 }
 
-// mount is one line of /proc/self/mountinfo.
-type mount struct {
-	MajMin, Point, Source string
-}
-
-func parseMountinfo(data []byte) ([]mount, error) {
-	var out []mount
-	for i, l := range textfile.Lines(data) {
-		fields := strings.Fields(l)
-		if len(fields) == 0 {
-			continue
-		}
-		sep := -1
-		for j := 6; j < len(fields); j++ {
-			if fields[j] == "-" {
-				sep = j
-				break
-			}
-		}
-		if len(fields) < 7 || sep < 0 {
-			return nil, fmt.Errorf("line %d: malformed mountinfo line", i+1)
-		}
-		if len(out) >= 4*maxTableEntries {
-			return nil, fmt.Errorf("line %d: more than %d mounts", i+1, 4*maxTableEntries)
-		}
-		m := mount{MajMin: fields[2], Point: unescapeOctal(fields[4])}
-		if sep+2 < len(fields) {
-			m.Source = unescapeOctal(fields[sep+2])
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// mountFor returns the mount holding file: the longest mount point that
-// prefixes it, the last one listed winning (it is on top).
-func mountFor(mounts []mount, file string) (mount, bool) {
-	var best mount
-	found := false
-	for _, m := range mounts {
-		p := m.Point
-		if p == file || p == "/" || strings.HasPrefix(file, strings.TrimSuffix(p, "/")+"/") {
-			if !found || len(p) >= len(best.Point) {
-				best, found = m, true
-			}
-		}
-	}
-	return best, found
-}
-
 func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) error {
 	const mi = "/proc/self/mountinfo"
 	data, err := fsys.ReadFile(mi)
 	if err != nil {
 		return fmt.Errorf("reading mounts: %w", err)
 	}
-	mounts, err := parseMountinfo(data)
+	mounts, err := mounttab.ParseMountinfo(data)
 	if err != nil {
 		return fmt.Errorf("parsing %s: %w", fsys.Display(mi), err)
 	}
-	if m, ok := mountFor(mounts, "/"); ok {
+	if m, ok := mounttab.For(mounts, "/"); ok {
 		c, enc := devChain(fsys, m.MajMin, m.Source, trials)
 		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
 	}
@@ -313,10 +186,10 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) e
 		if len(fields) < 2 {
 			return fmt.Errorf("parsing %s: line %d: malformed", fsys.Display(sw), i+1)
 		}
-		if len(e.Swap) >= maxTableEntries {
-			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, maxTableEntries)
+		if len(e.Swap) >= mounttab.MaxEntries {
+			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, mounttab.MaxEntries)
 		}
-		dev := unescapeOctal(fields[0])
+		dev := mounttab.Unescape(fields[0])
 		s := facts.Swap{Device: dev, Kind: fields[1]}
 		switch {
 		case strings.HasPrefix(dev, "/dev/zram"):
@@ -324,7 +197,7 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) e
 			// encryption; policy tells it apart by Kind.
 			s.Kind = "zram"
 		case s.Kind == "file":
-			if m, ok := mountFor(mounts, dev); ok {
+			if m, ok := mounttab.For(mounts, dev); ok {
 				var c *chain
 				c, s.Encrypted = devChain(fsys, m.MajMin, m.Source, trials)
 				s.Hops = c.hops

@@ -22,21 +22,6 @@ func FuzzCrypttab(f *testing.F) {
 	})
 }
 
-func FuzzFstab(f *testing.F) {
-	f.Add([]byte("LABEL=root / ext4 defaults 0 1\n/swap\\040f none swap sw 0 0\n"))
-	f.Add([]byte("/dev/a /\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := parseFstab(data)
-		if err != nil {
-			return
-		}
-		if len(entries) > maxTableEntries {
-			t.Errorf("%d entries", len(entries))
-		}
-		_ = unescapeOctal(string(data))
-	})
-}
-
 func FuzzLUKSHeader(f *testing.F) {
 	v1 := make([]byte, luks1HeaderSize)
 	copy(v1, luksMagic)

@@ -21,18 +21,6 @@ func TestParseCrypttab(t *testing.T) {
 	}
 }
 
-func TestParseFstabAndMountinfoErrors(t *testing.T) {
-	if _, err := parseFstab([]byte("/dev/sda1 /\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("short fstab line: %v", err)
-	}
-	if _, err := parseMountinfo([]byte("1 0 8:1 / /\n")); err == nil {
-		t.Error("short mountinfo line accepted")
-	}
-	if got := unescapeOctal(`a\040b\\c\9`); got != `a b\\c\9` {
-		t.Errorf("unescape %q", got)
-	}
-}
-
 func TestOfflineRootOnCrypttabMapping(t *testing.T) {
 	dir := t.TempDir()
 	checktest.WriteTree(t, dir, map[string]any{

@@ -7,11 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/internal/mounttab"
+	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
 )
@@ -146,7 +150,53 @@ func findESP(env *collector.Env) (tree espTree, where string, err error) {
 	case !info.IsDir():
 		return nil, espMount, fmt.Errorf("%s is not a directory", env.FS.Display(espMount))
 	}
+	if env.Live {
+		if err := espMounted(env.FS, info); err != nil {
+			return nil, espMount, err
+		}
+	}
 	return mountedESP{env.FS}, espMount, nil
+}
+
+// espMounted refuses a host whose fstab mounts the ESP at /boot/efi when
+// nothing is mounted there: the directory then holds what lies under the
+// mount point, not what the firmware loads. fstab's nofail mounts (the
+// ESP's, as the rootfs builder writes it) come up after local-fs.target,
+// so a scan early in boot can meet the directory empty. A mount point is
+// told by its device, which differs from its parent's, as mountpoint(1)
+// does: unlike a mount table's paths, that holds through a host root
+// mounted elsewhere (a DaemonSet's /host).
+func espMounted(fsys sysroot.FS, info fs.FileInfo) error {
+	data, ok, err := textfile.ReadOptional(fsys, "/etc/fstab")
+	if err != nil || !ok {
+		// The encryption collector reports an fstab it cannot read.
+		return nil
+	}
+	entries, err := mounttab.ParseFstab(data)
+	if err != nil {
+		return nil
+	}
+	i := slices.IndexFunc(entries, func(e mounttab.FstabEntry) bool { return path.Clean(e.File) == espMount })
+	if i < 0 {
+		return nil
+	}
+	parent, err := fsys.Stat(path.Dir(espMount))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", fsys.Display(path.Dir(espMount)), err)
+	}
+	here, up := deviceOf(info), deviceOf(parent)
+	if here == 0 || here != up {
+		return nil
+	}
+	return fmt.Errorf("%s mounts %s at %s (line %d), and nothing is mounted there: the directory is not the partition the firmware loads", fsys.Display("/etc/fstab"), entries[i].Spec, espMount, entries[i].Line)
+}
+
+// deviceOf is the device a file lies on, 0 when its FileInfo has none.
+func deviceOf(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev)
+	}
+	return 0
 }
 
 // espBinaries reads every EFI binary in the partition's /EFI/<vendor>

@@ -179,3 +179,50 @@ func TestParseSignatureLists(t *testing.T) {
 		}
 	}
 }
+
+// A host whose fstab mounts the ESP at /boot/efi, with nothing mounted
+// there, is not judged on the empty directory: the ESP is an error that
+// says why, so GH-SB-001 reports that it could not run. The same tree
+// offline, or a host whose fstab names no ESP, reads the directory.
+func TestLiveESPNotMounted(t *testing.T) {
+	root := liveHost(t)
+	checktest.WriteTree(t, root, map[string]any{
+		"etc/fstab":  "/dev/mapper/root / ext4 defaults 0 1\nUUID=0D1C-5B7E /boot/efi vfat umask=0077,nofail 0 2\n",
+		"boot/efi/":  nil,
+		"boot/grub/": nil,
+	})
+	f := checktest.NewFacts(facts.KindHost)
+	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
+	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || !strings.Contains(sb.ESPError, "mounts UUID=0D1C-5B7E at /boot/efi (line 2), and nothing is mounted there") {
+		t.Errorf("an unmounted ESP: %q %q", sb.ESP, sb.ESPError)
+	}
+	f = checktest.NewFacts(facts.KindRootfs)
+	checktest.Run(t, checktest.NewEnv(t, root, false), f, Collectors())
+	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || sb.ESPError != "" {
+		t.Errorf("the tree offline: %q %q", sb.ESP, sb.ESPError)
+	}
+	checktest.WriteTree(t, root, map[string]any{"etc/fstab": "/dev/mapper/root / ext4 defaults 0 1\n"})
+	f = checktest.NewFacts(facts.KindHost)
+	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
+	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || sb.ESPError != "" {
+		t.Errorf("no ESP in fstab: %q %q", sb.ESP, sb.ESPError)
+	}
+}
+
+// A mount point is told by its device: this machine's /proc is one, its
+// /etc is not.
+func TestMountPointByDevice(t *testing.T) {
+	st := func(name string) os.FileInfo {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	if deviceOf(st("/proc")) == deviceOf(st("/")) {
+		t.Error("/proc has the device of /")
+	}
+	if deviceOf(st("/etc")) != deviceOf(st("/")) {
+		t.Skip("this machine mounts /etc apart from /")
+	}
+}
