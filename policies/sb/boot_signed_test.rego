@@ -58,6 +58,11 @@ test_error_unreadable if {
 	g := fx.facts("rootfs", {"boot_files": [fx.shim, {"path": "/boot/vmlinuz-x", "role": "kernel", "size": 0, "signatures": [], "error": "not a PE image: no MZ header"}]})
 	check.error == {{"msg": "/boot/vmlinuz-x could not be read as a PE image: not a PE image: no MZ header", "file": "/boot/vmlinuz-x"}} with input as g
 	check.deny == set() with input as g
+
+	# Without params.secure_boot_required the unread ESP is still an
+	# error, not the skip of a target without shim.
+	check.error == {"the EFI system partition (partition 2) could not be read: reading the EFI system partition, partition 2: the FAT's cluster chain through cluster 40 loops"} with input as f
+	check.skip == set() with input as f
 }
 
 # A running host is judged on its mounted ESP and /boot, as an image is.

@@ -22,6 +22,10 @@ default required := false
 
 required if data.gpuhost.params.secure_boot_required == true
 
+# An ESP that could not be read holds no boot files: that says nothing of
+# whether the target boots through shim.
+esp_unread if object.get(sb, "esp_error", "") != ""
+
 # A target that does not boot through shim is not meant for Secure Boot;
 # unless params.secure_boot_required says it must be, the Secure Boot checks
 # do not apply to it.
@@ -31,6 +35,18 @@ advisory := sprintf(
 ) if {
 	not required
 	not shim
+	not esp_unread
+}
+
+# Where the ESP could not be read and nothing requires Secure Boot, the
+# checks cannot tell whether they apply: an error, never a skip that
+# reads as a target not meant for Secure Boot.
+unknown := sprintf(
+	"whether the %s boots with Secure Boot is unknown: its EFI system partition (%s) could not be read: %s",
+	[target_word, sb.esp, sb.esp_error],
+) if {
+	not required
+	esp_unread
 }
 
 # A signature Secure Boot would accept the file with: over the file as it

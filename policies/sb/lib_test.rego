@@ -21,3 +21,13 @@ test_at_names_tree_files_and_partition_files if {
 	lib.at("/boot/vmlinuz", "m") == {"msg": "m", "file": "/boot/vmlinuz"}
 	lib.at("partition 2:/EFI/BOOT/BOOTX64.EFI", "m") == {"msg": "m", "subject": "partition 2:/EFI/BOOT/BOOTX64.EFI"}
 }
+
+# An ESP the scan could not read says nothing of shim: no check skips as
+# if the target were not meant for Secure Boot; each says it cannot tell.
+test_unread_esp_is_unknown_not_advisory if {
+	f := fx.facts("host", {"esp": "/boot/efi", "esp_error": "/etc/fstab mounts UUID=A at /boot/efi (line 2), and nothing is mounted there"})
+	not lib.advisory with input as f
+	lib.unknown == "whether the host boots with Secure Boot is unknown: its EFI system partition (/boot/efi) could not be read: /etc/fstab mounts UUID=A at /boot/efi (line 2), and nothing is mounted there" with input as f
+	not lib.unknown with input as f with data.gpuhost.params as fx.required
+	not lib.unknown with input as fx.facts("host", {})
+}

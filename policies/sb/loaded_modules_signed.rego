@@ -36,6 +36,8 @@ skip contains "the facts hold no loaded modules' state: it is read only on a run
 	count(loaded) == 0
 }
 
+error contains lib.unknown
+
 error contains msg if {
 	object.get(lib.sb, "modules_error", "") != ""
 	msg := sprintf("the loaded out-of-tree modules could not all be read: %s", [lib.sb.modules_error])

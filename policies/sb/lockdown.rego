@@ -31,6 +31,8 @@ skip contains lib.advisory
 
 skip contains "the facts hold no lockdown mode: it is read only on a running host" if ld == null
 
+error contains lib.unknown
+
 error contains msg if {
 	ld != null
 	object.get(ld, "error", "") != ""

@@ -33,6 +33,8 @@ modules := object.get(lib.sb, "modules", [])
 
 keys := object.get(lib.sb, "trusted_keys", [])
 
+error contains lib.unknown
+
 error contains msg if {
 	object.get(lib.sb, "modules_error", "") != ""
 	msg := sprintf("the out-of-tree modules could not all be read: %s", [lib.sb.modules_error])

@@ -31,6 +31,8 @@ skip contains lib.advisory
 
 skip contains "the facts hold no firmware state: it is read only on a running host" if fw == null
 
+error contains lib.unknown
+
 error contains msg if {
 	fw.efi
 	object.get(fw, "error", "") != ""
