@@ -6,6 +6,10 @@ type Package struct {
 	Version string `json:"version"`
 	Arch    string `json:"arch"`
 	Held    bool   `json:"held"`
+	// Line is where the package's paragraph starts in
+	// /var/lib/dpkg/status, so that a finding about it points there; 0
+	// when the package list came from elsewhere.
+	Line int `json:"line,omitempty"`
 }
 
 // ConfigFile is the sha256 of one configuration file the baked manifest

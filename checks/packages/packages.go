@@ -117,8 +117,6 @@ type DpkgPackage struct {
 	Source string
 	// Maintainer is the Maintainer field.
 	Maintainer string
-	// Line is where the package's paragraph starts.
-	Line int
 }
 
 // ParseDpkgStatus parses the text of /var/lib/dpkg/status into the
@@ -187,8 +185,8 @@ func ParseDpkgInstalled(data []byte) ([]DpkgPackage, error) {
 			return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
 		}
 		seen[key] = s.line
-		pkgs = append(pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold"},
-			Source: s.src, Maintainer: s.maint, Line: s.line})
+		pkgs = append(pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
+			Source: s.src, Maintainer: s.maint})
 		return nil
 	}
 

@@ -19,6 +19,8 @@
 #   requires: [packages]
 package gpuhost.pin.container_toolkit_held
 
+import data.gpuhost.pin.lib
+
 # The toolkit's own packaging splits it into these four; this is not a site choice.
 toolkit := {
 	"nvidia-container-toolkit",
@@ -42,5 +44,5 @@ deny contains msg if {
 deny contains msg if {
 	some p in present
 	not p.held
-	msg := sprintf("%s:%s %s is installed but not held", [p.name, p.arch, p.version])
+	msg := lib.at(p, sprintf("%s:%s %s is installed but not held", [p.name, p.arch, p.version]))
 }

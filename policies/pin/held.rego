@@ -17,6 +17,8 @@
 #   requires: [packages]
 package gpuhost.pin.held
 
+import data.gpuhost.pin.lib
+
 pins := object.get(data.gpuhost.params, "pins", {})
 
 # Holds are required unless the params say otherwise.
@@ -31,5 +33,5 @@ deny contains msg if {
 	some p in object.get(input, "packages", [])
 	pins[p.name]
 	not p.held
-	msg := sprintf("%s:%s %s is pinned but not held", [p.name, p.arch, p.version])
+	msg := lib.at(p, sprintf("%s:%s %s is pinned but not held", [p.name, p.arch, p.version]))
 }

@@ -33,3 +33,14 @@ test_skip_no_pins if {
 	check.skip == {"params.pins is empty: nothing is pinned"} with input as {"target": {"kind": "host"}, "packages": [pkg("nvidia-driver", false)]}
 		with data.gpuhost.params as {"pins": {}, "require_hold": true}
 }
+
+# A package read from dpkg's status file is pointed at by its paragraph's line.
+test_fail_points_at_the_status_line if {
+	f := {"target": {"kind": "image"}, "packages": [object.union(pkg("nvidia-driver", false), {"line": 1207})]}
+	check.deny == {{
+		"msg": "nvidia-driver:amd64 535.261.03-1 is pinned but not held",
+		"file": "/var/lib/dpkg/status",
+		"line": 1207,
+	}} with input as f
+		with data.gpuhost.params as params
+}

@@ -20,6 +20,8 @@
 #   requires: [packages]
 package gpuhost.pin.versions
 
+import data.gpuhost.pin.lib
+
 pins := object.get(data.gpuhost.params, "pins", {})
 
 packages := object.get(input, "packages", [])
@@ -49,5 +51,5 @@ deny contains msg if {
 	some p in packages
 	want := pins[p.name]
 	p.version != want
-	msg := sprintf("%s:%s is installed at %s; pinned to %s", [p.name, p.arch, p.version, want])
+	msg := lib.at(p, sprintf("%s:%s is installed at %s; pinned to %s", [p.name, p.arch, p.version, want]))
 }
