@@ -221,7 +221,7 @@ build {
       "${path.root}/../deploy/scripts/gpuhost-selftest-modules",
       "${path.root}/../deploy/scripts/gpuhost-agent-credentials",
       "${path.root}/../deploy/udev/90-gpuhost-selftest.rules",
-      "${path.root}/files/gpuhost-agentd-debian-12.conf",
+      "${path.root}/files/gpuhost-agentd-image.conf",
       "${path.root}/files/80-gpuhost-dhcp.network",
       "${path.root}/waivers-debian-12.yaml",
     ]
@@ -234,7 +234,8 @@ build {
   }
 
   provisioner "shell" {
-    script = "${path.root}/scripts/host-debian-12.sh"
+    environment_vars = ["GPUHOST_TEMPLATE=debian-12-gpu"]
+    script           = "${path.root}/scripts/host.sh"
   }
 
   provisioner "gpuhost-gpu" {

@@ -8,7 +8,7 @@
 # initramfs made by dracut, and a LUKS2 root unlocked at first boot by a
 # one-time key made for this build and then by the host's TPM2 (see
 # docs/builder-rootfs.mdx). The gpuhost agent and its units are installed
-# (scripts/host-ubuntu.sh), so that containerd, sshd, nftables and the
+# (scripts/host.sh), so that containerd, sshd, nftables and the
 # agent run once it boots; `gpuhost boot --tpm-state DIR` starts it in
 # QEMU. The gate reads the encrypted root's files from the rootfs tree kept
 # beside the disk:
@@ -270,7 +270,7 @@ build {
       "${path.root}/../deploy/scripts/gpuhost-selftest-modules",
       "${path.root}/../deploy/scripts/gpuhost-agent-credentials",
       "${path.root}/../deploy/udev/90-gpuhost-selftest.rules",
-      "${path.root}/files/gpuhost-agentd-ubuntu.conf",
+      "${path.root}/files/gpuhost-agentd-image.conf",
       "${path.root}/files/80-gpuhost-dhcp.network",
       "${path.root}/waivers-ubuntu-24.04.yaml",
     ]
@@ -284,7 +284,7 @@ build {
 
   provisioner "shell" {
     environment_vars = ["GPUHOST_TEMPLATE=ubuntu-24.04-gpu"]
-    script           = "${path.root}/scripts/host-ubuntu.sh"
+    script           = "${path.root}/scripts/host.sh"
   }
 
   provisioner "gpuhost-gpu" {
