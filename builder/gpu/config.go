@@ -42,7 +42,9 @@ type Driver struct {
 	Flavor string `mapstructure:"flavor"`
 	// Where the driver comes from: `cuda-repo` (NVIDIA's CUDA repository,
 	// modules built by DKMS for target_kernel), `ubuntu-archive`
-	// (Canonical-signed precompiled modules, no DKMS) or `debian` (Debian
+	// (Canonical-signed precompiled modules, no DKMS; a cuda.version still
+	// comes from NVIDIA's CUDA repository, which the archive does not
+	// mirror) or `debian` (Debian
 	// non-free userspace: libnvidia-ml1 and nvidia-smi; the runnable
 	// stand-in). Defaults to `cuda-repo`.
 	Source string `mapstructure:"source"`

@@ -256,3 +256,18 @@ func TestDKMSSigningKeyNeedsBothFilesAndDKMS(t *testing.T) {
 		}
 	}
 }
+
+// An ubuntu-archive driver needs no CUDA keyring; with CUDA it does, for
+// the toolkit comes from NVIDIA's repository.
+func TestArchiveDriverWithCUDANeedsTheCUDAKeyring(t *testing.T) {
+	base := `"driver": {"version": "580.95.05-0ubuntu0.24.04.2", "source": "ubuntu-archive"}, "container_toolkit": {"version": "1.17.8-1"},` +
+		` "distro": {"id": "ubuntu", "version_id": "24.04", "codename": "noble"}, "target_kernel": "6.8.0-87-generic",` +
+		` "keyring_sha256": {"container_toolkit_key": "` + strings.Repeat("1", 64) + `"}`
+	if _, err := DecodeJSON([]byte("{" + base + "}")); err != nil {
+		t.Errorf("without CUDA: %v", err)
+	}
+	_, err := DecodeJSON([]byte("{" + base + `, "cuda": {"version": "13.0.1-1"}}`))
+	if err == nil || !strings.Contains(err.Error(), "keyring_sha256.cuda_keyring: required with cuda.version") {
+		t.Errorf("with CUDA: %v", err)
+	}
+}

@@ -253,9 +253,12 @@ func (c *Config) validateStack() []string {
 	if tk == "" && d.Source != SourceDebian {
 		add("container_toolkit.version: required (only the debian source may go without the toolkit)")
 	}
-	if d.Source == SourceCUDARepo {
-		if c.KeyringSHA256.CUDAKeyring == "" {
+	if c.KeyringSHA256.CUDAKeyring == "" {
+		switch {
+		case d.Source == SourceCUDARepo:
 			add("keyring_sha256.cuda_keyring: required for the cuda-repo source: the sha256 of cuda-keyring_1.1-1_all.deb")
+		case c.usesCUDARepo():
+			add("keyring_sha256.cuda_keyring: required with cuda.version: the toolkit comes from NVIDIA's CUDA repository, which cuda-keyring_1.1-1_all.deb vouches for")
 		}
 	}
 	if h := c.KeyringSHA256.CUDAKeyring; h != "" && !sha256Re.MatchString(h) {
@@ -423,7 +426,7 @@ func (c *Config) validateDistro() []string {
 		if src == SourceDebian {
 			add("driver.source: debian needs distro.id debian, not ubuntu")
 		}
-		if src == SourceCUDARepo {
+		if c.usesCUDARepo() {
 			if _, ok := cudaRepoDistro["ubuntu "+c.Distro.VersionID]; !ok {
 				add("distro.version_id: %q has no CUDA repository here; want one of 22.04, 24.04", c.Distro.VersionID)
 			}

@@ -180,7 +180,7 @@ func RenderPlan(cfg Config) (string, error) {
 	if !c.Manifest.Skip {
 		d.Digests = path.Join(c.RemoteFolder, digestsStageName)
 	}
-	if c.Driver.Source == SourceCUDARepo {
+	if c.usesCUDARepo() {
 		d.CUDARepoName = cudaRepoDistro[c.Distro.ID+" "+c.Distro.VersionID]
 		d.CUDARepoURL = c.Repositories.CUDA + "/" + d.CUDARepoName
 	}
@@ -212,6 +212,15 @@ func RenderPlan(cfg Config) (string, error) {
 		return "", fmt.Errorf("rendering the plan: %w", err)
 	}
 	return b.String(), nil
+}
+
+// usesCUDARepo says whether the plan installs from NVIDIA's CUDA
+// repository: the driver of the cuda-repo source, and the CUDA toolkit of
+// any source but debian. Canonical's archive carries the driver and its
+// precompiled modules, not cuda-toolkit-X-Y, so an ubuntu-archive driver
+// with CUDA takes the toolkit from NVIDIA's repository, as Ubuntu hosts do.
+func (c *Config) usesCUDARepo() bool {
+	return c.Driver.Source == SourceCUDARepo || (c.Driver.Source == SourceUbuntuArchive && c.CUDA.Version != "")
 }
 
 // needsKernel says whether the plan names the target kernel: DKMS builds

@@ -25,6 +25,9 @@ var planCases = []string{
 	"ubuntu-22.04-cuda-repo-open-580-live",
 	"ubuntu-24.04-cuda-repo-proprietary-550",
 	"ubuntu-22.04-ubuntu-archive-535",
+	// Canonical's driver and precompiled modules, CUDA from NVIDIA's
+	// repository.
+	"ubuntu-24.04-ubuntu-archive-open-580-cuda",
 	"debian-12-debian-535",
 	"debian-12-cuda-repo-open-535",
 	"debian-12-cuda-repo-open-535-locked",
@@ -190,6 +193,27 @@ func TestPlanOrderAndSafety(t *testing.T) {
 	}
 	if strings.Contains(arch, "dkms autoinstall") || strings.Contains(arch, "cuda-keyring") {
 		t.Error("ubuntu-archive plan must not use DKMS or the CUDA repository")
+	}
+
+	// With CUDA, the toolkit comes from NVIDIA's repository, the driver
+	// still from the archive: no DKMS, no kernel headers, no NVIDIA driver
+	// package.
+	archCUDA := renderCase(t, "ubuntu-24.04-ubuntu-archive-open-580-cuda")
+	for _, want := range []string{
+		"'nvidia-headless-no-dkms-580-server-open=580.95.05-0ubuntu0.24.04.2'",
+		"'linux-modules-nvidia-580-server-open-6.8.0-87-generic'",
+		"cuda-keyring_1.1-1_all.deb",
+		"/ubuntu2404/",
+		"cuda_set 'cuda-toolkit-13-0' '13.0.1-1'",
+	} {
+		if !strings.Contains(archCUDA, want) {
+			t.Errorf("ubuntu-archive plan with CUDA lacks %s", want)
+		}
+	}
+	for _, unwanted := range []string{"dkms autoinstall", "step \"install kernel headers\"", "cuda-drivers", "nvidia-driver-pinning"} {
+		if strings.Contains(archCUDA, unwanted) {
+			t.Errorf("ubuntu-archive plan with CUDA has %s", unwanted)
+		}
 	}
 
 	deb := renderCase(t, "debian-12-debian-535")
