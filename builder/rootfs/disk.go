@@ -268,7 +268,11 @@ func writeFstab(root *os.Root, l *diskLayout) error {
 		// end in emergency mode for it, nor the ESP below it.
 		body += fmt.Sprintf("UUID=%s /boot ext4 defaults,nofail,x-systemd.device-timeout=10min 0 2\n", l.BootFSUUID)
 	}
-	body += fmt.Sprintf("UUID=%s /boot/efi vfat umask=0077,nofail 0 2\n", l.espFstabID())
+	// The ESP waits as long for its device: it is nofail, so the boot does
+	// not wait for it, but what reads it does (the selftest and the agent
+	// order after boot-efi.mount), and after a device timeout it stays
+	// unmounted for the whole boot.
+	body += fmt.Sprintf("UUID=%s /boot/efi vfat umask=0077,nofail,x-systemd.device-timeout=10min 0 2\n", l.espFstabID())
 	return writeRootFile(root, "etc/fstab", body, 0o644)
 }
 
