@@ -15,6 +15,11 @@ type Kernel struct {
 	Cmdline []string `json:"cmdline"`
 	// CmdlineSource names the file the command line came from.
 	CmdlineSource string `json:"cmdline_source,omitempty"`
+	// CmdlineLocations are, in an image whose command line comes from
+	// GRUB's defaults, the file and line that put each parameter there
+	// (by its name, before any "="), so that a finding about it points at
+	// the line to change.
+	CmdlineLocations map[string]FileLine `json:"cmdline_locations,omitempty"`
 	// Installed lists kernel releases found under /lib/modules.
 	Installed []string `json:"installed,omitempty"`
 }

@@ -90,7 +90,7 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 	} else {
 		// The kernel collector failed, perhaps on the module trees; the
 		// command line may still read.
-		c, s, err := configuredCmdline(fsys)
+		c, s, _, err := configuredCmdline(fsys)
 		if err == nil {
 			cmdline, source = c, s
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -19,6 +20,10 @@ import (
 // maxCmdline bounds a command-line file; the kernel itself caps the command
 // line at a few KiB.
 const maxCmdline = 64 << 10
+
+// maxCmdlineParams bounds the parameters placed on their lines: a crafted
+// grub file of many drop-ins cannot grow the map without limit.
+const maxCmdlineParams = 4096
 
 // maxLoaderEntries bounds how many boot loader entries are looked at.
 const maxLoaderEntries = 256
@@ -54,11 +59,11 @@ func (kernelCollector) Collect(_ context.Context, env *collector.Env, f *facts.F
 		if len(installed) > 0 {
 			k.Release = installed[len(installed)-1]
 		}
-		cmdline, source, err := configuredCmdline(env.FS)
+		cmdline, source, at, err := configuredCmdline(env.FS)
 		if err != nil {
 			return err
 		}
-		k.Cmdline, k.CmdlineSource = cmdline, source
+		k.Cmdline, k.CmdlineSource, k.CmdlineLocations = cmdline, source, at
 	}
 	f.Kernel = k
 	return nil
@@ -118,19 +123,19 @@ func compareKernel(a, b string) int {
 // configuredCmdline finds the command line an image will boot with, in the
 // order the boot paths take precedence: kernel-install's /etc/kernel/cmdline,
 // then Boot Loader Specification entries, then GRUB's defaults.
-func configuredCmdline(fsys sysroot.FS) ([]string, string, error) {
+func configuredCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, error) {
 	const kc = "/etc/kernel/cmdline"
 	data, ok, err := textfile.ReadOptionalLimit(fsys, kc, maxCmdline)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading kernel command line: %w", err)
+		return nil, "", nil, fmt.Errorf("reading kernel command line: %w", err)
 	}
 	if ok {
-		return splitCmdline(string(data)), kc, nil
+		return splitCmdline(string(data)), kc, nil, nil
 	}
 
 	entries, err := fsys.Glob("/boot/loader/entries/*.conf")
 	if err != nil {
-		return nil, "", fmt.Errorf("listing boot loader entries: %w", err)
+		return nil, "", nil, fmt.Errorf("listing boot loader entries: %w", err)
 	}
 	if len(entries) > maxLoaderEntries {
 		entries = entries[:maxLoaderEntries]
@@ -139,7 +144,7 @@ func configuredCmdline(fsys sysroot.FS) ([]string, string, error) {
 		name := "/" + strings.TrimPrefix(e, "/")
 		data, err := fsys.ReadFileLimit(name, maxCmdline)
 		if err != nil {
-			return nil, "", fmt.Errorf("reading boot loader entry: %w", err)
+			return nil, "", nil, fmt.Errorf("reading boot loader entry: %w", err)
 		}
 		var opts []string
 		found := false
@@ -154,7 +159,7 @@ func configuredCmdline(fsys sysroot.FS) ([]string, string, error) {
 			if opts == nil {
 				opts = []string{}
 			}
-			return opts, name, nil
+			return opts, name, nil, nil
 		}
 	}
 	return grubCmdline(fsys)
@@ -163,11 +168,11 @@ func configuredCmdline(fsys sysroot.FS) ([]string, string, error) {
 // grubCmdline evaluates GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT the
 // way grub-mkconfig does: /etc/default/grub, then every
 // /etc/default/grub.d/*.cfg in lexical order, later assignments winning.
-func grubCmdline(fsys sysroot.FS) ([]string, string, error) {
+func grubCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, error) {
 	files := []string{"/etc/default/grub"}
 	dropins, err := fsys.Glob("/etc/default/grub.d/*.cfg")
 	if err != nil {
-		return nil, "", fmt.Errorf("listing grub drop-ins: %w", err)
+		return nil, "", nil, fmt.Errorf("listing grub drop-ins: %w", err)
 	}
 	if len(dropins) > maxLoaderEntries {
 		dropins = dropins[:maxLoaderEntries]
@@ -177,27 +182,58 @@ func grubCmdline(fsys sysroot.FS) ([]string, string, error) {
 	}
 	vars := map[string]string{}
 	var used []string
+	g := grubParams{at: map[string]facts.FileLine{}}
 	for _, name := range files {
 		data, ok, err := textfile.ReadOptional(fsys, name)
 		if err != nil {
-			return nil, "", fmt.Errorf("reading grub defaults: %w", err)
+			return nil, "", nil, fmt.Errorf("reading grub defaults: %w", err)
 		}
 		if !ok {
 			continue
 		}
+		before := maps.Clone(vars)
 		assigned, err := textfile.ParseShell(data, vars, true)
 		if err != nil {
-			return nil, "", fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
+			return nil, "", nil, fmt.Errorf("parsing %s: %w", fsys.Display(name), err)
 		}
-		if slices.Contains(assigned, "GRUB_CMDLINE_LINUX") || slices.Contains(assigned, "GRUB_CMDLINE_LINUX_DEFAULT") {
+		cmdline := false
+		for _, a := range assigned {
+			if a.Name == "GRUB_CMDLINE_LINUX" || a.Name == "GRUB_CMDLINE_LINUX_DEFAULT" {
+				cmdline = true
+				g.assign(name, a, before[a.Name])
+				before[a.Name] = a.Value
+			}
+		}
+		if cmdline {
 			used = append(used, name)
 		}
 	}
 	if len(used) == 0 {
-		return []string{}, "", nil
+		return []string{}, "", nil, nil
 	}
 	cmdline := splitCmdline(vars["GRUB_CMDLINE_LINUX"] + " " + vars["GRUB_CMDLINE_LINUX_DEFAULT"])
-	return cmdline, strings.Join(used, ", "), nil
+	return cmdline, strings.Join(used, ", "), g.at, nil
+}
+
+// grubParams places each kernel parameter of the grub defaults on the
+// assignment that put it there: the line whose change a fix edits.
+type grubParams struct{ at map[string]facts.FileLine }
+
+// assign records the parameters an assignment adds or changes against the
+// variable's value before it, so that a drop-in that appends to
+// "$GRUB_CMDLINE_LINUX" is the place of what it appends alone.
+func (g grubParams) assign(file string, a textfile.Assignment, prev string) {
+	had := map[string]bool{}
+	for _, p := range splitCmdline(prev) {
+		had[p] = true
+	}
+	for _, p := range splitCmdline(a.Value) {
+		if had[p] || len(g.at) >= maxCmdlineParams {
+			continue
+		}
+		key, _, _ := strings.Cut(p, "=")
+		g.at[key] = facts.FileLine{File: file, Line: a.Line}
+	}
 }
 
 // splitCmdline splits a kernel command line on blanks, keeping double-quoted

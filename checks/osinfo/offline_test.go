@@ -51,7 +51,7 @@ func TestCmdlineSourcePrecedence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			checktest.WriteTree(t, dir, tc.tree)
-			cmd, src, err := configuredCmdline(checktest.NewEnv(t, dir, false).FS)
+			cmd, src, _, err := configuredCmdline(checktest.NewEnv(t, dir, false).FS)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,5 +124,34 @@ VERSION_ID=24.04 # trailing comment
 	}
 	if _, err := parseOSRelease([]byte("ID=\"unterminated\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("unterminated quote: %v", err)
+	}
+}
+
+// Each parameter of GRUB's defaults is placed on the assignment that put
+// it there: a drop-in that appends to "$GRUB_CMDLINE_LINUX" is the place
+// of what it appends, not of what it repeats.
+func TestGrubParamLocations(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{
+		"etc/default/grub": "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n# cgroups\nGRUB_CMDLINE_LINUX=\"systemd.unified_cgroup_hierarchy=0 console=ttyS0\"\n",
+		"etc/default/grub.d/50-gpu.cfg": "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX modprobe.blacklist=nouveau\"\n" +
+			"GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX systemd.unified_cgroup_hierarchy=1\"\n",
+	})
+	cmd, _, at, err := configuredCmdline(checktest.NewEnv(t, dir, false).FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cmd, " "); got != "systemd.unified_cgroup_hierarchy=0 console=ttyS0 modprobe.blacklist=nouveau systemd.unified_cgroup_hierarchy=1 quiet" {
+		t.Errorf("cmdline %q", got)
+	}
+	for key, want := range map[string]facts.FileLine{
+		"quiet":                            {File: "/etc/default/grub", Line: 2},
+		"console":                          {File: "/etc/default/grub", Line: 4},
+		"modprobe.blacklist":               {File: "/etc/default/grub.d/50-gpu.cfg", Line: 1},
+		"systemd.unified_cgroup_hierarchy": {File: "/etc/default/grub.d/50-gpu.cfg", Line: 2},
+	} {
+		if at[key] != want {
+			t.Errorf("%s at %+v, want %+v", key, at[key], want)
+		}
 	}
 }

@@ -9,17 +9,23 @@ import (
 // itself over and over in a crafted file cannot grow without limit.
 const maxShellValue = 64 << 10
 
+// Assignment is one variable assignment a shell-style file makes, and the
+// line it starts on.
+type Assignment struct {
+	Name, Value string
+	Line        int
+}
+
 // ParseShell reads the variable assignments of a shell-style file such as
-// os-release or /etc/default/grub into vars and returns the names it
-// assigned, in order. It understands single and double quotes, backslash
+// os-release or /etc/default/grub into vars and returns them, in order. It understands single and double quotes, backslash
 // escapes and continuations, comments and an "export" prefix; with expand it
 // also substitutes $NAME and ${NAME} from vars, which grub drop-ins rely on
 // ("GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT x\""). Anything
 // that is not an assignment (if, fi, commands) is skipped: these files are
 // sourced by a shell, and we only want what they set. It never runs anything.
-func ParseShell(data []byte, vars map[string]string, expand bool) ([]string, error) {
+func ParseShell(data []byte, vars map[string]string, expand bool) ([]Assignment, error) {
 	p := &shellParser{s: string(data), line: 1, vars: vars, expand: expand}
-	var assigned []string
+	var assigned []Assignment
 	for {
 		p.skipBlank()
 		if p.i >= len(p.s) {
@@ -33,6 +39,7 @@ func ParseShell(data []byte, vars map[string]string, expand bool) ([]string, err
 			p.i += len("export ")
 			continue
 		}
+		line := p.line
 		name, ok := p.assignmentName()
 		if !ok {
 			if err := p.skipCommand(); err != nil {
@@ -45,7 +52,7 @@ func ParseShell(data []byte, vars map[string]string, expand bool) ([]string, err
 			return assigned, err
 		}
 		vars[name] = val
-		assigned = append(assigned, name)
+		assigned = append(assigned, Assignment{Name: name, Value: val, Line: line})
 	}
 }
 
