@@ -214,6 +214,9 @@ func Build(ctx context.Context, fsys sysroot.FS, opts Options) (*Manifest, error
 	}
 	pkgs := make([]Package, 0, len(installed))
 	for _, p := range installed {
+		// Where dpkg's status file lists it is the scan's business, not
+		// the inventory's.
+		p.Line = 0
 		pkgs = append(pkgs, Package{Package: p, SHA256: opts.DebSHA256[DebKey{Name: p.Name, Arch: p.Arch, Version: p.Version}]})
 	}
 	files, err := digestConfigFiles(ctx, fsys)

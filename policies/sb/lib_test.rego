@@ -2,6 +2,10 @@ package gpuhost.sb.lib_test
 
 import data.gpuhost.sb.fixtures_test as fx
 import data.gpuhost.sb.lib
+import data.gpuhost.sb.loaded_modules_signed
+import data.gpuhost.sb.lockdown
+import data.gpuhost.sb.modules_signed
+import data.gpuhost.sb.secure_boot_enabled
 
 test_advisory_without_shim if {
 	lib.advisory == "the image does not boot with Secure Boot (no shim on the ESP) and params.secure_boot_required is false" with input as fx.facts("image", {"boot_files": [fx.core_efi]})
@@ -30,4 +34,15 @@ test_unread_esp_is_unknown_not_advisory if {
 	lib.unknown == "whether the host boots with Secure Boot is unknown: its EFI system partition (/boot/efi) could not be read: /etc/fstab mounts UUID=A at /boot/efi (line 2), and nothing is mounted there" with input as f
 	not lib.unknown with input as f with data.gpuhost.params as fx.required
 	not lib.unknown with input as fx.facts("host", {})
+}
+
+# Each check that skips a target without shim errors instead when the ESP
+# could not be read.
+test_checks_error_on_an_unread_esp if {
+	f := fx.facts("host", {"esp_error": "nothing is mounted there"})
+	want := "whether the host boots with Secure Boot is unknown: its EFI system partition (/boot/efi) could not be read: nothing is mounted there"
+	want in loaded_modules_signed.error with input as f
+	want in lockdown.error with input as f
+	want in modules_signed.error with input as f
+	want in secure_boot_enabled.error with input as f
 }
