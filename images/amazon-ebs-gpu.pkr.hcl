@@ -38,7 +38,22 @@ variable "driver_branch" {
 
 variable "driver_versions" {
   type        = map(string)
-  description = "Driver package version by branch; from pins-ubuntu-22.04.pkrvars.hcl."
+  description = "Driver package version by branch in NVIDIA's CUDA repository (driver_source cuda-repo); from pins-ubuntu-22.04.pkrvars.hcl."
+}
+
+variable "driver_source" {
+  type        = string
+  default     = "cuda-repo"
+  description = "Where the driver comes from: cuda-repo (NVIDIA's CUDA repository; DKMS builds the modules for the instance's kernel) or ubuntu-archive (the archive's restricted component: nvidia-headless-no-dkms-BRANCH-server and Canonical's precompiled, signed linux-modules-nvidia-BRANCH-server; no DKMS). The CUDA toolkit comes from NVIDIA's repository either way."
+  validation {
+    condition     = contains(["cuda-repo", "ubuntu-archive"], var.driver_source)
+    error_message = "The driver_source must be cuda-repo or ubuntu-archive."
+  }
+}
+
+variable "archive_driver_versions" {
+  type        = map(string)
+  description = "Driver package version by branch in the Ubuntu archive (source nvidia-graphics-drivers-BRANCH-server), for driver_source ubuntu-archive; from pins-ubuntu-22.04.pkrvars.hcl."
 }
 
 variable "cuda_versions" {
@@ -128,9 +143,9 @@ build {
     execute_command = "sudo -n sh '{{.Path}}'"
 
     driver {
-      version = var.driver_versions[var.driver_branch]
+      version = var.driver_source == "ubuntu-archive" ? var.archive_driver_versions[var.driver_branch] : var.driver_versions[var.driver_branch]
       branch  = var.driver_branch
-      source  = "cuda-repo"
+      source  = var.driver_source
       flavor  = "open"
     }
     # The CUDA release the driver branch runs, from the same pins file.

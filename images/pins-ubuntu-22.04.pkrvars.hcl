@@ -28,6 +28,19 @@ driver_versions = {
   "580" = "580.95.05-0ubuntu1"
 }
 
+# NVIDIA driver by branch, from the Ubuntu archive's restricted component
+# (source nvidia-graphics-drivers-BRANCH-server), for driver_source
+# "ubuntu-archive": the userspace at this version and Canonical's
+# precompiled modules for target_kernel (linux-modules-nvidia-BRANCH-server-
+# KERNEL, whose version follows the kernel's ABI, not the driver's).
+# REVIEW: confirm each against `apt-cache policy nvidia-utils-BRANCH-server`
+# on jammy with -updates and -security enabled before a release build.
+archive_driver_versions = {
+  "535" = "535.261.03-0ubuntu0.22.04.2"
+  "550" = "550.144.03-0ubuntu0.22.04.2"
+  "580" = "580.95.05-0ubuntu0.22.04.2"
+}
+
 # CUDA toolkit by driver branch: cuda-toolkit-X-Y at this exact version,
 # the newest release of the newest CUDA each branch supports (535: 12.2,
 # 550: 12.4, 580: 13.0). The plan pins and holds every component package

@@ -29,6 +29,17 @@ driver_versions = {
   "580" = "580.95.05-0ubuntu1"
 }
 
+# NVIDIA driver by branch, from the Ubuntu archive's restricted component
+# (source nvidia-graphics-drivers-BRANCH-server), for driver_source
+# "ubuntu-archive": the userspace at this version and Canonical's
+# precompiled modules for target_kernel (linux-modules-nvidia-BRANCH-server-
+# KERNEL, whose version follows the kernel's ABI, not the driver's).
+# REVIEW: confirm each against `apt-cache policy nvidia-utils-BRANCH-server`
+# on noble with -updates and -security enabled before a release build.
+archive_driver_versions = {
+  "580" = "580.95.05-0ubuntu0.24.04.2"
+}
+
 # CUDA toolkit by driver branch: cuda-toolkit-13-0 at this exact version.
 # The plan pins and holds every component package of that release too
 # (cuda-nvcc-13-0, cuda-cudart-13-0, libcublas-13-0, ...), each at the

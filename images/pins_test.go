@@ -15,7 +15,7 @@ import (
 // branchDriven are the variables of a template's pins file that are maps
 // keyed by driver branch: whatever the template takes from one must be in
 // the others for the same branch.
-var branchDriven = []string{"driver_versions", "cuda_versions", "ngc_bases"}
+var branchDriven = []string{"driver_versions", "archive_driver_versions", "cuda_versions", "ngc_bases"}
 
 // ngcBaseTag is NVIDIA's CUDA base image tag: the CUDA release and the
 // distribution it is built on.
@@ -87,6 +87,23 @@ func TestPinsPerTemplateFamily(t *testing.T) {
 				cuda := entry(vars["cuda_versions"], b).AsString()
 				if tp.cfg.Driver.Branch != b || tp.cfg.CUDA.Version != cuda {
 					t.Errorf("branch %s renders driver branch %s with CUDA %s; want CUDA %s from the pins file", b, tp.cfg.Driver.Branch, tp.cfg.CUDA.Version, cuda)
+				}
+				if archive, ok := vars["archive_driver_versions"]; ok {
+					// Canonical's driver and precompiled modules for the
+					// branch, CUDA still from NVIDIA's repository.
+					ta, err := renderTemplateWith(t, tpl, func(v map[string]cty.Value) {
+						v["driver_branch"] = cty.StringVal(b)
+						v["driver_source"] = cty.StringVal("ubuntu-archive")
+					}, nil)
+					want := entry(archive, b).AsString()
+					switch {
+					case err != nil:
+						t.Errorf("branch %s from the archive: %v", b, err)
+					case ta.cfg.Driver.Source != "ubuntu-archive" || ta.cfg.Driver.Version != want:
+						t.Errorf("branch %s from the archive renders %s %s; want ubuntu-archive %s", b, ta.cfg.Driver.Source, ta.cfg.Driver.Version, want)
+					case !strings.Contains(ta.plan, "'linux-modules-nvidia-"+b+"-server") || !strings.Contains(ta.plan, "cuda_set 'cuda-toolkit-"):
+						t.Errorf("branch %s from the archive: the plan installs no precompiled modules or no CUDA set", b)
+					}
 				}
 				dash := strings.ReplaceAll(cudaRelease(cuda), ".", "-")
 				major, _, _ := strings.Cut(dash, "-")

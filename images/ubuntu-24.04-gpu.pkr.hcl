@@ -48,7 +48,22 @@ variable "driver_flavor" {
 
 variable "driver_versions" {
   type        = map(string)
-  description = "Driver package version by branch; from pins-ubuntu-24.04.pkrvars.hcl."
+  description = "Driver package version by branch in NVIDIA's CUDA repository (driver_source cuda-repo); from pins-ubuntu-24.04.pkrvars.hcl."
+}
+
+variable "driver_source" {
+  type        = string
+  default     = "cuda-repo"
+  description = "Where the driver comes from: cuda-repo (NVIDIA's CUDA repository; DKMS builds the modules for target_kernel, signed with the dkms_signing_* files when given) or ubuntu-archive (the archive's restricted component: nvidia-headless-no-dkms-BRANCH-server and Canonical's precompiled, signed linux-modules-nvidia-BRANCH-server for target_kernel; no DKMS, so leave the dkms_signing_* files empty). The CUDA toolkit comes from NVIDIA's repository either way."
+  validation {
+    condition     = contains(["cuda-repo", "ubuntu-archive"], var.driver_source)
+    error_message = "The driver_source must be cuda-repo or ubuntu-archive."
+  }
+}
+
+variable "archive_driver_versions" {
+  type        = map(string)
+  description = "Driver package version by branch in the Ubuntu archive (source nvidia-graphics-drivers-BRANCH-server), for driver_source ubuntu-archive; from pins-ubuntu-24.04.pkrvars.hcl."
 }
 
 variable "cuda_versions" {
@@ -230,8 +245,10 @@ source "gpuhost-rootfs" "ubuntu_2404" {
   snapshot     = var.snapshot
   # systemd-sysv gives /sbin/init, udev the device links fstab, crypttab
   # and the selftest disk are found by. Since 24.04 systemd-cryptsetup,
-  # which opens the root in the initramfs, is a package of its own.
-  extra_packages = ["systemd", "systemd-sysv", "systemd-cryptsetup", "udev", "ca-certificates", "linux-headers-generic", "dkms"]
+  # which opens the root in the initramfs, is a package of its own. DKMS
+  # and the headers it builds against only where it builds the module:
+  # Canonical's modules come built.
+  extra_packages = concat(["systemd", "systemd-sysv", "systemd-cryptsetup", "udev", "ca-certificates"], var.driver_source == "cuda-repo" ? ["linux-headers-generic", "dkms"] : [])
   apt_cache_dir  = var.apt_cache_dir
   lock_file      = var.lock_file
   # Beside the apt cache, not in it: that one is mounted into the build.
@@ -289,10 +306,10 @@ build {
 
   provisioner "gpuhost-gpu" {
     driver {
-      version = var.driver_versions[var.driver_branch]
+      version = var.driver_source == "ubuntu-archive" ? var.archive_driver_versions[var.driver_branch] : var.driver_versions[var.driver_branch]
       branch  = var.driver_branch
       flavor  = var.driver_flavor
-      source  = "cuda-repo"
+      source  = var.driver_source
     }
     # The CUDA release the driver branch runs, from the same pins file, so
     # a branch cannot be paired with a CUDA it does not support.

@@ -32,11 +32,43 @@ type ubuntuTemplate struct {
 	suite, distro      string
 	// version is the release as os-release and trivy's buckets name it.
 	version string
+	// archiveDriver bakes with driver_source ubuntu-archive: Canonical's
+	// driver and precompiled modules from the restricted component, CUDA
+	// from NVIDIA's repository.
+	archiveDriver bool
 }
 
+// jammy takes the driver from NVIDIA's CUDA repository (DKMS), noble from
+// the archive's restricted component: each driver source bakes for real.
 var ubuntuTemplates = []ubuntuTemplate{
 	{file: "ubuntu-22.04-gpu.pkr.hcl", pins: "pins-ubuntu-22.04.pkrvars.hcl", params: "params-ubuntu-22.04.yaml", suite: "jammy", distro: "ubuntu2204", version: "22.04"},
-	{file: "ubuntu-24.04-gpu.pkr.hcl", pins: "pins-ubuntu-24.04.pkrvars.hcl", params: "params-ubuntu-24.04.yaml", suite: "noble", distro: "ubuntu2404", version: "24.04"},
+	{file: "ubuntu-24.04-gpu.pkr.hcl", pins: "pins-ubuntu-24.04.pkrvars.hcl", params: "params-ubuntu-24.04.yaml", suite: "noble", distro: "ubuntu2404", version: "24.04", archiveDriver: true},
+}
+
+// archiveBranch is the branch the archive-driver bake installs: the
+// template's default.
+const archiveBranch = "580"
+
+// archiveParams writes the template's params with the driver pin moved to
+// the package an ubuntu-archive build installs at the pins file's version,
+// as a build of another driver passes -var params=FILE.
+func archiveParams(t *testing.T, tp ubuntuTemplate) (path, version string) {
+	t.Helper()
+	version = value(t, tp.pins, parseHCL(t, tp.pins).Attributes["archive_driver_versions"].Expr, nil).AsValueMap()[archiveBranch].AsString()
+	data, err := os.ReadFile(tp.params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cudaPin := regexp.MustCompile(`(?m)^  nvidia-driver-` + archiveBranch + `-open: .*$`)
+	if !cudaPin.Match(data) {
+		t.Fatalf("%s pins no nvidia-driver-%s-open to move", tp.params, archiveBranch)
+	}
+	data = cudaPin.ReplaceAll(data, []byte("  nvidia-headless-no-dkms-"+archiveBranch+"-server-open: "+version))
+	path = filepath.Join(t.TempDir(), "params-archive.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, version
 }
 
 // TestE2EUbuntuStandInBake bakes each production Ubuntu template with real
@@ -101,6 +133,14 @@ func TestE2EUbuntuStandInBake(t *testing.T) {
 				"disk_id_seed": "gpuhost-e2e-" + tp.suite,
 			}
 			maps.Copy(vars, nvidiaVars(nv, nvBase))
+			if tp.archiveDriver {
+				// Canonical's modules come signed; DKMS does not run.
+				var version string
+				tp.params, version = archiveParams(t, tp)
+				maps.Copy(vars, map[string]string{"driver_source": "ubuntu-archive", "params": tp.params,
+					"dkms_signing_key": "", "dkms_signing_certificate": ""})
+				t.Logf("driver from the archive's restricted component: %s %s", archiveBranch, version)
+			}
 			bake := func(t *testing.T, name, template string, change map[string]string) (string, string, error) {
 				t.Helper()
 				out := filepath.Join(t.TempDir(), name)
@@ -205,16 +245,49 @@ func checkUbuntuImage(t *testing.T, tp ubuntuTemplate, tree, log string, archive
 			t.Errorf("%s is %q, the %s archive publishes %q", name, status[name].version, tp.suite, want)
 		}
 	}
-	driver := nv.DriverVersions["580"][0]
 	held := map[string]string{
-		"nvidia-driver-580-open":          driver,
-		"cuda-toolkit-13-0":               nvidiarepo.CUDAVersions["13.0"][0],
-		"cuda-cudart-13-0":                nvidiarepo.CUDAComponents[nvidiarepo.CUDAVersions["13.0"][0]]["cuda-cudart"],
-		"cuda-nvcc-13-0":                  nvidiarepo.CUDAComponents[nvidiarepo.CUDAVersions["13.0"][0]]["cuda-nvcc"],
-		"nvidia-container-toolkit":        nvidiarepo.ToolkitVersions[1],
-		"libnvidia-container1":            nvidiarepo.ToolkitVersions[1],
-		"linux-headers-" + archive.Kernel: "",
-		"linux-image-" + archive.Kernel:   "",
+		"cuda-toolkit-13-0":             nvidiarepo.CUDAVersions["13.0"][0],
+		"cuda-cudart-13-0":              nvidiarepo.CUDAComponents[nvidiarepo.CUDAVersions["13.0"][0]]["cuda-cudart"],
+		"cuda-nvcc-13-0":                nvidiarepo.CUDAComponents[nvidiarepo.CUDAVersions["13.0"][0]]["cuda-nvcc"],
+		"nvidia-container-toolkit":      nvidiarepo.ToolkitVersions[1],
+		"libnvidia-container1":          nvidiarepo.ToolkitVersions[1],
+		"linux-image-" + archive.Kernel: "",
+	}
+	modules := filepath.Join(tree, "lib/modules", archive.Kernel, "updates/dkms/nvidia.ko*")
+	if tp.archiveDriver {
+		// The archive's older build, which -updates has a newer one of,
+		// and the modules built for it.
+		v := archive.Versions[tp.suite]["nvidia-headless-no-dkms-"+archiveBranch+"-server-open"]
+		if newer := archive.Versions[tp.suite+"-updates"]["nvidia-headless-no-dkms-"+archiveBranch+"-server-open"]; v == "" || newer == "" || newer == v {
+			t.Fatalf("the archive publishes nvidia-headless-no-dkms-%s-server-open at %q and, in -updates, %q; want two builds", archiveBranch, v, newer)
+		}
+		for _, name := range []string{"nvidia-headless-no-dkms-", "nvidia-utils-", "libnvidia-compute-", "nvidia-kernel-common-"} {
+			suffix := "-server"
+			if name == "nvidia-headless-no-dkms-" {
+				suffix = "-server-open"
+			}
+			// Only the two the plan names are held; apt keeps the rest at
+			// their "=" dependencies.
+			if name == "nvidia-headless-no-dkms-" || name == "nvidia-utils-" {
+				held[name+archiveBranch+suffix] = v
+			} else if got := status[name+archiveBranch+suffix].version; got != v {
+				t.Errorf("%s%s%s is %q, want %s (the source pin keeps -updates' build out)", name, archiveBranch, suffix, got, v)
+			}
+		}
+		held[ubunturepo.ArchiveModulesPackage(archiveBranch, true, archive.Kernel)] = ""
+		modules = filepath.Join(tree, "lib/modules", archive.Kernel, "kernel/nvidia-"+archiveBranch+"srv-open/nvidia.ko")
+		// Canonical's modules come built: DKMS has no nvidia module to
+		// build (the stand-in's CUDA meta package still pulls dkms in, as
+		// a dependency the distribution provides).
+		if built, _ := filepath.Glob(filepath.Join(tree, "lib/modules", archive.Kernel, "updates/dkms/nvidia*")); len(built) > 0 {
+			t.Errorf("DKMS built %v: Canonical's modules need none", built)
+		}
+		if _, err := os.Stat(filepath.Join(tree, "var/lib/dkms/nvidia")); err == nil {
+			t.Error("DKMS registered an nvidia module: Canonical's modules need none")
+		}
+	} else {
+		held["nvidia-driver-580-open"] = nv.DriverVersions["580"][0]
+		held["linux-headers-"+archive.Kernel] = ""
 	}
 	for name, want := range held {
 		p := status[name]
@@ -225,9 +298,8 @@ func checkUbuntuImage(t *testing.T, tp ubuntuTemplate, tree, log string, archive
 			t.Errorf("%s is not held (%q)", name, p.want)
 		}
 	}
-	mods, _ := filepath.Glob(filepath.Join(tree, "lib/modules", archive.Kernel, "updates/dkms/nvidia.ko*"))
-	if len(mods) == 0 {
-		t.Errorf("DKMS built no nvidia module for %s", archive.Kernel)
+	if mods, _ := filepath.Glob(modules); len(mods) == 0 {
+		t.Errorf("no nvidia module for %s (%s)", archive.Kernel, modules)
 	}
 	rep := gateReport(t, log)
 	t.Logf("%s gate: %s", tp.file, gateSummary(rep))

@@ -13,7 +13,8 @@ import (
 var updated = []string{"openssh-server", "openssh-client", "openssh-sftp-server", "containerd"}
 
 // universe are the packages published in universe rather than main, as
-// Ubuntu sorts them; restricted is published empty.
+// Ubuntu sorts them; restricted carries Canonical's NVIDIA server drivers
+// (restricted.go).
 var universe = []string{"libpam-google-authenticator", "tpm2-tools", "dracut", "dracut-core"}
 
 // renames are Debian's packages that Ubuntu's own replace, in every
@@ -124,6 +125,11 @@ func (b *suiteBuilder) build() (pkgs, updates []published, err error) {
 		return nil, nil, err
 	}
 	pkgs = append(pkgs, ubuntu...)
+	restricted, restrictedUpdates, err := b.restrictedPackages()
+	if err != nil {
+		return nil, nil, fmt.Errorf("restricted: %w", err)
+	}
+	pkgs = append(pkgs, restricted...)
 
 	newer := map[string][2]string{}
 	for n, v := range versions {
@@ -139,6 +145,7 @@ func (b *suiteBuilder) build() (pkgs, updates []published, err error) {
 		}
 		updates = append(updates, p)
 	}
+	updates = append(updates, restrictedUpdates...)
 	return pkgs, updates, nil
 }
 

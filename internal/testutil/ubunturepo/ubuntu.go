@@ -173,7 +173,8 @@ func originsUbuntu(dir string) error {
 
 // newPackage builds a package of Ubuntu's that Debian has no
 // counterpart for: control and its files (path -> contents, or "->target"
-// for a symlink).
+// for a symlink). Files in a bin or sbin directory are executable, as
+// dh_fixperms makes them; DEBIAN/ paths are the control area's.
 func newPackage(work, out string, control stanza, files map[string]string) error {
 	dir, err := os.MkdirTemp(work, "new-")
 	if err != nil {
@@ -197,7 +198,11 @@ func newPackage(work, out string, control stanza, files map[string]string) error
 			}
 			continue
 		}
-		if err := os.WriteFile(dst, []byte(body), 0o644); err != nil {
+		mode := os.FileMode(0o644)
+		if d := filepath.Base(filepath.Dir(path)); d == "bin" || d == "sbin" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(dst, []byte(body), mode); err != nil {
 			return err
 		}
 	}
