@@ -203,19 +203,25 @@ func (b *suiteBuilder) ubuntuPackages() ([]published, error) {
 	}
 	var out []published
 	for _, s := range specs {
-		name, version, arch := s.ctl.get("Package"), s.ctl.get("Version"), s.ctl.get("Architecture")
-		p := published{stanza: s.ctl, component: "main"}
-		p.file = poolPath("main", s.ctl, name, version, arch)
-		dst := filepath.Join(b.root, p.file)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, err
-		}
-		if err := newPackage(b.work, dst, s.ctl, s.files); err != nil {
+		p, err := b.publishNew("main", s.ctl, s.files)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// publishNew builds a package Debian has no counterpart for into the pool
+// of component comp.
+func (b *suiteBuilder) publishNew(comp string, ctl stanza, files map[string]string) (published, error) {
+	p := published{stanza: ctl, component: comp}
+	p.file = poolPath(comp, ctl, ctl.get("Package"), ctl.get("Version"), ctl.get("Architecture"))
+	dst := filepath.Join(b.root, p.file)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return published{}, err
+	}
+	return p, newPackage(b.work, dst, ctl, files)
 }
 
 func component(name string) string {

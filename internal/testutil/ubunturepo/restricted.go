@@ -88,14 +88,8 @@ func (b *suiteBuilder) restrictedPackages() (pkgs, updates []published, err erro
 		}
 	}
 	for _, s := range specs {
-		name, version, arch := s.ctl.get("Package"), s.ctl.get("Version"), s.ctl.get("Architecture")
-		p := published{stanza: s.ctl, component: "restricted"}
-		p.file = poolPath("restricted", s.ctl, name, version, arch)
-		dst := filepath.Join(b.root, p.file)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, nil, err
-		}
-		if err := newPackage(b.work, dst, s.ctl, s.files); err != nil {
+		p, err := b.publishNew("restricted", s.ctl, s.files)
+		if err != nil {
 			return nil, nil, err
 		}
 		if s.updates {

@@ -112,3 +112,32 @@ func modinfo(t *testing.T, ko string) string {
 	}
 	return string(bytes.TrimRight(data, "\x00")) + "\x00"
 }
+
+// Ubuntu's own packages of main (the keyring, the kernel's meta packages
+// and noble's systemd-cryptsetup) go into main's pool.
+func TestUbuntuPackagesInMain(t *testing.T) {
+	testutil.Tool(t, "dpkg-deb", "dpkg")
+	dir := t.TempDir()
+	b := &suiteBuilder{suite: "noble", root: filepath.Join(dir, "root"), work: filepath.Join(dir, "work"), kernel: "6.1.0-50-amd64",
+		key: []byte("key"), debian: map[string]*debianPkg{"systemd": {name: "systemd", version: "252.39-1~deb12u1"}}}
+	if err := os.MkdirAll(b.work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pkgs, err := b.ubuntuPackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pkgs {
+		names = append(names, p.stanza.get("Package"))
+		if p.component != "main" || !strings.HasPrefix(p.file, "pool/main/") {
+			t.Errorf("%s in %s at %s", p.stanza.get("Package"), p.component, p.file)
+		}
+		if _, err := os.Stat(filepath.Join(b.root, p.file)); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := strings.Join(names, " "); got != "ubuntu-keyring linux-image-generic linux-headers-generic systemd-cryptsetup" {
+		t.Errorf("packages %s", got)
+	}
+}
