@@ -30,11 +30,14 @@ import (
 // (every component the toolkit's meta packages reach, at the release's
 // build, while the repository has the next release's), install and hold
 // exactly the pins, build the module with DKMS for the target kernel,
-// verify the payloads and write the manifest. Then three bakes that must fail, each
-// naming what was wrong: a keyring digest that is not the file's, a driver
-// version the repository does not have, and a pinning package apt ignores
-// (every meta package at its pin, the library under it newer). The later
-// bakes take the tree from the first one's bootstrap cache.
+// verify the payloads and write the manifest. Then a bake that must fail
+// naming the library: a pinning package apt ignores (every meta package at
+// its pin, the library under it newer), which only the payload check sees.
+// This bake is Debian's with NVIDIA's debian12 repository, and the only
+// one that installs the fabric manager; a wrong keyring digest, a pin the
+// repository lacks and the lock's bakes are TestE2EUbuntuStandInBake's,
+// on jammy's production template. The later bake takes the tree from the
+// first one's bootstrap cache.
 func TestE2ECUDARepoMirror(t *testing.T) {
 	if os.Getenv("GPUHOST_E2E") != "1" {
 		t.Skip("end-to-end bake of the cuda-repo path: set GPUHOST_E2E=1 (make e2e); needs root and the Debian mirror")
@@ -67,9 +70,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 	repo, base := nvidiarepo.Start(t, nvidiarepo.Options{Official: gpu.DefaultCUDARepositories})
 
 	pluginPath := t.TempDir()
-	// A fixed SOURCE_DATE_EPOCH, so that two bakes of one lock can be
-	// compared byte for byte (lockedRebuilds).
-	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1", "SOURCE_DATE_EPOCH=1735689600")
+	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
 	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
@@ -108,7 +109,6 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		return filepath.Join(out, "rootfs"), string(b), err
 	}
 
-	var pinned string
 	t.Run("installs and holds the pins", func(t *testing.T) {
 		tree, log, err := bake("pinned", nil)
 		if err != nil {
@@ -122,48 +122,6 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 		}
 		if got, err := os.ReadFile(filepath.Join(tree, "var/lib/dkms/mok.pub")); err != nil || !bytes.Equal(got, mustRead(t, dkmsCert)) {
 			t.Errorf("/var/lib/dkms/mok.pub is not the configured certificate (%v)", err)
-		}
-		pinned = tree
-	})
-
-	t.Run("two bakes from its lock give the same image, and a lock the mirror cannot meet fails naming the package", func(t *testing.T) {
-		if pinned == "" {
-			t.Fatal("the pinned bake failed; there is no manifest to lock")
-		}
-		lockedRebuilds(t, pinned, bake)
-	})
-
-	t.Run("a wrong keyring digest fails naming the file", func(t *testing.T) {
-		wrong := strings.Repeat("0", 63) + "1"
-		_, log, err := bake("wrong-keyring", map[string]string{"cuda_keyring_sha256": wrong})
-		want := fmt.Sprintf("gpuhost-gpu: sha256 of %s/%s/%s/%s/%s is %s, want %s", base, repo.CUDARepos, nvidiarepo.CUDADistro, nvidiarepo.CUDAArch, nvidiarepo.KeyringDeb, repo.KeyringSHA256, wrong)
-		if err == nil || !strings.Contains(log, want) {
-			t.Fatalf("err %v; want the build to fail with\n%s\nin:\n%s", err, want, log)
-		}
-		if !strings.Contains(log, "gpuhost-gpu failed in step: cuda repository") {
-			t.Errorf("the failure does not name the cuda repository step:\n%s", log)
-		}
-	})
-
-	t.Run("a pinned version missing from the repository fails naming what it has", func(t *testing.T) {
-		// 535.230.02 is a real 535 release the stand-in does not publish.
-		_, log, err := bake("missing-version", map[string]string{"driver_version": "535.230.02-1"})
-		want := "gpuhost-gpu: nvidia-driver-535-open=535.230.02-1 is not in the apt sources, which have nvidia-driver-535-open at: " +
-			strings.Join(reversed(nvidiarepo.DriverVersions["535"]), ", ")
-		if err == nil || !strings.Contains(log, want) {
-			t.Fatalf("err %v; want the build to fail with\n%s\nin:\n%s", err, want, log)
-		}
-		for _, w := range []string{
-			"gpuhost-gpu: nvidia-fabricmanager-535=535.230.02-1 is not in the apt sources",
-			"gpuhost-gpu: nvidia-driver-pinning-535.230.02 is not in the apt sources at any version",
-			"gpuhost-gpu failed in step: pins available",
-		} {
-			if !strings.Contains(log, w) {
-				t.Errorf("missing %q in:\n%s", w, log)
-			}
-		}
-		if strings.Contains(log, "step: install driver") {
-			t.Errorf("the build went on to install:\n%s", log)
 		}
 	})
 
@@ -400,14 +358,6 @@ func dpkgStatus(t *testing.T, path string) map[string]dpkgPkg {
 		if name != "" && installed {
 			out[name] = p
 		}
-	}
-	return out
-}
-
-func reversed(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[len(s)-1-i] = v
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package images
 
 import (
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,52 +9,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest/treedigest"
 )
 
-// bakeFunc bakes testdata/cuda-repo-mirror.pkr.hcl with some variables
-// changed and returns the rootfs, the build's output and its error.
-type bakeFunc func(name string, change map[string]string) (string, string, error)
+// lockBake bakes from lockFile and returns the build's output and error.
+type lockBake func(name, lockFile string) (string, error)
 
-// lockedRebuilds locks the image baked at pinned (`gpuhost lock --from`'s
-// library) and bakes it twice from that lock, with SOURCE_DATE_EPOCH set
-// by the caller: both bakes must pass the builder's bootstrap check and the
-// plan's verify lock step, hold the same inventory as the lock, and give
-// the same rootfs tree digest, which the builder records beside the tree.
-// Then broken locks must fail the bake naming the package: a version the
-// mirror lacks (a Debian package the plan installs) together with a stand-in
-// package's hash (both named by the plan's check against the apt sources,
-// before it installs), and a base package's .deb hash (the builder's check).
-func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
-	data, err := os.ReadFile(filepath.Join(pinned, "etc/gpuhost/manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := manifest.Decode(data)
-	if err != nil {
-		t.Fatalf("the pinned bake's manifest: %v", err)
-	}
-	l, err := lock.FromManifest(m)
-	if err != nil {
-		t.Fatalf("locking the pinned bake: %v", err)
-	}
-	dir := t.TempDir()
-	writeLock := func(name string, l *lock.Lock) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		data, err := l.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	lockFile := writeLock("cuda-repo.lock", l)
-	for _, name := range []string{"base-files", "dkms", "nvidia-driver-535-open", "cuda-keyring", "nvidia-container-toolkit"} {
+// lockedBake locks the image baked at tree (`gpuhost lock --from`'s
+// library), bakes it again from that lock with the caller's fixed
+// SOURCE_DATE_EPOCH, and wants the builder's bootstrap check and the plan's
+// verify lock step to pass, the inventory to be the lock's, the tree digest
+// the builder records beside the tree to be the tree's, and the tree and
+// manifest to be the first bake's. The first bake bootstrapped without a
+// lock (its cache key has none), so the same digest also says that
+// mmdebstrap and the plan made the same tree twice. It returns the lock.
+func lockedBake(t *testing.T, tree string, bake ubuntuBakeFunc, template string, names ...string) *lock.Lock {
+	t.Helper()
+	l, lockFile := lockOf(t, tree)
+	for _, name := range names {
 		if _, ok := find(l, name); !ok {
 			t.Errorf("the lock has no %s", name)
 		}
@@ -64,85 +36,80 @@ func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
 		!slices.ContainsFunc(l.Sources, func(f lock.File) bool { return strings.HasPrefix(f.Path, "/etc/apt/sources.list.d/cuda-") }) {
 		t.Errorf("the lock lacks the CUDA repository's source or keyring:\n%+v", l)
 	}
-	t.Logf("lock: %d packages, %d sources, %d keyrings", len(l.Packages), len(l.Sources), len(l.Keyrings))
+	locked, log, err := bake(t, "locked", template, map[string]string{"lock_file": lockFile})
+	if err != nil {
+		t.Fatalf("bake from the lock: %v\n%s", err, log)
+	}
+	for _, want := range []string{"Bootstrap matches the lock", "==> gpuhost-gpu step: verify lock", "gpuhost-gpu: every package, .deb digest, apt source and keyring as the lock has them"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the locked bake: no %q in:\n%s", want, log)
+		}
+	}
+	recorded, err := os.ReadFile(filepath.Join(filepath.Dir(locked), "tree-digest.txt"))
+	if err != nil {
+		t.Fatalf("the locked bake recorded no tree digest: %v", err)
+	}
+	if d, err := treedigest.Digest(locked, treedigest.Options{Exclude: treedigest.BuildExcludes}); err != nil || strings.TrimSpace(string(recorded)) != d {
+		t.Errorf("the locked bake recorded tree digest %s, the tree's is %s (%v)", strings.TrimSpace(string(recorded)), d, err)
+	}
+	inventory := dpkgStatus(t, filepath.Join(locked, "var/lib/dpkg/status"))
+	if len(inventory) != len(l.Packages) {
+		t.Errorf("the locked bake holds %d packages, the lock %d", len(inventory), len(l.Packages))
+	}
+	for _, p := range l.Packages {
+		if inventory[p.Name].version != p.Version {
+			t.Errorf("%s is %q, the lock has %s", p.Name, inventory[p.Name].version, p.Version)
+		}
+	}
+	sameTree(t, tree, locked)
+	return l
+}
 
-	var trees, digests []string
-	for _, name := range []string{"locked-a", "locked-b"} {
-		tree, log, err := bake(name, map[string]string{"lock_file": lockFile})
-		if err != nil {
-			t.Fatalf("bake %s from the lock: %v\n%s", name, err, log)
-		}
-		for _, want := range []string{"Bootstrap matches the lock", "==> gpuhost-gpu step: verify lock", "gpuhost-gpu: every package, .deb digest, apt source and keyring as the lock has them"} {
-			if !strings.Contains(log, want) {
-				t.Errorf("bake %s: no %q in:\n%s", name, want, log)
-			}
-		}
-		recorded, err := os.ReadFile(filepath.Join(filepath.Dir(tree), "tree-digest.txt"))
-		if err != nil {
-			t.Fatalf("bake %s recorded no tree digest: %v", name, err)
-		}
-		d, err := treedigest.Digest(tree, treedigest.Options{Exclude: treedigest.BuildExcludes})
+// brokenLocks bakes from locks another build could not meet, and each bake
+// must fail naming the package: a version the archive lacks (dkms, which
+// the plan installs) together with a CUDA repository package's hash (both
+// named by the plan's check against the apt sources, before it installs
+// anything, so one bake shows both), and a base package's .deb hash (the
+// builder's check). cudaMeta is a package of the lock from NVIDIA's
+// repository. The bootstrap cache key has the locked versions, not their
+// hashes, so the last bake extracts the tree that the locked bake cached.
+func brokenLocks(t *testing.T, l *lock.Lock, cudaMeta string, bake lockBake) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, c *lock.Lock) string {
+		t.Helper()
+		data, err := c.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.TrimSpace(string(recorded)); got != d {
-			t.Errorf("bake %s recorded tree digest %s, the tree's is %s", name, got, d)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		trees, digests = append(trees, tree), append(digests, d)
+		return p
 	}
-	a, b := dpkgStatus(t, filepath.Join(trees[0], "var/lib/dpkg/status")), dpkgStatus(t, filepath.Join(trees[1], "var/lib/dpkg/status"))
-	if !maps.Equal(a, b) {
-		t.Errorf("the two bakes' inventories differ")
-	}
-	if len(a) != len(l.Packages) {
-		t.Errorf("the bakes hold %d packages, the lock %d", len(a), len(l.Packages))
-	}
-	for _, p := range l.Packages {
-		if a[p.Name].version != p.Version {
-			t.Errorf("%s is %q, the lock has %s", p.Name, a[p.Name].version, p.Version)
-		}
-	}
-	if digests[0] != digests[1] {
-		t.Errorf("two bakes of one lock: tree digests %s and %s; the entries that differ:\n%s", digests[0], digests[1], treeDiff(t, trees[0], trees[1]))
-	} else {
-		t.Logf("both locked bakes: tree digest %s", digests[0])
-	}
-	// What the digest leaves out and an image format keeps: when files
-	// were written. Packages unpack with their .deb's times; what the
-	// build itself writes has the time it ran.
-	n, examples := mtimesDiffer(t, trees[0], trees[1])
-	t.Logf("modification times differ between the two locked bakes for %d entries, such as %s", n, strings.Join(examples, ", "))
-	// The unlocked bake bootstrapped on its own (its cache key has no
-	// lock), so the same digest here says mmdebstrap made the same tree
-	// twice too.
-	if d, err := treedigest.Digest(pinned, treedigest.Options{Exclude: treedigest.BuildExcludes}); err != nil || d != digests[0] {
-		t.Errorf("the unlocked bake's tree digest is %s (%v), the locked bakes' %s; the entries that differ:\n%s", d, err, digests[0], treeDiff(t, pinned, trees[0]))
-	}
-
-	// A lock another build could not meet: one bake, since the plan names
-	// every locked package it cannot get before it installs any.
 	tampered := strings.Repeat("0", 64)
 	c := *l
 	c.Packages = slices.Clone(l.Packages)
-	var dkms, toolkit lock.Package
+	var dkms, meta lock.Package
 	for i, p := range c.Packages {
 		switch p.Name {
 		case "dkms":
 			dkms = p
 			c.Packages[i].Version = "0.0.1-1"
-		case "cuda-toolkit-12-2":
-			toolkit = p
+		case cudaMeta:
+			meta = p
 			c.Packages[i].SHA256 = tampered
 		}
 	}
-	mustFail(t, bake, "lock-unmet", writeLock("unmet.lock", &c),
+	if dkms.Name == "" || meta.Name == "" {
+		t.Fatalf("the lock has no dkms or no %s to break", cudaMeta)
+	}
+	mustFail(t, bake, "lock-unmet", write("unmet.lock", &c),
 		fmt.Sprintf("gpuhost-gpu: lock: dkms=0.0.1-1 (%s) is not in the apt sources, which have dkms at: %s", dkms.Arch, dkms.Version),
-		fmt.Sprintf("gpuhost-gpu: lock: cuda-toolkit-12-2=%s (%s): the apt sources give sha256 %s, the lock has %s", toolkit.Version, toolkit.Arch, toolkit.SHA256, tampered),
+		fmt.Sprintf("gpuhost-gpu: lock: %s=%s (%s): the apt sources give sha256 %s, the lock has %s", meta.Name, meta.Version, meta.Arch, meta.SHA256, tampered),
 		"gpuhost-gpu failed in step: lock available")
 
-	// A base package's hash: the builder refuses the bootstrap. The
-	// bootstrap cache key has the locked versions, not their hashes, so
-	// this bake extracts the tree the first locked bake cached.
 	c.Packages = slices.Clone(l.Packages)
 	var base lock.Package
 	for i, p := range c.Packages {
@@ -151,16 +118,16 @@ func lockedRebuilds(t *testing.T, pinned string, bake bakeFunc) {
 			c.Packages[i].SHA256 = tampered
 		}
 	}
-	mustFail(t, bake, "lock-tampered-base", writeLock("tampered-base.lock", &c),
+	mustFail(t, bake, "lock-tampered-base", write("tampered-base.lock", &c),
 		fmt.Sprintf("package base-files=%s (%s): the .deb's sha256 is %s, the lock has %s", base.Version, base.Arch, base.SHA256, tampered),
 		"bootstrap cache hit")
 }
 
 // mustFail bakes from lockFile and wants the bake to fail with each of want
 // in its output.
-func mustFail(t *testing.T, bake bakeFunc, name, lockFile string, want ...string) {
+func mustFail(t *testing.T, bake lockBake, name, lockFile string, want ...string) {
 	t.Helper()
-	_, log, err := bake(name, map[string]string{"lock_file": lockFile})
+	log, err := bake(name, lockFile)
 	if err == nil {
 		t.Fatalf("bake %s passed", name)
 	}
@@ -169,6 +136,7 @@ func mustFail(t *testing.T, bake bakeFunc, name, lockFile string, want ...string
 			t.Errorf("bake %s: no %q in:\n%s", name, w, log)
 		}
 	}
+	t.Logf("bake %s failed: %s", name, firstLineWith(log, want[0]))
 }
 
 func find(l *lock.Lock, name string) (lock.Package, bool) {
@@ -212,35 +180,4 @@ func treeDiff(t *testing.T, a, b string) string {
 		diff = append(diff[:120], fmt.Sprintf("... and %d more", len(diff)-120))
 	}
 	return strings.Join(diff, "\n")
-}
-
-// mtimesDiffer counts the entries of tree a whose modification time is not
-// the one of the same path in b, and names a few.
-func mtimesDiffer(t *testing.T, a, b string) (int, []string) {
-	t.Helper()
-	n := 0
-	var examples []string
-	err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(a, p)
-		fa, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		fb, err := os.Lstat(filepath.Join(b, rel))
-		if err == nil && fa.ModTime().Equal(fb.ModTime()) {
-			return nil
-		}
-		n++
-		if len(examples) < 5 {
-			examples = append(examples, "/"+rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Error(err)
-	}
-	return n, examples
 }

@@ -177,13 +177,23 @@ func TestE2EUbuntuStandInBake(t *testing.T) {
 			t.Run("rebakes", func(t *testing.T) {
 				t.Parallel()
 				ubuntuBreaks(t, tp, bake, nv, nvBase)
-				t.Run("a locked bake gives the same tree", func(t *testing.T) {
-					lockFile := lockOf(t, tree)
-					locked, log, err := bake(t, "locked", tp.file, map[string]string{"lock_file": lockFile})
-					if err != nil {
-						t.Fatalf("bake from the lock: %v\n%s", err, log)
-					}
-					sameTree(t, tree, locked)
+			})
+			t.Run("locks", func(t *testing.T) {
+				// Beside the rebakes, with an apt cache (and so a bootstrap
+				// cache) of its own: apt locks the archives directory it is
+				// given.
+				t.Parallel()
+				ownCache := func(t *testing.T, name, template string, change map[string]string) (string, string, error) {
+					c := maps.Clone(change)
+					c["apt_cache_dir"] = cache + "-" + tp.suite + "-locks"
+					return bake(t, name, template, c)
+				}
+				l := lockedBake(t, tree, ownCache, tp.file, "base-files", "dkms", "nvidia-driver-580-open", "cuda-keyring", "nvidia-container-toolkit")
+				t.Run("a lock the sources cannot meet fails naming the package", func(t *testing.T) {
+					brokenLocks(t, l, "cuda-toolkit-13-0", func(name, lockFile string) (string, error) {
+						_, log, err := ownCache(t, name, tp.file, map[string]string{"lock_file": lockFile})
+						return log, err
+					})
 				})
 			})
 		})
@@ -391,8 +401,8 @@ func cveFails(t *testing.T, tp ubuntuTemplate, tree string, fx trivy.Fixture) {
 }
 
 // lockOf writes the lock of the image baked at tree, as `gpuhost lock
-// --from` does from its manifest.
-func lockOf(t *testing.T, tree string) string {
+// --from` does from its manifest, and returns it and its path.
+func lockOf(t *testing.T, tree string) (*lock.Lock, string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(tree, "etc/gpuhost/manifest.json"))
 	if err != nil {
@@ -415,5 +425,5 @@ func lockOf(t *testing.T, tree string) string {
 		t.Fatal(err)
 	}
 	t.Logf("lock: %d packages, %d sources, %d keyrings", len(l.Packages), len(l.Sources), len(l.Keyrings))
-	return p
+	return l, p
 }

@@ -469,9 +469,12 @@ if [ -n "$want" ]; then
 fi
 
 step "package digests"
-# The sha256 of every installed package's .deb: the file apt downloaded,
-# while the apt cache still holds it, else the one apt's index gives for
-# that build, the index apt checked the download against.
+# The sha256 of every installed package's .deb: the one apt's index gives
+# for that build, the index apt checks a download against. Only where the
+# index has no single sum for it (no source lists it any more, or two list
+# different files) the file in the apt cache: a cache kept across builds
+# can hold a file of the same name from an older archive, which a
+# bootstrap taken from the bootstrap cache never made apt check again.
 installed_packages "$GPUHOST_WORK/installed"
 apt_index "$GPUHOST_WORK/index"
 while read -r name arch version; do
@@ -487,8 +490,8 @@ done <"$GPUHOST_WORK/installed" >"$GPUHOST_WORK/cached"
 	FILENAME == ARGV[2] { k = $1 " " $2 " " $3; n[k]++; sum[k] = $4; next }
 	{
 		k = $1 " " $2 " " $3
-		if (k in cached) print "package " $1 "=" $3 " " $2 " " cached[k]
-		else if (n[k] == 1) print "package " $1 "=" $3 " " $2 " " sum[k]
+		if (n[k] == 1) print "package " $1 "=" $3 " " $2 " " sum[k]
+		else if (k in cached) print "package " $1 "=" $3 " " $2 " " cached[k]
 	}
 	' "$GPUHOST_WORK/cached" "$GPUHOST_WORK/index" "$GPUHOST_WORK/installed"
 } >"$GPUHOST_WORK/digests"
