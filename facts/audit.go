@@ -69,6 +69,9 @@ type AuditdConfig struct {
 	AdminSpaceLeftAction string `json:"admin_space_left_action"`
 	DiskFullAction       string `json:"disk_full_action"`
 	DiskErrorAction      string `json:"disk_error_action"`
+	// Locations say where auditd.conf sets the settings above, by their
+	// JSON name; one left at auditd's default has none.
+	Locations map[string]FileLine `json:"locations,omitempty"`
 }
 
 // AuditRemote says where audit records are forwarded: by audisp-remote

@@ -171,4 +171,8 @@ type Swap struct {
 	Encrypted bool   `json:"encrypted"`
 	Kind      string `json:"kind,omitempty"`
 	Hops      []Hop  `json:"hops,omitempty"`
+	// File and Line are the fstab line that sets the swap up (offline
+	// only), so that a finding about it points there.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }

@@ -43,6 +43,12 @@ type Firewall struct {
 	Admits []FirewallAdmit `json:"admits,omitempty"`
 	// Unmodeled lists rules with conditions gpuhost cannot evaluate.
 	Unmodeled []FirewallRule `json:"unmodeled,omitempty"`
+	// PolicyLocation is the line that sets the policy DefaultInputPolicy
+	// reports, in a ruleset read from files: the policy statement of the
+	// input chain it comes from, or the hook declaration of a chain that
+	// leaves its policy at accept. Nil when rules decide it (a catch-all
+	// drop), or the ruleset came from the kernel or from ufw.
+	PolicyLocation *FileLine `json:"policy_location,omitempty"`
 
 	// New in issue 29: the fields above mix IPv4 and IPv6, and a ruleset
 	// with no IPv6 input hook left IPv6 wide open behind a drop policy.
@@ -74,6 +80,9 @@ type FirewallFamily struct {
 	// Chains names the input hook chains that judge the family, as
 	// "FAMILY TABLE CHAIN" ("inet filter input", "ip filter INPUT").
 	Chains []string `json:"chains,omitempty"`
+	// PolicyLocation means what the Firewall field of that name means,
+	// for this family alone; nil for a family no chain filters.
+	PolicyLocation *FileLine `json:"policy_location,omitempty"`
 	// Source is "kernel" or "file", as for the Firewall.
 	Source string `json:"source"`
 }
@@ -89,11 +98,15 @@ type IPv6State struct {
 }
 
 // FirewallAdmit is a run of ports of one protocol and what admits it.
+// File and Line are where that rule (or policy) is, in a ruleset read from
+// files.
 type FirewallAdmit struct {
 	Proto string `json:"proto"`
 	From  int    `json:"from"`
 	To    int    `json:"to"`
 	Rule  string `json:"rule"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"`
 }
 
 // FirewallRule is a rule the model could not evaluate. MayAccept is true

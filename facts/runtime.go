@@ -54,13 +54,6 @@ type Containerd struct {
 	Locations map[string]FileLine `json:"locations,omitempty"`
 }
 
-// FileLine is a place in a file of the target: its path as shown to users
-// and a line, from 1.
-type FileLine struct {
-	File string `json:"file"`
-	Line int    `json:"line"`
-}
-
 // Docker is /etc/docker/daemon.json.
 type Docker struct {
 	ConfigPath     string   `json:"config_path"`
@@ -68,6 +61,11 @@ type Docker struct {
 	Runtimes       []string `json:"runtimes"`
 	CgroupDriver   string   `json:"cgroup_driver"`
 	CDIEnabled     bool     `json:"cdi_enabled"`
+	// Locations say where the settings above are set, by their JSON name
+	// (default_runtime, runtimes, cgroup_driver, cdi_enabled): the line of
+	// the key's value, or for cgroup_driver of the exec-opts entry that
+	// names it. A setting daemon.json leaves out has none.
+	Locations map[string]FileLine `json:"locations,omitempty"`
 }
 
 // CDISpec is one CDI spec file.

@@ -42,7 +42,8 @@ func fullFacts() *Facts {
 		Kernel: &AuditKernel{Error: "", Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{{Kind: "watch", Path: "/tmp",
 			Perms: "w", Syscalls: []string{}, Fields: []AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
 		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
-			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt"},
+			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt",
+			Locations: map[string]FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
 		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
 	f.Access = &Access{
@@ -123,7 +124,8 @@ func fullFacts() *Facts {
 			NvidiaRuntime: true, NvidiaBinary: "/usr/bin/nvidia-container-runtime", DefaultRuntime: "nvidia",
 			SystemdCgroup: ptr(true), NvidiaSystemdCgroup: ptr(false), CDIEnabled: true,
 		},
-		Docker:   &Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true},
+		Docker: &Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
+			Locations: map[string]FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
 		CDISpecs: []CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
 	}
 	f.GPU = &GPU{

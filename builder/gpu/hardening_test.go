@@ -329,7 +329,7 @@ func TestHardeningFilesReadAsTheChecksWant(t *testing.T) {
 		}
 		return l
 	}(), "\n")))
-	if err != nil || conf["max_log_file_action"] != "keep_logs" || conf["disk_full_action"] != "halt" {
+	if err != nil || conf["max_log_file_action"].Value != "keep_logs" || conf["disk_full_action"].Value != "halt" {
 		t.Errorf("auditd.conf settings %v, %v", conf, err)
 	}
 }

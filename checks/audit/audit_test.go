@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,6 +84,9 @@ func TestHardenedTree(t *testing.T) {
 	if c := a.Config; c.MaxLogFileAction != "keep_logs" || c.DiskFullAction != "halt" || c.NumLogs != 10 {
 		t.Errorf("auditd.conf = %+v", c)
 	}
+	if l := a.Config.Locations; l["disk_full_action"].Line != 14 || l["num_logs"].Line != 7 || len(l) != 7 {
+		t.Errorf("auditd.conf locations = %v", l)
+	}
 	if rm := a.Remote; !rm.AudispRemoteActive || rm.AudispRemoteServer != "logs.example" || rm.JournalUpload {
 		t.Errorf("remote = %+v", rm)
 	}
@@ -104,6 +109,14 @@ func TestWeakTree(t *testing.T) {
 	// auditd's defaults fill what auditd.conf leaves out.
 	if c := a.Config; c.MaxLogFileAction != "rotate" || c.DiskFullAction != "ignore" || c.SpaceLeftAction != "syslog" || c.NumLogs != 5 {
 		t.Errorf("auditd.conf = %+v", c)
+	}
+	// What the file sets is placed on its line; a default has no line.
+	want := map[string]facts.FileLine{
+		"log_file":         {File: "/etc/audit/auditd.conf", Line: 1},
+		"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 2},
+	}
+	if !maps.Equal(a.Config.Locations, want) {
+		t.Errorf("auditd.conf locations = %v, want %v", a.Config.Locations, want)
 	}
 	golden(t, "weak", root, a)
 }
@@ -209,9 +222,12 @@ func FuzzParseKeyValues(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for k := range kv {
+		for k, v := range kv {
 			if k != strings.ToLower(k) || strings.TrimSpace(k) != k {
 				t.Fatalf("key %q from %q", k, data)
+			}
+			if v.Line < 1 || v.Line > bytes.Count(data, []byte("\n"))+1 {
+				t.Fatalf("key %q on line %d of %q", k, v.Line, data)
 			}
 		}
 	})

@@ -142,12 +142,18 @@ func readRules(fsys sysroot.FS, a *facts.Audit) error {
 	return nil
 }
 
+// Setting is the value of one "key = value" line and the line it is on.
+type Setting struct {
+	Value string
+	Line  int
+}
+
 // readKeyValues reads a "key = value" file such as auditd.conf, keys
 // lower-cased; a missing file is an empty map.
-func readKeyValues(fsys sysroot.FS, name string) (map[string]string, error) {
+func readKeyValues(fsys sysroot.FS, name string) (map[string]Setting, error) {
 	data, err := fsys.ReadFileLimit(name, maxConfigFile)
 	if sysroot.IsNotExist(err) {
-		return map[string]string{}, nil
+		return map[string]Setting{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
@@ -156,9 +162,10 @@ func readKeyValues(fsys sysroot.FS, name string) (map[string]string, error) {
 }
 
 // ParseKeyValues parses auditd.conf's format: "key = value" lines and #
-// comments. display names the file in errors.
-func ParseKeyValues(display string, data []byte) (map[string]string, error) {
-	kv := map[string]string{}
+// comments, each key with its value and line (the last, for a key set
+// twice, as auditd takes it). display names the file in errors.
+func ParseKeyValues(display string, data []byte) (map[string]Setting, error) {
+	kv := map[string]Setting{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), maxRuleLine)
 	for n := 1; sc.Scan(); n++ {
@@ -170,7 +177,7 @@ func ParseKeyValues(display string, data []byte) (map[string]string, error) {
 		if !ok || strings.TrimSpace(k) == "" {
 			return nil, fmt.Errorf("parsing %s line %d: want key = value", display, n)
 		}
-		kv[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+		kv[strings.ToLower(strings.TrimSpace(k))] = Setting{Value: strings.TrimSpace(v), Line: n}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", display, err)
@@ -185,24 +192,27 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 	if err != nil {
 		return facts.AuditdConfig{}, err
 	}
-	get := func(k, def string) string {
-		if v, ok := kv[k]; ok && v != "" {
-			return strings.ToLower(v)
+	display := fsys.Display(auditdConf)
+	locations := map[string]facts.FileLine{}
+	// value is the setting k as written, or def when auditd.conf leaves it
+	// out; a setting the file gives is placed on its line.
+	value := func(k, def string) string {
+		if s, ok := kv[k]; ok && s.Value != "" {
+			locations[k] = facts.FileLine{File: display, Line: s.Line}
+			return s.Value
 		}
 		return def
 	}
+	get := func(k, def string) string { return strings.ToLower(value(k, def)) }
 	cfg := facts.AuditdConfig{
-		Path:                 fsys.Display(auditdConf),
-		LogFile:              kv["log_file"],
+		Path:                 display,
+		LogFile:              value("log_file", "/var/log/audit/audit.log"),
 		MaxLogFileAction:     get("max_log_file_action", "rotate"),
 		SpaceLeftAction:      get("space_left_action", "syslog"),
 		AdminSpaceLeftAction: get("admin_space_left_action", "suspend"),
 		DiskFullAction:       get("disk_full_action", "suspend"),
 		DiskErrorAction:      get("disk_error_action", "syslog"),
 		NumLogs:              5,
-	}
-	if cfg.LogFile == "" {
-		cfg.LogFile = "/var/log/audit/audit.log"
 	}
 	// The actions may carry an argument (exec /path): the first word
 	// is the action.
@@ -211,12 +221,16 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 			*p = f[0]
 		}
 	}
-	if v, ok := kv["num_logs"]; ok {
-		n, err := strconv.Atoi(v)
+	if s, ok := kv["num_logs"]; ok {
+		n, err := strconv.Atoi(s.Value)
 		if err != nil || n < 0 {
-			return cfg, fmt.Errorf("parsing %s: num_logs %q is not a count", fsys.Display(auditdConf), v)
+			return cfg, fmt.Errorf("parsing %s: num_logs %q is not a count", display, s.Value)
 		}
 		cfg.NumLogs = n
+		locations["num_logs"] = facts.FileLine{File: display, Line: s.Line}
+	}
+	if len(locations) > 0 {
+		cfg.Locations = locations
 	}
 	return cfg, nil
 }
@@ -229,12 +243,12 @@ func readRemote(fsys sysroot.FS, journalUpload bool) (facts.AuditRemote, error) 
 	if err != nil {
 		return r, err
 	}
-	r.AudispRemoteActive = strings.EqualFold(plugin["active"], "yes")
+	r.AudispRemoteActive = strings.EqualFold(plugin["active"].Value, "yes")
 	remote, err := readKeyValues(fsys, audispRemoteConf)
 	if err != nil {
 		return r, err
 	}
-	r.AudispRemoteServer = remote["remote_server"]
+	r.AudispRemoteServer = remote["remote_server"].Value
 	data, err := fsys.ReadFileLimit(journalUploadConf, maxConfigFile)
 	switch {
 	case err == nil:

@@ -141,7 +141,8 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 			}
 			c := &chain{}
 			enc := r.resolve(c, spec, "fstab", 0)
-			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops})
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops,
+				File: "/etc/fstab", Line: ent.Line})
 		case ent.File == "/":
 			c := &chain{}
 			enc := r.resolve(c, ent.Spec, "fstab", 0)

@@ -374,14 +374,16 @@ func TestOfflineSwapChains(t *testing.T) {
 	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "encryption"); err != nil {
 		t.Fatal(err)
 	}
+	// line is the swap's line of fstab, where a finding about it points.
 	want := []struct {
 		dev   string
 		enc   bool
 		kinds string
+		line  int
 	}{
-		{"/swap.img", true, "lvm:lvm-metadata,crypt:crypttab,unknown:crypttab"},
-		{"/data/swap", false, "partition:fstab"},
-		{"/dev/mapper/cryptswap", true, "crypt:crypttab,partition:crypttab"},
+		{"/swap.img", true, "lvm:lvm-metadata,crypt:crypttab,unknown:crypttab", 3},
+		{"/data/swap", false, "partition:fstab", 4},
+		{"/dev/mapper/cryptswap", true, "crypt:crypttab,partition:crypttab", 5},
 	}
 	if len(f.Encryption.Swap) != len(want) {
 		t.Fatalf("swap %+v", f.Encryption.Swap)
@@ -390,6 +392,9 @@ func TestOfflineSwapChains(t *testing.T) {
 		s := f.Encryption.Swap[i]
 		if s.Device != w.dev || s.Encrypted != w.enc || hopKinds(s.Hops) != w.kinds {
 			t.Errorf("swap %s: encrypted=%v hops %s, want %v %s", s.Device, s.Encrypted, hopKinds(s.Hops), w.enc, w.kinds)
+		}
+		if s.File != "/etc/fstab" || s.Line != w.line {
+			t.Errorf("swap %s at %s:%d, want /etc/fstab:%d", s.Device, s.File, s.Line, w.line)
 		}
 	}
 	if c := f.Encryption.Swap[2].Hops[0].Crypt; c == nil || c.KeyBits != 512 || c.Type != "plain" {

@@ -155,6 +155,16 @@ func TestJoinFamilies(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, fw.DefaultInputPolicy, tc.want)
 		}
 	}
+	// The joined policy is placed where the family that decided it sets it:
+	// IPv6's drop, not IPv4's reject.
+	v4, v6 := fam("ipv4", true, "reject"), fam("ipv6", true, "drop")
+	v4.PolicyLocation = &facts.FileLine{File: "/etc/nftables.conf", Line: 5}
+	v6.PolicyLocation = &facts.FileLine{File: "/etc/nftables.conf", Line: 12}
+	fw := &facts.Firewall{Families: []facts.FirewallFamily{v4, v6}}
+	joinFamilies(fw)
+	if fw.DefaultInputPolicy != "drop" || fw.PolicyLocation != v6.PolicyLocation {
+		t.Errorf("joined %s at %v, want drop at %v", fw.DefaultInputPolicy, fw.PolicyLocation, v6.PolicyLocation)
+	}
 }
 
 func TestUfwFamilies(t *testing.T) {

@@ -120,28 +120,30 @@ func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
 // host has on, so that a reader of the joined fields alone sees an open
 // family as an open firewall: "accept" when one of them is unfiltered or
 // accepts by policy, else the strictest of their policies. IPv6 counts
-// unless the facts show it off.
+// unless the facts show it off. The joined PolicyLocation is that of the
+// family that decided.
 func joinFamilies(fw *facts.Firewall) {
 	if len(fw.Families) == 0 {
 		return
 	}
 	ipv6On := fw.IPv6 == nil || fw.IPv6.Enabled
 	joined := ""
+	var at *facts.FileLine
 	for _, f := range fw.Families {
 		if f.Family == "ipv6" && !ipv6On {
 			continue
 		}
 		p := strings.ToLower(f.DefaultInputPolicy)
 		if !f.Filtered || p == "accept" {
-			fw.DefaultInputPolicy = "accept"
+			fw.DefaultInputPolicy, fw.PolicyLocation = "accept", f.PolicyLocation
 			return
 		}
 		if joined == "" || policyRank(p) > policyRank(joined) {
-			joined = p
+			joined, at = p, f.PolicyLocation
 		}
 	}
 	if joined != "" {
-		fw.DefaultInputPolicy = joined
+		fw.DefaultInputPolicy, fw.PolicyLocation = joined, at
 	}
 }
 

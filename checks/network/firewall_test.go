@@ -92,3 +92,50 @@ func TestParseUfwRules(t *testing.T) {
 		t.Errorf("binary: %v", err)
 	}
 }
+
+// A ruleset read from files places its input policy (the policy statement,
+// or the hook's declaration where it states none) and each admitting rule
+// on their lines, in the file that holds them; the joined policy is placed
+// where the family that decided it is.
+func TestNftFilePlaces(t *testing.T) {
+	dir := t.TempDir()
+	checktest.WriteTree(t, dir, map[string]any{
+		"etc/nftables.conf": "#!/usr/sbin/nft -f\nflush ruleset\ninclude \"/etc/nftables.d/v6.nft\"\n" +
+			"table ip filter {\n  chain input {\n    type filter hook input priority filter\n    policy drop\n    tcp dport 22 accept\n  }\n}\n",
+		"etc/nftables.d/v6.nft": "table ip6 filter {\n  chain input {\n    type filter hook input priority filter;\n    tcp dport { 80, 443 } accept\n  }\n}\n",
+	})
+	f := checktest.NewFacts(facts.KindRootfs)
+	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "firewall"); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/nftables.conf", Line: line} }
+	v6 := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/nftables.d/v6.nft", Line: line} }
+	fw := f.Network.Firewall
+	if fw.DefaultInputPolicy != "accept" || fw.PolicyLocation == nil || *fw.PolicyLocation != v6(3) {
+		t.Errorf("policy %s at %v, want accept at %v", fw.DefaultInputPolicy, fw.PolicyLocation, v6(3))
+	}
+	if len(fw.Families) != 2 {
+		t.Fatalf("families %+v", fw.Families)
+	}
+	if at := fw.Families[0].PolicyLocation; at == nil || *at != conf(7) {
+		t.Errorf("IPv4 policy at %v, want %v", at, conf(7))
+	}
+	if at := fw.Families[1].PolicyLocation; at == nil || *at != v6(3) {
+		t.Errorf("IPv6 policy at %v, want %v", at, v6(3))
+	}
+	for _, tc := range []struct {
+		port int
+		want facts.FileLine
+	}{{22, conf(8)}, {443, v6(4)}, {8080, v6(3)}} {
+		got := facts.FileLine{}
+		for _, a := range fw.Admits {
+			if a.Proto == "tcp" && a.From <= tc.port && tc.port <= a.To {
+				got = facts.FileLine{File: a.File, Line: a.Line}
+				break
+			}
+		}
+		if got != tc.want {
+			t.Errorf("tcp %d admitted at %v, want %v", tc.port, got, tc.want)
+		}
+	}
+}

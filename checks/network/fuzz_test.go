@@ -1,11 +1,13 @@
 package network
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func FuzzProcNet(f *testing.F) {
@@ -33,13 +35,18 @@ func FuzzNftables(f *testing.F) {
 	f.Add([]byte("include \"x\"\n{{}}\n"))
 	f.Add([]byte("table inet f { set s { type inet_service; elements = { 1-3 } }\n chain c { tcp dport @s accept; return }\n chain i { type filter hook input priority 0; policy drop; jump c; goto c } }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := parseNftVerdict(data)
+		p := newNftParser(nil)
+		if err := p.parse(data, "/etc/nftables.conf", 0); err != nil {
+			return
+		}
+		v, err := p.rs.verdict()
 		if err != nil {
 			return
 		}
 		if v.policy == "" {
 			t.Error("empty policy")
 		}
+		checkNftPlaces(t, v, bytes.Count(data, []byte("\n"))+1)
 		for i, p := range v.ports {
 			if p < 0 || p > 65535 || (i > 0 && v.ports[i-1] >= p) {
 				t.Errorf("bad port list %v", v.ports)
@@ -106,4 +113,25 @@ func FuzzUfwRules(f *testing.F) {
 			t.Errorf("%d ports", n)
 		}
 	})
+}
+
+// checkNftPlaces holds a verdict's places to the one file it was parsed
+// from: every admission (a rule's, or an accepting policy's, which every
+// input chain of a file has a line for) and every placed policy on one of
+// its lines.
+func checkNftPlaces(t *testing.T, v fwVerdict, lines int) {
+	t.Helper()
+	in := func(at facts.FileLine) bool {
+		return at.File == "/etc/nftables.conf" && at.Line >= 1 && at.Line <= lines
+	}
+	for _, a := range v.admits {
+		if !in(facts.FileLine{File: a.File, Line: a.Line}) {
+			t.Fatalf("admit %+v is not placed in a %d-line file", a, lines)
+		}
+	}
+	for _, f := range v.families {
+		if f.policyAt != (facts.FileLine{}) && (!in(f.policyAt) || !f.filtered) {
+			t.Fatalf("%s policy %s placed at %+v", f.name, f.policy, f.policyAt)
+		}
+	}
 }

@@ -61,9 +61,18 @@ func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
 			Admits:             f.admits,
 			Chains:             f.chains,
 			Source:             source,
+			PolicyLocation:     placed(f.policyAt),
 		})
 	}
 	return fw
+}
+
+// placed is at, or nil when it names no line.
+func placed(at facts.FileLine) *facts.FileLine {
+	if at.Line == 0 {
+		return nil
+	}
+	return &at
 }
 
 // ParseNftables parses the text of one nftables file (includes are not
@@ -230,15 +239,24 @@ func (p *nftParser) chain(toks []nftToken, c *fwChain, file string) error {
 		if len(words) == 0 {
 			return nil
 		}
+		at := facts.FileLine{File: file, Line: stmt[0].line}
 		switch words[0] {
 		case "type":
 			// type filter hook input priority filter
 			if len(words) >= 4 && words[1] == "filter" && words[2] == "hook" && words[3] == "input" {
 				c.input = true
+				// Until a policy statement says otherwise, the hook's
+				// declaration is where the chain's accept comes from.
+				if c.policyAt.Line == 0 && file != "" {
+					c.policyAt = at
+				}
 			}
 		case "policy":
 			if len(words) >= 2 {
 				c.policy = strings.ToLower(words[1])
+				if file != "" {
+					c.policyAt = at
+				}
 			}
 		case "comment", "devices", "flags":
 		default:
@@ -305,6 +323,9 @@ func (p *nftParser) rule(c *fwChain, words []string, file string, line int, firs
 	}
 	text := strings.ReplaceAll(strings.Join(words, " "), " , ", ", ")
 	r := fwRule{ref: ref, text: text, protos: protoAny}
+	if file != "" {
+		r.at = facts.FileLine{File: file, Line: line}
+	}
 	for i := 0; i < len(words) && r.verdict == ""; {
 		i = p.term(&r, c, words, i)
 	}

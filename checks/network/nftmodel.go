@@ -42,8 +42,10 @@ var protoNames = []struct {
 // fwRule is one rule reduced to what decides inbound TCP and UDP.
 type fwRule struct {
 	// ref names the rule for people: "inet filter input handle 4" or
-	// "/etc/nftables.conf:12".
+	// "/etc/nftables.conf:12"; at is that file and line (zero from the
+	// kernel), where a finding about what the rule admits points.
 	ref  string
+	at   facts.FileLine
 	text string
 	// protos are the protocols the rule can match; 0 matches none.
 	protos int
@@ -92,11 +94,14 @@ func (l *portList) into(s *portSet) {
 	}
 }
 
-// fwChain is one chain; base chains carry their hook's policy.
+// fwChain is one chain; base chains carry their hook's policy. policyAt is
+// the line of a file that sets the policy, or that declares the hook while
+// leaving the policy at accept; zero from the kernel.
 type fwChain struct {
 	family, table, name string
 	input               bool
 	policy              string
+	policyAt            facts.FileLine
 	rules               []fwRule
 }
 
@@ -198,10 +203,11 @@ type evaluator struct {
 	family  string
 	visits  int
 	unknown map[string]facts.FirewallRule
-	// owner[family][proto][port] is 1 + the index in refs of the first rule
-	// (or policy) that admitted the port; 0 when none did.
+	// owner[family][proto][port] is 1 + the index in refs (and places) of
+	// the first rule (or policy) that admitted the port; 0 when none did.
 	owner  [2][2]*[65536]uint16
 	refs   []string
+	places []facts.FileLine
 	refIdx map[string]uint16
 	bufs   []*portSet
 }
@@ -251,7 +257,7 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				// unknown, never folded into the port list.
 				continue
 			}
-			e.admit(proto, m, r.ref+": "+r.text)
+			e.admit(proto, m, r.ref+": "+r.text, r.at)
 			res.accepted.or(m)
 			if sure {
 				undecided.andNot(m)
@@ -303,7 +309,7 @@ func (e *evaluator) scratch(depth int) *portSet {
 	return e.bufs[depth]
 }
 
-func (e *evaluator) admit(proto int, ports *portSet, ref string) {
+func (e *evaluator) admit(proto int, ports *portSet, ref string, at facts.FileLine) {
 	idx, ok := e.refIdx[ref]
 	if !ok {
 		if e.refIdx == nil {
@@ -313,6 +319,7 @@ func (e *evaluator) admit(proto int, ports *portSet, ref string) {
 			return
 		}
 		e.refs = append(e.refs, ref)
+		e.places = append(e.places, at)
 		idx = uint16(len(e.refs))
 		e.refIdx[ref] = idx
 	}
@@ -378,6 +385,7 @@ type familyVerdict struct {
 	name     string
 	filtered bool
 	policy   string
+	policyAt facts.FileLine
 	ports    []int
 	admits   []facts.FirewallAdmit
 	chains   []string
@@ -439,11 +447,12 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 			policyOnly.andNot(&ruled)
 			if !policyOnly.empty() {
 				famByPolicy = true
-				e.admit(p.bit, &policyOnly, "policy accept of "+chainList(chains))
+				e.admit(p.bit, &policyOnly, "policy accept of "+chainList(chains), policyPlace(chains, "accept"))
 			}
 			e.keep(p.bit, &passed)
 		}
 		fv.policy = effectivePolicy(famByPolicy, famStrictest)
+		fv.policyAt = policyPlace(chains, fv.policy)
 		fv.ports = famExplicit.list()
 		fv.admits = e.familyFacts(i)
 		explicit.or(&famExplicit)
@@ -486,6 +495,18 @@ func (e *evaluator) keep(proto int, passed *portSet) {
 			owner[p] = 0
 		}
 	}
+}
+
+// policyPlace is where the first of chains whose policy is policy sets it;
+// zero when none is placed, or rules decided the policy (a catch-all drop
+// before accepting policies).
+func policyPlace(chains []*fwChain, policy string) facts.FileLine {
+	for _, c := range chains {
+		if c.policy == policy && c.policyAt.Line > 0 {
+			return c.policyAt
+		}
+	}
+	return facts.FileLine{}
 }
 
 func chainList(chains []*fwChain) string {
@@ -537,7 +558,8 @@ func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAd
 			for end+1 < 65536 && ownerAt(pr, end+1) == idx {
 				end++
 			}
-			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1]})
+			at := e.places[idx-1]
+			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
 			port = end
 		}
 	}

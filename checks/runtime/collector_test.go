@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +65,12 @@ func TestHardenedTree(t *testing.T) {
 	if d := rt.Docker; d.DefaultRuntime != "nvidia" || d.CgroupDriver != "systemd" || !d.CDIEnabled || !slices.Equal(d.Runtimes, []string{"nvidia"}) {
 		t.Errorf("docker = %+v", d)
 	}
+	daemon := fsys.Display("/etc/docker/daemon.json")
+	wantAt := map[string]facts.FileLine{"default_runtime": {File: daemon, Line: 2}, "cgroup_driver": {File: daemon, Line: 3},
+		"cdi_enabled": {File: daemon, Line: 5}, "runtimes": {File: daemon, Line: 9}}
+	if !maps.Equal(rt.Docker.Locations, wantAt) {
+		t.Errorf("docker locations = %v, want %v", rt.Docker.Locations, wantAt)
+	}
 	if len(rt.CDISpecs) != 1 || rt.CDISpecs[0].Kind != "nvidia.com/gpu" || !slices.Equal(rt.CDISpecs[0].Devices, []string{"0", "1", "all"}) {
 		t.Errorf("cdi = %+v", rt.CDISpecs)
 	}
@@ -85,6 +92,10 @@ func TestWeakTree(t *testing.T) {
 	}
 	if d := f.ContainerRuntime.Docker; d == nil || d.DefaultRuntime != "runc" || d.CgroupDriver != "cgroupfs" || d.CDIEnabled || len(d.Runtimes) != 0 {
 		t.Errorf("docker = %+v", d)
+	}
+	// The exec-opts entry that names the driver is where a finding points.
+	if l := f.ContainerRuntime.Docker.Locations; len(l) != 1 || l["cgroup_driver"] != (facts.FileLine{File: "/etc/docker/daemon.json", Line: 2}) {
+		t.Errorf("docker locations = %v", l)
 	}
 	golden(t, "weak", root, f)
 }

@@ -3,9 +3,11 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -90,7 +92,85 @@ func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 			d.CDIEnabled = b
 		}
 	}
+	locations, err := dockerLocations(display, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(locations) > 0 {
+		d.Locations = locations
+	}
 	return d, nil
+}
+
+// dockerLocations places the settings ParseDockerDaemon reads on their
+// lines, by their facts names; encoding/json keeps no positions, so a
+// second pass walks the tokens. A key given twice counts where its last
+// value is, as encoding/json keeps that one.
+func dockerLocations(display string, data []byte) (map[string]facts.FileLine, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	loc := map[string]facts.FileLine{}
+	visit := func(path []string, tok jsontext.Token) {
+		// A token ends on the line it starts on: strings hold no raw
+		// newline, and a bracket is one byte.
+		here := func() facts.FileLine {
+			return facts.FileLine{File: display, Line: textfile.LineOf(data, int(dec.InputOffset())-1)}
+		}
+		switch {
+		case len(path) == 1 && path[0] == "default-runtime":
+			loc["default_runtime"] = here()
+		case len(path) == 1 && path[0] == "runtimes":
+			loc["runtimes"] = here()
+		case len(path) == 1 && path[0] == "exec-opts":
+			// A repeated exec-opts replaces the earlier list whole.
+			delete(loc, "cgroup_driver")
+		case len(path) == 2 && path[0] == "exec-opts" && tok.Kind() == '"':
+			if k, _, ok := strings.Cut(tok.String(), "="); ok && strings.EqualFold(strings.TrimSpace(k), "native.cgroupdriver") {
+				loc["cgroup_driver"] = here()
+			}
+		case len(path) == 1 && path[0] == "features":
+			delete(loc, "cdi_enabled")
+		case len(path) == 2 && path[0] == "features" && path[1] == "cdi":
+			loc["cdi_enabled"] = here()
+		}
+	}
+	if err := walkJSON(dec, nil, visit); err != nil {
+		return nil, fmt.Errorf("locating settings in %s: %w", display, err)
+	}
+	return loc, nil
+}
+
+// walkJSON reads one value from dec, calling visit with the path of names
+// and array indexes to each value as its first token is read.
+func walkJSON(dec *jsontext.Decoder, path []string, visit func([]string, jsontext.Token)) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	visit(path, tok)
+	switch tok.Kind() {
+	case '{':
+		for dec.PeekKind() == '"' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			if err := walkJSON(dec, append(path, name.String()), visit); err != nil {
+				return err
+			}
+		}
+	case '[':
+		// PeekKind is 0 on a syntax error, which the read after the loop
+		// then returns.
+		for i := 0; dec.PeekKind() != ']' && dec.PeekKind() != 0; i++ {
+			if err := walkJSON(dec, append(path, strconv.Itoa(i)), visit); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	_, err = dec.ReadToken()
+	return err
 }
 
 // cdiDoc is the part of a CDI spec we report.

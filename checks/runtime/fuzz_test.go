@@ -54,3 +54,25 @@ func FuzzContainerdTOML(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDockerDaemon: a daemon.json that parses places its settings on lines
+// of the file, and only the settings it reads.
+func FuzzDockerDaemon(f *testing.F) {
+	f.Add([]byte(`{"exec-opts": ["native.cgroupdriver=systemd"], "features": {"cdi": true}}`))
+	f.Add([]byte("{\n\"default-runtime\": \"nvidia\",\n\"runtimes\": {\"nvidia\": {}},\n\"exec-opts\": [\n\"native.cgroupdriver=cgroupfs\"]}\n"))
+	f.Add([]byte(`{"exec-opts": [], "exec-opts": ["a=b"], "features": {"cdi": false}, "features": {}}`))
+	f.Add([]byte(`{"default-runtime": "\u00e9\n"}`))
+	known := map[string]bool{"default_runtime": true, "runtimes": true, "cgroup_driver": true, "cdi_enabled": true}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDockerDaemon("daemon.json", data)
+		if err != nil {
+			return
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for k, l := range d.Locations {
+			if !known[k] || l.File != "daemon.json" || l.Line < 1 || l.Line > lines {
+				t.Fatalf("%s at %s:%d of a %d-line file", k, l.File, l.Line, lines)
+			}
+		}
+	})
+}

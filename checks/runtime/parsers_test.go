@@ -1,7 +1,10 @@
 package runtime
 
 import (
+	"maps"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 func TestMergeTOMLRecursive(t *testing.T) {
@@ -21,5 +24,36 @@ func TestDecodeContainerdTOMLVersion(t *testing.T) {
 		if _, err := DecodeContainerdTOML("c.toml", []byte(in)); err == nil {
 			t.Errorf("%q decoded without error", in)
 		}
+	}
+}
+
+// Each setting daemon.json gives is placed on the line of its value: the
+// exec-opts entry that names the cgroup driver, the last of a repeated key
+// (the value encoding/json keeps).
+func TestDockerDaemonLocations(t *testing.T) {
+	data := []byte(`{
+  "exec-opts": ["native.cgroupdriver=systemd"],
+  "features": {"cdi": true},
+  "default-runtime": "runc",
+  "exec-opts": [
+    "native.umask=normal",
+    "native.cgroupdriver=cgroupfs"
+  ],
+  "features": {},
+  "nested": {"default-runtime": "x", "exec-opts": ["native.cgroupdriver=y"]},
+  "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}
+}`)
+	d, err := ParseDockerDaemon("/etc/docker/daemon.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/docker/daemon.json", Line: line} }
+	want := map[string]facts.FileLine{"cgroup_driver": at(7), "default_runtime": at(4), "runtimes": at(11)}
+	if d.CgroupDriver != "cgroupfs" || d.CDIEnabled || !maps.Equal(d.Locations, want) {
+		t.Errorf("driver %q cdi %v at %v, want cgroupfs false at %v", d.CgroupDriver, d.CDIEnabled, d.Locations, want)
+	}
+	d, err = ParseDockerDaemon("/etc/docker/daemon.json", []byte(`{"log-driver": "journald"}`))
+	if err != nil || d.Locations != nil {
+		t.Errorf("a file that sets nothing read has locations %v (%v)", d.Locations, err)
 	}
 }

@@ -22,23 +22,29 @@
 #   requires: [audit]
 package gpuhost.audit.log_kept
 
+import data.gpuhost.lib.locate
+
 c := input.audit.config
 
 forwarded if input.audit.remote.audisp_remote_active
 
 forwarded if input.audit.remote.journal_upload
 
-deny contains sprintf("%s: max_log_file_action %s loses records once the log is full and nothing forwards them", [c.path, c.max_log_file_action]) if {
+deny contains finding if {
 	c.max_log_file_action in {"rotate", "ignore", "syslog"}
 	not forwarded
+	msg := sprintf("%s: max_log_file_action %s loses records once the log is full and nothing forwards them", [c.path, c.max_log_file_action])
+	finding := at(msg, "max_log_file_action")
 }
 
-deny contains sprintf("%s: max_log_file_action ignore stops writing records once the log is full", [c.path]) if {
+deny contains finding if {
 	c.max_log_file_action == "ignore"
 	forwarded
+	msg := sprintf("%s: max_log_file_action ignore stops writing records once the log is full", [c.path])
+	finding := at(msg, "max_log_file_action")
 }
 
-deny contains msg if {
+deny contains finding if {
 	some name, value in {
 		"space_left_action": c.space_left_action,
 		"admin_space_left_action": c.admin_space_left_action,
@@ -47,6 +53,7 @@ deny contains msg if {
 	}
 	loses(value)
 	msg := sprintf("%s: %s %s %s when the disk runs out", [c.path, name, value, effect[value]])
+	finding := at(msg, name)
 }
 
 loses("ignore")
@@ -54,3 +61,9 @@ loses("ignore")
 loses("rotate") if not forwarded
 
 effect := {"ignore": "drops every new record", "rotate": "deletes the oldest records"}
+
+# at places msg on the auditd.conf line that sets setting; a setting left at
+# auditd's default has no line, and the message stands alone.
+at(msg, setting) := locate.at(msg, l.file, l.line) if {
+	l := c.locations[setting]
+} else := msg

@@ -23,3 +23,17 @@ test_ignore_fails_even_forwarded if {
 test_disk_full_rotate_fails_locally if {
 	log_kept.deny == {"/etc/audit/auditd.conf: disk_full_action rotate deletes the oldest records when the disk runs out"} with input as {"audit": {"config": object.union(fx.kept, {"disk_full_action": "rotate"}), "remote": fx.local}}
 }
+
+# A setting auditd.conf sets points at its line; one left at auditd's
+# default has none.
+test_set_action_points_at_its_line if {
+	c := object.union(fx.kept, {
+		"disk_full_action": "ignore",
+		"locations": {"disk_full_action": {"file": "/etc/audit/auditd.conf", "line": 2}},
+	})
+	log_kept.deny == {{
+		"msg": "/etc/audit/auditd.conf: disk_full_action ignore drops every new record when the disk runs out",
+		"file": "/etc/audit/auditd.conf",
+		"line": 2,
+	}} with input as {"audit": {"config": c, "remote": fx.local}}
+}

@@ -18,6 +18,8 @@
 #   requires: [cgroup]
 package gpuhost.cgroup.v2
 
+import data.gpuhost.lib.locate
+
 deny contains finding if {
 	input.cgroup.version != 2
 	msg := sprintf("cgroup v%d is in use (from %s); want the unified cgroup v2 hierarchy", [input.cgroup.version, input.cgroup.source])
@@ -27,7 +29,6 @@ deny contains finding if {
 # at_param places msg on the line of GRUB's defaults that set the kernel
 # parameter; a hierarchy that systemd's default or a running host decided
 # has no such line, and the message stands alone.
-at_param(msg, param) := {"msg": msg, "file": loc.file, "line": loc.line} if {
-	loc := object.get(input, ["kernel", "cmdline_locations", param], null)
-	loc != null
+at_param(msg, param) := locate.at(msg, loc.file, loc.line) if {
+	loc := input.kernel.cmdline_locations[param]
 } else := msg

@@ -24,6 +24,8 @@
 #   requires: [encryption]
 package gpuhost.enc.cipher_strength
 
+import data.gpuhost.lib.locate
+
 min_bits := object.get(data.gpuhost.params, "encryption_min_key_bits", 256)
 
 enc := object.get(input, "encryption", {})
@@ -121,7 +123,7 @@ deny contains finding if {
 
 # at_crypttab points a finding at the crypttab line of the mapping name,
 # when the facts know it (the first, should a hostile file repeat a name).
-at_crypttab(msg, mapping) := {"msg": msg, "file": lines[0].file, "line": lines[0].line} if {
+at_crypttab(msg, mapping) := locate.at(msg, lines[0].file, lines[0].line) if {
 	lines := [e | some e in object.get(enc, "crypttab", []); e.name == mapping; object.get(e, "line", 0) > 0]
 	count(lines) > 0
 } else := msg

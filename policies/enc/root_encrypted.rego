@@ -23,6 +23,8 @@
 #   requires: [encryption]
 package gpuhost.enc.root_encrypted
 
+import data.gpuhost.lib.locate
+
 enc := input.encryption
 
 root := object.get(enc, "root", null)
@@ -111,12 +113,8 @@ default target_word := "image"
 
 target_word := "host" if live
 
-at_crypttab(e, msg) := {"msg": msg, "file": e.file, "line": e.line} if object.get(e, "line", 0) > 0
-
-else := msg
+at_crypttab(e, msg) := locate.at(msg, object.get(e, "file", ""), object.get(e, "line", 0))
 
 # at_fstab points a finding at the fstab line that mounts /, when the facts
 # know it.
-at_fstab(msg) := {"msg": msg, "file": root.file, "line": root.line} if object.get(root, "line", 0) > 0
-
-else := msg
+at_fstab(msg) := locate.at(msg, object.get(root, "file", ""), object.get(root, "line", 0))

@@ -18,6 +18,8 @@
 #   requires: [encryption]
 package gpuhost.enc.swap_encrypted
 
+import data.gpuhost.lib.locate
+
 mapper_devices contains sprintf("/dev/mapper/%s", [e.name]) if {
 	some e in object.get(input.encryption, "crypttab", [])
 }
@@ -32,8 +34,11 @@ protected(s) if in_ram(s)
 
 protected(s) if s.device in mapper_devices
 
-deny contains msg if {
+# An image's swap points at its fstab line; a live host's, read from
+# /proc/swaps, has none.
+deny contains finding if {
 	some s in object.get(input.encryption, "swap", [])
 	not protected(s)
 	msg := sprintf("swap %s is not encrypted", [s.device])
+	finding := locate.at(msg, object.get(s, "file", ""), object.get(s, "line", 0))
 }

@@ -31,3 +31,11 @@ test_fail_plain_swap if {
 		],
 	)
 }
+
+# An image's swap is read from fstab: the finding points at its line.
+test_fail_points_at_the_fstab_line if {
+	check.deny == {{"msg": "swap /swapfile is not encrypted", "file": "/etc/fstab", "line": 3}} with input as {
+		"target": {"kind": "rootfs"},
+		"encryption": {"crypttab": [], "swap": [{"device": "/swapfile", "encrypted": false, "kind": "fstab", "file": "/etc/fstab", "line": 3}]},
+	}
+}

@@ -20,6 +20,8 @@
 #   requires: [access]
 package gpuhost.iam.sudo_log
 
+import data.gpuhost.lib.locate
+
 s := input.access.sudo
 
 skip contains "sudo is not installed (no /etc/sudoers)" if not s
@@ -31,14 +33,26 @@ set(name) if {
 	not d.negated
 }
 
-deny contains sprintf("sudoers (%s) does not set Defaults use_pty", [concat(", ", s.files)]) if {
+deny contains finding if {
 	s
 	not set("use_pty")
+	msg := sprintf("sudoers (%s) does not set Defaults use_pty", [concat(", ", s.files)])
+	finding := turned_off(msg, {"use_pty"})
 }
 
-deny contains sprintf("sudoers (%s) keeps no log of what sudo ran (Defaults logfile, log_output or log_servers)", [concat(", ", s.files)]) if {
+deny contains finding if {
 	s
 	not set("logfile")
 	not set("log_output")
 	not set("log_servers")
+	msg := sprintf("sudoers (%s) keeps no log of what sudo ran (Defaults logfile, log_output or log_servers)", [concat(", ", s.files)])
+	finding := turned_off(msg, {"logfile", "log_output", "log_servers"})
 }
+
+# turned_off places msg on the last Defaults line that turns one of names
+# off for every use (Defaults !use_pty), the line to change; a setting that
+# is merely missing has no line, and the message stands alone.
+turned_off(msg, names) := locate.at(msg, last.file, last.line) if {
+	offs := [d | some d in s.defaults; d.scope == ""; d.name in names; d.negated]
+	last := offs[count(offs) - 1]
+} else := msg

@@ -22,6 +22,7 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_allowed_ports
 
+import data.gpuhost.lib.locate
 import data.gpuhost.net.lib
 
 fw := lib.firewall
@@ -32,27 +33,33 @@ deny contains "parameter allowed_ports is not set" if {
 	not data.gpuhost.params.allowed_ports
 }
 
-deny contains {"msg": msg, "subject": sprintf("port/%d", [port])} if {
+# A port points at the rule that opens it.
+deny contains finding if {
 	data.gpuhost.params.allowed_ports
 	fw != null
 	some port in ports
 	not port in data.gpuhost.params.allowed_ports
 	msg := sprintf("the %s firewall accepts inbound port %d%s, which is not in allowed_ports", [fw.backend, port, over(port)])
+	at := lib.rule_place(port)
+	finding := object.union({"msg": msg, "subject": sprintf("port/%d", [port])}, locate.place(at.file, at.line))
 }
 
-deny contains msg if {
+deny contains finding if {
 	fw != null
 	lib.families_alike
 	lower(lib.joined_policy) == "accept"
 	msg := sprintf("the %s firewall's input policy is accept: every port is open", [fw.backend])
+	finding := locate.at(msg, lib.policy_place.file, lib.policy_place.line)
 }
 
-deny contains msg if {
+deny contains finding if {
 	fw != null
 	not lib.families_alike
 	some name in lib.judged
 	why := lib.open_families[name]
 	msg := sprintf("every port is open over %s: %s", [lib.family_label[name], why])
+	at := lib.family_policy_place[name]
+	finding := locate.at(msg, at.file, at.line)
 }
 
 # Without families, the joined list; with them, the ports of the judged

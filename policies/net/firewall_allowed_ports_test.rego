@@ -83,3 +83,30 @@ test_pass_ipv6_off if {
 	f := live([fam("ipv4", true, "drop", [22]), fam("ipv6", false, "accept", [8080])], {"default_input_policy": "drop", "ipv6": off})
 	check.deny == set() with input as f with data.gpuhost.params as params
 }
+
+# A ruleset read from a file points each port at the first rule that admits
+# it, and an open policy at the line that sets it.
+test_fail_points_at_the_rule_and_the_policy if {
+	fw := {
+		"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22, 80], "source": "file",
+		"path": "/etc/nftables.conf", "policy_location": {"file": "/etc/nftables.conf", "line": 5},
+		"admits": [
+			{"proto": "tcp", "from": 1, "to": 21, "rule": "policy accept of inet filter input", "file": "/etc/nftables.conf", "line": 5},
+			{"proto": "tcp", "from": 22, "to": 22, "rule": "/etc/nftables.conf:6: tcp dport 22 accept", "file": "/etc/nftables.conf", "line": 6},
+			{"proto": "tcp", "from": 80, "to": 80, "rule": "/etc/nftables.conf:7: tcp dport 80 accept", "file": "/etc/nftables.conf", "line": 7},
+			{"proto": "udp", "from": 80, "to": 80, "rule": "/etc/nftables.conf:9: udp dport 80 accept", "file": "/etc/nftables.conf", "line": 9},
+		],
+	}
+	check.deny == {
+		{"msg": "the nftables firewall accepts inbound port 80, which is not in allowed_ports", "subject": "port/80", "file": "/etc/nftables.conf", "line": 7},
+		{"msg": "the nftables firewall's input policy is accept: every port is open", "file": "/etc/nftables.conf", "line": 5},
+	} with input as {"target": {"kind": "image"}, "network": {"listening": [], "firewall": fw}}
+		with data.gpuhost.params as params
+}
+
+test_fail_family_policy_accept_points_at_its_line if {
+	ip6 := object.union(fam("ipv6", true, "accept", [22]), {"policy_location": {"file": "/etc/nftables.conf", "line": 12}})
+	f := live([fam("ipv4", true, "drop", [22]), ip6], {})
+	check.deny == {{"msg": "every port is open over IPv6: the nftables firewall's input policy for IPv6 is accept", "file": "/etc/nftables.conf", "line": 12}} with input as f
+		with data.gpuhost.params as params
+}

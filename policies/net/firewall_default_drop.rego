@@ -22,6 +22,7 @@
 #   requires: [firewall]
 package gpuhost.net.firewall_default_drop
 
+import data.gpuhost.lib.locate
 import data.gpuhost.net.lib
 
 fw := lib.firewall
@@ -37,11 +38,12 @@ deny contains msg if {
 	msg := sprintf("the %s firewall is configured but not enabled%s", [fw.backend, unit_note])
 }
 
-deny contains msg if {
+deny contains finding if {
 	fw != null
 	lib.families_alike
 	not lower(lib.joined_policy) in {"drop", "reject"}
 	msg := sprintf("the %s firewall's default input policy is %q; want drop or reject", [fw.backend, lib.joined_policy])
+	finding := locate.at(msg, lib.policy_place.file, lib.policy_place.line)
 }
 
 # When the families differ, each that does not drop by default is named.
@@ -55,7 +57,7 @@ deny contains msg if {
 	])
 }
 
-deny contains msg if {
+deny contains finding if {
 	fw != null
 	not lib.families_alike
 	some name in lib.judged
@@ -63,6 +65,8 @@ deny contains msg if {
 	f.filtered
 	not lower(f.default_input_policy) in {"drop", "reject"}
 	msg := sprintf("the %s firewall's default input policy for %s is %q; want drop or reject", [fw.backend, lib.family_label[name], f.default_input_policy])
+	at := lib.family_policy_place[name]
+	finding := locate.at(msg, at.file, at.line)
 }
 
 unit_unknown if fw.unit.state == "unknown"

@@ -89,3 +89,22 @@ test_alike_families_keep_the_joined_words if {
 	f := live([fam("ipv4", true, "accept"), fam("ipv6", true, "accept")], {})
 	check.deny == {"the nftables firewall's default input policy is \"accept\"; want drop or reject"} with input as f
 }
+
+# A ruleset read from a file points at the line that sets the policy.
+test_fail_accept_points_at_the_policy_line if {
+	at := {"file": "/etc/nftables.conf", "line": 5}
+	f := facts({
+		"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22], "source": "file",
+		"path": "/etc/nftables.conf", "policy_location": at,
+	})
+	check.deny == {{"msg": "the nftables firewall's default input policy is \"accept\"; want drop or reject", "file": "/etc/nftables.conf", "line": 5}} with input as f
+}
+
+test_fail_family_accept_points_at_its_policy_line if {
+	ip6 := object.union(fam("ipv6", true, "accept"), {"source": "file", "policy_location": {"file": "/etc/nftables.d/v6.nft", "line": 4}})
+	f := facts({
+		"backend": "nftables", "enabled": true, "default_input_policy": "accept", "allowed_ports": [22], "source": "file", "path": "/etc/nftables.conf",
+		"families": [object.union(fam("ipv4", true, "drop"), {"source": "file"}), ip6],
+	})
+	check.deny == {{"msg": "the nftables firewall's default input policy for IPv6 is \"accept\"; want drop or reject", "file": "/etc/nftables.d/v6.nft", "line": 4}} with input as f
+}

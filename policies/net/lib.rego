@@ -109,3 +109,27 @@ listener_families(proto, addr) := {"ipv6"} if {
 	addr != "::"
 	not startswith(addr, "::ffff:")
 }
+
+# Where the input policy is set, joined and by family: the chain's policy
+# statement, or the hook declaration of a chain that leaves it at accept.
+# A ruleset read from the kernel, and a family no chain filters, have no
+# such line (nowhere).
+nowhere := {"file": "", "line": 0}
+
+default policy_place := {"file": "", "line": 0}
+
+policy_place := object.get(found, "policy_location", nowhere) if found != null
+
+family_policy_place[name] := object.get(f, "policy_location", nowhere) if some name, f in families
+
+# rule_place(port) is where the first rule that admits port is (TCP before
+# UDP, IPv4 before IPv6), when the facts know its line.
+rule_place(port) := {"file": rules[0].file, "line": rules[0].line} if {
+	rules := [a |
+		some a in object.get(found, "admits", [])
+		a.from <= port
+		port <= a.to
+		object.get(a, "line", 0) > 0
+	]
+	count(rules) > 0
+} else := nowhere

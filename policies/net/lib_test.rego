@@ -67,3 +67,22 @@ test_open_families if {
 	lib.open_families == {} with input as fw_with([fam("ipv4", true, "drop")], {})
 	lib.open_families == {} with input as {}
 }
+
+test_places if {
+	f := fw_with(
+		[object.union(fam("ipv4", true, "accept"), {"policy_location": {"file": "/etc/nftables.conf", "line": 5}}), fam("ipv6", false, "accept")],
+		{
+			"policy_location": {"file": "/etc/nftables.conf", "line": 5},
+			"admits": [
+				{"proto": "tcp", "from": 22, "to": 22, "rule": "inet filter input handle 4: tcp dport 22 accept"},
+				{"proto": "tcp", "from": 80, "to": 90, "rule": "/etc/nftables.conf:6: tcp dport 80-90 accept", "file": "/etc/nftables.conf", "line": 6},
+			],
+		},
+	)
+	lib.policy_place == {"file": "/etc/nftables.conf", "line": 5} with input as f
+	lib.family_policy_place == {"ipv4": {"file": "/etc/nftables.conf", "line": 5}, "ipv6": lib.nowhere} with input as f
+	lib.rule_place(85) == {"file": "/etc/nftables.conf", "line": 6} with input as f
+	lib.rule_place(22) == lib.nowhere with input as f
+	lib.policy_place == lib.nowhere with input as fw_with([], {})
+	lib.policy_place == lib.nowhere with input as {}
+}

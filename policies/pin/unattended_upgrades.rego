@@ -18,22 +18,23 @@
 #   requires: [packages, systemd]
 package gpuhost.pin.unattended_upgrades
 
+import data.gpuhost.pin.lib
+
 pins := object.get(data.gpuhost.params, "pins", {})
 
 unit := "unattended-upgrades.service"
 
 skip contains "params.pins is empty: nothing is pinned" if count(pins) == 0
 
-installed if {
-	some p in object.get(input, "packages", [])
-	p.name == "unattended-upgrades"
-}
-
 masked if unit in object.get(object.get(input, "systemd", {}), "masked", [])
 
-deny contains msg if {
+# The package's paragraph in dpkg's status file is what the finding points
+# at: the service mask is missing, and a missing line has no place.
+deny contains finding if {
 	count(pins) > 0
-	installed
 	not masked
+	some p in object.get(input, "packages", [])
+	p.name == "unattended-upgrades"
 	msg := sprintf("unattended-upgrades is installed and %s is not masked while %d packages are pinned", [unit, count(pins)])
+	finding := lib.at(p, msg)
 }

@@ -30,3 +30,13 @@ test_skip_no_pins if {
 	check.skip == {"params.pins is empty: nothing is pinned"} with input as f with data.gpuhost.params as {"pins": {}}
 	check.deny == set() with input as f with data.gpuhost.params as {"pins": {}}
 }
+
+test_fail_points_at_the_status_line if {
+	f := facts([object.union(uu, {"line": 412})], [])
+	check.deny == {{
+		"msg": "unattended-upgrades is installed and unattended-upgrades.service is not masked while 1 packages are pinned",
+		"file": "/var/lib/dpkg/status",
+		"line": 412,
+	}} with input as f
+		with data.gpuhost.params as params
+}

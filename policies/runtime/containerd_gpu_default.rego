@@ -20,6 +20,8 @@
 #   requires: [container_runtime]
 package gpuhost.runtime.containerd_gpu_default
 
+import data.gpuhost.lib.locate
+
 containerd := object.get(input.container_runtime, "containerd", null)
 
 nvidia_runtimes := {"nvidia", "nvidia-cdi", "nvidia-legacy"}
@@ -42,6 +44,6 @@ deny contains finding if {
 
 # at points a finding at the line that sets setting, when the facts know it
 # (the main file or the import that set it last).
-at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+at(msg, setting) := locate.at(msg, l.file, l.line) if {
 	l := containerd.locations[setting]
 } else := msg

@@ -21,6 +21,8 @@
 #   requires: [container_runtime, packages]
 package gpuhost.runtime.containerd_nvidia_runtime
 
+import data.gpuhost.lib.locate
+
 containerd := object.get(input.container_runtime, "containerd", null)
 
 # The packages that carry the runtime and its hook.
@@ -68,6 +70,6 @@ deny contains finding if {
 
 # at points a finding at the line that sets setting, when the facts know it
 # (the main file or the import that set it last).
-at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+at(msg, setting) := locate.at(msg, l.file, l.line) if {
 	l := containerd.locations[setting]
 } else := msg

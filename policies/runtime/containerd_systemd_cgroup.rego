@@ -19,6 +19,8 @@
 #   requires: [container_runtime]
 package gpuhost.runtime.containerd_systemd_cgroup
 
+import data.gpuhost.lib.locate
+
 containerd := object.get(input.container_runtime, "containerd", null)
 
 why := "GPU containers lose their devices when systemd reloads (NVIDIA/nvidia-docker#1788)"
@@ -48,6 +50,6 @@ deny contains finding if {
 
 # at points a finding at the line that sets setting, when the facts know it
 # (the main file or the import that set it last).
-at(msg, setting) := {"msg": msg, "file": l.file, "line": l.line} if {
+at(msg, setting) := locate.at(msg, l.file, l.line) if {
 	l := containerd.locations[setting]
 } else := msg

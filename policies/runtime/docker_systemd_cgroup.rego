@@ -18,6 +18,8 @@
 #   requires: [container_runtime]
 package gpuhost.runtime.docker_systemd_cgroup
 
+import data.gpuhost.lib.locate
+
 docker := object.get(input.container_runtime, "docker", null)
 
 driver := lower(object.get(docker, "cgroup_driver", "")) if docker != null
@@ -31,10 +33,11 @@ ok if {
 	input.cgroup.version == 2
 }
 
-deny contains msg if {
+deny contains finding if {
 	driver != ""
 	not ok
 	msg := sprintf("docker (%s) uses the %s cgroup driver; want systemd", [docker.config_path, driver])
+	finding := at_driver(msg)
 }
 
 deny contains msg if {
@@ -42,3 +45,9 @@ deny contains msg if {
 	not ok
 	msg := sprintf("docker (%s) sets no cgroup driver and cgroup v2 is not known to be in use, so dockerd uses cgroupfs; want systemd", [docker.config_path])
 }
+
+# at_driver places msg on the exec-opts entry of daemon.json that names the
+# driver, when the facts know its line.
+at_driver(msg) := locate.at(msg, l.file, l.line) if {
+	l := docker.locations.cgroup_driver
+} else := msg

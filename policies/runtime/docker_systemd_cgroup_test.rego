@@ -34,3 +34,12 @@ test_fail_unset_on_v1 if {
 test_skip_no_docker if {
 	check.skip == {"docker is not configured"} with input as {"target": {"kind": "image"}, "container_runtime": {"cdi_specs": []}}
 }
+
+test_fail_cgroupfs_points_at_its_line if {
+	f := object.union(facts("cgroupfs"), {"container_runtime": {"docker": {"locations": {"cgroup_driver": {"file": "/etc/docker/daemon.json", "line": 2}}}}})
+	check.deny == {{
+		"msg": "docker (/etc/docker/daemon.json) uses the cgroupfs cgroup driver; want systemd",
+		"file": "/etc/docker/daemon.json",
+		"line": 2,
+	}} with input as f
+}

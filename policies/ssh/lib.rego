@@ -1,6 +1,8 @@
 # Helpers the sshd checks share. No METADATA and no deny: a library, not a check.
 package gpuhost.ssh.lib
 
+import data.gpuhost.lib.locate
+
 # Every sshd to judge: each running daemon of a live host, or the
 # configuration file of an image. Facts saved before daemons were collected
 # have only the top-level settings, which then stand for the one daemon.
@@ -12,7 +14,7 @@ daemons := d if {
 # finding(msg, d, keyword) places msg on the line of d's files that set
 # keyword, so that a report points at the line to change; a keyword left at
 # OpenSSH's default has no such line, and the message stands alone.
-finding(msg, d, keyword) := {"msg": msg, "file": loc.file, "line": loc.line} if {
+finding(msg, d, keyword) := locate.at(msg, loc.file, loc.line) if {
 	loc := d.locations[keyword]
 } else := msg
 
