@@ -186,7 +186,7 @@ func (b *suiteBuilder) ubuntuPackages() ([]published, error) {
 		files map[string]string
 	}
 	specs := []spec{
-		{keyringControl(b.suite), map[string]string{
+		{keyringControl(b.suite, b.key), map[string]string{
 			strings.TrimPrefix(KeyringPath, "/"): string(b.key),
 			// Ubuntu's apt trusts the archive key through this link.
 			"etc/apt/trusted.gpg.d/ubuntu-keyring-2018-archive.gpg": "->" + KeyringPath,

@@ -2,6 +2,7 @@ package ubunturepo
 
 import (
 	"crypto/md5"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -215,10 +216,15 @@ func newPackage(work, out string, control stanza, files map[string]string) error
 }
 
 // keyringControl is ubuntu-keyring's control: it replaces
-// debian-archive-keyring, whose dependents (apt) name it instead.
-func keyringControl(suite string) stanza {
+// debian-archive-keyring, whose dependents (apt) name it instead. Each
+// build of the archive signs with a key of its own, so the version carries
+// the key's digest: a real archive never publishes other contents under a
+// version it has published, and apt caches kept across builds of the
+// stand-in (the e2e's) hold .debs by name and version.
+func keyringControl(suite string, key []byte) stanza {
+	sum := sha256.Sum256(key)
 	return stanza{
-		{"Package", "ubuntu-keyring"}, {"Version", releases[suite].keyringVersion}, {"Architecture", "all"},
+		{"Package", "ubuntu-keyring"}, {"Version", releases[suite].keyringVersion + "+key" + hex.EncodeToString(sum[:4])}, {"Architecture", "all"},
 		{"Maintainer", "gpuhost tests <tests@gpuhost.invalid>"}, {"Installed-Size", "1"},
 		{"Breaks", "debian-archive-keyring"}, {"Replaces", "debian-archive-keyring"},
 		{"Section", "misc"}, {"Priority", "important"}, {"Multi-Arch", "foreign"},

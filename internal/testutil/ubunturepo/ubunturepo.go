@@ -106,7 +106,7 @@ type release struct {
 
 // format changes whenever what Build makes from the same options changes,
 // so that an archive cached by an older build is not reused.
-const format = "ubunturepo 3"
+const format = "ubunturepo 4"
 
 // Date is every Release file's date: fixed and in the past, as apt
 // requires.
