@@ -66,14 +66,14 @@ func lockedBake(t *testing.T, tree string, bake ubuntuBakeFunc, template string,
 }
 
 // brokenLocks bakes from locks another build could not meet, and each bake
-// must fail naming the package: a version the archive lacks (dkms, which
-// the plan installs) together with a CUDA repository package's hash (both
-// named by the plan's check against the apt sources, before it installs
-// anything, so one bake shows both), and a base package's .deb hash (the
-// builder's check). cudaMeta is a package of the lock from NVIDIA's
-// repository. The bootstrap cache key has the locked versions, not their
+// must fail naming the package: a version the sources lack (of planned, a
+// package the plan installs and the bootstrap does not, which the builder's
+// own check would otherwise name first) together with the hash of
+// cudaMeta, a package from NVIDIA's repository (both named by the plan's
+// check against the apt sources, before it installs anything, so one bake
+// shows both), and a base package's .deb hash (the builder's check). The bootstrap cache key has the locked versions, not their
 // hashes, so the last bake extracts the tree that the locked bake cached.
-func brokenLocks(t *testing.T, l *lock.Lock, cudaMeta string, bake lockBake) {
+func brokenLocks(t *testing.T, l *lock.Lock, planned, cudaMeta string, bake lockBake) {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name string, c *lock.Lock) string {
@@ -91,22 +91,22 @@ func brokenLocks(t *testing.T, l *lock.Lock, cudaMeta string, bake lockBake) {
 	tampered := strings.Repeat("0", 64)
 	c := *l
 	c.Packages = slices.Clone(l.Packages)
-	var dkms, meta lock.Package
+	var unmet, meta lock.Package
 	for i, p := range c.Packages {
 		switch p.Name {
-		case "dkms":
-			dkms = p
+		case planned:
+			unmet = p
 			c.Packages[i].Version = "0.0.1-1"
 		case cudaMeta:
 			meta = p
 			c.Packages[i].SHA256 = tampered
 		}
 	}
-	if dkms.Name == "" || meta.Name == "" {
-		t.Fatalf("the lock has no dkms or no %s to break", cudaMeta)
+	if unmet.Name == "" || meta.Name == "" {
+		t.Fatalf("the lock has no %s or no %s to break", planned, cudaMeta)
 	}
 	mustFail(t, bake, "lock-unmet", write("unmet.lock", &c),
-		fmt.Sprintf("gpuhost-gpu: lock: dkms=0.0.1-1 (%s) is not in the apt sources, which have dkms at: %s", dkms.Arch, dkms.Version),
+		fmt.Sprintf("gpuhost-gpu: lock: %s=0.0.1-1 (%s) is not in the apt sources, which have %s at: ", planned, unmet.Arch, planned),
 		fmt.Sprintf("gpuhost-gpu: lock: %s=%s (%s): the apt sources give sha256 %s, the lock has %s", meta.Name, meta.Version, meta.Arch, meta.SHA256, tampered),
 		"gpuhost-gpu failed in step: lock available")
 
