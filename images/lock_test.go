@@ -67,8 +67,9 @@ func lockedBake(t *testing.T, tree string, bake ubuntuBakeFunc, template string,
 
 // brokenLocks bakes from locks another build could not meet, and each bake
 // must fail naming the package: a version the sources lack (of planned, a
-// package the plan installs and the bootstrap does not, which the builder's
-// own check would otherwise name first) together with the hash of
+// package the plan installs that neither the bootstrap nor the
+// configuration's pins name, whose own checks would refuse the lock first)
+// together with the hash of
 // cudaMeta, a package from NVIDIA's repository (both named by the plan's
 // check against the apt sources, before it installs anything, so one bake
 // shows both), and a base package's .deb hash (the builder's check). The bootstrap cache key has the locked versions, not their

@@ -190,7 +190,7 @@ func TestE2EUbuntuStandInBake(t *testing.T) {
 				}
 				l := lockedBake(t, tree, ownCache, tp.file, "base-files", "dkms", "nvidia-driver-580-open", "cuda-keyring", "nvidia-container-toolkit")
 				t.Run("a lock the sources cannot meet fails naming the package", func(t *testing.T) {
-					brokenLocks(t, l, "nvidia-container-toolkit", "cuda-toolkit-13-0", func(name, lockFile string) (string, error) {
+					brokenLocks(t, l, "cuda-cudart-13-0", "cuda-toolkit-13-0", func(name, lockFile string) (string, error) {
 						_, log, err := ownCache(t, name, tp.file, map[string]string{"lock_file": lockFile})
 						return log, err
 					})
