@@ -27,8 +27,17 @@ var statusHeadings = map[string]string{
 
 func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 	bw := bufio.NewWriter(w)
-	s := reports.Tally(rep)
+	mdHeader(bw, rep)
+	mdSummary(bw, rep)
+	mdUnsettledSections(bw, rep)
+	mdPassed(bw, rep)
+	return bw.Flush()
+}
 
+// mdHeader names the target and the provenance of the verdicts (when, where,
+// by which tool, facts and policy) so a pasted report can be traced back to
+// the scan that made it.
+func mdHeader(bw *bufio.Writer, rep *reports.Report) {
 	fmt.Fprintf(bw, "# gpuhost scan: %s %s\n\n", escape.Markdown(rep.Target.Kind), escape.Markdown(rep.Target.Ref))
 	var meta []string
 	if rep.Target.ScannedAt != "" {
@@ -49,7 +58,13 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 	if len(meta) > 0 {
 		bw.WriteString(strings.Join(meta, " · ") + "\n\n")
 	}
+}
 
+// mdSummary comes before any finding so a reader first learns what the scan
+// could not judge and how the verdicts add up, and does not mistake a short
+// list of failures for a clean host.
+func mdSummary(bw *bufio.Writer, rep *reports.Report) {
+	s := reports.Tally(rep)
 	cov := reports.CoverageOf(rep)
 	bw.WriteString(escape.Markdown(coverageLine(cov)) + "\n\n")
 	for _, g := range cov.Gaps {
@@ -72,32 +87,20 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 		parts = append(parts, fmt.Sprintf("%s %d", sev, s.BySeverity[sev]))
 	}
 	fmt.Fprintf(bw, "Failures by severity: %s\n", strings.Join(parts, ", "))
+}
 
-	section := func(status string, header []string, row func(reports.Result) []string) {
-		rows := byStatus(rep, status)
-		fmt.Fprintf(bw, "\n## %s\n\n", statusHeadings[status])
-		if len(rows) == 0 {
-			bw.WriteString("_None._\n")
-			return
-		}
-		mdRow(bw, header)
-		seps := make([]string, len(header))
-		for i := range seps {
-			seps[i] = "---"
-		}
-		mdRow(bw, seps)
-		for _, r := range rows {
-			mdRow(bw, row(r))
-		}
-	}
-	section(reports.StatusFail, []string{"ID", "Severity", "Title", "Messages", "Remediation"}, func(r reports.Result) []string {
+// mdUnsettledSections gives each status that needs a reader's attention a
+// table of its own, with the columns that matter for that status: a failure
+// needs its remediation, a waiver who approved it and until when.
+func mdUnsettledSections(bw *bufio.Writer, rep *reports.Report) {
+	mdSection(bw, rep, reports.StatusFail, []string{"ID", "Severity", "Title", "Messages", "Remediation"}, func(r reports.Result) []string {
 		msgs := cellLines(r.Messages)
 		if r.Waiver != nil && r.Waiver.Expired {
 			msgs += "<br>_" + escape.Markdown(expiredWaiverLine(r.Waiver)) + "_"
 		}
 		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), msgs, escape.Markdown(r.Remediation)}
 	})
-	section(reports.StatusWaived, []string{"ID", "Severity", "Title", "Approved by", "Expires", "Ticket", "Scope", "Justification", "Messages"}, func(r reports.Result) []string {
+	mdSection(bw, rep, reports.StatusWaived, []string{"ID", "Severity", "Title", "Approved by", "Expires", "Ticket", "Scope", "Justification", "Messages"}, func(r reports.Result) []string {
 		w := r.Waiver
 		if w == nil {
 			w = &reports.Waiver{}
@@ -105,13 +108,37 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), escape.Markdown(w.ApprovedBy), escape.Markdown(w.Expires),
 			escape.Markdown(w.Ticket), escape.Markdown(waiverScopeText(w.Scope)), escape.Markdown(w.Justification), cellLines(r.Messages)}
 	})
-	section(reports.StatusError, []string{"ID", "Severity", "Title", "Messages"}, func(r reports.Result) []string {
+	mdSection(bw, rep, reports.StatusError, []string{"ID", "Severity", "Title", "Messages"}, func(r reports.Result) []string {
 		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), cellLines(r.Messages)}
 	})
-	section(reports.StatusSkip, []string{"ID", "Severity", "Title", "Reason"}, func(r reports.Result) []string {
+	mdSection(bw, rep, reports.StatusSkip, []string{"ID", "Severity", "Title", "Reason"}, func(r reports.Result) []string {
 		return []string{escape.MarkdownCode(r.ID), escape.Markdown(r.Severity), escape.Markdown(r.Title), escape.Markdown(firstMessage(r))}
 	})
+}
 
+// mdSection keeps every status's heading, empty marker and table layout
+// alike, so the sections differ only in their columns.
+func mdSection(bw *bufio.Writer, rep *reports.Report, status string, header []string, row func(reports.Result) []string) {
+	rows := byStatus(rep, status)
+	fmt.Fprintf(bw, "\n## %s\n\n", statusHeadings[status])
+	if len(rows) == 0 {
+		bw.WriteString("_None._\n")
+		return
+	}
+	mdRow(bw, header)
+	seps := make([]string, len(header))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	mdRow(bw, seps)
+	for _, r := range rows {
+		mdRow(bw, row(r))
+	}
+}
+
+// mdPassed folds the passes away in a details block: they are usually the
+// longest list and the least interesting, and would bury the findings.
+func mdPassed(bw *bufio.Writer, rep *reports.Report) {
 	passes := byStatus(rep, reports.StatusPass)
 	fmt.Fprintf(bw, "\n<details>\n<summary>Passed (%d)</summary>\n\n", len(passes))
 	if len(passes) == 0 {
@@ -124,7 +151,6 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 		}
 	}
 	bw.WriteString("\n</details>\n")
-	return bw.Flush()
 }
 
 func mdRow(w *bufio.Writer, cells []string) {

@@ -146,64 +146,9 @@ type (
 )
 
 func (*sarif) Render(w io.Writer, rep *reports.Report) error {
-	// One rule per check id, every check included so the catalogue is
-	// complete even for rules that passed. The first result of an id wins.
-	byID := map[string]reports.Result{}
-	for _, res := range rep.Results {
-		if _, ok := byID[res.ID]; !ok {
-			byID[res.ID] = res
-		}
-	}
-	ids := make([]string, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	index := make(map[string]int, len(ids))
-	rules := make([]sarifRule, 0, len(ids))
-	for i, id := range ids {
-		index[id] = i
-		rules = append(rules, sarifRuleFor(byID[id]))
-	}
-
-	results := []sarifResult{}
-	for _, res := range rep.Results {
-		if res.Status != reports.StatusFail && res.Status != reports.StatusError && res.Status != reports.StatusWaived {
-			continue
-		}
-		results = append(results, sarifResultsFor(rep, res, index[res.ID])...)
-	}
-	// Two findings of one check about one subject (two servers without
-	// protocols in one nginx file) would share a print; the later ones are
-	// told apart by their order, as code scanning's own line hashes are.
-	seen := map[string]int{}
-	for i := range results {
-		fp := results[i].PartialFingerprints
-		if n := seen[fp["gpuhostFinding/v1"]]; n > 0 {
-			fp["gpuhostFinding/v1"] += "/" + strconv.Itoa(n+1)
-			fp["primaryLocationLineHash"] = strings.TrimSuffix(fp["primaryLocationLineHash"], ":1") + ":" + strconv.Itoa(n+1)
-		}
-		seen[strings.Split(fp["gpuhostFinding/v1"], "/")[0]]++
-	}
-
-	var notes []sarifNotification
-	for _, res := range rep.Results {
-		if !res.Unevaluated() {
-			continue
-		}
-		level := "note"
-		switch {
-		case res.Status == reports.StatusError:
-			level = "error"
-		case reports.SeverityRank(res.Severity) <= reports.SeverityRank(reports.GapSeverity):
-			level = "warning"
-		}
-		notes = append(notes, sarifNotification{
-			Level:          level,
-			Message:        sarifText{Text: res.ID + " (" + res.Severity + ") " + res.Status + ": " + strings.Join(res.Messages, "; ")},
-			AssociatedRule: sarifRuleRef{ID: res.ID, Index: index[res.ID]},
-		})
-	}
+	rules, index := sarifRules(rep)
+	results := sarifFindings(rep, index)
+	notes := sarifNotifications(rep, index)
 	cov := reports.CoverageOf(rep)
 
 	props := map[string]string{}
@@ -245,6 +190,83 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(log)
+}
+
+// sarifRules builds the rule catalogue and the index every result and
+// notification points into: one rule per check id, every check included so
+// the catalogue is complete even for rules that passed. The first result of
+// an id wins.
+func sarifRules(rep *reports.Report) ([]sarifRule, map[string]int) {
+	byID := map[string]reports.Result{}
+	for _, res := range rep.Results {
+		if _, ok := byID[res.ID]; !ok {
+			byID[res.ID] = res
+		}
+	}
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	index := make(map[string]int, len(ids))
+	rules := make([]sarifRule, 0, len(ids))
+	for i, id := range ids {
+		index[id] = i
+		rules = append(rules, sarifRuleFor(byID[id]))
+	}
+	return rules, index
+}
+
+// sarifFindings keeps only the verdicts code scanning should raise as
+// alerts (failures, errors and waivers, which it shows as suppressed), and
+// keeps their fingerprints unique so no alert silently replaces another.
+func sarifFindings(rep *reports.Report, index map[string]int) []sarifResult {
+	results := []sarifResult{}
+	for _, res := range rep.Results {
+		if res.Status != reports.StatusFail && res.Status != reports.StatusError && res.Status != reports.StatusWaived {
+			continue
+		}
+		results = append(results, sarifResultsFor(rep, res, index[res.ID])...)
+	}
+	// Two findings of one check about one subject (two servers without
+	// protocols in one nginx file) would share a print; the later ones are
+	// told apart by their order, as code scanning's own line hashes are.
+	seen := map[string]int{}
+	for i := range results {
+		fp := results[i].PartialFingerprints
+		if n := seen[fp["gpuhostFinding/v1"]]; n > 0 {
+			fp["gpuhostFinding/v1"] += "/" + strconv.Itoa(n+1)
+			fp["primaryLocationLineHash"] = strings.TrimSuffix(fp["primaryLocationLineHash"], ":1") + ":" + strconv.Itoa(n+1)
+		}
+		seen[strings.Split(fp["gpuhostFinding/v1"], "/")[0]]++
+	}
+	return results
+}
+
+// sarifNotifications reports the checks that reached no verdict as tool
+// notifications rather than results, so code scanning shows what was not
+// judged without opening alerts for it. A gap severe enough to matter is a
+// warning, not a note.
+func sarifNotifications(rep *reports.Report, index map[string]int) []sarifNotification {
+	var notes []sarifNotification
+	for _, res := range rep.Results {
+		if !res.Unevaluated() {
+			continue
+		}
+		level := "note"
+		switch {
+		case res.Status == reports.StatusError:
+			level = "error"
+		case reports.SeverityRank(res.Severity) <= reports.SeverityRank(reports.GapSeverity):
+			level = "warning"
+		}
+		notes = append(notes, sarifNotification{
+			Level:          level,
+			Message:        sarifText{Text: res.ID + " (" + res.Severity + ") " + res.Status + ": " + strings.Join(res.Messages, "; ")},
+			AssociatedRule: sarifRuleRef{ID: res.ID, Index: index[res.ID]},
+		})
+	}
+	return notes
 }
 
 // maxSARIFDescription is the longest rule description GitHub code scanning
