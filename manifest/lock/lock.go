@@ -187,125 +187,172 @@ func Parse(data []byte) (*Lock, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("larger than %d bytes", MaxSize)
 	}
-	l := &Lock{}
-	var errs []error
-	bad := func(n int, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("line %d: %s", n, fmt.Sprintf(format, args...)))
-	}
+	p := &lockParser{l: &Lock{}, seenOnce: map[string]int{}, seenPath: map[string]int{}, seenPkg: map[string]int{}}
 	header := false
-	seenOnce := map[string]int{}
-	seenPath := map[string]int{}
-	seenPkg := map[string]int{}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := i + 1
-		if len(errs) >= maxProblems {
-			errs = append(errs, errors.New("too many problems; stopping"))
+		if len(p.errs) >= maxProblems {
+			p.errs = append(p.errs, errors.New("too many problems; stopping"))
 			break
 		}
 		line := string(raw)
-		if len(line) > maxLine {
-			bad(n, "longer than %d bytes", maxLine)
+		f, ok := p.fields(n, line)
+		if !ok {
 			continue
 		}
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if strings.ContainsAny(line, "\t\r\x00") || strings.Contains(line, "  ") || line != strings.TrimSpace(line) {
-			bad(n, "fields are separated by one space, with no tabs, carriage returns or spaces at either end")
-			continue
-		}
-		if !printable(line) {
-			bad(n, "holds a control character or a byte outside printable ASCII")
-			continue
-		}
-		f := strings.Split(line, " ")
 		if !header {
 			if line != Schema {
-				bad(n, "the first record must be %q", Schema)
-				return nil, errors.Join(errs...)
+				p.bad(n, "the first record must be %q", Schema)
+				return nil, errors.Join(p.errs...)
 			}
 			header = true
 			continue
 		}
-		want := map[string]int{"template": 2, "mirror": 2, "snapshot": 2, "source": 3, "keyring": 3, "package": 4}
-		w, known := want[f[0]]
-		switch {
-		case !known:
-			bad(n, "unknown record; want template, mirror, snapshot, source, keyring or package")
-			continue
-		case len(f) != w:
-			bad(n, "%s takes %d fields, not %d", f[0], w-1, len(f)-1)
-			continue
-		}
-		switch f[0] {
-		case "template", "mirror", "snapshot":
-			if prev, ok := seenOnce[f[0]]; ok {
-				bad(n, "%s is given twice (first on line %d)", f[0], prev)
-				continue
-			}
-			seenOnce[f[0]] = n
-			if msg := headerProblem(f[0], f[1]); msg != "" {
-				bad(n, "%s", msg)
-				continue
-			}
-			*map[string]*string{"template": &l.Template, "mirror": &l.Mirror, "snapshot": &l.Snapshot}[f[0]] = f[1]
-		case "source", "keyring":
-			p, sum := f[1], f[2]
-			switch {
-			case !ValidPath(p):
-				bad(n, "the %s path %s", f[0], pathRule)
-				continue
-			case !ValidSHA256(sum):
-				bad(n, "%s %s: sha256 %s", f[0], p, sha256Rule)
-				continue
-			}
-			if prev, ok := seenPath[p]; ok {
-				bad(n, "%s is listed twice (first on line %d)", p, prev)
-				continue
-			}
-			seenPath[p] = n
-			if f[0] == "source" {
-				l.Sources = append(l.Sources, File{Path: p, SHA256: sum})
-			} else {
-				l.Keyrings = append(l.Keyrings, File{Path: p, SHA256: sum})
-			}
-		case "package":
-			name, ver, ok := strings.Cut(f[1], "=")
-			arch, sum := f[2], f[3]
-			switch {
-			case !ValidName(name):
-				bad(n, "the package name %s", nameRule)
-				continue
-			case !ok:
-				bad(n, "package %q is not name=version", name)
-				continue
-			case !ValidVersion(ver):
-				bad(n, "package %s: version %s", name, versionRule)
-				continue
-			case !ValidArch(arch):
-				bad(n, "package %s: architecture %s", name, archRule)
-				continue
-			case !ValidSHA256(sum):
-				bad(n, "package %s: sha256 %s", name, sha256Rule)
-				continue
-			}
-			key := name + ":" + arch
-			if prev, ok := seenPkg[key]; ok {
-				bad(n, "package %s (%s) is listed twice (first on line %d)", name, arch, prev)
-				continue
-			}
-			seenPkg[key] = n
-			l.Packages = append(l.Packages, Package{Name: name, Version: ver, Arch: arch, SHA256: sum})
-		}
+		p.record(n, f)
 	}
-	if !header && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("no %q record: not a lock file", Schema))
+	if !header && len(p.errs) == 0 {
+		p.errs = append(p.errs, fmt.Errorf("no %q record: not a lock file", Schema))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
 	}
-	l.sort()
-	return l, nil
+	p.l.sort()
+	return p.l, nil
+}
+
+// lockParser carries what Parse learns across lines: the lock so far, every
+// problem found, and the line each record was first seen on, so a repeat
+// can name the line it repeats.
+type lockParser struct {
+	l        *Lock
+	errs     []error
+	seenOnce map[string]int
+	seenPath map[string]int
+	seenPkg  map[string]int
+}
+
+// bad records a problem against a line number only, so no content of an
+// untrusted lock ever reaches an error message.
+func (p *lockParser) bad(n int, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("line %d: %s", n, fmt.Sprintf(format, args...)))
+}
+
+// fields enforces the lock's one canonical spelling of a line before any
+// field is looked at, so two locks that mean the same thing are the same
+// bytes. It reports false for a line to pass over: blank, a comment, or
+// one already found bad.
+func (p *lockParser) fields(n int, line string) ([]string, bool) {
+	if len(line) > maxLine {
+		p.bad(n, "longer than %d bytes", maxLine)
+		return nil, false
+	}
+	if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+		return nil, false
+	}
+	if strings.ContainsAny(line, "\t\r\x00") || strings.Contains(line, "  ") || line != strings.TrimSpace(line) {
+		p.bad(n, "fields are separated by one space, with no tabs, carriage returns or spaces at either end")
+		return nil, false
+	}
+	if !printable(line) {
+		p.bad(n, "holds a control character or a byte outside printable ASCII")
+		return nil, false
+	}
+	return strings.Split(line, " "), true
+}
+
+// record checks a record's kind and field count once, so each kind's own
+// reader can index its fields without checking again.
+func (p *lockParser) record(n int, f []string) {
+	want := map[string]int{"template": 2, "mirror": 2, "snapshot": 2, "source": 3, "keyring": 3, "package": 4}
+	w, known := want[f[0]]
+	switch {
+	case !known:
+		p.bad(n, "unknown record; want template, mirror, snapshot, source, keyring or package")
+		return
+	case len(f) != w:
+		p.bad(n, "%s takes %d fields, not %d", f[0], w-1, len(f)-1)
+		return
+	}
+	switch f[0] {
+	case "template", "mirror", "snapshot":
+		p.onceRecord(n, f)
+	case "source", "keyring":
+		p.fileRecord(n, f)
+	case "package":
+		p.packageRecord(n, f)
+	}
+}
+
+// onceRecord reads the records a lock holds at most one of, which say where
+// the build's inputs come from; a second would leave it ambiguous which one
+// the lock pins.
+func (p *lockParser) onceRecord(n int, f []string) {
+	if prev, ok := p.seenOnce[f[0]]; ok {
+		p.bad(n, "%s is given twice (first on line %d)", f[0], prev)
+		return
+	}
+	p.seenOnce[f[0]] = n
+	if msg := headerProblem(f[0], f[1]); msg != "" {
+		p.bad(n, "%s", msg)
+		return
+	}
+	*map[string]*string{"template": &p.l.Template, "mirror": &p.l.Mirror, "snapshot": &p.l.Snapshot}[f[0]] = f[1]
+}
+
+// fileRecord reads a source or keyring pin. Sources and keyrings share one
+// set of paths, since both are files in the same tree and one path can hold
+// only one content.
+func (p *lockParser) fileRecord(n int, f []string) {
+	file, sum := f[1], f[2]
+	switch {
+	case !ValidPath(file):
+		p.bad(n, "the %s path %s", f[0], pathRule)
+		return
+	case !ValidSHA256(sum):
+		p.bad(n, "%s %s: sha256 %s", f[0], file, sha256Rule)
+		return
+	}
+	if prev, ok := p.seenPath[file]; ok {
+		p.bad(n, "%s is listed twice (first on line %d)", file, prev)
+		return
+	}
+	p.seenPath[file] = n
+	if f[0] == "source" {
+		p.l.Sources = append(p.l.Sources, File{Path: file, SHA256: sum})
+	} else {
+		p.l.Keyrings = append(p.l.Keyrings, File{Path: file, SHA256: sum})
+	}
+}
+
+// packageRecord reads a package pin. A package may be pinned once per
+// architecture, since a multi-arch image installs one build of each.
+func (p *lockParser) packageRecord(n int, f []string) {
+	name, ver, ok := strings.Cut(f[1], "=")
+	arch, sum := f[2], f[3]
+	switch {
+	case !ValidName(name):
+		p.bad(n, "the package name %s", nameRule)
+		return
+	case !ok:
+		p.bad(n, "package %q is not name=version", name)
+		return
+	case !ValidVersion(ver):
+		p.bad(n, "package %s: version %s", name, versionRule)
+		return
+	case !ValidArch(arch):
+		p.bad(n, "package %s: architecture %s", name, archRule)
+		return
+	case !ValidSHA256(sum):
+		p.bad(n, "package %s: sha256 %s", name, sha256Rule)
+		return
+	}
+	key := name + ":" + arch
+	if prev, ok := p.seenPkg[key]; ok {
+		p.bad(n, "package %s (%s) is listed twice (first on line %d)", name, arch, prev)
+		return
+	}
+	p.seenPkg[key] = n
+	p.l.Packages = append(p.l.Packages, Package{Name: name, Version: ver, Arch: arch, SHA256: sum})
 }
 
 // printable says whether s holds only printable ASCII, space included.

@@ -165,28 +165,9 @@ func (w *walker) walk(p string, parent *os.File, name string) error {
 	if !ok {
 		return fmt.Errorf("tree digest: %q: no owner information", p)
 	}
-	detail := "-"
-	switch typ {
-	case "file":
-		key := [2]uint64{st.Dev, st.Ino}
-		if first, seen := w.inodes[key]; seen && st.Nlink > 1 {
-			detail = "link=" + strconv.Quote(first)
-			break
-		}
-		if st.Nlink > 1 {
-			w.inodes[key] = p
-		}
-		if detail, err = w.fileSum(p, st); err != nil {
-			return err
-		}
-	case "symlink":
-		target, err := w.root.Readlink(rel(p))
-		if err != nil {
-			return fmt.Errorf("tree digest: %w", quoted(err))
-		}
-		detail = strconv.Quote(target)
-	case "char", "block":
-		detail = fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	detail, err := w.detail(p, typ, st)
+	if err != nil {
+		return err
 	}
 	var dir *os.File
 	if typ == "dir" {
@@ -196,19 +177,7 @@ func (w *walker) walk(p string, parent *os.File, name string) error {
 		defer dir.Close()
 	}
 	line := fmt.Sprintf("%s %s %04o %d:%d %s", strconv.Quote(p), typ, modeBits(fi.Mode()), st.Uid, st.Gid, detail)
-	// Extended attributes are read by the name in the directory open
-	// above (the root's from its own descriptor), so no path is resolved
-	// again and a symlink is not followed.
-	var x string
-	if parent == nil {
-		fd := int(dir.Fd())
-		x, err = xattrSum(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
-			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
-	} else {
-		at := fmt.Sprintf("/proc/self/fd/%d/%s", parent.Fd(), name)
-		x, err = xattrSum(func(b []byte) (int, error) { return unix.Llistxattr(at, b) },
-			func(a string, b []byte) (int, error) { return unix.Lgetxattr(at, a, b) })
-	}
+	x, err := entryXattrs(parent, dir, name)
 	if err != nil {
 		return fmt.Errorf("tree digest: %q: %w", p, err)
 	}
@@ -221,6 +190,53 @@ func (w *walker) walk(p string, parent *os.File, name string) error {
 	if typ != "dir" {
 		return nil
 	}
+	return w.walkChildren(p, dir)
+}
+
+// detail is the part of an entry's line that says what it holds, which
+// differs by type: a file's content sum (or the first path of its hard
+// link, so a linked file is summed once and the link itself is recorded),
+// a symlink's target, a device's numbers; "-" for the rest.
+func (w *walker) detail(p, typ string, st *syscall.Stat_t) (string, error) {
+	switch typ {
+	case "file":
+		key := [2]uint64{st.Dev, st.Ino}
+		if first, seen := w.inodes[key]; seen && st.Nlink > 1 {
+			return "link=" + strconv.Quote(first), nil
+		}
+		if st.Nlink > 1 {
+			w.inodes[key] = p
+		}
+		return w.fileSum(p, st)
+	case "symlink":
+		target, err := w.root.Readlink(rel(p))
+		if err != nil {
+			return "", fmt.Errorf("tree digest: %w", quoted(err))
+		}
+		return strconv.Quote(target), nil
+	case "char", "block":
+		return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
+	}
+	return "-", nil
+}
+
+// entryXattrs reads extended attributes by the entry's name in the
+// directory opened above it (the root's from its own descriptor), so no
+// path is resolved again and a symlink is not followed.
+func entryXattrs(parent, dir *os.File, name string) (string, error) {
+	if parent == nil {
+		fd := int(dir.Fd())
+		return xattrSum(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
+	}
+	at := fmt.Sprintf("/proc/self/fd/%d/%s", parent.Fd(), name)
+	return xattrSum(func(b []byte) (int, error) { return unix.Llistxattr(at, b) },
+		func(a string, b []byte) (int, error) { return unix.Lgetxattr(at, a, b) })
+}
+
+// walkChildren descends in sorted order, so the digest does not depend on
+// the order the filesystem happens to list a directory in.
+func (w *walker) walkChildren(p string, dir *os.File) error {
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("tree digest: reading %q: %w", p, quoted(err))
