@@ -173,25 +173,13 @@ func Review(ctx context.Context, fsys fs.FS, name string, schema []byte) (*Revie
 	return rev, nil
 }
 
+// addFinding records one finding against a file and line.
+type addFinding func(file string, line int, rule, format string, args ...any)
+
 // checkModule applies the METADATA, id and folder rules to one parsed
 // non-test module, and says whether it is fit to compile.
-func checkModule(p string, m *ast.Module, seen map[string]string, add func(string, int, string, string, ...any)) bool {
-	var meta *ast.Annotations
-	for _, a := range m.Annotations {
-		if a.Scope == "package" {
-			meta = a
-		}
-	}
-	hasDeny := false
-	for _, r := range m.Rules {
-		if r.Head.Ref()[0].Value.String() == "deny" {
-			hasDeny = true
-		}
-	}
-	pkgLine := 0
-	if m.Package.Location != nil {
-		pkgLine = m.Package.Location.Row
-	}
+func checkModule(p string, m *ast.Module, seen map[string]string, add addFinding) bool {
+	meta, hasDeny, pkgLine := moduleShape(m)
 	if meta == nil {
 		if hasDeny {
 			add(p, pkgLine, RuleMetadata, "package %s has deny rules but no package METADATA", m.Package.Path)
@@ -203,6 +191,50 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	if meta.Location != nil {
 		line = meta.Location.Row
 	}
+	ok := checkDescriptiveMetadata(p, line, meta, add)
+	ok = checkListMetadata(p, line, meta, add) && ok
+	id := metaString(meta, "id")
+	if !hasDeny {
+		add(p, pkgLine, RuleMetadata, "check %s has no deny rule", id)
+		ok = false
+	}
+	if id == "" {
+		return false
+	}
+	return checkIDPlacement(p, line, id, seen, add) && ok
+}
+
+// moduleShape finds what tells a check from a library: a check has package
+// METADATA and deny rules, a library neither. The package line is where a
+// finding about the module as a whole points.
+func moduleShape(m *ast.Module) (meta *ast.Annotations, hasDeny bool, pkgLine int) {
+	for _, a := range m.Annotations {
+		if a.Scope == "package" {
+			meta = a
+		}
+	}
+	for _, r := range m.Rules {
+		if r.Head.Ref()[0].Value.String() == "deny" {
+			hasDeny = true
+		}
+	}
+	if m.Package.Location != nil {
+		pkgLine = m.Package.Location.Row
+	}
+	return meta, hasDeny, pkgLine
+}
+
+// metaString reads a custom METADATA field as trimmed text, so a value of
+// the wrong type or of blanks counts as missing.
+func metaString(meta *ast.Annotations, k string) string {
+	s, _ := meta.Custom[k].(string)
+	return strings.TrimSpace(s)
+}
+
+// checkDescriptiveMetadata holds a check to the fields every report shows
+// about it (its title, id, severity and remediation), since a report with
+// one missing cannot tell a reader what failed or what to do.
+func checkDescriptiveMetadata(p string, line int, meta *ast.Annotations, add addFinding) bool {
 	ok := true
 	missing := func(field string) {
 		add(p, line, RuleMetadata, "%s is missing", field)
@@ -214,23 +246,33 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 	if strings.TrimSpace(meta.Description) == "" {
 		missing("description")
 	}
-	str := func(k string) string { s, _ := meta.Custom[k].(string); return strings.TrimSpace(s) }
-	id := str("id")
-	if id == "" {
+	if metaString(meta, "id") == "" {
 		missing("custom.id")
 	}
-	switch sev := str("severity"); {
+	switch sev := metaString(meta, "severity"); {
 	case sev == "":
 		missing("custom.severity")
 	case !reports.ValidSeverity(sev):
 		add(p, line, RuleMetadata, "custom.severity %q is not one of %s", sev, strings.Join(reports.Severities, ", "))
 		ok = false
 	}
-	if str("remediation") == "" {
+	if metaString(meta, "remediation") == "" {
 		missing("custom.remediation")
 	}
 	for _, problem := range codeScanningProblems(meta) {
 		add(p, line, RuleMetadata, "%s", problem)
+		ok = false
+	}
+	return ok
+}
+
+// checkListMetadata holds a check to the fields that place it: the controls
+// it maps to, the targets it applies to, and the collectors it needs or
+// judges the absence of, which decide whether it runs or is skipped.
+func checkListMetadata(p string, line int, meta *ast.Annotations, add addFinding) bool {
+	ok := true
+	missing := func(field string) {
+		add(p, line, RuleMetadata, "%s is missing", field)
 		ok = false
 	}
 	if ctl, _ := meta.Custom["controls"].(map[string]any); len(ctl) == 0 {
@@ -261,13 +303,14 @@ func checkModule(p string, m *ast.Module, seen map[string]string, add func(strin
 			ok = false
 		}
 	}
-	if !hasDeny {
-		add(p, pkgLine, RuleMetadata, "check %s has no deny rule", id)
-		ok = false
-	}
-	if id == "" {
-		return false
-	}
+	return ok
+}
+
+// checkIDPlacement keeps ids unique across the pack, since a check is known
+// by its id alone, and flags an id that does not start as its folder's ids
+// do. Only a repeated id keeps the module from compiling.
+func checkIDPlacement(p string, line int, id string, seen map[string]string, add addFinding) bool {
+	ok := true
 	if prev, dup := seen[id]; dup {
 		add(p, line, RuleDuplicateID, "id %s is already used by %s", id, prev)
 		ok = false

@@ -70,7 +70,26 @@ func Used(e *engine.Engine, c engine.Check) []string {
 // paramsIn adds the parameter keys module m reads to keys, and returns the
 // other data references it makes.
 func paramsIn(m *ast.Module, keys map[string]bool) []ast.Ref {
-	// Imports let a module write params.KEY for data.gpuhost.params.KEY.
+	r := &paramReader{m: m, imports: importAliases(m), keys: keys, consumed: map[*ast.Term]bool{}}
+	// object.get calls go first: they mark the params terms they consume,
+	// which the reference walk must then not count as whole reads.
+	r.objectGets()
+	return r.refs()
+}
+
+// paramReader holds what reading one module's parameter keys shares across
+// its two passes: the module's import aliases, the keys found so far, and
+// the params terms object.get has already accounted for.
+type paramReader struct {
+	m        *ast.Module
+	imports  map[ast.Var]ast.Ref
+	keys     map[string]bool
+	consumed map[*ast.Term]bool
+}
+
+// importAliases maps each import's alias to the data path it stands for,
+// since imports let a module write params.KEY for data.gpuhost.params.KEY.
+func importAliases(m *ast.Module) map[ast.Var]ast.Ref {
 	imports := map[ast.Var]ast.Ref{}
 	for _, imp := range m.Imports {
 		path, ok := imp.Path.Value.(ast.Ref)
@@ -87,89 +106,105 @@ func paramsIn(m *ast.Module, keys map[string]bool) []ast.Ref {
 		}
 		imports[alias] = path
 	}
-	resolve := func(v ast.Value) (ast.Ref, bool) {
-		ref, ok := v.(ast.Ref)
-		if !ok || len(ref) == 0 {
-			return nil, false
-		}
-		if head, ok := ref[0].Value.(ast.Var); ok {
-			if path, ok := imports[head]; ok {
-				return path.Concat(ref[1:]), true
-			}
-		}
-		return ref, true
-	}
+	return imports
+}
 
-	// object.get(data.gpuhost.params, KEY, default) names its key in the
-	// second argument; the params term it consumes is not a whole read.
-	consumed := map[*ast.Term]bool{}
-	objectGet := func(op *ast.Term, args []*ast.Term) {
-		if !op.Equal(ast.RefTerm(ast.VarTerm("object"), ast.StringTerm("get"))) || len(args) < 2 {
-			return
-		}
-		if r, ok := resolve(args[0].Value); !ok || !r.Equal(paramsRef) {
-			return
-		}
-		consumed[args[0]] = true
-		switch k := args[1].Value.(type) {
-		case ast.String:
-			keys[string(k)] = true
-		case *ast.Array:
-			if k.Len() > 0 {
-				if first, ok := k.Elem(0).Value.(ast.String); ok {
-					keys[string(first)] = true
-					return
-				}
-			}
-			keys[All] = true
-		default:
-			keys[All] = true
+// resolve spells a reference out in full, through the module's imports, so
+// an aliased read is recognised as the data path it is.
+func (r *paramReader) resolve(v ast.Value) (ast.Ref, bool) {
+	ref, ok := v.(ast.Ref)
+	if !ok || len(ref) == 0 {
+		return nil, false
+	}
+	if head, ok := ref[0].Value.(ast.Var); ok {
+		if path, ok := r.imports[head]; ok {
+			return path.Concat(ref[1:]), true
 		}
 	}
-	// Only rules: the import of data.gpuhost.params itself reads nothing.
-	walkTerms := func(f func(*ast.Term) bool) {
-		for _, r := range m.Rules {
-			ast.WalkTerms(r, f)
-		}
+	return ref, true
+}
+
+// walkTerms visits only rules: the import of data.gpuhost.params itself
+// reads nothing.
+func (r *paramReader) walkTerms(f func(*ast.Term) bool) {
+	for _, rule := range r.m.Rules {
+		ast.WalkTerms(rule, f)
 	}
-	for _, r := range m.Rules {
-		ast.WalkExprs(r, func(x *ast.Expr) bool {
+}
+
+// objectGets finds object.get calls in both spellings the parser gives
+// them, a call expression and a call term nested in another.
+func (r *paramReader) objectGets() {
+	for _, rule := range r.m.Rules {
+		ast.WalkExprs(rule, func(x *ast.Expr) bool {
 			if x.IsCall() {
 				terms := x.Terms.([]*ast.Term)
-				objectGet(terms[0], terms[1:])
+				r.objectGet(terms[0], terms[1:])
 			}
 			return false
 		})
 	}
-	walkTerms(func(t *ast.Term) bool {
+	r.walkTerms(func(t *ast.Term) bool {
 		if call, ok := t.Value.(ast.Call); ok && len(call) > 0 {
-			objectGet(call[0], call[1:])
+			r.objectGet(call[0], call[1:])
 		}
 		return false
 	})
+}
 
+// objectGet reads the key of object.get(data.gpuhost.params, KEY, default),
+// which names it in the second argument; the params term it consumes is not
+// a whole read.
+func (r *paramReader) objectGet(op *ast.Term, args []*ast.Term) {
+	if !op.Equal(ast.RefTerm(ast.VarTerm("object"), ast.StringTerm("get"))) || len(args) < 2 {
+		return
+	}
+	if ref, ok := r.resolve(args[0].Value); !ok || !ref.Equal(paramsRef) {
+		return
+	}
+	r.consumed[args[0]] = true
+	switch k := args[1].Value.(type) {
+	case ast.String:
+		r.keys[string(k)] = true
+	case *ast.Array:
+		if k.Len() > 0 {
+			if first, ok := k.Elem(0).Value.(ast.String); ok {
+				r.keys[string(first)] = true
+				return
+			}
+		}
+		r.keys[All] = true
+	default:
+		r.keys[All] = true
+	}
+}
+
+// refs reads the keys of direct references into data.gpuhost.params, and
+// gathers the module's references to other packages so Used can follow
+// them into the libraries they name.
+func (r *paramReader) refs() []ast.Ref {
 	var other []ast.Ref
-	walkTerms(func(t *ast.Term) bool {
-		ref, ok := resolve(t.Value)
+	r.walkTerms(func(t *ast.Term) bool {
+		ref, ok := r.resolve(t.Value)
 		if !ok || !ref.HasPrefix(ast.DefaultRootRef) {
 			return false
 		}
 		if !ref.HasPrefix(paramsRef) {
-			if !ref.HasPrefix(m.Package.Path) {
+			if !ref.HasPrefix(r.m.Package.Path) {
 				other = append(other, ref.ConstantPrefix())
 			}
 			return false
 		}
 		if len(ref) == len(paramsRef) {
-			if !consumed[t] {
-				keys[All] = true
+			if !r.consumed[t] {
+				r.keys[All] = true
 			}
 			return false
 		}
 		if k, ok := ref[len(paramsRef)].Value.(ast.String); ok {
-			keys[string(k)] = true
+			r.keys[string(k)] = true
 		} else {
-			keys[All] = true
+			r.keys[All] = true
 		}
 		return false
 	})
