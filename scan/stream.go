@@ -194,84 +194,134 @@ func Ordered[In, Out any](ctx context.Context, workers, window int, next func() 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	type job struct {
-		seq int
-		in  In
+	run := &orderedRun[In, Out]{
+		ctx:      ctx,
+		cancel:   cancel,
+		tokens:   make(chan struct{}, window),
+		jobs:     make(chan orderedJob[In]),
+		results:  make(chan orderedResult[Out], window),
+		readDone: make(chan struct{}),
 	}
-	type result struct {
-		seq int
-		out Out
-		err error
-	}
-	tokens := make(chan struct{}, window)
-	jobs := make(chan job)
-	results := make(chan result, window)
+	go run.read(next)
+	run.startWorkers(workers, work)
+	firstErr := run.emitInOrder(window, emit)
 
-	// The reader may sit in a read that only more input ends (a quiet
-	// stdin); a cancelled run does not wait for it, so a signal ends the
-	// run at once. Its error is read only once it has finished.
-	var readErr error
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer close(jobs)
-		for seq := 0; ; seq++ {
-			select {
-			case tokens <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			in, err := next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				readErr = err
-				cancel()
-				return
-			}
-			select {
-			case jobs <- job{seq, in}:
-			case <-ctx.Done():
-				return
-			}
+	select {
+	case <-run.readDone:
+		if run.readErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {
+			return run.readErr
 		}
-	}()
+	case <-parent.Done():
+	}
+	if firstErr == nil {
+		firstErr = parent.Err()
+	}
+	return firstErr
+}
+
+// orderedRun is what the reader, the workers and the emitter of one
+// Ordered run share, so each can be read as a loop of its own: the tokens
+// that bound the window, the channels between them, and the reader's error.
+type orderedRun[In, Out any] struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	// tokens holds one token per input read and not yet emitted.
+	tokens  chan struct{}
+	jobs    chan orderedJob[In]
+	results chan orderedResult[Out]
+	// readErr is read only once readDone is closed.
+	readErr  error
+	readDone chan struct{}
+}
+
+// orderedJob is an input numbered by its place in the input, so its output
+// can be put back in order.
+type orderedJob[In any] struct {
+	seq int
+	in  In
+}
+
+// orderedResult is a job's output, or its error, under the job's number.
+type orderedResult[Out any] struct {
+	seq int
+	out Out
+	err error
+}
+
+// read feeds the workers, taking a token before each input so it never
+// reads further ahead of the emitter than the window allows. It may sit in
+// a read that only more input ends (a quiet stdin); a cancelled run does
+// not wait for it, so a signal ends the run at once.
+func (r *orderedRun[In, Out]) read(next func() (In, error)) {
+	defer close(r.readDone)
+	defer close(r.jobs)
+	for seq := 0; ; seq++ {
+		select {
+		case r.tokens <- struct{}{}:
+		case <-r.ctx.Done():
+			return
+		}
+		in, err := next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			r.readErr = err
+			r.cancel()
+			return
+		}
+		select {
+		case r.jobs <- orderedJob[In]{seq, in}:
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+// startWorkers runs work on the jobs and closes results once every worker
+// has stopped, which is how the emitter learns the run is over.
+func (r *orderedRun[In, Out]) startWorkers(workers int, work func(context.Context, In) (Out, error)) {
 	var workersDone sync.WaitGroup
 	for range workers {
 		workersDone.Add(1)
 		go func() {
 			defer workersDone.Done()
 			for {
-				var j job
+				var j orderedJob[In]
 				select {
-				case next, open := <-jobs:
+				case next, open := <-r.jobs:
 					if !open {
 						return
 					}
 					j = next
-				case <-ctx.Done():
+				case <-r.ctx.Done():
 					return
 				}
-				out, err := work(ctx, j.in)
+				out, err := work(r.ctx, j.in)
 				// results has room for every token, so this never blocks.
-				results <- result{j.seq, out, err}
+				r.results <- orderedResult[Out]{j.seq, out, err}
 			}
 		}()
 	}
 	go func() {
 		workersDone.Wait()
-		close(results)
+		close(r.results)
 	}()
+}
 
+// emitInOrder holds outputs that arrive early until those before them have
+// been emitted, and gives a token back for each one emitted. After the
+// first error it still drains results until every worker has stopped, so
+// Ordered returns only once no goroutine of its own is left running.
+func (r *orderedRun[In, Out]) emitInOrder(window int, emit func(Out) error) error {
 	var firstErr error
-	pending := make(map[int]result, window)
+	pending := make(map[int]orderedResult[Out], window)
 	want := 0
-	for r := range results {
+	for res := range r.results {
 		if firstErr != nil {
 			continue
 		}
-		pending[r.seq] = r
+		pending[res.seq] = res
 		for p, ok := pending[want]; ok; p, ok = pending[want] {
 			delete(pending, want)
 			want++
@@ -281,21 +331,11 @@ func Ordered[In, Out any](ctx context.Context, workers, window int, next func() 
 			}
 			if err != nil {
 				firstErr = err
-				cancel()
+				r.cancel()
 				break
 			}
-			<-tokens
+			<-r.tokens
 		}
-	}
-	select {
-	case <-readDone:
-		if readErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {
-			return readErr
-		}
-	case <-parent.Done():
-	}
-	if firstErr == nil {
-		firstErr = parent.Err()
 	}
 	return firstErr
 }
