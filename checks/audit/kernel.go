@@ -157,29 +157,7 @@ func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
 		return r, fmt.Errorf("audit rule from the kernel: %d bytes of strings, %d in the message", buflen, len(buf))
 	}
 	buf = buf[:buflen]
-	var mask []int
-	all := true
-	for w := 0; w < bitmaskWords; w++ {
-		m := word(maskAt + w)
-		// The kernel clears the top AUDIT_SYSCALL_CLASSES bits of a
-		// mask ("-S all" sets them) and ORs in the classes' system
-		// calls: those bits say nothing of the rule.
-		full := uint32(0xffffffff)
-		if w == bitmaskWords-1 {
-			full = 0x0000ffff
-		}
-		if m&full != full {
-			all = false
-		}
-		for bit := 0; bit < 32; bit++ {
-			if m&(1<<bit) != 0 {
-				mask = append(mask, w*32+bit)
-			}
-		}
-	}
-	if all {
-		mask = nil
-	}
+	mask, all := syscallMask(word, maskAt)
 	for i := 0; i < int(count); i++ {
 		id, value, opFlags := word(fieldsAt+i), word(valuesAt+i), word(flagsAt+i)
 		name, ok := auditFields[id]
@@ -190,24 +168,11 @@ func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
 		if !ok {
 			return r, fmt.Errorf("audit rule from the kernel: field %s has unknown operator %#x", name, opFlags)
 		}
-		var v string
-		switch {
-		case stringFields[id]:
-			if int(value) > len(buf) {
-				return r, fmt.Errorf("audit rule from the kernel: field %s wants %d bytes, %d left", name, value, len(buf))
-			}
-			v, buf = string(buf[:value]), buf[value:]
-		case name == "arch":
-			if v, ok = auditArches[value]; !ok {
-				v = fmt.Sprintf("%#x", value)
-			}
-		case name == "perm":
-			v = permLetters(value)
-		case uidFields[name] && value == 0xffffffff:
-			v = "unset"
-		default:
-			v = strconv.FormatUint(uint64(value), 10)
+		v, rest, err := fieldValue(id, name, value, buf)
+		if err != nil {
+			return r, err
 		}
+		buf = rest
 		switch name {
 		case "key":
 			// Several -k on one rule reach the kernel joined by \x01.
@@ -235,6 +200,60 @@ func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
 	}
 	r.Text = ruleText(r)
 	return r, nil
+}
+
+// syscallMask reads the rule's system call bitmask as system call numbers.
+// A mask with every bit the rule can set means "-S all", which is reported
+// as such rather than as every number: all is true and the numbers are nil.
+func syscallMask(word func(int) uint32, maskAt int) (mask []int, all bool) {
+	all = true
+	for w := 0; w < bitmaskWords; w++ {
+		m := word(maskAt + w)
+		// The kernel clears the top AUDIT_SYSCALL_CLASSES bits of a
+		// mask ("-S all" sets them) and ORs in the classes' system
+		// calls: those bits say nothing of the rule.
+		full := uint32(0xffffffff)
+		if w == bitmaskWords-1 {
+			full = 0x0000ffff
+		}
+		if m&full != full {
+			all = false
+		}
+		for bit := 0; bit < 32; bit++ {
+			if m&(1<<bit) != 0 {
+				mask = append(mask, w*32+bit)
+			}
+		}
+	}
+	if all {
+		mask = nil
+	}
+	return mask, all
+}
+
+// fieldValue spells a field's value as auditctl -l would, so a rule read
+// from the kernel compares equal to the same rule read from a file. A
+// string field takes its bytes from the front of buf, which holds the
+// rule's strings one after another; the rest of buf is returned.
+func fieldValue(id uint32, name string, value uint32, buf []byte) (string, []byte, error) {
+	switch {
+	case stringFields[id]:
+		if int(value) > len(buf) {
+			return "", buf, fmt.Errorf("audit rule from the kernel: field %s wants %d bytes, %d left", name, value, len(buf))
+		}
+		return string(buf[:value]), buf[value:], nil
+	case name == "arch":
+		if v, ok := auditArches[value]; ok {
+			return v, buf, nil
+		}
+		return fmt.Sprintf("%#x", value), buf, nil
+	case name == "perm":
+		return permLetters(value), buf, nil
+	case uidFields[name] && value == 0xffffffff:
+		return "unset", buf, nil
+	default:
+		return strconv.FormatUint(uint64(value), 10), buf, nil
+	}
 }
 
 // isWatch tells a -w watch from an exit rule that says the same: auditctl
