@@ -149,48 +149,8 @@ func factsOf(all []DpkgPackage) []facts.Package {
 // because a status file that dpkg itself would reject cannot be trusted to
 // describe the system.
 func ParseDpkgInstalled(data []byte) ([]DpkgPackage, error) {
-	pkgs := []DpkgPackage{}
-	seen := map[[2]string]int{}
-	var cur *stanza
-	fields := map[string]bool{}
-	stanzas := 0
+	p := &dpkgParser{pkgs: []DpkgPackage{}, seen: map[[2]string]int{}, fields: map[string]bool{}}
 	lineNo := 0
-
-	finish := func() error {
-		if cur == nil {
-			return nil
-		}
-		s := cur
-		cur = nil
-		clear(fields)
-		if !s.hasPkg {
-			return fmt.Errorf("line %d: paragraph has no Package field", s.line)
-		}
-		if !s.hasStatus {
-			return fmt.Errorf("line %d: package %s has no Status field", s.line, s.pkg)
-		}
-		st := strings.Fields(s.status)
-		if len(st) != 3 {
-			return fmt.Errorf("line %d: package %s: malformed Status %q", s.line, s.pkg, s.status)
-		}
-		want, flag, state := st[0], st[1], st[2]
-		if state != "installed" || flag != "ok" {
-			return nil
-		}
-		if s.ver == "" {
-			return fmt.Errorf("line %d: installed package %s has no Version", s.line, s.pkg)
-		}
-		key := [2]string{s.pkg, s.arch}
-		if prev, dup := seen[key]; dup {
-			return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
-		}
-		seen[key] = s.line
-		pkgs = append(pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
-			Source: s.src, Maintainer: s.maint})
-		return nil
-	}
-
-	var field string // the field continuation lines belong to
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
@@ -203,64 +163,132 @@ func ParseDpkgInstalled(data []byte) ([]DpkgPackage, error) {
 		if err := textfile.CheckLine(line); err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			if err := finish(); err != nil {
-				return nil, err
-			}
-			field = ""
-			continue
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			if cur == nil || field == "" {
-				return nil, fmt.Errorf("line %d: continuation line outside a field", lineNo)
-			}
-			continue
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return nil, fmt.Errorf("line %d: not a field (no colon)", lineNo)
-		}
-		if !validFieldName(name) {
-			return nil, fmt.Errorf("line %d: invalid field name %q", lineNo, textfile.Truncate(string(name), 40))
-		}
-		if cur == nil {
-			stanzas++
-			if stanzas > maxStanzas {
-				return nil, fmt.Errorf("line %d: more than %d paragraphs", lineNo, maxStanzas)
-			}
-			cur = &stanza{line: lineNo}
-		}
-		field = strings.ToLower(string(name))
-		if fields[field] {
-			return nil, fmt.Errorf("line %d: field %s repeated in one paragraph", lineNo, name)
-		}
-		fields[field] = true
-		v := string(bytes.TrimSpace(value))
-		switch field {
-		case "package":
-			if v == "" || strings.ContainsAny(v, " \t") {
-				return nil, fmt.Errorf("line %d: invalid package name %q", lineNo, textfile.Truncate(v, 40))
-			}
-			cur.pkg, cur.hasPkg = v, true
-		case "status":
-			cur.status, cur.hasStatus = v, true
-		case "version":
-			cur.ver = v
-		case "architecture":
-			cur.arch = v
-		case "source":
-			cur.src = v
-		case "maintainer":
-			cur.maint = v
+		if err := p.line(lineNo, line); err != nil {
+			return nil, err
 		}
 	}
-	if err := finish(); err != nil {
+	if err := p.finish(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(pkgs, func(a, b DpkgPackage) int {
+	slices.SortFunc(p.pkgs, func(a, b DpkgPackage) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Arch, b.Arch))
 	})
-	return pkgs, nil
+	return p.pkgs, nil
+}
+
+// dpkgParser is what ParseDpkgInstalled carries from line to line: the
+// packages so far and where each was listed, so a repeat names the first,
+// and the paragraph being read with the fields it has already given.
+type dpkgParser struct {
+	pkgs []DpkgPackage
+	seen map[[2]string]int
+	// cur is the paragraph being read; nil between paragraphs.
+	cur    *stanza
+	fields map[string]bool
+	// field is the field continuation lines belong to.
+	field   string
+	stanzas int
+}
+
+// line reads one line of a status file: a blank line ends a paragraph, an
+// indented one continues the field before it (whose value nothing here
+// needs), and any other must be a field.
+func (p *dpkgParser) line(lineNo int, line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		if err := p.finish(); err != nil {
+			return err
+		}
+		p.field = ""
+		return nil
+	}
+	if line[0] == ' ' || line[0] == '\t' {
+		if p.cur == nil || p.field == "" {
+			return fmt.Errorf("line %d: continuation line outside a field", lineNo)
+		}
+		return nil
+	}
+	name, value, ok := bytes.Cut(line, []byte(":"))
+	if !ok {
+		return fmt.Errorf("line %d: not a field (no colon)", lineNo)
+	}
+	if !validFieldName(name) {
+		return fmt.Errorf("line %d: invalid field name %q", lineNo, textfile.Truncate(string(name), 40))
+	}
+	return p.setField(lineNo, name, string(bytes.TrimSpace(value)))
+}
+
+// setField keeps the value of a field the packages are built from. The
+// first field of a paragraph opens it, which is where the bound on the
+// number of paragraphs is enforced, before the paragraph costs anything.
+func (p *dpkgParser) setField(lineNo int, name []byte, v string) error {
+	if p.cur == nil {
+		p.stanzas++
+		if p.stanzas > maxStanzas {
+			return fmt.Errorf("line %d: more than %d paragraphs", lineNo, maxStanzas)
+		}
+		p.cur = &stanza{line: lineNo}
+	}
+	p.field = strings.ToLower(string(name))
+	if p.fields[p.field] {
+		return fmt.Errorf("line %d: field %s repeated in one paragraph", lineNo, name)
+	}
+	p.fields[p.field] = true
+	switch p.field {
+	case "package":
+		if v == "" || strings.ContainsAny(v, " \t") {
+			return fmt.Errorf("line %d: invalid package name %q", lineNo, textfile.Truncate(v, 40))
+		}
+		p.cur.pkg, p.cur.hasPkg = v, true
+	case "status":
+		p.cur.status, p.cur.hasStatus = v, true
+	case "version":
+		p.cur.ver = v
+	case "architecture":
+		p.cur.arch = v
+	case "source":
+		p.cur.src = v
+	case "maintainer":
+		p.cur.maint = v
+	}
+	return nil
+}
+
+// finish judges the paragraph just read once all its fields are known,
+// since Status and Version may come in any order: it keeps the package
+// only if dpkg has it installed, and refuses a paragraph dpkg would not
+// have written.
+func (p *dpkgParser) finish() error {
+	if p.cur == nil {
+		return nil
+	}
+	s := p.cur
+	p.cur = nil
+	clear(p.fields)
+	if !s.hasPkg {
+		return fmt.Errorf("line %d: paragraph has no Package field", s.line)
+	}
+	if !s.hasStatus {
+		return fmt.Errorf("line %d: package %s has no Status field", s.line, s.pkg)
+	}
+	st := strings.Fields(s.status)
+	if len(st) != 3 {
+		return fmt.Errorf("line %d: package %s: malformed Status %q", s.line, s.pkg, s.status)
+	}
+	want, flag, state := st[0], st[1], st[2]
+	if state != "installed" || flag != "ok" {
+		return nil
+	}
+	if s.ver == "" {
+		return fmt.Errorf("line %d: installed package %s has no Version", s.line, s.pkg)
+	}
+	key := [2]string{s.pkg, s.arch}
+	if prev, dup := p.seen[key]; dup {
+		return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
+	}
+	p.seen[key] = s.line
+	p.pkgs = append(p.pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
+		Source: s.src, Maintainer: s.maint})
+	return nil
 }
 
 // validFieldName follows deb822: printable ASCII other than colon and space,
