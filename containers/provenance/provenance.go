@@ -149,64 +149,17 @@ func Statement(b Build) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing provenance: subject: %w", err)
 	}
-	ext := externalParameters{Template: b.Template, LockFile: b.LockFile,
-		Source: source{Mirror: b.Mirror, Snapshot: b.Snapshot}, Gate: b.Gate}
-	if len(b.Pins) > 0 {
-		if err := json.Unmarshal(b.Pins, &ext.Pins); err != nil {
-			return nil, fmt.Errorf("writing provenance: pins: %w", err)
-		}
-	}
-	extStruct, err := toStruct(ext)
+	extStruct, err := externalParametersOf(b)
 	if err != nil {
-		return nil, fmt.Errorf("writing provenance: external parameters: %w", err)
+		return nil, err
 	}
-	var deps []*ita1.ResourceDescriptor
-	for _, f := range []*File{b.Template, b.LockFile} {
-		if f != nil {
-			deps = append(deps, &ita1.ResourceDescriptor{Name: f.Path, Digest: map[string]string{"sha256": f.SHA256}})
-		}
+	deps, err := resolvedDependencies(b)
+	if err != nil {
+		return nil, err
 	}
-	if b.Gate.PolicyDigest != "" {
-		d, err := descriptor("policy-pack", b.Gate.PolicyDigest)
-		if err != nil {
-			return nil, fmt.Errorf("writing provenance: policy digest: %w", err)
-		}
-		deps = append(deps, d)
-	}
-	for _, img := range b.NGCImages {
-		d, err := descriptor(img.Ref, img.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("writing provenance: image %s: %w", img.Ref, err)
-		}
-		deps = append(deps, d)
-	}
-	for _, u := range []string{b.Mirror, b.Snapshot} {
-		if u != "" {
-			deps = append(deps, &ita1.ResourceDescriptor{Uri: u})
-		}
-	}
-	var byproducts []*ita1.ResourceDescriptor
-	for _, e := range b.Evidence {
-		d, err := descriptor(e.Name, e.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("writing provenance: %s: %w", e.Name, err)
-		}
-		d.MediaType = e.MediaType
-		if e.Referrer != "" {
-			if err := checkDigest(e.Referrer); err != nil {
-				return nil, fmt.Errorf("writing provenance: %s referrer: %w", e.Name, err)
-			}
-			d.Annotations = &structpb.Struct{Fields: map[string]*structpb.Value{
-				ReferrerAnnotation: structpb.NewStringValue(e.Referrer)}}
-		}
-		byproducts = append(byproducts, d)
-	}
-	meta := &slsa.BuildMetadata{InvocationId: b.InvocationID}
-	if !b.StartedOn.IsZero() {
-		meta.StartedOn = timestamppb.New(b.StartedOn)
-	}
-	if !b.FinishedOn.IsZero() {
-		meta.FinishedOn = timestamppb.New(b.FinishedOn)
+	byproducts, err := byproductsOf(b)
+	if err != nil {
+		return nil, err
 	}
 	pred := &slsa.Provenance{
 		BuildDefinition: &slsa.BuildDefinition{
@@ -216,7 +169,7 @@ func Statement(b Build) ([]byte, error) {
 		},
 		RunDetails: &slsa.RunDetails{
 			Builder:    &slsa.Builder{Id: BuilderID, Version: map[string]string{"gpuhost": b.PluginVersion}},
-			Metadata:   meta,
+			Metadata:   buildMetadata(b),
 			Byproducts: byproducts,
 		},
 	}
@@ -247,6 +200,93 @@ func Statement(b Build) ([]byte, error) {
 		return nil, fmt.Errorf("writing provenance: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// externalParametersOf says what the build was asked to make. The pins are
+// decoded rather than embedded as raw JSON, since the predicate holds them
+// as a structured value, not a string.
+func externalParametersOf(b Build) (*structpb.Struct, error) {
+	ext := externalParameters{Template: b.Template, LockFile: b.LockFile,
+		Source: source{Mirror: b.Mirror, Snapshot: b.Snapshot}, Gate: b.Gate}
+	if len(b.Pins) > 0 {
+		if err := json.Unmarshal(b.Pins, &ext.Pins); err != nil {
+			return nil, fmt.Errorf("writing provenance: pins: %w", err)
+		}
+	}
+	extStruct, err := toStruct(ext)
+	if err != nil {
+		return nil, fmt.Errorf("writing provenance: external parameters: %w", err)
+	}
+	return extStruct, nil
+}
+
+// resolvedDependencies names every input the image was built from, each by
+// digest where it has one, so a verifier can tell which template, lock,
+// policy and base images made it; the mirror and snapshot have only a URI.
+func resolvedDependencies(b Build) ([]*ita1.ResourceDescriptor, error) {
+	var deps []*ita1.ResourceDescriptor
+	for _, f := range []*File{b.Template, b.LockFile} {
+		if f != nil {
+			deps = append(deps, &ita1.ResourceDescriptor{Name: f.Path, Digest: map[string]string{"sha256": f.SHA256}})
+		}
+	}
+	if b.Gate.PolicyDigest != "" {
+		d, err := descriptor("policy-pack", b.Gate.PolicyDigest)
+		if err != nil {
+			return nil, fmt.Errorf("writing provenance: policy digest: %w", err)
+		}
+		deps = append(deps, d)
+	}
+	for _, img := range b.NGCImages {
+		d, err := descriptor(img.Ref, img.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("writing provenance: image %s: %w", img.Ref, err)
+		}
+		deps = append(deps, d)
+	}
+	for _, u := range []string{b.Mirror, b.Snapshot} {
+		if u != "" {
+			deps = append(deps, &ita1.ResourceDescriptor{Uri: u})
+		}
+	}
+	return deps, nil
+}
+
+// byproductsOf lists the evidence published beside the image by digest,
+// each with the digest of the referrer manifest that carries it, so that
+// signing the provenance signs the evidence too and a verifier fetches
+// exactly the referrers signed.
+func byproductsOf(b Build) ([]*ita1.ResourceDescriptor, error) {
+	var byproducts []*ita1.ResourceDescriptor
+	for _, e := range b.Evidence {
+		d, err := descriptor(e.Name, e.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("writing provenance: %s: %w", e.Name, err)
+		}
+		d.MediaType = e.MediaType
+		if e.Referrer != "" {
+			if err := checkDigest(e.Referrer); err != nil {
+				return nil, fmt.Errorf("writing provenance: %s referrer: %w", e.Name, err)
+			}
+			d.Annotations = &structpb.Struct{Fields: map[string]*structpb.Value{
+				ReferrerAnnotation: structpb.NewStringValue(e.Referrer)}}
+		}
+		byproducts = append(byproducts, d)
+	}
+	return byproducts, nil
+}
+
+// buildMetadata leaves out a time it was not told, rather than writing the
+// zero time as if the build had run then.
+func buildMetadata(b Build) *slsa.BuildMetadata {
+	meta := &slsa.BuildMetadata{InvocationId: b.InvocationID}
+	if !b.StartedOn.IsZero() {
+		meta.StartedOn = timestamppb.New(b.StartedOn)
+	}
+	if !b.FinishedOn.IsZero() {
+		meta.FinishedOn = timestamppb.New(b.FinishedOn)
+	}
+	return meta
 }
 
 // descriptor is a resource descriptor for "sha256:<hex>".
