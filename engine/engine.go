@@ -78,31 +78,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if len(o.sources) == 0 {
 		return nil, errors.New("no policy pack given")
 	}
-	modules := map[string]*ast.Module{}
-	raw := map[string][]byte{}
-	var defaults []map[string]any
-	for _, src := range o.sources {
-		for _, name := range sortedKeys(src.Modules) {
-			if strings.HasSuffix(name, "_test.rego") {
-				continue
-			}
-			key := name
-			if len(o.sources) > 1 {
-				key = src.Name + ":" + name
-			}
-			m, err := ast.ParseModuleWithOpts(key, string(src.Modules[name]), ast.ParserOptions{
-				ProcessAnnotation: true,
-				RegoVersion:       ast.RegoV1,
-			})
-			if err != nil {
-				return nil, &CompileError{Err: err}
-			}
-			modules[key] = m
-			raw[key] = src.Modules[name]
-		}
-		if src.Params != nil {
-			defaults = append(defaults, src.Params)
-		}
+	modules, raw, defaults, err := parseSources(o.sources)
+	if err != nil {
+		return nil, err
 	}
 	params := mergeParams(append(defaults, o.params)...)
 
@@ -126,35 +104,79 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.maxQueries = int64(o.maxQueries)
 	}
 	e.digest = digestOf(raw, params)
+	if err := e.prepareQueries(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
 
+// parseSources parses every pack's non-test modules, keeping each one's
+// raw bytes for the digest and each pack's default params. With more than
+// one pack a module's key is prefixed by its pack's name, so two packs may
+// each have a file of the same name.
+func parseSources(sources []*Source) (modules map[string]*ast.Module, raw map[string][]byte, defaults []map[string]any, err error) {
+	modules = map[string]*ast.Module{}
+	raw = map[string][]byte{}
+	for _, src := range sources {
+		for _, name := range sortedKeys(src.Modules) {
+			if strings.HasSuffix(name, "_test.rego") {
+				continue
+			}
+			key := name
+			if len(sources) > 1 {
+				key = src.Name + ":" + name
+			}
+			m, err := ast.ParseModuleWithOpts(key, string(src.Modules[name]), ast.ParserOptions{
+				ProcessAnnotation: true,
+				RegoVersion:       ast.RegoV1,
+			})
+			if err != nil {
+				return nil, nil, nil, &CompileError{Err: err}
+			}
+			modules[key] = m
+			raw[key] = src.Modules[name]
+		}
+		if src.Params != nil {
+			defaults = append(defaults, src.Params)
+		}
+	}
+	return modules, raw, defaults, nil
+}
+
+// prepareQueries readies the queries evaluation runs, once, at New: the
+// query of every check together and one per check, which evaluation falls
+// back to when a combined query fails. Preparing them here makes a policy that cannot be queried a
+// CompileError at load rather than a failure in the middle of a scan.
+func (e *Engine) prepareQueries(ctx context.Context) error {
 	// Params are read as AST values: converting them from Go maps on every
 	// read cost more than evaluating most checks.
-	store := inmem.NewFromObjectWithOpts(map[string]any{"gpuhost": map[string]any{"params": params}},
+	store := inmem.NewFromObjectWithOpts(map[string]any{"gpuhost": map[string]any{"params": e.params}},
 		inmem.OptReturnASTValuesOnRead(true))
 	e.prepare = func(query string) (rego.PreparedEvalQuery, error) {
 		return rego.New(
 			rego.Query(query),
-			rego.Compiler(compiler),
+			rego.Compiler(e.compiler),
 			rego.Store(store),
 			rego.StoreReadAST(true),
 			rego.StrictBuiltinErrors(true),
 			rego.GenerateJSON(asTerm),
 		).PrepareForEval(ctx)
 	}
-	all := make([]int, len(checks))
+	all := make([]int, len(e.checks))
 	for i := range all {
 		all[i] = i
 	}
 	if _, err := e.Query(all); err != nil {
-		return nil, &CompileError{Err: err}
+		return &CompileError{Err: err}
 	}
-	e.single = make([]rego.PreparedEvalQuery, len(checks))
-	for i, c := range checks {
+	e.single = make([]rego.PreparedEvalQuery, len(e.checks))
+	for i, c := range e.checks {
+		var err error
 		if e.single[i], err = e.prepare(combinedQuery([]Check{c})); err != nil {
-			return nil, &CompileError{Err: fmt.Errorf("%s: %w", c.File, err)}
+			return &CompileError{Err: fmt.Errorf("%s: %w", c.File, err)}
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // combinedQuery builds one query whose single binding holds every check's
