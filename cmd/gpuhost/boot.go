@@ -54,31 +54,8 @@ func (a *app) bootCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Disk = args[0]
 			cfg.Firmware = qemu.Firmware(firmware)
-			for _, f := range forwards {
-				fw, err := parseForward(f)
-				if err != nil {
-					return err
-				}
-				cfg.Forwards = append(cfg.Forwards, fw)
-			}
-			for _, m := range moks {
-				der, err := readCertificateDER(m)
-				if err != nil {
-					return fmt.Errorf("--mok: %w", err)
-				}
-				cfg.MOKCerts = append(cfg.MOKCerts, der)
-			}
-			cfg.Credentials = map[string][]byte{}
-			for _, c := range credentials {
-				name, file, ok := strings.Cut(c, "=")
-				if !ok || name == "" || file == "" {
-					return fmt.Errorf("--credential %q: use NAME=FILE", c)
-				}
-				b, err := userfile.Read(file, 1<<20)
-				if err != nil {
-					return fmt.Errorf("--credential %s: %w", name, err)
-				}
-				cfg.Credentials[name] = b
+			if err := bootGuestInputs(&cfg, forwards, moks, credentials); err != nil {
+				return err
 			}
 			work, err := os.MkdirTemp("", "gpuhost-boot-")
 			if err != nil {
@@ -89,16 +66,7 @@ func (a *app) bootCommand() *cobra.Command {
 			cfg.Overlay = overlay
 			cfg.Log = a.stderr
 			if selftest != "" {
-				inputs := map[string][]byte{}
-				if waivers != "" {
-					b, err := userfile.Read(waivers, 4<<20)
-					if err != nil {
-						return fmt.Errorf("--waivers: %w", err)
-					}
-					inputs["waivers.yaml"] = b
-				}
-				cfg.SelftestDisk = filepath.Join(work, "selftest.raw")
-				if err := qemu.WriteSelftestDisk(cfg.SelftestDisk, inputs); err != nil {
+				if err := attachSelftest(&cfg, work, waivers); err != nil {
 					return err
 				}
 			}
@@ -120,6 +88,55 @@ func (a *app) bootCommand() *cobra.Command {
 	f.StringVar(&waivers, "waivers", "", "with --selftest: the waivers the guest's scans use instead of its own /etc/gpuhost/waivers.yaml")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "stop the guest when it has not powered off by then")
 	return cmd
+}
+
+// bootGuestInputs reads what the flags hand the guest (forwarded ports,
+// MOK certificates, systemd credentials) before anything is started, so a
+// bad flag fails at once rather than after a disk has been prepared.
+func bootGuestInputs(cfg *qemu.Config, forwards, moks, credentials []string) error {
+	for _, f := range forwards {
+		fw, err := parseForward(f)
+		if err != nil {
+			return err
+		}
+		cfg.Forwards = append(cfg.Forwards, fw)
+	}
+	for _, m := range moks {
+		der, err := readCertificateDER(m)
+		if err != nil {
+			return fmt.Errorf("--mok: %w", err)
+		}
+		cfg.MOKCerts = append(cfg.MOKCerts, der)
+	}
+	cfg.Credentials = map[string][]byte{}
+	for _, c := range credentials {
+		name, file, ok := strings.Cut(c, "=")
+		if !ok || name == "" || file == "" {
+			return fmt.Errorf("--credential %q: use NAME=FILE", c)
+		}
+		b, err := userfile.Read(file, 1<<20)
+		if err != nil {
+			return fmt.Errorf("--credential %s: %w", name, err)
+		}
+		cfg.Credentials[name] = b
+	}
+	return nil
+}
+
+// attachSelftest writes the disk the image's selftest service looks for,
+// carrying the waivers when given, into the boot's work directory, so it
+// goes when the boot does.
+func attachSelftest(cfg *qemu.Config, work, waivers string) error {
+	inputs := map[string][]byte{}
+	if waivers != "" {
+		b, err := userfile.Read(waivers, 4<<20)
+		if err != nil {
+			return fmt.Errorf("--waivers: %w", err)
+		}
+		inputs["waivers.yaml"] = b
+	}
+	cfg.SelftestDisk = filepath.Join(work, "selftest.raw")
+	return qemu.WriteSelftestDisk(cfg.SelftestDisk, inputs)
 }
 
 // boot runs one boot: the console is copied to stdout as it grows, and the
