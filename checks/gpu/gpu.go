@@ -113,6 +113,23 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 		}
 	}()
 
+	problems := c.readSystem(ctx, call, g)
+	if err := c.readDevices(ctx, call, g); err != nil {
+		return err
+	}
+	attributeXIDs(g)
+	g.Available = true
+	if len(problems) > 0 {
+		g.Reason = "some NVML queries failed: " + strings.Join(problems, "; ")
+	}
+	return nil
+}
+
+// readSystem reads what NVML says of the host as a whole: driver, CUDA and
+// NVML versions and the confidential compute state. A query that fails is
+// returned as a problem rather than stopping the collector, since the
+// devices can still be read without it.
+func (c *nvmlCollector) readSystem(ctx context.Context, call *caller, g *facts.GPU) []string {
 	var problems []string
 	note := func(what string, ret nvml.Return, err error) {
 		if err != nil {
@@ -152,9 +169,15 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	default:
 		g.ConfCompute = confCompute(cc)
 	}
+	return problems
+}
 
+// readDevices reads every GPU. Unlike a system query, a device count NVML
+// cannot give (or gives absurdly) makes the collector unavailable: without
+// it no device check has anything to judge.
+func (c *nvmlCollector) readDevices(ctx context.Context, call *caller, g *facts.GPU) error {
 	var count int
-	ret, err = call.do(ctx, "DeviceGetCount", func() (r nvml.Return) { count, r = c.lib.DeviceGetCount(); return })
+	ret, err := call.do(ctx, "DeviceGetCount", func() (r nvml.Return) { count, r = c.lib.DeviceGetCount(); return })
 	if err != nil || ret != nvml.SUCCESS {
 		if err != nil {
 			g.Reason = err.Error()
@@ -171,11 +194,6 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	}
 	for i := range count {
 		g.Devices = append(g.Devices, c.device(ctx, call, i))
-	}
-	attributeXIDs(g)
-	g.Available = true
-	if len(problems) > 0 {
-		g.Reason = "some NVML queries failed: " + strings.Join(problems, "; ")
 	}
 	return nil
 }

@@ -54,66 +54,9 @@ type logFile struct {
 // kept, oldest first.
 func (c *nvmlCollector) readXIDs(ctx context.Context, env *collector.Env, g *facts.GPU) {
 	now := c.now()
-	var files []logFile
-	var problems []string
-	budget := int64(maxLogTotal)
-	// Newest first, so that the budget goes to the newest text.
-	for _, base := range xidLogs {
-		for _, name := range rotations(env.FS, base) {
-			if rotated := name != base; rotated && c.window > 0 && olderThan(env.FS, name, now.Add(-c.window)) {
-				// Written to last before the window opened: every line in
-				// it is older still.
-				continue
-			}
-			if budget <= 0 {
-				problems = append(problems, fmt.Sprintf("%s not read: %d MiB of logs were read already", env.FS.Display(name), maxLogTotal>>20))
-				continue
-			}
-			data, err := readLog(env.FS, name, min(maxLogBytes, budget))
-			switch {
-			case sysroot.IsNotExist(err):
-				continue
-			case err != nil:
-				problems = append(problems, err.Error())
-				continue
-			}
-			budget -= int64(len(data))
-			evs := ParseXIDLog(data, now, c.window)
-			for i := range evs {
-				evs[i].Source = env.FS.Display(name)
-			}
-			files = append(files, logFile{name: env.FS.Display(name), events: evs})
-		}
-	}
-
-	var read []string
-	type line struct {
-		code               int
-		pci, time, message string
-	}
-	seen := map[line]bool{}
-	add := func(ev facts.XIDEvent) {
-		// kern.log and syslog carry the same lines: one event, first source.
-		key := line{ev.Code, ev.PCIBusID, ev.Time, ev.Message}
-		if !seen[key] {
-			seen[key] = true
-			g.XIDEvents = append(g.XIDEvents, ev)
-		}
-	}
-	// Each log's oldest rotation first; kern.log before syslog.
-	for i := range files {
-		read = append(read, files[i].name)
-	}
-	for _, base := range xidLogs {
-		display := env.FS.Display(base)
-		for i := len(files) - 1; i >= 0; i-- {
-			if files[i].name == display || strings.HasPrefix(files[i].name, display+".") {
-				for _, ev := range files[i].events {
-					add(ev)
-				}
-			}
-		}
-	}
+	files, problems := c.readLogFiles(env, now)
+	add := xidAdder(g)
+	read := addLogEvents(env, files, add)
 
 	if len(files) == 0 {
 		if evs, note, err := c.readJournal(ctx, env, now); err != nil {
@@ -141,6 +84,83 @@ func (c *nvmlCollector) readXIDs(ctx context.Context, env *collector.Env, g *fac
 		// but does not hide it.
 		g.XIDSource += " (" + strings.Join(problems, "; ") + ")"
 	}
+}
+
+// readLogFiles reads the text logs and their rotations within a budget
+// shared by all of them, newest first so that the budget goes to the
+// newest text. A file that cannot be read, or is left unread for the
+// budget, is a problem to report, not a reason to stop.
+func (c *nvmlCollector) readLogFiles(env *collector.Env, now time.Time) ([]logFile, []string) {
+	var files []logFile
+	var problems []string
+	budget := int64(maxLogTotal)
+	for _, base := range xidLogs {
+		for _, name := range rotations(env.FS, base) {
+			if rotated := name != base; rotated && c.window > 0 && olderThan(env.FS, name, now.Add(-c.window)) {
+				// Written to last before the window opened: every line in
+				// it is older still.
+				continue
+			}
+			if budget <= 0 {
+				problems = append(problems, fmt.Sprintf("%s not read: %d MiB of logs were read already", env.FS.Display(name), maxLogTotal>>20))
+				continue
+			}
+			data, err := readLog(env.FS, name, min(maxLogBytes, budget))
+			switch {
+			case sysroot.IsNotExist(err):
+				continue
+			case err != nil:
+				problems = append(problems, err.Error())
+				continue
+			}
+			budget -= int64(len(data))
+			evs := ParseXIDLog(data, now, c.window)
+			for i := range evs {
+				evs[i].Source = env.FS.Display(name)
+			}
+			files = append(files, logFile{name: env.FS.Display(name), events: evs})
+		}
+	}
+	return files, problems
+}
+
+// xidAdder appends events to g once each: kern.log and syslog carry the
+// same lines, and one XID must not count as two. The first source wins.
+func xidAdder(g *facts.GPU) func(facts.XIDEvent) {
+	type line struct {
+		code               int
+		pci, time, message string
+	}
+	seen := map[line]bool{}
+	return func(ev facts.XIDEvent) {
+		key := line{ev.Code, ev.PCIBusID, ev.Time, ev.Message}
+		if !seen[key] {
+			seen[key] = true
+			g.XIDEvents = append(g.XIDEvents, ev)
+		}
+	}
+}
+
+// addLogEvents adds the files' events oldest first, each log's oldest
+// rotation first and kern.log before syslog, so the events run oldest
+// first and keeping the newest is a matter of keeping the tail. It returns the names of
+// the files read, for the facts to say where the events came from.
+func addLogEvents(env *collector.Env, files []logFile, add func(facts.XIDEvent)) []string {
+	var read []string
+	for i := range files {
+		read = append(read, files[i].name)
+	}
+	for _, base := range xidLogs {
+		display := env.FS.Display(base)
+		for i := len(files) - 1; i >= 0; i-- {
+			if files[i].name == display || strings.HasPrefix(files[i].name, display+".") {
+				for _, ev := range files[i].events {
+					add(ev)
+				}
+			}
+		}
+	}
+	return read
 }
 
 // rotations lists base and its rotated files that exist, newest first:
