@@ -309,9 +309,8 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 	if err := MergeTOML(lines, main.Lines); err != nil {
 		return nil, fmt.Errorf("merging %s: %w", main.Display, err)
 	}
-	held := main.Values
-	imports := []string{}
-	loaded := map[string]bool{main.Name: true}
+	m := &containerdMerge{src: src, version: version, merged: merged, lines: lines,
+		held: main.Values, imports: []string{}, loaded: map[string]bool{main.Name: true}}
 	queue := []*ContainerdFile{main}
 	for len(queue) > 0 {
 		cur := queue[0]
@@ -322,41 +321,18 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 				return nil, fmt.Errorf("parsing %s: imports: %w", cur.Display, err)
 			}
 			for _, f := range files {
-				if loaded[f] {
+				if m.loaded[f] {
 					continue
 				}
-				if len(loaded) >= textfile.MaxIncludeFiles {
-					return nil, fmt.Errorf("parsing %s: imports more than %d files", cur.Display, textfile.MaxIncludeFiles)
-				}
-				loaded[f] = true
-				data, err := textfile.ReadText(src, f)
-				if err != nil {
-					return nil, fmt.Errorf("%s: import: %w", cur.Display, err)
-				}
-				imp, err := decodeContainerd(src.Display(f), data, held)
+				imp, err := m.mergeImport(cur, f)
 				if err != nil {
 					return nil, err
 				}
-				imp.Name = f
-				held += imp.Values
-				for _, tree := range []map[string]any{imp.Tree, imp.Lines} {
-					MigrateContainerd(tree, imp.Version, version)
-					// An import's own version and imports do not
-					// override the main file's.
-					delete(tree, "version")
-					delete(tree, "imports")
-				}
-				if err := MergeTOML(merged, imp.Tree); err != nil {
-					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
-				}
-				if err := MergeTOML(lines, imp.Lines); err != nil {
-					return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
-				}
-				imports = append(imports, imp.Display)
 				queue = append(queue, imp)
 			}
 		}
 	}
+	imports := m.imports
 	s, err := ExtractContainerd(merged, version)
 	if err != nil {
 		if len(imports) > 0 {
@@ -377,6 +353,54 @@ func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error)
 		CDIEnabled:          s.CDIEnabled,
 		Locations:           containerdLocations(lines, version, s),
 	}, nil
+}
+
+// containerdMerge is what LoadContainerd carries from one import to the
+// next: the trees merged so far, the values read so far (the bound on them
+// is shared by every file, so many imports cannot exceed it together), and
+// the files already loaded, so each is read once.
+type containerdMerge struct {
+	src           textfile.Source
+	version       int
+	merged, lines map[string]any
+	held          int
+	imports       []string
+	loaded        map[string]bool
+}
+
+// mergeImport reads the file f that cur imports and merges it over what is
+// merged so far, migrated to the main file's version. It returns the file,
+// whose own imports are read in turn.
+func (m *containerdMerge) mergeImport(cur *ContainerdFile, f string) (*ContainerdFile, error) {
+	if len(m.loaded) >= textfile.MaxIncludeFiles {
+		return nil, fmt.Errorf("parsing %s: imports more than %d files", cur.Display, textfile.MaxIncludeFiles)
+	}
+	m.loaded[f] = true
+	data, err := textfile.ReadText(m.src, f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: import: %w", cur.Display, err)
+	}
+	imp, err := decodeContainerd(m.src.Display(f), data, m.held)
+	if err != nil {
+		return nil, err
+	}
+	imp.Name = f
+	m.held += imp.Values
+	for _, tree := range []map[string]any{imp.Tree, imp.Lines} {
+		MigrateContainerd(tree, imp.Version, m.version)
+		// An import's own version and imports do not override the
+		// main file's.
+		delete(tree, "version")
+		delete(tree, "imports")
+	}
+	if err := MergeTOML(m.merged, imp.Tree); err != nil {
+		return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
+	}
+	if err := MergeTOML(m.lines, imp.Lines); err != nil {
+		return nil, fmt.Errorf("merging %s: %w", imp.Display, err)
+	}
+	m.imports = append(m.imports, imp.Display)
+	return imp, nil
 }
 
 // containerdLocations says where the merged settings s were set, from the

@@ -21,6 +21,28 @@ import (
 // errors and becomes ConfigPath. An unset default runtime is "runc"; an unset
 // cgroup driver stays empty, because dockerd picks it from the cgroup version.
 func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
+	doc, err := decodeDaemonJSON(display, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &facts.Docker{ConfigPath: display, DefaultRuntime: "runc", Runtimes: []string{}}
+	if err := readDockerSettings(display, doc, d); err != nil {
+		return nil, err
+	}
+	locations, err := dockerLocations(display, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(locations) > 0 {
+		d.Locations = locations
+	}
+	return d, nil
+}
+
+// decodeDaemonJSON decodes the file as one JSON object and nothing after
+// it, as dockerd requires, naming the line of a syntax or type error so the
+// operator can find it.
+func decodeDaemonJSON(display string, data []byte) (map[string]any, error) {
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -40,14 +62,21 @@ func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 	if doc == nil {
 		return nil, fmt.Errorf("parsing %s: not a JSON object", display)
 	}
-	d := &facts.Docker{ConfigPath: display, DefaultRuntime: "runc", Runtimes: []string{}}
+	return doc, nil
+}
+
+// readDockerSettings picks out the few settings the checks judge. A known
+// key of the wrong type is an error rather than ignored, since dockerd
+// would refuse to start with it and the facts would describe a daemon
+// that does not run.
+func readDockerSettings(display string, doc map[string]any, d *facts.Docker) error {
 	bad := func(key, want string) error {
 		return fmt.Errorf("parsing %s: %q must be %s", display, key, want)
 	}
 	if v, ok := doc["default-runtime"]; ok {
 		s, ok := v.(string)
 		if !ok {
-			return nil, bad("default-runtime", "a string")
+			return bad("default-runtime", "a string")
 		}
 		if s != "" {
 			d.DefaultRuntime = s
@@ -56,7 +85,7 @@ func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 	if v, ok := doc["runtimes"]; ok {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, bad("runtimes", "an object")
+			return bad("runtimes", "an object")
 		}
 		for k := range m {
 			d.Runtimes = append(d.Runtimes, k)
@@ -66,12 +95,12 @@ func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 	if v, ok := doc["exec-opts"]; ok {
 		list, ok := v.([]any)
 		if !ok {
-			return nil, bad("exec-opts", "an array of strings")
+			return bad("exec-opts", "an array of strings")
 		}
 		for _, item := range list {
 			s, ok := item.(string)
 			if !ok {
-				return nil, bad("exec-opts", "an array of strings")
+				return bad("exec-opts", "an array of strings")
 			}
 			k, val, found := strings.Cut(s, "=")
 			if found && strings.EqualFold(strings.TrimSpace(k), "native.cgroupdriver") {
@@ -82,24 +111,17 @@ func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 	if v, ok := doc["features"]; ok {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, bad("features", "an object")
+			return bad("features", "an object")
 		}
 		if c, ok := m["cdi"]; ok {
 			b, ok := c.(bool)
 			if !ok {
-				return nil, bad("features.cdi", "a boolean")
+				return bad("features.cdi", "a boolean")
 			}
 			d.CDIEnabled = b
 		}
 	}
-	locations, err := dockerLocations(display, data)
-	if err != nil {
-		return nil, err
-	}
-	if len(locations) > 0 {
-		d.Locations = locations
-	}
-	return d, nil
+	return nil
 }
 
 // dockerLocations places the settings ParseDockerDaemon reads on their
