@@ -45,6 +45,8 @@ func FromManifest(m *manifest.Manifest) (*Lock, error) {
 // manifest written to fail cannot make an error without end.
 type problems struct{ errs []error }
 
+// bad records one problem, and past the bound a single line saying the
+// list stops there.
 func (p *problems) bad(format string, args ...any) {
 	if len(p.errs) < maxProblems {
 		p.errs = append(p.errs, fmt.Errorf(format, args...))
