@@ -1,7 +1,8 @@
 // Package qemu boots a disk image in QEMU the way gpuhost's boot test and
 // `gpuhost boot` do: through a qcow2 overlay, so the image itself is never
 // written; under OVMF (UEFI) or SeaBIOS; with KVM only when a probe boot
-// shows the kernel starting within seconds, and TCG otherwise; with
+// shows the kernel starting within seconds (once a probe has hung, the
+// process skips the probe), and TCG otherwise; with
 // user-mode networking whose only ways in are forwards from 127.0.0.1; and
 // with the serial console in a file that every failure quotes.
 //
@@ -29,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -218,7 +220,8 @@ func (c *Config) logf(format string, args ...any) {
 // Start prepares the overlay and firmware variables and starts QEMU. With
 // AccelAuto it first boots on KVM and keeps that VM if the kernel's first
 // line reaches the console within ProbeTimeout; otherwise it stops it and
-// boots on TCG. The VM is stopped when ctx ends.
+// boots on TCG, as every later AccelAuto start of the process does without
+// a probe. The VM is stopped when ctx ends.
 func Start(ctx context.Context, cfg Config) (*VM, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, fmt.Errorf("booting %s: %w", cfg.Disk, err)
@@ -231,7 +234,12 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	}
 	accel := cfg.Accel
 	if accel == AccelAuto {
-		if kvmUsable() {
+		switch {
+		case !kvmUsable():
+			cfg.logf("qemu: /dev/kvm is not usable; running on TCG")
+		case kvmHung.Load():
+			cfg.logf("qemu: a KVM guest of this process hung before; running on TCG")
+		default:
 			v, err := start(ctx, cfg, AccelKVM)
 			if err == nil {
 				if v.probe(ctx, cfg.ProbeTimeout) {
@@ -239,10 +247,9 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 					return v, nil
 				}
 				v.Stop()
+				kvmHung.Store(true)
 			}
 			cfg.logf("qemu: no kernel on the console within %s under KVM (%v); running on TCG", cfg.ProbeTimeout, errOr(err, "the guest hung"))
-		} else {
-			cfg.logf("qemu: /dev/kvm is not usable; running on TCG")
 		}
 		accel = AccelTCG
 	}
@@ -262,6 +269,12 @@ func errOr(err error, s string) string {
 	}
 	return s
 }
+
+// kvmHung records that a KVM probe of this process saw no kernel in time.
+// Where that happens (nested virtualisation whose guests hang after the
+// firmware) it happens to every guest, and each probe would spend its
+// whole timeout, and a core, finding that out again.
+var kvmHung atomic.Bool
 
 // kvmUsable says whether /dev/kvm can be opened for reading and writing.
 func kvmUsable() bool {

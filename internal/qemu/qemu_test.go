@@ -376,3 +376,39 @@ func TestTPMStateOutlivesTheVM(t *testing.T) {
 		}
 	}
 }
+
+// TestAHungKVMProbeIsNotRepeated: once a KVM probe of the process has seen
+// no kernel within its timeout, the next AccelAuto start goes to TCG
+// without probing again. A disk with no boot sector prints no kernel
+// whatever the accelerator, so the first probe hangs here on any machine
+// whose /dev/kvm opens.
+func TestAHungKVMProbeIsNotRepeated(t *testing.T) {
+	needQEMU(t)
+	if !kvmUsable() {
+		t.Skip("/dev/kvm does not open here: no probe runs at all")
+	}
+	t.Cleanup(func() { kvmHung.Store(false) })
+	kvmHung.Store(false)
+	blank := filepath.Join(t.TempDir(), "blank.raw")
+	must(t, os.WriteFile(blank, nil, 0o644))
+	must(t, os.Truncate(blank, 1<<20))
+	var logs []string
+	for i := range 2 {
+		var log strings.Builder
+		v, err := Start(context.Background(), Config{Disk: blank, Dir: t.TempDir(), Firmware: BIOS, ProbeTimeout: 2 * time.Second, MemoryMiB: 128, CPUs: 1, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Stop()
+		if v.Accel() != AccelTCG {
+			t.Errorf("start %d ran on %s, want tcg", i+1, v.Accel())
+		}
+		logs = append(logs, log.String())
+	}
+	if !strings.Contains(logs[0], "no kernel on the console within 2s under KVM") {
+		t.Errorf("the first start did not probe KVM:\n%s", logs[0])
+	}
+	if !strings.Contains(logs[1], "a KVM guest of this process hung before; running on TCG") || strings.Contains(logs[1], "under KVM") {
+		t.Errorf("the second start probed KVM again:\n%s", logs[1])
+	}
+}
