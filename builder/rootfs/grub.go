@@ -24,6 +24,14 @@ type kernel struct{ Release string }
 // imageKernels returns the kernels in the rootfs's /boot that have an
 // initramfs, newest first.
 func imageKernels(root *os.Root) ([]kernel, error) {
+	return bootKernels(root, true)
+}
+
+// bootKernels returns the kernels in the rootfs's /boot, newest first: all
+// of them, or with withInitrd only those beside their initramfs. An
+// encrypted build's provisioners run with the initramfs hooks off, so a
+// kernel they installed has none until the builder makes it.
+func bootKernels(root *os.Root, withInitrd bool) ([]kernel, error) {
 	entries, err := fs.ReadDir(root.FS(), "boot")
 	if err != nil {
 		return nil, fmt.Errorf("reading /boot: %w", err)
@@ -35,7 +43,7 @@ func imageKernels(root *os.Root) ([]kernel, error) {
 	var ks []kernel
 	for name, regular := range names {
 		rel, ok := strings.CutPrefix(name, "vmlinuz-")
-		if ok && regular && names["initrd.img-"+rel] && releaseRE.MatchString(rel) {
+		if ok && regular && (names["initrd.img-"+rel] || !withInitrd) && releaseRE.MatchString(rel) {
 			ks = append(ks, kernel{rel})
 		}
 	}

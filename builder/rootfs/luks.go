@@ -331,7 +331,9 @@ func checkCrypttabKept(root *os.Root, r *luksRoot) error {
 // stepLUKSInitramfs makes the initramfs of each of the image's kernels
 // with dracut, from the crypttab stepLUKSCrypttab wrote. It runs after
 // the provisioners (whatever they install is in it) while their mounts are
-// still up: dracut reads /proc, /sys and /dev of the chroot.
+// still up: dracut reads /proc, /sys and /dev of the chroot. It is the one
+// initramfs an encrypted build makes: the provisioners run with the
+// kernel's initramfs hooks told to skip (initrdOff).
 type stepLUKSInitramfs struct{}
 
 func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
@@ -348,12 +350,12 @@ func (s *stepLUKSInitramfs) Run(ctx context.Context, state multistep.StateBag) m
 	if err := checkCrypttabKept(root, r); err != nil {
 		return halt(state, err)
 	}
-	kernels, err := imageKernels(root)
+	kernels, err := bootKernels(root, false)
 	if err != nil {
 		return halt(state, fmt.Errorf("finding the image's kernel: %w", err))
 	}
 	if len(kernels) == 0 {
-		return halt(state, fmt.Errorf("encryption: /boot of the rootfs has no vmlinuz-RELEASE with its initrd.img-RELEASE; kernel_package %q installed none", c.KernelPackage))
+		return halt(state, fmt.Errorf("encryption: /boot of the rootfs has no vmlinuz-RELEASE; kernel_package %q installed none", c.KernelPackage))
 	}
 	releases := make([]string, len(kernels))
 	for i, k := range kernels {
