@@ -65,6 +65,8 @@ func TestE2EMmdebstrapBootstrapsUbuntu(t *testing.T) {
 	testutil.Tool(t, "mmdebstrap", "mmdebstrap")
 	for _, suite := range []string{"jammy", "noble"} {
 		t.Run(suite, func(t *testing.T) {
+			// Side by side: much of a bootstrap is one dpkg process.
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "rootfs")
 			start := time.Now()
 			include := "systemd,ca-certificates,openssh-server,sudo,passwd,openssl,curl,gpg,containerd,nftables,auditd,libpam-google-authenticator"
