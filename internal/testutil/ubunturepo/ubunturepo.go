@@ -44,7 +44,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"net/http"
 	"os"
@@ -126,20 +125,10 @@ func Build(t testing.TB, o Options) *Archive {
 
 // Start builds the archive and serves it on 127.0.0.1 until t ends; it
 // returns the archive and its base URL (http://127.0.0.1:PORT).
-//
-// The port is the archive's own (stablePort) where it is free. The mirror's
-// URL is part of the rootfs builder's bootstrap cache key, as it is written
-// into the tree's sources.list: served on a port drawn at random, every run
-// of the Ubuntu bakes bootstrapped each release from scratch.
 func Start(t testing.TB, o Options) (*Archive, string) {
 	t.Helper()
 	a := Build(t, o)
-	port := stablePort(a.Root)
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Logf("ubunturepo: port %d is taken (%v); serving on another, so bakes from this archive miss their bootstrap cache", port, err)
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,15 +136,6 @@ func Start(t testing.TB, o Options) (*Archive, string) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return a, "http://" + ln.Addr().String()
-}
-
-// stablePort is the port an archive is served on: the same for the same
-// archive directory (whose name carries its digest), below Linux's default
-// range of ports drawn for outgoing connections and random listeners.
-func stablePort(root string) int {
-	h := fnv.New32a()
-	h.Write([]byte(root))
-	return 20000 + int(h.Sum32()%10000)
 }
 
 // BuildArchive is Build without a test: it returns what fails.
