@@ -2,9 +2,9 @@
 // `gpuhost boot` do: through a qcow2 overlay, so the image itself is never
 // written; under OVMF (UEFI) or SeaBIOS; with KVM only when a probe boot
 // shows the kernel starting within seconds (once a probe has hung, the
-// process skips the probe), and TCG otherwise; with
-// user-mode networking whose only ways in are forwards from 127.0.0.1; and
-// with the serial console in a file that every failure quotes.
+// process skips the probe), and TCG otherwise; with user-mode networking
+// whose only ways in are forwards from 127.0.0.1; and with the serial
+// console in a file that every failure quotes.
 //
 // A VM is a QEMU process that writes its own pidfile and is killed by that
 // PID: when its context ends, when Stop is called, when KillAll runs (a
