@@ -31,7 +31,7 @@ var _ packersdk.Artifact = (*Artifact)(nil)
 
 func newArtifact(state multistep.StateBag) *Artifact {
 	c := state.Get(stateConfig).(*Config)
-	a := &Artifact{format: c.OutputFormat, luks2: c.OutputFormat == "disk" && c.Encryption.LUKS2}
+	a := &Artifact{format: c.OutputFormat, luks2: c.encryptedDisk()}
 	if f, ok := state.GetOk(stateFiles); ok {
 		a.files = f.([]string)
 	}

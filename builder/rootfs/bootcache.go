@@ -97,6 +97,7 @@ func bootstrapKey(c *Config, version, release, keyring string) string {
 	field("snapshot", c.Snapshot)
 	field("mmdebstrap", version)
 	field("args", mmdebstrapArgs(&k, "ROOTFS")...)
+	field("env", bootstrapEnv(&k)...)
 	field("release", release)
 	field("lock", lockPrefsSum(c))
 	return hex.EncodeToString(h.Sum(nil))

@@ -68,7 +68,7 @@ func plan(c *Config) []namedStep {
 	if c.OutputFormat == "disk" {
 		steps = append(steps, namedStep{"grub-defaults", &stepGrubDefaults{}})
 	}
-	if c.OutputFormat == "disk" && c.Encryption.LUKS2 {
+	if c.encryptedDisk() {
 		// Before the provisioners, whose manifest records crypttab.
 		steps = append(steps, namedStep{"luks-crypttab", &stepLUKSCrypttab{}})
 	}
@@ -77,7 +77,7 @@ func plan(c *Config) []namedStep {
 		{"mount", mount},
 		{"provision", &stepProvision{}},
 	}...)
-	if c.OutputFormat == "disk" && c.Encryption.LUKS2 {
+	if c.encryptedDisk() {
 		// dracut reads /proc, /sys and /dev of the chroot: before unmount.
 		steps = append(steps, namedStep{"luks-initramfs", &stepLUKSInitramfs{}})
 	}

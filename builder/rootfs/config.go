@@ -529,6 +529,14 @@ func (c *Config) prepareDisk() []string {
 	return errs
 }
 
+// encryptedDisk reports whether c builds a disk with a LUKS2 root. Such a
+// build makes the image's initramfs itself, after the provisioners
+// (stepLUKSInitramfs), so every initramfs a package's hook makes before
+// that is thrown away.
+func (c *Config) encryptedDisk() bool {
+	return c.OutputFormat == "disk" && c.Encryption.LUKS2
+}
+
 // bootstrapPackages are the packages mmdebstrap installs beyond the variant:
 // extra_packages, and for a disk its kernel and boot loader images.
 func (c *Config) bootstrapPackages() []string {

@@ -1,12 +1,16 @@
 package rootfs
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
 // TestInitrdOffReachesTheCommand runs a wrapped command through a real
@@ -62,6 +66,45 @@ func TestBootKernelsWithoutTheirInitramfs(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("bootKernels(withInitrd=%v) = %v, want %v", c.withInitrd, got, c.want)
+		}
+	}
+}
+
+// TestBootstrapHooksOffForAnEncryptedDisk runs the real mmdebstrap step
+// with an mmdebstrap on PATH that writes down the INITRD its package
+// scripts would see: off for an encrypted disk, whose initramfs the
+// builder makes later, and left alone for a plain one, whose initramfs
+// is the bootstrap's.
+func TestBootstrapHooksOffForAnEncryptedDisk(t *testing.T) {
+	testutil.Root(t)
+	bin := t.TempDir()
+	fake := "#!/bin/sh\necho \"INITRD=$INITRD\" >\"$GPUHOST_TEST_ENV_OUT\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "mmdebstrap"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	t.Setenv("INITRD", "")
+	for _, tc := range []struct {
+		name      string
+		encrypted bool
+		want      string
+	}{{"encrypted", true, "INITRD=No"}, {"plain", false, "INITRD="}} {
+		out := filepath.Join(t.TempDir(), "env")
+		t.Setenv("GPUHOST_TEST_ENV_OUT", out)
+		c := keyConfig()
+		c.OutputFormat = "disk"
+		c.Encryption.LUKS2 = tc.encrypted
+		state := testState(filepath.Join(t.TempDir(), "rootfs"))
+		state.Put(stateConfig, c)
+		if (&stepMmdebstrap{}).Run(context.Background(), state) != multistep.ActionContinue {
+			t.Fatalf("%s: %v", tc.name, state.Get("error"))
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatalf("%s: mmdebstrap did not run: %v", tc.name, err)
+		}
+		if got := strings.TrimSpace(string(b)); got != tc.want {
+			t.Errorf("%s disk: mmdebstrap saw %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

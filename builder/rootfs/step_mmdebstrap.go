@@ -62,6 +62,19 @@ func mmdebstrapArgs(c *Config, rootfs string) []string {
 	return append(args, c.Suite, rootfs, c.Mirror)
 }
 
+// bootstrapEnv is what mmdebstrap's package scripts find in their
+// environment beyond the plugin's own. For a build that makes its own
+// initramfs (an encrypted disk), the kernel's initramfs hooks are told to skip
+// (INITRD=No, as initrdOff tells the provisioners' hooks): the generic
+// initramfs a bootstrapped kernel's postinst makes would be replaced by
+// stepLUKSInitramfs's, and it is most of a small bootstrap's time.
+func bootstrapEnv(c *Config) []string {
+	if c.encryptedDisk() {
+		return []string{"INITRD=No"}
+	}
+	return nil
+}
+
 // stepMmdebstrap bootstraps the rootfs. mmdebstrap runs as PID 1 of private
 // mount and PID namespaces (see mountns.go), so its own mounts and any
 // process it leaves behind go away with it, even when the plugin is killed.
@@ -111,6 +124,7 @@ func (s *stepMmdebstrap) Run(ctx context.Context, state multistep.StateBag) mult
 	args := mmdebstrapArgs(c, rootfs)
 	ui.Say(fmt.Sprintf("Bootstrapping %s %s (%s) from %s", c.Distribution, c.Suite, c.Variant, c.Mirror))
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", makePrivate + `exec mmdebstrap "$@"`, "mmdebstrap"}, args...)...)
+	cmd.Env = append(os.Environ(), bootstrapEnv(c)...)
 	cmd.SysProcAttr = privateNSAttr()
 	if err := runStreaming(cmd, ui); err != nil {
 		if ctx.Err() != nil {
