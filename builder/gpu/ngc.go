@@ -59,52 +59,15 @@ WantedBy=multi-user.target
 `
 
 // seedImages pulls every ngc_images entry by digest into the cache on the
-// build host, uploads the resulting layout to the target through the
+// build host (pullImages), uploads the resulting layout to the target through the
 // communicator and installs it with the first-boot import unit.
 func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, cfg *Config) error {
 	if len(cfg.NGCImages) == 0 {
 		return nil
 	}
-	cacheDir := cfg.NGCCacheDir
-	if cacheDir == "" {
-		d, err := packersdk.CachePath("gpuhost-ngc")
-		if err != nil {
-			return fmt.Errorf("ngc_images: the cache directory: %w", err)
-		}
-		cacheDir = d
-	}
-	l, err := seed.OpenLayout(cacheDir)
+	l, pulled, err := p.pullImages(ctx, ui, cfg)
 	if err != nil {
-		return fmt.Errorf("ngc_images: %w", err)
-	}
-	o := p.seedOptions
-	o.Registry = cfg.NGCRegistry
-	o.Allowed = cfg.NGCAllowedRegistries
-	o.Platform = cfg.NGCPlatform
-	o.Progress = func(pr seed.Progress) {
-		if pr.Cached || pr.Total < seed.ProgressEvery {
-			return
-		}
-		ui.Say(fmt.Sprintf("gpuhost-gpu: %s: blob %s: %s of %s", pr.Ref, shortDigest(pr.Digest), size(pr.Done), size(pr.Total)))
-	}
-	// On a terminal Packer draws a bar per blob; in a CI log the lines
-	// above are the progress.
-	o.Track = func(ref, digest string, done, total int64, body io.ReadCloser) io.ReadCloser {
-		return ui.TrackProgress(ref+" "+shortDigest(digest), done, total, body)
-	}
-	var pulled []*seed.Pulled
-	for _, img := range cfg.NGCImages {
-		what := img.Ref
-		if !strings.Contains(what, "@") {
-			what += "@" + img.PinnedDigest()
-		}
-		ui.Say("gpuhost-gpu: pulling " + what)
-		pl, err := l.Pull(ctx, img.Ref, img.PinnedDigest(), o)
-		if err != nil {
-			return fmt.Errorf("ngc_images: %w", err)
-		}
-		ui.Say(fmt.Sprintf("gpuhost-gpu: %s verified: %s downloaded, %s from the cache", img.Ref, size(pl.Fetched), size(pl.Cached)))
-		pulled = append(pulled, pl)
+		return err
 	}
 	index, err := seed.IndexJSON(pulled)
 	if err != nil {
@@ -146,6 +109,53 @@ func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm pack
 	}
 	installed = true
 	return nil
+}
+
+// pullImages pulls every ngc_images entry by digest into the build host's
+// cache, and returns the cache's layout and what was pulled.
+func (p *Provisioner) pullImages(ctx context.Context, ui packersdk.Ui, cfg *Config) (*seed.Layout, []*seed.Pulled, error) {
+	cacheDir := cfg.NGCCacheDir
+	if cacheDir == "" {
+		d, err := packersdk.CachePath("gpuhost-ngc")
+		if err != nil {
+			return nil, nil, fmt.Errorf("ngc_images: the cache directory: %w", err)
+		}
+		cacheDir = d
+	}
+	l, err := seed.OpenLayout(cacheDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ngc_images: %w", err)
+	}
+	o := p.seedOptions
+	o.Registry = cfg.NGCRegistry
+	o.Allowed = cfg.NGCAllowedRegistries
+	o.Platform = cfg.NGCPlatform
+	o.Progress = func(pr seed.Progress) {
+		if pr.Cached || pr.Total < seed.ProgressEvery {
+			return
+		}
+		ui.Say(fmt.Sprintf("gpuhost-gpu: %s: blob %s: %s of %s", pr.Ref, shortDigest(pr.Digest), size(pr.Done), size(pr.Total)))
+	}
+	// On a terminal Packer draws a bar per blob; in a CI log the lines
+	// above are the progress.
+	o.Track = func(ref, digest string, done, total int64, body io.ReadCloser) io.ReadCloser {
+		return ui.TrackProgress(ref+" "+shortDigest(digest), done, total, body)
+	}
+	var pulled []*seed.Pulled
+	for _, img := range cfg.NGCImages {
+		what := img.Ref
+		if !strings.Contains(what, "@") {
+			what += "@" + img.PinnedDigest()
+		}
+		ui.Say("gpuhost-gpu: pulling " + what)
+		pl, err := l.Pull(ctx, img.Ref, img.PinnedDigest(), o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ngc_images: %w", err)
+		}
+		ui.Say(fmt.Sprintf("gpuhost-gpu: %s verified: %s downloaded, %s from the cache", img.Ref, size(pl.Fetched), size(pl.Cached)))
+		pulled = append(pulled, pl)
+	}
+	return l, pulled, nil
 }
 
 // imagesScript moves the staged layout into place whole (a layout from an

@@ -340,35 +340,36 @@ func (p *nftParser) rule(c *fwChain, words []string, file string, line int, firs
 	return p.rs.addRule(c, r)
 }
 
-// term reads one condition or statement at words[i] and returns the index
-// after it.
-func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
+// plainStatement reads a verdict or a statement that decides nothing (counter,
+// comment, log, limit) at words[i], and returns the index after it, or
+// false when words[i] starts none.
+func plainStatement(r *fwRule, words []string, i int) (int, bool) {
 	w, next := words[i], at(words, i+1)
 	switch w {
 	case "accept", "drop", "return":
 		r.verdict = w
-		return i + 1
+		return i + 1, true
 	case "reject":
 		r.verdict = "drop"
-		return len(words)
+		return len(words), true
 	case "jump", "goto":
 		r.verdict, r.target = w, next
-		return i + 2
+		return i + 2, true
 	case "continue":
-		return i + 1
+		return i + 1, true
 	case "counter":
 		if next == "packets" {
-			return i + 5
+			return i + 5, true
 		}
-		return i + 1
+		return i + 1, true
 	case "comment":
-		return i + 2
+		return i + 2, true
 	case "log":
 		i++
 		for i+1 < len(words) && slices.Contains([]string{"prefix", "level", "group", "snaplen", "queue-threshold", "flags"}, words[i]) {
 			i += 2
 		}
-		return i
+		return i, true
 	case "limit":
 		// limit rate [over] N/second [burst N packets]
 		j := i + 2
@@ -380,7 +381,19 @@ func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
 		if at(words, j) == "burst" {
 			j += 3
 		}
+		return j, true
+	}
+	return i, false
+}
+
+// term reads one condition or statement at words[i] and returns the index
+// after it.
+func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
+	if j, ok := plainStatement(r, words, i); ok {
 		return j
+	}
+	w, next := words[i], at(words, i+1)
+	switch w {
 	case "tcp", "udp", "th":
 		switch w {
 		case "tcp":

@@ -223,19 +223,13 @@ func portElements(elems []nftables.SetElement, interval bool) *portSet {
 	return &ps
 }
 
-// reg is what a rule has loaded into a register.
-type reg struct {
-	kind string // l4proto, dport, ctstate, iif, iifname, or a description
-	mask uint32
-}
-
 // rule reduces one kernel rule, tracking what each register holds so that
 // a comparison is understood only when its register was loaded by an
 // expression this reader knows; the netlink library skips expressions it
 // cannot decode, and their comparisons then land here as unknown.
 func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 	r := fwRule{ref: c.ref() + " handle " + strconv.FormatUint(nr.Handle, 10), protos: protoAny}
-	regs := map[uint32]reg{}
+	regs := registers{}
 	var text []string
 	unknown := func(what string) {
 		r.unknown = append(r.unknown, what)
@@ -245,38 +239,10 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 		if r.verdict != "" {
 			break
 		}
+		if regs.load(c, &r, e) {
+			continue
+		}
 		switch e := e.(type) {
-		case *expr.Meta:
-			if !e.SourceRegister {
-				regs[e.Register] = reg{kind: metaKind(e.Key)}
-			}
-		case *expr.Payload:
-			if e.OperationType == expr.PayloadLoad {
-				fam := c.family
-				if r.family != "" {
-					fam = r.family
-				}
-				regs[e.DestRegister] = reg{kind: payloadKind(fam, e)}
-			}
-		case *expr.Fib:
-			regs[e.Register] = reg{kind: "fib"}
-		case *expr.Exthdr:
-			regs[e.DestRegister] = reg{kind: "exthdr"}
-		case *expr.Ct:
-			if !e.SourceRegister {
-				kind := "ct key " + strconv.Itoa(int(e.Key))
-				if e.Key == expr.CtKeySTATE {
-					kind = "ctstate"
-				}
-				regs[e.Register] = reg{kind: kind}
-			}
-		case *expr.Bitwise:
-			src, ok := regs[e.SourceRegister]
-			if ok && src.kind == "ctstate" && len(e.Mask) == 4 {
-				regs[e.DestRegister] = reg{kind: "ctstate", mask: binary.NativeEndian.Uint32(e.Mask)}
-			} else {
-				regs[e.DestRegister] = reg{kind: src.kind + " (masked)"}
-			}
 		case *expr.Cmp:
 			text = append(text, k.cmp(&r, regs[e.Register], e, unknown)...)
 		case *expr.Range:
@@ -299,22 +265,11 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 				regs[e.DestRegister] = dest
 			}
 		case *expr.Verdict:
-			switch e.Kind {
-			case expr.VerdictAccept:
-				r.verdict = "accept"
-			case expr.VerdictDrop:
-				r.verdict = "drop"
-			case expr.VerdictReturn:
-				r.verdict = "return"
-			case expr.VerdictJump:
-				r.verdict, r.target = "jump", e.Chain
-			case expr.VerdictGoto:
-				r.verdict, r.target = "goto", e.Chain
-			case expr.VerdictContinue:
+			if e.Kind == expr.VerdictContinue {
 				continue
-			default:
+			}
+			if !r.setVerdict(e) {
 				unknown("verdict " + strconv.Itoa(int(e.Kind)))
-				r.verdict = "accept"
 			}
 			text = append(text, strings.TrimSpace(r.verdict+" "+r.target))
 		case *expr.Reject:

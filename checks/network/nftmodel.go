@@ -273,11 +273,7 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				undecided.andNot(m)
 			}
 		case "jump", "goto":
-			t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
-			if !ok {
-				return res, fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
-			}
-			sub, err := e.eval(t, proto, m, depth+1)
+			sub, err := e.follow(c, r, proto, m, depth)
 			if err != nil {
 				return res, err
 			}
@@ -298,6 +294,16 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 	}
 	res.returned.or(&undecided)
 	return res, nil
+}
+
+// follow evaluates the chain that r, in c, jumps or goes to, for the
+// ports m that reached r.
+func (e *evaluator) follow(c *fwChain, r *fwRule, proto int, m *portSet, depth int) (chainResult, error) {
+	t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
+	if !ok {
+		return chainResult{}, fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
+	}
+	return e.eval(t, proto, m, depth+1)
 }
 
 // scratch is the matched-ports buffer of one jump depth; a deeper chain
