@@ -59,8 +59,8 @@ WantedBy=multi-user.target
 `
 
 // seedImages pulls every ngc_images entry by digest into the cache on the
-// build host (pullImages), uploads the resulting layout to the target through the
-// communicator and installs it with the first-boot import unit.
+// build host (pullImages), uploads the resulting layout to the target
+// through the communicator and installs it with the first-boot import unit.
 func (p *Provisioner) seedImages(ctx context.Context, ui packersdk.Ui, comm packersdk.Communicator, cfg *Config) error {
 	if len(cfg.NGCImages) == 0 {
 		return nil
