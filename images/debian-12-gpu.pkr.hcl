@@ -188,6 +188,9 @@ source "gpuhost-rootfs" "debian_12" {
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
   disk_format         = "qcow2"
+  # zstd clusters: written several times faster than zlib, to about the same
+  # size; QEMU and qemu-img read them from 5.1 (2020) on.
+  qcow2_compression = "zstd"
   # UEFI boots through Debian's signed chain, shim (Microsoft's UEFI CA) ->
   # GRUB -> the kernel (Debian's key), so that the host boots with Secure
   # Boot enforced; BIOS boots GRUB as before.

@@ -253,6 +253,9 @@ source "gpuhost-rootfs" "ubuntu_2204" {
   bootstrap_cache_dir = var.apt_cache_dir != "" ? "${var.apt_cache_dir}-bootstrap" : ""
   output_format       = "disk"
   disk_format         = "qcow2"
+  # zstd clusters: written several times faster than zlib, to about the same
+  # size; QEMU and qemu-img read them from 5.1 (2020) on.
+  qcow2_compression = "zstd"
   # LUKS2 root; first boot seals its key to the TPM2's PCR 7. The ESP
   # holds GRUB's own unsigned image: no secure_boot, whose signed chain
   # the builder lays out as Debian's shim and shim-helpers packages ship it.

@@ -134,7 +134,7 @@ func (s *stepDiskOutput) Run(ctx context.Context, state multistep.StateBag) mult
 	if c.DiskFormat == "qcow2" {
 		out = filepath.Join(c.OutputDir, "disk.qcow2")
 		ui.Say("Writing a qcow2 disk " + out)
-		cmd := exec.CommandContext(ctx, "qemu-img", "convert", "-c", "-m", "16", "-W", "-O", "qcow2", raw, out)
+		cmd := exec.CommandContext(ctx, "qemu-img", qcow2ConvertArgs(c, raw, out)...)
 		err := runStreaming(cmd, ui)
 		os.Remove(raw)
 		if err != nil {

@@ -81,6 +81,10 @@ type Config struct {
 	OutputFormat string `mapstructure:"output_format" required:"false"`
 	// The file format of a `disk` output: `qcow2` (compressed, the default) or `raw`.
 	DiskFormat string `mapstructure:"disk_format" required:"false"`
+	// How the clusters of a qcow2 output (`output_format = "qcow2"`, or a `disk` in qcow2) are
+	// compressed: `zlib` (the default), which every qcow2 reader opens, or `zstd`, which QEMU and
+	// qemu-img read from 5.1 on and which compresses several times faster, to about the same size.
+	QCOW2Compression string `mapstructure:"qcow2_compression" required:"false"`
 	// Encrypt the root file system of a `disk` output at rest; see `encryption` below.
 	Encryption EncryptionConfig `mapstructure:"encryption" required:"false"`
 	// Boot a `disk` output under UEFI through the distribution's signed chain, so that it boots with
@@ -194,6 +198,9 @@ var variants = []string{"extract", "custom", "essential", "apt", "required", "mi
 var formats = []string{"dir", "tar", "raw", "qcow2", "disk"}
 
 var diskFormats = []string{"qcow2", "raw"}
+
+// qcow2Compressions are the compression types qemu-img writes a qcow2 with.
+var qcow2Compressions = []string{"zlib", "zstd"}
 
 // defaultKernels is the kernel meta package of each distribution.
 var defaultKernels = map[string]string{
@@ -345,6 +352,15 @@ func (c *Config) prepareOutput() (errs, warns []string) {
 		}
 	case c.ImageSize != "":
 		warns = append(warns, fmt.Sprintf("image_size is ignored for output_format %q", c.OutputFormat))
+	}
+	qcow2 := c.OutputFormat == "qcow2" || c.OutputFormat == "disk" && (c.DiskFormat == "" || c.DiskFormat == "qcow2")
+	switch {
+	case c.QCOW2Compression != "" && !qcow2:
+		warns = append(warns, fmt.Sprintf("qcow2_compression is ignored: the output is not a qcow2 (output_format %q, disk_format %q)", c.OutputFormat, c.DiskFormat))
+	case c.QCOW2Compression == "":
+		c.QCOW2Compression = "zlib"
+	case !slices.Contains(qcow2Compressions, c.QCOW2Compression):
+		bad("qcow2_compression: unsupported %q; use zlib or zstd", c.QCOW2Compression)
 	}
 	if c.OutputFormat == "disk" {
 		errs = append(errs, c.prepareDisk()...)

@@ -31,6 +31,7 @@ type FlatConfig struct {
 	BootstrapCacheDir   *string               `mapstructure:"bootstrap_cache_dir" required:"false" cty:"bootstrap_cache_dir" hcl:"bootstrap_cache_dir"`
 	OutputFormat        *string               `mapstructure:"output_format" required:"false" cty:"output_format" hcl:"output_format"`
 	DiskFormat          *string               `mapstructure:"disk_format" required:"false" cty:"disk_format" hcl:"disk_format"`
+	QCOW2Compression    *string               `mapstructure:"qcow2_compression" required:"false" cty:"qcow2_compression" hcl:"qcow2_compression"`
 	Encryption          *FlatEncryptionConfig `mapstructure:"encryption" required:"false" cty:"encryption" hcl:"encryption"`
 	SecureBoot          *bool                 `mapstructure:"secure_boot" required:"false" cty:"secure_boot" hcl:"secure_boot"`
 	KernelPackage       *string               `mapstructure:"kernel_package" required:"false" cty:"kernel_package" hcl:"kernel_package"`
@@ -76,6 +77,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"bootstrap_cache_dir":        &hcldec.AttrSpec{Name: "bootstrap_cache_dir", Type: cty.String, Required: false},
 		"output_format":              &hcldec.AttrSpec{Name: "output_format", Type: cty.String, Required: false},
 		"disk_format":                &hcldec.AttrSpec{Name: "disk_format", Type: cty.String, Required: false},
+		"qcow2_compression":          &hcldec.AttrSpec{Name: "qcow2_compression", Type: cty.String, Required: false},
 		"encryption":                 &hcldec.BlockSpec{TypeName: "encryption", Nested: hcldec.ObjectSpec((*FlatEncryptionConfig)(nil).HCL2Spec())},
 		"secure_boot":                &hcldec.AttrSpec{Name: "secure_boot", Type: cty.Bool, Required: false},
 		"kernel_package":             &hcldec.AttrSpec{Name: "kernel_package", Type: cty.String, Required: false},

@@ -131,6 +131,7 @@ func TestPrepareFieldChecks(t *testing.T) {
 		{"bad mirror", map[string]interface{}{"suite": "bookworm", "mirror": "deb http://x"}, "mirror: "},
 		{"bad snapshot", map[string]interface{}{"suite": "bookworm", "snapshot": "20251399T000000Z"}, "snapshot: invalid timestamp"},
 		{"remove dir", map[string]interface{}{"suite": "bookworm", "remove_rootfs": true}, "remove_rootfs: "},
+		{"bad qcow2 compression", map[string]interface{}{"suite": "bookworm", "output_format": "qcow2", "image_size": "1G", "qcow2_compression": "xz"}, `qcow2_compression: unsupported "xz"; use zlib or zstd`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,5 +310,37 @@ func TestTimingsTable(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestPrepareQCOW2Compression(t *testing.T) {
+	host := fakeHost(t, map[string]string{"etc/apt/sources.list.d/debian.sources": debianSources})
+	cases := []struct {
+		name string
+		raw  map[string]interface{}
+		want string // the compression Prepare settles on
+		warn bool
+	}{
+		{"qcow2 by default zlib", map[string]interface{}{"output_format": "qcow2", "image_size": "1G"}, "zlib", false},
+		{"qcow2 zstd", map[string]interface{}{"output_format": "qcow2", "image_size": "1G", "qcow2_compression": "zstd"}, "zstd", false},
+		{"a disk is qcow2 by default", map[string]interface{}{"output_format": "disk", "image_size": "1G", "qcow2_compression": "zstd"}, "zstd", false},
+		{"a raw disk has no clusters to compress", map[string]interface{}{"output_format": "disk", "disk_format": "raw", "image_size": "1G", "qcow2_compression": "zstd"}, "zstd", true},
+		{"a tarball neither", map[string]interface{}{"output_format": "tar", "qcow2_compression": "zstd"}, "zstd", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.raw["suite"] = "bookworm"
+			c, warns, err := prepare(t, host, tc.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.QCOW2Compression != tc.want {
+				t.Errorf("qcow2_compression %q, want %q", c.QCOW2Compression, tc.want)
+			}
+			warned := slices.ContainsFunc(warns, func(w string) bool { return strings.HasPrefix(w, "qcow2_compression is ignored") })
+			if warned != tc.warn {
+				t.Errorf("warned %v, want %v: %q", warned, tc.warn, warns)
+			}
+		})
 	}
 }

@@ -480,3 +480,43 @@ func TestGrubDefaultsWrittenOnlyWhenMissing(t *testing.T) {
 		t.Errorf("the image's own /etc/default/grub was replaced: %q", b)
 	}
 }
+
+// The qcow2 qemu-img writes says the compression asked for, and the
+// scanner reads the same files out of it either way.
+func TestQCOW2ConvertArgsWriteTheCompressionAsked(t *testing.T) {
+	qemuImg := testutil.Tool(t, "qemu-img", "qemu-utils")
+	mkfs := testutil.Tool(t, "mkfs.ext4", "e2fsprogs")
+	tree := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(tree, "etc"), 0o755))
+	body := strings.Repeat("a line the clusters compress\n", 4096)
+	must(t, os.WriteFile(filepath.Join(tree, "etc/hello"), []byte(body), 0o644))
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "fs.raw")
+	testutil.Run(t, time.Minute, mkfs, "-q", "-F", "-d", tree, raw, "64M")
+	for _, ct := range qcow2Compressions {
+		t.Run(ct, func(t *testing.T) {
+			out := filepath.Join(dir, ct+".qcow2")
+			testutil.Run(t, time.Minute, qemuImg, qcow2ConvertArgs(&Config{QCOW2Compression: ct}, raw, out)...)
+			var info struct {
+				Format   string `json:"format"`
+				Specific struct {
+					Data struct {
+						Compression string `json:"compression-type"`
+					} `json:"data"`
+				} `json:"format-specific"`
+			}
+			must(t, json.Unmarshal([]byte(testutil.Run(t, time.Minute, qemuImg, "info", "--output=json", out)), &info))
+			if info.Format != "qcow2" || info.Specific.Data.Compression != ct {
+				t.Errorf("qemu-img info: format %q compression-type %q, want qcow2 %q", info.Format, info.Specific.Data.Compression, ct)
+			}
+			img, err := diskimage.Open(out)
+			if err != nil {
+				t.Fatalf("gpuhost's disk reader: %v", err)
+			}
+			defer img.Close()
+			if b, err := img.FS().ReadFile("/etc/hello"); err != nil || string(b) != body {
+				t.Errorf("/etc/hello through the scanner: %d bytes, %v", len(b), err)
+			}
+		})
+	}
+}

@@ -91,10 +91,7 @@ func (s *stepPack) Run(ctx context.Context, state multistep.StateBag) multistep.
 		ui.Say("Writing a qcow2 image " + out)
 		err = mkfs(raw)
 		if err == nil {
-			// -m and -W let qemu-img compress clusters on every core and
-			// write them as they finish; compression is most of the pack
-			// step, and the image reads the same (qemu-img compare).
-			err = run("qemu-img", "convert", "-c", "-m", "16", "-W", "-O", "qcow2", raw, out)
+			err = run("qemu-img", qcow2ConvertArgs(c, raw, out)...)
 		}
 		os.Remove(raw)
 		files = []string{out}
@@ -113,3 +110,11 @@ func (s *stepPack) Run(ctx context.Context, state multistep.StateBag) multistep.
 }
 
 func (s *stepPack) Cleanup(multistep.StateBag) {}
+
+// qcow2ConvertArgs are qemu-img's arguments that write the raw image raw as
+// the compressed qcow2 out. -m and -W let it compress clusters on every core
+// and write them as they finish, since compression is most of the step, and
+// the image reads the same (qemu-img compare).
+func qcow2ConvertArgs(c *Config, raw, out string) []string {
+	return []string{"convert", "-c", "-m", "16", "-W", "-O", "qcow2", "-o", "compression_type=" + c.QCOW2Compression, raw, out}
+}
