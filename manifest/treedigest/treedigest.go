@@ -109,7 +109,8 @@ func walkWith(root string, o Options, fn func(line string) error, hook func(p st
 		o.Timeout = DefaultTimeout
 	}
 	w := &walker{root: r, opts: o, fn: fn, inodes: map[[2]uint64]string{}, left: o.MaxBytes,
-		until: time.Now().Add(o.Timeout), hook: hook}
+		until: time.Now().Add(o.Timeout), hook: hook,
+		buf: make([]byte, 1<<20), xnames: make([]byte, maxXattrs), xval: make([]byte, maxXattrs)}
 	return w.walk("/", nil, "")
 }
 
@@ -122,6 +123,10 @@ type walker struct {
 	left  int64
 	until time.Time
 	hook  func(p string)
+	// buf holds a file's contents on their way to the hash, and xnames and
+	// xval an entry's extended attributes: one of each for the whole walk,
+	// since a tree has tens of thousands of entries.
+	buf, xnames, xval []byte
 }
 
 func (w *walker) excluded(p string) bool {
@@ -136,48 +141,36 @@ func (w *walker) excluded(p string) bool {
 	return false
 }
 
-// rel is p as the os.Root takes it.
-func rel(p string) string {
-	if p == "/" {
-		return "."
-	}
-	return strings.TrimPrefix(p, "/")
-}
-
 // walk lists the entry p, called name in the directory parent (nil for the
 // root), and what is under it.
 func (w *walker) walk(p string, parent *os.File, name string) error {
 	if time.Now().After(w.until) {
 		return fmt.Errorf("tree digest: the walk ran past its %v at %q", w.opts.Timeout, p)
 	}
-	fi, err := w.root.Lstat(rel(p))
+	st, err := w.lstat(p, parent, name)
 	if err != nil {
-		return fmt.Errorf("tree digest: %w", quoted(err))
+		return err
 	}
 	if w.hook != nil {
 		w.hook(p)
 	}
-	typ := typeName(fi.Mode())
+	typ := typeOf(st.Mode)
 	if typ == "file" && w.excluded(p) {
 		return w.fn(strconv.Quote(p) + " " + typ + " excluded")
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("tree digest: %q: no owner information", p)
-	}
-	detail, err := w.detail(p, typ, st)
+	detail, err := w.detail(p, parent, name, typ, st)
 	if err != nil {
 		return err
 	}
 	var dir *os.File
 	if typ == "dir" {
-		if dir, err = w.openSame(p, st, unix.O_DIRECTORY); err != nil {
+		if dir, err = w.openSame(p, parent, name, st, unix.O_DIRECTORY); err != nil {
 			return err
 		}
 		defer dir.Close()
 	}
-	line := fmt.Sprintf("%s %s %04o %d:%d %s", strconv.Quote(p), typ, modeBits(fi.Mode()), st.Uid, st.Gid, detail)
-	x, err := entryXattrs(parent, dir, name)
+	line := fmt.Sprintf("%s %s %04o %d:%d %s", strconv.Quote(p), typ, st.Mode&0o7777, st.Uid, st.Gid, detail)
+	x, err := w.entryXattrs(parent, dir, name)
 	if err != nil {
 		return fmt.Errorf("tree digest: %q: %w", p, err)
 	}
@@ -193,11 +186,35 @@ func (w *walker) walk(p string, parent *os.File, name string) error {
 	return w.walkChildren(p, dir)
 }
 
+// lstat describes the entry p without following a symlink: the root
+// through the os.Root, any other entry by its name in the directory the
+// walk holds open above it, so that no path is resolved again. A name
+// comes from reading that directory: one component, never "." or "..".
+func (w *walker) lstat(p string, parent *os.File, name string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	if parent == nil {
+		fi, err := w.root.Lstat(".")
+		if err != nil {
+			return nil, fmt.Errorf("tree digest: %w", quoted(err))
+		}
+		sys, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil, fmt.Errorf("tree digest: %q: no owner information", p)
+		}
+		st = unix.Stat_t{Dev: sys.Dev, Ino: sys.Ino, Nlink: sys.Nlink, Mode: sys.Mode, Uid: sys.Uid, Gid: sys.Gid, Rdev: sys.Rdev, Size: sys.Size}
+		return &st, nil
+	}
+	if err := unix.Fstatat(int(parent.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, fmt.Errorf("tree digest: lstat %q: %w", p, err)
+	}
+	return &st, nil
+}
+
 // detail is the part of an entry's line that says what it holds, which
 // differs by type: a file's content sum (or the first path of its hard
 // link, so a linked file is summed once and the link itself is recorded),
 // a symlink's target, a device's numbers; "-" for the rest.
-func (w *walker) detail(p, typ string, st *syscall.Stat_t) (string, error) {
+func (w *walker) detail(p string, parent *os.File, name, typ string, st *unix.Stat_t) (string, error) {
 	switch typ {
 	case "file":
 		key := [2]uint64{st.Dev, st.Ino}
@@ -207,13 +224,17 @@ func (w *walker) detail(p, typ string, st *syscall.Stat_t) (string, error) {
 		if st.Nlink > 1 {
 			w.inodes[key] = p
 		}
-		return w.fileSum(p, st)
+		return w.fileSum(p, parent, name, st)
 	case "symlink":
-		target, err := w.root.Readlink(rel(p))
+		// The root is never a symlink: os.OpenRoot followed it.
+		n, err := unix.Readlinkat(int(parent.Fd()), name, w.buf)
 		if err != nil {
-			return "", fmt.Errorf("tree digest: %w", quoted(err))
+			return "", fmt.Errorf("tree digest: readlink %q: %w", p, err)
 		}
-		return strconv.Quote(target), nil
+		if n == len(w.buf) {
+			return "", fmt.Errorf("tree digest: readlink %q: a target of %d bytes or more", p, n)
+		}
+		return strconv.Quote(string(w.buf[:n])), nil
 	case "char", "block":
 		return fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), nil
 	}
@@ -223,14 +244,14 @@ func (w *walker) detail(p, typ string, st *syscall.Stat_t) (string, error) {
 // entryXattrs reads extended attributes by the entry's name in the
 // directory opened above it (the root's from its own descriptor), so no
 // path is resolved again and a symlink is not followed.
-func entryXattrs(parent, dir *os.File, name string) (string, error) {
+func (w *walker) entryXattrs(parent, dir *os.File, name string) (string, error) {
 	if parent == nil {
 		fd := int(dir.Fd())
-		return xattrSum(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+		return w.xattrSum(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
 			func(a string, b []byte) (int, error) { return unix.Fgetxattr(fd, a, b) })
 	}
 	at := fmt.Sprintf("/proc/self/fd/%d/%s", parent.Fd(), name)
-	return xattrSum(func(b []byte) (int, error) { return unix.Llistxattr(at, b) },
+	return w.xattrSum(func(b []byte) (int, error) { return unix.Llistxattr(at, b) },
 		func(a string, b []byte) (int, error) { return unix.Lgetxattr(at, a, b) })
 }
 
@@ -250,20 +271,27 @@ func (w *walker) walkChildren(p string, dir *os.File) error {
 	return nil
 }
 
-// openSame opens p through the root without following a symlink or
-// waiting on a FIFO, and refuses it unless it is the very entry st
-// describes: one swapped since it was listed is an error.
-func (w *walker) openSame(p string, st *syscall.Stat_t, flags int) (*os.File, error) {
-	f, err := w.root.OpenFile(rel(p), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|flags, 0)
-	if err != nil {
-		return nil, fmt.Errorf("tree digest: %q changed while it was read: %w", p, quoted(err))
+// openSame opens p (the root, or name in the directory parent) without
+// following a symlink or waiting on a FIFO, and refuses it unless it is the
+// very entry st describes: one swapped since it was listed is an error.
+func (w *walker) openSame(p string, parent *os.File, name string, st *unix.Stat_t, flags int) (*os.File, error) {
+	flags |= os.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	var f *os.File
+	if parent == nil {
+		var err error
+		if f, err = w.root.OpenFile(".", flags, 0); err != nil {
+			return nil, fmt.Errorf("tree digest: %q changed while it was read: %w", p, quoted(err))
+		}
+	} else {
+		fd, err := unix.Openat(int(parent.Fd()), name, flags, 0)
+		if err != nil {
+			return nil, fmt.Errorf("tree digest: %q changed while it was read: %w", p, err)
+		}
+		f = os.NewFile(uintptr(fd), p)
 	}
-	fi, err := f.Stat()
-	var now *syscall.Stat_t
-	if err == nil {
-		now, _ = fi.Sys().(*syscall.Stat_t)
-	}
-	if now == nil || now.Dev != st.Dev || now.Ino != st.Ino || flags == 0 && !fi.Mode().IsRegular() {
+	var now unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino ||
+		flags&unix.O_DIRECTORY == 0 && now.Mode&unix.S_IFMT != unix.S_IFREG {
 		f.Close()
 		return nil, fmt.Errorf("tree digest: %q changed while it was read: it is no longer the entry listed", p)
 	}
@@ -283,8 +311,8 @@ func quoted(err error) error {
 
 // fileSum hashes the regular file p, which st describes: no more than its
 // size, within what the walk may still read and before its deadline.
-func (w *walker) fileSum(p string, st *syscall.Stat_t) (string, error) {
-	f, err := w.openSame(p, st, 0)
+func (w *walker) fileSum(p string, parent *os.File, name string, st *unix.Stat_t) (string, error) {
+	f, err := w.openSame(p, parent, name, st, 0)
 	if err != nil {
 		return "", err
 	}
@@ -293,7 +321,7 @@ func (w *walker) fileSum(p string, st *syscall.Stat_t) (string, error) {
 		return "", fmt.Errorf("tree digest: %q: hashing its %d bytes would pass the %d bytes a walk reads", p, st.Size, w.opts.MaxBytes)
 	}
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
+	buf := w.buf
 	var n int64
 	for {
 		if time.Now().After(w.until) {
@@ -321,8 +349,8 @@ func (w *walker) fileSum(p string, st *syscall.Stat_t) (string, error) {
 
 // xattrSum hashes the names and values of an entry's extended attributes,
 // which list and get read, sorted by name; "" when it has none.
-func xattrSum(list func([]byte) (int, error), get func(string, []byte) (int, error)) (string, error) {
-	buf := make([]byte, maxXattrs)
+func (w *walker) xattrSum(list func([]byte) (int, error), get func(string, []byte) (int, error)) (string, error) {
+	buf := w.xnames
 	n, err := list(buf)
 	if errors.Is(err, unix.ENOTSUP) || n == 0 {
 		return "", nil
@@ -338,7 +366,7 @@ func xattrSum(list func([]byte) (int, error), get func(string, []byte) (int, err
 	}
 	slices.Sort(names)
 	h := sha256.New()
-	val := make([]byte, maxXattrs)
+	val := w.xval
 	for _, a := range names {
 		m, err := get(a, val)
 		if err != nil {
@@ -349,39 +377,25 @@ func xattrSum(list func([]byte) (int, error), get func(string, []byte) (int, err
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func typeName(m fs.FileMode) string {
-	switch m.Type() {
-	case 0:
+// typeOf names the file type in a stat's mode.
+func typeOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
 		return "file"
-	case fs.ModeDir:
+	case unix.S_IFDIR:
 		return "dir"
-	case fs.ModeSymlink:
+	case unix.S_IFLNK:
 		return "symlink"
-	case fs.ModeDevice | fs.ModeCharDevice:
+	case unix.S_IFCHR:
 		return "char"
-	case fs.ModeDevice:
+	case unix.S_IFBLK:
 		return "block"
-	case fs.ModeNamedPipe:
+	case unix.S_IFIFO:
 		return "fifo"
-	case fs.ModeSocket:
+	case unix.S_IFSOCK:
 		return "socket"
 	}
 	return "other"
-}
-
-// modeBits is the Unix permission and set-id bits of m.
-func modeBits(m fs.FileMode) uint32 {
-	b := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		b |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		b |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		b |= 0o1000
-	}
-	return b
 }
 
 // BuildExcludes are the entries whose contents differ between two builds
