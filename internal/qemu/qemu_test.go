@@ -26,7 +26,7 @@ func TestArgs(t *testing.T) {
 	}
 	args := strings.Join(c.args(AccelTCG, "/w/serial.log", "/w/qemu.pid", ""), " ")
 	for _, want := range []string{
-		"-accel tcg -cpu max",
+		"-accel tcg -cpu max,erms=off,fsrm=off",
 		"-serial file:/w/serial.log", "-pidfile /w/qemu.pid", "-no-reboot", "-monitor none",
 		"if=pflash,format=raw,unit=0,readonly=on,file=" + OVMFCode, "if=pflash,format=raw,unit=1,file=/w/vars",
 		"-drive file=/w/o.qcow2,format=qcow2,if=none,id=root -device virtio-blk-pci,drive=root,bootindex=0 -boot strict=on",
