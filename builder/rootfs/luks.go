@@ -134,9 +134,9 @@ func (r *luksRoot) crypttab() string {
 // file times and cpio order fixed), so that two bakes of one lock differ
 // in it as little as dracut allows. The initramfs holds no key. It is
 // gzip at level 6, which every kernel and boot loader reads with no new
-// package in the image: dracut's own choice, gzip -9, spends about ten
-// times the CPU on a generic initramfs's modules for about one per cent
-// less, and a bake makes one initramfs per kernel (docs/baking.md).
+// package in the image: dracut's own choice, gzip -9, spends many times
+// the CPU on a generic initramfs's modules for a file hardly smaller
+// (docs/testing.md).
 const dracutConfFile = `# Written by the gpuhost-rootfs builder: the root is LUKS2 and unlocked in
 # the initramfs by systemd-cryptsetup, from the TPM2.
 hostonly="no"

@@ -85,11 +85,11 @@ func Digest(root string, o Options) (string, error) {
 // control bytes, quotes, backslashes and bytes that are not UTF-8, so each
 // entry is one line whose path strconv.Unquote gives back exactly.
 //
-// Every entry is reached through the root (os.Root: no path leaves it, and
-// a symlink is never followed), its extended attributes through the
-// directory already open above it, a file is opened without following a
-// symlink nor waiting on a FIFO, and what is opened must be what was
-// listed: a tree changed under the walk is an error, never a digest.
+// The root is opened as an os.Root, and every other entry is reached by its
+// name in the directory already open above it, so no path is resolved and
+// none leaves the tree; a symlink is never followed, a file is opened
+// without waiting on a FIFO, and what is opened must be what was listed: a
+// tree changed under the walk is an error, never a digest.
 func Walk(root string, o Options, fn func(line string) error) error {
 	return walkWith(root, o, fn, nil)
 }
