@@ -9,6 +9,10 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := $(CURDIR)/bin
 OUT := $(CURDIR)/out
 GPUHOST := $(BIN)/gpuhost
+# Every QEMU boot make starts runs the qemu-system-x86_64 that make qemu put
+# here, when it put one (tools/qemu/backports.sh).
+QEMU_DIR := $(BIN)/qemu
+export PATH := $(QEMU_DIR)/bin:$(PATH)
 # The lean build a GPU node runs the agent from (go build -tags lean): no
 # image builder or trivy, whose pages would stay resident between runs.
 AGENT := $(BIN)/gpuhost-agent
@@ -99,6 +103,15 @@ include builder/packer.mk
 .PHONY: deps bench-deps
 deps:
 	$(call apt-install,$(APT_TEST) $(APT_BUILD))
+
+# The TCG boots' QEMU: the host's when it is 9.0 or later, else the one
+# Debian's backports carry, unpacked into $(QEMU_DIR) (the host's packages
+# are left as they are). Its TCG runs the guest's AES on the host's, and
+# each first boot re-encrypts the image's root inside the guest. Where
+# neither can be had it warns, and the boots run on the host's QEMU, slower.
+.PHONY: qemu
+qemu: deps
+	@test -x $(QEMU_DIR)/bin/qemu-system-x86_64 || sh tools/qemu/backports.sh $(QEMU_DIR)
 bench-deps:
 	$(call apt-install,$(APT_BENCH))
 
@@ -141,7 +154,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign kube
+test: check-go deps qemu packer-sdc gotestsum opa regal sarif-multitool cosign kube
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
@@ -170,7 +183,7 @@ test: check-go deps packer-sdc gotestsum opa regal sarif-multitool cosign kube
 # wall clock (-parallel 6 failed a device wait and a getty unit).
 E2E_ARTIFACTS := $(OUT)/e2e
 .PHONY: e2e
-e2e: check-go build-deps build packer plugin cosign
+e2e: check-go build-deps qemu build packer plugin cosign
 	rm -rf $(E2E_ARTIFACTS)
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) GPUHOST_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
 	  $(GO) test -p 1 -parallel 4 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
@@ -196,7 +209,7 @@ demo: check-go deps build-deps build packer plugin crane trivy-db agentimage
 
 # The boot half of the demo, apart because it takes minutes under TCG: the
 # disk make demo baked is booted in QEMU and scans itself live from inside.
-demo-boot: check-go deps build
+demo-boot: check-go deps qemu build
 	@test -f $(IMAGE_DIR)/disk.qcow2 || { echo "error: no $(IMAGE_DIR)/disk.qcow2; run make demo first" >&2; exit 1; }
 	GPUHOST=$(GPUHOST) IMAGE_DIR=$(IMAGE_DIR) OUT=$(OUT) bash images/demo-boot.sh
 

@@ -211,6 +211,16 @@ func (c *Config) defaults() error {
 
 var credentialRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
+// version is the first line qemu --version prints, or why there is none.
+func version(ctx context.Context, qemu string) string {
+	out, err := exec.CommandContext(ctx, qemu, "--version").Output()
+	if err != nil {
+		return fmt.Sprintf("%s --version: %v", qemu, err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(first)
+}
+
 func (c *Config) logf(format string, args ...any) {
 	if c.Log != nil {
 		fmt.Fprintf(c.Log, format+"\n", args...)
@@ -232,6 +242,9 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	if err := cfg.prepareDisks(ctx); err != nil {
 		return nil, fmt.Errorf("booting %s: %w", cfg.Disk, err)
 	}
+	// Which QEMU ran matters to a slow or failed boot: TCG's speed differs
+	// a great deal between releases (make qemu).
+	cfg.logf("qemu: %s: %s", cfg.QEMU, version(ctx, cfg.QEMU))
 	accel := cfg.Accel
 	if accel == AccelAuto {
 		switch {

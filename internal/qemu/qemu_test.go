@@ -412,3 +412,27 @@ func TestAHungKVMProbeIsNotRepeated(t *testing.T) {
 		t.Errorf("the second start probed KVM again:\n%s", logs[1])
 	}
 }
+
+// TestStartSaysWhichQEMU: a boot's log names the QEMU binary and its
+// release, the first thing to ask of a slow TCG boot; a binary that cannot
+// say is named with the reason.
+func TestStartSaysWhichQEMU(t *testing.T) {
+	needQEMU(t)
+	var log strings.Builder
+	blank := filepath.Join(t.TempDir(), "blank.raw")
+	must(t, os.WriteFile(blank, nil, 0o644))
+	must(t, os.Truncate(blank, 1<<20))
+	v, err := Start(context.Background(), Config{Disk: blank, Dir: t.TempDir(), Firmware: BIOS, Accel: AccelTCG, MemoryMiB: 128, CPUs: 1, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Stop()
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	must(t, err)
+	if want := "qemu: " + qemu + ": QEMU emulator version "; !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not name the QEMU (%q):\n%s", want, log.String())
+	}
+	if got := version(context.Background(), "/bin/false"); !strings.Contains(got, "/bin/false --version: exit status 1") {
+		t.Errorf("a QEMU that cannot say its version: %q", got)
+	}
+}
