@@ -211,16 +211,6 @@ func (c *Config) defaults() error {
 
 var credentialRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// version is the first line qemu --version prints, or why there is none.
-func version(ctx context.Context, qemu string) string {
-	out, err := exec.CommandContext(ctx, qemu, "--version").Output()
-	if err != nil {
-		return fmt.Sprintf("%s --version: %v", qemu, err)
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimSpace(first)
-}
-
 func (c *Config) logf(format string, args ...any) {
 	if c.Log != nil {
 		fmt.Fprintf(c.Log, format+"\n", args...)
