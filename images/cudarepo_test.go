@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 
 	pluginPath := t.TempDir()
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+pluginPath, "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
-	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
+	if out, err := packerCmd(env, niceSide, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
 
@@ -104,7 +105,7 @@ func TestE2ECUDARepoMirror(t *testing.T) {
 			args = append(args, "-var", k+"="+v)
 		}
 		start := time.Now()
-		b, err := packerCmd(env, packer, append(args, "testdata/cuda-repo-mirror.pkr.hcl")...).CombinedOutput()
+		b, err := packerCmd(env, niceSide, packer, append(args, "testdata/cuda-repo-mirror.pkr.hcl")...).CombinedOutput()
 		t.Logf("bake %s took %s", name, time.Since(start).Round(time.Second))
 		return filepath.Join(out, "rootfs"), string(b), err
 	}
@@ -362,14 +363,21 @@ func dpkgStatus(t *testing.T, path string) map[string]dpkgPkg {
 	return out
 }
 
-func packerCmd(env []string, packer string, args ...string) *exec.Cmd {
-	// These bakes share two cores with the Debian image's bake and with
-	// guests whose systemd waits (a device, the network) run on the wall
-	// clock: at nice 10 they take the CPU a guest leaves, and a starved
-	// guest no longer fails a wait that a quiet machine meets.
-	if nice, err := exec.LookPath("nice"); err == nil {
-		args = append([]string{"-n", "10", packer}, args...)
-		packer = nice
+// The bakes share two cores with the Debian image's bake and with guests
+// whose systemd waits (a device, the network) run on the wall clock, so
+// every bake runs niced: it takes the CPU a guest leaves, and a starved
+// guest no longer fails a wait that a quiet machine meets. Among the bakes,
+// those on the run's longest chain (jammy's pinned bake, then its locked
+// ones) come first: the others finish well before that chain does.
+const (
+	niceChain = 10
+	niceSide  = 15
+)
+
+func packerCmd(env []string, nice int, packer string, args ...string) *exec.Cmd {
+	if path, err := exec.LookPath("nice"); err == nil {
+		args = append([]string{"-n", strconv.Itoa(nice), packer}, args...)
+		packer = path
 	}
 	cmd := exec.Command(packer, args...)
 	cmd.Env = env

@@ -95,7 +95,7 @@ func TestE2EUbuntuTemplatesValidateFully(t *testing.T) {
 			validate := func(extra ...string) (string, error) {
 				args := append([]string{"validate", "-evaluate-datasources", "-var-file=" + pins, "-var", "keyring=" + keyring,
 					"-var", "trivy_db=" + db, "-var", "ngc_registry=" + reg.Host, "-var", "driver_branch=" + first}, extra...)
-				out, err := packerCmd(env, packer, append(args, tpl)...).CombinedOutput()
+				out, err := packerCmd(env, niceSide, packer, append(args, tpl)...).CombinedOutput()
 				return string(out), err
 			}
 
@@ -121,7 +121,7 @@ func installPlugin(t *testing.T) (string, []string) {
 	packer := mustAbs(t, envOr("GPUHOST_PACKER", "../bin/packer"))
 	plugin := mustAbs(t, envOr("GPUHOST_PLUGIN", "../bin/packer-plugin-gpuhost"))
 	env := append(os.Environ(), "PACKER_PLUGIN_PATH="+t.TempDir(), "CHECKPOINT_DISABLE=1", "PACKER_NO_COLOR=1")
-	if out, err := packerCmd(env, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
+	if out, err := packerCmd(env, niceSide, packer, "plugins", "install", "--path", plugin, "github.com/gpuhost/gpuhost").CombinedOutput(); err != nil {
 		t.Fatalf("packer plugins install: %v\n%s", err, out)
 	}
 	return packer, env
@@ -178,7 +178,7 @@ build {
 		if err := os.WriteFile(file, fmt.Appendf(nil, tpl, c.live), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := packerCmd(env, packer, "validate", file).CombinedOutput()
+		out, err := packerCmd(env, niceSide, packer, "validate", file).CombinedOutput()
 		// Packer wraps the message at 80 columns.
 		if got := strings.Join(strings.Fields(string(out)), " "); (err != nil) != c.fails || !strings.Contains(got, c.want) {
 			t.Errorf("live %q: packer validate: %v, want failing %v with %q\n%s", c.live, err, c.fails, c.want, out)
