@@ -175,18 +175,19 @@ test: check-go deps qemu packer-sdc gotestsum opa regal sarif-multitool cosign k
 # (images/ubuntu_bake_test.go, internal/testutil/ubunturepo).
 # The boots' consoles, reports and timings are kept in $(E2E_ARTIFACTS),
 # which make bench reads the boot figures from. The images package's bakes
-# and boots run side by side (-parallel 4: the Debian, jammy, noble and
-# cuda-repo bakes, then the Debian image's two hosts beside jammy's boot and
-# a bake): each waits on apt, dpkg or a single-threaded guest much of the
-# time, so together they keep both cores busy where one at a time would
-# not. More at once starved the guests, whose systemd waits run on the
-# wall clock (-parallel 6 failed a device wait and a getty unit).
+# and boots run side by side (-parallel 5: the Debian, jammy, noble and
+# cuda-repo bakes, then the Debian image's two hosts, jammy's boot and two
+# of its bakes): each waits on apt, dpkg or a guest much of the time, so
+# together they keep both cores busy where one at a time would not. With
+# 4, jammy's boot and bakes waited for a slot after its bake. More at once
+# starved the guests, whose systemd waits run on the wall clock (-parallel
+# 6 failed a device wait and a getty unit, on QEMU 7.2).
 E2E_ARTIFACTS := $(OUT)/e2e
 .PHONY: e2e
 e2e: check-go build-deps qemu build packer plugin cosign
 	rm -rf $(E2E_ARTIFACTS)
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) GPUHOST_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
-	  $(GO) test -p 1 -parallel 4 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
+	  $(GO) test -p 1 -parallel 5 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 
