@@ -3,7 +3,7 @@
 # QEMU of 9.0 or later, whose TCG runs a guest's AES instructions on the
 # host's own and translates faster in general (docs/testing.md, "Where the
 # time goes"). Each first boot re-encrypts the image's root inside the guest,
-# so the guest's AES is most of what a boot costs.
+# so the guest's AES is much of what a first boot costs.
 #
 # When the host's qemu-system-x86_64 is already 9.0 or later, DEST/bin gets a
 # link to it. On Debian 12, whose QEMU is 7.2, the QEMU of Debian's
@@ -23,7 +23,10 @@ warn() { echo "warning: $*; the TCG boots use the host's QEMU, about half again 
 major() { "$1" --version 2>/dev/null | sed -n '1s/^QEMU emulator version \([0-9][0-9]*\)\..*/\1/p'; }
 
 # DEST/bin may be on PATH already: look for the host's QEMU once it is gone.
+# apt runs in another directory below, so DEST is made absolute.
 rm -rf "$dest"
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
 host=$(command -v qemu-system-x86_64 || true)
 [ -n "$host" ] || { echo "error: qemu-system-x86_64 is not installed (Debian package qemu-system-x86)" >&2; exit 1; }
 mkdir -p "$dest/bin"
