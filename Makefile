@@ -104,6 +104,9 @@ include builder/packer.mk
 deps:
 	$(call apt-install,$(APT_TEST) $(APT_BUILD))
 
+bench-deps:
+	$(call apt-install,$(APT_BENCH))
+
 # The TCG boots' QEMU: the host's when it is 9.0 or later, else the one
 # Debian's backports carry, unpacked into $(QEMU_DIR) (the host's packages
 # are left as they are). Its TCG runs the guest's AES on the host's, and
@@ -112,8 +115,6 @@ deps:
 .PHONY: qemu
 qemu: deps
 	@test -x $(QEMU_DIR)/bin/qemu-system-x86_64 || sh tools/qemu/backports.sh $(QEMU_DIR)
-bench-deps:
-	$(call apt-install,$(APT_BENCH))
 
 .PHONY: build
 build: check-go
