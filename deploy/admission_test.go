@@ -27,6 +27,7 @@ const crdDir = "testdata/prometheus-operator-crd"
 // the API or a CRD schema does not know fails, as a wrong type or pattern
 // does.
 func TestManifestsAdmittedByARealAPIServer(t *testing.T) {
+	t.Parallel()
 	api := kubeapi.Start(t)
 	t.Logf("kube-apiserver ready in %s", api.Ready.Round(time.Millisecond))
 	applyCRDs(t, api)

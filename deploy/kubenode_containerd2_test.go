@@ -18,6 +18,7 @@ import (
 // make every mount below /host read-only in the container, so the agent,
 // which refuses a writable host, runs and the pod is Ready.
 func TestDaemonSetOnContainerd2(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster and a kubelet (make test runs it)")
 	}

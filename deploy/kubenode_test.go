@@ -33,6 +33,7 @@ const realNode = "gpu-node-1"
 // and labels the GPU a stand-in device plugin gave a workload with that
 // workload's pod.
 func TestDaemonSetOnARealNode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster and a kubelet (make test runs it)")
 	}

@@ -32,6 +32,7 @@ const scanInterval = 6 * time.Second
 // the pod the DaemonSet would place on node-a, sets its status as a
 // kubelet would (ready, on 127.0.0.1, where the agent listens).
 func TestPrometheusFiresTheDriftAlert(t *testing.T) {
+	t.Parallel()
 	// Not Debian's prometheus, which has no Kubernetes discovery.
 	bin := testutil.BuiltTool(t, "prometheus-upstream", "kube")
 	api := kubeapi.Start(t)

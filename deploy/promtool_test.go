@@ -16,6 +16,7 @@ import (
 // check rules`, as a Prometheus operator (or a plain rule_files entry)
 // would load them.
 func TestPromtoolChecksRules(t *testing.T) {
+	t.Parallel()
 	promtool := testutil.Tool(t, "promtool", "prometheus")
 	docs := loadYAML(t)
 	if len(docs["PrometheusRule"]) != 1 {

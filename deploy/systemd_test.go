@@ -115,6 +115,7 @@ func copyFile(t *testing.T, from, to string) {
 // exist), and holds every service there to its bound by `systemd-analyze
 // security`: the agent's to maxExposure, the others to maxOtherExposure.
 func TestSystemdAnalyze(t *testing.T) {
+	t.Parallel()
 	sa := testutil.Tool(t, "systemd-analyze", "systemd")
 	testutil.Tool(t, "man", "man-db")
 	root := installRoot(t)

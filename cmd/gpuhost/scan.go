@@ -281,19 +281,27 @@ func (a *app) scanCommand() *cobra.Command {
 // scanCollected is every live-collection scan: compile the pack first (a
 // broken policy fails before any collecting), collect, evaluate, report.
 func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(context.Context) (*facts.Facts, error)) error {
+	// Each phase's time at debug level: a selftest boot's scan.err then
+	// says where a slow guest's scan went.
+	start := time.Now()
 	sc, err := s.scanner(ctx, nil)
 	if err != nil {
 		return err
 	}
+	a.log.Debug("policies compiled", "took", time.Since(start))
+	start = time.Now()
 	f, err := collect(ctx)
 	if err != nil {
 		return err
 	}
+	a.log.Debug("facts collected", "took", time.Since(start))
 	a.logCollectorProblems(f)
+	start = time.Now()
 	rep, err := sc.Facts(ctx, f)
 	if err != nil {
 		return err
 	}
+	a.log.Debug("checks evaluated", "took", time.Since(start))
 	return a.emit(s, rep)
 }
 
