@@ -154,34 +154,16 @@ check: check-go gotestsum
 	$(GOTEST) -short -count=1 ./...
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
-# make test runs make e2e in the background, beside the Go tests: the
-# e2e's bakes wait on apt and dpkg, and the Go tests on the real kubelets,
-# servers and guests they start, so neither keeps two cores busy alone.
-# The e2e runs in a session of its own so that an interrupt reaches all of
-# it (packer cleans up its mounts on SIGTERM); its log is $(E2E_LOG),
-# printed whole once both have ended.
-E2E_LOG := $(OUT)/e2e.log
 .PHONY: test
 test: check-go deps qemu packer-sdc gotestsum opa regal sarif-multitool cosign kube
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(MAKE) --no-print-directory build
-	@mkdir -p $(OUT); echo "make e2e runs in the background from here; follow it with: tail -f $(E2E_LOG)"; \
-	setsid $(MAKE) --no-print-directory e2e >$(E2E_LOG) 2>&1 & e2e=$$!; \
-	trap 'kill -TERM -- -'$$e2e' 2>/dev/null; wait; exit 130' INT TERM HUP; \
-	go=0; $(MAKE) --no-print-directory test-go || go=$$?; \
-	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
-	echo "=== make e2e (exit $$e2e_rc; this log is $(E2E_LOG))"; cat $(E2E_LOG); \
-	if [ $$go -ne 0 ] || [ $$e2e_rc -ne 0 ]; then echo "make test failed: the Go tests exited $$go, make e2e $$e2e_rc"; exit 1; fi
-
-# test-go is make test's part in the foreground: every Go test, the lean
-# build's, and the Rego pack's.
-.PHONY: test-go
-test-go: check-go build
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...
 	$(GO) vet -tags lean ./cmd/gpuhost
 	$(GOTEST) -count=1 -tags lean ./cmd/gpuhost
+	$(MAKE) --no-print-directory build
 	$(GPUHOST) policy test --fail-under $(POLICY_COVERAGE)
+	$(MAKE) --no-print-directory e2e
 
 # The real thing, as root: Packer builds the Debian 12 stand-in image with
 # the plugin installed offline, the builder's own end-to-end tests (a minimal

@@ -21,16 +21,16 @@ type Access struct {
 // no entry (the passwd field then decides: "x" means none at all).
 type Account struct {
 	Name     string `json:"name"`
-	UID      int    `json:"uid"`
-	GID      int    `json:"gid"`
+	UID      int    `json:"uid" jsonschema:"minimum=0"`
+	GID      int    `json:"gid" jsonschema:"minimum=0"`
 	Shell    string `json:"shell"`
-	Password string `json:"password"`
+	Password string `json:"password" jsonschema:"enum=hash,enum=locked,enum=empty,enum=none"`
 }
 
 // Group is one /etc/group entry; Members lists its secondary members.
 type Group struct {
 	Name    string   `json:"name"`
-	GID     int      `json:"gid"`
+	GID     int      `json:"gid" jsonschema:"minimum=0"`
 	Members []string `json:"members"`
 }
 
@@ -47,7 +47,7 @@ type Sudo struct {
 // any command runs without a password.
 type SudoRule struct {
 	File        string   `json:"file"`
-	Line        int      `json:"line"`
+	Line        int      `json:"line" jsonschema:"minimum=0"`
 	Users       []string `json:"users"`
 	Hosts       []string `json:"hosts"`
 	RunAs       []string `json:"run_as"`
@@ -60,7 +60,7 @@ type SudoRule struct {
 // "Defaults" (@host, :user, >runas, !command), empty for every use.
 type SudoDefault struct {
 	File    string `json:"file"`
-	Line    int    `json:"line"`
+	Line    int    `json:"line" jsonschema:"minimum=0"`
 	Scope   string `json:"scope"`
 	Name    string `json:"name"`
 	Value   string `json:"value"`
@@ -71,7 +71,7 @@ type SudoDefault struct {
 // session), control, module and arguments.
 type PAMRule struct {
 	File    string   `json:"file"`
-	Line    int      `json:"line"`
+	Line    int      `json:"line" jsonschema:"minimum=0"`
 	Type    string   `json:"type"`
 	Control string   `json:"control"`
 	Module  string   `json:"module"`
@@ -83,7 +83,7 @@ type PAMRule struct {
 type WritableFile struct {
 	Path          string `json:"path"`
 	Mode          string `json:"mode"`
-	GID           int    `json:"gid"`
+	GID           int    `json:"gid" jsonschema:"minimum=0"`
 	Group         string `json:"group,omitempty"`
 	GroupWritable bool   `json:"group_writable"`
 	WorldWritable bool   `json:"world_writable"`

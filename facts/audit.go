@@ -29,7 +29,7 @@ type AuditKernel struct {
 	Rules       []AuditRule `json:"rules"`
 	Unloaded    []AuditRule `json:"unloaded"`
 	Unexpected  []AuditRule `json:"unexpected"`
-	NotCompared int         `json:"not_compared"`
+	NotCompared int         `json:"not_compared" jsonschema:"minimum=0"`
 }
 
 // AuditRule is one auditctl line. Kind is "watch" (-w), "syscall" (-a or
@@ -38,8 +38,8 @@ type AuditKernel struct {
 // letters; Syscalls are sorted.
 type AuditRule struct {
 	File     string       `json:"file,omitempty"`
-	Line     int          `json:"line,omitempty"`
-	Kind     string       `json:"kind"`
+	Line     int          `json:"line,omitempty" jsonschema:"minimum=0"`
+	Kind     string       `json:"kind" jsonschema:"enum=watch,enum=syscall,enum=delete,enum=delete_watch,enum=control"`
 	List     string       `json:"list,omitempty"`
 	Action   string       `json:"action,omitempty"`
 	Arch     string       `json:"arch,omitempty"`
@@ -62,16 +62,16 @@ type AuditField struct {
 // auditd's defaults for what it leaves out, lower-cased.
 type AuditdConfig struct {
 	Path                 string `json:"path"`
-	LogFile              string `json:"log_file"`
-	MaxLogFileAction     string `json:"max_log_file_action"`
-	NumLogs              int    `json:"num_logs"`
-	SpaceLeftAction      string `json:"space_left_action"`
-	AdminSpaceLeftAction string `json:"admin_space_left_action"`
-	DiskFullAction       string `json:"disk_full_action"`
-	DiskErrorAction      string `json:"disk_error_action"`
+	LogFile              string `json:"log_file" factschema:"located"`
+	MaxLogFileAction     string `json:"max_log_file_action" factschema:"located"`
+	NumLogs              int    `json:"num_logs" jsonschema:"minimum=0" factschema:"located"`
+	SpaceLeftAction      string `json:"space_left_action" factschema:"located"`
+	AdminSpaceLeftAction string `json:"admin_space_left_action" factschema:"located"`
+	DiskFullAction       string `json:"disk_full_action" factschema:"located"`
+	DiskErrorAction      string `json:"disk_error_action" factschema:"located"`
 	// Locations say where auditd.conf sets the settings above, by their
 	// JSON name; one left at auditd's default has none.
-	Locations map[string]FileLine `json:"locations,omitempty"`
+	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // AuditRemote says where audit records are forwarded: by audisp-remote

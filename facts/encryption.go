@@ -15,7 +15,7 @@ type CrypttabEntry struct {
 	KeyFile string   `json:"key_file"`
 	Options []string `json:"options"`
 	File    string   `json:"file,omitempty"`
-	Line    int      `json:"line,omitempty"`
+	Line    int      `json:"line,omitempty" jsonschema:"minimum=0"`
 	// Absent says the device the entry names is not in the target: no
 	// LUKS volume of a disk image answers to it, or a live host has no
 	// such device. The entry then encrypts nothing, whatever it says.
@@ -35,7 +35,7 @@ type RootEncryption struct {
 	Hops      []Hop    `json:"hops,omitempty"`
 	// File and Line are the fstab line that mounts / (offline only).
 	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
+	Line int    `json:"line,omitempty" jsonschema:"minimum=0"`
 }
 
 // Hop is one block device on the way from / down to a disk.
@@ -46,14 +46,14 @@ type Hop struct {
 	// Kind is lvm, crypt, verity, integrity, dm, raid, partition, disk,
 	// loop, absent (a device a crypttab line names that the target does
 	// not hold) or unknown.
-	Kind string `json:"kind"`
+	Kind string `json:"kind" jsonschema:"enum=lvm,enum=crypt,enum=verity,enum=integrity,enum=dm,enum=raid,enum=partition,enum=disk,enum=loop,enum=absent,enum=unknown"`
 	// Name is the device-mapper name, the LVM vg/lv, or the crypttab name.
 	Name string `json:"name,omitempty"`
 	// Learned says where the hop was read: sysfs, fstab, crypttab,
 	// lvm-metadata or luks-header.
-	Learned string `json:"learned"`
+	Learned string `json:"learned" jsonschema:"enum=sysfs,enum=fstab,enum=crypttab,enum=lvm-metadata,enum=luks-header"`
 	// Depth is how many hops lie between this one and the device under /.
-	Depth int `json:"depth"`
+	Depth int `json:"depth" jsonschema:"minimum=0"`
 	// Crypt holds the cipher of a crypt hop.
 	Crypt *CryptParams `json:"crypt,omitempty"`
 }
@@ -66,24 +66,24 @@ type CryptParams struct {
 	// it could not be read.
 	Cipher string `json:"cipher"`
 	// KeyBits is the size of the whole key; an XTS key holds two.
-	KeyBits int `json:"key_bits"`
+	KeyBits int `json:"key_bits" jsonschema:"minimum=0"`
 	// Hash is the passphrase hash of plain mode, where it is known.
 	Hash string `json:"hash,omitempty"`
 	// Source is kernel (the dm-crypt table), process (dmsetup) or file
 	// (crypttab options, a LUKS header).
-	Source string `json:"source"`
+	Source string `json:"source" jsonschema:"enum=kernel,enum=process,enum=file"`
 	// Error says why the cipher could not be read.
 	Error string `json:"error,omitempty"`
 	// Keyslots are a LUKS header's key slots, with what the empty
 	// passphrase does to each; nil when no header was read.
-	Keyslots []Keyslot `json:"keyslots,omitempty"`
+	Keyslots []Keyslot `json:"keyslots,omitempty" factschema:"notnull"`
 	// KeyslotsError says why the key slots of a header could not be read.
 	KeyslotsError string `json:"keyslots_error,omitempty"`
 	// VolumeKey is what a LUKS header tells of where the volume key came
 	// from; nil when no header was read.
 	VolumeKey *VolumeKey `json:"volume_key,omitempty"`
 	// Tokens are a LUKS2 header's tokens, in the order of their ids.
-	Tokens []LUKSToken `json:"tokens,omitempty"`
+	Tokens []LUKSToken `json:"tokens,omitempty" factschema:"notnull"`
 	// FirstBootTPM2 is the TPM2 enrolment the image's first boot makes
 	// for this volume, when it has one installed (offline only).
 	FirstBootTPM2 *TPM2Enrolment `json:"first_boot_tpm2,omitempty"`
@@ -98,8 +98,8 @@ type LUKSToken struct {
 	// TPM2PCRs are the PCRs a systemd-tpm2 token's key is sealed to
 	// (tpm2-pcrs), TPM2PubkeyPCRs those a signed policy binds
 	// (tpm2_pubkey_pcrs).
-	TPM2PCRs       []int `json:"tpm2_pcrs,omitempty"`
-	TPM2PubkeyPCRs []int `json:"tpm2_pubkey_pcrs,omitempty"`
+	TPM2PCRs       []int `json:"tpm2_pcrs,omitempty" jsonschema:"minimum=0,maximum=23"`
+	TPM2PubkeyPCRs []int `json:"tpm2_pubkey_pcrs,omitempty" jsonschema:"minimum=0,maximum=23"`
 	// Error says why the token's fields could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -108,7 +108,7 @@ type LUKSToken struct {
 // that asks for it and the PCRs the key will be sealed to.
 type TPM2Enrolment struct {
 	File string `json:"file"`
-	PCRs []int  `json:"pcrs"`
+	PCRs []int  `json:"pcrs" jsonschema:"minimum=0,maximum=23"`
 	// Error says why the PCRs could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -134,7 +134,7 @@ const (
 type VolumeKey struct {
 	// Origin is image, host or unknown (KeyFromImage, KeyOfHost,
 	// KeyUnknown).
-	Origin string `json:"origin"`
+	Origin string `json:"origin" jsonschema:"enum=image,enum=host,enum=unknown"`
 	// Reencrypting is true while a re-encryption of the volume is
 	// unfinished: part of it is under the old key still.
 	Reencrypting bool `json:"reencrypting,omitempty"`
@@ -174,5 +174,5 @@ type Swap struct {
 	// File and Line are the fstab line that sets the swap up (offline
 	// only), so that a finding about it points there.
 	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
+	Line int    `json:"line,omitempty" jsonschema:"minimum=1"`
 }

@@ -39,17 +39,17 @@ const (
 // Facts is one gpuhost.facts/v1 document. Collectors own the top-level keys;
 // a key a collector did not fill stays nil and is omitted from the JSON.
 type Facts struct {
-	Schema     string                     `json:"schema"`
+	Schema     string                     `json:"schema" jsonschema:"enum=gpuhost.facts/v1"`
 	Target     Target                     `json:"target"`
-	Collectors map[string]CollectorStatus `json:"collectors"`
+	Collectors map[string]CollectorStatus `json:"collectors" factschema:"notnull"`
 	// NotJudged is what collectors found and no check judges, each with
 	// why, so that a report's coverage can name it rather than pass over
 	// it in silence.
-	NotJudged []NotJudged `json:"not_judged,omitempty"`
+	NotJudged []NotJudged `json:"not_judged,omitempty" factschema:"notnull"`
 
 	OS               *OS               `json:"os,omitempty"`
 	Kernel           *Kernel           `json:"kernel,omitempty"`
-	Packages         []Package         `json:"packages,omitempty"`
+	Packages         []Package         `json:"packages,omitempty" factschema:"notnull"`
 	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet          `json:"kubelet,omitempty"`
 	Audit            *Audit            `json:"audit,omitempty"`
@@ -65,7 +65,7 @@ type Facts struct {
 	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
 	Containers       *Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any    `json:"manifest,omitempty"`
-	ConfigFiles      []ConfigFile      `json:"config_files,omitempty"`
+	ConfigFiles      []ConfigFile      `json:"config_files,omitempty" factschema:"notnull"`
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
 	SBOM             *SBOM             `json:"sbom,omitempty"`
 	SecureBoot       *SecureBoot       `json:"secure_boot,omitempty"`
@@ -110,15 +110,15 @@ func (f *Facts) NoteNotJudged(collector string, what []string) {
 
 // Target says what was scanned.
 type Target struct {
-	Kind      string `json:"kind"`
+	Kind      string `json:"kind" jsonschema:"enum=rootfs,enum=image,enum=host,enum=facts,enum=oci"`
 	Ref       string `json:"ref"`
-	ScannedAt string `json:"scanned_at"`
+	ScannedAt string `json:"scanned_at" jsonschema:"format=date-time"`
 	Hostname  string `json:"hostname,omitempty"`
 }
 
 // CollectorStatus is one collector's outcome, with a human reason when not ok.
 type CollectorStatus struct {
-	Status string `json:"status"`
+	Status string `json:"status" jsonschema:"enum=ok,enum=unavailable,enum=not_applicable,enum=error"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -126,5 +126,5 @@ type CollectorStatus struct {
 // and a line, from 1.
 type FileLine struct {
 	File string `json:"file"`
-	Line int    `json:"line"`
+	Line int    `json:"line" jsonschema:"minimum=1"`
 }

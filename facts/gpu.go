@@ -13,14 +13,14 @@ type GPU struct {
 	ConfCompute         *ConfCompute `json:"conf_compute,omitempty"`
 	XIDEvents           []XIDEvent   `json:"xid_events"`
 	// KernelModuleType is "open" or "proprietary", from /proc/driver/nvidia/version.
-	KernelModuleType string `json:"kernel_module_type,omitempty"`
+	KernelModuleType string `json:"kernel_module_type,omitempty" jsonschema:"enum=open,enum=proprietary"`
 	// DriverBranch is the major part of DriverVersion (535 for 535.261.03).
-	DriverBranch int `json:"driver_branch,omitempty"`
+	DriverBranch int `json:"driver_branch,omitempty" jsonschema:"minimum=0"`
 	// DriverMismatch is true when NVML refused to start because the user-space
 	// library and the loaded kernel module differ (ERROR_LIB_RM_VERSION_MISMATCH).
 	DriverMismatch bool `json:"driver_mismatch,omitempty"`
 	// Unsupported lists system-level queries NVML answered NOT_SUPPORTED.
-	Unsupported []string `json:"unsupported,omitempty"`
+	Unsupported []string `json:"unsupported,omitempty" factschema:"notnull"`
 	// XIDSource names the kernel log files the XID events were read from;
 	// XIDError says why they could not be read, and then XIDEvents proves nothing.
 	XIDSource string `json:"xid_source,omitempty"`
@@ -53,7 +53,7 @@ type PCIDevice struct {
 // GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU
 // reports NOT_SUPPORTED, so a policy can skip rather than guess.
 type GPUDevice struct {
-	Index           int           `json:"index"`
+	Index           int           `json:"index" jsonschema:"minimum=0"`
 	UUID            string        `json:"uuid"`
 	Name            string        `json:"name"`
 	PCIBusID        string        `json:"pci_bus_id"`
@@ -65,44 +65,44 @@ type GPUDevice struct {
 	TemperatureC    *int          `json:"temperature_c,omitempty"`
 	PCIe            *PCIe         `json:"pcie,omitempty"`
 	NVLink          []NVLink      `json:"nvlink"`
-	Unsupported     []string      `json:"unsupported,omitempty"`
+	Unsupported     []string      `json:"unsupported,omitempty" factschema:"notnull"`
 	// TemperatureSlowdownC is the temperature at which the GPU starts to slow down.
 	TemperatureSlowdownC *int `json:"temperature_slowdown_c,omitempty"`
 	// PowerW and PowerLimitW are the draw and the enforced limit, in watts.
-	PowerW      *float64 `json:"power_w,omitempty"`
-	PowerLimitW *float64 `json:"power_limit_w,omitempty"`
+	PowerW      *float64 `json:"power_w,omitempty" jsonschema:"minimum=0"`
+	PowerLimitW *float64 `json:"power_limit_w,omitempty" jsonschema:"minimum=0"`
 	// ThrottleReasons names the active clock event (throttle) reasons.
-	ThrottleReasons []string `json:"throttle_reasons,omitempty"`
+	ThrottleReasons []string `json:"throttle_reasons,omitempty" factschema:"notnull"`
 	// Architecture, MinDriverBranch and OpenModuleSupported come from the
 	// compatibility matrix for this GPU model; empty or zero when unknown.
 	Architecture        string `json:"architecture,omitempty"`
-	MinDriverBranch     int    `json:"min_driver_branch,omitempty"`
+	MinDriverBranch     int    `json:"min_driver_branch,omitempty" jsonschema:"minimum=0"`
 	OpenModuleSupported *bool  `json:"open_module_supported,omitempty"`
 	// OpenModuleRequired is true for GPUs that only the open kernel module drives.
 	OpenModuleRequired bool `json:"open_module_required,omitempty"`
 	// Errors lists queries that failed for a reason other than NOT_SUPPORTED
 	// (a timeout, a lost GPU): those fields are nil and prove nothing.
-	Errors []string `json:"errors,omitempty"`
+	Errors []string `json:"errors,omitempty" factschema:"notnull"`
 }
 
 // ECC mode and uncorrected error counts.
 type ECC struct {
 	Current              bool  `json:"current"`
 	Pending              bool  `json:"pending"`
-	UncorrectedVolatile  int64 `json:"uncorrected_volatile"`
-	UncorrectedAggregate int64 `json:"uncorrected_aggregate"`
+	UncorrectedVolatile  int64 `json:"uncorrected_volatile" jsonschema:"minimum=0"`
+	UncorrectedAggregate int64 `json:"uncorrected_aggregate" jsonschema:"minimum=0"`
 }
 
 // RetiredPages applies to pre-Ampere GPUs.
 type RetiredPages struct {
 	Pending bool `json:"pending"`
-	Count   int  `json:"count"`
+	Count   int  `json:"count" jsonschema:"minimum=0"`
 }
 
 // RemappedRows applies to Ampere and later.
 type RemappedRows struct {
-	Correctable   int  `json:"correctable"`
-	Uncorrectable int  `json:"uncorrectable"`
+	Correctable   int  `json:"correctable" jsonschema:"minimum=0"`
+	Uncorrectable int  `json:"uncorrectable" jsonschema:"minimum=0"`
 	Pending       bool `json:"pending"`
 	Failed        bool `json:"failed"`
 }
@@ -115,15 +115,15 @@ type MIG struct {
 
 // PCIe link state against the link's capability.
 type PCIe struct {
-	GenCurrent   int `json:"gen_current"`
-	GenMax       int `json:"gen_max"`
-	WidthCurrent int `json:"width_current"`
-	WidthMax     int `json:"width_max"`
+	GenCurrent   int `json:"gen_current" jsonschema:"minimum=0"`
+	GenMax       int `json:"gen_max" jsonschema:"minimum=0"`
+	WidthCurrent int `json:"width_current" jsonschema:"minimum=0"`
+	WidthMax     int `json:"width_max" jsonschema:"minimum=0"`
 }
 
 // NVLink is one link's state.
 type NVLink struct {
-	Link   int  `json:"link"`
+	Link   int  `json:"link" jsonschema:"minimum=0"`
 	Active bool `json:"active"`
 }
 
@@ -136,7 +136,7 @@ type ConfCompute struct {
 
 // XIDEvent is one Xid line from the kernel log or the journal.
 type XIDEvent struct {
-	Code     int    `json:"code"`
+	Code     int    `json:"code" jsonschema:"minimum=0"`
 	PCIBusID string `json:"pci_bus_id"`
 	Time     string `json:"time,omitempty"`
 	// Message is the rest of the line after the code, bounded in length.
@@ -147,12 +147,12 @@ type XIDEvent struct {
 	// GPUs are the GPUs NVML lists at the event's PCI address. It is empty
 	// when NVML could not say: the driver is down, or the GPU fell off the
 	// bus and out of NVML's list.
-	GPUs []XIDGPU `json:"gpus,omitempty"`
+	GPUs []XIDGPU `json:"gpus,omitempty" factschema:"notnull"`
 }
 
 // XIDGPU names a GPU an Xid event was logged for.
 type XIDGPU struct {
-	Index int    `json:"index"`
+	Index int    `json:"index" jsonschema:"minimum=0"`
 	UUID  string `json:"uuid"`
 }
 
@@ -163,10 +163,10 @@ type GPUDriver struct {
 	Packages []Package `json:"packages"`
 	// Version is the driver's upstream version (535.261.03), Branch its major part.
 	Version string `json:"version,omitempty"`
-	Branch  int    `json:"branch,omitempty"`
+	Branch  int    `json:"branch,omitempty" jsonschema:"minimum=0"`
 	// Flavor is "open" when the open kernel modules are installed, else
 	// "proprietary"; empty when no driver package is installed.
-	Flavor string `json:"flavor,omitempty"`
+	Flavor string `json:"flavor,omitempty" jsonschema:"enum=open,enum=proprietary"`
 	// Modules maps each installed kernel release to the nvidia*.ko files found for it.
 	Modules map[string][]string `json:"modules"`
 	// NouveauBlacklisted says whether nouveau is kept from loading, and NouveauSource where.
@@ -177,11 +177,11 @@ type GPUDriver struct {
 	FabricManagerEnabled bool `json:"fabricmanager_enabled"`
 	// CUDAToolkitVersion is the newest installed toolkit as MAJOR.MINOR, and
 	// CUDAToolkitSource the package or file it came from.
-	CUDAToolkitVersion string `json:"cuda_toolkit_version,omitempty"`
+	CUDAToolkitVersion string `json:"cuda_toolkit_version,omitempty" jsonschema:"pattern=^[0-9]+\\.[0-9]+$"`
 	CUDAToolkitSource  string `json:"cuda_toolkit_source,omitempty"`
 	// MaxCUDA is the newest CUDA the installed branch supports, from the
 	// compatibility matrix; empty when the branch is unknown to it.
-	MaxCUDA string `json:"max_cuda,omitempty"`
+	MaxCUDA string `json:"max_cuda,omitempty" jsonschema:"pattern=^[0-9]+\\.[0-9]+$"`
 }
 
 // The statuses of a validation step and of each GPU within one.
@@ -204,7 +204,7 @@ type GPUValidation struct {
 
 // ValidationGPU is one GPU as NVML listed it.
 type ValidationGPU struct {
-	Index int    `json:"index"`
+	Index int    `json:"index" jsonschema:"minimum=0"`
 	UUID  string `json:"uuid"`
 	Name  string `json:"name"`
 }
@@ -214,18 +214,18 @@ type ValidationGPU struct {
 // to run (a step left out on purpose, or the fabric on a node without
 // NVSwitches, is not required).
 type ValidationStep struct {
-	Name     string `json:"name"`
-	Status   string `json:"status"`
+	Name     string `json:"name" jsonschema:"enum=driver,enum=container,enum=cuda,enum=fabric,enum=mig"`
+	Status   string `json:"status" jsonschema:"enum=passed,enum=failed,enum=not_run"`
 	Required bool   `json:"required"`
 	Reason   string `json:"reason"`
 	// GPUs is the step's verdict on each GPU, where it judges them one by one.
-	GPUs []ValidationGPUResult `json:"gpus,omitempty"`
+	GPUs []ValidationGPUResult `json:"gpus,omitempty" factschema:"notnull"`
 }
 
 // ValidationGPUResult is one step's verdict on one GPU.
 type ValidationGPUResult struct {
-	Index  int    `json:"index"`
+	Index  int    `json:"index" jsonschema:"minimum=0"`
 	UUID   string `json:"uuid"`
-	Status string `json:"status"`
+	Status string `json:"status" jsonschema:"enum=passed,enum=failed,enum=not_run"`
 	Detail string `json:"detail"`
 }

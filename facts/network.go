@@ -10,9 +10,9 @@ type Network struct {
 type Listener struct {
 	Proto   string `json:"proto"`
 	Address string `json:"address"`
-	Port    int    `json:"port"`
+	Port    int    `json:"port" jsonschema:"minimum=0,maximum=65535"`
 	Process string `json:"process,omitempty"`
-	PID     int    `json:"pid,omitempty"`
+	PID     int    `json:"pid,omitempty" jsonschema:"minimum=0"`
 }
 
 // Firewall is the input path of the firewall: on a live host the ruleset
@@ -28,10 +28,10 @@ type Firewall struct {
 	DefaultInputPolicy string `json:"default_input_policy"`
 	// AllowedPorts are the TCP and UDP ports that rules admit on the input
 	// path, following jumps, gotos and sets.
-	AllowedPorts []int `json:"allowed_ports"`
+	AllowedPorts []int `json:"allowed_ports" jsonschema:"minimum=0,maximum=65535"`
 	// Source is "kernel" when the ruleset was read over netlink and "file"
 	// when it was parsed from Path.
-	Source string `json:"source,omitempty"`
+	Source string `json:"source,omitempty" jsonschema:"enum=file,enum=kernel"`
 	Path   string `json:"path,omitempty"`
 	// KernelError says why a live host's ruleset could not be read from
 	// the kernel, so that the file was read instead.
@@ -67,7 +67,7 @@ type Firewall struct {
 // FirewallFamily is the input path of one address family (new in issue 29).
 type FirewallFamily struct {
 	// Family is "ipv4" or "ipv6".
-	Family string `json:"family"`
+	Family string `json:"family" jsonschema:"enum=ipv4,enum=ipv6"`
 	// Filtered is true when some filter chain on the input hook sees the
 	// family; when false, every port is open over it.
 	Filtered bool `json:"filtered"`
@@ -75,7 +75,7 @@ type FirewallFamily struct {
 	// fields of the same names mean, for this family alone; an unfiltered
 	// family's policy is "accept".
 	DefaultInputPolicy string          `json:"default_input_policy"`
-	AllowedPorts       []int           `json:"allowed_ports"`
+	AllowedPorts       []int           `json:"allowed_ports" jsonschema:"minimum=0,maximum=65535"`
 	Admits             []FirewallAdmit `json:"admits,omitempty"`
 	// Chains names the input hook chains that judge the family, as
 	// "FAMILY TABLE CHAIN" ("inet filter input", "ip filter INPUT").
@@ -84,7 +84,7 @@ type FirewallFamily struct {
 	// for this family alone; nil for a family no chain filters.
 	PolicyLocation *FileLine `json:"policy_location,omitempty"`
 	// Source is "kernel" or "file", as for the Firewall.
-	Source string `json:"source"`
+	Source string `json:"source" jsonschema:"enum=file,enum=kernel"`
 }
 
 // IPv6State is whether IPv6 can carry a connection to the host (new in
@@ -101,12 +101,12 @@ type IPv6State struct {
 // File and Line are where that rule (or policy) is, in a ruleset read from
 // files.
 type FirewallAdmit struct {
-	Proto string `json:"proto"`
-	From  int    `json:"from"`
-	To    int    `json:"to"`
+	Proto string `json:"proto" jsonschema:"enum=tcp,enum=udp"`
+	From  int    `json:"from" jsonschema:"minimum=0,maximum=65535"`
+	To    int    `json:"to" jsonschema:"minimum=0,maximum=65535"`
 	Rule  string `json:"rule"`
 	File  string `json:"file,omitempty"`
-	Line  int    `json:"line,omitempty"`
+	Line  int    `json:"line,omitempty" jsonschema:"minimum=1"`
 }
 
 // FirewallRule is a rule the model could not evaluate. MayAccept is true

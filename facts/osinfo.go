@@ -21,12 +21,12 @@ type Kernel struct {
 	// the line to change.
 	CmdlineLocations map[string]FileLine `json:"cmdline_locations,omitempty"`
 	// Installed lists kernel releases found under /lib/modules.
-	Installed []string `json:"installed,omitempty"`
+	Installed []string `json:"installed,omitempty" factschema:"notnull"`
 }
 
 // Cgroup says which cgroup hierarchy the host runs (or the image will boot).
 type Cgroup struct {
-	Version int    `json:"version"`
+	Version int    `json:"version" jsonschema:"minimum=0"`
 	Source  string `json:"source"`
 	// Memory is how memory is limited: on a live host from its cgroup2
 	// tree (nil under v1), in an image from the slices' unit files.
@@ -67,5 +67,5 @@ type Systemd struct {
 	Masked  []string `json:"masked"`
 	// Version is systemd's major version from the installed package; it
 	// decides the cgroup default when the kernel command line says nothing.
-	Version int `json:"version,omitempty"`
+	Version int `json:"version,omitempty" jsonschema:"minimum=0"`
 }

@@ -9,14 +9,14 @@ type Package struct {
 	// Line is where the package's paragraph starts in
 	// /var/lib/dpkg/status, so that a finding about it points there; 0
 	// when the package list came from elsewhere.
-	Line int `json:"line,omitempty"`
+	Line int `json:"line,omitempty" jsonschema:"minimum=1"`
 }
 
 // ConfigFile is the sha256 of one configuration file the baked manifest
 // records, read from the live target so drift can compare the two.
 type ConfigFile struct {
 	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
+	SHA256 string `json:"sha256" jsonschema:"pattern=^[0-9a-f]{64}$"`
 }
 
 // Vulnerabilities are OS package findings from an offline trivy DB.
@@ -25,10 +25,10 @@ type Vulnerabilities struct {
 	// DBUpdatedAt is when the DB was built (trivy's UpdatedAt, RFC 3339).
 	// Empty when its metadata.json does not say: then nothing can tell how
 	// stale its advisories are, and GH-SC-001 errors rather than pass.
-	DBUpdatedAt string `json:"db_updated_at,omitempty"`
+	DBUpdatedAt string `json:"db_updated_at,omitempty" jsonschema:"format=date-time"`
 	// DBNextUpdate is when the DB's publisher meant it to be replaced
 	// (trivy's NextUpdate, RFC 3339); empty when not given.
-	DBNextUpdate string `json:"db_next_update,omitempty"`
+	DBNextUpdate string `json:"db_next_update,omitempty" jsonschema:"format=date-time"`
 	// DBDemo marks a DB written from a YAML fixture (tools/trivydb): a
 	// handful of sample advisories, so a clean result proves nothing.
 	DBDemo   bool      `json:"db_demo,omitempty"`
@@ -45,7 +45,7 @@ type Vulnerabilities struct {
 // ImageVulnerabilities are the findings in one pre-seeded image.
 type ImageVulnerabilities struct {
 	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
+	Digest string `json:"digest" jsonschema:"pattern=^sha256:[0-9a-f]{64}$"`
 	// OS is the image's distribution and release ("ubuntu 22.04").
 	OS       string    `json:"os,omitempty"`
 	Findings []Finding `json:"findings"`
@@ -77,7 +77,7 @@ type SBOM struct {
 	Format      string `json:"format,omitempty"`
 	SpecVersion string `json:"spec_version,omitempty"`
 	// Components counts the document's top-level components.
-	Components int `json:"components"`
+	Components int `json:"components" jsonschema:"minimum=0"`
 	// SHA256 is the digest of the file, for comparison with a published copy.
-	SHA256 string `json:"sha256,omitempty"`
+	SHA256 string `json:"sha256,omitempty" jsonschema:"pattern=^[0-9a-f]{64}$"`
 }

@@ -29,43 +29,43 @@ type ContainerRuntime struct {
 // Containerd is the effective config after conf.d drop-ins are merged.
 type Containerd struct {
 	ConfigPath    string   `json:"config_path"`
-	ConfigVersion int      `json:"config_version"`
+	ConfigVersion int      `json:"config_version" jsonschema:"minimum=0"`
 	Imports       []string `json:"imports"`
-	NvidiaRuntime bool     `json:"nvidia_runtime"`
-	NvidiaBinary  string   `json:"nvidia_binary,omitempty"`
+	NvidiaRuntime bool     `json:"nvidia_runtime" factschema:"located"`
+	NvidiaBinary  string   `json:"nvidia_binary,omitempty" factschema:"located"`
 	// NvidiaBinaryPresent says whether NvidiaBinary is an executable file
 	// in the target, found as containerd's shim would find it.
 	NvidiaBinaryPresent bool   `json:"nvidia_binary_present"`
-	DefaultRuntime      string `json:"default_runtime"`
+	DefaultRuntime      string `json:"default_runtime" factschema:"located"`
 	// SystemdCgroup is the runc (or default runtime) option; nil when unset.
-	SystemdCgroup       *bool `json:"systemd_cgroup"`
-	NvidiaSystemdCgroup *bool `json:"nvidia_systemd_cgroup"`
-	CDIEnabled          bool  `json:"cdi_enabled"`
+	SystemdCgroup       *bool `json:"systemd_cgroup" factschema:"located"`
+	NvidiaSystemdCgroup *bool `json:"nvidia_systemd_cgroup" factschema:"located"`
+	CDIEnabled          bool  `json:"cdi_enabled" factschema:"located"`
 	// Source is "process" when the file is the one a running containerd
 	// was started with (PID), "file" when it is the default file read
 	// without a running daemon.
-	Source string `json:"source,omitempty"`
-	PID    int    `json:"pid,omitempty"`
+	Source string `json:"source,omitempty" jsonschema:"enum=file,enum=process"`
+	PID    int    `json:"pid,omitempty" jsonschema:"minimum=1"`
 	// Locations say where the settings above are set, by their JSON name
 	// (default_runtime, cdi_enabled, systemd_cgroup, nvidia_runtime,
 	// nvidia_binary, nvidia_systemd_cgroup): the key's line, or its
 	// table's header, in the main file or the import that set it last. A
 	// setting left at containerd's default has none.
-	Locations map[string]FileLine `json:"locations,omitempty"`
+	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // Docker is /etc/docker/daemon.json.
 type Docker struct {
 	ConfigPath     string   `json:"config_path"`
-	DefaultRuntime string   `json:"default_runtime"`
-	Runtimes       []string `json:"runtimes"`
-	CgroupDriver   string   `json:"cgroup_driver"`
-	CDIEnabled     bool     `json:"cdi_enabled"`
+	DefaultRuntime string   `json:"default_runtime" factschema:"located"`
+	Runtimes       []string `json:"runtimes" factschema:"located"`
+	CgroupDriver   string   `json:"cgroup_driver" factschema:"located"`
+	CDIEnabled     bool     `json:"cdi_enabled" factschema:"located"`
 	// Locations say where the settings above are set, by their JSON name
 	// (default_runtime, runtimes, cgroup_driver, cdi_enabled): the line of
 	// the key's value, or for cgroup_driver of the exec-opts entry that
 	// names it. A setting daemon.json leaves out has none.
-	Locations map[string]FileLine `json:"locations,omitempty"`
+	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // CDISpec is one CDI spec file.

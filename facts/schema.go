@@ -16,9 +16,12 @@ import (
 	"golang.org/x/text/message"
 )
 
-// SchemaJSON is the JSON Schema (draft 2020-12) of gpuhost.facts/v1. It
-// mirrors the JSON tags of Facts; a test keeps the two in step.
+// SchemaJSON is the JSON Schema (draft 2020-12) of gpuhost.facts/v1,
+// generated from the Go types of this package: their JSON tags, the
+// constraints in their jsonschema tags and their doc comments
+// (internal/schemagen says what else it writes down).
 //
+//go:generate go run ./internal/schemagen -o schema.json
 //go:embed schema.json
 var SchemaJSON []byte
 
@@ -76,7 +79,7 @@ func schema() (*validator, error) {
 // splitKeywords are the root keywords the split knows how to honour; any
 // other keyword at the root and the schema is only ever used whole.
 var splitKeywords = map[string]bool{
-	"$schema": true, "$id": true, "title": true, "description": true, "$defs": true,
+	"$schema": true, "$id": true, "title": true, "description": true, "$comment": true, "$defs": true,
 	"type": true, "required": true, "additionalProperties": true, "properties": true,
 }
 

@@ -51,8 +51,8 @@ type BootFile struct {
 	// Role is shim, grub, mok-manager, fallback, efi (another EFI binary)
 	// or kernel, from the file's name and, for the removable-media path
 	// EFI/BOOT/BOOTX64.EFI, its sections.
-	Role string `json:"role"`
-	Size int64  `json:"size"`
+	Role string `json:"role" jsonschema:"enum=shim,enum=grub,enum=mok-manager,enum=fallback,enum=efi,enum=kernel"`
+	Size int64  `json:"size" jsonschema:"minimum=0"`
 	// Signatures are the Authenticode signatures in the file's
 	// certificate table; none for an unsigned file.
 	Signatures []Authenticode `json:"signatures"`
@@ -123,7 +123,7 @@ type TrustedKey struct {
 	Issuer   string `json:"issuer,omitempty"`
 	Serial   string `json:"serial,omitempty"`
 	// SHA256 is the fingerprint of the certificate's DER.
-	SHA256 string `json:"sha256,omitempty"`
+	SHA256 string `json:"sha256,omitempty" jsonschema:"pattern=^[0-9a-f]{64}$"`
 	// Error says why the source gave no certificate.
 	Error string `json:"error,omitempty"`
 }
@@ -143,7 +143,7 @@ type Firmware struct {
 // Lockdown is the kernel's lockdown mode on a live host.
 type Lockdown struct {
 	// Mode is none, integrity or confidentiality; "" when unknown.
-	Mode   string `json:"mode"`
+	Mode   string `json:"mode" jsonschema:"enum=,enum=none,enum=integrity,enum=confidentiality"`
 	Source string `json:"source"`
 	// Error says why the mode could not be read.
 	Error string `json:"error,omitempty"`

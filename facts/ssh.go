@@ -8,7 +8,7 @@ package facts
 type SSH struct {
 	SSHSettings
 	// Source is "file": the top-level settings are always read from files.
-	Source  string      `json:"source,omitempty"`
+	Source  string      `json:"source,omitempty" jsonschema:"enum=file"`
 	Daemons []SSHDaemon `json:"daemons,omitempty"`
 	// HostPrivateKeyFiles lists the /etc/ssh/ssh_host_*_key files present,
 	// whether or not a HostKey line names them: in an image, every host
@@ -63,8 +63,8 @@ type SSHSettings struct {
 // file of an image or rootfs (source "file", no pid).
 type SSHDaemon struct {
 	SSHSettings
-	PID    int    `json:"pid,omitempty"`
-	Source string `json:"source"`
+	PID    int    `json:"pid,omitempty" jsonschema:"minimum=1"`
+	Source string `json:"source" jsonschema:"enum=file,enum=process"`
 	// Listen lists the address:port pairs the daemon's sockets listen on, as
 	// the kernel reports them.
 	Listen []string `json:"listen"`
@@ -84,21 +84,21 @@ type SSHDaemonAge struct {
 	// after the start is not counted as newer. sshd re-execs itself in
 	// place on SIGHUP, keeping its pid and this time, so a reload never
 	// moves it.
-	StartedAt string `json:"started_at,omitempty"`
+	StartedAt string `json:"started_at,omitempty" jsonschema:"format=date-time"`
 	// LoadedAt is when the daemon last read its configuration, as far as
 	// the host shows. LoadedFrom says how that is known: "pid_file" when
 	// its PidFile names this pid (sshd rewrites that file each time it
 	// starts or re-execs, so its modification time moves with a reload);
 	// "process_start" otherwise, where a reload since the start cannot be
 	// seen and only the wire probe (SSHWire.AuthMethods) tells what runs.
-	LoadedAt   string `json:"loaded_at,omitempty"`
-	LoadedFrom string `json:"loaded_from,omitempty"`
+	LoadedAt   string `json:"loaded_at,omitempty" jsonschema:"format=date-time"`
+	LoadedFrom string `json:"loaded_from,omitempty" jsonschema:"enum=pid_file,enum=process_start"`
 	// ConfigNewer is true when one of Files was modified after LoadedAt;
 	// NewestConfig is the most recently modified of them and
 	// NewestConfigModified when.
 	ConfigNewer          bool   `json:"config_newer,omitempty"`
 	NewestConfig         string `json:"newest_config,omitempty"`
-	NewestConfigModified string `json:"newest_config_modified,omitempty"`
+	NewestConfigModified string `json:"newest_config_modified,omitempty" jsonschema:"format=date-time"`
 	// AgeError says why the daemon's age could not be judged.
 	AgeError string `json:"age_error,omitempty"`
 }
@@ -107,7 +107,7 @@ type SSHDaemonAge struct {
 // the settings under it.
 type SSHMatch struct {
 	File     string       `json:"file"`
-	Line     int          `json:"line"`
+	Line     int          `json:"line" jsonschema:"minimum=0"`
 	Criteria string       `json:"criteria"`
 	Settings []SSHSetting `json:"settings"`
 }
@@ -118,7 +118,7 @@ type SSHSetting struct {
 	Keyword string `json:"keyword"`
 	Value   string `json:"value"`
 	File    string `json:"file"`
-	Line    int    `json:"line"`
+	Line    int    `json:"line" jsonschema:"minimum=0"`
 }
 
 // SSHHostKey is one host key. File names the key file (source "file");
@@ -126,9 +126,9 @@ type SSHSetting struct {
 // modulus size for RSA and the curve size for ECDSA.
 type SSHHostKey struct {
 	Type        string `json:"type"`
-	Bits        int    `json:"bits,omitempty"`
+	Bits        int    `json:"bits,omitempty" jsonschema:"minimum=0"`
 	Fingerprint string `json:"fingerprint,omitempty"`
-	Source      string `json:"source"`
+	Source      string `json:"source" jsonschema:"enum=file,enum=wire"`
 	File        string `json:"file,omitempty"`
 	Address     string `json:"address,omitempty"`
 	Error       string `json:"error,omitempty"`
@@ -140,7 +140,7 @@ type SSHHostKey struct {
 // AuthMethods come after a key exchange, from a second connection.
 type SSHWire struct {
 	Address           string   `json:"address"`
-	Source            string   `json:"source"`
+	Source            string   `json:"source" jsonschema:"enum=wire"`
 	Version           string   `json:"version,omitempty"`
 	KexAlgorithms     []string `json:"kex_algorithms"`
 	HostKeyAlgorithms []string `json:"host_key_algorithms"`

@@ -15,7 +15,7 @@ type OpenSSL struct {
 	// MinProtocolFile and MinProtocolLine are where MinProtocol is set
 	// (an included file, perhaps); empty when nothing sets it.
 	MinProtocolFile string `json:"min_protocol_file,omitempty"`
-	MinProtocolLine int    `json:"min_protocol_line,omitempty"`
+	MinProtocolLine int    `json:"min_protocol_line,omitempty" jsonschema:"minimum=1"`
 	MaxProtocol     string `json:"max_protocol"`
 	CipherSuites    string `json:"ciphersuites,omitempty"`
 }
@@ -24,13 +24,13 @@ type OpenSSL struct {
 // listens with ssl and sets none).
 type NginxTLS struct {
 	File      string   `json:"file"`
-	Line      int      `json:"line"`
+	Line      int      `json:"line" jsonschema:"minimum=0"`
 	Protocols []string `json:"protocols"`
 	// Source is "process" when the file is the configuration of a running
 	// nginx master (PID), and "file" when it is /etc/nginx/nginx.conf read
 	// because no master runs.
-	Source string `json:"source,omitempty"`
-	PID    int    `json:"pid,omitempty"`
+	Source string `json:"source,omitempty" jsonschema:"enum=file,enum=process"`
+	PID    int    `json:"pid,omitempty" jsonschema:"minimum=1"`
 }
 
 // TLSProbe is what a listening port accepts on the wire. The probe writes
@@ -57,18 +57,18 @@ type TLSProbe struct {
 	// OpenSSL and nginx name them: SSLv3, TLSv1, TLSv1.1, TLSv1.2, TLSv1.3.
 	// Absent when it accepted none (Error then says what was tried) and in
 	// documents written before the probe enumerated.
-	Protocols []string `json:"protocols,omitempty"`
+	Protocols []string `json:"protocols,omitempty" jsonschema:"enum=SSLv3,enum=TLSv1,enum=TLSv1.1,enum=TLSv1.2,enum=TLSv1.3" factschema:"notnull"`
 	// Suites are the cipher suites the server accepted, per version (oldest
 	// first) in the order it chose them, which is its preference where it
 	// keeps one.
-	Suites []TLSSuite `json:"suites,omitempty"`
+	Suites []TLSSuite `json:"suites,omitempty" factschema:"notnull"`
 	// Groups are the TLS 1.3 key exchange groups the server accepted, by
 	// their IANA names, in the order it chose them.
 	Groups []string `json:"groups,omitempty"`
 	// StartTLS names the in-band upgrade every connection made before its
 	// hello, where the service is not TLS from the first byte: smtp, imap,
 	// pop3, ftp, ldap, postgres or mysql. Empty for a TLS port.
-	StartTLS string `json:"starttls,omitempty"`
+	StartTLS string `json:"starttls,omitempty" jsonschema:"enum=smtp,enum=imap,enum=pop3,enum=ftp,enum=ldap,enum=postgres,enum=mysql"`
 	// Unreachable is true when the probe could not connect at all (the
 	// connect was refused or drew no answer, as a firewall that filters
 	// the port does): nothing about the listener is known, and Error says
@@ -77,7 +77,7 @@ type TLSProbe struct {
 	// Connections is how many TCP connections the probe made to the port,
 	// bounded per port so that a rate limit or sshd's MaxStartups never
 	// counts the scanner against real clients.
-	Connections int `json:"connections,omitempty"`
+	Connections int `json:"connections,omitempty" jsonschema:"minimum=1"`
 	// WeakSuites are the names, sorted, of the accepted suites with any
 	// class GH-TLS-006 refuses (no forward secrecy, no AEAD, RC4, 3DES,
 	// DES, NULL, anonymous, export).
@@ -89,7 +89,7 @@ type TLSProbe struct {
 	// order sent (at most 10, 64 KiB together; a longer one is an Error).
 	// Absent where no certificate was read and in documents written
 	// before the probe kept the chain.
-	Chain []TLSChainCert `json:"chain,omitempty"`
+	Chain []TLSChainCert `json:"chain,omitempty" factschema:"notnull"`
 	// Verification is the chain as a client judges it, against the
 	// target's own CA bundle; absent with Chain.
 	Verification *TLSVerification `json:"verification,omitempty"`
@@ -107,7 +107,7 @@ type TLSSuite struct {
 	// Name is the IANA name, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256.
 	Name string `json:"name"`
 	// Protocol is the version it was accepted at, as in TLSProbe.Protocols.
-	Protocol string `json:"protocol"`
+	Protocol string `json:"protocol" jsonschema:"enum=SSLv3,enum=TLSv1,enum=TLSv1.1,enum=TLSv1.2,enum=TLSv1.3"`
 	// KeyExchange is the name's key exchange and authentication part
 	// (ECDHE_RSA, RSA, DH_anon); empty for TLS 1.3 suites, whose key
 	// exchange is the group.
@@ -135,8 +135,8 @@ type TLSCertificate struct {
 	Subject string `json:"subject"`
 	Issuer  string `json:"issuer"`
 	// NotBefore and NotAfter are RFC 3339 in UTC.
-	NotBefore string `json:"not_before"`
-	NotAfter  string `json:"not_after"`
+	NotBefore string `json:"not_before" jsonschema:"format=date-time"`
+	NotAfter  string `json:"not_after" jsonschema:"format=date-time"`
 	// AgeSeconds is how long the certificate had been valid when it was
 	// probed, for key rotation.
 	AgeSeconds int64 `json:"age_seconds"`
@@ -145,7 +145,7 @@ type TLSCertificate struct {
 	SecondsLeft int64 `json:"seconds_left"`
 	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
 	KeyType            string   `json:"key_type"`
-	KeyBits            int      `json:"key_bits"`
+	KeyBits            int      `json:"key_bits" jsonschema:"minimum=0"`
 	SignatureAlgorithm string   `json:"signature_algorithm"`
 	SANs               []string `json:"sans"`
 	// SelfSigned is true when the issuer is the subject and the
@@ -159,15 +159,15 @@ type TLSCertificate struct {
 type TLSChainCert struct {
 	// Depth is its place in the chain as sent: 0 the leaf, 1 what came
 	// next, and so on.
-	Depth   int    `json:"depth"`
+	Depth   int    `json:"depth" jsonschema:"minimum=0"`
 	Subject string `json:"subject"`
 	Issuer  string `json:"issuer"`
 	// SHA256 is the fingerprint of its DER, lowercase hex, as
 	// `openssl x509 -fingerprint -sha256` prints it without the colons.
-	SHA256 string `json:"sha256"`
+	SHA256 string `json:"sha256" jsonschema:"pattern=^[0-9a-f]{64}$"`
 	// NotBefore and NotAfter are RFC 3339 in UTC.
-	NotBefore string `json:"not_before"`
-	NotAfter  string `json:"not_after"`
+	NotBefore string `json:"not_before" jsonschema:"format=date-time"`
+	NotAfter  string `json:"not_after" jsonschema:"format=date-time"`
 	// AgeSeconds is how long it had been valid when probed, negative when
 	// its notBefore was still to come (NotYetValid).
 	AgeSeconds  int64 `json:"age_seconds"`
@@ -177,7 +177,7 @@ type TLSChainCert struct {
 	SecondsLeft int64 `json:"seconds_left"`
 	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
 	KeyType            string `json:"key_type"`
-	KeyBits            int    `json:"key_bits"`
+	KeyBits            int    `json:"key_bits" jsonschema:"minimum=0"`
 	SignatureAlgorithm string `json:"signature_algorithm"`
 	// SelfSigned: its issuer is its subject and its own key verifies its
 	// signature, as a root's does.
@@ -203,7 +203,7 @@ type TLSChainCert struct {
 	// chain is out of order or carries one that does not belong);
 	// "bad_signature" the next one is named as its issuer but its key
 	// does not verify the signature (LinkError says why).
-	Link      string `json:"link"`
+	Link      string `json:"link" jsonschema:"enum=issued_by_next,enum=self_signed,enum=store,enum=missing,enum=unknown,enum=wrong_issuer,enum=bad_signature"`
 	LinkError string `json:"link_error,omitempty"`
 }
 
