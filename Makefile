@@ -183,12 +183,16 @@ test: check-go deps qemu packer-sdc gotestsum opa regal sarif-multitool cosign k
 # 4, jammy's boot and bakes waited for a slot after its bake. More at once
 # starved the guests, whose systemd waits run on the wall clock (-parallel
 # 6 failed a device wait and a getty unit, on QEMU 7.2).
+# Two packages at once (-p 2): the stand-in archive's bootstrap test, then
+# the builder's own bakes (warm, a minute or so) and the registry's, run
+# while the images package bakes and boots, instead of before and after;
+# go test then prints each package's log when the package ends.
 E2E_ARTIFACTS := $(OUT)/e2e
 .PHONY: e2e
 e2e: check-go build-deps qemu build packer plugin cosign
 	rm -rf $(E2E_ARTIFACTS)
 	GPUHOST_E2E=1 GPUHOST_PACKER=$(PACKER) GPUHOST_PLUGIN=$(PLUGIN) GPUHOST_BIN=$(GPUHOST) GPUHOST_COSIGN=$(COSIGN) GPUHOST_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
-	  $(GO) test -p 1 -parallel 5 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
+	  $(GO) test -p 2 -parallel 5 -count=1 -v -timeout 75m -run 'TestE2E|TestInterrupt|TestKill' ./internal/testutil/ubunturepo/ ./images/ ./builder/rootfs/ ./builder/gate/
 
 IMAGE_DIR := $(OUT)/debian-12-gpu
 
