@@ -25,3 +25,24 @@ func TestScanStopsAtTheMemoryCeiling(t *testing.T) {
 		}
 	}
 }
+
+// At debug level a collecting scan says how long each phase took, the
+// collectors one by one between them: a selftest boot keeps this log as
+// scan.err, to tell a slow guest's scan apart by phase.
+func TestScanLogsEachPhaseAtDebug(t *testing.T) {
+	o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--format", "json", "--log-level", "debug")
+	if o.code != 0 && o.code != 1 {
+		t.Fatalf("exit %d\nstderr: %s", o.code, o.stderr)
+	}
+	last := -1
+	for _, phase := range []string{`msg="policies compiled" took=`, `msg="collector done" collector=`, `msg="facts collected" took=`, `msg="checks evaluated" took=`} {
+		i := strings.Index(o.stderr, phase)
+		if i < 0 {
+			t.Fatalf("no %s in the debug log:\n%s", phase, o.stderr)
+		}
+		if i < last {
+			t.Errorf("%s comes before the phase it follows:\n%s", phase, o.stderr)
+		}
+		last = i
+	}
+}
