@@ -5,6 +5,11 @@ package policies
 
 import "embed"
 
+// params.default.yaml is written from params.schema.json, each parameter's
+// default under its description:
+//
+//go:generate go run ./internal/paramsgen
+
 // FS is the default pack as shipped in the binary. It holds every .rego file
 // (tests included: the engine drops *_test.rego before it compiles checks, and
 // `gpuhost policy test` needs them), params.default.yaml and params.schema.json.

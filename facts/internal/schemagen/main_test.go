@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"flag"
-	"os"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite facts/schema.json")
+var update = flag.Bool("update", false, "rewrite facts/schema.json, as go generate ./facts does")
 
 // TestSchemaIsGenerated fails while facts/schema.json is not what
 // go generate ./facts writes from the Go types as they are: a field added
@@ -18,16 +18,5 @@ func TestSchemaIsGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile("schema.json", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("facts/schema.json is not what the Go types in facts/ generate: run go generate ./facts (or this test with -update)")
-	}
+	testutil.Golden(t, "schema.json", got, *update)
 }
