@@ -36,9 +36,10 @@ import (
 	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/secureboot"
 	"github.com/gpuhost/gpuhost/checks/ssh"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // All returns every collector, in run order: each after the collectors it
@@ -74,8 +75,8 @@ type Options struct {
 	// use, the root partition, the limits.
 	Image diskimage.Options
 	// Budget bounds the whole collection; limits it leaves zero are
-	// collector.DefaultBudget's.
-	Budget collector.Budget
+	// collect.DefaultBudget's.
+	Budget collect.Budget
 	// ImageRootfs is the rootfs tree a disk image's encrypted root was
 	// made from (the gpuhost-rootfs builder keeps it beside the disk).
 	// Image reads the root's files from it, and the partitions, the LUKS
@@ -98,7 +99,7 @@ func Rootfs(ctx context.Context, dir string, o Options) (*facts.Facts, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	return Collect(ctx, &collector.Env{FS: fsys}, facts.KindRootfs, fsys.Root(), o), nil
+	return Collect(ctx, &collect.Env{FS: fsys}, facts.KindRootfs, fsys.Root(), o), nil
 }
 
 // Host collects facts from the running host, reading it through "/" (or
@@ -113,13 +114,13 @@ func Host(ctx context.Context, hostRoot string, o Options) (*facts.Facts, error)
 	}
 	defer closer.Close()
 	ref, _ := os.Hostname()
-	return Collect(ctx, &collector.Env{FS: fsys, Live: true}, facts.KindHost, ref, o), nil
+	return Collect(ctx, &collect.Env{FS: fsys, Live: true}, facts.KindHost, ref, o), nil
 }
 
 // Collect runs collectors over env. It always returns a document: a collector
 // that fails or panics is recorded as an error, and the checks that need it
 // become errors too, so nothing it would have shown can pass.
-func Collect(ctx context.Context, env *collector.Env, kind, ref string, o Options) *facts.Facts {
+func Collect(ctx context.Context, env *collect.Env, kind, ref string, o Options) *facts.Facts {
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()

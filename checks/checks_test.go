@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // Every collector's output, on every kind of tree we meet, must validate
@@ -52,7 +53,7 @@ type panicky struct{}
 
 func (panicky) Name() string    { return "panicky" }
 func (panicky) Needs() []string { return nil }
-func (panicky) Collect(context.Context, *collector.Env, *facts.Facts) error {
+func (panicky) Collect(context.Context, *collect.Env, *facts.Facts) error {
 	var m map[string]int
 	m["boom"]++
 	return nil
@@ -62,15 +63,15 @@ type absent struct{}
 
 func (absent) Name() string    { return "absent" }
 func (absent) Needs() []string { return nil }
-func (absent) Collect(context.Context, *collector.Env, *facts.Facts) error {
-	return collector.NotApplicable("nothing here")
+func (absent) Collect(context.Context, *collect.Env, *facts.Facts) error {
+	return collect.NotApplicable("nothing here")
 }
 
 type broken struct{}
 
 func (broken) Name() string    { return "broken" }
 func (broken) Needs() []string { return nil }
-func (broken) Collect(context.Context, *collector.Env, *facts.Facts) error {
+func (broken) Collect(context.Context, *collect.Env, *facts.Facts) error {
 	return errors.New("parsing /etc/x: line 3: garbage")
 }
 

@@ -12,9 +12,10 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/ssh"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 func TestBinaryGarbage(t *testing.T) {
@@ -104,15 +105,15 @@ func TestInstalledDaemonWithoutItsConfigIsAnError(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := facts.New(facts.KindRootfs, dir, time.Now())
-		err = tc.collector.Collect(context.Background(), &collector.Env{FS: fsys}, f)
+		err = tc.collector.Collect(context.Background(), &collect.Env{FS: fsys}, f)
 		closer.Close()
-		var o *collector.Outcome
+		var o *collect.Outcome
 		if err != nil && !errors.As(err, &o) {
 			t.Errorf("%s, no package: got %v, want the honest absence", tc.file, err)
 		}
 		fsys, closer, _ = sysroot.Open(dir)
 		f.Packages = []facts.Package{{Name: tc.pkg, Version: "1.0-1", Arch: "amd64"}}
-		err = tc.collector.Collect(context.Background(), &collector.Env{FS: fsys}, f)
+		err = tc.collector.Collect(context.Background(), &collect.Env{FS: fsys}, f)
 		closer.Close()
 		if err == nil || errors.As(err, &o) || !strings.Contains(err.Error(), "link to /nonexistent/config") || !strings.Contains(err.Error(), tc.pkg) {
 			t.Errorf("%s with %s installed: got %v, want an error naming the link and the package", tc.file, tc.pkg, err)

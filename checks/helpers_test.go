@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -15,14 +15,14 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // collect runs the named collectors of All() over env, each after what it
 // needs, recording outcomes.
-func collect(t testing.TB, env *collector.Env, f *facts.Facts, names ...string) {
+func gather(t testing.TB, env *collect.Env, f *facts.Facts, names ...string) {
 	t.Helper()
 	checktest.Run(t, env, f, All(), names...)
 }
 
 // collectOne runs the collector of All() called name alone and returns its
 // raw error.
-func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
 	t.Helper()
 	return checktest.CollectOne(t, env, f, All(), name)
 }

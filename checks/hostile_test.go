@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 func TestHostileTree(t *testing.T) {
@@ -59,7 +59,7 @@ func TestMissingFilesAreNotErrors(t *testing.T) {
 	checktest.WriteTree(t, dir, map[string]any{"etc/": nil})
 	env := checktest.NewEnv(t, dir, false)
 	f := checktest.NewFacts(facts.KindRootfs)
-	collect(t, env, f)
+	gather(t, env, f)
 	checktest.WantStatus(t, f, "packages", facts.StatusNotApplicable)
 	checktest.WantStatus(t, f, "manifest", facts.StatusNotApplicable)
 	checktest.WantStatus(t, f, "encryption", facts.StatusOK)
@@ -86,7 +86,7 @@ func TestLiveOnlyCollectorsOffline(t *testing.T) {
 	env := checktest.NewEnv(t, t.TempDir(), false)
 	for _, name := range []string{"network", "tls_probe"} {
 		err := collectOne(t, env, checktest.NewFacts(facts.KindRootfs), name)
-		if status, _ := collector.Classify(err); status != facts.StatusNotApplicable {
+		if status, _ := collect.Classify(err); status != facts.StatusNotApplicable {
 			t.Errorf("%s offline: %v, want not_applicable", name, err)
 		}
 	}

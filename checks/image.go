@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Image collects facts from a raw or qcow2 disk image, reading its ext4 root
@@ -46,11 +46,11 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 	if err != nil {
 		return nil, err
 	}
-	devices := make([]collector.BlockDevice, 0, len(parts))
+	devices := make([]collect.BlockDevice, 0, len(parts))
 	for _, p := range parts {
-		devices = append(devices, collector.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
+		devices = append(devices, collect.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
 	}
-	f := Collect(ctx, &collector.Env{FS: fsys, Devices: devices}, facts.KindImage, file, o)
+	f := Collect(ctx, &collect.Env{FS: fsys, Devices: devices}, facts.KindImage, file, o)
 	if err := img.Err(); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestLiveHostGolden(t *testing.T) {
 	// tls_probe and ssh would dial the test machine's real ports, and the
 	// encryption chain needs device-mapper tables the fake host has no
 	// kernel for: each has its own test.
-	collect(t, env, f, "os", "kernel", "packages", "cgroup", "network", "firewall", "systemd", "manifest")
+	gather(t, env, f, "os", "kernel", "packages", "cgroup", "network", "firewall", "systemd", "manifest")
 	for _, name := range []string{"os", "kernel", "cgroup", "network", "firewall", "systemd"} {
 		checktest.WantStatus(t, f, name, facts.StatusOK)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 func TestAllIsOrdered(t *testing.T) {
@@ -39,9 +40,9 @@ func TestAllIsOrdered(t *testing.T) {
 
 type needy struct{ name, need string }
 
-func (c needy) Name() string                                              { return c.name }
-func (c needy) Needs() []string                                           { return []string{c.need} }
-func (needy) Collect(context.Context, *collector.Env, *facts.Facts) error { return nil }
+func (c needy) Name() string                                            { return c.name }
+func (c needy) Needs() []string                                         { return []string{c.need} }
+func (needy) Collect(context.Context, *collect.Env, *facts.Facts) error { return nil }
 
 // A set of collectors that cannot be ordered runs none of them: each would
 // risk reading facts not there yet, so each is an error, and says why.
@@ -71,7 +72,7 @@ type watched struct {
 	t       *testing.T
 }
 
-func (w watched) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (w watched) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	before := leaves(w.t, f)
 	err := w.Collector.Collect(ctx, env, f)
 	after := leaves(w.t, f)

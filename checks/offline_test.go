@@ -15,7 +15,7 @@ func TestOfflineImageGolden(t *testing.T) {
 	env := checktest.NewEnv(t, dir, false)
 	f := checktest.NewFacts(facts.KindRootfs)
 	// The collectors an image's own files answer for.
-	collect(t, env, f, "os", "kernel", "packages", "cgroup", "kubelet", "encryption", "network", "firewall",
+	gather(t, env, f, "os", "kernel", "packages", "cgroup", "kubelet", "encryption", "network", "firewall",
 		"systemd", "manifest", "containers", "sbom", "tls", "tls_probe")
 	for _, name := range []string{"os", "kernel", "packages", "cgroup", "encryption", "firewall", "systemd", "manifest"} {
 		checktest.WantStatus(t, f, name, facts.StatusOK)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/agent"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/gpumock"
 	"github.com/gpuhost/gpuhost/manifest"

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // Schema is the value of Facts.Schema for documents this package writes.
@@ -27,13 +29,14 @@ const (
 	KindOCI    = "oci"
 )
 
-// Collector outcomes. Anything other than StatusOK makes the checks that
-// require the collector skip (unavailable, not_applicable) or error (error).
+// Collector outcomes, as package collect names them for the collectors.
+// Anything other than StatusOK makes the checks that require the collector
+// skip (unavailable, not_applicable) or error (error).
 const (
-	StatusOK            = "ok"
-	StatusUnavailable   = "unavailable"
-	StatusNotApplicable = "not_applicable"
-	StatusError         = "error"
+	StatusOK            = collect.StatusOK
+	StatusUnavailable   = collect.StatusUnavailable
+	StatusNotApplicable = collect.StatusNotApplicable
+	StatusError         = collect.StatusError
 )
 
 // Facts is one gpuhost.facts/v1 document. Collectors own the top-level keys;

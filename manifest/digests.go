@@ -3,7 +3,7 @@ package manifest
 import (
 	"context"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // ConfigDigests returns the sha256 of each configuration file present in

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // TestConfigDigestsMatchBuild: the live digests drift compares with are

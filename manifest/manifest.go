@@ -24,8 +24,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Schema is the value of Manifest.Schema.

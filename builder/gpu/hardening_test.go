@@ -18,8 +18,8 @@ import (
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/network"
 	sshcheck "github.com/gpuhost/gpuhost/checks/ssh"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	tlscheck "github.com/gpuhost/gpuhost/checks/tls"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )

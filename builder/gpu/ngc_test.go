@@ -19,11 +19,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/manifest"
 )
 
@@ -145,7 +145,7 @@ func TestProvisionSeedsNGCImages(t *testing.T) {
 	}
 	defer closer.Close()
 	f := facts.New(facts.KindRootfs, root, time.Now())
-	env := &collector.Env{FS: fsys, Log: slog.New(slog.DiscardHandler)}
+	env := &collect.Env{FS: fsys, Log: slog.New(slog.DiscardHandler)}
 	if err := runtime.ContainersCollector().Collect(context.Background(), env, f); err != nil {
 		t.Fatal(err)
 	}

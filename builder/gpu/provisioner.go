@@ -22,9 +22,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/manifest/lock"

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/hashicorp/packer-plugin-sdk/chroot"
 	"github.com/hashicorp/packer-plugin-sdk/common"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
+
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // maxTreeEntries bounds UploadDir and DownloadDir, whose trees could be

@@ -25,8 +25,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	pipeline "github.com/gpuhost/gpuhost/scan"
 )
 
@@ -282,7 +283,7 @@ func (p *Provisioner) matchPackages(ctx context.Context, ui packersdk.Ui, comm p
 	// The copy holds no seeded images, so the containers collector finds
 	// none there; what the instance seeds is in its own facts.
 	vuln := p.Vulnerabilities(p.config.TrivyDB)
-	got := checks.Collect(ctx, &collector.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
+	got := checks.Collect(ctx, &collect.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
 		checks.Options{Collectors: []collector.Collector{runtime.ContainersCollector(), vuln}})
 	f.Vulnerabilities = got.Vulnerabilities
 	if f.Vulnerabilities != nil {

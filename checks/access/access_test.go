@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func collect(t *testing.T, dir string) (*facts.Facts, error) {
+func gather(t *testing.T, dir string) (*facts.Facts, error) {
 	t.Helper()
 	fsys, closer, err := sysroot.Open(dir)
 	if err != nil {
@@ -26,7 +26,7 @@ func collect(t *testing.T, dir string) (*facts.Facts, error) {
 	}
 	t.Cleanup(func() { closer.Close() })
 	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
-	return f, Collector{}.Collect(context.Background(), &collector.Env{FS: fsys}, f)
+	return f, Collector{}.Collect(context.Background(), &collect.Env{FS: fsys}, f)
 }
 
 // copyTree copies a testdata tree into a temporary directory, where a
@@ -62,7 +62,7 @@ func golden(t *testing.T, name string, a *facts.Access) {
 
 func TestHardenedTree(t *testing.T) {
 	root := copyTree(t, filepath.Join("testdata", "hardened"))
-	f, err := collect(t, root)
+	f, err := gather(t, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestWeakTree(t *testing.T) {
 	if err := os.Chown(audit, -1, 1102); err != nil {
 		t.Skipf("cannot give a file to another group here: %v", err)
 	}
-	f, err := collect(t, root)
+	f, err := gather(t, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +173,8 @@ func TestWeakTree(t *testing.T) {
 }
 
 func TestNoPasswdIsNotApplicable(t *testing.T) {
-	_, err := collect(t, t.TempDir())
-	if s, _ := collector.Classify(err); s != facts.StatusNotApplicable {
+	_, err := gather(t, t.TempDir())
+	if s, _ := collect.Classify(err); s != facts.StatusNotApplicable {
 		t.Errorf("status %s (%v), want not_applicable", s, err)
 	}
 }
@@ -210,7 +210,7 @@ func TestBadInputNamesTheFile(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := collect(t, dir)
+		_, err := gather(t, dir)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %q: error %v, want %q", c.file, c.body, err, c.want)
 		}

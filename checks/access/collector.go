@@ -7,8 +7,9 @@ import (
 	"path"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -39,11 +40,11 @@ func (Collector) Needs() []string { return nil }
 
 // Collect reads the accounts, sudo, sshd's PAM stack and /etc's modes. A
 // target without /etc/passwd is no Linux system this collector knows.
-func (Collector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (Collector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	fsys := env.FS
 	data, err := fsys.ReadFileLimit(passwdPath, maxAccountsFile)
 	if sysroot.IsNotExist(err) {
-		return collector.NotApplicable("no " + passwdPath)
+		return collect.NotApplicable("no " + passwdPath)
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", fsys.Display(passwdPath), err)

@@ -5,8 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (

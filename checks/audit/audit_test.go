@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func collect(t *testing.T, dir string, live bool, state ActiveState) (*facts.Facts, error) {
+func gather(t *testing.T, dir string, live bool, state ActiveState) (*facts.Facts, error) {
 	t.Helper()
 	fsys, closer, err := sysroot.Open(dir)
 	if err != nil {
@@ -28,7 +28,7 @@ func collect(t *testing.T, dir string, live bool, state ActiveState) (*facts.Fac
 	}
 	t.Cleanup(func() { closer.Close() })
 	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
-	return f, Collector{State: state}.Collect(context.Background(), &collector.Env{FS: fsys, Live: live}, f)
+	return f, Collector{State: state}.Collect(context.Background(), &collect.Env{FS: fsys, Live: live}, f)
 }
 
 // golden compares the audit facts with testdata/golden/NAME.json, the
@@ -44,7 +44,7 @@ func golden(t *testing.T, name, root string, a *facts.Audit) {
 
 func TestHardenedTree(t *testing.T) {
 	root := filepath.Join("testdata", "hardened")
-	f, err := collect(t, root, false, nil)
+	f, err := gather(t, root, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestHardenedTree(t *testing.T) {
 
 func TestWeakTree(t *testing.T) {
 	root := filepath.Join("testdata", "weak")
-	f, err := collect(t, root, false, nil)
+	f, err := gather(t, root, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestWeakTree(t *testing.T) {
 }
 
 func TestNoAuditd(t *testing.T) {
-	f, err := collect(t, t.TempDir(), false, nil)
+	f, err := gather(t, t.TempDir(), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestNoAuditd(t *testing.T) {
 
 func TestLiveAsksTheServiceManager(t *testing.T) {
 	var asked string
-	state := func(_ context.Context, _ *collector.Env, unit string) (string, string) {
+	state := func(_ context.Context, _ *collect.Env, unit string) (string, string) {
 		asked = unit
 		return "failed", ""
 	}
-	f, err := collect(t, filepath.Join("testdata", "hardened"), true, state)
+	f, err := gather(t, filepath.Join("testdata", "hardened"), true, state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestBadRulesNameFileAndLine(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "etc/audit/rules.d/50-x.rules"), []byte(c.rules), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := collect(t, dir, false, nil)
+		_, err := gather(t, dir, false, nil)
 		if err == nil || !strings.Contains(err.Error(), "/etc/audit/rules.d/50-x.rules") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want the file and %q", c.rules, err, c.want)
 		}
@@ -178,7 +178,7 @@ func TestBadAuditdConf(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "etc/audit/auditd.conf"), []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := collect(t, dir, false, nil); err == nil || !strings.Contains(err.Error(), "/etc/audit/auditd.conf") {
+		if _, err := gather(t, dir, false, nil); err == nil || !strings.Contains(err.Error(), "/etc/audit/auditd.conf") {
 			t.Errorf("%q: error %v, want one naming auditd.conf", conf, err)
 		}
 	}

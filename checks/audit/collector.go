@@ -14,8 +14,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Where auditd and its companions keep their configuration.
@@ -37,7 +38,7 @@ var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
 
 // ActiveState asks a live host's service manager for a unit's state; the
 // orchestrator passes osinfo.UnitState.
-type ActiveState func(ctx context.Context, env *collector.Env, unit string) (state, reason string)
+type ActiveState func(ctx context.Context, env *collect.Env, unit string) (state, reason string)
 
 // Collector fills facts.audit.
 type Collector struct {
@@ -59,7 +60,7 @@ func (Collector) Needs() []string { return nil }
 // Collect reads auditd's files, and on a live host the unit's state and
 // the kernel's rules. A target without auditd still gets its facts: the
 // checks fail it for that, rather than skipping.
-func (c Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (c Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	a := &facts.Audit{RulesFiles: []string{}, Rules: []facts.AuditRule{}}
 	for _, b := range auditdBinaries {
 		if info, err := env.FS.Stat(b); err == nil && info.Mode().IsRegular() {

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // kfield is one field of a rule as auditctl sends it.
@@ -270,7 +270,7 @@ func TestLiveCollectorComparesTheKernel(t *testing.T) {
 		{func(context.Context) ([]facts.AuditRule, error) { return nil, errors.New("permission denied") }, 0, "permission denied"},
 	} {
 		f := facts.New(facts.KindHost, "h", time.Unix(0, 0))
-		if err := (Collector{Kernel: c.kernel}).Collect(context.Background(), &collector.Env{FS: fsys, Live: true}, f); err != nil {
+		if err := (Collector{Kernel: c.kernel}).Collect(context.Background(), &collect.Env{FS: fsys, Live: true}, f); err != nil {
 			t.Fatal(err)
 		}
 		k := f.Audit.Kernel

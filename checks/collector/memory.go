@@ -29,7 +29,7 @@ const (
 // CeilingError is the cause of a collection stopped at the budget's memory
 // ceiling.
 type CeilingError struct {
-	// Limit is Budget.Memory; Heap what the heap held, after a collection,
+	// Limit is collect.Budget.Memory; Heap what the heap held, after a collection,
 	// when it was found over.
 	Limit, Heap int64
 }

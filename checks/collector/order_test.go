@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // fake is a collector that only has a name and needs.
@@ -14,9 +15,9 @@ type fake struct {
 	needs []string
 }
 
-func (c fake) Name() string                                    { return c.name }
-func (c fake) Needs() []string                                 { return c.needs }
-func (fake) Collect(context.Context, *Env, *facts.Facts) error { return nil }
+func (c fake) Name() string                                            { return c.name }
+func (c fake) Needs() []string                                         { return c.needs }
+func (fake) Collect(context.Context, *collect.Env, *facts.Facts) error { return nil }
 
 func names(cs []Collector) string {
 	var out []string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // Run is the one loop that fills a document: it orders cs (Order), runs each
@@ -18,7 +19,7 @@ import (
 // no order, none runs, every one is recorded as an error, and Run returns
 // the ordering error. The scan and the collectors' tests both run
 // collectors through it, so a test sees what a scan would.
-func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
+func Run(ctx context.Context, env *collect.Env, f *facts.Facts, cs []Collector) error {
 	log := env.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -38,7 +39,7 @@ func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
 			continue
 		}
 		start := time.Now()
-		status, reason := Classify(runOne(ctx, c, env, f, log))
+		status, reason := collect.Classify(runOne(ctx, c, env, f, log))
 		// A collector the ceiling caught may still have returned cleanly
 		// (not every read watches its context): what it found is cut
 		// short all the same.
@@ -54,7 +55,7 @@ func Run(ctx context.Context, env *Env, f *facts.Facts, cs []Collector) error {
 
 // notRun says why a collector was never started once ctx is done: the
 // scan's deadline, its memory ceiling, or the caller's cancellation.
-func notRun(ctx context.Context, b Budget) string {
+func notRun(ctx context.Context, b collect.Budget) string {
 	var ceiling *CeilingError
 	switch cause := context.Cause(ctx); {
 	case errors.As(cause, &ceiling):
@@ -68,7 +69,7 @@ func notRun(ctx context.Context, b Budget) string {
 
 // runOne turns a collector's panic into an error: one broken collector must
 // not take the whole scan down, nor be mistaken for a clean result.
-func runOne(ctx context.Context, c Collector, env *Env, f *facts.Facts, log *slog.Logger) (err error) {
+func runOne(ctx context.Context, c Collector, env *collect.Env, f *facts.Facts, log *slog.Logger) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("collector panicked", "collector", c.Name(), "panic", p, "stack", string(debug.Stack()))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // fn is a collector made of a function, for testing the loop.
@@ -19,7 +20,7 @@ type fn struct {
 
 func (c fn) Name() string    { return c.name }
 func (c fn) Needs() []string { return c.needs }
-func (c fn) Collect(_ context.Context, _ *Env, f *facts.Facts) error {
+func (c fn) Collect(_ context.Context, _ *collect.Env, f *facts.Facts) error {
 	return c.run(f)
 }
 
@@ -30,12 +31,12 @@ func TestRunRecordsEveryOutcome(t *testing.T) {
 	}
 	cs := []Collector{
 		fn{name: "late", needs: []string{"early"}, run: mark("late", nil)},
-		fn{name: "early", run: mark("early", Unavailable("no device"))},
+		fn{name: "early", run: mark("early", collect.Unavailable("no device"))},
 		fn{name: "broken", run: func(*facts.Facts) error { panic("boom") }},
 		fn{name: "bad", run: mark("bad", errors.New("unreadable /etc/x"))},
 	}
 	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
-	if err := Run(context.Background(), &Env{}, f, cs); err != nil {
+	if err := Run(context.Background(), &collect.Env{}, f, cs); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(ran, ",") != "bad,early,late" {
@@ -59,7 +60,7 @@ func TestRunStopsAtCancellation(t *testing.T) {
 		fn{name: "b", run: func(*facts.Facts) error { t.Error("b ran after the scan was cancelled"); return nil }},
 	}
 	f := facts.New(facts.KindHost, "t", time.Unix(0, 0))
-	if err := Run(ctx, &Env{}, f, cs); err != nil {
+	if err := Run(ctx, &collect.Env{}, f, cs); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.Collectors["b"]; st.Status != facts.StatusError || !strings.Contains(st.Reason, "cancelled") {
@@ -72,7 +73,7 @@ func TestRunWithoutAnOrderRunsNothing(t *testing.T) {
 		fn{name: "a", needs: []string{"missing"}, run: func(*facts.Facts) error { t.Error("a ran"); return nil }},
 	}
 	f := facts.New(facts.KindHost, "t", time.Unix(0, 0))
-	if err := Run(context.Background(), &Env{}, f, cs); err == nil {
+	if err := Run(context.Background(), &collect.Env{}, f, cs); err == nil {
 		t.Fatal("a need on no collector: no error")
 	}
 	if f.Collectors["a"].Status != facts.StatusError {
@@ -88,18 +89,12 @@ func TestRunNamesTheDeadline(t *testing.T) {
 	<-ctx.Done()
 	cs := []Collector{fn{name: "late", run: func(*facts.Facts) error { t.Error("late ran past the deadline"); return nil }}}
 	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
-	if err := Run(ctx, &Env{Budget: Budget{Deadline: 5 * time.Minute}}, f, cs); err != nil {
+	if err := Run(ctx, &collect.Env{Budget: collect.Budget{Deadline: 5 * time.Minute}}, f, cs); err != nil {
 		t.Fatal(err)
 	}
 	st := f.Collectors["late"]
 	if st.Status != facts.StatusError || !strings.Contains(st.Reason, "deadline (5m0s) passed") {
 		t.Errorf("late: %+v, want an error naming the deadline", st)
-	}
-}
-
-func TestBudgetDefaults(t *testing.T) {
-	if got := (Budget{KDFTime: time.Second}).WithDefaults(); got.Deadline != DefaultBudget.Deadline || got.KDFTime != time.Second || got.KDFMemory != DefaultBudget.KDFMemory || got.Memory != DefaultBudget.Memory {
-		t.Errorf("WithDefaults: %+v", got)
 	}
 }
 
@@ -112,7 +107,7 @@ type hog struct {
 
 func (hog) Name() string    { return "hog" }
 func (hog) Needs() []string { return nil }
-func (h hog) Collect(ctx context.Context, _ *Env, _ *facts.Facts) error {
+func (h hog) Collect(ctx context.Context, _ *collect.Env, _ *facts.Facts) error {
 	buf := make([]byte, h.size)
 	for i := range buf {
 		buf[i] = byte(i)
@@ -137,7 +132,7 @@ func TestRunNamesTheMemoryCeiling(t *testing.T) {
 	}
 	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
 	start := time.Now()
-	if err := Run(context.Background(), &Env{Budget: Budget{Memory: 32 << 20}}, f, cs); err != nil {
+	if err := Run(context.Background(), &collect.Env{Budget: collect.Budget{Memory: 32 << 20}}, f, cs); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) > 20*time.Second {
@@ -164,7 +159,7 @@ func TestRunCeilingCountsOnlyLiveMemory(t *testing.T) {
 		return nil
 	}}
 	f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
-	if err := Run(context.Background(), &Env{Budget: Budget{Memory: 64 << 20}}, f, []Collector{churn}); err != nil {
+	if err := Run(context.Background(), &collect.Env{Budget: collect.Budget{Memory: 64 << 20}}, f, []Collector{churn}); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.Collectors["churn"]; st.Status != facts.StatusOK {

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // qcow2Magic opens every qcow2 file.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // header is a valid version 3 header of 64 KiB clusters mapping 1 GiB,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // A disk may hold several ext4 filesystems; the scan must judge the one a

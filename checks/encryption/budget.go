@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // trialBudget is what trying the empty passphrase may spend on one target,
@@ -31,14 +31,14 @@ type trialBudget struct {
 
 // newTrialBudget starts the budget of one target's trials under the scan's
 // ctx and budget.
-func newTrialBudget(ctx context.Context, b collector.Budget) *trialBudget {
+func newTrialBudget(ctx context.Context, b collect.Budget) *trialBudget {
 	lim := defaultTrialLimits
 	if b.KDFMemory > 0 {
 		lim.ArgonKiB = uint64(b.KDFMemory) >> 10
 	}
 	spend := b.KDFTime
 	if spend <= 0 {
-		spend = collector.DefaultBudget.KDFTime
+		spend = collect.DefaultBudget.KDFTime
 	}
 	return &trialBudget{lim: lim, ctx: ctx, until: time.Now().Add(spend), spend: spend,
 		argonLeft: lim.TotalArgonWork, pbkdf2Left: lim.TotalPBKDF2Blocks}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // manySlots is a LUKS2 JSON area of n argon2id slots, each asking for
@@ -122,14 +122,14 @@ func TestPBKDF2CostCountsTheKeySize(t *testing.T) {
 	}
 }
 
-// The budget a scan starts with follows collector.Budget: its memory
+// The budget a scan starts with follows collect.Budget: its memory
 // ceiling becomes the argon2 limit, and a zero budget is the default.
 func TestTrialBudgetFollowsTheScan(t *testing.T) {
-	b := newTrialBudget(context.Background(), collector.Budget{KDFMemory: 64 << 20})
+	b := newTrialBudget(context.Background(), collect.Budget{KDFMemory: 64 << 20})
 	if b.lim.ArgonKiB != 64<<10 {
 		t.Errorf("a 64 MiB ceiling gives %d KiB", b.lim.ArgonKiB)
 	}
-	d := newTrialBudget(context.Background(), collector.Budget{})
+	d := newTrialBudget(context.Background(), collect.Budget{})
 	if d.lim.ArgonKiB != 512<<10 || d.spend != 30*time.Second {
 		t.Errorf("the default budget: %d KiB, %v", d.lim.ArgonKiB, d.spend)
 	}

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -76,7 +76,7 @@ type imageLUKS struct {
 // imageLUKSHeaders reads the LUKS header of each of an image's partitions
 // that has one. A partition that starts with the LUKS magic but whose header
 // does not parse is an error: the root may lie on it.
-func imageLUKSHeaders(devices []collector.BlockDevice, b *trialBudget) ([]imageLUKS, error) {
+func imageLUKSHeaders(devices []collect.BlockDevice, b *trialBudget) ([]imageLUKS, error) {
 	var out []imageLUKS
 	for _, d := range devices {
 		h, err := readLUKSHeader(d.R, d.Size)

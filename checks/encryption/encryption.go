@@ -16,10 +16,11 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/mounttab"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/mounttab"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Collectors returns the collector of this package: encryption.
@@ -44,7 +45,7 @@ func (encryptionCollector) Name() string { return "encryption" }
 // Needs is empty: it reads the target alone.
 func (encryptionCollector) Needs() []string { return nil }
 
-func (encryptionCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (encryptionCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	fsys := env.FS
 	trials := newTrialBudget(ctx, env.Budget)
 	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}

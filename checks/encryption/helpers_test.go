@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // collectOne runs the collector called name alone and returns its raw
 // error.
-func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
 	t.Helper()
 	return checktest.CollectOne(t, env, f, Collectors(), name)
 }

@@ -52,7 +52,7 @@ type trialLimits struct {
 // defaultTrialLimits admit the slots gpuhost's builder makes and the PBKDF2
 // slots cryptsetup benchmarks to about two seconds, and argon2 slots of up
 // to 512 MiB: cryptsetup's own default may ask for 1 GiB, which a scan
-// does not spend on one slot unless its budget says so (collector.Budget's
+// does not spend on one slot unless its budget says so (collect.Budget's
 // KDFMemory).
 var defaultTrialLimits = trialLimits{ArgonKiB: 512 << 10, ArgonWork: 4 << 20, PBKDF2Blocks: 20_000_000,
 	TotalArgonWork: 16 << 20, TotalPBKDF2Blocks: 80_000_000}

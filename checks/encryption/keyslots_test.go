@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -50,7 +50,7 @@ func emptySlotVolume(t *testing.T) (vol string) {
 
 // tryVolume reads the LUKS header of vol and tries its key slots within
 // the default limits.
-func tryVolume(t *testing.T, vol string) (luksHeader, collector.BlockDevice, facts.CryptParams) {
+func tryVolume(t *testing.T, vol string) (luksHeader, collect.BlockDevice, facts.CryptParams) {
 	t.Helper()
 	d := openDevice(t, vol)
 	h, err := readLUKSHeader(d.R, d.Size)
@@ -256,7 +256,7 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 			dir := t.TempDir()
 			checktest.WriteTree(t, dir, tree)
 			env := checktest.NewEnv(t, dir, false)
-			env.Devices = []collector.BlockDevice{openDevice(t, vol)}
+			env.Devices = []collect.BlockDevice{openDevice(t, vol)}
 			f := checktest.NewFacts(facts.KindImage)
 			if err := collectOne(t, env, f, "encryption"); err != nil {
 				t.Fatal(err)

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
-func openDevice(t *testing.T, file string) collector.BlockDevice {
+func openDevice(t *testing.T, file string) collect.BlockDevice {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -27,7 +27,7 @@ func openDevice(t *testing.T, file string) collector.BlockDevice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collector.BlockDevice{Name: filepath.Base(file), Size: st.Size(), R: f}
+	return collect.BlockDevice{Name: filepath.Base(file), Size: st.Size(), R: f}
 }
 
 func TestLUKSHeaderFromCryptsetup(t *testing.T) {
@@ -67,7 +67,7 @@ func TestOfflineCipherFromLUKSHeader(t *testing.T) {
 			"etc/lvm/backup/ubuntu-vg": ubuntuVG("/dev/mapper/dm_crypt-0"),
 		})
 		env := checktest.NewEnv(t, dir, false)
-		env.Devices = []collector.BlockDevice{openDevice(t, vol)}
+		env.Devices = []collect.BlockDevice{openDevice(t, vol)}
 		env.Devices[0].Name = "partition 3"
 		f := checktest.NewFacts(facts.KindImage)
 		if err := collectOne(t, env, f, "encryption"); err != nil {
@@ -130,11 +130,11 @@ func TestLUKSHeaderDamage(t *testing.T) {
 	if err := read(v9); err == nil || !strings.Contains(err.Error(), "version 9") {
 		t.Errorf("version 9: %v", err)
 	}
-	_, err = imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 2", Size: int64(len(tampered)), R: bytes.NewReader(tampered)}}, budgetOf(defaultTrialLimits))
+	_, err = imageLUKSHeaders([]collect.BlockDevice{{Name: "partition 2", Size: int64(len(tampered)), R: bytes.NewReader(tampered)}}, budgetOf(defaultTrialLimits))
 	if err == nil || !strings.Contains(err.Error(), "reading the LUKS header of partition 2") {
 		t.Errorf("damaged header on an image: %v", err)
 	}
-	if got, err := imageLUKSHeaders([]collector.BlockDevice{{Name: "partition 1", Size: 4096, R: bytes.NewReader(make([]byte, 4096))}}, budgetOf(defaultTrialLimits)); err != nil || len(got) != 0 {
+	if got, err := imageLUKSHeaders([]collect.BlockDevice{{Name: "partition 1", Size: 4096, R: bytes.NewReader(make([]byte, 4096))}}, budgetOf(defaultTrialLimits)); err != nil || len(got) != 0 {
 		t.Errorf("a partition without LUKS: %v %v", got, err)
 	}
 }

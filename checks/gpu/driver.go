@@ -11,8 +11,9 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Bounds on the module walk: a hostile tree may hold deep or huge
@@ -66,13 +67,13 @@ func matchesPrefix(name string, prefixes []string) bool {
 
 // Collect fills f.GPUDriver. It needs the package database: without it,
 // "no driver installed" could not be told from "could not look".
-func (driverCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (driverCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if st, ok := f.Collectors["packages"]; !ok || st.Status != facts.StatusOK {
 		reason := "the packages collector did not run"
 		if ok {
 			reason = fmt.Sprintf("the packages collector is %s: %s", st.Status, st.Reason)
 		}
-		return collector.Unavailable(reason)
+		return collect.Unavailable(reason)
 	}
 	d := &facts.GPUDriver{Packages: []facts.Package{}, Modules: map[string][]string{}}
 
@@ -146,7 +147,7 @@ func UpstreamVersion(v string) string {
 
 // modules lists nvidia*.ko* files for each installed kernel, looking only
 // where packages and DKMS put them.
-func modules(ctx context.Context, env *collector.Env, d *facts.GPUDriver) error {
+func modules(ctx context.Context, env *collect.Env, d *facts.GPUDriver) error {
 	entries, err := env.FS.ReadDir("/lib/modules")
 	if sysroot.IsNotExist(err) {
 		return nil
@@ -192,7 +193,7 @@ func validName(n string) bool {
 	return n != "" && n != "." && n != ".." && !strings.ContainsRune(n, '/')
 }
 
-func walkModules(env *collector.Env, dir string, depth int, budget *int, found *[]string) error {
+func walkModules(env *collect.Env, dir string, depth int, budget *int, found *[]string) error {
 	if depth > maxModuleDepth {
 		return nil
 	}
@@ -237,7 +238,7 @@ func isModuleFile(name string) bool {
 
 // nouveau decides whether nouveau is kept from loading: a "blacklist nouveau"
 // line in a modprobe.d file, or the kernel command line's blacklists.
-func nouveau(env *collector.Env, f *facts.Facts, d *facts.GPUDriver) error {
+func nouveau(env *collect.Env, f *facts.Facts, d *facts.GPUDriver) error {
 	if f.Kernel != nil {
 		for _, arg := range f.Kernel.Cmdline {
 			k, v, _ := strings.Cut(arg, "=")
@@ -296,7 +297,7 @@ func blacklists(text, module string) bool {
 
 // cudaToolkit finds the newest installed CUDA toolkit, by package or by
 // /usr/local/cuda/version.json.
-func cudaToolkit(env *collector.Env, pkgs []facts.Package, d *facts.GPUDriver) error {
+func cudaToolkit(env *collect.Env, pkgs []facts.Package, d *facts.GPUDriver) error {
 	best, source := "", ""
 	consider := func(v, src string) {
 		if v != "" && (best == "" || CompareVersions(v, best) > 0) {

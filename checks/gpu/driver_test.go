@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {
@@ -36,7 +36,7 @@ func collectDriver(t *testing.T, dir string, f *facts.Facts) error {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	return gpu.NewDriverCollector().Collect(context.Background(), &collector.Env{FS: fsys}, f)
+	return gpu.NewDriverCollector().Collect(context.Background(), &collect.Env{FS: fsys}, f)
 }
 
 func imageFacts(pkgs ...facts.Package) *facts.Facts {
@@ -147,7 +147,7 @@ func TestDriverNeedsPackages(t *testing.T) {
 	f := facts.New(facts.KindRootfs, "img", now)
 	f.Record("packages", facts.StatusError, "parsing /var/lib/dpkg/status: line 3")
 	err := collectDriver(t, t.TempDir(), f)
-	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || !strings.Contains(reason, "packages collector is error") {
+	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || !strings.Contains(reason, "packages collector is error") {
 		t.Errorf("status %s %q", st, reason)
 	}
 	if f.GPUDriver != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // DefaultCallTimeout bounds one NVML call.
@@ -80,9 +81,9 @@ func (*nvmlCollector) Needs() []string { return nil }
 // unavailable, so the device checks skip and say why. A driver/library
 // mismatch is different: it is itself a finding, so the collector succeeds
 // with available=false and driver_mismatch=true, and the mismatch check fails.
-func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (c *nvmlCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if !env.Live {
-		return collector.NotApplicable("NVML needs a running host; an image has no GPU to ask")
+		return collect.NotApplicable("NVML needs a running host; an image has no GPU to ask")
 	}
 	g := &facts.GPU{Devices: []facts.GPUDevice{}, XIDEvents: []facts.XIDEvent{}}
 	f.GPU = g
@@ -96,7 +97,7 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	ret, err := call.do(ctx, "Init", c.lib.Init)
 	if err != nil {
 		g.Reason = err.Error()
-		return collector.Unavailable(g.Reason)
+		return collect.Unavailable(g.Reason)
 	}
 	if ret != nvml.SUCCESS {
 		g.Reason = "NVML init failed: " + describe(c.lib, ret)
@@ -104,7 +105,7 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 			g.DriverMismatch = true
 			return nil
 		}
-		return collector.Unavailable(g.Reason)
+		return collect.Unavailable(g.Reason)
 	}
 	defer func() {
 		// Shutdown after a hung call would queue behind it; leave it.
@@ -184,13 +185,13 @@ func (c *nvmlCollector) readDevices(ctx context.Context, call *caller, g *facts.
 		} else {
 			g.Reason = "NVML DeviceGetCount failed: " + describe(c.lib, ret)
 		}
-		return collector.Unavailable(g.Reason)
+		return collect.Unavailable(g.Reason)
 	}
 	// A count beyond any real machine is a broken answer, not 10^6 GPUs.
 	const maxDevices = 256
 	if count < 0 || count > maxDevices {
 		g.Reason = fmt.Sprintf("NVML reports %d GPUs; refusing a count outside 0..%d", count, maxDevices)
-		return collector.Unavailable(g.Reason)
+		return collect.Unavailable(g.Reason)
 	}
 	for i := range count {
 		g.Devices = append(g.Devices, c.device(ctx, call, i))

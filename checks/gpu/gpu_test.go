@@ -11,10 +11,10 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const kernLog = `Mar  8 09:00:01 dgx-01 kernel: [  12.5] nvidia-nvlink: Nvlink Core is being initialized
@@ -109,8 +109,8 @@ func TestOfflineIsNotApplicable(t *testing.T) {
 	}
 	defer closer.Close()
 	f := facts.New(facts.KindRootfs, "x", now)
-	err = gpu.NewCollector(dgxA100()).Collect(context.Background(), &collector.Env{FS: fsys}, f)
-	if st, _ := collector.Classify(err); st != facts.StatusNotApplicable || f.GPU != nil {
+	err = gpu.NewCollector(dgxA100()).Collect(context.Background(), &collect.Env{FS: fsys}, f)
+	if st, _ := collect.Classify(err); st != facts.StatusNotApplicable || f.GPU != nil {
 		t.Errorf("offline: status %s, gpu %+v", st, f.GPU)
 	}
 }

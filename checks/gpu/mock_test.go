@@ -16,8 +16,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // now is the clock every test collects at.
@@ -129,5 +130,5 @@ func collectHostWith(t testing.TB, dir string, cs ...collector.Collector) *facts
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	return checks.Collect(context.Background(), &collector.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
+	return checks.Collect(context.Background(), &collect.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
 }

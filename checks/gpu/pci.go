@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // pciDevices is where the kernel lists every PCI function.
@@ -42,14 +43,14 @@ func (pciCollector) Needs() []string { return nil }
 
 // Collect fills f.PCI on a live host. A missing /sys/bus/pci is unavailable
 // (a container without the host's sysfs), never "no GPUs".
-func (pciCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (pciCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if !env.Live {
-		return collector.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
+		return collect.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
 	}
 	entries, err := env.FS.ReadDir(pciDevices)
 	switch {
 	case sysroot.IsNotExist(err):
-		return collector.Unavailable(fmt.Sprintf("%s does not exist (is the host's /sys mounted?)", env.FS.Display(pciDevices)))
+		return collect.Unavailable(fmt.Sprintf("%s does not exist (is the host's /sys mounted?)", env.FS.Display(pciDevices)))
 	case err != nil:
 		return fmt.Errorf("listing PCI functions: %w", err)
 	}

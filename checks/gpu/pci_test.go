@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // sysfsTree lays out PCI functions as the kernel does: the real directories
@@ -58,7 +58,7 @@ func collectPCI(t *testing.T, root string, live bool) (*facts.Facts, error) {
 	must(t, err)
 	t.Cleanup(func() { closer.Close() })
 	f := facts.New(facts.KindHost, "h", time.Now())
-	return f, gpu.NewPCICollector().Collect(context.Background(), &collector.Env{FS: fsys, Live: live}, f)
+	return f, gpu.NewPCICollector().Collect(context.Background(), &collect.Env{FS: fsys, Live: live}, f)
 }
 
 func TestPCIListsNVIDIAFunctions(t *testing.T) {
@@ -97,7 +97,7 @@ func TestPCIListsNVIDIAFunctions(t *testing.T) {
 
 func TestPCIWithoutSysfsIsUnavailable(t *testing.T) {
 	_, err := collectPCI(t, t.TempDir(), true)
-	var o *collector.Outcome
+	var o *collect.Outcome
 	if !errors.As(err, &o) || o.Status != facts.StatusUnavailable {
 		t.Fatalf("got %v, want unavailable", err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // The validation steps, in the order they run: gpu-operator's validator
@@ -53,7 +53,7 @@ const VectorAddPath = "/usr/lib/gpuhost/validate/vectorAdd"
 // every step, run or not, with its reason; it returns an error only when the
 // validation as a whole was cut short (ctx ended).
 type Validator interface {
-	Validate(ctx context.Context, env *collector.Env) (*facts.GPUValidation, error)
+	Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error)
 }
 
 // ValidateOption tunes a Validator.
@@ -128,7 +128,7 @@ func MIGWant(params map[string]any) (string, error) {
 // the GPUs the driver step listed.
 type session struct {
 	v       *validator
-	env     *collector.Env
+	env     *collect.Env
 	call    *caller
 	run     Runner
 	gpus    []gpuInfo
@@ -144,7 +144,7 @@ type gpuInfo struct {
 	dev   nvml.Device
 }
 
-func (v *validator) Validate(ctx context.Context, env *collector.Env) (*facts.GPUValidation, error) {
+func (v *validator) Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

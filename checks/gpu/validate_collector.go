@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 type validationCollector struct{ v Validator }
@@ -29,12 +30,12 @@ func (validationCollector) Needs() []string { return []string{"gpu"} }
 
 // Collect validates the host. The validation's failures are facts, not the
 // collector's: it errs only when the validation was cut short.
-func (c validationCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (c validationCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if !env.Live {
-		return collector.NotApplicable("validation runs the GPUs of a running host; an image has none")
+		return collect.NotApplicable("validation runs the GPUs of a running host; an image has none")
 	}
 	if f.GPU == nil {
-		return collector.Unavailable("the gpu collector recorded no GPU facts to add the validation to")
+		return collect.Unavailable("the gpu collector recorded no GPU facts to add the validation to")
 	}
 	v, err := c.v.Validate(ctx, env)
 	if err != nil {

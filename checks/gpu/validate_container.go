@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // The CDI kind the NVIDIA Container Toolkit's specs declare, and the device

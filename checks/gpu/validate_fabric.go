@@ -9,9 +9,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // fabricManagerUnit is the service that trains the NVSwitch fabric and
@@ -59,7 +59,7 @@ func hgxBoardOf(name string) (hgxBoard, bool) {
 }
 
 // countNVSwitches counts the NVSwitches on the host's PCI bus.
-func countNVSwitches(env *collector.Env) (int, error) {
+func countNVSwitches(env *collect.Env) (int, error) {
 	entries, err := env.FS.ReadDir(pciDevices)
 	if err != nil {
 		return 0, fmt.Errorf("listing %s: %w", env.FS.Display(pciDevices), err)

@@ -14,9 +14,10 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -37,7 +38,7 @@ func collectValidated(t testing.TB, lib nvml.Interface, dir string, opts ...gpu.
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	env := &collector.Env{FS: fsys, Live: true, UnitState: func(context.Context, string) (string, string) { return "active", "" }}
+	env := &collect.Env{FS: fsys, Live: true, UnitState: func(context.Context, string) (string, string) { return "active", "" }}
 	cs := []collector.Collector{
 		gpu.NewCollector(lib, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)),
 		gpu.NewValidationCollector(lib, opts...),

@@ -12,10 +12,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // gpuUUID is the fixed UUID the validation mocks give GPU i, so that
@@ -407,7 +407,7 @@ func TestParseNvidiaSMIList(t *testing.T) {
 func TestValidateCutShort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env := &collector.Env{FS: checktest.NewEnv(t, hgxNode().tree(t), true).FS, Live: true}
+	env := &collect.Env{FS: checktest.NewEnv(t, hgxNode().tree(t), true).FS, Live: true}
 	if _, err := gpu.NewValidator(hgxH100()).Validate(ctx, env); err == nil {
 		t.Error("a cancelled validation returned no error")
 	}

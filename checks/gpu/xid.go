@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // Limits on the kernel logs. Past XIDs are only in the kernel log (NVML's
@@ -181,7 +181,7 @@ func parseXIDLog(data []byte, now time.Time, window time.Duration, newestFirst b
 
 // readKernelModule reads the loaded kernel module's version and flavour.
 // Its absence is not an error: NVML will say whether the driver is loaded.
-func (c *nvmlCollector) readKernelModule(env *collector.Env, g *facts.GPU) {
+func (c *nvmlCollector) readKernelModule(env *collect.Env, g *facts.GPU) {
 	data, err := env.FS.ReadFileLimit(procVersion, 64<<10)
 	if err != nil {
 		return

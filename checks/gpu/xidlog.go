@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // JournalSource is the source recorded for XID events read from the journal.
@@ -52,7 +52,7 @@ type logFile struct {
 // readXIDs fills the XID events from the text logs and their rotations, or,
 // when the host keeps none, from the journal; the newest maxXIDEvents are
 // kept, oldest first.
-func (c *nvmlCollector) readXIDs(ctx context.Context, env *collector.Env, g *facts.GPU) {
+func (c *nvmlCollector) readXIDs(ctx context.Context, env *collect.Env, g *facts.GPU) {
 	now := c.now()
 	files, problems := c.readLogFiles(env, now)
 	add := xidAdder(g)
@@ -90,7 +90,7 @@ func (c *nvmlCollector) readXIDs(ctx context.Context, env *collector.Env, g *fac
 // shared by all of them, newest first so that the budget goes to the
 // newest text. A file that cannot be read, or is left unread for the
 // budget, is a problem to report, not a reason to stop.
-func (c *nvmlCollector) readLogFiles(env *collector.Env, now time.Time) ([]logFile, []string) {
+func (c *nvmlCollector) readLogFiles(env *collect.Env, now time.Time) ([]logFile, []string) {
 	var files []logFile
 	var problems []string
 	budget := int64(maxLogTotal)
@@ -145,7 +145,7 @@ func xidAdder(g *facts.GPU) func(facts.XIDEvent) {
 // rotation first and kern.log before syslog, so the events run oldest
 // first and keeping the newest is a matter of keeping the tail. It returns the names of
 // the files read, for the facts to say where the events came from.
-func addLogEvents(env *collector.Env, files []logFile, add func(facts.XIDEvent)) []string {
+func addLogEvents(env *collect.Env, files []logFile, add func(facts.XIDEvent)) []string {
 	var read []string
 	for i := range files {
 		read = append(read, files[i].name)
@@ -207,7 +207,7 @@ func readLog(fsys sysroot.FS, name string, limit int64) ([]byte, error) {
 
 // readJournal reads the XID events in the journal, oldest first. note says
 // when the output was cut short.
-func (c *nvmlCollector) readJournal(ctx context.Context, env *collector.Env, now time.Time) ([]facts.XIDEvent, string, error) {
+func (c *nvmlCollector) readJournal(ctx context.Context, env *collect.Env, now time.Time) ([]facts.XIDEvent, string, error) {
 	if c.journal == nil {
 		return nil, "", errors.New("the journal is not read")
 	}

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
-	"golang.org/x/sys/unix"
 )
 
 // These tests hold the per-family verdict to what a host outside sees: an
@@ -196,7 +197,7 @@ func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Fire
 	env.NetNS = p.innerFile()
 	env.UnitState = func(context.Context, string) (string, string) { return "active", "" }
 	live := checktest.NewFacts(facts.KindHost)
-	collect(t, env, live, "network", "firewall")
+	gather(t, env, live, "network", "firewall")
 	checktest.WantStatus(t, live, "firewall", facts.StatusOK)
 	live.Network.Listening = listening
 	live.Record("network", facts.StatusOK, "")
@@ -373,7 +374,7 @@ func TestFamilyOfflineFileIPTableOnly(t *testing.T) {
 		"etc/systemd/system/sysinit.target.wants/nftables.service": checktest.Symlink("/lib/systemd/system/nftables.service"),
 	})
 	offline := checktest.NewFacts(facts.KindRootfs)
-	collect(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
 	checktest.WantStatus(t, offline, "firewall", facts.StatusOK)
 	fw := offline.Network.Firewall
 	if fw.Source != "file" || fw.IPv6 != nil || len(fw.Families) != 2 || fw.Families[1].Filtered || fw.Families[1].Source != "file" || fw.DefaultInputPolicy != "accept" {

@@ -7,10 +7,11 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -38,7 +39,7 @@ func (firewallCollector) Needs() []string { return []string{"network"} }
 // facts say why. On an offline rootfs the network collector is
 // not_applicable, so the Network it creates holds only the firewall and a
 // nil Listening.
-func (firewallCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (firewallCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	fw, err := readFirewall(env.FS)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func (firewallCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 
 // liveFirewall replaces the configured ruleset with the kernel's and asks
 // systemd whether the firewall's unit is active.
-func liveFirewall(ctx context.Context, env *collector.Env, conf *facts.Firewall) (*facts.Firewall, error) {
+func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (*facts.Firewall, error) {
 	fw := conf
 	rs, err := readKernelRuleset(env.NetNS)
 	if err != nil {

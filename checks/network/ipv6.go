@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -39,7 +39,7 @@ type ipv6Source interface {
 // judges: the scanner's own through the scanned tree's /proc, or the one
 // env.NetNS names, entered for the read. /proc/net and /proc/sys/net show
 // the namespace of the thread that reads them.
-func liveIPv6(env *collector.Env) *facts.IPv6State {
+func liveIPv6(env *collect.Env) *facts.IPv6State {
 	if env.NetNS == "" {
 		return readIPv6State(fsIPv6Source{env.FS})
 	}

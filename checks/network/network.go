@@ -20,9 +20,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Collectors returns the collectors of this package: network and firewall.
@@ -48,9 +49,9 @@ func (networkCollector) Name() string { return "network" }
 // Needs is empty: it reads the target alone.
 func (networkCollector) Needs() []string { return nil }
 
-func (networkCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (networkCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if !env.Live {
-		return collector.NotApplicable("an offline rootfs has no listening sockets")
+		return collect.NotApplicable("an offline rootfs has no listening sockets")
 	}
 	var all []procSocket
 	for _, t := range []struct{ file, proto, state string }{
@@ -102,7 +103,7 @@ func (networkCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	return nil
 }
 
-func logger(env *collector.Env) *slog.Logger {
+func logger(env *collect.Env) *slog.Logger {
 	if env.Log != nil {
 		return env.Log
 	}

@@ -278,9 +278,9 @@ func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.F
 	env := checktest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = netns, nil
 	live = checktest.NewFacts(facts.KindHost)
-	collect(t, env, live, "network", "firewall")
+	gather(t, env, live, "network", "firewall")
 	offline = checktest.NewFacts(facts.KindRootfs)
-	collect(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
 	for _, f := range []*facts.Facts{live, offline} {
 		checktest.WantStatus(t, f, "firewall", facts.StatusOK)
 	}
@@ -596,9 +596,9 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	env := checktest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
 	live := checktest.NewFacts(facts.KindHost)
-	collect(t, env, live, "network", "firewall")
+	gather(t, env, live, "network", "firewall")
 	offline := checktest.NewFacts(facts.KindRootfs)
-	collect(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
 	fw, off := live.Network.Firewall, offline.Network.Firewall
 	if fw.Backend != "ufw" || fw.Source != "kernel" || !equalInts(fw.AllowedPorts, want) || fw.Unit == nil || fw.Unit.Name != "ufw.service" || fw.Unit.State != "unknown" {
 		t.Errorf("live %+v unit %+v; want ufw's rules from the kernel and ufw.service unknown", fw, fw.Unit)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
 // nftToken is a word, a string or one of { } ; , and a newline "\n".

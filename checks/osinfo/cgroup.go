@@ -8,8 +8,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // cgroup2Magic is CGROUP2_SUPER_MAGIC, what statfs reports for a cgroup2
@@ -31,7 +32,7 @@ func (cgroupCollector) Name() string { return "cgroup" }
 // line or its systemd package chooses.
 func (cgroupCollector) Needs() []string { return []string{"kernel", "packages"} }
 
-func (cgroupCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (cgroupCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	var c *facts.Cgroup
 	var err error
 	if env.Live {
@@ -75,7 +76,7 @@ func liveCgroup(fsys sysroot.FS) (*facts.Cgroup, error) {
 		return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup"); err != nil {
-		return nil, collector.Unavailable("/sys/fs/cgroup is not readable")
+		return nil, collect.Unavailable("/sys/fs/cgroup is not readable")
 	}
 	return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
 }
@@ -111,11 +112,11 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 	}
 	p, ok := packages.Installed(f.Packages, "systemd")
 	if !ok {
-		return nil, collector.Unavailable("the kernel command line does not choose a cgroup hierarchy and no systemd package is installed")
+		return nil, collect.Unavailable("the kernel command line does not choose a cgroup hierarchy and no systemd package is installed")
 	}
 	major := majorVersion(p.Version)
 	if major == 0 {
-		return nil, collector.Unavailable(fmt.Sprintf("cannot read systemd's major version from %q", p.Version))
+		return nil, collect.Unavailable(fmt.Sprintf("cannot read systemd's major version from %q", p.Version))
 	}
 	if major >= systemdUnifiedDefault {
 		return &facts.Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil

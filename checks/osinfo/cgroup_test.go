@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 func TestOfflineCgroup(t *testing.T) {
@@ -32,10 +32,10 @@ func TestOfflineCgroup(t *testing.T) {
 			checktest.WriteTree(t, dir, tc.tree)
 			f := checktest.NewFacts(facts.KindRootfs)
 			env := checktest.NewEnv(t, dir, false)
-			collect(t, env, f, "kernel", "packages")
+			gather(t, env, f, "kernel", "packages")
 			err := collectOne(t, env, f, "cgroup")
 			if tc.status != "" {
-				if st, _ := collector.Classify(err); st != tc.status {
+				if st, _ := collect.Classify(err); st != tc.status {
 					t.Errorf("status %s (%v), want %s", st, err, tc.status)
 				}
 				return
@@ -90,7 +90,7 @@ func TestLiveCgroupStatfsOnRealRoot(t *testing.T) {
 	env := checktest.NewEnv(t, "/", true)
 	f := checktest.NewFacts(facts.KindHost)
 	err := collectOne(t, env, f, "cgroup")
-	if st, _ := collector.Classify(err); st == facts.StatusError {
+	if st, _ := collect.Classify(err); st == facts.StatusError {
 		t.Fatal(err)
 	}
 	if err == nil && (f.Cgroup.Version != 1 && f.Cgroup.Version != 2 || !strings.Contains(f.Cgroup.Source, "cgroup")) {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // all is what this package's tests run: the collectors of this package and the packages collector they need.
@@ -14,13 +15,13 @@ func all() []collector.Collector { return append(Collectors(), packages.Collecto
 
 // collect runs the named collectors (or all, when names is empty) the way
 // the orchestrator does, recording outcomes.
-func collect(t testing.TB, env *collector.Env, f *facts.Facts, names ...string) {
+func gather(t testing.TB, env *collect.Env, f *facts.Facts, names ...string) {
 	t.Helper()
 	checktest.Run(t, env, f, all(), names...)
 }
 
 // collectOne runs one collector alone and returns its raw error.
-func collectOne(t testing.TB, env *collector.Env, f *facts.Facts, name string) error {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
 	t.Helper()
 	return checktest.CollectOne(t, env, f, all(), name)
 }

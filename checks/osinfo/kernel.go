@@ -12,9 +12,10 @@ import (
 	"pault.ag/go/debian/version"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // maxCmdline bounds a command-line file; the kernel itself caps the command
@@ -37,7 +38,7 @@ func (kernelCollector) Name() string { return "kernel" }
 // Needs is empty: it reads the target alone.
 func (kernelCollector) Needs() []string { return nil }
 
-func (kernelCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (kernelCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	installed, err := installedKernels(env.FS)
 	if err != nil {
 		return err

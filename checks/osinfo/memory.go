@@ -9,8 +9,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // treeFS opens a new tree written from files.

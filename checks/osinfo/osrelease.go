@@ -14,9 +14,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Collectors returns the collectors of this package: os, kernel, systemd
@@ -38,7 +39,7 @@ func (osCollector) Name() string { return "os" }
 // Needs is empty: it reads the target alone.
 func (osCollector) Needs() []string { return nil }
 
-func (osCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (osCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	vars, _, err := ReadOSRelease(env.FS)
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func osFacts(vars map[string]string) *facts.OS {
 // hostname returns the configured (offline) or running (live) hostname, or
 // "" when it is absent or does not look like one: it ends up in report
 // titles, so control characters are refused rather than escaped.
-func hostname(env *collector.Env) string {
+func hostname(env *collect.Env) string {
 	name := "/etc/hostname"
 	if env.Live {
 		name = "/proc/sys/kernel/hostname"

@@ -9,10 +9,11 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // maxWantsDirs bounds how many .wants/.requires directories are listed.
@@ -30,7 +31,7 @@ func (systemdCollector) Needs() []string { return []string{"packages"} }
 // Collect lists what the administrator enabled and masked. Only /etc (and,
 // live, /run) count: the .wants links under /usr/lib/systemd/system are the
 // vendor's static dependencies, not something anyone enabled.
-func (systemdCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (systemdCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	enabled, masked, err := EnabledUnits(env.FS, env.Live)
 	if err != nil {
 		return err

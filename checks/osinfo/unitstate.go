@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // unitStateTimeout bounds one question to systemd.
@@ -19,7 +19,7 @@ const unitStateTimeout = 5 * time.Second
 // what was enabled, not what runs: only the service manager knows whether
 // the unit that loads the firewall is active, so without one the answer is
 // "unknown", never a guess.
-func unitState(ctx context.Context, cenv *collector.Env, unit string) (state, reason string) {
+func unitState(ctx context.Context, cenv *collect.Env, unit string) (state, reason string) {
 	if cenv.UnitState != nil {
 		return cenv.UnitState(ctx, unit)
 	}
@@ -99,6 +99,6 @@ func askSystemd(ctx context.Context, tool, unit string, args ...string) (state, 
 
 // UnitState is unitState for collectors in other packages: a unit's
 // ActiveState on a live host, or "unknown" and why.
-func UnitState(ctx context.Context, cenv *collector.Env, unit string) (state, reason string) {
+func UnitState(ctx context.Context, cenv *collect.Env, unit string) (state, reason string) {
 	return unitState(ctx, cenv, unit)
 }

@@ -9,8 +9,9 @@ import (
 	"io"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -29,11 +30,11 @@ func (manifestCollector) Name() string { return "manifest" }
 // Needs is empty: it reads the target alone.
 func (manifestCollector) Needs() []string { return nil }
 
-func (manifestCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (manifestCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	data, err := env.FS.ReadFileLimit(manifestPath, maxManifest)
 	if err != nil {
 		if sysroot.IsNotExist(err) {
-			return collector.NotApplicable("no baked manifest at " + manifestPath)
+			return collect.NotApplicable("no baked manifest at " + manifestPath)
 		}
 		return fmt.Errorf("reading manifest: %w", err)
 	}

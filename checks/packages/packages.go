@@ -15,9 +15,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Collectors returns the collectors of this package: packages, sbom and
@@ -49,7 +50,7 @@ func (packagesCollector) Name() string { return "packages" }
 // Needs is empty: it reads the target alone.
 func (packagesCollector) Needs() []string { return nil }
 
-func (packagesCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (packagesCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	pkgs, err := readPackages(env.FS)
 	if err != nil {
 		return err
@@ -63,7 +64,7 @@ func (packagesCollector) Collect(_ context.Context, env *collector.Env, f *facts
 func readPackages(fsys sysroot.FS) ([]facts.Package, error) {
 	all, err := ReadDpkgStatus(fsys)
 	if errors.Is(err, ErrNoDpkg) {
-		return nil, collector.NotApplicable("no dpkg database")
+		return nil, collect.NotApplicable("no dpkg database")
 	}
 	if err != nil {
 		return nil, err

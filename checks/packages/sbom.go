@@ -8,8 +8,9 @@ import (
 	"fmt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -36,7 +37,7 @@ func (sbomCollector) Name() string { return "sbom" }
 // Needs is empty: it reads the target alone.
 func (sbomCollector) Needs() []string { return nil }
 
-func (sbomCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (sbomCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	out := &facts.SBOM{Path: SBOMPath}
 	data, err := env.FS.ReadFileLimit(SBOMPath, maxSBOM)
 	if err != nil {

@@ -14,10 +14,11 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/daemon"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/daemon"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Where Debian and Ubuntu keep the files these collectors read.
@@ -37,7 +38,7 @@ func Collectors() []collector.Collector {
 // runs) /etc/containerd/config.toml when there is one. A running containerd
 // whose file is missing runs on built-in defaults, which have no nvidia
 // runtime: that is an error to report, not a runtime to skip.
-func collectContainerd(env *collector.Env) (*facts.Containerd, error) {
+func collectContainerd(env *collect.Env) (*facts.Containerd, error) {
 	if env.Live {
 		running, err := daemon.Running(env.FS, "containerd", ContainerdCommandLine)
 		if err != nil {
@@ -77,7 +78,7 @@ func (runtimeCollector) Name() string { return "container_runtime" }
 // Needs is empty: it reads the target alone.
 func (runtimeCollector) Needs() []string { return nil }
 
-func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (runtimeCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (runtimeCollector) Collect(ctx context.Context, env *collector.Env, f *fact
 	}
 	rt.CDISpecs = specs
 	if rt.Containerd == nil && rt.Docker == nil && len(specs) == 0 {
-		return collector.NotApplicable("no container runtime configuration found")
+		return collect.NotApplicable("no container runtime configuration found")
 	}
 	f.ContainerRuntime = rt
 	return nil

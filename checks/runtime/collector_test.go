@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // collect runs the container_runtime collector over dir alone and returns the document and
 // its error.
-func collect(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	return checktest.CollectDir(t, dir, runtimeCollector{})
 }
@@ -40,7 +40,7 @@ func golden(t *testing.T, name, root string, f *facts.Facts) {
 
 func TestHardenedTree(t *testing.T) {
 	root := filepath.Join("testdata", "hardened")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -79,7 +79,7 @@ func TestHardenedTree(t *testing.T) {
 
 func TestWeakTree(t *testing.T) {
 	root := filepath.Join("testdata", "weak")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -101,7 +101,7 @@ func TestWeakTree(t *testing.T) {
 }
 
 func TestEmptyRoot(t *testing.T) {
-	f, errs := collect(t, t.TempDir())
+	f, errs := gather(t, t.TempDir())
 	if s := checktest.Status(errs["container_runtime"]); s != facts.StatusNotApplicable {
 		t.Errorf("container_runtime status = %s (%v)", s, errs["container_runtime"])
 	}
@@ -194,7 +194,7 @@ func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
 	if err := os.Symlink("/run", filepath.Join(dir, "var", "run")); err != nil {
 		t.Fatal(err)
 	}
-	f, errs := collect(t, dir)
+	f, errs := gather(t, dir)
 	if errs["container_runtime"] != nil {
 		t.Fatal(errs["container_runtime"])
 	}
@@ -209,7 +209,7 @@ func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
 
 func BenchmarkCollectorsHardened(b *testing.B) {
 	fsys := checktest.OpenFS(b, filepath.Join("testdata", "hardened"))
-	env := &collector.Env{FS: fsys}
+	env := &collect.Env{FS: fsys}
 	ctx := context.Background()
 	for b.Loop() {
 		f := facts.New(facts.KindRootfs, "bench", time.Unix(0, 0))

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
 // CRI plugin tables by config version. Version 1 named the plugin "cri";

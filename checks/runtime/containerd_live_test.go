@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // liveRoot is a host root with a containerd process (pid 4242, started with
@@ -28,7 +28,7 @@ func liveRoot(t *testing.T, argv ...string) string {
 func collectRuntime(t *testing.T, root string, live bool) (*facts.Facts, error) {
 	t.Helper()
 	f := &facts.Facts{}
-	err := runtimeCollector{}.Collect(context.Background(), &collector.Env{FS: checktest.OpenFS(t, root), Live: live}, f)
+	err := runtimeCollector{}.Collect(context.Background(), &collect.Env{FS: checktest.OpenFS(t, root), Live: live}, f)
 	return f, err
 }
 

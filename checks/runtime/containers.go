@@ -13,8 +13,9 @@ import (
 	"unicode"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -54,7 +55,7 @@ func (containersCollector) Name() string { return "containers" }
 // Needs is empty: it reads the target alone.
 func (containersCollector) Needs() []string { return nil }
 
-func (containersCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (containersCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	name := SeededImagesDir + "/index.json"
 	data, err := env.FS.ReadFileLimit(name, maxImageIndex)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )
 

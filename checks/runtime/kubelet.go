@@ -7,8 +7,9 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )
 
@@ -37,7 +38,7 @@ func (kubeletCollector) Needs() []string { return nil }
 // Collect reads the kubelet's configuration file and the drop-ins merged
 // over it. A target with neither runs no kubelet, or one configured by
 // flags this collector does not read.
-func (kubeletCollector) Collect(_ context.Context, env *collector.Env, f *facts.Facts) error {
+func (kubeletCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
 	var files []string
 	if _, err := env.FS.Stat(kubeletConfigPath); err == nil {
 		files = append(files, kubeletConfigPath)
@@ -57,7 +58,7 @@ func (kubeletCollector) Collect(_ context.Context, env *collector.Env, f *facts.
 		return fmt.Errorf("reading %s: more than %d drop-ins", env.FS.Display(kubeletDropInDir), maxDropIns)
 	}
 	if len(files) == 0 {
-		return collector.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
+		return collect.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
 	}
 	var k *facts.Kubelet
 	for _, name := range files {

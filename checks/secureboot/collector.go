@@ -16,8 +16,9 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Collectors returns the collector of this package: secureboot.
@@ -36,7 +37,7 @@ func (Collector) Needs() []string { return nil }
 
 // Collect reads the boot chain. What it cannot read is recorded beside
 // what it could, so each check can say which file it could not judge.
-func (Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	sb := &facts.SecureBoot{BootFiles: []facts.BootFile{}, Modules: []facts.KernelModule{}, TrustedKeys: []facts.TrustedKey{}}
 	tree, where, err := findESP(env)
 	sb.ESP = where
@@ -79,7 +80,7 @@ func (Collector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts
 // Machine Owner Keys. Offline the DKMS certificate counts as enrolled: it
 // is the one the image has the operator enrol (mokutil --import), and the
 // image records no other. Live it is enrolled only when MokListRT holds it.
-func trustedKeys(env *collector.Env) []trustedKey {
+func trustedKeys(env *collect.Env) []trustedKey {
 	var keys []trustedKey
 	if env.Live {
 		mok, err := mokList(env.FS)

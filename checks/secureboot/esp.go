@@ -13,11 +13,11 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/mounttab"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/mounttab"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -60,7 +60,7 @@ type fatESP struct {
 
 // openFATESP opens d as FAT32 once its boot sector and FAT have been
 // checked; errNotFAT32 when it holds none.
-func openFATESP(d collector.BlockDevice) (esp *fatESP, err error) {
+func openFATESP(d collect.BlockDevice) (esp *fatESP, err error) {
 	p := &partition{r: d.R, size: d.Size, left: maxESPBytes}
 	p.sr = io.NewSectionReader(p, 0, p.size)
 	bs := make([]byte, 512)
@@ -130,7 +130,7 @@ func (e *fatESP) Display(name string) string { return e.name + ":" + name }
 // findESP is the target's EFI system partition: a disk image's first
 // FAT32 partition, or the one mounted at /boot/efi. where is "" when the
 // target has none.
-func findESP(env *collector.Env) (tree espTree, where string, err error) {
+func findESP(env *collect.Env) (tree espTree, where string, err error) {
 	for _, d := range env.Devices {
 		esp, err := openFATESP(d)
 		if errors.Is(err, errNotFAT32) {

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // espImage makes an ESP holding files with mkfs.vfat and mtools.
 func espImage(t *testing.T, files map[string]string) string { return testutil.ESPImage(t, files) }
 
-func device(t *testing.T, name, file string) collector.BlockDevice {
+func device(t *testing.T, name, file string) collect.BlockDevice {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -28,7 +28,7 @@ func device(t *testing.T, name, file string) collector.BlockDevice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collector.BlockDevice{Name: name, Size: info.Size(), R: f}
+	return collect.BlockDevice{Name: name, Size: info.Size(), R: f}
 }
 
 // A disk image's ESP is read from its FAT32 partition, as today's Debian
@@ -42,7 +42,7 @@ func TestImageESP(t *testing.T) {
 	sbsign(t, key, cert, grub, signed)
 	esp := espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub, "/EFI/debian/grubx64.efi": signed})
 	env := checktest.NewEnv(t, t.TempDir(), false)
-	env.Devices = []collector.BlockDevice{
+	env.Devices = []collect.BlockDevice{
 		{Name: "partition 1", Size: 1 << 20, R: strings.NewReader(strings.Repeat("\x00", 1<<20))},
 		device(t, "partition 2", esp),
 	}
@@ -60,7 +60,7 @@ func TestImageESP(t *testing.T) {
 		t.Errorf("grubx64.efi: %+v", vendor)
 	}
 	// An ESP with no /EFI holds no boot files, and that is no error.
-	env.Devices = []collector.BlockDevice{device(t, "partition 1", espImage(t, nil))}
+	env.Devices = []collect.BlockDevice{device(t, "partition 1", espImage(t, nil))}
 	f = checktest.NewFacts(facts.KindImage)
 	checktest.Run(t, env, f, Collectors())
 	if empty := f.SecureBoot; empty.ESP != "partition 1" || empty.ESPError != "" || len(empty.BootFiles) != 0 {
@@ -137,7 +137,7 @@ func TestImageESPDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := checktest.NewEnv(t, t.TempDir(), false)
-		env.Devices = []collector.BlockDevice{device(t, "partition 2", esp)}
+		env.Devices = []collect.BlockDevice{device(t, "partition 2", esp)}
 		f := checktest.NewFacts(facts.KindImage)
 		checktest.Run(t, env, f, Collectors())
 		if sb := f.SecureBoot; sb.ESP != "partition 2" || !strings.Contains(sb.ESPError, "partition 2") || !strings.Contains(sb.ESPError, tc.want) || len(sb.BootFiles) != 0 {

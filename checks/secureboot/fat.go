@@ -11,7 +11,7 @@ import (
 
 	"github.com/diskfs/go-diskfs/backend"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // An image's EFI system partition is read with go-diskfs, which trusts what

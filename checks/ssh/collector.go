@@ -9,9 +9,11 @@ import (
 	"fmt"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/daemon"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/daemon"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
 // SSHDConfigPath is where Debian and Ubuntu keep sshd's configuration.
@@ -37,7 +39,7 @@ func (sshCollector) Name() string { return "ssh" }
 // is installed.
 func (sshCollector) Needs() []string { return []string{"network", "packages"} }
 
-func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (sshCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -59,10 +61,10 @@ func (sshCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 	}
 	if len(daemons) == 0 {
 		if file == nil {
-			if err := textfile.MissingButInstalled(env.FS, f.Packages, SSHDConfigPath, sshdPackages); err != nil {
+			if err := packages.MissingButInstalled(env.FS, f.Packages, SSHDConfigPath, sshdPackages); err != nil {
 				return err
 			}
-			return collector.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
+			return collect.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
 		}
 		// No daemon runs: the file is what the next start will use.
 		daemons = []facts.SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []facts.SSHWire{}}}

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // collect runs the ssh collector over dir alone and returns the document and
 // its error.
-func collect(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	return checktest.CollectDir(t, dir, sshCollector{})
 }
@@ -38,7 +38,7 @@ func golden(t *testing.T, name, root string, f *facts.Facts) {
 
 func TestHardenedTree(t *testing.T) {
 	root := filepath.Join("testdata", "hardened")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -70,7 +70,7 @@ func TestHardenedTree(t *testing.T) {
 
 func TestWeakTree(t *testing.T) {
 	root := filepath.Join("testdata", "weak")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -108,7 +108,7 @@ func TestSymlinkToHostFile(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(dir, "etc", "ssh", "sshd_config")); err != nil {
 			t.Fatal(err)
 		}
-		f, errs := collect(t, dir)
+		f, errs := gather(t, dir)
 		err := errs["ssh"]
 		if err == nil {
 			if f.SSH.PermitRootLogin != "rootfs-own-value" {
@@ -136,7 +136,7 @@ func TestHugeSparseSSHDConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	fh.Close()
-	_, errs := collect(t, dir)
+	_, errs := gather(t, dir)
 	err = errs["ssh"]
 	if !errors.Is(err, sysroot.ErrTooLarge) || checktest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), "sshd_config") {
 		t.Errorf("100 MB sshd_config: %v, want a too-large error naming the file", err)
@@ -156,7 +156,7 @@ func TestSSHHostPrivateKeyFiles(t *testing.T) {
 		"/etc/ssh/not_a_host_key":             "",
 		"/usr/share/doc/ssh/ssh_host_dsa_key": "",
 	})
-	f, errs := collect(t, dir)
+	f, errs := gather(t, dir)
 	if errs["ssh"] != nil {
 		t.Fatal(errs["ssh"])
 	}
@@ -164,14 +164,14 @@ func TestSSHHostPrivateKeyFiles(t *testing.T) {
 		t.Errorf("host private keys %v, want %v", f.SSH.HostPrivateKeyFiles, want)
 	}
 	clean := checktest.TempTree(t, map[string]string{"/etc/ssh/sshd_config": "PermitRootLogin no\n"})
-	f, errs = collect(t, clean)
+	f, errs = gather(t, clean)
 	if errs["ssh"] != nil || len(f.SSH.HostPrivateKeyFiles) != 0 {
 		t.Errorf("an image without keys: %v %v", f.SSH.HostPrivateKeyFiles, errs["ssh"])
 	}
 }
 
 func TestEmptyRoot(t *testing.T) {
-	f, errs := collect(t, t.TempDir())
+	f, errs := gather(t, t.TempDir())
 	if s := checktest.Status(errs["ssh"]); s != facts.StatusNotApplicable {
 		t.Errorf("ssh status = %s (%v)", s, errs["ssh"])
 	}

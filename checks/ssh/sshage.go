@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (

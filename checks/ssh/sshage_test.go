@@ -6,8 +6,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 func TestParseProcStartTime(t *testing.T) {

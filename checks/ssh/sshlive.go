@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/daemon"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/daemon"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // maxHostKeyFile bounds a public host key file.
@@ -35,7 +35,7 @@ type sshListener struct{ listen, dial string }
 // liveSSHDaemons describes every sshd that owns a listening socket: the
 // configuration its command line names, whether that changed since the
 // daemon loaded it, and what each listener offers and accepts.
-func liveSSHDaemons(ctx context.Context, env *collector.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
+func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
 	for pid := range byPID {

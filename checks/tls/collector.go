@@ -13,10 +13,12 @@ import (
 	"path"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/daemon"
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/daemon"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Where Debian and Ubuntu keep the files these collectors read.
@@ -49,7 +51,7 @@ func (tlsCollector) Name() string { return "tls" }
 // installed.
 func (tlsCollector) Needs() []string { return []string{"packages"} }
 
-func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (tlsCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func (tlsCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Fa
 		return err
 	}
 	if len(nginx) == 0 && !textfile.Exists(env.FS, NginxConfigPath) {
-		if err := textfile.MissingButInstalled(env.FS, f.Packages, NginxConfigPath, nginxPackages); err != nil {
+		if err := packages.MissingButInstalled(env.FS, f.Packages, NginxConfigPath, nginxPackages); err != nil {
 			return err
 		}
 	}
@@ -100,7 +102,7 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 
 // collectNginxFor reads, on a live host, the configuration of every running
 // nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
-func collectNginxFor(env *collector.Env) ([]facts.NginxTLS, error) {
+func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
 	if !env.Live {
 		return CollectNginx(env.FS)
 	}

@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // collect runs the tls collector over dir alone and returns the document and
 // its error.
-func collect(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	return checktest.CollectDir(t, dir, tlsCollector{})
 }
@@ -40,7 +40,7 @@ func golden(t *testing.T, name, root string, f *facts.Facts) {
 
 func TestHardenedTree(t *testing.T) {
 	root := filepath.Join("testdata", "hardened")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -68,7 +68,7 @@ func TestHardenedTree(t *testing.T) {
 
 func TestWeakTree(t *testing.T) {
 	root := filepath.Join("testdata", "weak")
-	f, errs := collect(t, root)
+	f, errs := gather(t, root)
 	for name, err := range errs {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -97,7 +97,7 @@ func equalNginx(a, b []facts.NginxTLS) bool {
 }
 
 func TestTLSKeepsProbes(t *testing.T) {
-	env := &collector.Env{FS: checktest.OpenFS(t, t.TempDir())}
+	env := &collect.Env{FS: checktest.OpenFS(t, t.TempDir())}
 	f := &facts.Facts{TLS: &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}}
 	if err := (tlsCollector{}).Collect(context.Background(), env, f); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestFIFOInsteadOfNginxConf(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	_, errs := collect(t, dir)
+	_, errs := gather(t, dir)
 	err := errs["tls"]
 	if !errors.Is(err, sysroot.ErrNotRegular) || !strings.Contains(err.Error(), "nginx.conf") {
 		t.Errorf("tls over a FIFO: %v, want a not-regular error naming the file", err)
@@ -134,7 +134,7 @@ func TestFIFOInsteadOfNginxConf(t *testing.T) {
 }
 
 func TestEmptyRoot(t *testing.T) {
-	f, errs := collect(t, t.TempDir())
+	f, errs := gather(t, t.TempDir())
 	if errs["tls"] != nil {
 		t.Fatalf("tls: %v", errs["tls"])
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
 // NginxDefaultProtocols is what nginx >= 1.23.4 enables when a server

@@ -6,8 +6,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // maxOpenSSLValue bounds one value after $var expansion: each line could

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 const (
@@ -56,18 +57,18 @@ func (tlsProbeCollector) Name() string { return "tls_probe" }
 // configuration.
 func (tlsProbeCollector) Needs() []string { return []string{"network", "tls"} }
 
-func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (tlsProbeCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	if !env.Live {
-		return collector.NotApplicable("an offline rootfs has no listening ports to probe")
+		return collect.NotApplicable("an offline rootfs has no listening ports to probe")
 	}
 	// The firewall collector adds to the network facts whether or not the
 	// listeners were read, so only the network collector's status says
 	// that an empty list means no listeners.
 	if st, ran := f.Collectors["network"]; !ran || st.Status != facts.StatusOK || f.Network == nil || f.Network.Listening == nil {
 		if ran && st.Status != facts.StatusOK {
-			return collector.Unavailable(fmt.Sprintf("%v: the network collector is %s: %s", errNoListeners, st.Status, st.Reason))
+			return collect.Unavailable(fmt.Sprintf("%v: the network collector is %s: %s", errNoListeners, st.Status, st.Reason))
 		}
-		return collector.Unavailable(errNoListeners.Error())
+		return collect.Unavailable(errNoListeners.Error())
 	}
 	timeout := env.ProbeTimeout
 	if timeout <= 0 {
@@ -94,7 +95,7 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collector.Env, f *fac
 
 // debugLog is where the probe says which ports are not TLS; an Env made
 // outside the orchestrator may have no logger.
-func debugLog(env *collector.Env) func(string, ...any) {
+func debugLog(env *collect.Env) func(string, ...any) {
 	if env.Log == nil {
 		return func(string, ...any) {}
 	}

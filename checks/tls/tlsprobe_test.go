@@ -20,6 +20,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -154,7 +155,7 @@ func listening(ls ...facts.Listener) *facts.Facts {
 
 func TestTLSProbeNeedsListeners(t *testing.T) {
 	err := collectOne(t, checktest.NewEnv(t, t.TempDir(), true), checktest.NewFacts(facts.KindHost), "tls_probe")
-	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
+	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
 		t.Errorf("%s %q", st, reason)
 	}
 	// The firewall collector leaves an empty list of listeners when the
@@ -163,7 +164,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 	f.Network = &facts.Network{Listening: []facts.Listener{}}
 	f.Record("network", facts.StatusError, "reading sockets: permission denied")
 	err = collectOne(t, checktest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
-	if st, reason := collector.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
+	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
 		t.Errorf("%s %q", st, reason)
 	}
 }

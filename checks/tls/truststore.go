@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // The trust store a chain is verified against is the target's own CA

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/version"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -47,7 +48,7 @@ type app struct {
 	// against it.
 	trivyDB string
 	// budget is what one collection may spend, all collectors together.
-	budget    collector.Budget
+	budget    collect.Budget
 	kdfMemMiB int
 	maxMemMiB int
 	// extraCollectors join every collector in a collection: the agent's
@@ -199,7 +200,7 @@ func usageOnMisuse(cmd *cobra.Command) {
 // only such commands match packages against a DB, and a flag on a command
 // that ignores it (history, plan) would promise what it does not do.
 func (a *app) collectsFacts(cmd *cobra.Command) *cobra.Command {
-	d := collector.DefaultBudget
+	d := collect.DefaultBudget
 	cmd.Flags().Var(timeoutVar(&a.budget.Deadline, d.Deadline), "deadline",
 		"the most the collection may take, every collector together; one it cuts short is an error, never a pass")
 	cmd.Flags().Var(timeoutVar(&a.budget.KDFTime, d.KDFTime), "kdf-time",

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/render/escape"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -83,7 +83,7 @@ func (a *app) validate(ctx context.Context, o *validateFlags) error {
 		return fmt.Errorf("opening --host-root: %w", err)
 	}
 	defer closer.Close()
-	env := &collector.Env{FS: fsys, Live: true, Log: a.log, UnitState: a.unitState}
+	env := &collect.Env{FS: fsys, Live: true, Log: a.log, UnitState: a.unitState}
 	v, err := gpu.NewValidator(a.nvml(), opts...).Validate(ctx, env)
 	if err != nil {
 		return err

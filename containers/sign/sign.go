@@ -36,7 +36,7 @@ import (
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Media types, annotations and tag suffixes of cosign's layout.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // errUnsupportedOS says os-release names a distribution trivy is not asked

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // The vulnerability matching reads the distribution and the packages as

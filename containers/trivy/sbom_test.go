@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // bookworm builds a Debian 12 rootfs from testdata/bookworm in a temp dir.

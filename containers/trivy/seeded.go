@@ -18,9 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -216,7 +216,7 @@ func (r *checkedReader) Close() error { return r.rc.Close() }
 // seededImages matches each base the containers collector found whole
 // against the DB. An image that cannot be matched carries its error; when
 // the bases could not be listed at all, the second result says why.
-func (c vulnCollector) seededImages(ctx context.Context, env *collector.Env, f *facts.Facts) ([]facts.ImageVulnerabilities, string) {
+func (c vulnCollector) seededImages(ctx context.Context, env *collect.Env, f *facts.Facts) ([]facts.ImageVulnerabilities, string) {
 	if st, ran := f.Collectors["containers"]; !ran || st.Status != facts.StatusOK || f.Containers == nil {
 		if !ran {
 			return nil, "the pre-seeded container images were not listed: the containers collector did not run"

@@ -12,8 +12,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // seedInto copies an OCI layout into root where the gpuhost-gpu
@@ -37,7 +38,7 @@ func collectSeeded(t *testing.T, root, dbDir string) *facts.Facts {
 	defer closer.Close()
 	f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
 	cs := []collector.Collector{runtime.ContainersCollector(), VulnerabilitiesCollector(dbDir)}
-	if err := collector.Run(context.Background(), &collector.Env{FS: fsys}, f, cs); err != nil {
+	if err := collector.Run(context.Background(), &collect.Env{FS: fsys}, f, cs); err != nil {
 		t.Fatal(err)
 	}
 	if err := facts.Validate(*f); err != nil {
@@ -97,7 +98,7 @@ func TestSeededBaseThatCannotBeMatched(t *testing.T) {
 		}
 		defer closer.Close()
 		f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
-		if err := collector.Run(context.Background(), &collector.Env{FS: fsys}, f, []collector.Collector{runtime.ContainersCollector()}); err != nil {
+		if err := collector.Run(context.Background(), &collect.Env{FS: fsys}, f, []collector.Collector{runtime.ContainersCollector()}); err != nil {
 			t.Fatal(err)
 		}
 		l := targetLayout{fsys: fsys, dir: runtime.SeededImagesDir}
@@ -118,7 +119,7 @@ func TestSeededBaseThatCannotBeMatched(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(blobs, lower.Hex), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if status, reason := collector.Classify(VulnerabilitiesCollector(dbDir).Collect(context.Background(), &collector.Env{FS: fsys}, f)); status != facts.StatusOK {
+		if status, reason := collect.Classify(VulnerabilitiesCollector(dbDir).Collect(context.Background(), &collect.Env{FS: fsys}, f)); status != facts.StatusOK {
 			t.Fatalf("collector: %s (%s)", status, reason)
 		}
 		imgs := f.Vulnerabilities.Images
@@ -134,7 +135,7 @@ func TestSeededBaseThatCannotBeMatched(t *testing.T) {
 		defer closer.Close()
 		f := facts.New(facts.KindRootfs, "t", time.Unix(0, 0))
 		f.Record("containers", facts.StatusError, "reading /var/lib/gpuhost/images/index.json: permission denied")
-		if status, reason := collector.Classify(VulnerabilitiesCollector(dbDir).Collect(context.Background(), &collector.Env{FS: fsys}, f)); status != facts.StatusOK {
+		if status, reason := collect.Classify(VulnerabilitiesCollector(dbDir).Collect(context.Background(), &collect.Env{FS: fsys}, f)); status != facts.StatusOK {
 			t.Fatalf("collector: %s (%s)", status, reason)
 		}
 		if e := f.Vulnerabilities.ImagesError; !strings.Contains(e, "permission denied") {

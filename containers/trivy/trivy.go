@@ -5,7 +5,7 @@
 // this package is the one to fix.
 //
 // Trivy never walks the target here. The few files that matter (os-release
-// and the dpkg status) are read through checks/sysroot, bounded, and trivy
+// and the dpkg status) are read through facts/sysroot, bounded, and trivy
 // is handed the parsed packages; trivy's own walker follows symlinks and
 // opens FIFOs, which an untrusted image must not be able to exploit.
 package trivy

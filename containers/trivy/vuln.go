@@ -25,8 +25,9 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 const (
@@ -106,11 +107,11 @@ func (vulnCollector) Name() string { return "vulnerabilities" }
 // its digests, are matched as well as the target's own packages.
 func (vulnCollector) Needs() []string { return []string{"containers"} }
 
-func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts.Facts) error {
+func (c vulnCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 	v, err := VulnerabilitiesFS(ctx, env.FS, c.dbDir)
 	switch {
 	case errors.Is(err, packages.ErrNoDpkg), errors.Is(err, osinfo.ErrNoOSRelease), errors.Is(err, errUnsupportedOS):
-		return collector.NotApplicable(err.Error())
+		return collect.NotApplicable(err.Error())
 	case err != nil:
 		return err
 	}
@@ -119,7 +120,7 @@ func (c vulnCollector) Collect(ctx context.Context, env *collector.Env, f *facts
 	if v.DBDemo {
 		// A passing check carries no messages, and the collectors' reasons
 		// reach the JSON and HTML reports whatever the checks say.
-		return &collector.Outcome{Status: facts.StatusOK, Reason: DemoLabel + " (written by tools/trivydb from a YAML fixture)"}
+		return &collect.Outcome{Status: facts.StatusOK, Reason: DemoLabel + " (written by tools/trivydb from a YAML fixture)"}
 	}
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 func TestVulnerabilitiesFindsFixtureCVEs(t *testing.T) {
@@ -117,7 +117,7 @@ func TestVulnerabilitiesCollector(t *testing.T) {
 		defer closer.Close()
 		f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
 		c := VulnerabilitiesCollector(dbDir)
-		status, reason := collector.Classify(c.Collect(context.Background(), &collector.Env{FS: fsys}, f))
+		status, reason := collect.Classify(c.Collect(context.Background(), &collect.Env{FS: fsys}, f))
 		return f, status, reason
 	}
 	t.Run("bookworm", func(t *testing.T) {
@@ -207,7 +207,7 @@ func TestVulnerabilitiesReadsDBDates(t *testing.T) {
 			}
 			defer closer.Close()
 			f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
-			status, reason := collector.Classify(VulnerabilitiesCollector(dir).Collect(context.Background(), &collector.Env{FS: fsys}, f))
+			status, reason := collect.Classify(VulnerabilitiesCollector(dir).Collect(context.Background(), &collect.Env{FS: fsys}, f))
 			if status != facts.StatusOK || (reason != "") != tc.wantDemo {
 				t.Errorf("collector: %s (%q)", status, reason)
 			}

@@ -35,10 +35,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/containers/provenance"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/render/diff"
 	"github.com/gpuhost/gpuhost/reports"

@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/sysroot"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // Symlink marks a tree entry that is a symlink to the given target.
@@ -55,14 +56,14 @@ func WriteTree(t testing.TB, dir string, tree map[string]any) {
 }
 
 // NewEnv opens dir as the scanned tree.
-func NewEnv(t testing.TB, dir string, live bool) *collector.Env {
+func NewEnv(t testing.TB, dir string, live bool) *collect.Env {
 	t.Helper()
 	fsys, c, err := sysroot.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &collector.Env{
+	return &collect.Env{
 		FS:               fsys,
 		Live:             live,
 		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -90,7 +91,7 @@ func NewFacts(kind string) *facts.Facts {
 // Run runs the collectors of cs that names names (all of them when names is
 // empty) the way the orchestrator does: each after what it needs, recording
 // outcomes. The named collectors must include what they need.
-func Run(t testing.TB, env *collector.Env, f *facts.Facts, cs []collector.Collector, names ...string) {
+func Run(t testing.TB, env *collect.Env, f *facts.Facts, cs []collector.Collector, names ...string) {
 	t.Helper()
 	var picked []collector.Collector
 	for _, c := range cs {
@@ -114,7 +115,7 @@ func contains(list []string, s string) bool {
 
 // CollectOne runs the collector of cs called name alone, over whatever f
 // already holds, and returns its raw error.
-func CollectOne(t testing.TB, env *collector.Env, f *facts.Facts, cs []collector.Collector, name string) error {
+func CollectOne(t testing.TB, env *collect.Env, f *facts.Facts, cs []collector.Collector, name string) error {
 	t.Helper()
 	for _, c := range cs {
 		if c.Name() == name {
@@ -176,7 +177,7 @@ func TempTreeOf(t testing.TB, tree map[string]any) string {
 // raw error: for tests of what a collector makes of its own files.
 func CollectDir(t testing.TB, dir string, cs ...collector.Collector) (*facts.Facts, map[string]error) {
 	t.Helper()
-	env := &collector.Env{FS: OpenFS(t, dir)}
+	env := &collect.Env{FS: OpenFS(t, dir)}
 	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
 	errs := map[string]error{}
 	for _, c := range cs {
@@ -187,6 +188,6 @@ func CollectDir(t testing.TB, dir string, cs ...collector.Collector) (*facts.Fac
 
 // Status is the status a collector's error gives it.
 func Status(err error) string {
-	s, _ := collector.Classify(err)
+	s, _ := collect.Classify(err)
 	return s
 }

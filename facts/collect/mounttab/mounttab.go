@@ -12,7 +12,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/gpuhost/gpuhost/checks/internal/textfile"
+	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
 // MaxEntries bounds the rows of one table: a crafted file with millions

@@ -12,7 +12,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/sysroot"
+	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // readlinker is implemented by sysroot views that can read a symlink's
