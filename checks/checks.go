@@ -34,7 +34,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/secureboot"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
@@ -49,7 +48,7 @@ func All() []collector.Collector {
 	for _, domain := range [][]collector.Collector{
 		osinfo.Collectors(), packages.Collectors(), encryption.Collectors(), network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitState}, access.Collector{}}, secureboot.Collectors(),
+		{audit.Collector{State: osinfo.UnitState}, access.Collector{}}, domains(),
 	} {
 		all = append(all, domain...)
 	}

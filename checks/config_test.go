@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -30,7 +31,7 @@ func TestBinaryGarbage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			dir := checktest.TempTree(t, map[string]string{tc.file: garbage})
+			dir := collecttest.TempTree(t, map[string]string{tc.file: garbage})
 			_, errs := collectDir(t, dir)
 			err := errs[tc.collector]
 			if checktest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), filepath.Base(tc.file)) {
@@ -58,7 +59,7 @@ func TestUnparseableNamesFileAndLine(t *testing.T) {
 		{"/etc/cdi/x.json", "{\"kind\": [1]}", "container_runtime", "x.json"},
 	}
 	for _, tc := range cases {
-		dir := checktest.TempTree(t, map[string]string{tc.file: tc.content})
+		dir := collecttest.TempTree(t, map[string]string{tc.file: tc.content})
 		_, errs := collectDir(t, dir)
 		err := errs[tc.collector]
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -68,7 +69,7 @@ func TestUnparseableNamesFileAndLine(t *testing.T) {
 }
 
 func TestMissingIncludeIsAnError(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/nginx/nginx.conf":       "http {\n  include /etc/nginx/missing.conf;\n}\n",
 		"/etc/containerd/config.toml": "version = 2\nimports = [\"/etc/containerd/missing.toml\"]\n",
 	})

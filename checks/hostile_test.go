@@ -10,22 +10,23 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestHostileTree(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
-		"var/lib/dpkg/status": checktest.Symlink("/etc/shadow"),
+	collecttest.WriteTree(t, dir, map[string]any{
+		"var/lib/dpkg/status": collecttest.Symlink("/etc/shadow"),
 		// sysroot resolves an absolute link inside the root, as a chroot
 		// would: this decoy is what must be read, never the host's file.
 		"etc/shadow": "Package: inside-root\nStatus: install ok installed\nVersion: 1\n",
-		"etc/fstab":  checktest.Symlink("fstab2"),
-		"etc/fstab2": checktest.Symlink("/etc/fstab"),
+		"etc/fstab":  collecttest.Symlink("fstab2"),
+		"etc/fstab2": collecttest.Symlink("/etc/fstab"),
 	})
 	if err := syscall.Mkfifo(filepath.Join(dir, "etc/crypttab"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := checktest.NewEnv(t, dir, false)
+	env := collecttest.NewEnv(t, dir, false)
 
 	t.Run("dpkg status links out of the root", func(t *testing.T) {
 		f := checktest.NewFacts(facts.KindRootfs)
@@ -56,8 +57,8 @@ func TestHostileTree(t *testing.T) {
 
 func TestMissingFilesAreNotErrors(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{"etc/": nil})
-	env := checktest.NewEnv(t, dir, false)
+	collecttest.WriteTree(t, dir, map[string]any{"etc/": nil})
+	env := collecttest.NewEnv(t, dir, false)
 	f := checktest.NewFacts(facts.KindRootfs)
 	gather(t, env, f)
 	checktest.WantStatus(t, f, "packages", facts.StatusNotApplicable)
@@ -83,7 +84,7 @@ func TestMissingFilesAreNotErrors(t *testing.T) {
 }
 
 func TestLiveOnlyCollectorsOffline(t *testing.T) {
-	env := checktest.NewEnv(t, t.TempDir(), false)
+	env := collecttest.NewEnv(t, t.TempDir(), false)
 	for _, name := range []string{"network", "tls_probe"} {
 		err := collectOne(t, env, checktest.NewFacts(facts.KindRootfs), name)
 		if status, _ := collect.Classify(err); status != facts.StatusNotApplicable {

@@ -8,12 +8,13 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestLiveHostGolden(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, checktest.LiveHost())
-	env := checktest.NewEnv(t, dir, true)
+	collecttest.WriteTree(t, dir, checktest.LiveHost())
+	env := collecttest.NewEnv(t, dir, true)
 	f := checktest.NewFacts(facts.KindHost)
 	// tls_probe and ssh would dial the test machine's real ports, and the
 	// encryption chain needs device-mapper tables the fake host has no
@@ -57,7 +58,7 @@ func TestLiveHostGolden(t *testing.T) {
 	}
 	// The kernel of the fake host cannot be read: the configuration stands
 	// in and says so, and a wants link alone does not make it enabled.
-	if fw.Source != "file" || !strings.Contains(fw.KernelError, checktest.NoNetNS) {
+	if fw.Source != "file" || !strings.Contains(fw.KernelError, collecttest.NoNetNS) {
 		t.Errorf("source %q, kernel error %q; want the file and why", fw.Source, fw.KernelError)
 	}
 	if fw.Enabled || fw.Unit == nil || fw.Unit.Name != "nftables.service" || fw.Unit.State != "unknown" {

@@ -7,12 +7,13 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestOfflineImageGolden(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, checktest.UbuntuImage())
-	env := checktest.NewEnv(t, dir, false)
+	collecttest.WriteTree(t, dir, checktest.UbuntuImage())
+	env := collecttest.NewEnv(t, dir, false)
 	f := checktest.NewFacts(facts.KindRootfs)
 	// The collectors an image's own files answer for.
 	gather(t, env, f, "os", "kernel", "packages", "cgroup", "kubelet", "encryption", "network", "firewall",

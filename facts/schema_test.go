@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/good-full.json")
@@ -175,20 +177,20 @@ func fullFacts() *Facts {
 		Images: []ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
 			Findings: []Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
 		ImagesError: "the containers collector is error"}
-	f.SecureBoot = &SecureBoot{
+	f.SecureBoot = &secureboot.SecureBoot{
 		ESP: "/boot/efi", ESPError: "",
-		BootFiles: []BootFile{{Path: "/boot/efi/EFI/debian/shimx64.efi", Role: RoleShim, Size: 952768, Signatures: []Authenticode{{
+		BootFiles: []secureboot.BootFile{{Path: "/boot/efi/EFI/debian/shimx64.efi", Role: secureboot.RoleShim, Size: 952768, Signatures: []secureboot.Authenticode{{
 			Signer: "CN=Microsoft Windows UEFI Driver Publisher", Issuer: "CN=Microsoft Corporation UEFI CA 2011", Serial: "3300000041",
 			DigestAlgorithm: "sha256", DigestMatches: true, SignatureValid: true, Error: "",
 		}}, Error: ""}},
-		Modules: []KernelModule{{Name: "nvidia", File: "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.xz", Kernel: "6.1.0-28-amd64",
+		Modules: []secureboot.KernelModule{{Name: "nvidia", File: "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.xz", Kernel: "6.1.0-28-amd64",
 			Loaded: true, Taint: "POE", Signed: true, HashAlgorithm: "sha512", Signer: "DKMS module signing key", KeyID: "791ceb",
 			VerifiedBy: "/var/lib/dkms/mok.pub", Error: ""}},
 		ModulesError: "",
-		TrustedKeys: []TrustedKey{{Source: "/var/lib/dkms/mok.pub", Enrolled: true, Subject: "CN=DKMS module signing key", Issuer: "CN=DKMS module signing key",
+		TrustedKeys: []secureboot.TrustedKey{{Source: "/var/lib/dkms/mok.pub", Enrolled: true, Subject: "CN=DKMS module signing key", Issuer: "CN=DKMS module signing key",
 			Serial: "791ceb", SHA256: strings.Repeat("ab", 32), Error: ""}},
-		Firmware: &Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
-		Lockdown: &Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
+		Firmware: &secureboot.Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
+		Lockdown: &secureboot.Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
 	}
 	f.SBOM = &SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
 	return f

@@ -24,3 +24,27 @@ type Collector interface {
 	Needs() []string
 	Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error
 }
+
+// Func is a collector made of a function: the loop's side of a domain
+// whose collect function returns its own facts and knows nothing of the
+// document. Fill calls it with what it reads from f and puts what it
+// returns where the document keeps it.
+type Func struct {
+	// ID is the collector's name, as checks require it and
+	// f.Collectors records it.
+	ID string
+	// Deps names the collectors whose facts Fill reads (Needs).
+	Deps []string
+	Fill func(ctx context.Context, env *collect.Env, f *facts.Facts) error
+}
+
+// Name is c.ID.
+func (c Func) Name() string { return c.ID }
+
+// Needs is c.Deps.
+func (c Func) Needs() []string { return c.Deps }
+
+// Collect runs c.Fill.
+func (c Func) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+	return c.Fill(ctx, env, f)
+}

@@ -3,19 +3,19 @@ package encryption
 import (
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // A disk image whose / is mounted from a crypttab mapping of a device the
 // image does not hold is not encrypted: the line opens nothing at boot. A
 // rootfs tree holds no devices, so there the mapping is all there is.
 func TestCrypttabOfAnAbsentDevice(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/fstab":    "/dev/mapper/cryptroot / ext4 defaults 0 1\n",
 		"/etc/crypttab": "cryptroot UUID=0b5a0000-dead-4bbb-8ccc-000000000000 none luks\n",
 	})
-	fsys := checktest.OpenFS(t, dir)
+	fsys := collecttest.OpenFS(t, dir)
 	ct, err := parseCrypttab([]byte("cryptroot UUID=0b5a0000-dead-4bbb-8ccc-000000000000 none luks\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestCrypttabOfAnAbsentDevice(t *testing.T) {
 // On a live host, a crypttab line whose device the host does not have is
 // marked absent; one whose device is there is not.
 func TestCrypttabAbsentLive(t *testing.T) {
-	dir := checktest.TempTreeOf(t, map[string]any{
+	dir := collecttest.TempTreeOf(t, map[string]any{
 		"dev/disk/by-uuid/1111-present": "",
 		"dev/sda3":                      "",
 	})
@@ -58,7 +58,7 @@ func TestCrypttabAbsentLive(t *testing.T) {
 		{Name: "path", Device: "/dev/sda3"},
 		{Name: "gonepath", Device: "/dev/sdz9"},
 	}
-	markAbsentLive(checktest.OpenFS(t, dir), ct)
+	markAbsentLive(collecttest.OpenFS(t, dir), ct)
 	for _, c := range ct {
 		want := c.Name == "gone" || c.Name == "gonepath"
 		if c.Absent != want {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // dmAnswer lays out targets as the kernel answers DM_TABLE_STATUS: the
@@ -87,13 +87,13 @@ func TestKernelDMTableRefusesBadNames(t *testing.T) {
 		t.Errorf("tree without /dev/mapper/control: %v", err)
 	}
 	plain := t.TempDir()
-	checktest.WriteTree(t, plain, map[string]any{"dev/mapper/control": "not a device\n"})
+	collecttest.WriteTree(t, plain, map[string]any{"dev/mapper/control": "not a device\n"})
 	if _, err := kernelDMTable(plain, "x"); err == nil || !strings.Contains(err.Error(), "not a character device") {
 		t.Errorf("plain file as the control node: %v", err)
 	}
 	// A link, even to a real character device, is not followed.
 	linked := t.TempDir()
-	checktest.WriteTree(t, linked, map[string]any{"dev/mapper/control": checktest.Symlink("/dev/null")})
+	collecttest.WriteTree(t, linked, map[string]any{"dev/mapper/control": collecttest.Symlink("/dev/null")})
 	if _, err := kernelDMTable(linked, "x"); err == nil || !strings.Contains(err.Error(), "not a character device") {
 		t.Errorf("link as the control node: %v", err)
 	}

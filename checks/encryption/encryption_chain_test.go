@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // ubuntuVG is the metadata backup the Ubuntu installer's "LVM with
@@ -79,13 +80,13 @@ ubuntu-vg {
 func collectRoot(t *testing.T, tree map[string]any, live bool) *facts.RootEncryption {
 	t.Helper()
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, tree)
+	collecttest.WriteTree(t, dir, tree)
 	kind := facts.KindImage
 	if live {
 		kind = facts.KindHost
 	}
 	f := checktest.NewFacts(kind)
-	if err := collectOne(t, checktest.NewEnv(t, dir, live), f, "encryption"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, live), f, "encryption"); err != nil {
 		t.Fatal(err)
 	}
 	if f.Encryption.Root == nil {
@@ -182,12 +183,12 @@ func TestOfflineLVMHalfEncrypted(t *testing.T) {
 
 func TestOfflineBadLVMBackupIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/fstab":           "/dev/vg/root / ext4 defaults 0 1\n",
 		"etc/lvm/backup/vg":   "vg {\n\tlogical_volumes {\n",
 		"etc/lvm/backup/good": ubuntuVG("/dev/sda3"),
 	})
-	err := collectOne(t, checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindImage), "encryption")
+	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindImage), "encryption")
 	if err == nil || !strings.Contains(err.Error(), "etc/lvm/backup/vg") {
 		t.Errorf("truncated backup: %v, want an error naming it", err)
 	}
@@ -204,19 +205,19 @@ func liveSysfs(dm0UUID string) map[string]any {
 		"sys/devices/virtual/block/dm-1/uevent":      "MAJOR=253\nMINOR=1\nDEVNAME=dm-1\n",
 		"sys/devices/virtual/block/dm-1/dm/name":     "vg-root\n",
 		"sys/devices/virtual/block/dm-1/dm/uuid":     "LVM-Xy12abcd34ef56gh78ij90kl12mn34opSt56UvWx78Yz90Ab12Cd34Ef56Gh78Ij\n",
-		"sys/devices/virtual/block/dm-1/slaves/dm-0": checktest.Symlink("../../dm-0"),
+		"sys/devices/virtual/block/dm-1/slaves/dm-0": collecttest.Symlink("../../dm-0"),
 		"sys/devices/virtual/block/dm-0/uevent":      "MAJOR=253\nMINOR=0\nDEVNAME=dm-0\n",
 		"sys/devices/virtual/block/dm-0/dm/name":     "sda3_crypt\n",
 		"sys/devices/virtual/block/dm-0/dm/uuid":     dm0UUID + "\n",
-		"sys/devices/virtual/block/dm-0/slaves/sda3": checktest.Symlink("../../../../" + strings.TrimPrefix(pci, "sys/devices/") + "/sda3"),
+		"sys/devices/virtual/block/dm-0/slaves/sda3": collecttest.Symlink("../../../../" + strings.TrimPrefix(pci, "sys/devices/") + "/sda3"),
 		pci + "/uevent":                              "DEVNAME=sda\nDEVTYPE=disk\n",
 		pci + "/sda3/uevent":                         "DEVNAME=sda3\nDEVTYPE=partition\n",
 		pci + "/sda3/partition":                      "3\n",
-		"sys/block/dm-0":                             checktest.Symlink("../devices/virtual/block/dm-0"),
-		"sys/block/dm-1":                             checktest.Symlink("../devices/virtual/block/dm-1"),
-		"sys/block/sda":                              checktest.Symlink("../" + strings.TrimPrefix(pci, "sys/")),
-		"sys/dev/block/253:1":                        checktest.Symlink("../../devices/virtual/block/dm-1"),
-		"sys/dev/block/253:0":                        checktest.Symlink("../../devices/virtual/block/dm-0"),
+		"sys/block/dm-0":                             collecttest.Symlink("../devices/virtual/block/dm-0"),
+		"sys/block/dm-1":                             collecttest.Symlink("../devices/virtual/block/dm-1"),
+		"sys/block/sda":                              collecttest.Symlink("../" + strings.TrimPrefix(pci, "sys/")),
+		"sys/dev/block/253:1":                        collecttest.Symlink("../../devices/virtual/block/dm-1"),
+		"sys/dev/block/253:0":                        collecttest.Symlink("../../devices/virtual/block/dm-0"),
 	}
 }
 
@@ -364,14 +365,14 @@ func TestParseLVMMetadata(t *testing.T) {
 // filesystem that holds it.
 func TestOfflineSwapChains(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/fstab": "/dev/mapper/ubuntu--vg-ubuntu--lv / ext4 defaults 0 1\n/dev/sdb1 /data ext4 defaults 0 2\n" +
 			"/swap.img none swap sw 0 0\n/data/swap none swap sw 0 0\n/dev/mapper/cryptswap none swap sw 0 0\n",
 		"etc/crypttab":             "dm_crypt-0 UUID=4f1c-22 none luks\ncryptswap /dev/sda2 /dev/urandom swap,cipher=aes-xts-plain64,size=512\n",
 		"etc/lvm/backup/ubuntu-vg": ubuntuVG("/dev/mapper/dm_crypt-0"),
 	})
 	f := checktest.NewFacts(facts.KindImage)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "encryption"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
 		t.Fatal(err)
 	}
 	// line is the swap's line of fstab, where a finding about it points.

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -254,8 +255,8 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 				tree[strings.TrimPrefix(enrollUnit, "/")] = ""
 			}
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, tree)
-			env := checktest.NewEnv(t, dir, false)
+			collecttest.WriteTree(t, dir, tree)
+			env := collecttest.NewEnv(t, dir, false)
 			env.Devices = []collect.BlockDevice{openDevice(t, vol)}
 			f := checktest.NewFacts(facts.KindImage)
 			if err := collectOne(t, env, f, "encryption"); err != nil {

@@ -6,18 +6,19 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // The live host's root is on LVM on LUKS2 on vda3, its swap on a dm-crypt
 // device, zram and an encrypted file.
 func TestLiveHostEncryption(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, checktest.LiveHost())
+	collecttest.WriteTree(t, dir, checktest.LiveHost())
 	fakeDMTables(t, map[string]string{
 		"dm_crypt-0": "0 2097152 crypt aes-xts-plain64 :64:logon:cryptsetup:0123-d0 0 252:3 32768 1 allow_discards\n",
 		"cryptswap":  "0 1998848 crypt aes-xts-plain64 " + strings.Repeat("0", 64) + " 0 252:4 0\n",
 	})
-	env := checktest.NewEnv(t, dir, true)
+	env := collecttest.NewEnv(t, dir, true)
 	f := checktest.NewFacts(facts.KindHost)
 	if err := collectOne(t, env, f, "encryption"); err != nil {
 		t.Fatal(err)

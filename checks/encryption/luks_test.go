@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -61,12 +62,12 @@ func TestOfflineCipherFromLUKSHeader(t *testing.T) {
 	for _, bits := range []int{256, 512} {
 		vol, uuid := testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", bits)
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{
+		collecttest.WriteTree(t, dir, map[string]any{
 			"etc/fstab":                "/dev/mapper/ubuntu--vg-ubuntu--lv / ext4 defaults 0 1\n",
 			"etc/crypttab":             "dm_crypt-0 UUID=" + uuid + " none luks\n",
 			"etc/lvm/backup/ubuntu-vg": ubuntuVG("/dev/mapper/dm_crypt-0"),
 		})
-		env := checktest.NewEnv(t, dir, false)
+		env := collecttest.NewEnv(t, dir, false)
 		env.Devices = []collect.BlockDevice{openDevice(t, vol)}
 		env.Devices[0].Name = "partition 3"
 		f := checktest.NewFacts(facts.KindImage)

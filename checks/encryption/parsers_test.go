@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseCrypttab(t *testing.T) {
@@ -23,12 +24,12 @@ func TestParseCrypttab(t *testing.T) {
 
 func TestOfflineRootOnCrypttabMapping(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/crypttab": "cryptroot UUID=1 none luks\n",
 		"etc/fstab":    "/dev/mapper/cryptroot / ext4 defaults 0 1\n",
 	})
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "encryption"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.Encryption.Root; r == nil || !r.Encrypted || r.Source != "fstab" || r.Chain[0] != "/dev/mapper/cryptroot" {
@@ -38,21 +39,21 @@ func TestOfflineRootOnCrypttabMapping(t *testing.T) {
 
 func TestLiveRootOnPlainPartition(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"proc/self/mountinfo":              "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n",
 		"sys/dev/block/8:1/uevent":         "DEVNAME=sda1\n",
 		"sys/dev/block/254:0/dm/uuid":      "CRYPT-VERITY-x\n",
 		"sys/dev/block/254:0/slaves/sda2/": nil,
 	})
 	f := checktest.NewFacts(facts.KindHost)
-	if err := collectOne(t, checktest.NewEnv(t, dir, true), f, "encryption"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "encryption"); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.Encryption.Root; r == nil || r.Encrypted || strings.Join(r.Chain, ",") != "sda1" {
 		t.Errorf("root %+v", r)
 	}
 	// dm-verity protects integrity, not confidentiality.
-	c, enc := devChain(checktest.NewEnv(t, dir, true).FS, "254:0", "", budgetOf(defaultTrialLimits))
+	c, enc := devChain(collecttest.NewEnv(t, dir, true).FS, "254:0", "", budgetOf(defaultTrialLimits))
 	if enc || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
 		t.Errorf("verity chain %+v encrypted=%v", c.hops, enc)
 	}
@@ -60,13 +61,13 @@ func TestLiveRootOnPlainPartition(t *testing.T) {
 
 func TestSlavesCycleIsBounded(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"sys/devices/a/uevent":   "DEVNAME=dm-5\n",
 		"sys/devices/a/dm/uuid":  "CRYPT-LUKS2-x\n",
-		"sys/devices/a/slaves/x": checktest.Symlink("../../a"),
-		"sys/dev/block/253:5":    checktest.Symlink("../../devices/a"),
+		"sys/devices/a/slaves/x": collecttest.Symlink("../../a"),
+		"sys/dev/block/253:5":    collecttest.Symlink("../../devices/a"),
 	})
-	c, _ := devChain(checktest.NewEnv(t, dir, true).FS, "253:5", "", budgetOf(defaultTrialLimits))
+	c, _ := devChain(collecttest.NewEnv(t, dir, true).FS, "253:5", "", budgetOf(defaultTrialLimits))
 	if len(c.names) > maxChainDepth+2 {
 		t.Errorf("chain of %d through a cycle", len(c.names))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -137,14 +138,14 @@ func TestFirstBootTPM2PCRs(t *testing.T) {
 		{"TPM2_PCRS=seven\n", &facts.TPM2Enrolment{File: enrollConf, Error: `TPM2_PCRS: "seven" is not a PCR`}},
 	} {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{
+		collecttest.WriteTree(t, dir, map[string]any{
 			"etc/fstab":                         "/dev/mapper/luks-" + uuid + " / ext4 defaults 0 1\n",
 			"etc/crypttab":                      "luks-" + uuid + " UUID=" + uuid + " none luks,tpm2-device=auto\n",
 			"etc/gpuhost/luks-enroll.conf":      "LUKS_UUID=" + uuid + "\nPROVISION_SLOT=0\n" + tc.conf,
 			strings.TrimPrefix(enrollUnit, "/"): "[Unit]\n",
 		})
 		f := checktest.NewFacts(facts.KindRootfs)
-		if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "encryption"); err != nil {
+		if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
 			t.Fatal(err)
 		}
 		hops := f.Encryption.Root.Hops

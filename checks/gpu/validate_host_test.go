@@ -13,8 +13,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -201,7 +201,7 @@ func TestValidateContainerAndCUDAOnAHostRoot(t *testing.T) {
 func TestHostRunnerChroots(t *testing.T) {
 	testutil.Root(t)
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/marker":   "inside the host root\n",
 		"usr/bin/show": "#!/bin/sh\nread -r m </etc/marker\necho \"$m; $GREETING; $HOME\"\n",
 	})

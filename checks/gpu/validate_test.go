@@ -13,9 +13,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // gpuUUID is the fixed UUID the validation mocks give GPU i, so that
@@ -77,7 +77,7 @@ func (n node) tree(t testing.TB) string {
 	}
 	maps.Copy(tree, n.extra)
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, tree)
+	collecttest.WriteTree(t, dir, tree)
 	return dir
 }
 
@@ -97,7 +97,7 @@ func cdiSpec(names []string) string {
 // state fm.
 func validate(t testing.TB, lib nvml.Interface, dir, fm string, opts ...gpu.ValidateOption) *facts.GPUValidation {
 	t.Helper()
-	env := checktest.NewEnv(t, dir, true)
+	env := collecttest.NewEnv(t, dir, true)
 	env.UnitState = func(_ context.Context, unit string) (string, string) {
 		if unit != "nvidia-fabricmanager.service" {
 			return "unknown", "not a unit this test knows"
@@ -407,7 +407,7 @@ func TestParseNvidiaSMIList(t *testing.T) {
 func TestValidateCutShort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env := &collect.Env{FS: checktest.NewEnv(t, hgxNode().tree(t), true).FS, Live: true}
+	env := &collect.Env{FS: collecttest.NewEnv(t, hgxNode().tree(t), true).FS, Live: true}
 	if _, err := gpu.NewValidator(hgxH100()).Validate(ctx, env); err == nil {
 		t.Error("a cancelled validation returned no error")
 	}

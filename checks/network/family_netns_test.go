@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -192,8 +193,8 @@ func (p pairedNetns) connects(t *testing.T, addr string) (bool, error) {
 func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Firewall, map[string]packResult) {
 	t.Helper()
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{"etc/": nil})
-	env := checktest.NewEnv(t, dir, true)
+	collecttest.WriteTree(t, dir, map[string]any{"etc/": nil})
+	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS = p.innerFile()
 	env.UnitState = func(context.Context, string) (string, string) { return "active", "" }
 	live := checktest.NewFacts(facts.KindHost)
@@ -369,12 +370,12 @@ func TestFamilyIPv6DisabledInNetns(t *testing.T) {
 // file loaded into a namespace shows what the image would boot into.
 func TestFamilyOfflineFileIPTableOnly(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/nftables.conf": "#!/usr/sbin/nft -f\nflush ruleset\n" + ipOnlyRuleset,
-		"etc/systemd/system/sysinit.target.wants/nftables.service": checktest.Symlink("/lib/systemd/system/nftables.service"),
+		"etc/systemd/system/sysinit.target.wants/nftables.service": collecttest.Symlink("/lib/systemd/system/nftables.service"),
 	})
 	offline := checktest.NewFacts(facts.KindRootfs)
-	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	checktest.WantStatus(t, offline, "firewall", facts.StatusOK)
 	fw := offline.Network.Firewall
 	if fw.Source != "file" || fw.IPv6 != nil || len(fw.Families) != 2 || fw.Families[1].Filtered || fw.Families[1].Source != "file" || fw.DefaultInputPolicy != "accept" {

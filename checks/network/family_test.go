@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // famWant is what one address family's input path should come to.
@@ -118,8 +119,8 @@ func TestIPv6StateFromProc(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, tc.tree)
-			env := checktest.NewEnv(t, dir, true)
+			collecttest.WriteTree(t, dir, tc.tree)
+			env := collecttest.NewEnv(t, dir, true)
 			env.NetNS = ""
 			st := liveIPv6(env)
 			if st.Enabled != tc.enabled || !strings.Contains(st.Evidence, tc.evidence) {
@@ -128,7 +129,7 @@ func TestIPv6StateFromProc(t *testing.T) {
 		})
 	}
 	// A namespace that cannot be entered is not evidence of anything.
-	if st := ipv6StateIn(checktest.NoNetNS); !st.Enabled || !strings.Contains(st.Evidence, "taken to be on") {
+	if st := ipv6StateIn(collecttest.NoNetNS); !st.Enabled || !strings.Contains(st.Evidence, "taken to be on") {
 		t.Errorf("unreadable namespace: %+v", st)
 	}
 }
@@ -179,14 +180,14 @@ func TestUfwFamilies(t *testing.T) {
 		{"no", "drop", []int{}, "drop"},
 	} {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{
+		collecttest.WriteTree(t, dir, map[string]any{
 			"etc/ufw/ufw.conf":    "ENABLED=yes\n",
 			"etc/default/ufw":     "IPV6=" + tc.ipv6 + "\nDEFAULT_INPUT_POLICY=\"DROP\"\n",
 			"etc/ufw/user.rules":  "-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n",
 			"etc/ufw/user6.rules": "-A ufw6-user-input -p tcp --dport 443 -j ACCEPT\n",
 		})
 		f := checktest.NewFacts(facts.KindRootfs)
-		if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "firewall"); err != nil {
+		if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 			t.Fatal(err)
 		}
 		fw := f.Network.Firewall

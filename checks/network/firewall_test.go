@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseNftables(t *testing.T) {
@@ -43,19 +44,19 @@ func TestParseNftables(t *testing.T) {
 
 func TestNftablesIncludes(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/nftables.conf": "include \"loop.nft\"\n",
 		"etc/loop.nft":      "include \"/etc/loop.nft\"\n",
 		"etc/missing.conf":  "",
 	})
-	err := collectOne(t, checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "firewall")
+	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "firewall")
 	if err == nil || !strings.Contains(err.Error(), "nested deeper") && !strings.Contains(err.Error(), "more than") {
 		t.Errorf("include loop: %v", err)
 	}
-	checktest.WriteTree(t, dir, map[string]any{"etc/nftables.conf.d/": nil})
+	collecttest.WriteTree(t, dir, map[string]any{"etc/nftables.conf.d/": nil})
 	dir2 := t.TempDir()
-	checktest.WriteTree(t, dir2, map[string]any{"etc/nftables.conf": "include \"/etc/nope.nft\"\n"})
-	err = collectOne(t, checktest.NewEnv(t, dir2, false), checktest.NewFacts(facts.KindRootfs), "firewall")
+	collecttest.WriteTree(t, dir2, map[string]any{"etc/nftables.conf": "include \"/etc/nope.nft\"\n"})
+	err = collectOne(t, collecttest.NewEnv(t, dir2, false), checktest.NewFacts(facts.KindRootfs), "firewall")
 	if err == nil || !strings.Contains(err.Error(), "/etc/nope.nft") {
 		t.Errorf("missing include: %v", err)
 	}
@@ -63,12 +64,12 @@ func TestNftablesIncludes(t *testing.T) {
 
 func TestUfwDisabledFallsBackToNftables(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/ufw/ufw.conf":  "ENABLED=no\n",
 		"etc/nftables.conf": "table inet f { chain i { type filter hook input priority 0; policy drop; tcp dport 22 accept; } }\n",
 	})
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "firewall"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 		t.Fatal(err)
 	}
 	fw := f.Network.Firewall
@@ -99,13 +100,13 @@ func TestParseUfwRules(t *testing.T) {
 // where the family that decided it is.
 func TestNftFilePlaces(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/nftables.conf": "#!/usr/sbin/nft -f\nflush ruleset\ninclude \"/etc/nftables.d/v6.nft\"\n" +
 			"table ip filter {\n  chain input {\n    type filter hook input priority filter\n    policy drop\n    tcp dport 22 accept\n  }\n}\n",
 		"etc/nftables.d/v6.nft": "table ip6 filter {\n  chain input {\n    type filter hook input priority filter;\n    tcp dport { 80, 443 } accept\n  }\n}\n",
 	})
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "firewall"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 		t.Fatal(err)
 	}
 	conf := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/nftables.conf", Line: line} }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -271,16 +272,16 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.Facts) {
 	t.Helper()
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/nftables.conf": conf,
-		"etc/systemd/system/multi-user.target.wants/nftables.service": checktest.Symlink("/lib/systemd/system/nftables.service"),
+		"etc/systemd/system/multi-user.target.wants/nftables.service": collecttest.Symlink("/lib/systemd/system/nftables.service"),
 	})
-	env := checktest.NewEnv(t, dir, true)
+	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = netns, nil
 	live = checktest.NewFacts(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
 	offline = checktest.NewFacts(facts.KindRootfs)
-	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	for _, f := range []*facts.Facts{live, offline} {
 		checktest.WantStatus(t, f, "firewall", facts.StatusOK)
 	}
@@ -588,17 +589,17 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	// A host with ufw enabled: live, the kernel's rules under ufw's name
 	// and unit; offline, ufw's own files, which hold the same rules.
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/ufw/ufw.conf":   "ENABLED=yes\n",
 		"etc/default/ufw":    "DEFAULT_INPUT_POLICY=\"DROP\"\n",
 		"etc/ufw/user.rules": ufwRules,
 	})
-	env := checktest.NewEnv(t, dir, true)
+	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
 	live := checktest.NewFacts(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
 	offline := checktest.NewFacts(facts.KindRootfs)
-	gather(t, checktest.NewEnv(t, dir, false), offline, "network", "firewall")
+	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	fw, off := live.Network.Firewall, offline.Network.Firewall
 	if fw.Backend != "ufw" || fw.Source != "kernel" || !equalInts(fw.AllowedPorts, want) || fw.Unit == nil || fw.Unit.Name != "ufw.service" || fw.Unit.State != "unknown" {
 		t.Errorf("live %+v unit %+v; want ufw's rules from the kernel and ufw.service unknown", fw, fw.Unit)

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestOfflineCgroup(t *testing.T) {
@@ -29,9 +30,9 @@ func TestOfflineCgroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, tc.tree)
+			collecttest.WriteTree(t, dir, tc.tree)
 			f := checktest.NewFacts(facts.KindRootfs)
-			env := checktest.NewEnv(t, dir, false)
+			env := collecttest.NewEnv(t, dir, false)
 			gather(t, env, f, "kernel", "packages")
 			err := collectOne(t, env, f, "cgroup")
 			if tc.status != "" {
@@ -56,8 +57,8 @@ func TestCgroupReusesEarlierFacts(t *testing.T) {
 	f.Packages = []facts.Package{{Name: "systemd", Version: "255.4-1ubuntu8", Arch: "amd64"}}
 	// The tree says otherwise; the facts already collected win.
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{"etc/kernel/cmdline": "systemd.unified_cgroup_hierarchy=0"})
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "cgroup"); err != nil {
+	collecttest.WriteTree(t, dir, map[string]any{"etc/kernel/cmdline": "systemd.unified_cgroup_hierarchy=0"})
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "cgroup"); err != nil {
 		t.Fatal(err)
 	}
 	if f.Cgroup.Version != 2 || f.Cgroup.Source != "systemd 255 default (unified)" {
@@ -75,9 +76,9 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 		{map[string]any{"sys/fs/cgroup/memory/": nil}, 1, "/sys/fs/cgroup has no cgroup.controllers"},
 	} {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, tc.tree)
+		collecttest.WriteTree(t, dir, tc.tree)
 		f := checktest.NewFacts(facts.KindHost)
-		if err := collectOne(t, checktest.NewEnv(t, dir, true), f, "cgroup"); err != nil {
+		if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "cgroup"); err != nil {
 			t.Fatal(err)
 		}
 		if f.Cgroup.Version != tc.version || f.Cgroup.Source != tc.source {
@@ -87,7 +88,7 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 }
 
 func TestLiveCgroupStatfsOnRealRoot(t *testing.T) {
-	env := checktest.NewEnv(t, "/", true)
+	env := collecttest.NewEnv(t, "/", true)
 	f := checktest.NewFacts(facts.KindHost)
 	err := collectOne(t, env, f, "cgroup")
 	if st, _ := collect.Classify(err); st == facts.StatusError {

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
 // treeFS opens a new tree written from files.
 func treeFS(t *testing.T, files map[string]any) sysroot.FS {
 	t.Helper()
-	return checktest.OpenFS(t, checktest.TempTreeOf(t, files))
+	return collecttest.OpenFS(t, collecttest.TempTreeOf(t, files))
 }
 
 // TestSliceDropIns: the drop-ins apply in name order across directories,
@@ -50,9 +50,9 @@ func TestSliceDropInUnparseable(t *testing.T) {
 // (user.slice before the first login) is judged by its units, which say
 // what applies once it starts.
 func TestLiveSliceNotStarted(t *testing.T) {
-	fsys := checktest.NewEnv(t, func() string {
+	fsys := collecttest.NewEnv(t, func() string {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{
+		collecttest.WriteTree(t, dir, map[string]any{
 			"sys/fs/cgroup/cgroup.subtree_control":                   "cpu memory pids\n",
 			"sys/fs/cgroup/system.slice/memory.max":                  "max\n",
 			"sys/fs/cgroup/system.slice/memory.high":                 "max\n",

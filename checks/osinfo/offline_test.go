@@ -7,18 +7,19 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestGrubDropinOverridesInLexicalOrder(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/default/grub":          "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nif [ -n \"$X\" ]; then\n  GRUB_TERMINAL=console\nfi\n",
 		"etc/default/grub.d/20.cfg": "GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT} b\"\n",
 		"etc/default/grub.d/10.cfg": "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT a\"\n",
 		"etc/default/grub.d/30.txt": "GRUB_CMDLINE_LINUX_DEFAULT=ignored\n",
 	})
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "kernel"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "kernel"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(f.Kernel.Cmdline, " "); got != "quiet a b" {
@@ -50,8 +51,8 @@ func TestCmdlineSourcePrecedence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, tc.tree)
-			cmd, src, _, err := configuredCmdline(checktest.NewEnv(t, dir, false).FS)
+			collecttest.WriteTree(t, dir, tc.tree)
+			cmd, src, _, err := configuredCmdline(collecttest.NewEnv(t, dir, false).FS)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,14 +76,14 @@ func merge(a, b map[string]any) map[string]any {
 
 func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		// A dangling link: the fallback is read.
-		"etc/os-release":     checktest.Symlink("/usr/lib/os-release.gone"),
+		"etc/os-release":     collecttest.Symlink("/usr/lib/os-release.gone"),
 		"usr/lib/os-release": "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\nPRETTY_NAME='Debian GNU/Linux 12 (bookworm)'\n",
 		"etc/hostname":       "bad\x01host\n",
 	})
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, checktest.NewEnv(t, dir, false), f, "os"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "os"); err != nil {
 		t.Fatal(err)
 	}
 	want := facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", PrettyName: "Debian GNU/Linux 12 (bookworm)"}
@@ -94,7 +95,7 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	err := collectOne(t, checktest.NewEnv(t, empty, false), checktest.NewFacts(facts.KindRootfs), "os")
+	err := collectOne(t, collecttest.NewEnv(t, empty, false), checktest.NewFacts(facts.KindRootfs), "os")
 	if err == nil || !strings.Contains(err.Error(), "/etc/os-release") || !strings.Contains(err.Error(), "/usr/lib/os-release") {
 		t.Errorf("missing os-release: %v, want an error naming both paths", err)
 	}
@@ -104,8 +105,8 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 
 	// One that is there but cannot be read is not an absent one.
 	huge := t.TempDir()
-	checktest.WriteTree(t, huge, map[string]any{"usr/lib/os-release": strings.Repeat("#", MaxOSRelease+1)})
-	if _, _, err := ReadOSRelease(checktest.OpenFS(t, huge)); err == nil || errors.Is(err, ErrNoOSRelease) {
+	collecttest.WriteTree(t, huge, map[string]any{"usr/lib/os-release": strings.Repeat("#", MaxOSRelease+1)})
+	if _, _, err := ReadOSRelease(collecttest.OpenFS(t, huge)); err == nil || errors.Is(err, ErrNoOSRelease) {
 		t.Errorf("oversized os-release: %v, want an error other than ErrNoOSRelease", err)
 	}
 }
@@ -132,12 +133,12 @@ VERSION_ID=24.04 # trailing comment
 // of what it appends, not of what it repeats.
 func TestGrubParamLocations(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"etc/default/grub": "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n# cgroups\nGRUB_CMDLINE_LINUX=\"systemd.unified_cgroup_hierarchy=0 console=ttyS0\"\n",
 		"etc/default/grub.d/50-gpu.cfg": "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX modprobe.blacklist=nouveau\"\n" +
 			"GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX systemd.unified_cgroup_hierarchy=1\"\n",
 	})
-	cmd, _, at, err := configuredCmdline(checktest.NewEnv(t, dir, false).FS)
+	cmd, _, at, err := configuredCmdline(collecttest.NewEnv(t, dir, false).FS)
 	if err != nil {
 		t.Fatal(err)
 	}

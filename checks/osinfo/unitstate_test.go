@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestUnitStateWithoutSystemd(t *testing.T) {
 	dir := t.TempDir()
-	env := checktest.NewEnv(t, dir, true)
+	env := collecttest.NewEnv(t, dir, true)
 	env.UnitState = nil
 	state, reason := unitState(context.Background(), env, "nftables.service")
 	if state != "unknown" || !strings.Contains(reason, "/run/systemd/system") {
@@ -39,8 +39,8 @@ func TestSystemctlWithoutRunningSystemd(t *testing.T) {
 	// A host mounted elsewhere (a DaemonSet's /host) that looks booted with
 	// systemd is asked over its own system bus; here that socket is absent.
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{"run/systemd/system/": nil})
-	env := checktest.NewEnv(t, dir, true)
+	collecttest.WriteTree(t, dir, map[string]any{"run/systemd/system/": nil})
+	env := collecttest.NewEnv(t, dir, true)
 	env.UnitState = nil
 	state, reason = unitState(context.Background(), env, "nftables.service")
 	if state != "unknown" || !strings.Contains(reason, "No such file or directory") {

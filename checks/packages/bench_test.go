@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestSyntheticDpkgStatusParses(t *testing.T) {
@@ -23,8 +24,8 @@ func TestSyntheticDpkgStatusParses(t *testing.T) {
 
 func BenchmarkPackages(b *testing.B) {
 	dir := b.TempDir()
-	checktest.WriteTree(b, dir, map[string]any{"var/lib/dpkg/status": SyntheticDpkgStatus(1500)})
-	env := checktest.NewEnv(b, dir, false)
+	collecttest.WriteTree(b, dir, map[string]any{"var/lib/dpkg/status": SyntheticDpkgStatus(1500)})
+	env := collecttest.NewEnv(b, dir, false)
 	b.ReportAllocs()
 	for b.Loop() {
 		f := checktest.NewFacts(facts.KindRootfs)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestHugeSparseDpkgStatus(t *testing.T) {
@@ -22,7 +23,7 @@ func TestHugeSparseDpkgStatus(t *testing.T) {
 	if err := os.Truncate(p, 4<<30); err != nil {
 		t.Fatal(err)
 	}
-	err := collectOne(t, checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
+	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
 	if err == nil || !strings.Contains(err.Error(), "too large") && !strings.Contains(err.Error(), "exceeds") {
 		t.Errorf("4 GB status: %v, want a size error", err)
 	}
@@ -30,10 +31,10 @@ func TestHugeSparseDpkgStatus(t *testing.T) {
 
 func TestDpkgStatusGarbageNamesFileAndLine(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{
+	collecttest.WriteTree(t, dir, map[string]any{
 		"var/lib/dpkg/status": "Package: a\nStatus: install ok installed\nVersion: 1\n\nPackage: b\nDescription: x\x00\x01\xff\n",
 	})
-	err := collectOne(t, checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
+	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
 	if err == nil || !strings.Contains(err.Error(), "/var/lib/dpkg/status") || !strings.Contains(err.Error(), "line 6") {
 		t.Errorf("garbage: %v, want the file and line 6", err)
 	}

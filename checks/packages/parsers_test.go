@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseDpkgStatusErrors(t *testing.T) {
@@ -74,8 +75,8 @@ func TestManifest(t *testing.T) {
 		{`{`, "unexpected EOF"},
 	} {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{"etc/gpuhost/manifest.json": tc.in})
-		err := collectOne(t, checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "manifest")
+		collecttest.WriteTree(t, dir, map[string]any{"etc/gpuhost/manifest.json": tc.in})
+		err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "manifest")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "manifest.json") {
 			t.Errorf("%s: %v, want %q naming the file", tc.in, err, tc.want)
 		}
@@ -111,12 +112,12 @@ func TestDpkgInstalledWhateverTheSelection(t *testing.T) {
 // ReadDpkgStatus, which vulnerability matching reads packages through too,
 // tells a tree without dpkg from one whose database cannot be read.
 func TestReadDpkgStatusAbsentOrBroken(t *testing.T) {
-	_, err := ReadDpkgStatus(checktest.OpenFS(t, t.TempDir()))
+	_, err := ReadDpkgStatus(collecttest.OpenFS(t, t.TempDir()))
 	if !errors.Is(err, ErrNoDpkg) {
 		t.Errorf("no database: %v, want ErrNoDpkg", err)
 	}
-	dir := checktest.TempTreeOf(t, map[string]any{"var/lib/dpkg/status": "Package: a\nno colon here\n"})
-	_, err = ReadDpkgStatus(checktest.OpenFS(t, dir))
+	dir := collecttest.TempTreeOf(t, map[string]any{"var/lib/dpkg/status": "Package: a\nno colon here\n"})
+	_, err = ReadDpkgStatus(collecttest.OpenFS(t, dir))
 	if err == nil || errors.Is(err, ErrNoDpkg) || !strings.Contains(err.Error(), "/var/lib/dpkg/status") {
 		t.Errorf("broken database: %v, want a parse error naming the file", err)
 	}

@@ -12,15 +12,16 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 const testSBOM = `{"bomFormat":"CycloneDX","specVersion":"1.6","components":[{"name":"openssl"},{"name":"bash"}]}`
 
 func TestSBOMCollectorReadsTheSBOM(t *testing.T) {
 	dir := t.TempDir()
-	checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": testSBOM})
+	collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": testSBOM})
 	f := checktest.NewFacts(facts.KindImage)
-	if err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), f); err != nil {
+	if err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testSBOM))
@@ -48,14 +49,14 @@ func TestSBOMCollectorAbsentIsAFact(t *testing.T) {
 	for name, tree := range map[string]map[string]any{
 		"no file": {},
 		// A link out of the tree resolves inside it, where nothing is.
-		"link out": {"var/lib/gpuhost/sbom.cdx.json": checktest.Symlink(outside)},
+		"link out": {"var/lib/gpuhost/sbom.cdx.json": collecttest.Symlink(outside)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
-			checktest.WriteTree(t, root, map[string]any{"etc/": nil})
-			checktest.WriteTree(t, root, tree)
+			collecttest.WriteTree(t, root, map[string]any{"etc/": nil})
+			collecttest.WriteTree(t, root, tree)
 			f := checktest.NewFacts(facts.KindRootfs)
-			if err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, root, false), f); err != nil {
+			if err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, root, false), f); err != nil {
 				t.Fatal(err)
 			}
 			if f.SBOM == nil || f.SBOM.Present || f.SBOM.Path != SBOMPath {
@@ -72,8 +73,8 @@ func TestSBOMCollectorBadFileNamesIt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": body})
-			err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+			collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": body})
+			err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
 			if err == nil || !strings.Contains(err.Error(), SBOMPath) {
 				t.Errorf("err = %v, want %s named", err, SBOMPath)
 			}
@@ -81,11 +82,11 @@ func TestSBOMCollectorBadFileNamesIt(t *testing.T) {
 	}
 	t.Run("fifo", func(t *testing.T) {
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/": nil})
+		collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/": nil})
 		if err := syscall.Mkfifo(filepath.Join(dir, "var/lib/gpuhost/sbom.cdx.json"), 0o644); err != nil {
 			t.Skip(err)
 		}
-		err := SBOMCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+		err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
 		if err == nil || !strings.Contains(err.Error(), SBOMPath) {
 			t.Errorf("err = %v, want %s named", err, SBOMPath)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -46,7 +47,7 @@ func TestHardenedTree(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	fsys := checktest.OpenFS(t, root)
+	fsys := collecttest.OpenFS(t, root)
 	rt := f.ContainerRuntime
 	if rt == nil || rt.Containerd == nil || rt.Docker == nil {
 		t.Fatalf("container_runtime = %+v", rt)
@@ -111,7 +112,7 @@ func TestEmptyRoot(t *testing.T) {
 }
 
 func TestContainerdV2DropInUnderV3(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/containerd/config.toml": "version = 3\nimports = [\"conf.d/*.toml\"]\n",
 		// nvidia-ctk before 1.18 style: a version 2 file.
 		"/etc/containerd/conf.d/99-nvidia.toml": `version = 2
@@ -125,7 +126,7 @@ SystemdCgroup = true
 `,
 		"/etc/containerd/conf.d/README": "not a toml file",
 	})
-	fsys := checktest.OpenFS(t, dir)
+	fsys := collecttest.OpenFS(t, dir)
 	c, err := LoadContainerd(fsys, ContainerdConfigPath)
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +140,10 @@ SystemdCgroup = true
 }
 
 func TestContainerdNoVersionAndUnset(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/containerd/config.toml": "[plugins.cri.containerd.runtimes.gpu.options]\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\n",
 	})
-	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	c, err := LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +154,12 @@ func TestContainerdNoVersionAndUnset(t *testing.T) {
 }
 
 func TestContainerdImportsOnlyWhatIsNamed(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/containerd/config.toml": "version = 3\n",
 		"/etc/containerd/conf.d/99-nvidia.toml": "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia]\n" +
 			"runtime_type = \"io.containerd.runc.v2\"\n",
 	})
-	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	c, err := LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +169,14 @@ func TestContainerdImportsOnlyWhatIsNamed(t *testing.T) {
 }
 
 func TestIncludeCycles(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/containerd/config.toml":       "version = 2\nimports = [\"a.toml\"]\n",
 		"/etc/containerd/a.toml":            "imports = [\"b.toml\"]\n",
 		"/etc/containerd/b.toml":            "imports = [\"a.toml\", \"/etc/containerd/config.toml\"]\n",
 		"/etc/cdi/ignored-by-this-test.txt": "",
 	})
 	// containerd reads each file once, so a cycle simply ends.
-	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	c, err := LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 	if err != nil {
 		t.Fatalf("containerd cycle: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestIncludeCycles(t *testing.T) {
 }
 
 func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/run/cdi/vendor.json": `{"cdiVersion":"0.6.0","kind":"example.com/fpga","devices":[{"name":"f0","containerEdits":{}}]}`,
 	})
 	if err := os.MkdirAll(filepath.Join(dir, "var"), 0o755); err != nil {
@@ -208,7 +209,7 @@ func TestCDIUnderRunWhenVarRunIsALink(t *testing.T) {
 }
 
 func BenchmarkCollectorsHardened(b *testing.B) {
-	fsys := checktest.OpenFS(b, filepath.Join("testdata", "hardened"))
+	fsys := collecttest.OpenFS(b, filepath.Join("testdata", "hardened"))
 	env := &collect.Env{FS: fsys}
 	ctx := context.Background()
 	for b.Loop() {

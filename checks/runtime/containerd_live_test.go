@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // liveRoot is a host root with a containerd process (pid 4242, started with
@@ -15,7 +15,7 @@ import (
 // runtime, and /etc/containerd/gpu.toml with it.
 func liveRoot(t *testing.T, argv ...string) string {
 	t.Helper()
-	return checktest.TempTree(t, map[string]string{
+	return collecttest.TempTree(t, map[string]string{
 		"proc/4242/comm":             "containerd\n",
 		"proc/4242/cmdline":          strings.Join(argv, "\x00") + "\x00",
 		"proc/77/comm":               "containerd-shim\n",
@@ -28,7 +28,7 @@ func liveRoot(t *testing.T, argv ...string) string {
 func collectRuntime(t *testing.T, root string, live bool) (*facts.Facts, error) {
 	t.Helper()
 	f := &facts.Facts{}
-	err := runtimeCollector{}.Collect(context.Background(), &collect.Env{FS: checktest.OpenFS(t, root), Live: live}, f)
+	err := runtimeCollector{}.Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, root), Live: live}, f)
 	return f, err
 }
 

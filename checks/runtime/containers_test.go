@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/containers/seed"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // seededTree is a rootfs with the layout the seeder writes: index.json from
@@ -46,7 +47,7 @@ func seededTree(t *testing.T, present, missing map[string]string) string {
 		t.Fatal(err)
 	}
 	tree["var/lib/gpuhost/images/index.json"] = idx
-	checktest.WriteTree(t, dir, tree)
+	collecttest.WriteTree(t, dir, tree)
 	return dir
 }
 
@@ -86,7 +87,7 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 		if live {
 			f = checktest.NewFacts(facts.KindHost)
 		}
-		if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, live), f); err != nil {
+		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, live), f); err != nil {
 			t.Fatal(err)
 		}
 		want := []facts.ContainerImage{
@@ -128,26 +129,26 @@ func TestSeededImageRefs(t *testing.T) {
 		map[string]string{"nvcr.io/nvidia/pytorch:24.08-py3": `{"schemaVersion":2,"a":1}`},
 		map[string]string{"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04": `{"schemaVersion":2,"b":2}`},
 	)
-	refs, err := SeededImageRefs(checktest.NewEnv(t, dir, true).FS)
+	refs, err := SeededImageRefs(collecttest.NewEnv(t, dir, true).FS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "nvcr.io/nvidia/pytorch:24.08-py3"}; strings.Join(refs, " ") != strings.Join(want, " ") {
 		t.Errorf("refs %q, want %q", refs, want)
 	}
-	if refs, err := SeededImageRefs(checktest.NewEnv(t, t.TempDir(), true).FS); err != nil || len(refs) != 0 {
+	if refs, err := SeededImageRefs(collecttest.NewEnv(t, t.TempDir(), true).FS); err != nil || len(refs) != 0 {
 		t.Errorf("no layout: refs %q, err %v; want none", refs, err)
 	}
 	bad := t.TempDir()
-	checktest.WriteTree(t, bad, map[string]any{"var/lib/gpuhost/images/index.json": "{"})
-	if _, err := SeededImageRefs(checktest.NewEnv(t, bad, true).FS); err == nil || !strings.Contains(err.Error(), "var/lib/gpuhost/images/index.json") {
+	collecttest.WriteTree(t, bad, map[string]any{"var/lib/gpuhost/images/index.json": "{"})
+	if _, err := SeededImageRefs(collecttest.NewEnv(t, bad, true).FS); err == nil || !strings.Contains(err.Error(), "var/lib/gpuhost/images/index.json") {
 		t.Errorf("bad index: err %v, want the file named", err)
 	}
 }
 
 func TestContainersWithoutALayoutHasNoImages(t *testing.T) {
 	f := checktest.NewFacts(facts.KindRootfs)
-	if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, t.TempDir(), false), f); err != nil {
+	if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, t.TempDir(), false), f); err != nil {
 		t.Fatal(err)
 	}
 	if f.Containers == nil || f.Containers.Images == nil || len(f.Containers.Images) != 0 {
@@ -169,8 +170,8 @@ func TestContainersBadIndexNamesTheFile(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/index.json": body})
-			err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+			collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/index.json": body})
+			err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
 			if err == nil || !strings.Contains(err.Error(), "var/lib/gpuhost/images/index.json") {
 				t.Errorf("err = %v, want the file named", err)
 			}
@@ -187,7 +188,7 @@ func TestContainersHostileLayout(t *testing.T) {
 		if err := syscall.Mkfifo(filepath.Join(dir, "var/lib/gpuhost/images/index.json"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+		err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
 		if err == nil || !strings.Contains(err.Error(), "index.json") {
 			t.Errorf("err = %v, want the FIFO refused by name", err)
 		}
@@ -195,11 +196,11 @@ func TestContainersHostileLayout(t *testing.T) {
 	t.Run("the layout links out of the root", func(t *testing.T) {
 		outside := seededTree(t, map[string]string{"nvcr.io/nvidia/cuda:12": `{"schemaVersion":2}`}, nil)
 		dir := t.TempDir()
-		checktest.WriteTree(t, dir, map[string]any{
-			"var/lib/gpuhost/images": checktest.Symlink(filepath.Join(outside, "var/lib/gpuhost/images")),
+		collecttest.WriteTree(t, dir, map[string]any{
+			"var/lib/gpuhost/images": collecttest.Symlink(filepath.Join(outside, "var/lib/gpuhost/images")),
 		})
 		f := checktest.NewFacts(facts.KindRootfs)
-		if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), f); err != nil {
+		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.Containers.Images) != 0 {
@@ -209,9 +210,9 @@ func TestContainersHostileLayout(t *testing.T) {
 	t.Run("a manifest blob that is a directory", func(t *testing.T) {
 		body := `{"schemaVersion":2}`
 		dir := seededTree(t, nil, map[string]string{"nvcr.io/nvidia/cuda:12": body})
-		checktest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(manifestDigest(body), "sha256:") + "/": nil})
+		collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(manifestDigest(body), "sha256:") + "/": nil})
 		f := checktest.NewFacts(facts.KindRootfs)
-		if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), f); err != nil {
+		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
 			t.Fatal(err)
 		}
 		if len(f.Containers.Images) != 0 {
@@ -263,9 +264,9 @@ func TestContainersVerifiesEveryBlob(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := seededTree(t, map[string]string{ref: body}, nil)
-			checktest.WriteTree(t, dir, map[string]any{layer: tc.content})
+			collecttest.WriteTree(t, dir, map[string]any{layer: tc.content})
 			f := checktest.NewFacts(facts.KindRootfs)
-			if err := ContainersCollector().Collect(context.Background(), checktest.NewEnv(t, dir, false), f); err != nil {
+			if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
 				t.Fatal(err)
 			}
 			switch {

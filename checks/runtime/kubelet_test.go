@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseKubeletConfig(t *testing.T) {
@@ -66,8 +66,8 @@ func TestKubeletDropIns(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			checktest.WriteTree(t, dir, c.files)
-			env := checktest.NewEnv(t, dir, false)
+			collecttest.WriteTree(t, dir, c.files)
+			env := collecttest.NewEnv(t, dir, false)
 			f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
 			if err := (kubeletCollector{}).Collect(context.Background(), env, f); err != nil {
 				t.Fatal(err)

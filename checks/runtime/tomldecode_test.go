@@ -12,7 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // tomlLines is a document's line tree alone, as the tests of lines read it.
@@ -163,11 +163,11 @@ func TestContainerdValueLimit(t *testing.T) {
 		for i := range keys {
 			fmt.Fprintf(&b, "k%x = 1\n", i)
 		}
-		dir := checktest.TempTree(t, map[string]string{
+		dir := collecttest.TempTree(t, map[string]string{
 			"/etc/containerd/config.toml":     main,
 			"/etc/containerd/conf.d/big.toml": b.String(),
 		})
-		_, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+		_, err := LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 		return err
 	}
 	at := MaxContainerdValues - mainValues - 1

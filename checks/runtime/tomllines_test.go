@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // TestContainerdLocations: each setting points at the line that set it
@@ -14,7 +14,7 @@ import (
 // main file, dotted keys and inline tables; a setting left at its default
 // has no line.
 func TestContainerdLocations(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/containerd/config.toml": strings.Join([]string{
 			"version = 3",                 // 1
 			`imports = ["conf.d/*.toml"]`, // 2
@@ -40,7 +40,7 @@ func TestContainerdLocations(t *testing.T) {
 			"runtimes.nvidia.options.SystemdCgroup = true",                             // 5
 		}, "\n") + "\n",
 	})
-	c, err := LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	c, err := LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,8 @@ func TestContainerdLocations(t *testing.T) {
 	}
 
 	// Left at its defaults, nothing has a line.
-	dir = checktest.TempTree(t, map[string]string{"/etc/containerd/config.toml": "version = 3\n"})
-	c, err = LoadContainerd(checktest.OpenFS(t, dir), ContainerdConfigPath)
+	dir = collecttest.TempTree(t, map[string]string{"/etc/containerd/config.toml": "version = 3\n"})
+	c, err = LoadContainerd(collecttest.OpenFS(t, dir), ContainerdConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -44,7 +45,7 @@ func TestHardenedTree(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	fsys := checktest.OpenFS(t, root)
+	fsys := collecttest.OpenFS(t, root)
 	ssh := f.SSH
 	if ssh == nil {
 		t.Fatal("ssh not filled")
@@ -101,7 +102,7 @@ func TestSymlinkToHostFile(t *testing.T) {
 	}
 	hostFirst := strings.SplitN(string(hostData), "\n", 2)[0]
 	for _, target := range []string{"/etc/passwd", "../../../../../../../../etc/passwd"} {
-		dir := checktest.TempTree(t, map[string]string{"/etc/passwd": "PermitRootLogin rootfs-own-value\n"})
+		dir := collecttest.TempTree(t, map[string]string{"/etc/passwd": "PermitRootLogin rootfs-own-value\n"})
 		if err := os.MkdirAll(filepath.Join(dir, "etc", "ssh"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestSymlinkToHostFile(t *testing.T) {
 }
 
 func TestHugeSparseSSHDConfig(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{"/etc/ssh/.keep": ""})
+	dir := collecttest.TempTree(t, map[string]string{"/etc/ssh/.keep": ""})
 	p := filepath.Join(dir, "etc", "ssh", "sshd_config")
 	fh, err := os.Create(p)
 	if err != nil {
@@ -146,7 +147,7 @@ func TestHugeSparseSSHDConfig(t *testing.T) {
 // TestSSHHostPrivateKeyFiles lists the host private keys an image carries,
 // named by a HostKey line or not, and not their public halves.
 func TestSSHHostPrivateKeyFiles(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssh/sshd_config":                "HostKey /etc/ssh/ssh_host_ed25519_key\n",
 		"/etc/ssh/ssh_host_ed25519_key":       "PRIVATE",
 		"/etc/ssh/ssh_host_ed25519_key.pub":   "ssh-ed25519 AAAA",
@@ -163,7 +164,7 @@ func TestSSHHostPrivateKeyFiles(t *testing.T) {
 	if want := []string{"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key"}; !slices.Equal(f.SSH.HostPrivateKeyFiles, want) {
 		t.Errorf("host private keys %v, want %v", f.SSH.HostPrivateKeyFiles, want)
 	}
-	clean := checktest.TempTree(t, map[string]string{"/etc/ssh/sshd_config": "PermitRootLogin no\n"})
+	clean := collecttest.TempTree(t, map[string]string{"/etc/ssh/sshd_config": "PermitRootLogin no\n"})
 	f, errs = gather(t, clean)
 	if errs["ssh"] != nil || len(f.SSH.HostPrivateKeyFiles) != 0 {
 		t.Errorf("an image without keys: %v %v", f.SSH.HostPrivateKeyFiles, errs["ssh"])
@@ -181,12 +182,12 @@ func TestEmptyRoot(t *testing.T) {
 }
 
 func TestIncludeCycles(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssh/sshd_config": "Include a.conf\n",
 		"/etc/ssh/a.conf":      "Include /etc/ssh/b.conf\n",
 		"/etc/ssh/b.conf":      "Include a.conf\n",
 	})
-	if _, err := LoadSSHD(checktest.OpenFS(t, dir), SSHDConfigPath); err == nil || !strings.Contains(err.Error(), "deeper") {
+	if _, err := LoadSSHD(collecttest.OpenFS(t, dir), SSHDConfigPath); err == nil || !strings.Contains(err.Error(), "deeper") {
 		t.Errorf("sshd cycle: %v", err)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestSSHDMatchBlocks(t *testing.T) {
-	src := checktest.OpenFS(t, checktest.TempTree(t, map[string]string{
+	src := collecttest.OpenFS(t, collecttest.TempTree(t, map[string]string{
 		"/etc/ssh/sshd_config":          "PasswordAuthentication no\nInclude sshd_config.d/*.conf\nMatch Address 10.0.0.0/8\n  PermitRootLogin yes\n  Include match.d/x.conf\nPermitEmptyPasswords yes\n",
 		"/etc/ssh/sshd_config.d/a.conf": "KbdInteractiveAuthentication no\nMatch User x\nPasswordAuthentication yes\n",
 		"/etc/ssh/match.d/x.conf":       "ChallengeResponseAuthentication yes\n",
@@ -76,12 +76,12 @@ Match User backup
 }
 
 func TestLoadSSHDMatchEndsWithIncludedFile(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssh/sshd_config":             "Include sshd_config.d/*.conf\nPasswordAuthentication no\n",
 		"/etc/ssh/sshd_config.d/10-a.conf": "Match Group sftp\n  ForceCommand internal-sftp\n",
 		"/etc/ssh/sshd_config.d/20-b.conf": "PermitRootLogin no\n",
 	})
-	cfg, err := LoadSSHD(checktest.OpenFS(t, dir), SSHDConfigPath)
+	cfg, err := LoadSSHD(collecttest.OpenFS(t, dir), SSHDConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 // issued is a certificate a test made, with its key.
@@ -138,7 +138,7 @@ func storeDir(t testing.TB, path string, pems ...[]byte) string {
 
 func storeOf(t testing.TB, dir string) *trustStore {
 	t.Helper()
-	return loadTrustStore(checktest.NewEnv(t, dir, true).FS)
+	return loadTrustStore(collecttest.NewEnv(t, dir, true).FS)
 }
 
 func certs(cs ...*issued) []*x509.Certificate {
@@ -330,7 +330,7 @@ func TestClearFlightChain(t *testing.T) {
 // BenchmarkLoadTrustStore reads and parses this machine's own CA bundle,
 // which every live scan does once.
 func BenchmarkLoadTrustStore(b *testing.B) {
-	env := checktest.NewEnv(b, "/", true)
+	env := collecttest.NewEnv(b, "/", true)
 	if ts := loadTrustStore(env.FS); ts.roots == nil {
 		b.Skipf("this machine has no CA bundle to read: %s", ts.err)
 	}

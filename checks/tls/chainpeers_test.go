@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -79,7 +79,7 @@ func probeChain(t *testing.T, port int, root *issued) facts.TLSProbe {
 	t.Helper()
 	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
 	dir := storeDir(t, "etc/ssl/certs/ca-certificates.crt", root.pem())
-	if err := collectOne(t, checktest.NewEnv(t, dir, true), f, "tls_probe"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
 	if err := facts.Validate(*f); err != nil {

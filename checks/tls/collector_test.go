@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -46,7 +47,7 @@ func TestHardenedTree(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	fsys := checktest.OpenFS(t, root)
+	fsys := collecttest.OpenFS(t, root)
 	if f.TLS == nil || f.TLS.OpenSSL == nil {
 		t.Fatal("tls.openssl not filled")
 	}
@@ -74,7 +75,7 @@ func TestWeakTree(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	fsys := checktest.OpenFS(t, root)
+	fsys := collecttest.OpenFS(t, root)
 	if o := f.TLS.OpenSSL; o == nil || o.MinProtocol != "TLSv1.2" {
 		t.Errorf("openssl = %+v", o)
 	}
@@ -97,7 +98,7 @@ func equalNginx(a, b []facts.NginxTLS) bool {
 }
 
 func TestTLSKeepsProbes(t *testing.T) {
-	env := &collect.Env{FS: checktest.OpenFS(t, t.TempDir())}
+	env := &collect.Env{FS: collecttest.OpenFS(t, t.TempDir())}
 	f := &facts.Facts{TLS: &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}}
 	if err := (tlsCollector{}).Collect(context.Background(), env, f); err != nil {
 		t.Fatal(err)
@@ -108,10 +109,10 @@ func TestTLSKeepsProbes(t *testing.T) {
 }
 
 func TestOpenSSLBrokenChain(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssl/openssl.cnf": "openssl_conf = init\n[init]\nssl_conf = missing_sect\n[system_default_sect]\nMinProtocol = TLSv1.3\n",
 	})
-	o, err := CollectOpenSSL(checktest.OpenFS(t, dir))
+	o, err := CollectOpenSSL(collecttest.OpenFS(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestOpenSSLBrokenChain(t *testing.T) {
 }
 
 func TestFIFOInsteadOfNginxConf(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{"/etc/nginx/.keep": ""})
+	dir := collecttest.TempTree(t, map[string]string{"/etc/nginx/.keep": ""})
 	fifo := filepath.Join(dir, "etc", "nginx", "nginx.conf")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
@@ -144,7 +145,7 @@ func TestEmptyRoot(t *testing.T) {
 }
 
 func TestIncludeCycles(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssl/openssl.cnf":  ".include /etc/ssl/a.cnf\n",
 		"/etc/ssl/a.cnf":        ".include b.cnf\n",
 		"/etc/ssl/b.cnf":        ".include = a.cnf\n",
@@ -152,7 +153,7 @@ func TestIncludeCycles(t *testing.T) {
 		"/etc/nginx/a.conf":     "include b.conf;\n",
 		"/etc/nginx/b.conf":     "include a.conf;\n",
 	})
-	fsys := checktest.OpenFS(t, dir)
+	fsys := collecttest.OpenFS(t, dir)
 	if _, err := LoadOpenSSL(fsys, OpenSSLConfigPath); err == nil || !strings.Contains(err.Error(), "deeper") {
 		t.Errorf("openssl cycle: %v", err)
 	}

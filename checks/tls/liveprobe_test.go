@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -248,7 +248,7 @@ func BenchmarkProbeTypicalServer(b *testing.B) {
 		b.Fatalf("s_server exited:\n%s", proc.Output())
 	}
 	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
-	env := checktest.NewEnv(b, b.TempDir(), true)
+	env := collecttest.NewEnv(b, b.TempDir(), true)
 	conns := 0
 	for b.Loop() {
 		if err := collectOne(b, env, f, "tls_probe"); err != nil {

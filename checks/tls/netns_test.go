@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -138,7 +138,7 @@ func TestProbeInsideNetns(t *testing.T) {
 		go acceptHandshakes(ln)
 		f.Network.Listening = append(f.Network.Listening, l)
 	}
-	env := checktest.NewEnv(t, t.TempDir(), true)
+	env := collecttest.NewEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = time.Second
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseOpenSSLSyntax(t *testing.T) {
@@ -72,13 +72,13 @@ func TestParseOpenSSLExpansionBounded(t *testing.T) {
 }
 
 func TestLoadOpenSSLIncludeDir(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/ssl/openssl.cnf":          "openssl_conf = init\n.include conf.d\n",
 		"/etc/ssl/conf.d/10-init.cnf":   "[init]\nssl_conf = ssl\n[ssl]\nsystem_default = sys\n",
 		"/etc/ssl/conf.d/20-sys.conf":   "[sys]\nMinProtocol = TLSv1.3\n",
 		"/etc/ssl/conf.d/30-ignored.md": "[sys]\nMinProtocol = TLSv1\n",
 	})
-	cfg, err := LoadOpenSSL(checktest.OpenFS(t, dir), OpenSSLConfigPath)
+	cfg, err := LoadOpenSSL(collecttest.OpenFS(t, dir), OpenSSLConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +147,13 @@ func TestParseNginxErrors(t *testing.T) {
 }
 
 func TestLoadNginxIncludeGlobRelative(t *testing.T) {
-	dir := checktest.TempTree(t, map[string]string{
+	dir := collecttest.TempTree(t, map[string]string{
 		"/etc/nginx/nginx.conf":            "http { include sites/*.conf; }\n",
 		"/etc/nginx/sites/b.conf":          "server { listen 443 ssl; }\n",
 		"/etc/nginx/sites/a.conf":          "server {\n ssl_protocols TLSv1.3;\n listen 443 ssl;\n}\n",
 		"/etc/nginx/sites/not-matched.txt": "garbage {",
 	})
-	fsys := checktest.OpenFS(t, dir)
+	fsys := collecttest.OpenFS(t, dir)
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
 		t.Fatal(err)

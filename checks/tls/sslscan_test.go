@@ -16,8 +16,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )
@@ -149,7 +149,7 @@ func agreeWithSslscan(t *testing.T, p facts.TLSProbe, port int, extra ...string)
 func probeWildcard(t *testing.T, port int) facts.TLSProbe {
 	t.Helper()
 	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
-	if err := collectOne(t, checktest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
 	if err := facts.Validate(*f); err != nil {

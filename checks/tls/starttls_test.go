@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -53,7 +53,7 @@ func TestSMTPStartTLSWith3DES(t *testing.T) {
 	t.Logf("TLS served by %s", by)
 	fr := startFront(t, "smtp", backend, true)
 	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: fr.port, Process: "master"})
-	if err := collectOne(t, checktest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
+	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
 	if err := facts.Validate(*f); err != nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -65,7 +65,7 @@ func dialable(port int) bool {
 func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	t.Helper()
 	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
-	env := checktest.NewEnv(t, t.TempDir(), true)
+	env := collecttest.NewEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = timeout
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func BenchmarkProbe50Listeners(b *testing.B) {
 		f.Network.Listening = append(f.Network.Listening,
 			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
 	}
-	env := checktest.NewEnv(b, b.TempDir(), true)
+	env := collecttest.NewEnv(b, b.TempDir(), true)
 	env.ProbeConcurrency = defaultProbeConcurrency
 	for b.Loop() {
 		if err := collectOne(b, env, f, "tls_probe"); err != nil {

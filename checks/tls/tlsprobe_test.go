@@ -21,6 +21,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -121,7 +122,7 @@ func TestTLSProbe(t *testing.T) {
 		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
 		facts.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
 	)
-	env := checktest.NewEnv(t, t.TempDir(), true)
+	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func listening(ls ...facts.Listener) *facts.Facts {
 }
 
 func TestTLSProbeNeedsListeners(t *testing.T) {
-	err := collectOne(t, checktest.NewEnv(t, t.TempDir(), true), checktest.NewFacts(facts.KindHost), "tls_probe")
+	err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), checktest.NewFacts(facts.KindHost), "tls_probe")
 	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
 		t.Errorf("%s %q", st, reason)
 	}
@@ -163,7 +164,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 	f := checktest.NewFacts(facts.KindHost)
 	f.Network = &facts.Network{Listening: []facts.Listener{}}
 	f.Record("network", facts.StatusError, "reading sockets: permission denied")
-	err = collectOne(t, checktest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
+	err = collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
 	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
 		t.Errorf("%s %q", st, reason)
 	}
@@ -180,7 +181,7 @@ func TestTLSProbeCancelled(t *testing.T) {
 			c = x
 		}
 	}
-	if err := c.Collect(ctx, checktest.NewEnv(t, t.TempDir(), true), f); err == nil {
+	if err := c.Collect(ctx, collecttest.NewEnv(t, t.TempDir(), true), f); err == nil {
 		t.Errorf("cancelled probe succeeded: %+v", f.TLS)
 	}
 }
@@ -216,7 +217,7 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 		facts.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
 		facts.Listener{Proto: "udp6", Address: "::", Port: 443},
 	)
-	env := checktest.NewEnv(t, t.TempDir(), true)
+	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,86 +1,19 @@
-// Package checktest is what the collectors' tests share: fake trees written
-// from maps (files, symlinks, directories), an environment over one that
-// keeps the test machine's kernel and service manager out of its facts,
-// and running collectors the way the orchestrator does.
+// Package checktest runs collectors in tests the way the loop does, into a
+// facts document (Run, CollectOne, CollectDir), and holds the fixtures more
+// than one domain's tests read. The trees and environments they run over
+// are package collecttest's.
 package checktest
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
-
-// Symlink marks a tree entry that is a symlink to the given target.
-type Symlink string
-
-// WriteTree creates files (string or []byte content), symlinks and empty
-// directories (name ending in "/") under dir.
-func WriteTree(t testing.TB, dir string, tree map[string]any) {
-	t.Helper()
-	for name, v := range tree {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		switch c := v.(type) {
-		case string:
-			err = os.WriteFile(p, []byte(c), 0o644)
-		case []byte:
-			err = os.WriteFile(p, c, 0o644)
-		case Symlink:
-			err = os.Symlink(string(c), p)
-		default:
-			t.Fatalf("bad tree entry %s: %T", name, v)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// NewEnv opens dir as the scanned tree.
-func NewEnv(t testing.TB, dir string, live bool) *collect.Env {
-	t.Helper()
-	fsys, c, err := sysroot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &collect.Env{
-		FS:               fsys,
-		Live:             live,
-		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ProbeTimeout:     2 * time.Second,
-		ProbeConcurrency: 4,
-		// A fake host has no kernel ruleset and no service manager of its
-		// own; the test machine's must not leak into its facts.
-		NetNS: NoNetNS,
-		UnitState: func(context.Context, string) (string, string) {
-			return "unknown", "the fake host has no service manager"
-		},
-	}
-}
-
-// NoNetNS is a namespace path that does not exist, so that a fake live host
-// takes the path of a host whose kernel ruleset cannot be read.
-const NoNetNS = "/nonexistent/netns"
 
 // NewFacts is an empty document of the given target kind, stamped at a
 // fixed time so that golden files hold still.
@@ -136,48 +69,12 @@ func WantStatus(t *testing.T, f *facts.Facts, name, status string) {
 	}
 }
 
-// TempTree writes files (root-relative names, a leading "/" allowed) into a
-// new temporary directory and returns it.
-func TempTree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, "/")))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// OpenFS opens dir as a scanned tree, closed when the test ends.
-func OpenFS(t testing.TB, dir string) sysroot.FS {
-	t.Helper()
-	fsys, closer, err := sysroot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closer.Close() })
-	return fsys
-}
-
-// TempTreeOf is WriteTree into a new temporary directory, which it returns.
-func TempTreeOf(t testing.TB, tree map[string]any) string {
-	t.Helper()
-	dir := t.TempDir()
-	WriteTree(t, dir, tree)
-	return dir
-}
-
 // CollectDir runs cs over dir as an offline rootfs, in the order given and
 // without what they need, and returns the document and each collector's
 // raw error: for tests of what a collector makes of its own files.
 func CollectDir(t testing.TB, dir string, cs ...collector.Collector) (*facts.Facts, map[string]error) {
 	t.Helper()
-	env := &collect.Env{FS: OpenFS(t, dir)}
+	env := &collect.Env{FS: collecttest.OpenFS(t, dir)}
 	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
 	errs := map[string]error{}
 	for _, c := range cs {

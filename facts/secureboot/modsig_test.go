@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -74,8 +73,8 @@ func moduleTree(t *testing.T) (dir, cert string) {
 	return dir, cert
 }
 
-func byName(ms []facts.KernelModule) map[string]facts.KernelModule {
-	out := map[string]facts.KernelModule{}
+func byName(ms []KernelModule) map[string]KernelModule {
+	out := map[string]KernelModule{}
 	for _, m := range ms {
 		out[m.Name] = m
 	}
@@ -86,11 +85,9 @@ func byName(ms []facts.KernelModule) map[string]facts.KernelModule {
 // certificate, through xz, zstd and gzip, and agree with openssl cms.
 func TestOfflineModulesAgreeWithOpenSSL(t *testing.T) {
 	dir, cert := moduleTree(t)
-	f := checktest.NewFacts(facts.KindRootfs)
-	checktest.Run(t, checktest.NewEnv(t, dir, false), f, Collectors())
-	sb := f.SecureBoot
-	if sb == nil || f.Collectors["secureboot"].Status != facts.StatusOK || sb.ModulesError != "" {
-		t.Fatalf("facts %+v, status %+v", sb, f.Collectors["secureboot"])
+	sb := collectFacts(t, collecttest.NewEnv(t, dir, false))
+	if sb == nil || sb.ModulesError != "" {
+		t.Fatalf("facts %+v", sb)
 	}
 	if len(sb.TrustedKeys) != 1 || sb.TrustedKeys[0].Source != dkmsCert || !sb.TrustedKeys[0].Enrolled || sb.TrustedKeys[0].Subject != "CN=DKMS module signing key" {
 		t.Errorf("trusted keys %+v", sb.TrustedKeys)
@@ -140,9 +137,8 @@ func TestDKMSCertificateInDER(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "var/lib/dkms/mok.pub"), []byte(der), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := checktest.NewFacts(facts.KindRootfs)
-	checktest.Run(t, checktest.NewEnv(t, dir, false), f, Collectors())
-	if m := byName(f.SecureBoot.Modules)["nvidia"]; m.VerifiedBy != dkmsCert {
+	sb := collectFacts(t, collecttest.NewEnv(t, dir, false))
+	if m := byName(sb.Modules)["nvidia"]; m.VerifiedBy != dkmsCert {
 		t.Errorf("with a DER certificate: %+v", m)
 	}
 }

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -41,29 +40,25 @@ func TestImageESP(t *testing.T) {
 	signed := filepath.Join(dir, "grub.signed.efi")
 	sbsign(t, key, cert, grub, signed)
 	esp := espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub, "/EFI/debian/grubx64.efi": signed})
-	env := checktest.NewEnv(t, t.TempDir(), false)
+	env := collecttest.NewEnv(t, t.TempDir(), false)
 	env.Devices = []collect.BlockDevice{
 		{Name: "partition 1", Size: 1 << 20, R: strings.NewReader(strings.Repeat("\x00", 1<<20))},
 		device(t, "partition 2", esp),
 	}
-	f := checktest.NewFacts(facts.KindImage)
-	checktest.Run(t, env, f, Collectors())
-	sb := f.SecureBoot
+	sb := collectFacts(t, env)
 	if sb.ESP != "partition 2" || sb.ESPError != "" || len(sb.BootFiles) != 2 {
 		t.Fatalf("ESP %q (%q), boot files %+v", sb.ESP, sb.ESPError, sb.BootFiles)
 	}
 	boot, vendor := sb.BootFiles[0], sb.BootFiles[1]
-	if boot.Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || boot.Role != facts.RoleGRUB || len(boot.Signatures) != 0 || boot.Error != "" {
+	if boot.Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || boot.Role != RoleGRUB || len(boot.Signatures) != 0 || boot.Error != "" {
 		t.Errorf("BOOTX64.EFI: %+v", boot)
 	}
-	if vendor.Path != "partition 2:/EFI/debian/grubx64.efi" || vendor.Role != facts.RoleGRUB || !verified(vendor) {
+	if vendor.Path != "partition 2:/EFI/debian/grubx64.efi" || vendor.Role != RoleGRUB || !verified(vendor) {
 		t.Errorf("grubx64.efi: %+v", vendor)
 	}
 	// An ESP with no /EFI holds no boot files, and that is no error.
 	env.Devices = []collect.BlockDevice{device(t, "partition 1", espImage(t, nil))}
-	f = checktest.NewFacts(facts.KindImage)
-	checktest.Run(t, env, f, Collectors())
-	if empty := f.SecureBoot; empty.ESP != "partition 1" || empty.ESPError != "" || len(empty.BootFiles) != 0 {
+	if empty := collectFacts(t, env); empty.ESP != "partition 1" || empty.ESPError != "" || len(empty.BootFiles) != 0 {
 		t.Errorf("an empty ESP: %+v", empty)
 	}
 	// The peer: mtools copies the same bytes out of the partition.
@@ -87,23 +82,20 @@ func TestTreeESPAndKernels(t *testing.T) {
 	sbsign(t, key, cert, grub, signed)
 	copyFile(t, signed, filepath.Join(root, "boot/efi/EFI/debian/grubx64.efi"))
 	copyFile(t, grub, filepath.Join(root, "boot/vmlinuz-"+testRelease))
-	checktest.WriteTree(t, root, map[string]any{"boot/efi/EFI/debian/grub.cfg": "search\n", "boot/vmlinuz": checktest.Symlink("vmlinuz-" + testRelease)})
-	f := checktest.NewFacts(facts.KindRootfs)
-	checktest.Run(t, checktest.NewEnv(t, root, false), f, Collectors())
-	sb := f.SecureBoot
+	collecttest.WriteTree(t, root, map[string]any{"boot/efi/EFI/debian/grub.cfg": "search\n", "boot/vmlinuz": collecttest.Symlink("vmlinuz-" + testRelease)})
+	sb := collectFacts(t, collecttest.NewEnv(t, root, false))
 	if sb.ESP != "/boot/efi" || len(sb.BootFiles) != 2 {
 		t.Fatalf("%+v", sb)
 	}
 	if bf := sb.BootFiles[0]; bf.Path != "/boot/efi/EFI/debian/grubx64.efi" || !verified(bf) {
 		t.Errorf("%+v", bf)
 	}
-	if bf := sb.BootFiles[1]; bf.Path != "/boot/vmlinuz-"+testRelease || bf.Role != facts.RoleKernel || len(bf.Signatures) != 0 {
+	if bf := sb.BootFiles[1]; bf.Path != "/boot/vmlinuz-"+testRelease || bf.Role != RoleKernel || len(bf.Signatures) != 0 {
 		t.Errorf("%+v", bf)
 	}
 
-	f = checktest.NewFacts(facts.KindRootfs)
-	checktest.Run(t, checktest.NewEnv(t, dir, false), f, Collectors())
-	if sb := f.SecureBoot; sb.ESP != "" || len(sb.BootFiles) != 0 || len(sb.Modules) != 0 || len(sb.TrustedKeys) != 0 {
+	sb = collectFacts(t, collecttest.NewEnv(t, dir, false))
+	if sb.ESP != "" || len(sb.BootFiles) != 0 || len(sb.Modules) != 0 || len(sb.TrustedKeys) != 0 {
 		t.Errorf("an empty tree: %+v", sb)
 	}
 }
@@ -136,11 +128,10 @@ func TestImageESPDamage(t *testing.T) {
 		if err := os.WriteFile(esp, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		env := checktest.NewEnv(t, t.TempDir(), false)
+		env := collecttest.NewEnv(t, t.TempDir(), false)
 		env.Devices = []collect.BlockDevice{device(t, "partition 2", esp)}
-		f := checktest.NewFacts(facts.KindImage)
-		checktest.Run(t, env, f, Collectors())
-		if sb := f.SecureBoot; sb.ESP != "partition 2" || !strings.Contains(sb.ESPError, "partition 2") || !strings.Contains(sb.ESPError, tc.want) || len(sb.BootFiles) != 0 {
+		sb := collectFacts(t, env)
+		if sb.ESP != "partition 2" || !strings.Contains(sb.ESPError, "partition 2") || !strings.Contains(sb.ESPError, tc.want) || len(sb.BootFiles) != 0 {
 			t.Errorf("%s: ESP %q error %q files %+v, want an error with %q", name, sb.ESP, sb.ESPError, sb.BootFiles, tc.want)
 		}
 	}

@@ -1,11 +1,13 @@
 package secureboot
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -73,4 +75,15 @@ func writeFile(t *testing.T, name string, data []byte) {
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// collectFacts runs Collect over env and fails the test unless it
+// collected.
+func collectFacts(t *testing.T, env *collect.Env) *SecureBoot {
+	t.Helper()
+	sb, err := Collect(context.Background(), env)
+	if err != nil || sb == nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return sb
 }

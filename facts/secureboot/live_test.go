@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -45,7 +44,7 @@ func liveHost(t *testing.T) string {
 	signModule(t, otherKey, otherCert, filepath.Join(mods, "nvidia-uvm.ko"))
 	compress(t, filepath.Join(mods, "nvidia-uvm.ko"), "xz", "xz-utils", "--check=crc32", "--lzma2=dict=1MiB")
 	copyFile(t, cert, filepath.Join(root, "var/lib/dkms/mok.pub"))
-	checktest.WriteTree(t, root, map[string]any{
+	collecttest.WriteTree(t, root, map[string]any{
 		"sys/firmware/efi/efivars/SecureBoot-" + globalVar: efiVar(1),
 		"sys/firmware/efi/efivars/SetupMode-" + globalVar:  efiVar(0),
 		"sys/firmware/efi/efivars/MokListRT-" + shimVar:    efiVar(mokListRT(t, cert)...),
@@ -64,9 +63,7 @@ func liveHost(t *testing.T) string {
 // out-of-tree modules are read in the kernel's and firmware's formats.
 func TestLiveHost(t *testing.T) {
 	root := liveHost(t)
-	f := checktest.NewFacts(facts.KindHost)
-	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
-	sb := f.SecureBoot
+	sb := collectFacts(t, collecttest.NewEnv(t, root, true))
 	if fw := sb.Firmware; fw == nil || !fw.EFI || fw.SecureBoot == nil || !*fw.SecureBoot || fw.SetupMode == nil || *fw.SetupMode || fw.Error != "" {
 		t.Errorf("firmware %+v", sb.Firmware)
 	}
@@ -98,9 +95,8 @@ func TestLiveDKMSCertificateNotEnrolled(t *testing.T) {
 	root := liveHost(t)
 	_, other := testKey(t, t.TempDir(), "not enrolled")
 	copyFile(t, other, filepath.Join(root, "var/lib/dkms/mok.pub"))
-	f := checktest.NewFacts(facts.KindHost)
-	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
-	keys := f.SecureBoot.TrustedKeys
+	sb := collectFacts(t, collecttest.NewEnv(t, root, true))
+	keys := sb.TrustedKeys
 	if len(keys) != 2 || keys[1].Source != dkmsCert || keys[1].Enrolled || keys[1].Subject != "CN=not enrolled" {
 		t.Errorf("trusted keys %+v", keys)
 	}
@@ -111,36 +107,36 @@ func TestLiveDKMSCertificateNotEnrolled(t *testing.T) {
 func TestLiveFirmwareAndLockdownStates(t *testing.T) {
 	for name, tc := range map[string]struct {
 		tree     map[string]any
-		fw       facts.Firmware
-		lockdown facts.Lockdown
+		fw       Firmware
+		lockdown Lockdown
 	}{
 		"BIOS boot, no lockdown LSM": {
 			map[string]any{"sys/kernel/security/apparmor/": ""},
-			facts.Firmware{EFI: false}, facts.Lockdown{Mode: "none", Source: lockdownFS},
+			Firmware{EFI: false}, Lockdown{Mode: "none", Source: lockdownFS},
 		},
 		"efivarfs not mounted": {
 			map[string]any{"sys/firmware/efi/efivars/": "", "sys/kernel/security/": ""},
-			facts.Firmware{EFI: true, Error: "efivarfs is not mounted at /sys/firmware/efi/efivars, so the Secure Boot variables cannot be read"},
-			facts.Lockdown{Source: lockdownFS, Error: "securityfs is not mounted at /sys/kernel/security, so the lockdown mode cannot be read"},
+			Firmware{EFI: true, Error: "efivarfs is not mounted at /sys/firmware/efi/efivars, so the Secure Boot variables cannot be read"},
+			Lockdown{Source: lockdownFS, Error: "securityfs is not mounted at /sys/kernel/security, so the lockdown mode cannot be read"},
 		},
 		"no Secure Boot support, lockdown none": {
 			map[string]any{"sys/firmware/efi/efivars/BootOrder-" + globalVar: efiVar(0, 0), "sys/kernel/security/lockdown": "[none] integrity confidentiality\n"},
-			facts.Firmware{EFI: true, SecureBoot: new(bool), SetupMode: new(bool)}, facts.Lockdown{Mode: "none", Source: lockdownFS},
+			Firmware{EFI: true, SecureBoot: new(bool), SetupMode: new(bool)}, Lockdown{Mode: "none", Source: lockdownFS},
 		},
 		"malformed variable": {
 			map[string]any{"sys/firmware/efi/efivars/SecureBoot-" + globalVar: efiVar(1, 1), "sys/firmware/efi/efivars/SetupMode-" + globalVar: efiVar(1),
 				"sys/kernel/security/lockdown": "integrity\n"},
-			facts.Firmware{EFI: true, SetupMode: ptrTo(true),
+			Firmware{EFI: true, SetupMode: ptrTo(true),
 				Error: "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c: 6 bytes (want 4 of attributes and 1 of value, 0 or 1)"},
-			facts.Lockdown{Source: lockdownFS, Error: `/sys/kernel/security/lockdown names no mode in brackets: "integrity\n"`},
+			Lockdown{Source: lockdownFS, Error: `/sys/kernel/security/lockdown names no mode in brackets: "integrity\n"`},
 		},
 	} {
 		root := t.TempDir()
-		checktest.WriteTree(t, root, tc.tree)
-		if fw := firmware(checktest.NewEnv(t, root, true).FS); !sameFirmware(*fw, tc.fw) {
+		collecttest.WriteTree(t, root, tc.tree)
+		if fw := firmware(collecttest.NewEnv(t, root, true).FS); !sameFirmware(*fw, tc.fw) {
 			t.Errorf("%s: firmware %+v, want %+v", name, *fw, tc.fw)
 		}
-		if l := lockdown(checktest.NewEnv(t, root, true).FS); *l != tc.lockdown {
+		if l := lockdown(collecttest.NewEnv(t, root, true).FS); *l != tc.lockdown {
 			t.Errorf("%s: lockdown %+v, want %+v", name, *l, tc.lockdown)
 		}
 	}
@@ -148,7 +144,7 @@ func TestLiveFirmwareAndLockdownStates(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func sameFirmware(a, b facts.Firmware) bool {
+func sameFirmware(a, b Firmware) bool {
 	eq := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.EFI == b.EFI && a.Error == b.Error && eq(a.SecureBoot, b.SecureBoot) && eq(a.SetupMode, b.SetupMode)
 }
@@ -186,25 +182,22 @@ func TestParseSignatureLists(t *testing.T) {
 // offline, or a host whose fstab names no ESP, reads the directory.
 func TestLiveESPNotMounted(t *testing.T) {
 	root := liveHost(t)
-	checktest.WriteTree(t, root, map[string]any{
+	collecttest.WriteTree(t, root, map[string]any{
 		"etc/fstab":  "/dev/mapper/root / ext4 defaults 0 1\nUUID=0D1C-5B7E /boot/efi vfat umask=0077,nofail 0 2\n",
 		"boot/efi/":  nil,
 		"boot/grub/": nil,
 	})
-	f := checktest.NewFacts(facts.KindHost)
-	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
-	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || !strings.Contains(sb.ESPError, "mounts UUID=0D1C-5B7E at /boot/efi (line 2), and nothing is mounted there") {
+	sb := collectFacts(t, collecttest.NewEnv(t, root, true))
+	if sb.ESP != "/boot/efi" || !strings.Contains(sb.ESPError, "mounts UUID=0D1C-5B7E at /boot/efi (line 2), and nothing is mounted there") {
 		t.Errorf("an unmounted ESP: %q %q", sb.ESP, sb.ESPError)
 	}
-	f = checktest.NewFacts(facts.KindRootfs)
-	checktest.Run(t, checktest.NewEnv(t, root, false), f, Collectors())
-	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || sb.ESPError != "" {
+	sb = collectFacts(t, collecttest.NewEnv(t, root, false))
+	if sb.ESP != "/boot/efi" || sb.ESPError != "" {
 		t.Errorf("the tree offline: %q %q", sb.ESP, sb.ESPError)
 	}
-	checktest.WriteTree(t, root, map[string]any{"etc/fstab": "/dev/mapper/root / ext4 defaults 0 1\n"})
-	f = checktest.NewFacts(facts.KindHost)
-	checktest.Run(t, checktest.NewEnv(t, root, true), f, Collectors())
-	if sb := f.SecureBoot; sb.ESP != "/boot/efi" || sb.ESPError != "" {
+	collecttest.WriteTree(t, root, map[string]any{"etc/fstab": "/dev/mapper/root / ext4 defaults 0 1\n"})
+	sb = collectFacts(t, collecttest.NewEnv(t, root, true))
+	if sb.ESP != "/boot/efi" || sb.ESPError != "" {
 		t.Errorf("no ESP in fstab: %q %q", sb.ESP, sb.ESPError)
 	}
 }

@@ -6,6 +6,10 @@
 // image and the host booted from it are read alike, so that the same
 // checks judge both; the partition of a disk image is read as FAT32
 // without mounting it.
+//
+// The folder is the whole domain: the facts (facts.go, the document's
+// secure_boot key), the collector that fills them (Collect), and the
+// checks that judge them (the Rego beside them).
 package secureboot
 
 import (
@@ -15,30 +19,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
-// Collectors returns the collector of this package: secureboot.
-func Collectors() []collector.Collector { return []collector.Collector{Collector{}} }
-
-// Collector fills facts.SecureBoot.
-type Collector struct{}
-
-var _ collector.Collector = Collector{}
-
-// Name is the collector's name, as checks require it.
-func (Collector) Name() string { return "secureboot" }
-
-// Needs is empty: it reads the target alone.
-func (Collector) Needs() []string { return nil }
-
 // Collect reads the boot chain. What it cannot read is recorded beside
-// what it could, so each check can say which file it could not judge.
-func (Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
-	sb := &facts.SecureBoot{BootFiles: []facts.BootFile{}, Modules: []facts.KernelModule{}, TrustedKeys: []facts.TrustedKey{}}
+// what it could, so each check can say which file it could not judge. It
+// reads the target alone, needing no other collector's facts.
+func Collect(ctx context.Context, env *collect.Env) (*SecureBoot, error) {
+	sb := &SecureBoot{BootFiles: []BootFile{}, Modules: []KernelModule{}, TrustedKeys: []TrustedKey{}}
 	tree, where, err := findESP(env)
 	sb.ESP = where
 	switch {
@@ -53,7 +42,7 @@ func (Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) 
 	}
 	ks, err := kernels(env.FS)
 	if err != nil {
-		return fmt.Errorf("listing the kernels in %s: %w", env.FS.Display("/boot"), err)
+		return nil, fmt.Errorf("listing the kernels in %s: %w", env.FS.Display("/boot"), err)
 	}
 	sb.BootFiles = append(sb.BootFiles, ks...)
 	keys := trustedKeys(env)
@@ -67,13 +56,12 @@ func (Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) 
 		sb.Modules, err = offlineModules(ctx, env.FS, keys)
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if err != nil {
 		sb.ModulesError = err.Error()
 	}
-	f.SecureBoot = sb
-	return nil
+	return sb, nil
 }
 
 // trustedKeys are the image's DKMS certificate and, on a live host, the
@@ -85,14 +73,14 @@ func trustedKeys(env *collect.Env) []trustedKey {
 	if env.Live {
 		mok, err := mokList(env.FS)
 		if err != nil {
-			keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: "MokListRT", Enrolled: true, Error: err.Error()}})
+			keys = append(keys, trustedKey{fact: TrustedKey{Source: "MokListRT", Enrolled: true, Error: err.Error()}})
 		}
 		keys = append(keys, mok...)
 	}
 	dkms, ok, err := readCertificate(env.FS, dkmsCert)
 	switch {
 	case err != nil:
-		keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: env.FS.Display(dkmsCert), Error: err.Error()}})
+		keys = append(keys, trustedKey{fact: TrustedKey{Source: env.FS.Display(dkmsCert), Error: err.Error()}})
 	case ok:
 		dkms.fact.Enrolled = !env.Live || slices.ContainsFunc(keys, func(k trustedKey) bool {
 			return k.fact.Enrolled && k.fact.SHA256 == dkms.fact.SHA256
@@ -104,9 +92,9 @@ func trustedKeys(env *collect.Env) []trustedKey {
 
 // offlineModules checks every out-of-tree module of every kernel in the
 // image.
-func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]facts.KernelModule, error) {
+func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]KernelModule, error) {
 	byRelease, err := moduleFiles(fsys)
-	out := []facts.KernelModule{}
+	out := []KernelModule{}
 	if err != nil {
 		return out, err
 	}
@@ -124,8 +112,8 @@ func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]
 // liveModules checks each loaded module the kernel marks out of tree
 // (taint O), reading its file where the running release's modules.dep
 // puts it.
-func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]facts.KernelModule, error) {
-	out := []facts.KernelModule{}
+func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]KernelModule, error) {
+	out := []KernelModule{}
 	data, err := fsys.ReadFileLimit("/proc/modules", maxProcModules)
 	if err != nil {
 		return out, fmt.Errorf("reading the loaded modules: %w", err)
@@ -154,7 +142,7 @@ func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]fac
 		if len(out) >= maxModules {
 			return out, fmt.Errorf("more than %d out-of-tree modules are loaded", maxModules)
 		}
-		km := facts.KernelModule{Name: m.name, Kernel: rel}
+		km := KernelModule{Name: m.name, Kernel: rel}
 		if file, ok := dep[m.name]; ok {
 			km = checkModule(fsys, dir+"/"+file, rel, keys)
 			km.Name = m.name
