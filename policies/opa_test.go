@@ -10,9 +10,19 @@ import (
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
+// packDirs are the folders of a checkout that hold the pack: policies/
+// and each domain's folder beside its collector.
+func packDirs() []string {
+	dirs := []string{"policies"}
+	for _, d := range Domains {
+		dirs = append(dirs, d.Dir)
+	}
+	return dirs
+}
+
 // TestUpstreamOPA runs the pack through the opa binary the way a policy
-// author would from a checkout: `opa test policies` must load the folder
-// as it is (no fixture merging into data) and run every test we run,
+// author would from a checkout: `opa test policies facts/secureboot …`
+// must load the folders as they are (no fixture merging into data) and run every test we run,
 // `opa check --strict` must find nothing and `opa fmt --list` nothing to
 // reformat. The binary is the OPA release go.mod pins (make opa).
 func TestUpstreamOPA(t *testing.T) {
@@ -41,15 +51,16 @@ func TestUpstreamOPA(t *testing.T) {
 			}
 		}
 	}
-	out, err := run("test", "policies")
+	dirs := packDirs()
+	out, err := run(append([]string{"test"}, dirs...)...)
 	if want := fmt.Sprintf("PASS: %d/%d", tests, tests); err != nil || strings.TrimSpace(out) != want {
-		t.Errorf("opa test policies: %v; want %q, got:\n%s", err, want, out)
+		t.Errorf("opa test %s: %v; want %q, got:\n%s", strings.Join(dirs, " "), err, want, out)
 	}
-	if out, err := run("check", "--strict", "policies"); err != nil || out != "" {
-		t.Errorf("opa check --strict policies: %v\n%s", err, out)
+	if out, err := run(append([]string{"check", "--strict"}, dirs...)...); err != nil || out != "" {
+		t.Errorf("opa check --strict %s: %v\n%s", strings.Join(dirs, " "), err, out)
 	}
-	if out, err := run("fmt", "--list", "--fail", "policies"); err != nil || out != "" {
-		t.Errorf("opa fmt --list policies would reformat: %v\n%s", err, out)
+	if out, err := run(append([]string{"fmt", "--list", "--fail"}, dirs...)...); err != nil || out != "" {
+		t.Errorf("opa fmt --list %s would reformat: %v\n%s", strings.Join(dirs, " "), err, out)
 	}
 }
 
@@ -62,10 +73,11 @@ func TestRegal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(regal, "lint", "--no-color", "policies")
+	dirs := packDirs()
+	cmd := exec.Command(regal, append([]string{"lint", "--no-color"}, dirs...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "No violations found") {
-		t.Errorf("regal lint policies: %v\n%s", err, out)
+		t.Errorf("regal lint %s: %v\n%s", strings.Join(dirs, " "), err, out)
 	}
 }

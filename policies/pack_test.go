@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ var fixFormat = flag.Bool("fmt", false, "rewrite .rego files that are not opa-fm
 // changes show only real changes. Run with -fmt to rewrite the files.
 func TestFormatted(t *testing.T) {
 	for p := range loadModules(t) {
-		src, err := FS.ReadFile(p)
+		src, err := fs.ReadFile(FS, p)
 		if err != nil {
 			t.Fatal(err)
 		}

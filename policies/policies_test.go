@@ -45,7 +45,7 @@ func loadModules(t *testing.T) map[string]*ast.Module {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".rego") {
 			return err
 		}
-		src, err := FS.ReadFile(p)
+		src, err := fs.ReadFile(FS, p)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -195,7 +196,7 @@ func verdictAll(t *testing.T, probes []facts.TLSProbe, check string, params map[
 		rego.Store(inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": params}})),
 	}
 	for _, name := range []string{"probe_lib.rego", check + ".rego"} {
-		src, err := policies.FS.ReadFile(filepath.Join("tls", name))
+		src, err := fs.ReadFile(policies.FS, filepath.Join("tls", name))
 		if err != nil {
 			t.Fatal(err)
 		}

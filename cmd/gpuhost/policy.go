@@ -74,7 +74,7 @@ func (a *app) policyCommand() *cobra.Command {
 	test.Flags().Float64Var(&failUnder, "fail-under", 0, "exit 1 when line coverage of the policies is below this percentage")
 	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test, and the uncovered lines")
 
-	cmd.AddCommand(list, test, a.policyDocCommand(), a.policyBundleCommand(), a.policyLintCommand())
+	cmd.AddCommand(list, test, a.policyDocCommand(), a.policyBundleCommand(), a.policyLintCommand(), a.policyExportCommand())
 	return cmd
 }
 

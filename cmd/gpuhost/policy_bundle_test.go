@@ -47,7 +47,7 @@ func TestPolicyBundleSigned(t *testing.T) {
 	scan := (*app).scanCommand
 	hardened := "testdata/rootfs-hardened"
 
-	o := runCommand(t, bundle, "--policy", "../../policies", "--signing-key", priv, "-o", pack)
+	o := runCommand(t, bundle, "--policy", exportPack(t), "--signing-key", priv, "-o", pack)
 	if o.code != 0 {
 		t.Fatalf("policy bundle: exit %d\n%s", o.code, o.stderr)
 	}

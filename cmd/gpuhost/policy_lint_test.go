@@ -16,8 +16,8 @@ func TestPolicyLintDefaultPackClean(t *testing.T) {
 	if o := runCommand(t, lint); o.code != 0 || !clean.MatchString(o.stdout) {
 		t.Errorf("embedded pack: exit %d, want 0 and only what was checked\n%s%s", o.code, o.stdout, o.stderr)
 	}
-	if o := runCommand(t, lint, "--policy", "../../policies"); o.code != 0 {
-		t.Errorf("policies/: exit %d, want 0\n%s%s", o.code, o.stdout, o.stderr)
+	if o := runCommand(t, lint, "--policy", exportPack(t)); o.code != 0 {
+		t.Errorf("the exported pack: exit %d, want 0\n%s%s", o.code, o.stdout, o.stderr)
 	}
 }
 
