@@ -287,7 +287,7 @@ $(KUBE_APISERVER) $(KUBE_NODE): $(BIN)/%: tools/kubernetes/go.mod tools/kubernet
 $(ETCD): tools/kubernetes/go.mod tools/kubernetes/go.sum | check-go
 	cd tools/kubernetes && GOEXPERIMENT= $(GO) build -trimpath -o $@ go.etcd.io/etcd/server/v3
 
-# opa is the OPA release go.mod pins, so `opa test policies facts/secureboot` in make test
+# opa is the OPA release go.mod pins, so `opa test` of the pack in make test
 # runs the engine the scans embed; rebuilt when go.mod moves.
 OPA := $(BIN)/opa
 OPA_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/open-policy-agent/opa)

@@ -24,7 +24,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/access"
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
@@ -48,7 +47,7 @@ func All() []collector.Collector {
 	for _, domain := range [][]collector.Collector{
 		osinfo.Collectors(), packages.Collectors(), encryption.Collectors(), network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitState}, access.Collector{}}, domains(),
+		{audit.Collector{State: osinfo.UnitState}}, domains(),
 	} {
 		all = append(all, domain...)
 	}

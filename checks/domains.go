@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
@@ -15,6 +16,10 @@ import (
 // takes them, with the other domains' facts each one reads.
 func domains() []collector.Collector {
 	return []collector.Collector{
+		collector.Func{ID: "access", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Access, err = access.Collect(ctx, env)
+			return err
+		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SecureBoot, err = secureboot.Collect(ctx, env)
 			return err

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/access"
+
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -58,7 +60,7 @@ type Facts struct {
 	Cgroup           *Cgroup                `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet               `json:"kubelet,omitempty"`
 	Audit            *Audit                 `json:"audit,omitempty"`
-	Access           *Access                `json:"access,omitempty"`
+	Access           *access.Access         `json:"access,omitempty"`
 	TLS              *TLS                   `json:"tls,omitempty"`
 	SSH              *SSH                   `json:"ssh,omitempty"`
 	Encryption       *Encryption            `json:"encryption,omitempty"`

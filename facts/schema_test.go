@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -48,14 +49,14 @@ func fullFacts() *Facts {
 			Locations: map[string]FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
 		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
-	f.Access = &Access{
-		Users:  []Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
-		Groups: []Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
-		Sudo: &Sudo{Files: []string{"/etc/sudoers"}, Rules: []SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
+	f.Access = &access.Access{
+		Users:  []access.Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
+		Groups: []access.Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
+		Sudo: &access.Sudo{Files: []string{"/etc/sudoers"}, Rules: []access.SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
 			Hosts: []string{"ALL"}, RunAs: []string{"ALL"}, Commands: []string{"ALL"}, AllCommands: true, NoPasswd: false}},
-			Defaults: []SudoDefault{{File: "/etc/sudoers", Line: 9, Scope: "", Name: "use_pty", Value: "", Negated: false}}},
-		PAMSSHD:     []PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
-		EtcWritable: []WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
+			Defaults: []access.SudoDefault{{File: "/etc/sudoers", Line: 9, Scope: "", Name: "use_pty", Value: "", Negated: false}}},
+		PAMSSHD:     []access.PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
+		EtcWritable: []access.WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
 	}
 	f.TLS = &TLS{
 		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},

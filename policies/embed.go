@@ -9,6 +9,7 @@ import (
 	"embed"
 	"io/fs"
 
+	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -45,6 +46,7 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
+	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 }
 

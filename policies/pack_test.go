@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 var fixFormat = flag.Bool("fmt", false, "rewrite .rego files that are not opa-fmt formatted")

@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
-	"github.com/gpuhost/gpuhost/checks/access"
+	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/network"
 	sshcheck "github.com/gpuhost/gpuhost/checks/ssh"

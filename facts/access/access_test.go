@@ -8,25 +8,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func gather(t *testing.T, dir string) (*facts.Facts, error) {
+func gather(t *testing.T, dir string) (*Access, error) {
 	t.Helper()
-	fsys, closer, err := sysroot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closer.Close() })
-	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
-	return f, Collector{}.Collect(context.Background(), &collect.Env{FS: fsys}, f)
+	return Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)})
 }
 
 // copyTree copies a testdata tree into a temporary directory, where a
@@ -55,18 +47,17 @@ func copyTree(t *testing.T, src string) string {
 	return dst
 }
 
-func golden(t *testing.T, name string, a *facts.Access) {
+func golden(t *testing.T, name string, a *Access) {
 	t.Helper()
 	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), a, *update)
 }
 
 func TestHardenedTree(t *testing.T) {
 	root := copyTree(t, filepath.Join("testdata", "hardened"))
-	f, err := gather(t, root)
+	a, err := gather(t, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := f.Access
 	pw := map[string]string{}
 	for _, u := range a.Users {
 		pw[u.Name] = u.Password
@@ -134,11 +125,10 @@ func TestWeakTree(t *testing.T) {
 	if err := os.Chown(audit, -1, 1102); err != nil {
 		t.Skipf("cannot give a file to another group here: %v", err)
 	}
-	f, err := gather(t, root)
+	a, err := gather(t, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := f.Access
 	pw := map[string]string{}
 	for _, u := range a.Users {
 		pw[u.Name] = u.Password
@@ -159,7 +149,7 @@ func TestWeakTree(t *testing.T) {
 	if r := a.Sudo.Rules[2]; r.NoPasswd || !slices.Equal(r.Commands, []string{"/usr/bin/journalctl", "/usr/bin/less"}) {
 		t.Errorf("auditor rule = %+v", r)
 	}
-	got := map[string]facts.WritableFile{}
+	got := map[string]WritableFile{}
 	for _, w := range a.EtcWritable {
 		got[w.Path] = w
 	}
@@ -174,7 +164,7 @@ func TestWeakTree(t *testing.T) {
 
 func TestNoPasswdIsNotApplicable(t *testing.T) {
 	_, err := gather(t, t.TempDir())
-	if s, _ := collect.Classify(err); s != facts.StatusNotApplicable {
+	if s, _ := collect.Classify(err); s != collect.StatusNotApplicable {
 		t.Errorf("status %s (%v), want not_applicable", s, err)
 	}
 }

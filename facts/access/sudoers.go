@@ -5,7 +5,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -35,18 +34,18 @@ var sudoOptions = []string{"ROLE=", "TYPE=", "CWD=", "CHROOT=", "NOTBEFORE=", "N
 // sudoersParser reads sudoers and its includes into one Sudo.
 type sudoersParser struct {
 	fs      sysroot.FS
-	sudo    *facts.Sudo
+	sudo    *Sudo
 	aliases map[string]map[string][]string // kind -> name -> items
 	seen    map[string]bool
 }
 
 // LoadSudoers reads /etc/sudoers and what it includes. It returns nil
 // when the target has no sudoers: no sudo is installed.
-func LoadSudoers(fsys sysroot.FS) (*facts.Sudo, error) {
+func LoadSudoers(fsys sysroot.FS) (*Sudo, error) {
 	if _, err := fsys.Stat(sudoersPath); sysroot.IsNotExist(err) {
 		return nil, nil
 	}
-	p := &sudoersParser{fs: fsys, sudo: &facts.Sudo{Files: []string{}, Rules: []facts.SudoRule{}, Defaults: []facts.SudoDefault{}},
+	p := &sudoersParser{fs: fsys, sudo: &Sudo{Files: []string{}, Rules: []SudoRule{}, Defaults: []SudoDefault{}},
 		aliases: map[string]map[string][]string{}, seen: map[string]bool{}}
 	if err := p.file(sudoersPath, 0); err != nil {
 		return nil, err
@@ -55,8 +54,8 @@ func LoadSudoers(fsys sysroot.FS) (*facts.Sudo, error) {
 }
 
 // ParseSudoers parses one sudoers buffer; include lines are not followed.
-func ParseSudoers(display string, data []byte) (*facts.Sudo, error) {
-	p := &sudoersParser{sudo: &facts.Sudo{Files: []string{display}, Rules: []facts.SudoRule{}, Defaults: []facts.SudoDefault{}},
+func ParseSudoers(display string, data []byte) (*Sudo, error) {
+	p := &sudoersParser{sudo: &Sudo{Files: []string{display}, Rules: []SudoRule{}, Defaults: []SudoDefault{}},
 		aliases: map[string]map[string][]string{}, seen: map[string]bool{}}
 	return p.sudo, p.parse(display, "", data, -1)
 }
@@ -288,7 +287,7 @@ func (p *sudoersParser) defaults(display string, n int, word, rest string) error
 		if item == "" {
 			continue
 		}
-		d := facts.SudoDefault{File: display, Line: n, Scope: scope}
+		d := SudoDefault{File: display, Line: n, Scope: scope}
 		if name, value, ok := strings.Cut(item, "="); ok {
 			d.Name = strings.TrimRight(strings.TrimSpace(name), "+-")
 			d.Value = strings.Trim(strings.TrimSpace(value), `"`)
@@ -316,7 +315,7 @@ func (p *sudoersParser) userSpec(display string, n int, line string) error {
 	users := p.expand("user", splitList(left[0]), 0)
 	hosts := p.expand("host", splitList(left[1]), 0)
 	for _, section := range hostSections(line[eq+1:]) {
-		r := facts.SudoRule{File: display, Line: n, Users: users, Hosts: hosts, RunAs: []string{}, Commands: []string{}}
+		r := SudoRule{File: display, Line: n, Users: users, Hosts: hosts, RunAs: []string{}, Commands: []string{}}
 		if section.hosts != nil {
 			r.Hosts = p.expand("host", section.hosts, 0)
 		}

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -27,38 +25,28 @@ const (
 	maxWritable = 1000
 )
 
-// Collector fills facts.access.
-type Collector struct{}
-
-var _ collector.Collector = Collector{}
-
-// Name is the collector's key in facts.collectors.
-func (Collector) Name() string { return "access" }
-
-// Needs is empty: it reads the target alone.
-func (Collector) Needs() []string { return nil }
-
 // Collect reads the accounts, sudo, sshd's PAM stack and /etc's modes. A
-// target without /etc/passwd is no Linux system this collector knows.
-func (Collector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// target without /etc/passwd is no Linux system this collector knows. It
+// reads the target alone, needing no other collector's facts.
+func Collect(_ context.Context, env *collect.Env) (*Access, error) {
 	fsys := env.FS
 	data, err := fsys.ReadFileLimit(passwdPath, maxAccountsFile)
 	if sysroot.IsNotExist(err) {
-		return collect.NotApplicable("no " + passwdPath)
+		return nil, collect.NotApplicable("no " + passwdPath)
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", fsys.Display(passwdPath), err)
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(passwdPath), err)
 	}
-	a := &facts.Access{}
+	a := &Access{}
 	if a.Users, err = ParsePasswd(fsys.Display(passwdPath), data); err != nil {
-		return err
+		return nil, err
 	}
 	data, err = fsys.ReadFileLimit(shadowPath, maxAccountsFile)
 	switch {
 	case err == nil:
 		states, err := ParseShadow(fsys.Display(shadowPath), data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, u := range a.Users {
 			if s, ok := states[u.Name]; ok && u.Password == "none" {
@@ -66,36 +54,35 @@ func (Collector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) er
 			}
 		}
 	case !sysroot.IsNotExist(err):
-		return fmt.Errorf("reading %s: %w", fsys.Display(shadowPath), err)
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(shadowPath), err)
 	}
 	data, err = fsys.ReadFileLimit(groupPath, maxAccountsFile)
 	if err != nil && !sysroot.IsNotExist(err) {
-		return fmt.Errorf("reading %s: %w", fsys.Display(groupPath), err)
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(groupPath), err)
 	}
 	if a.Groups, err = ParseGroup(fsys.Display(groupPath), data); err != nil {
-		return err
+		return nil, err
 	}
 	if a.Sudo, err = LoadSudoers(fsys); err != nil {
-		return err
+		return nil, err
 	}
 	if a.PAMSSHD, err = LoadPAM(fsys, "sshd"); err != nil {
-		return err
+		return nil, err
 	}
 	if a.EtcWritable, err = etcWritable(fsys, a.Groups); err != nil {
-		return err
+		return nil, err
 	}
-	f.Access = a
-	return nil
+	return a, nil
 }
 
 // etcWritable walks /etc for what a group other than root's, or anyone,
 // may write. Symlinks are not followed; their own mode means nothing.
-func etcWritable(fsys sysroot.FS, groups []facts.Group) ([]facts.WritableFile, error) {
+func etcWritable(fsys sysroot.FS, groups []Group) ([]WritableFile, error) {
 	names := map[int]string{}
 	for _, g := range groups {
 		names[g.GID] = g.Name
 	}
-	out := []facts.WritableFile{}
+	out := []WritableFile{}
 	seen := 0
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
@@ -123,7 +110,7 @@ func etcWritable(fsys sysroot.FS, groups []facts.Group) ([]facts.WritableFile, e
 			groupW := mode.Perm()&0o020 != 0 && gid != 0
 			worldW := mode.Perm()&0o002 != 0 && mode&fs.ModeSticky == 0
 			if (groupW || worldW) && len(out) < maxWritable {
-				out = append(out, facts.WritableFile{Path: fsys.Display(name), Mode: mode.String(), GID: gid, Group: names[gid],
+				out = append(out, WritableFile{Path: fsys.Display(name), Mode: mode.String(), GID: gid, Group: names[gid],
 					GroupWritable: groupW, WorldWritable: worldW})
 			}
 			if info.IsDir() {

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxEntries bounds the accounts or groups one file may hold.
@@ -54,8 +52,8 @@ func id(display string, n int, what, s string) (int, error) {
 // ParsePasswd reads /etc/passwd (name:password:uid:gid:gecos:home:shell).
 // The password state is "none" when the field is "x" (shadow decides),
 // "empty" when it is empty, "locked" for ! or *, "hash" otherwise.
-func ParsePasswd(display string, data []byte) ([]facts.Account, error) {
-	users := []facts.Account{}
+func ParsePasswd(display string, data []byte) ([]Account, error) {
+	users := []Account{}
 	err := lines(display, data, func(n int, line string) error {
 		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-") {
 			// NIS compat entries name no local account.
@@ -77,7 +75,7 @@ func ParsePasswd(display string, data []byte) ([]facts.Account, error) {
 		if f[1] == "x" {
 			pw = "none"
 		}
-		users = append(users, facts.Account{Name: f[0], UID: uid, GID: gid, Shell: f[6], Password: pw})
+		users = append(users, Account{Name: f[0], UID: uid, GID: gid, Shell: f[6], Password: pw})
 		return nil
 	})
 	return users, err
@@ -111,8 +109,8 @@ func ParseShadow(display string, data []byte) (map[string]string, error) {
 }
 
 // ParseGroup reads /etc/group (name:password:gid:members).
-func ParseGroup(display string, data []byte) ([]facts.Group, error) {
-	groups := []facts.Group{}
+func ParseGroup(display string, data []byte) ([]Group, error) {
+	groups := []Group{}
 	err := lines(display, data, func(n int, line string) error {
 		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-") {
 			return nil
@@ -131,7 +129,7 @@ func ParseGroup(display string, data []byte) ([]facts.Group, error) {
 				members = append(members, m)
 			}
 		}
-		groups = append(groups, facts.Group{Name: f[0], GID: gid, Members: members})
+		groups = append(groups, Group{Name: f[0], GID: gid, Members: members})
 		return nil
 	})
 	return groups, err
