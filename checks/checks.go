@@ -27,7 +27,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/checks/encryption"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/network"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
@@ -45,7 +44,7 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		osinfo.Collectors(), packages.Collectors(), encryption.Collectors(), network.Collectors(),
+		osinfo.Collectors(), packages.Collectors(), network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
 		{audit.Collector{State: osinfo.UnitState}}, domains(),
 	} {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -18,6 +19,10 @@ func domains() []collector.Collector {
 	return []collector.Collector{
 		collector.Func{ID: "access", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.Access, err = access.Collect(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "encryption", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Encryption, err = encryption.Collect(ctx, env)
 			return err
 		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {

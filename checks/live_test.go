@@ -13,7 +13,7 @@ import (
 
 func TestLiveHostGolden(t *testing.T) {
 	dir := t.TempDir()
-	collecttest.WriteTree(t, dir, checktest.LiveHost())
+	collecttest.WriteTree(t, dir, collecttest.LiveHost())
 	env := collecttest.NewEnv(t, dir, true)
 	f := checktest.NewFacts(facts.KindHost)
 	// tls_probe and ssh would dial the test machine's real ports, and the

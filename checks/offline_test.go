@@ -12,7 +12,7 @@ import (
 
 func TestOfflineImageGolden(t *testing.T) {
 	dir := t.TempDir()
-	collecttest.WriteTree(t, dir, checktest.UbuntuImage())
+	collecttest.WriteTree(t, dir, collecttest.UbuntuImage())
 	env := collecttest.NewEnv(t, dir, false)
 	f := checktest.NewFacts(facts.KindRootfs)
 	// The collectors an image's own files answer for.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/encryption"
+
 	"github.com/gpuhost/gpuhost/facts/access"
 
 	"github.com/gpuhost/gpuhost/facts/secureboot"
@@ -63,7 +65,7 @@ type Facts struct {
 	Access           *access.Access         `json:"access,omitempty"`
 	TLS              *TLS                   `json:"tls,omitempty"`
 	SSH              *SSH                   `json:"ssh,omitempty"`
-	Encryption       *Encryption            `json:"encryption,omitempty"`
+	Encryption       *encryption.Encryption `json:"encryption,omitempty"`
 	Network          *Network               `json:"network,omitempty"`
 	Systemd          *Systemd               `json:"systemd,omitempty"`
 	ContainerRuntime *ContainerRuntime      `json:"container_runtime,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -102,16 +103,16 @@ func fullFacts() *Facts {
 			Ciphers: []string{"aes256-gcm@openssh.com"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"}, Error: "",
 		}},
 	}}}
-	f.Encryption = &Encryption{
-		Crypttab: []CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
-		Root: &RootEncryption{Encrypted: true, Source: "dm", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}, Hops: []Hop{
+	f.Encryption = &encryption.Encryption{
+		Crypttab: []encryption.CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
+		Root: &encryption.RootEncryption{Encrypted: true, Source: "dm", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}, Hops: []encryption.Hop{
 			{Device: "dm-0", Kind: "crypt", Name: "cryptroot", Learned: "sysfs", Depth: 0,
-				Crypt: &CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel",
-					Tokens:        []LUKSToken{{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{7}, TPM2PubkeyPCRs: []int{11}, Error: ""}},
-					FirstBootTPM2: &TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}, Error: ""}}},
+				Crypt: &encryption.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel",
+					Tokens:        []encryption.LUKSToken{{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{7}, TPM2PubkeyPCRs: []int{11}, Error: ""}},
+					FirstBootTPM2: &encryption.TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}, Error: ""}}},
 			{Device: "nvme0n1p3", Kind: "partition", Learned: "sysfs", Depth: 1},
 		}},
-		Swap: []Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
+		Swap: []encryption.Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
 	}
 	f.Network = &Network{
 		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
@@ -230,7 +231,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	f.Kernel = &Kernel{}
 	f.TLS = &TLS{}
 	f.SSH = &SSH{}
-	f.Encryption = &Encryption{Root: &RootEncryption{}}
+	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
 	f.Network = &Network{Firewall: &Firewall{}}
 	f.Systemd = &Systemd{}
 	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -46,6 +47,7 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
+	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 }

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func FuzzProcNet(f *testing.F) {
-	f.Add([]byte(checktest.ProcTCP))
-	f.Add([]byte(checktest.ProcTCP6))
-	f.Add([]byte(checktest.ProcUDP))
+	f.Add([]byte(collecttest.ProcTCP))
+	f.Add([]byte(collecttest.ProcTCP6))
+	f.Add([]byte(collecttest.ProcUDP))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, state := range []string{"0A", "07"} {
 			socks, err := parseProcNet(data, "tcp", state)

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func TestParseProcNet(t *testing.T) {
-	socks, err := parseProcNet([]byte(checktest.ProcTCP), "tcp", "0A")
+	socks, err := parseProcNet([]byte(collecttest.ProcTCP), "tcp", "0A")
 	if err != nil || len(socks) != 3 || socks[1].Addr.String() != "127.0.0.1" || socks[1].Port != 631 || socks[1].Inode != 21002 {
 		t.Errorf("%+v %v", socks, err)
 	}

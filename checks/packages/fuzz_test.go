@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 func FuzzDpkgStatus(f *testing.F) {
-	f.Add([]byte(checktest.UbuntuDpkg))
+	f.Add([]byte(collecttest.UbuntuDpkg))
 	f.Add([]byte("Package: a\nStatus: hold ok installed\nVersion: 1\n"))
 	f.Add([]byte(" x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

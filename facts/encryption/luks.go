@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // luksMagic opens every LUKS header (cryptsetup's on-disk formats, LUKS1 and
@@ -37,9 +35,9 @@ type luksHeader struct {
 	Cipher  string
 	KeyBits int
 	// VolumeKey is where the volume key came from, as the header tells.
-	VolumeKey facts.VolumeKey
+	VolumeKey VolumeKey
 	// Tokens are a LUKS2 header's tokens.
-	Tokens []facts.LUKSToken
+	Tokens []LUKSToken
 	// json is a LUKS2 header's JSON area, which describes its key slots;
 	// luks1 is a LUKS1 header's fixed part, which holds them.
 	json, luks1 []byte
@@ -107,7 +105,7 @@ func parseLUKS1(h []byte) (luksHeader, error) {
 		cipher += "-" + mode
 	}
 	// LUKS1 has no tokens: nothing records an image's key.
-	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
+	vk := VolumeKey{Origin: KeyUnknown}
 	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8, VolumeKey: vk, luks1: h}, nil
 }
 
@@ -152,8 +150,8 @@ const imageKeyToken = "gpuhost-image-key"
 // is still under the image's key, and whether a re-encryption is
 // unfinished (cryptsetup marks the header with an online-reencrypt
 // requirement until it is done).
-func (md luks2Metadata) volumeKey() facts.VolumeKey {
-	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
+func (md luks2Metadata) volumeKey() VolumeKey {
+	vk := VolumeKey{Origin: KeyUnknown}
 	for _, r := range md.Config.Requirements.Mandatory {
 		if strings.HasPrefix(r, "online-reencrypt") {
 			vk.Reencrypting = true
@@ -163,12 +161,12 @@ func (md luks2Metadata) volumeKey() facts.VolumeKey {
 		if t.Type != imageKeyToken || t.Salt == "" || t.Digest == "" {
 			continue
 		}
-		if vk.Origin == facts.KeyUnknown {
-			vk.Origin = facts.KeyOfHost
+		if vk.Origin == KeyUnknown {
+			vk.Origin = KeyOfHost
 		}
 		for _, d := range md.Digests {
 			if d.keyDigest == t.keyDigest && len(d.Segments) > 0 {
-				vk.Origin = facts.KeyFromImage
+				vk.Origin = KeyFromImage
 			}
 		}
 	}
@@ -286,11 +284,11 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 // keyslots tries the empty passphrase on every key slot of the header h
 // read from r, a device of size bytes, and records them in p, with where
 // the volume key came from.
-func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams, b *trialBudget) {
+func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *CryptParams, b *trialBudget) {
 	vk := h.VolumeKey
 	p.VolumeKey = &vk
 	p.Tokens = slices.Clone(h.Tokens)
-	var slots []facts.Keyslot
+	var slots []Keyslot
 	var err error
 	switch h.Version {
 	case 1:

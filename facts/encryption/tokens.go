@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxTokens bounds the tokens recorded from one header; LUKS2 allows 32.
@@ -24,7 +22,7 @@ type luks2Token struct {
 }
 
 // tokens lists a header's tokens in the order of their ids.
-func tokens(all map[string]luks2Token) []facts.LUKSToken {
+func tokens(all map[string]luks2Token) []LUKSToken {
 	ids := make([]string, 0, len(all))
 	for id := range all {
 		ids = append(ids, id)
@@ -37,10 +35,10 @@ func tokens(all map[string]luks2Token) []facts.LUKSToken {
 		}
 		return x - y
 	})
-	var out []facts.LUKSToken
+	var out []LUKSToken
 	for _, id := range ids[:min(len(ids), maxTokens)] {
 		t := all[id]
-		tok := facts.LUKSToken{ID: id, Type: t.Type, Keyslots: []string{}}
+		tok := LUKSToken{ID: id, Type: t.Type, Keyslots: []string{}}
 		var errs []string
 		if len(t.Keyslots) > 0 {
 			if err := json.Unmarshal(t.Keyslots, &tok.Keyslots); err != nil {

@@ -1,9 +1,7 @@
-package checktest
-
-import "github.com/gpuhost/gpuhost/facts/collect/collecttest"
+package collecttest
 
 // Fixtures more than one domain's tests read: an Ubuntu GPU image and a
-// live host, as trees for collecttest.WriteTree.
+// live host, as trees for WriteTree.
 
 // UbuntuDpkg is the dpkg database of UbuntuImage: held, multi-arch,
 // removed and half-configured packages.
@@ -55,7 +53,7 @@ ID=ubuntu
 ID_LIKE=debian
 UBUNTU_CODENAME=jammy
 `,
-		"etc/os-release":                              collecttest.Symlink("../usr/lib/os-release"),
+		"etc/os-release":                              Symlink("../usr/lib/os-release"),
 		"etc/hostname":                                "gpu-node-01\n",
 		"lib/modules/5.15.0-9-generic/":               nil,
 		"lib/modules/5.15.0-105-generic/":             nil,
@@ -87,15 +85,15 @@ UBUNTU_CODENAME=jammy
 COMMIT
 `,
 		"etc/ufw/user6.rules": "-A ufw6-user-input -p tcp -m multiport --dports 9100,9400 -j ACCEPT\n",
-		"etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service": collecttest.Symlink("/lib/systemd/system/nvidia-persistenced.service"),
-		"etc/systemd/system/multi-user.target.wants/ssh.service":                 collecttest.Symlink("/lib/systemd/system/ssh.service"),
-		"etc/systemd/system/timers.target.wants/gpuhost-agent.timer":             collecttest.Symlink("/etc/systemd/system/gpuhost-agent.timer"),
+		"etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service": Symlink("/lib/systemd/system/nvidia-persistenced.service"),
+		"etc/systemd/system/multi-user.target.wants/ssh.service":                 Symlink("/lib/systemd/system/ssh.service"),
+		"etc/systemd/system/timers.target.wants/gpuhost-agent.timer":             Symlink("/etc/systemd/system/gpuhost-agent.timer"),
 		"etc/systemd/system/sockets.target.wants/README":                         "not a unit",
-		"etc/systemd/system/unattended-upgrades.service":                         collecttest.Symlink("/dev/null"),
-		"etc/systemd/system/apt-daily.timer":                                     collecttest.Symlink("/dev/null"),
+		"etc/systemd/system/unattended-upgrades.service":                         Symlink("/dev/null"),
+		"etc/systemd/system/apt-daily.timer":                                     Symlink("/dev/null"),
 		"etc/systemd/system/gpuhost-agent.timer":                                 "[Timer]\nOnCalendar=hourly\n",
-		"etc/systemd/system/other.service":                                       collecttest.Symlink("/lib/systemd/system/other.service"),
-		"usr/lib/systemd/system/sysinit.target.wants/vendor.service":             collecttest.Symlink("../vendor.service"),
+		"etc/systemd/system/other.service":                                       Symlink("/lib/systemd/system/other.service"),
+		"usr/lib/systemd/system/sysinit.target.wants/vendor.service":             Symlink("../vendor.service"),
 		"etc/gpuhost/manifest.json":                                              `{"schema":"gpuhost.manifest/v1","pins":{"driver":"535.183.01"},"size":12345678901234567890}`,
 	}
 }
@@ -136,16 +134,16 @@ func LiveHost() map[string]any {
 		"proc/net/tcp6":                 ProcTCP6,
 		"proc/net/udp":                  ProcUDP,
 		"proc/1/comm":                   "systemd\n",
-		"proc/1/fd/0":                   collecttest.Symlink("/dev/null"),
+		"proc/1/fd/0":                   Symlink("/dev/null"),
 		"proc/812/comm":                 "sshd\n",
-		"proc/812/fd/3":                 collecttest.Symlink("socket:[21001]"),
-		"proc/812/fd/4":                 collecttest.Symlink("pipe:[999]"),
+		"proc/812/fd/3":                 Symlink("socket:[21001]"),
+		"proc/812/fd/4":                 Symlink("pipe:[999]"),
 		"proc/1200/comm":                "nginx\n",
-		"proc/1200/fd/6":                collecttest.Symlink("socket:[22001]"),
+		"proc/1200/fd/6":                Symlink("socket:[22001]"),
 		"proc/1201/comm":                "nginx\n",
-		"proc/1201/fd/6":                collecttest.Symlink("socket:[22001]"),
+		"proc/1201/fd/6":                Symlink("socket:[22001]"),
 		"proc/640/comm":                 "systemd-resolve\n",
-		"proc/640/fd/12":                collecttest.Symlink("socket:[23001]"),
+		"proc/640/fd/12":                Symlink("socket:[23001]"),
 		"proc/self/mountinfo": "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n" +
 			"1 0 253:1 / / rw,relatime shared:1 - ext4 /dev/mapper/vg-root rw\n" +
 			"30 1 252:2 / /boot rw,relatime shared:30 - ext4 /dev/vda2 rw\n" +
@@ -159,20 +157,20 @@ func LiveHost() map[string]any {
 		"sys/devices/virtual/block/dm-1/dm/name":                      "vg-root\n",
 		"sys/devices/virtual/block/dm-0/dm/name":                      "dm_crypt-0\n",
 		"sys/devices/virtual/block/dm-0/slaves/vda3/partition":        "3\n",
-		"sys/devices/virtual/block/dm-1/slaves/dm-0":                  collecttest.Symlink("../../dm-0"),
+		"sys/devices/virtual/block/dm-1/slaves/dm-0":                  Symlink("../../dm-0"),
 		"sys/devices/virtual/block/dm-0/uevent":                       "MAJOR=253\nMINOR=0\nDEVNAME=dm-0\n",
 		"sys/devices/virtual/block/dm-0/dm/uuid":                      "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-dm_crypt-0\n",
 		"sys/devices/virtual/block/dm-2/dm/uuid":                      "CRYPT-PLAIN-cryptswap\n",
 		"sys/devices/virtual/block/dm-2/dm/name":                      "cryptswap\n",
-		"sys/dev/block/253:1":                                         collecttest.Symlink("../../devices/virtual/block/dm-1"),
-		"sys/class/block/dm-2":                                        collecttest.Symlink("../../devices/virtual/block/dm-2"),
+		"sys/dev/block/253:1":                                         Symlink("../../devices/virtual/block/dm-1"),
+		"sys/class/block/dm-2":                                        Symlink("../../devices/virtual/block/dm-2"),
 		"sys/fs/cgroup/cgroup.controllers":                            "cpuset cpu io memory pids\n",
 		"sys/fs/cgroup/cgroup.subtree_control":                        "cpu io memory pids\n",
 		"sys/fs/cgroup/system.slice/memory.max":                       "max\n",
 		"sys/fs/cgroup/system.slice/memory.high":                      "max\n",
 		"etc/nftables.conf":                                           "#!/usr/sbin/nft -f\nflush ruleset\ninclude \"/etc/nftables.d/*.nft\"\n",
 		"etc/nftables.d/10-input.nft":                                 "define SSH = 22\ntable inet filter {\n\tchain input {\n\t\ttype filter hook input priority filter; policy drop;\n\t\tct state established,related accept\n\t\tiif lo accept\n\t\ttcp dport $SSH accept\n\t\ttcp dport { 80,\n\t\t\t443 } accept\n\t}\n}\n",
-		"etc/systemd/system/multi-user.target.wants/nftables.service": collecttest.Symlink("/lib/systemd/system/nftables.service"),
-		"run/systemd/system/runtime-masked.service":                   collecttest.Symlink("/dev/null"),
+		"etc/systemd/system/multi-user.target.wants/nftables.service": Symlink("/lib/systemd/system/nftables.service"),
+		"run/systemd/system/runtime-masked.service":                   Symlink("/dev/null"),
 	}
 }

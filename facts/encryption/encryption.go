@@ -15,18 +15,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/mounttab"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
-
-// Collectors returns the collector of this package: encryption.
-func Collectors() []collector.Collector {
-	return []collector.Collector{encryptionCollector{}}
-}
 
 const (
 	// maxChainDepth bounds the walk down device-mapper slaves.
@@ -36,25 +29,21 @@ const (
 	maxChainNodes = 256
 )
 
-type encryptionCollector struct{}
-
-var _ collector.Collector = encryptionCollector{}
-
-func (encryptionCollector) Name() string { return "encryption" }
-
-// Needs is empty: it reads the target alone.
-func (encryptionCollector) Needs() []string { return nil }
-
-func (encryptionCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// Collect reads crypttab, the root's and the swap's way down to their
+// disks, and the LUKS headers they pass through: on a live host through
+// the kernel's device-mapper tables, in an image or a tree through fstab
+// and the partitions it is given. It reads the target alone, needing no
+// other collector's facts.
+func Collect(ctx context.Context, env *collect.Env) (*Encryption, error) {
 	fsys := env.FS
 	trials := newTrialBudget(ctx, env.Budget)
-	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}
+	e := &Encryption{Crypttab: []CrypttabEntry{}, Swap: []Swap{}}
 	if data, ok, err := textfile.ReadOptional(fsys, "/etc/crypttab"); err != nil {
-		return fmt.Errorf("reading crypttab: %w", err)
+		return nil, fmt.Errorf("reading crypttab: %w", err)
 	} else if ok {
 		ct, err := parseCrypttab(data)
 		if err != nil {
-			return fmt.Errorf("parsing %s: %w", fsys.Display("/etc/crypttab"), err)
+			return nil, fmt.Errorf("parsing %s: %w", fsys.Display("/etc/crypttab"), err)
 		}
 		for i := range ct {
 			ct[i].File = "/etc/crypttab"
@@ -63,33 +52,32 @@ func (encryptionCollector) Collect(ctx context.Context, env *collect.Env, f *fac
 	}
 	if env.Live {
 		if err := liveEncryption(fsys, e, trials); err != nil {
-			return err
+			return nil, err
 		}
 		markAbsentLive(fsys, e.Crypttab)
 	} else {
 		luks, err := imageLUKSHeaders(env.Devices, trials)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := offlineEncryption(fsys, e, luks, env.Devices != nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	f.Encryption = e
-	return nil
+	return e, nil
 }
 
 // parseCrypttab reads crypttab(5): name, device, optional key file and
 // comma-separated options per line.
-func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
+func parseCrypttab(data []byte) ([]CrypttabEntry, error) {
 	rows, err := mounttab.Rows(data, 2, 4)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]facts.CrypttabEntry, 0, len(rows))
+	out := make([]CrypttabEntry, 0, len(rows))
 	for _, row := range rows {
 		fields := row.Fields
-		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.Line}
+		ent := CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.Line}
 		if len(fields) > 2 {
 			ent.KeyFile = fields[2]
 		}
@@ -109,7 +97,7 @@ func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 // backups and crypttab, reading the cipher from crypttab options or from a
 // LUKS header the image carries: an image has no active mappings, only what
 // its files set up.
-func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, image bool) error {
+func offlineEncryption(fsys sysroot.FS, e *Encryption, luks []imageLUKS, image bool) error {
 	data, ok, err := textfile.ReadOptional(fsys, "/etc/fstab")
 	if err != nil {
 		return fmt.Errorf("reading fstab: %w", err)
@@ -142,19 +130,19 @@ func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, i
 			}
 			c := &chain{}
 			enc := r.resolve(c, spec, "fstab", 0)
-			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops,
+			e.Swap = append(e.Swap, Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops,
 				File: "/etc/fstab", Line: ent.Line})
 		case ent.File == "/":
 			c := &chain{}
 			enc := r.resolve(c, ent.Spec, "fstab", 0)
-			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops,
+			e.Root = &RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops,
 				File: "/etc/fstab", Line: ent.Line}
 		}
 	}
 	return nil
 }
 
-func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) error {
+func liveEncryption(fsys sysroot.FS, e *Encryption, trials *trialBudget) error {
 	const mi = "/proc/self/mountinfo"
 	data, err := fsys.ReadFile(mi)
 	if err != nil {
@@ -166,7 +154,7 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) e
 	}
 	if m, ok := mounttab.For(mounts, "/"); ok {
 		c, enc := devChain(fsys, m.MajMin, m.Source, trials)
-		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
+		e.Root = &RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
 	}
 
 	const sw = "/proc/swaps"
@@ -192,7 +180,7 @@ func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) e
 			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, mounttab.MaxEntries)
 		}
 		dev := mounttab.Unescape(fields[0])
-		s := facts.Swap{Device: dev, Kind: fields[1]}
+		s := Swap{Device: dev, Kind: fields[1]}
 		switch {
 		case strings.HasPrefix(dev, "/dev/zram"):
 			// zram is compressed RAM: nothing reaches a disk, so it needs no
@@ -284,11 +272,11 @@ type chainWalker struct {
 func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
 	name := w.devName(p, fallbackName)
 	if c.full(depth) || w.seen[name] {
-		c.add(facts.Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
+		c.add(Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
 		return false
 	}
 	w.seen[name] = true
-	h := facts.Hop{Device: name, Learned: "sysfs", Depth: depth}
+	h := Hop{Device: name, Learned: "sysfs", Depth: depth}
 	uuid := w.sysfsLine(p + "/dm/uuid")
 	h.Name = w.sysfsLine(p + "/dm/name")
 	h.Kind = w.kind(p, name, uuid)
@@ -354,7 +342,7 @@ func (w *chainWalker) kind(p, name, uuid string) string {
 }
 
 // crypt reads the cipher of an encrypting mapping from its table.
-func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
+func (w *chainWalker) crypt(name, uuid string) *CryptParams {
 	typ := ""
 	for pre, t := range encryptingTypes {
 		if strings.HasPrefix(uuid, pre) {
@@ -362,11 +350,11 @@ func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
 		}
 	}
 	if name == "" {
-		return &facts.CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
+		return &CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
 	}
 	targets, source, err := w.table(name)
 	if err != nil {
-		return &facts.CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
+		return &CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
 	}
 	cp := cryptFromTable(targets, source)
 	cp.Type = typ
@@ -376,7 +364,7 @@ func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
 // keyslots tries the key slots of the LUKS header on the one device under
 // the mapping at p, opened read-only under the host's root (/dev/NAME),
 // its size as sysfs gives it.
-func (w *chainWalker) keyslots(p string, cp *facts.CryptParams) {
+func (w *chainWalker) keyslots(p string, cp *CryptParams) {
 	fail := func(format string, args ...any) { cp.KeyslotsError = fmt.Sprintf(format, args...) }
 	slaves, err := w.fsys.ReadDir(p + "/slaves")
 	if err != nil || len(slaves) != 1 || !validDevName(slaves[0].Name()) {
@@ -435,7 +423,7 @@ func validDevName(s string) bool {
 // markAbsentLive sets Absent on each crypttab entry whose device the host
 // does not have: the udev link a UUID, PARTUUID or PARTLABEL names, or the
 // device path itself. An entry naming its device otherwise is left alone.
-func markAbsentLive(fsys sysroot.FS, ct []facts.CrypttabEntry) {
+func markAbsentLive(fsys sysroot.FS, ct []CrypttabEntry) {
 	links := []struct{ prefix, dir string }{
 		{"UUID=", "/dev/disk/by-uuid/"}, {"PARTUUID=", "/dev/disk/by-partuuid/"}, {"PARTLABEL=", "/dev/disk/by-partlabel/"},
 	}

@@ -1,12 +1,11 @@
 package encryption
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -77,35 +76,28 @@ ubuntu-vg {
 }
 
 // collectRoot runs the encryption collector on tree, as a host when live.
-func collectRoot(t *testing.T, tree map[string]any, live bool) *facts.RootEncryption {
+func collectRoot(t *testing.T, tree map[string]any, live bool) *RootEncryption {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, tree)
-	kind := facts.KindImage
-	if live {
-		kind = facts.KindHost
-	}
-	f := checktest.NewFacts(kind)
-	if err := collectOne(t, collecttest.NewEnv(t, dir, live), f, "encryption"); err != nil {
-		t.Fatal(err)
-	}
-	if f.Encryption.Root == nil {
+	enc := mustCollect(t, collecttest.NewEnv(t, dir, live))
+	if enc.Root == nil {
 		t.Fatal("no root recorded")
 	}
-	return f.Encryption.Root
+	return enc.Root
 }
 
-func offlineRoot(t *testing.T, tree map[string]any) *facts.RootEncryption {
+func offlineRoot(t *testing.T, tree map[string]any) *RootEncryption {
 	t.Helper()
 	return collectRoot(t, tree, false)
 }
 
-func liveRoot(t *testing.T, tree map[string]any) *facts.RootEncryption {
+func liveRoot(t *testing.T, tree map[string]any) *RootEncryption {
 	t.Helper()
 	return collectRoot(t, tree, true)
 }
 
-func hopKinds(hops []facts.Hop) string {
+func hopKinds(hops []Hop) string {
 	var s []string
 	for _, h := range hops {
 		s = append(s, h.Kind+":"+h.Learned)
@@ -176,7 +168,7 @@ func TestOfflineLVMHalfEncrypted(t *testing.T) {
 		t.Fatalf("root %+v hops %s", r, hopKinds(r.Hops))
 	}
 	c := r.Hops[1].Crypt
-	if c == nil || !reflect.DeepEqual(*c, facts.CryptParams{Type: "plain", Cipher: "aes-xts-plain64", KeyBits: 256, Hash: "sha256", Source: "file"}) {
+	if c == nil || !reflect.DeepEqual(*c, CryptParams{Type: "plain", Cipher: "aes-xts-plain64", KeyBits: 256, Hash: "sha256", Source: "file"}) {
 		t.Errorf("crypt %+v, want the crypttab options", c)
 	}
 }
@@ -188,7 +180,7 @@ func TestOfflineBadLVMBackupIsAnError(t *testing.T) {
 		"etc/lvm/backup/vg":   "vg {\n\tlogical_volumes {\n",
 		"etc/lvm/backup/good": ubuntuVG("/dev/sda3"),
 	})
-	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindImage), "encryption")
+	_, err := Collect(context.Background(), collecttest.NewEnv(t, dir, false))
 	if err == nil || !strings.Contains(err.Error(), "etc/lvm/backup/vg") {
 		t.Errorf("truncated backup: %v, want an error naming it", err)
 	}
@@ -224,20 +216,20 @@ func liveSysfs(dm0UUID string) map[string]any {
 func TestLiveLVMOnLUKSCipherFromTable(t *testing.T) {
 	for _, tc := range []struct {
 		table string
-		want  facts.CryptParams
+		want  CryptParams
 	}{
 		{"0 41940992 crypt aes-xts-plain64 :64:logon:cryptsetup:4f1c-d0 0 8:3 32768 1 allow_discards\n",
-			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel"}},
+			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel"}},
 		{"0 41940992 crypt aes-xts-plain64 " + strings.Repeat("0", 64) + " 0 8:3 4096\n",
-			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
+			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
 		{"0 1000 crypt aes-xts-plain64 " + strings.Repeat("ab", 64) + " 0 8:3 4096\n1000 41939992 crypt aes-xts-plain64 " + strings.Repeat("ab", 32) + " 0 8:3 5096\n",
-			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
+			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
 		{"0 41940992 crypt cipher_null-ecb - 0 8:3 0\n",
-			facts.CryptParams{Type: "luks2", Cipher: "cipher_null-ecb", KeyBits: 0, Source: "kernel"}},
+			CryptParams{Type: "luks2", Cipher: "cipher_null-ecb", KeyBits: 0, Source: "kernel"}},
 		{"0 41940992 crypt aes-xts-plain64 zz 0 8:3 0\n",
-			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", Source: "kernel", Error: "dm-crypt key is neither hex nor a keyring reference"}},
+			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", Source: "kernel", Error: "dm-crypt key is neither hex nor a keyring reference"}},
 		{"0 41940992 linear 8:3 0\n",
-			facts.CryptParams{Type: "luks2", Source: "kernel", Error: "the device-mapper table has no crypt target"}},
+			CryptParams{Type: "luks2", Source: "kernel", Error: "the device-mapper table has no crypt target"}},
 	} {
 		fakeDMTables(t, map[string]string{"sda3_crypt": tc.table})
 		r := liveRoot(t, liveSysfs("CRYPT-LUKS2-4f1c22aa4f1c22aa4f1c22aa4f1c22aa-sda3_crypt"))
@@ -290,14 +282,14 @@ func TestLiveCipherUnreadable(t *testing.T) {
 func TestCrypttabCipherOptions(t *testing.T) {
 	for _, tc := range []struct {
 		opts string
-		want facts.CryptParams
+		want CryptParams
 	}{
-		{"luks,discard", facts.CryptParams{Type: "luks", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
-		{"luks,cipher=aes-xts-plain64,size=512", facts.CryptParams{Type: "luks", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "file"}},
-		{"plain,cipher=aes-cbc-essiv:sha256,size=256,hash=sha256", facts.CryptParams{Type: "plain", Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, Hash: "sha256", Source: "file"}},
-		{"swap,cipher=aes-xts-plain64,size=abc", facts.CryptParams{Type: "plain", Cipher: "aes-xts-plain64", Source: "file"}},
-		{"plain", facts.CryptParams{Type: "plain", Source: "file", Error: "crypttab names no cipher= for this plain mapping"}},
-		{"bitlk", facts.CryptParams{Type: "bitlk", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
+		{"luks,discard", CryptParams{Type: "luks", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
+		{"luks,cipher=aes-xts-plain64,size=512", CryptParams{Type: "luks", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "file"}},
+		{"plain,cipher=aes-cbc-essiv:sha256,size=256,hash=sha256", CryptParams{Type: "plain", Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, Hash: "sha256", Source: "file"}},
+		{"swap,cipher=aes-xts-plain64,size=abc", CryptParams{Type: "plain", Cipher: "aes-xts-plain64", Source: "file"}},
+		{"plain", CryptParams{Type: "plain", Source: "file", Error: "crypttab names no cipher= for this plain mapping"}},
+		{"bitlk", CryptParams{Type: "bitlk", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
 	} {
 		ct, err := parseCrypttab([]byte("c /dev/sda3 none " + tc.opts + "\n"))
 		if err != nil {
@@ -371,10 +363,7 @@ func TestOfflineSwapChains(t *testing.T) {
 		"etc/crypttab":             "dm_crypt-0 UUID=4f1c-22 none luks\ncryptswap /dev/sda2 /dev/urandom swap,cipher=aes-xts-plain64,size=512\n",
 		"etc/lvm/backup/ubuntu-vg": ubuntuVG("/dev/mapper/dm_crypt-0"),
 	})
-	f := checktest.NewFacts(facts.KindImage)
-	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
-		t.Fatal(err)
-	}
+	enc := mustCollect(t, collecttest.NewEnv(t, dir, false))
 	// line is the swap's line of fstab, where a finding about it points.
 	want := []struct {
 		dev   string
@@ -386,11 +375,11 @@ func TestOfflineSwapChains(t *testing.T) {
 		{"/data/swap", false, "partition:fstab", 4},
 		{"/dev/mapper/cryptswap", true, "crypt:crypttab,partition:crypttab", 5},
 	}
-	if len(f.Encryption.Swap) != len(want) {
-		t.Fatalf("swap %+v", f.Encryption.Swap)
+	if len(enc.Swap) != len(want) {
+		t.Fatalf("swap %+v", enc.Swap)
 	}
 	for i, w := range want {
-		s := f.Encryption.Swap[i]
+		s := enc.Swap[i]
 		if s.Device != w.dev || s.Encrypted != w.enc || hopKinds(s.Hops) != w.kinds {
 			t.Errorf("swap %s: encrypted=%v hops %s, want %v %s", s.Device, s.Encrypted, hopKinds(s.Hops), w.enc, w.kinds)
 		}
@@ -398,7 +387,7 @@ func TestOfflineSwapChains(t *testing.T) {
 			t.Errorf("swap %s at %s:%d, want /etc/fstab:%d", s.Device, s.File, s.Line, w.line)
 		}
 	}
-	if c := f.Encryption.Swap[2].Hops[0].Crypt; c == nil || c.KeyBits != 512 || c.Type != "plain" {
+	if c := enc.Swap[2].Hops[0].Crypt; c == nil || c.KeyBits != 512 || c.Type != "plain" {
 		t.Errorf("cryptswap %+v", c)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -28,11 +26,8 @@ func TestOfflineRootOnCrypttabMapping(t *testing.T) {
 		"etc/crypttab": "cryptroot UUID=1 none luks\n",
 		"etc/fstab":    "/dev/mapper/cryptroot / ext4 defaults 0 1\n",
 	})
-	f := checktest.NewFacts(facts.KindRootfs)
-	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
-		t.Fatal(err)
-	}
-	if r := f.Encryption.Root; r == nil || !r.Encrypted || r.Source != "fstab" || r.Chain[0] != "/dev/mapper/cryptroot" {
+	enc := mustCollect(t, collecttest.NewEnv(t, dir, false))
+	if r := enc.Root; r == nil || !r.Encrypted || r.Source != "fstab" || r.Chain[0] != "/dev/mapper/cryptroot" {
 		t.Errorf("root %+v", r)
 	}
 }
@@ -45,17 +40,14 @@ func TestLiveRootOnPlainPartition(t *testing.T) {
 		"sys/dev/block/254:0/dm/uuid":      "CRYPT-VERITY-x\n",
 		"sys/dev/block/254:0/slaves/sda2/": nil,
 	})
-	f := checktest.NewFacts(facts.KindHost)
-	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "encryption"); err != nil {
-		t.Fatal(err)
-	}
-	if r := f.Encryption.Root; r == nil || r.Encrypted || strings.Join(r.Chain, ",") != "sda1" {
+	enc := mustCollect(t, collecttest.NewEnv(t, dir, true))
+	if r := enc.Root; r == nil || r.Encrypted || strings.Join(r.Chain, ",") != "sda1" {
 		t.Errorf("root %+v", r)
 	}
 	// dm-verity protects integrity, not confidentiality.
-	c, enc := devChain(collecttest.NewEnv(t, dir, true).FS, "254:0", "", budgetOf(defaultTrialLimits))
-	if enc || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
-		t.Errorf("verity chain %+v encrypted=%v", c.hops, enc)
+	c, encrypted := devChain(collecttest.NewEnv(t, dir, true).FS, "254:0", "", budgetOf(defaultTrialLimits))
+	if encrypted || strings.Join(c.names, ",") != "254:0,sda2" || c.hops[0].Kind != "verity" {
+		t.Errorf("verity chain %+v encrypted=%v", c.hops, encrypted)
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -77,7 +75,7 @@ func TestTPM2TokenPCRsAgreeWithCryptsetup(t *testing.T) {
 	importToken(t, vol, `{"type":"systemd-tpm2","keyslots":["1"],"tpm2-blob":"AAAA","tpm2-pcrs":[],"tpm2-pcr-bank":"sha256",
 		"tpm2-primary-alg":"ecc","tpm2-policy-hash":"00112233","tpm2-pin":false,"tpm2_pubkey_pcrs":[11],"tpm2_pubkey":"AAAA"}`)
 	_, _, p := tryVolume(t, vol)
-	want := []facts.LUKSToken{
+	want := []LUKSToken{
 		{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"0"}, TPM2PCRs: []int{0, 7}},
 		{ID: "1", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{}, TPM2PubkeyPCRs: []int{11}},
 	}
@@ -131,11 +129,11 @@ func TestFirstBootTPM2PCRs(t *testing.T) {
 	const uuid = "3f1c2a9e-5b7d-4e60-9a8b-0c1d2e3f4a5b"
 	for _, tc := range []struct {
 		conf string
-		want *facts.TPM2Enrolment
+		want *TPM2Enrolment
 	}{
-		{"TPM2_PCRS=7\n", &facts.TPM2Enrolment{File: enrollConf, PCRs: []int{7}}},
-		{"TPM2_PCRS=0+2\n", &facts.TPM2Enrolment{File: enrollConf, PCRs: []int{0, 2}}},
-		{"TPM2_PCRS=seven\n", &facts.TPM2Enrolment{File: enrollConf, Error: `TPM2_PCRS: "seven" is not a PCR`}},
+		{"TPM2_PCRS=7\n", &TPM2Enrolment{File: enrollConf, PCRs: []int{7}}},
+		{"TPM2_PCRS=0+2\n", &TPM2Enrolment{File: enrollConf, PCRs: []int{0, 2}}},
+		{"TPM2_PCRS=seven\n", &TPM2Enrolment{File: enrollConf, Error: `TPM2_PCRS: "seven" is not a PCR`}},
 	} {
 		dir := t.TempDir()
 		collecttest.WriteTree(t, dir, map[string]any{
@@ -144,11 +142,8 @@ func TestFirstBootTPM2PCRs(t *testing.T) {
 			"etc/gpuhost/luks-enroll.conf":      "LUKS_UUID=" + uuid + "\nPROVISION_SLOT=0\n" + tc.conf,
 			strings.TrimPrefix(enrollUnit, "/"): "[Unit]\n",
 		})
-		f := checktest.NewFacts(facts.KindRootfs)
-		if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "encryption"); err != nil {
-			t.Fatal(err)
-		}
-		hops := f.Encryption.Root.Hops
+		enc := mustCollect(t, collecttest.NewEnv(t, dir, false))
+		hops := enc.Root.Hops
 		if len(hops) == 0 || hops[0].Crypt == nil || !reflect.DeepEqual(hops[0].Crypt.FirstBootTPM2, tc.want) {
 			t.Errorf("%q: hops %+v, want the first hop's enrolment %+v", tc.conf, hops, tc.want)
 		}

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -13,33 +11,30 @@ import (
 // device, zram and an encrypted file.
 func TestLiveHostEncryption(t *testing.T) {
 	dir := t.TempDir()
-	collecttest.WriteTree(t, dir, checktest.LiveHost())
+	collecttest.WriteTree(t, dir, collecttest.LiveHost())
 	fakeDMTables(t, map[string]string{
 		"dm_crypt-0": "0 2097152 crypt aes-xts-plain64 :64:logon:cryptsetup:0123-d0 0 252:3 32768 1 allow_discards\n",
 		"cryptswap":  "0 1998848 crypt aes-xts-plain64 " + strings.Repeat("0", 64) + " 0 252:4 0\n",
 	})
 	env := collecttest.NewEnv(t, dir, true)
-	f := checktest.NewFacts(facts.KindHost)
-	if err := collectOne(t, env, f, "encryption"); err != nil {
-		t.Fatal(err)
-	}
-	root := f.Encryption.Root
+	enc := mustCollect(t, env)
+	root := enc.Root
 	if root == nil || !root.Encrypted || strings.Join(root.Chain, ",") != "dm-1,dm-0,vda3" || root.Device != "/dev/mapper/vg-root" {
 		t.Errorf("root %+v, want encrypted through dm-1,dm-0,vda3", root)
 	}
-	wantSwap := []facts.Swap{
+	wantSwap := []Swap{
 		{Device: "/dev/dm-2", Encrypted: true, Kind: "partition"},
 		{Device: "/dev/zram0", Encrypted: false, Kind: "zram"},
 		{Device: "/swap.img", Encrypted: true, Kind: "file"},
 	}
-	if len(f.Encryption.Swap) != len(wantSwap) {
-		t.Fatalf("swap %+v", f.Encryption.Swap)
+	if len(enc.Swap) != len(wantSwap) {
+		t.Fatalf("swap %+v", enc.Swap)
 	}
 	for i, s := range wantSwap {
-		got := f.Encryption.Swap[i]
+		got := enc.Swap[i]
 		if got.Device != s.Device || got.Encrypted != s.Encrypted || got.Kind != s.Kind {
-			t.Errorf("swap[%d] = %+v, want %+v", i, f.Encryption.Swap[i], s)
+			t.Errorf("swap[%d] = %+v, want %+v", i, enc.Swap[i], s)
 		}
 	}
-	golden(t, "live_host.json", f.Encryption)
+	golden(t, "live_host.json", enc)
 }

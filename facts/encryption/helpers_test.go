@@ -9,19 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// collectOne runs the collector called name alone and returns its raw
-// error.
-func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
+// mustCollect runs Collect over env and fails the test unless it
+// collected.
+func mustCollect(t testing.TB, env *collect.Env) *Encryption {
 	t.Helper()
-	return checktest.CollectOne(t, env, f, Collectors(), name)
+	e, err := Collect(context.Background(), env)
+	if err != nil || e == nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return e
 }
 
 // golden compares v, as indented JSON, with testdata/<name>.

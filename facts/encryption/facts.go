@@ -1,4 +1,4 @@
-package facts
+package encryption
 
 // Encryption covers data-at-rest: configured (crypttab) and, live, active.
 type Encryption struct {

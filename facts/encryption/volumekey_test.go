@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -35,7 +34,7 @@ func recordImageKey(t *testing.T, vol string) {
 	testutil.Cryptsetup(t, "token", "import", "--json-file", file, vol)
 }
 
-func volumeKeyOf(t *testing.T, vol string) facts.VolumeKey {
+func volumeKeyOf(t *testing.T, vol string) VolumeKey {
 	t.Helper()
 	_, _, p := tryVolume(t, vol)
 	if p.VolumeKey == nil {
@@ -50,20 +49,20 @@ func volumeKeyOf(t *testing.T, vol string) facts.VolumeKey {
 func TestVolumeKeyOriginThroughAReencryption(t *testing.T) {
 	vol, _ := testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", 512)
 	key := filepath.Join(filepath.Dir(vol), "key")
-	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyUnknown}) {
+	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyUnknown}) {
 		t.Errorf("no token: %+v, want unknown", got)
 	}
 	recordImageKey(t, vol)
-	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyFromImage}) {
+	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyFromImage}) {
 		t.Errorf("the image's own key: %+v, want image", got)
 	}
 	reencrypt := []string{"reencrypt", "--batch-mode", "--force-offline-reencrypt", "--disable-locks", "--key-file", key}
 	testutil.Cryptsetup(t, append(reencrypt, "--key-slot", "0", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "--init-only", vol)...)
-	if got := volumeKeyOf(t, vol); !got.Reencrypting || got.Origin != facts.KeyFromImage {
+	if got := volumeKeyOf(t, vol); !got.Reencrypting || got.Origin != KeyFromImage {
 		t.Errorf("re-encryption begun: %+v, want reencrypting under the image's key", got)
 	}
 	testutil.Cryptsetup(t, append(reencrypt, "--resume-only", vol)...)
-	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyOfHost}) {
+	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyOfHost}) {
 		t.Errorf("re-encrypted: %+v, want host", got)
 	}
 	// The key still opens the volume: the re-encryption kept its slot.
@@ -75,7 +74,7 @@ func TestVolumeKeyOriginThroughAReencryption(t *testing.T) {
 // image's.
 func TestVolumeKeyUnrecorded(t *testing.T) {
 	vol, _ := testutil.LUKSFormat(t, "luks1", "aes-xts-plain64", 512)
-	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyUnknown}) {
+	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyUnknown}) {
 		t.Errorf("LUKS1: %+v, want unknown", got)
 	}
 	md := luks2Metadata{}
@@ -88,7 +87,7 @@ func TestVolumeKeyUnrecorded(t *testing.T) {
 		}}`), &md); err != nil {
 		t.Fatal(err)
 	}
-	if got := md.volumeKey(); got != (facts.VolumeKey{Origin: facts.KeyOfHost}) {
+	if got := md.volumeKey(); got != (VolumeKey{Origin: KeyOfHost}) {
 		t.Errorf("another digest recorded: %+v, want host", got)
 	}
 }
