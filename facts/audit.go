@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/collect"
+
 // Audit is the Linux audit trail: auditd, the rules its files load, the
 // rules the kernel holds on a live host, and where the log goes.
 type Audit struct {
@@ -71,7 +73,7 @@ type AuditdConfig struct {
 	DiskErrorAction      string `json:"disk_error_action" factschema:"located"`
 	// Locations say where auditd.conf sets the settings above, by their
 	// JSON name; one left at auditd's default has none.
-	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
+	Locations map[string]collect.FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // AuditRemote says where audit records are forwarded: by audisp-remote

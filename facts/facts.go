@@ -130,10 +130,3 @@ type CollectorStatus struct {
 	Status string `json:"status" jsonschema:"enum=ok,enum=unavailable,enum=not_applicable,enum=error"`
 	Reason string `json:"reason,omitempty"`
 }
-
-// FileLine is a place in a file of the target: its path as shown to users
-// and a line, from 1.
-type FileLine struct {
-	File string `json:"file"`
-	Line int    `json:"line" jsonschema:"minimum=1"`
-}

@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/collect"
+
 // Network holds listening sockets (live only) and the firewall.
 type Network struct {
 	Listening []Listener `json:"listening"`
@@ -48,7 +50,7 @@ type Firewall struct {
 	// input chain it comes from, or the hook declaration of a chain that
 	// leaves its policy at accept. Nil when rules decide it (a catch-all
 	// drop), or the ruleset came from the kernel or from ufw.
-	PolicyLocation *FileLine `json:"policy_location,omitempty"`
+	PolicyLocation *collect.FileLine `json:"policy_location,omitempty"`
 
 	// New in issue 29: the fields above mix IPv4 and IPv6, and a ruleset
 	// with no IPv6 input hook left IPv6 wide open behind a drop policy.
@@ -82,7 +84,7 @@ type FirewallFamily struct {
 	Chains []string `json:"chains,omitempty"`
 	// PolicyLocation means what the Firewall field of that name means,
 	// for this family alone; nil for a family no chain filters.
-	PolicyLocation *FileLine `json:"policy_location,omitempty"`
+	PolicyLocation *collect.FileLine `json:"policy_location,omitempty"`
 	// Source is "kernel" or "file", as for the Firewall.
 	Source string `json:"source" jsonschema:"enum=file,enum=kernel"`
 }

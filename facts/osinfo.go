@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/collect"
+
 // OS comes from os-release.
 type OS struct {
 	ID         string `json:"id"`
@@ -19,7 +21,7 @@ type Kernel struct {
 	// GRUB's defaults, the file and line that put each parameter there
 	// (by its name, before any "="), so that a finding about it points at
 	// the line to change.
-	CmdlineLocations map[string]FileLine `json:"cmdline_locations,omitempty"`
+	CmdlineLocations map[string]collect.FileLine `json:"cmdline_locations,omitempty"`
 	// Installed lists kernel releases found under /lib/modules.
 	Installed []string `json:"installed,omitempty" factschema:"notnull"`
 }

@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/collect"
+
 // Kubelet is what the kubelet's configuration file says about memory.
 type Kubelet struct {
 	ConfigPath   string `json:"config_path"`
@@ -51,7 +53,7 @@ type Containerd struct {
 	// nvidia_binary, nvidia_systemd_cgroup): the key's line, or its
 	// table's header, in the main file or the import that set it last. A
 	// setting left at containerd's default has none.
-	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
+	Locations map[string]collect.FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // Docker is /etc/docker/daemon.json.
@@ -65,7 +67,7 @@ type Docker struct {
 	// (default_runtime, runtimes, cgroup_driver, cdi_enabled): the line of
 	// the key's value, or for cgroup_driver of the exec-opts entry that
 	// names it. A setting daemon.json leaves out has none.
-	Locations map[string]FileLine `json:"locations,omitempty" factschema:"locations"`
+	Locations map[string]collect.FileLine `json:"locations,omitempty" factschema:"locations"`
 }
 
 // CDISpec is one CDI spec file.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
@@ -47,7 +48,7 @@ func fullFacts() *Facts {
 			Perms: "w", Syscalls: []string{}, Fields: []AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
 		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
 			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt",
-			Locations: map[string]FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
+			Locations: map[string]collect.FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
 		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
 	f.Access = &access.Access{
@@ -86,7 +87,7 @@ func fullFacts() *Facts {
 		HostKeyAlgorithms: []string{"ssh-ed25519"},
 		UsePAM:            "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
 		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
-		Explicit: []string{"permitrootlogin"}, Locations: map[string]FileLine{"permitrootlogin": {File: "/etc/ssh/sshd_config", Line: 32}},
+		Explicit: []string{"permitrootlogin"}, Locations: map[string]collect.FileLine{"permitrootlogin": {File: "/etc/ssh/sshd_config", Line: 32}},
 		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},
 		}}},
@@ -129,7 +130,7 @@ func fullFacts() *Facts {
 			SystemdCgroup: ptr(true), NvidiaSystemdCgroup: ptr(false), CDIEnabled: true,
 		},
 		Docker: &Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
-			Locations: map[string]FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
+			Locations: map[string]collect.FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
 		CDISpecs: []CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
 	}
 	f.GPU = &GPU{

@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/collect"
+
 // SSH holds sshd's effective settings after Include and drop-ins, with
 // OpenSSH defaults filled in for keywords the files leave unset. The
 // top-level settings are those of /etc/ssh/sshd_config read as a file; on a
@@ -49,7 +51,7 @@ type SSHSettings struct {
 	// value from (the first that sets it; for the keywords that
 	// accumulate, the first of their lines), so that a finding points at
 	// the line to change.
-	Locations map[string]FileLine `json:"locations,omitempty"`
+	Locations map[string]collect.FileLine `json:"locations,omitempty"`
 	// Match lists the Match blocks in file order, each with what it sets.
 	Match []SSHMatch `json:"match,omitempty"`
 	// HostKeys are the host keys the configuration names, read from their

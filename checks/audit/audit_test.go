@@ -111,7 +111,7 @@ func TestWeakTree(t *testing.T) {
 		t.Errorf("auditd.conf = %+v", c)
 	}
 	// What the file sets is placed on its line; a default has no line.
-	want := map[string]facts.FileLine{
+	want := map[string]collect.FileLine{
 		"log_file":         {File: "/etc/audit/auditd.conf", Line: 1},
 		"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 2},
 	}

@@ -194,12 +194,12 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 		return facts.AuditdConfig{}, err
 	}
 	display := fsys.Display(auditdConf)
-	locations := map[string]facts.FileLine{}
+	locations := map[string]collect.FileLine{}
 	// value is the setting k as written, or def when auditd.conf leaves it
 	// out; a setting the file gives is placed on its line.
 	value := func(k, def string) string {
 		if s, ok := kv[k]; ok && s.Value != "" {
-			locations[k] = facts.FileLine{File: display, Line: s.Line}
+			locations[k] = collect.FileLine{File: display, Line: s.Line}
 			return s.Value
 		}
 		return def
@@ -228,7 +228,7 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 			return cfg, fmt.Errorf("parsing %s: num_logs %q is not a count", display, s.Value)
 		}
 		cfg.NumLogs = n
-		locations["num_logs"] = facts.FileLine{File: display, Line: s.Line}
+		locations["num_logs"] = collect.FileLine{File: display, Line: s.Line}
 	}
 	if len(locations) > 0 {
 		cfg.Locations = locations

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -159,8 +160,8 @@ func TestJoinFamilies(t *testing.T) {
 	// The joined policy is placed where the family that decided it sets it:
 	// IPv6's drop, not IPv4's reject.
 	v4, v6 := fam("ipv4", true, "reject"), fam("ipv6", true, "drop")
-	v4.PolicyLocation = &facts.FileLine{File: "/etc/nftables.conf", Line: 5}
-	v6.PolicyLocation = &facts.FileLine{File: "/etc/nftables.conf", Line: 12}
+	v4.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 5}
+	v6.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 12}
 	fw := &facts.Firewall{Families: []facts.FirewallFamily{v4, v6}}
 	joinFamilies(fw)
 	if fw.DefaultInputPolicy != "drop" || fw.PolicyLocation != v6.PolicyLocation {

@@ -129,7 +129,7 @@ func joinFamilies(fw *facts.Firewall) {
 	}
 	ipv6On := fw.IPv6 == nil || fw.IPv6.Enabled
 	joined := ""
-	var at *facts.FileLine
+	var at *collect.FileLine
 	for _, f := range fw.Families {
 		if f.Family == "ipv6" && !ipv6On {
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -109,8 +110,8 @@ func TestNftFilePlaces(t *testing.T) {
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 		t.Fatal(err)
 	}
-	conf := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/nftables.conf", Line: line} }
-	v6 := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/nftables.d/v6.nft", Line: line} }
+	conf := func(line int) collect.FileLine { return collect.FileLine{File: "/etc/nftables.conf", Line: line} }
+	v6 := func(line int) collect.FileLine { return collect.FileLine{File: "/etc/nftables.d/v6.nft", Line: line} }
 	fw := f.Network.Firewall
 	if fw.DefaultInputPolicy != "accept" || fw.PolicyLocation == nil || *fw.PolicyLocation != v6(3) {
 		t.Errorf("policy %s at %v, want accept at %v", fw.DefaultInputPolicy, fw.PolicyLocation, v6(3))
@@ -126,12 +127,12 @@ func TestNftFilePlaces(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		port int
-		want facts.FileLine
+		want collect.FileLine
 	}{{22, conf(8)}, {443, v6(4)}, {8080, v6(3)}} {
-		got := facts.FileLine{}
+		got := collect.FileLine{}
 		for _, a := range fw.Admits {
 			if a.Proto == "tcp" && a.From <= tc.port && tc.port <= a.To {
-				got = facts.FileLine{File: a.File, Line: a.Line}
+				got = collect.FileLine{File: a.File, Line: a.Line}
 				break
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -121,16 +121,16 @@ func FuzzUfwRules(f *testing.F) {
 // its lines.
 func checkNftPlaces(t *testing.T, v fwVerdict, lines int) {
 	t.Helper()
-	in := func(at facts.FileLine) bool {
+	in := func(at collect.FileLine) bool {
 		return at.File == "/etc/nftables.conf" && at.Line >= 1 && at.Line <= lines
 	}
 	for _, a := range v.admits {
-		if !in(facts.FileLine{File: a.File, Line: a.Line}) {
+		if !in(collect.FileLine{File: a.File, Line: a.Line}) {
 			t.Fatalf("admit %+v is not placed in a %d-line file", a, lines)
 		}
 	}
 	for _, f := range v.families {
-		if f.policyAt != (facts.FileLine{}) && (!in(f.policyAt) || !f.filtered) {
+		if f.policyAt != (collect.FileLine{}) && (!in(f.policyAt) || !f.filtered) {
 			t.Fatalf("%s policy %s placed at %+v", f.name, f.policy, f.policyAt)
 		}
 	}

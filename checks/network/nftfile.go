@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -68,7 +69,7 @@ func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
 }
 
 // placed is at, or nil when it names no line.
-func placed(at facts.FileLine) *facts.FileLine {
+func placed(at collect.FileLine) *collect.FileLine {
 	if at.Line == 0 {
 		return nil
 	}
@@ -239,7 +240,7 @@ func (p *nftParser) chain(toks []nftToken, c *fwChain, file string) error {
 		if len(words) == 0 {
 			return nil
 		}
-		at := facts.FileLine{File: file, Line: stmt[0].line}
+		at := collect.FileLine{File: file, Line: stmt[0].line}
 		switch words[0] {
 		case "type":
 			// type filter hook input priority filter
@@ -324,7 +325,7 @@ func (p *nftParser) rule(c *fwChain, words []string, file string, line int, firs
 	text := strings.ReplaceAll(strings.Join(words, " "), " , ", ", ")
 	r := fwRule{ref: ref, text: text, protos: protoAny}
 	if file != "" {
-		r.at = facts.FileLine{File: file, Line: line}
+		r.at = collect.FileLine{File: file, Line: line}
 	}
 	for i := 0; i < len(words) && r.verdict == ""; {
 		i = p.term(&r, c, words, i)

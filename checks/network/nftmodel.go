@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // The file parser and the kernel reader both reduce a ruleset to fwChain
@@ -45,7 +46,7 @@ type fwRule struct {
 	// "/etc/nftables.conf:12"; at is that file and line (zero from the
 	// kernel), where a finding about what the rule admits points.
 	ref  string
-	at   facts.FileLine
+	at   collect.FileLine
 	text string
 	// protos are the protocols the rule can match; 0 matches none.
 	protos int
@@ -101,7 +102,7 @@ type fwChain struct {
 	family, table, name string
 	input               bool
 	policy              string
-	policyAt            facts.FileLine
+	policyAt            collect.FileLine
 	rules               []fwRule
 }
 
@@ -207,7 +208,7 @@ type evaluator struct {
 	// the first rule (or policy) that admitted the port; 0 when none did.
 	owner  [2][2]*[65536]uint16
 	refs   []string
-	places []facts.FileLine
+	places []collect.FileLine
 	refIdx map[string]uint16
 	bufs   []*portSet
 }
@@ -315,7 +316,7 @@ func (e *evaluator) scratch(depth int) *portSet {
 	return e.bufs[depth]
 }
 
-func (e *evaluator) admit(proto int, ports *portSet, ref string, at facts.FileLine) {
+func (e *evaluator) admit(proto int, ports *portSet, ref string, at collect.FileLine) {
 	idx, ok := e.refIdx[ref]
 	if !ok {
 		if e.refIdx == nil {
@@ -391,7 +392,7 @@ type familyVerdict struct {
 	name     string
 	filtered bool
 	policy   string
-	policyAt facts.FileLine
+	policyAt collect.FileLine
 	ports    []int
 	admits   []facts.FirewallAdmit
 	chains   []string
@@ -506,13 +507,13 @@ func (e *evaluator) keep(proto int, passed *portSet) {
 // policyPlace is where the first of chains whose policy is policy sets it;
 // zero when none is placed, or rules decided the policy (a catch-all drop
 // before accepting policies).
-func policyPlace(chains []*fwChain, policy string) facts.FileLine {
+func policyPlace(chains []*fwChain, policy string) collect.FileLine {
 	for _, c := range chains {
 		if c.policy == policy && c.policyAt.Line > 0 {
 			return c.policyAt
 		}
 	}
-	return facts.FileLine{}
+	return collect.FileLine{}
 }
 
 func chainList(chains []*fwChain) string {

@@ -124,7 +124,7 @@ func compareKernel(a, b string) int {
 // configuredCmdline finds the command line an image will boot with, in the
 // order the boot paths take precedence: kernel-install's /etc/kernel/cmdline,
 // then Boot Loader Specification entries, then GRUB's defaults.
-func configuredCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, error) {
+func configuredCmdline(fsys sysroot.FS) ([]string, string, map[string]collect.FileLine, error) {
 	const kc = "/etc/kernel/cmdline"
 	data, ok, err := textfile.ReadOptionalLimit(fsys, kc, maxCmdline)
 	if err != nil {
@@ -169,7 +169,7 @@ func configuredCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.File
 // grubCmdline evaluates GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT the
 // way grub-mkconfig does: /etc/default/grub, then every
 // /etc/default/grub.d/*.cfg in lexical order, later assignments winning.
-func grubCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, error) {
+func grubCmdline(fsys sysroot.FS) ([]string, string, map[string]collect.FileLine, error) {
 	files := []string{"/etc/default/grub"}
 	dropins, err := fsys.Glob("/etc/default/grub.d/*.cfg")
 	if err != nil {
@@ -183,7 +183,7 @@ func grubCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, 
 	}
 	vars := map[string]string{}
 	var used []string
-	g := grubParams{at: map[string]facts.FileLine{}}
+	g := grubParams{at: map[string]collect.FileLine{}}
 	for _, name := range files {
 		data, ok, err := textfile.ReadOptional(fsys, name)
 		if err != nil {
@@ -218,7 +218,7 @@ func grubCmdline(fsys sysroot.FS) ([]string, string, map[string]facts.FileLine, 
 
 // grubParams places each kernel parameter of the grub defaults on the
 // assignment that put it there: the line whose change a fix edits.
-type grubParams struct{ at map[string]facts.FileLine }
+type grubParams struct{ at map[string]collect.FileLine }
 
 // assign records the parameters an assignment adds or changes against the
 // variable's value before it, so that a drop-in that appends to
@@ -233,7 +233,7 @@ func (g grubParams) assign(file string, a textfile.Assignment, prev string) {
 			continue
 		}
 		key, _, _ := strings.Cut(p, "=")
-		g.at[key] = facts.FileLine{File: file, Line: a.Line}
+		g.at[key] = collect.FileLine{File: file, Line: a.Line}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -145,7 +146,7 @@ func TestGrubParamLocations(t *testing.T) {
 	if got := strings.Join(cmd, " "); got != "systemd.unified_cgroup_hierarchy=0 console=ttyS0 modprobe.blacklist=nouveau systemd.unified_cgroup_hierarchy=1 quiet" {
 		t.Errorf("cmdline %q", got)
 	}
-	for key, want := range map[string]facts.FileLine{
+	for key, want := range map[string]collect.FileLine{
 		"quiet":                            {File: "/etc/default/grub", Line: 2},
 		"console":                          {File: "/etc/default/grub", Line: 4},
 		"modprobe.blacklist":               {File: "/etc/default/grub.d/50-gpu.cfg", Line: 1},

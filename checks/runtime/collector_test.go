@@ -67,7 +67,7 @@ func TestHardenedTree(t *testing.T) {
 		t.Errorf("docker = %+v", d)
 	}
 	daemon := fsys.Display("/etc/docker/daemon.json")
-	wantAt := map[string]facts.FileLine{"default_runtime": {File: daemon, Line: 2}, "cgroup_driver": {File: daemon, Line: 3},
+	wantAt := map[string]collect.FileLine{"default_runtime": {File: daemon, Line: 2}, "cgroup_driver": {File: daemon, Line: 3},
 		"cdi_enabled": {File: daemon, Line: 5}, "runtimes": {File: daemon, Line: 9}}
 	if !maps.Equal(rt.Docker.Locations, wantAt) {
 		t.Errorf("docker locations = %v, want %v", rt.Docker.Locations, wantAt)
@@ -95,7 +95,7 @@ func TestWeakTree(t *testing.T) {
 		t.Errorf("docker = %+v", d)
 	}
 	// The exec-opts entry that names the driver is where a finding points.
-	if l := f.ContainerRuntime.Docker.Locations; len(l) != 1 || l["cgroup_driver"] != (facts.FileLine{File: "/etc/docker/daemon.json", Line: 2}) {
+	if l := f.ContainerRuntime.Docker.Locations; len(l) != 1 || l["cgroup_driver"] != (collect.FileLine{File: "/etc/docker/daemon.json", Line: 2}) {
 		t.Errorf("docker locations = %v", l)
 	}
 	golden(t, "weak", root, f)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
@@ -406,7 +407,7 @@ func (m *containerdMerge) mergeImport(cur *ContainerdFile, f string) (*Container
 // containerdLocations says where the merged settings s were set, from the
 // line tree of the files merged: the paths ExtractContainerd reads, each
 // falling back to the table around it.
-func containerdLocations(lines map[string]any, version int, s *ContainerdSettings) map[string]facts.FileLine {
+func containerdLocations(lines map[string]any, version int, s *ContainerdSettings) map[string]collect.FileLine {
 	plugin := criPluginV2
 	if version >= 3 {
 		plugin = criRuntimePlugin
@@ -415,7 +416,7 @@ func containerdLocations(lines map[string]any, version int, s *ContainerdSetting
 	runtime := func(name string, keys ...string) []string {
 		return key(append([]string{"containerd", "runtimes", name}, keys...)...)
 	}
-	out := map[string]facts.FileLine{}
+	out := map[string]collect.FileLine{}
 	put := func(setting string, paths ...[]string) {
 		for _, p := range paths {
 			if l, ok := lineOf(lines, p...); ok {

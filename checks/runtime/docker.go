@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
 )
@@ -128,14 +129,14 @@ func readDockerSettings(display string, doc map[string]any, d *facts.Docker) err
 // lines, by their facts names; encoding/json keeps no positions, so a
 // second pass walks the tokens. A key given twice counts where its last
 // value is, as encoding/json keeps that one.
-func dockerLocations(display string, data []byte) (map[string]facts.FileLine, error) {
+func dockerLocations(display string, data []byte) (map[string]collect.FileLine, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	loc := map[string]facts.FileLine{}
+	loc := map[string]collect.FileLine{}
 	visit := func(path []string, tok jsontext.Token) {
 		// A token ends on the line it starts on: strings hold no raw
 		// newline, and a bracket is one byte.
-		here := func() facts.FileLine {
-			return facts.FileLine{File: display, Line: textfile.LineOf(data, int(dec.InputOffset())-1)}
+		here := func() collect.FileLine {
+			return collect.FileLine{File: display, Line: textfile.LineOf(data, int(dec.InputOffset())-1)}
 		}
 		switch {
 		case len(path) == 1 && path[0] == "default-runtime":

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 func TestMergeTOMLRecursive(t *testing.T) {
@@ -47,8 +47,8 @@ func TestDockerDaemonLocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(line int) facts.FileLine { return facts.FileLine{File: "/etc/docker/daemon.json", Line: line} }
-	want := map[string]facts.FileLine{"cgroup_driver": at(7), "default_runtime": at(4), "runtimes": at(11)}
+	at := func(line int) collect.FileLine { return collect.FileLine{File: "/etc/docker/daemon.json", Line: line} }
+	want := map[string]collect.FileLine{"cgroup_driver": at(7), "default_runtime": at(4), "runtimes": at(11)}
 	if d.CgroupDriver != "cgroupfs" || d.CDIEnabled || !maps.Equal(d.Locations, want) {
 		t.Errorf("driver %q cdi %v at %v, want cgroupfs false at %v", d.CgroupDriver, d.CDIEnabled, d.Locations, want)
 	}

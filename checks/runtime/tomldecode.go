@@ -10,7 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // seenKind is what made a key of a TOML document, which decides what a later
@@ -66,7 +66,7 @@ func newSeen(kind seenKind) *seenKey {
 // tomlDoc is one TOML document decoded: Values as toml.Unmarshal decodes it
 // into a map[string]any; Lines its line tree, the document's tables and keys
 // in its own shape, each key's value replaced by where it is set
-// (facts.FileLine), each table holding its header's place under headerKey
+// (collect.FileLine), each table holding its header's place under headerKey
 // (having the values' shape, the tree migrates and merges as the values do,
 // so after containerd's imports it says which file set each setting last;
 // arrays of tables are left out, as no setting the checks read is in one);
@@ -465,7 +465,7 @@ func keyParts(e *unstable.Node) []*unstable.Node {
 
 // at is where a key is written. Keys come in the order of the document, so
 // counting newlines from the last key onwards counts each once.
-func (d *tomlDecoder) at(n *unstable.Node) facts.FileLine {
+func (d *tomlDecoder) at(n *unstable.Node) collect.FileLine {
 	off := min(int(n.Raw.Offset), len(d.data))
 	if off >= d.lineOff {
 		d.line += bytes.Count(d.data[d.lineOff:off], []byte("\n"))
@@ -473,7 +473,7 @@ func (d *tomlDecoder) at(n *unstable.Node) facts.FileLine {
 		d.line -= bytes.Count(d.data[off:d.lineOff], []byte("\n"))
 	}
 	d.lineOff = off
-	return facts.FileLine{File: d.display, Line: d.line}
+	return collect.FileLine{File: d.display, Line: d.line}
 }
 
 // offsetOf is where b, a slice of the document, starts in it, or -1.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // headerKey holds, inside a table of a line tree, where the table's header
@@ -39,7 +39,7 @@ func walk(t map[string]any, key unstable.Iterator, depth int) (map[string]any, *
 
 // setLines records a key/value in table t: its place for a plain value, or
 // for an inline table the table's place and each of its own keys.
-func setLines(t map[string]any, kv *unstable.Node, at func(*unstable.Node) facts.FileLine, depth int) error {
+func setLines(t map[string]any, kv *unstable.Node, at func(*unstable.Node) collect.FileLine, depth int) error {
 	if depth > maxTOMLDepth {
 		return fmt.Errorf("tables nested deeper than %d", maxTOMLDepth)
 	}
@@ -80,46 +80,46 @@ func setLines(t map[string]any, kv *unstable.Node, at func(*unstable.Node) facts
 // lineOf is where the setting at keys is set in a merged line tree: the
 // key's own place, or for a table its header, or, for a table made only by
 // the tables and keys under it, the first of those.
-func lineOf(tree map[string]any, keys ...string) (facts.FileLine, bool) {
+func lineOf(tree map[string]any, keys ...string) (collect.FileLine, bool) {
 	var cur any = tree
 	for _, k := range keys {
 		t, ok := cur.(map[string]any)
 		if !ok {
-			return facts.FileLine{}, false
+			return collect.FileLine{}, false
 		}
 		if cur, ok = t[k]; !ok {
-			return facts.FileLine{}, false
+			return collect.FileLine{}, false
 		}
 	}
 	return firstLine(cur, 0)
 }
 
-func firstLine(v any, depth int) (facts.FileLine, bool) {
+func firstLine(v any, depth int) (collect.FileLine, bool) {
 	switch v := v.(type) {
-	case facts.FileLine:
+	case collect.FileLine:
 		return v, true
 	case map[string]any:
-		if h, ok := v[headerKey].(facts.FileLine); ok {
+		if h, ok := v[headerKey].(collect.FileLine); ok {
 			return h, true
 		}
 		if depth > maxTOMLDepth {
-			return facts.FileLine{}, false
+			return collect.FileLine{}, false
 		}
-		var found []facts.FileLine
+		var found []collect.FileLine
 		for _, c := range v {
 			if l, ok := firstLine(c, depth+1); ok {
 				found = append(found, l)
 			}
 		}
 		if len(found) == 0 {
-			return facts.FileLine{}, false
+			return collect.FileLine{}, false
 		}
-		return slices.MinFunc(found, func(a, b facts.FileLine) int {
+		return slices.MinFunc(found, func(a, b collect.FileLine) int {
 			if c := strings.Compare(a.File, b.File); c != 0 {
 				return c
 			}
 			return a.Line - b.Line
 		}), true
 	}
-	return facts.FileLine{}, false
+	return collect.FileLine{}, false
 }

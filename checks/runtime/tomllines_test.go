@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -45,7 +45,7 @@ func TestContainerdLocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	main, cdi, nv := "/etc/containerd/config.toml", "/etc/containerd/conf.d/50-cdi.toml", "/etc/containerd/conf.d/99-nvidia.toml"
-	want := map[string]facts.FileLine{
+	want := map[string]collect.FileLine{
 		"systemd_cgroup":        {File: main, Line: 6},
 		"cdi_enabled":           {File: cdi, Line: 3},
 		"default_runtime":       {File: nv, Line: 3},
@@ -54,7 +54,7 @@ func TestContainerdLocations(t *testing.T) {
 		"nvidia_systemd_cgroup": {File: nv, Line: 5},
 	}
 	// The default runtime is nvidia, whose SystemdCgroup line 5 sets.
-	want["systemd_cgroup"] = facts.FileLine{File: nv, Line: 5}
+	want["systemd_cgroup"] = collect.FileLine{File: nv, Line: 5}
 	if !maps.Equal(c.Locations, want) {
 		t.Errorf("locations:\n got %v\nwant %v", c.Locations, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -74,7 +75,7 @@ type SSHDConfig struct {
 	Explicit []string
 	// Locations maps each canonical keyword of Explicit to the file and
 	// line its value came from.
-	Locations map[string]facts.FileLine
+	Locations map[string]collect.FileLine
 	// Files lists the files read, the main one first, with display paths.
 	Files []string
 	// Match lists the Match blocks in the order sshd reads them.
@@ -139,7 +140,7 @@ type sshdParser struct {
 }
 
 func newSSHDParser(src textfile.Source) *sshdParser {
-	return &sshdParser{src: src, cfg: &SSHDConfig{Values: map[string][]string{}, Locations: map[string]facts.FileLine{}}, explicit: map[string]bool{}}
+	return &sshdParser{src: src, cfg: &SSHDConfig{Values: map[string][]string{}, Locations: map[string]collect.FileLine{}}, explicit: map[string]bool{}}
 }
 
 func (p *sshdParser) finish() *SSHDConfig {
@@ -208,7 +209,7 @@ func (p *sshdParser) line(file string, lineNo int, line string, depth int) error
 	}
 	p.explicit[keyword] = true
 	if _, seen := p.cfg.Locations[keyword]; !seen {
-		p.cfg.Locations[keyword] = facts.FileLine{File: file, Line: lineNo}
+		p.cfg.Locations[keyword] = collect.FileLine{File: file, Line: lineNo}
 	}
 	if keyword == "hostkey" {
 		p.cfg.HostKeys = append(p.cfg.HostKeys, args[0])

@@ -27,6 +27,14 @@ const (
 	StatusError         = "error"
 )
 
+// FileLine is a place in a file of the target: its path as shown to users
+// and a line, from 1. Facts of every domain carry it where a setting was
+// found, so that a finding can point at the line that decided it.
+type FileLine struct {
+	File string `json:"file"`
+	Line int    `json:"line" jsonschema:"minimum=1"`
+}
+
 // Env is what a collector may look at.
 type Env struct {
 	// FS is the tree being scanned: an image's rootfs, or "/" on a live host.
