@@ -27,10 +27,10 @@ import (
 	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/network"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/tls"
@@ -44,9 +44,9 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		osinfo.Collectors(), packages.Collectors(), network.Collectors(),
+		osinfo.Collectors(), network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitState}}, domains(),
+		{audit.Collector{State: osinfo.UnitState}}, domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 func TestOfflineImageGolden(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 // benchDocuments are the two sizes `scan facts` meets: the example document
@@ -26,9 +28,9 @@ func benchDocuments(tb testing.TB) map[string][]byte {
 
 // withPackages gives f n packages named and versioned like a Debian image's.
 func withPackages(f *Facts, n int) *Facts {
-	f.Packages = make([]Package, n)
+	f.Packages = make([]packages.Package, n)
 	for i := range f.Packages {
-		f.Packages[i] = Package{
+		f.Packages[i] = packages.Package{
 			Name:    fmt.Sprintf("libexample%04d-%d", i, i%7),
 			Version: fmt.Sprintf("%d.%d.%d-%dubuntu%d", i%5, i%13, i%31, i%3+1, i%4),
 			Arch:    []string{"amd64", "all"}[i%2],

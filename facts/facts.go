@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/packages"
+
 	"github.com/gpuhost/gpuhost/facts/encryption"
 
 	"github.com/gpuhost/gpuhost/facts/access"
@@ -56,28 +58,28 @@ type Facts struct {
 	// it in silence.
 	NotJudged []NotJudged `json:"not_judged,omitempty" factschema:"notnull"`
 
-	OS               *OS                    `json:"os,omitempty"`
-	Kernel           *Kernel                `json:"kernel,omitempty"`
-	Packages         []Package              `json:"packages,omitempty" factschema:"notnull"`
-	Cgroup           *Cgroup                `json:"cgroup,omitempty"`
-	Kubelet          *Kubelet               `json:"kubelet,omitempty"`
-	Audit            *Audit                 `json:"audit,omitempty"`
-	Access           *access.Access         `json:"access,omitempty"`
-	TLS              *TLS                   `json:"tls,omitempty"`
-	SSH              *SSH                   `json:"ssh,omitempty"`
-	Encryption       *encryption.Encryption `json:"encryption,omitempty"`
-	Network          *Network               `json:"network,omitempty"`
-	Systemd          *Systemd               `json:"systemd,omitempty"`
-	ContainerRuntime *ContainerRuntime      `json:"container_runtime,omitempty"`
-	GPU              *GPU                   `json:"gpu,omitempty"`
-	PCI              *PCI                   `json:"pci,omitempty"`
-	GPUDriver        *GPUDriver             `json:"gpu_driver,omitempty"`
-	Containers       *Containers            `json:"containers,omitempty"`
-	Manifest         map[string]any         `json:"manifest,omitempty"`
-	ConfigFiles      []ConfigFile           `json:"config_files,omitempty" factschema:"notnull"`
-	Vulnerabilities  *Vulnerabilities       `json:"vulnerabilities,omitempty"`
-	SBOM             *SBOM                  `json:"sbom,omitempty"`
-	SecureBoot       *secureboot.SecureBoot `json:"secure_boot,omitempty"`
+	OS               *OS                       `json:"os,omitempty"`
+	Kernel           *Kernel                   `json:"kernel,omitempty"`
+	Packages         []packages.Package        `json:"packages,omitempty" factschema:"notnull"`
+	Cgroup           *Cgroup                   `json:"cgroup,omitempty"`
+	Kubelet          *Kubelet                  `json:"kubelet,omitempty"`
+	Audit            *Audit                    `json:"audit,omitempty"`
+	Access           *access.Access            `json:"access,omitempty"`
+	TLS              *TLS                      `json:"tls,omitempty"`
+	SSH              *SSH                      `json:"ssh,omitempty"`
+	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
+	Network          *Network                  `json:"network,omitempty"`
+	Systemd          *Systemd                  `json:"systemd,omitempty"`
+	ContainerRuntime *ContainerRuntime         `json:"container_runtime,omitempty"`
+	GPU              *GPU                      `json:"gpu,omitempty"`
+	PCI              *PCI                      `json:"pci,omitempty"`
+	GPUDriver        *GPUDriver                `json:"gpu_driver,omitempty"`
+	Containers       *Containers               `json:"containers,omitempty"`
+	Manifest         map[string]any            `json:"manifest,omitempty"`
+	ConfigFiles      []packages.ConfigFile     `json:"config_files,omitempty" factschema:"notnull"`
+	Vulnerabilities  *packages.Vulnerabilities `json:"vulnerabilities,omitempty"`
+	SBOM             *packages.SBOM            `json:"sbom,omitempty"`
+	SecureBoot       *secureboot.SecureBoot    `json:"secure_boot,omitempty"`
 }
 
 // New returns an empty document for the given target, stamped with the schema.

@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuhost/gpuhost/facts/packages"
+
 // GPU is filled by the NVML collector on a host, and by the offline driver
 // collector in an image.
 type GPU struct {
@@ -160,7 +162,7 @@ type XIDGPU struct {
 // and the file system: it is the same in an image and on a host.
 type GPUDriver struct {
 	// Packages are the installed NVIDIA driver, kernel module and CUDA packages.
-	Packages []Package `json:"packages"`
+	Packages []packages.Package `json:"packages"`
 	// Version is the driver's upstream version (535.261.03), Branch its major part.
 	Version string `json:"version,omitempty"`
 	Branch  int    `json:"branch,omitempty" jsonschema:"minimum=0"`

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -33,7 +34,7 @@ func fullFacts() *Facts {
 	f.NoteNotJudged("tls_probe", []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\""})
 	f.OS = &OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
 	f.Kernel = &Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
-	f.Packages = []Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
+	f.Packages = []packages.Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
 	f.Cgroup = &Cgroup{Version: 2, Source: "statfs", Memory: &CgroupMemory{ControllerEnabled: ptr(true), Slices: []SliceMemory{
 		{Name: "system.slice", MemoryMax: "max", MemoryHigh: "max", Source: "cgroup"},
 		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
@@ -164,7 +165,7 @@ func fullFacts() *Facts {
 		},
 	}
 	f.GPUDriver = &GPUDriver{
-		Packages: []Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},
+		Packages: []packages.Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},
 		Version:  "535.161.08", Branch: 535, Flavor: "proprietary",
 		Modules:            map[string][]string{"5.15.0-105-generic": {"/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko"}},
 		NouveauBlacklisted: true, NouveauSource: "/etc/modprobe.d/blacklist-nouveau.conf",
@@ -173,12 +174,12 @@ func fullFacts() *Facts {
 	}
 	f.Containers = &Containers{Images: []ContainerImage{{Ref: "nvcr.io/nvidia/pytorch:24.01-py3", Digest: "sha256:abc", Source: "/var/lib/containerd"}}}
 	f.Manifest = map[string]any{"schema": "gpuhost.manifest/v1", "pins": map[string]any{"driver": "535.161.08"}}
-	f.ConfigFiles = []ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
+	f.ConfigFiles = []packages.ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
 	numa := 0
 	f.PCI = &PCI{Devices: []PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa}}}
-	f.Vulnerabilities = &Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
-		Images: []ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
-			Findings: []Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
+	f.Vulnerabilities = &packages.Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []packages.Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
+		Images: []packages.ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
+			Findings: []packages.Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
 		ImagesError: "the containers collector is error"}
 	f.SecureBoot = &secureboot.SecureBoot{
 		ESP: "/boot/efi", ESPError: "",
@@ -195,7 +196,7 @@ func fullFacts() *Facts {
 		Firmware: &secureboot.Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
 		Lockdown: &secureboot.Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
 	}
-	f.SBOM = &SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
+	f.SBOM = &packages.SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
 	return f
 }
 
@@ -238,7 +239,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}
 	f.GPU = &GPU{Devices: []GPUDevice{{}}}
 	f.Containers = &Containers{}
-	f.Vulnerabilities = &Vulnerabilities{}
+	f.Vulnerabilities = &packages.Vulnerabilities{}
 	if err := Validate(*f); err != nil {
 		t.Fatalf("document with nil slices: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
 
@@ -50,6 +51,7 @@ var Domains = []Domain{
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
+	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
 }
 
 func mounts() map[string]fs.FS {

@@ -23,9 +23,9 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"

@@ -18,8 +18,8 @@ import (
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/manifest"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -75,7 +76,7 @@ func (driverCollector) Collect(ctx context.Context, env *collect.Env, f *facts.F
 		}
 		return collect.Unavailable(reason)
 	}
-	d := &facts.GPUDriver{Packages: []facts.Package{}, Modules: map[string][]string{}}
+	d := &facts.GPUDriver{Packages: []packages.Package{}, Modules: map[string][]string{}}
 
 	for _, p := range f.Packages {
 		if matchesPrefix(p.Name, driverPrefixes) {
@@ -297,7 +298,7 @@ func blacklists(text, module string) bool {
 
 // cudaToolkit finds the newest installed CUDA toolkit, by package or by
 // /usr/local/cuda/version.json.
-func cudaToolkit(env *collect.Env, pkgs []facts.Package, d *facts.GPUDriver) error {
+func cudaToolkit(env *collect.Env, pkgs []packages.Package, d *facts.GPUDriver) error {
 	best, source := "", ""
 	consider := func(v, src string) {
 		if v != "" && (best == "" || CompareVersions(v, best) > 0) {
@@ -331,7 +332,7 @@ func cudaToolkit(env *collect.Env, pkgs []facts.Package, d *facts.GPUDriver) err
 // toolkitVersion returns the CUDA MAJOR.MINOR a package installs:
 // cuda-toolkit-12-2 -> 12.2 (by name), nvidia-cuda-toolkit 11.8.89~11.8.0-5 ->
 // 11.8 and cuda-toolkit 12.4.1-1 -> 12.4 (by version).
-func toolkitVersion(p facts.Package) string {
+func toolkitVersion(p packages.Package) string {
 	for _, prefix := range []string{"cuda-toolkit-", "cuda-runtime-", "cuda-cudart-", "cuda-"} {
 		rest, ok := strings.CutPrefix(p.Name, prefix)
 		if !ok {

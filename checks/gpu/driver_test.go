@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -39,15 +40,15 @@ func collectDriver(t *testing.T, dir string, f *facts.Facts) error {
 	return gpu.NewDriverCollector().Collect(context.Background(), &collect.Env{FS: fsys}, f)
 }
 
-func imageFacts(pkgs ...facts.Package) *facts.Facts {
+func imageFacts(pkgs ...packages.Package) *facts.Facts {
 	f := facts.New(facts.KindRootfs, "img", now)
 	f.Record("packages", facts.StatusOK, "")
 	f.Packages = pkgs
 	return f
 }
 
-func pkg(name, version string) facts.Package {
-	return facts.Package{Name: name, Version: version, Arch: "amd64"}
+func pkg(name, version string) packages.Package {
+	return packages.Package{Name: name, Version: version, Arch: "amd64"}
 }
 
 // TestDriverDebian is the Debian 12 stand-in: NVIDIA 535 from non-free,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -58,7 +59,7 @@ func fullDGXFacts(tb testing.TB) *facts.Facts {
 	tb.Helper()
 	f := collectHost(tb, dgxA100(), hostTree(tb, "550.54.15", kernLog))
 	f.GPUDriver = &facts.GPUDriver{
-		Packages:            []facts.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
+		Packages:            []packages.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
 		Version:             "550.54.15",
 		Branch:              550,
 		Flavor:              "proprietary",

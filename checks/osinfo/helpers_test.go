@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
 // all is what this package's tests run: the collectors of this package and the packages collector they need.
-func all() []collector.Collector { return append(Collectors(), packages.Collectors()...) }
+func all() []collector.Collector { return append(Collectors(), domains.Collectors()...) }
 
 // collect runs the named collectors (or all, when names is empty) the way
 // the orchestrator does, recording outcomes.

@@ -8,7 +8,7 @@ import (
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
 
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 // parseStatus is what readInventory makes of a dpkg status file.

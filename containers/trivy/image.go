@@ -18,8 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/packages"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -66,7 +65,7 @@ func SBOMImage(ctx context.Context, layoutDir, digest string) ([]byte, error) {
 
 // ImageVulnerabilities is Vulnerabilities for an image in an OCI layout,
 // chosen as SBOMImage chooses it.
-func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) (*facts.Vulnerabilities, error) {
+func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) (*packages.Vulnerabilities, error) {
 	img, name, closer, err := openImage(layoutDir, digest)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	debversion "github.com/knqyf263/go-deb-version"
 
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 

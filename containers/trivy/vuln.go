@@ -24,9 +24,9 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/osinfo"
-	"github.com/gpuhost/gpuhost/checks/packages"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -71,7 +71,7 @@ const DemoLabel = "demo vulnerability DB: not for release gating"
 // by package then ID. It works offline only: nothing here can download, and
 // the DB is opened read-only. A missing, foreign-schema or corrupt DB is an
 // error naming dbDir; so is a rootfs that is not Debian or Ubuntu.
-func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*facts.Vulnerabilities, error) {
+func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*packages.Vulnerabilities, error) {
 	fsys, closer, err := sysroot.Open(rootfs)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*facts.Vulnerab
 
 // VulnerabilitiesFS is Vulnerabilities over a tree already opened through
 // sysroot.
-func VulnerabilitiesFS(ctx context.Context, fsys sysroot.FS, dbDir string) (*facts.Vulnerabilities, error) {
+func VulnerabilitiesFS(ctx context.Context, fsys sysroot.FS, dbDir string) (*packages.Vulnerabilities, error) {
 	inv, err := readInventory(fsys)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ type vulnCollector struct{ dbDir string }
 var _ collector.Collector = vulnCollector{}
 
 // VulnerabilitiesCollector returns the "vulnerabilities" collector, which
-// fills facts.Vulnerabilities from the trivy DB in dbDir for whatever target
+// fills packages.Vulnerabilities from the trivy DB in dbDir for whatever target
 // the orchestrator scans (rootfs, disk image or host). A target that is not
 // Debian or Ubuntu, or has no dpkg database, is not applicable; a DB that
 // cannot be used is an error, so the checks that need it error too.
@@ -126,7 +126,7 @@ func (c vulnCollector) Collect(ctx context.Context, env *collect.Env, f *facts.F
 }
 
 // matchInventory runs trivy's OS package detector over inv.
-func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*facts.Vulnerabilities, error) {
+func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*packages.Vulnerabilities, error) {
 	meta, err := checkDB(dbDir)
 	if err != nil {
 		return nil, err
@@ -153,15 +153,15 @@ func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*facts.V
 	}
 	vulnerability.NewClient(db.Config{}).FillInfo(found, []dbtypes.SourceID{"auto"})
 
-	out := &facts.Vulnerabilities{
+	out := &packages.Vulnerabilities{
 		DB:           describeDB(meta),
 		DBUpdatedAt:  rfc3339(meta.UpdatedAt),
 		DBNextUpdate: rfc3339(meta.NextUpdate),
 		DBDemo:       meta.Demo != nil,
-		Findings:     make([]facts.Finding, 0, len(found)),
+		Findings:     make([]packages.Finding, 0, len(found)),
 	}
 	for _, v := range found {
-		f := facts.Finding{
+		f := packages.Finding{
 			ID:        v.VulnerabilityID,
 			Package:   v.PkgName,
 			Installed: v.InstalledVersion,
@@ -173,7 +173,7 @@ func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*facts.V
 		}
 		out.Findings = append(out.Findings, f)
 	}
-	slices.SortFunc(out.Findings, func(a, b facts.Finding) int {
+	slices.SortFunc(out.Findings, func(a, b packages.Finding) int {
 		return cmp.Or(strings.Compare(a.Package, b.Package), strings.Compare(a.ID, b.ID))
 	})
 	out.Findings = slices.Compact(out.Findings)

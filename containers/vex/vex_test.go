@@ -9,6 +9,7 @@ import (
 	govex "github.com/openvex/go-vex/pkg/vex"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -26,7 +27,7 @@ func TestDocument(t *testing.T) {
 		// A waiver of another check is no statement about a CVE.
 		{ID: "GH-SSH-001", Status: reports.StatusWaived, Waiver: w},
 	}}
-	vulns := &facts.Vulnerabilities{Findings: []facts.Finding{
+	vulns := &packages.Vulnerabilities{Findings: []packages.Finding{
 		{ID: "CVE-2099-0001", Package: "openssl", Installed: "3.0.15-1~deb12u1"},
 		{ID: "CVE-2099-0001", Package: "libssl3", Installed: "3.0.15-1~deb12u1"},
 		{ID: "CVE-2099-0003", Package: "zlib1g", Installed: "1:1.2.13"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 // realisticFleet turns one facts document into n hosts the way a GPU fleet
@@ -50,7 +51,7 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		}
 		base.Audit = &audit
 	}
-	configFiles := []facts.ConfigFile{
+	configFiles := []packages.ConfigFile{
 		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},
 		{Path: "/etc/default/grub", SHA256: strings.Repeat("cd", 32)},
 		{Path: "/etc/ssh/sshd_config", SHA256: strings.Repeat("ef", 32)},
@@ -86,7 +87,7 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 
 // imageManifest is the baseline an image was baked with: its inventory,
 // the stack it pins and holds, and its configuration files' digests.
-func imageManifest(base []facts.Package, kernel string, image int, configFiles []facts.ConfigFile) map[string]any {
+func imageManifest(base []packages.Package, kernel string, image int, configFiles []packages.ConfigFile) map[string]any {
 	pkgs := hostPackages(base, image, 0)
 	inventory := make([]map[string]any, len(pkgs))
 	for i, p := range pkgs {
@@ -111,8 +112,8 @@ func imageManifest(base []facts.Package, kernel string, image int, configFiles [
 }
 
 // hostPackages is the image's inventory, drifted on one host in twenty.
-func hostPackages(base []facts.Package, image, host int) []facts.Package {
-	pkgs := make([]facts.Package, len(base))
+func hostPackages(base []packages.Package, image, host int) []packages.Package {
+	pkgs := make([]packages.Package, len(base))
 	copy(pkgs, base)
 	// Each image pins its own build of the first package and holds it.
 	pkgs[0].Version += fmt.Sprintf("+image%d", image)

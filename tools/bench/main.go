@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/packages"
+	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 func main() {

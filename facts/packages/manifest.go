@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -21,29 +19,22 @@ const (
 	maxManifest    = 16 << 20
 )
 
-type manifestCollector struct{}
-
-var _ collector.Collector = manifestCollector{}
-
-func (manifestCollector) Name() string { return "manifest" }
-
-// Needs is empty: it reads the target alone.
-func (manifestCollector) Needs() []string { return nil }
-
-func (manifestCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectManifest reads the manifest the bake recorded in the image
+// (gpuhost.manifest/v1), numbers kept exact. A target without one was not
+// baked by gpuhost. It reads the target alone.
+func CollectManifest(_ context.Context, env *collect.Env) (map[string]any, error) {
 	data, err := env.FS.ReadFileLimit(manifestPath, maxManifest)
 	if err != nil {
 		if sysroot.IsNotExist(err) {
-			return collect.NotApplicable("no baked manifest at " + manifestPath)
+			return nil, collect.NotApplicable("no baked manifest at " + manifestPath)
 		}
-		return fmt.Errorf("reading manifest: %w", err)
+		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	m, err := decodeManifest(data)
 	if err != nil {
-		return fmt.Errorf("parsing %s: %w", env.FS.Display(manifestPath), err)
+		return nil, fmt.Errorf("parsing %s: %w", env.FS.Display(manifestPath), err)
 	}
-	f.Manifest = m
-	return nil
+	return m, nil
 }
 
 // decodeManifest keeps numbers as json.Number so that sizes and versions

@@ -1,10 +1,9 @@
 package packages
 
 import (
+	"context"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -28,8 +27,7 @@ func BenchmarkPackages(b *testing.B) {
 	env := collecttest.NewEnv(b, dir, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		f := checktest.NewFacts(facts.KindRootfs)
-		if err := collectOne(b, env, f, "packages"); err != nil {
+		if _, err := CollectPackages(context.Background(), env); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,13 +1,12 @@
 package packages
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -57,7 +56,7 @@ func TestParseDpkgStatusEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []facts.Package{{Name: "aa", Version: "3", Arch: "arm64", Line: 9}, {Name: "zz", Version: "1:2.0-1", Arch: "all", Held: true, Line: 3}}
+	want := []Package{{Name: "aa", Version: "3", Arch: "arm64", Line: 9}, {Name: "zz", Version: "1:2.0-1", Arch: "all", Held: true, Line: 3}}
 	if len(pkgs) != 2 || pkgs[0] != want[0] || pkgs[1] != want[1] {
 		t.Errorf("got %+v, want %+v", pkgs, want)
 	}
@@ -76,7 +75,7 @@ func TestManifest(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		collecttest.WriteTree(t, dir, map[string]any{"etc/gpuhost/manifest.json": tc.in})
-		err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "manifest")
+		_, err := CollectManifest(context.Background(), collecttest.NewEnv(t, dir, false))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "manifest.json") {
 			t.Errorf("%s: %v, want %q naming the file", tc.in, err, tc.want)
 		}

@@ -1,13 +1,12 @@
 package packages
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -23,7 +22,7 @@ func TestHugeSparseDpkgStatus(t *testing.T) {
 	if err := os.Truncate(p, 4<<30); err != nil {
 		t.Fatal(err)
 	}
-	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
+	_, err := CollectPackages(context.Background(), collecttest.NewEnv(t, dir, false))
 	if err == nil || !strings.Contains(err.Error(), "too large") && !strings.Contains(err.Error(), "exceeds") {
 		t.Errorf("4 GB status: %v, want a size error", err)
 	}
@@ -34,7 +33,7 @@ func TestDpkgStatusGarbageNamesFileAndLine(t *testing.T) {
 	collecttest.WriteTree(t, dir, map[string]any{
 		"var/lib/dpkg/status": "Package: a\nStatus: install ok installed\nVersion: 1\n\nPackage: b\nDescription: x\x00\x01\xff\n",
 	})
-	err := collectOne(t, collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs), "packages")
+	_, err := CollectPackages(context.Background(), collecttest.NewEnv(t, dir, false))
 	if err == nil || !strings.Contains(err.Error(), "/var/lib/dpkg/status") || !strings.Contains(err.Error(), "line 6") {
 		t.Errorf("garbage: %v, want the file and line 6", err)
 	}

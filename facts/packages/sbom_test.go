@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -20,23 +18,20 @@ const testSBOM = `{"bomFormat":"CycloneDX","specVersion":"1.6","components":[{"n
 func TestSBOMCollectorReadsTheSBOM(t *testing.T) {
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": testSBOM})
-	f := checktest.NewFacts(facts.KindImage)
-	if err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
+	sbom, err := CollectSBOM(context.Background(), collecttest.NewEnv(t, dir, false))
+	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testSBOM))
-	want := facts.SBOM{
+	want := SBOM{
 		Present: true, Path: SBOMPath, Format: "CycloneDX", SpecVersion: "1.6", Components: 2,
 		SHA256: hex.EncodeToString(sum[:]),
 	}
-	if f.SBOM == nil {
+	if sbom == nil {
 		t.Fatal("no sbom facts")
 	}
-	if got := *f.SBOM; got != want {
+	if got := *sbom; got != want {
 		t.Errorf("sbom = %+v, want %+v", got, want)
-	}
-	if err := facts.Validate(*f); err != nil {
-		t.Errorf("facts do not validate: %v", err)
 	}
 }
 
@@ -55,12 +50,12 @@ func TestSBOMCollectorAbsentIsAFact(t *testing.T) {
 			root := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
 			collecttest.WriteTree(t, root, map[string]any{"etc/": nil})
 			collecttest.WriteTree(t, root, tree)
-			f := checktest.NewFacts(facts.KindRootfs)
-			if err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, root, false), f); err != nil {
+			sbom, err := CollectSBOM(context.Background(), collecttest.NewEnv(t, root, false))
+			if err != nil {
 				t.Fatal(err)
 			}
-			if f.SBOM == nil || f.SBOM.Present || f.SBOM.Path != SBOMPath {
-				t.Errorf("sbom = %+v, want absent at %s", f.SBOM, SBOMPath)
+			if sbom == nil || sbom.Present || sbom.Path != SBOMPath {
+				t.Errorf("sbom = %+v, want absent at %s", sbom, SBOMPath)
 			}
 		})
 	}
@@ -74,7 +69,7 @@ func TestSBOMCollectorBadFileNamesIt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/sbom.cdx.json": body})
-			err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+			_, err := CollectSBOM(context.Background(), collecttest.NewEnv(t, dir, false))
 			if err == nil || !strings.Contains(err.Error(), SBOMPath) {
 				t.Errorf("err = %v, want %s named", err, SBOMPath)
 			}
@@ -86,7 +81,7 @@ func TestSBOMCollectorBadFileNamesIt(t *testing.T) {
 		if err := syscall.Mkfifo(filepath.Join(dir, "var/lib/gpuhost/sbom.cdx.json"), 0o644); err != nil {
 			t.Skip(err)
 		}
-		err := SBOMCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+		_, err := CollectSBOM(context.Background(), collecttest.NewEnv(t, dir, false))
 		if err == nil || !strings.Contains(err.Error(), SBOMPath) {
 			t.Errorf("err = %v, want %s named", err, SBOMPath)
 		}

@@ -14,18 +14,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
-
-// Collectors returns the collectors of this package: packages, sbom and
-// manifest.
-func Collectors() []collector.Collector {
-	return []collector.Collector{packagesCollector{}, sbomCollector{}, manifestCollector{}}
-}
 
 const (
 	// DpkgStatusPath is dpkg's database of what is installed.
@@ -41,27 +33,16 @@ const (
 // ErrNoDpkg says the target has no dpkg database: not a Debian-family tree.
 var ErrNoDpkg = errors.New("no dpkg database")
 
-type packagesCollector struct{}
-
-var _ collector.Collector = packagesCollector{}
-
-func (packagesCollector) Name() string { return "packages" }
-
-// Needs is empty: it reads the target alone.
-func (packagesCollector) Needs() []string { return nil }
-
-func (packagesCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
-	pkgs, err := readPackages(env.FS)
-	if err != nil {
-		return err
-	}
-	f.Packages = pkgs
-	return nil
+// CollectPackages reads the dpkg database: what is installed, at which
+// version, and what is held. It reads the target alone, needing no other
+// collector's facts.
+func CollectPackages(_ context.Context, env *collect.Env) ([]Package, error) {
+	return readPackages(env.FS)
 }
 
 // readPackages reads and parses the dpkg database of fsys; absence is
 // NotApplicable.
-func readPackages(fsys sysroot.FS) ([]facts.Package, error) {
+func readPackages(fsys sysroot.FS) ([]Package, error) {
 	all, err := ReadDpkgStatus(fsys)
 	if errors.Is(err, ErrNoDpkg) {
 		return nil, collect.NotApplicable("no dpkg database")
@@ -93,13 +74,13 @@ func ReadDpkgStatus(fsys sysroot.FS) ([]DpkgPackage, error) {
 // Installed returns the package called name from pkgs. When several
 // architectures are installed it returns the first in sort order, which is
 // the one ParseDpkgStatus puts first.
-func Installed(pkgs []facts.Package, name string) (facts.Package, bool) {
+func Installed(pkgs []Package, name string) (Package, bool) {
 	for _, p := range pkgs {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return facts.Package{}, false
+	return Package{}, false
 }
 
 // stanza is the fields of one dpkg status paragraph that matter here.
@@ -112,7 +93,7 @@ type stanza struct {
 // DpkgPackage is one installed package of a dpkg status file, with what
 // vulnerability matching needs beyond the facts.
 type DpkgPackage struct {
-	facts.Package
+	Package
 	// Source is the Source field, "name" or "name (version)"; empty when
 	// the source package is the binary one at its version.
 	Source string
@@ -122,7 +103,7 @@ type DpkgPackage struct {
 
 // ParseDpkgStatus parses the text of /var/lib/dpkg/status into the
 // installed packages, as ParseDpkgInstalled does, for the facts.
-func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
+func ParseDpkgStatus(data []byte) ([]Package, error) {
 	all, err := ParseDpkgInstalled(data)
 	if err != nil {
 		return nil, err
@@ -131,8 +112,8 @@ func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 }
 
 // factsOf keeps what the facts say of each package.
-func factsOf(all []DpkgPackage) []facts.Package {
-	pkgs := make([]facts.Package, len(all))
+func factsOf(all []DpkgPackage) []Package {
+	pkgs := make([]Package, len(all))
 	for i, p := range all {
 		pkgs[i] = p.Package
 	}
@@ -287,7 +268,7 @@ func (p *dpkgParser) finish() error {
 		return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
 	}
 	p.seen[key] = s.line
-	p.pkgs = append(p.pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
+	p.pkgs = append(p.pkgs, DpkgPackage{Package: Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
 		Source: s.src, Maintainer: s.maint})
 	return nil
 }

@@ -1,4 +1,4 @@
-package facts
+package packages
 
 // Package is one dpkg package in state "installed".
 type Package struct {

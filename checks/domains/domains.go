@@ -1,0 +1,49 @@
+// Package domains is where the facts document takes what each domain
+// folder under facts/ collects: each domain's collect function returns its
+// own facts and knows nothing of the document, and each collector here
+// puts them under the document's key, with the other domains' facts the
+// function reads, for the loop (checks/collector) to run.
+package domains
+
+import (
+	"context"
+
+	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts/secureboot"
+)
+
+// Collectors are the collectors of the domains whose folder under facts/
+// holds their facts, their collector and their checks.
+func Collectors() []collector.Collector {
+	return []collector.Collector{
+		collector.Func{ID: "access", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Access, err = access.Collect(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "encryption", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Encryption, err = encryption.Collect(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "packages", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Packages, err = packages.CollectPackages(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "manifest", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Manifest, err = packages.CollectManifest(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "sbom", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.SBOM, err = packages.CollectSBOM(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.SecureBoot, err = secureboot.Collect(ctx, env)
+			return err
+		}},
+	}
+}
