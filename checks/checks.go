@@ -30,12 +30,12 @@ import (
 	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/network"
-	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -44,9 +44,9 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		osinfo.Collectors(), network.Collectors(),
+		network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitState}}, domains.Collectors(),
+		{audit.Collector{State: osinfo.UnitActiveState}}, domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

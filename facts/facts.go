@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/osinfo"
+
 	"github.com/gpuhost/gpuhost/facts/packages"
 
 	"github.com/gpuhost/gpuhost/facts/encryption"
@@ -58,10 +60,10 @@ type Facts struct {
 	// it in silence.
 	NotJudged []NotJudged `json:"not_judged,omitempty" factschema:"notnull"`
 
-	OS               *OS                       `json:"os,omitempty"`
-	Kernel           *Kernel                   `json:"kernel,omitempty"`
+	OS               *osinfo.OS                `json:"os,omitempty"`
+	Kernel           *osinfo.Kernel            `json:"kernel,omitempty"`
 	Packages         []packages.Package        `json:"packages,omitempty" factschema:"notnull"`
-	Cgroup           *Cgroup                   `json:"cgroup,omitempty"`
+	Cgroup           *osinfo.Cgroup            `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet                  `json:"kubelet,omitempty"`
 	Audit            *Audit                    `json:"audit,omitempty"`
 	Access           *access.Access            `json:"access,omitempty"`
@@ -69,7 +71,7 @@ type Facts struct {
 	SSH              *SSH                      `json:"ssh,omitempty"`
 	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
 	Network          *Network                  `json:"network,omitempty"`
-	Systemd          *Systemd                  `json:"systemd,omitempty"`
+	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`
 	ContainerRuntime *ContainerRuntime         `json:"container_runtime,omitempty"`
 	GPU              *GPU                      `json:"gpu,omitempty"`
 	PCI              *PCI                      `json:"pci,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
@@ -32,10 +33,10 @@ func fullFacts() *Facts {
 	f.Record("network", StatusNotApplicable, "offline rootfs")
 	f.Record("tls", StatusError, "parsing /etc/ssl/openssl.cnf: line 3: bad section")
 	f.NoteNotJudged("tls_probe", []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\""})
-	f.OS = &OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
-	f.Kernel = &Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
+	f.OS = &osinfo.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
+	f.Kernel = &osinfo.Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
 	f.Packages = []packages.Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
-	f.Cgroup = &Cgroup{Version: 2, Source: "statfs", Memory: &CgroupMemory{ControllerEnabled: ptr(true), Slices: []SliceMemory{
+	f.Cgroup = &osinfo.Cgroup{Version: 2, Source: "statfs", Memory: &osinfo.CgroupMemory{ControllerEnabled: ptr(true), Slices: []osinfo.SliceMemory{
 		{Name: "system.slice", MemoryMax: "max", MemoryHigh: "max", Source: "cgroup"},
 		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
 	}}}
@@ -119,11 +120,11 @@ func fullFacts() *Facts {
 	f.Network = &Network{
 		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
 		Firewall: &Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
-			Unit:      &UnitState{Name: "nftables.service", State: "active"},
+			Unit:      &osinfo.UnitState{Name: "nftables.service", State: "active"},
 			Admits:    []FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
 			Unmodeled: []FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
 	}
-	f.Systemd = &Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
+	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
 	f.ContainerRuntime = &ContainerRuntime{
 		Containerd: &Containerd{
 			ConfigPath: "/etc/containerd/config.toml", ConfigVersion: 2, Imports: []string{"/etc/containerd/conf.d/99-nvidia.toml"},
@@ -230,12 +231,12 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 		t.Fatalf("minimal document: %v", err)
 	}
 	// Collectors may leave slices nil; Go marshals those as null.
-	f.Kernel = &Kernel{}
+	f.Kernel = &osinfo.Kernel{}
 	f.TLS = &TLS{}
 	f.SSH = &SSH{}
 	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
 	f.Network = &Network{Firewall: &Firewall{}}
-	f.Systemd = &Systemd{}
+	f.Systemd = &osinfo.Systemd{}
 	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}
 	f.GPU = &GPU{Devices: []GPUDevice{{}}}
 	f.Containers = &Containers{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
@@ -48,6 +49,7 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
+	{Folder: "cgroup", Dir: "facts/osinfo", FS: osinfo.Policy},
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},

@@ -13,9 +13,9 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -37,7 +37,7 @@ const (
 var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
 
 // ActiveState asks a live host's service manager for a unit's state; the
-// orchestrator passes osinfo.UnitState.
+// orchestrator passes osinfo.UnitActiveState.
 type ActiveState func(ctx context.Context, env *collect.Env, unit string) (state, reason string)
 
 // Collector fills facts.audit.

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 )
@@ -39,6 +40,29 @@ func Collectors() []collector.Collector {
 		}},
 		collector.Func{ID: "sbom", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SBOM, err = packages.CollectSBOM(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "os", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			release, host, err := osinfo.CollectOS(ctx, env)
+			f.OS = release
+			if host != "" {
+				f.Target.Hostname = host
+			}
+			return err
+		}},
+		collector.Func{ID: "kernel", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Kernel, err = osinfo.CollectKernel(ctx, env)
+			return err
+		}},
+		// systemd's version is its package's.
+		collector.Func{ID: "systemd", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Systemd, err = osinfo.CollectSystemd(ctx, env, f.Packages)
+			return err
+		}},
+		// An image boots the hierarchy its kernel command line or its
+		// systemd package chooses.
+		collector.Func{ID: "cgroup", Deps: []string{"kernel", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Cgroup, err = osinfo.CollectCgroup(ctx, env, f.Kernel, f.Packages)
 			return err
 		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {

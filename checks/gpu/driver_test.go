@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -67,7 +68,7 @@ func TestDriverDebian(t *testing.T) {
 		pkg("nvidia-kernel-dkms", "535.261.03-1"), pkg("nvidia-cuda-toolkit", "11.8.89~11.8.0-5~deb12u1"),
 		pkg("openssh-server", "1:9.2p1-2"),
 	)
-	f.Systemd = &facts.Systemd{Enabled: []string{"nvidia-persistenced.service", "ssh.service"}}
+	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service", "ssh.service"}}
 	if err := collectDriver(t, dir, f); err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +114,8 @@ func TestDriverUbuntu(t *testing.T) {
 		pkg("cuda-toolkit-12-2", "12.2.2-1"),
 		pkg("nvidia-fabricmanager-535", "535.161.08-1"),
 	)
-	f.Kernel = &facts.Kernel{Cmdline: []string{"ro", "modprobe.blacklist=floppy,nouveau"}}
-	f.Systemd = &facts.Systemd{Enabled: []string{"nvidia-fabricmanager.service"}}
+	f.Kernel = &osinfo.Kernel{Cmdline: []string{"ro", "modprobe.blacklist=floppy,nouveau"}}
+	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-fabricmanager.service"}}
 	if err := collectDriver(t, dir, f); err != nil {
 		t.Fatal(err)
 	}

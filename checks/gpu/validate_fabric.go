@@ -9,9 +9,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 )
 
 // fabricManagerUnit is the service that trains the NVSwitch fabric and
@@ -99,7 +99,7 @@ func (s *session) fabric(ctx context.Context) facts.ValidationStep {
 		return notRun(step, fmt.Sprintf("not an NVSwitch system: %d × %s is no 8-GPU HGX board, and %s", len(s.gpus), s.gpus[0].name, seen))
 	}
 	var problems, unknown []string
-	state, why := osinfo.UnitState(ctx, s.env, fabricManagerUnit)
+	state, why := osinfo.UnitActiveState(ctx, s.env, fabricManagerUnit)
 	switch state {
 	case "active":
 	case "unknown":

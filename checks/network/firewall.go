@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/osinfo"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -87,8 +87,8 @@ func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (
 	if conf.Backend == "none" && fw.Backend == "none" {
 		return fw, nil
 	}
-	state, reason := osinfo.UnitState(ctx, env, unit)
-	fw.Unit = &facts.UnitState{Name: unit, State: state, Reason: reason}
+	state, reason := osinfo.UnitActiveState(ctx, env, unit)
+	fw.Unit = &osinfo.UnitState{Name: unit, State: state, Reason: reason}
 	fw.Enabled = state == "active"
 	return fw, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/aquasecurity/trivy/pkg/types"
 	debversion "github.com/knqyf263/go-deb-version"
 
-	"github.com/gpuhost/gpuhost/checks/osinfo"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )

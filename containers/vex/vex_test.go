@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	govex "github.com/openvex/go-vex/pkg/vex"
 
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -33,7 +33,7 @@ func TestDocument(t *testing.T) {
 		{ID: "CVE-2099-0003", Package: "zlib1g", Installed: "1:1.2.13"},
 	}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	data, err := Document(rep, vulns, facts.OS{ID: "debian", VersionID: "12"}, img, now)
+	data, err := Document(rep, vulns, osinfo.OS{ID: "debian", VersionID: "12"}, img, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDocument(t *testing.T) {
 		t.Errorf("metadata %+v", doc.Metadata)
 	}
 
-	none, err := Document(&reports.Report{Results: rep.Results[1:]}, vulns, facts.OS{}, img, now)
+	none, err := Document(&reports.Report{Results: rep.Results[1:]}, vulns, osinfo.OS{}, img, now)
 	if err != nil || none != nil {
 		t.Errorf("no waived CVE: %s, %v", none, err)
 	}

@@ -13,42 +13,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
-// Collectors returns the collectors of this package: os, kernel, systemd
-// and cgroup.
-func Collectors() []collector.Collector {
-	return []collector.Collector{osCollector{}, kernelCollector{}, systemdCollector{}, cgroupCollector{}}
-}
-
 // maxHostname is the longest DNS name; anything longer in /etc/hostname is
 // not a hostname.
 const maxHostname = 253
 
-type osCollector struct{}
-
-var _ collector.Collector = osCollector{}
-
-func (osCollector) Name() string { return "os" }
-
-// Needs is empty: it reads the target alone.
-func (osCollector) Needs() []string { return nil }
-
-func (osCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectOS reads os-release and the hostname, which the document keeps in
+// its target ("" when the target names none). It reads the target alone.
+func CollectOS(_ context.Context, env *collect.Env) (release *OS, hostName string, err error) {
 	vars, _, err := ReadOSRelease(env.FS)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	f.OS = osFacts(vars)
-	if h := hostname(env); h != "" {
-		f.Target.Hostname = h
-	}
-	return nil
+	return osFacts(vars), hostname(env), nil
 }
 
 // OSReleasePaths are where os-release(5) is, in the order it is looked for.
@@ -108,12 +89,12 @@ func OSReleaseVars(data []byte) (map[string]string, error) {
 }
 
 // osFacts are the facts of os-release(5)'s variables.
-func osFacts(vars map[string]string) *facts.OS {
+func osFacts(vars map[string]string) *OS {
 	codename := vars["VERSION_CODENAME"]
 	if codename == "" {
 		codename = vars["UBUNTU_CODENAME"]
 	}
-	return &facts.OS{
+	return &OS{
 		ID:         vars["ID"],
 		VersionID:  vars["VERSION_ID"],
 		Codename:   codename,

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -27,12 +25,12 @@ func TestOfflineCgroup(t *testing.T) {
 		{"cgroup_no_v1", map[string]any{"etc/kernel/cmdline": "cgroup_no_v1=all", "var/lib/dpkg/status": systemd("245.4-4ubuntu3")}, 2, "/etc/kernel/cmdline: cgroup_no_v1=all", ""},
 		{"systemd 252", map[string]any{"var/lib/dpkg/status": systemd("252.22-1~deb12u1")}, 2, "systemd 252 default (unified)", ""},
 		{"systemd 245", map[string]any{"var/lib/dpkg/status": systemd("245.4-4ubuntu3.23")}, 1, "systemd 245 default (hybrid)", ""},
-		{"no systemd", map[string]any{"etc/": nil}, 0, "", facts.StatusUnavailable},
+		{"no systemd", map[string]any{"etc/": nil}, 0, "", collect.StatusUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			collecttest.WriteTree(t, dir, tc.tree)
-			f := checktest.NewFacts(facts.KindRootfs)
+			f := &doc{}
 			env := collecttest.NewEnv(t, dir, false)
 			gather(t, env, f, "kernel", "packages")
 			err := collectOne(t, env, f, "cgroup")
@@ -53,8 +51,8 @@ func TestOfflineCgroup(t *testing.T) {
 }
 
 func TestCgroupReusesEarlierFacts(t *testing.T) {
-	f := checktest.NewFacts(facts.KindRootfs)
-	f.Kernel = &facts.Kernel{Cmdline: []string{}, CmdlineSource: ""}
+	f := &doc{}
+	f.Kernel = &Kernel{Cmdline: []string{}, CmdlineSource: ""}
 	f.Packages = []packages.Package{{Name: "systemd", Version: "255.4-1ubuntu8", Arch: "amd64"}}
 	// The tree says otherwise; the facts already collected win.
 	dir := t.TempDir()
@@ -78,7 +76,7 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		collecttest.WriteTree(t, dir, tc.tree)
-		f := checktest.NewFacts(facts.KindHost)
+		f := &doc{}
 		if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "cgroup"); err != nil {
 			t.Fatal(err)
 		}
@@ -90,9 +88,9 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 
 func TestLiveCgroupStatfsOnRealRoot(t *testing.T) {
 	env := collecttest.NewEnv(t, "/", true)
-	f := checktest.NewFacts(facts.KindHost)
+	f := &doc{}
 	err := collectOne(t, env, f, "cgroup")
-	if st, _ := collect.Classify(err); st == facts.StatusError {
+	if st, _ := collect.Classify(err); st == collect.StatusError {
 		t.Fatal(err)
 	}
 	if err == nil && (f.Cgroup.Version != 1 && f.Cgroup.Version != 2 || !strings.Contains(f.Cgroup.Source, "cgroup")) {

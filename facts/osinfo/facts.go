@@ -1,4 +1,4 @@
-package facts
+package osinfo
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 

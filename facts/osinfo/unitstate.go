@@ -97,8 +97,8 @@ func askSystemd(ctx context.Context, tool, unit string, args ...string) (state, 
 	return state, ""
 }
 
-// UnitState is unitState for collectors in other packages: a unit's
+// UnitActiveState is unitState for collectors in other packages: a unit's
 // ActiveState on a live host, or "unknown" and why.
-func UnitState(ctx context.Context, cenv *collect.Env, unit string) (state, reason string) {
+func UnitActiveState(ctx context.Context, cenv *collect.Env, unit string) (state, reason string) {
 	return unitState(ctx, cenv, unit)
 }

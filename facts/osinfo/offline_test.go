@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -19,7 +17,7 @@ func TestGrubDropinOverridesInLexicalOrder(t *testing.T) {
 		"etc/default/grub.d/10.cfg": "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT a\"\n",
 		"etc/default/grub.d/30.txt": "GRUB_CMDLINE_LINUX_DEFAULT=ignored\n",
 	})
-	f := checktest.NewFacts(facts.KindRootfs)
+	f := &doc{}
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "kernel"); err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +81,11 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 		"usr/lib/os-release": "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\nPRETTY_NAME='Debian GNU/Linux 12 (bookworm)'\n",
 		"etc/hostname":       "bad\x01host\n",
 	})
-	f := checktest.NewFacts(facts.KindRootfs)
+	f := &doc{}
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "os"); err != nil {
 		t.Fatal(err)
 	}
-	want := facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", PrettyName: "Debian GNU/Linux 12 (bookworm)"}
+	want := OS{ID: "debian", VersionID: "12", Codename: "bookworm", PrettyName: "Debian GNU/Linux 12 (bookworm)"}
 	if *f.OS != want {
 		t.Errorf("os %+v, want %+v", *f.OS, want)
 	}
@@ -96,7 +94,7 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	err := collectOne(t, collecttest.NewEnv(t, empty, false), checktest.NewFacts(facts.KindRootfs), "os")
+	err := collectOne(t, collecttest.NewEnv(t, empty, false), &doc{}, "os")
 	if err == nil || !strings.Contains(err.Error(), "/etc/os-release") || !strings.Contains(err.Error(), "/usr/lib/os-release") {
 		t.Errorf("missing os-release: %v, want an error naming both paths", err)
 	}

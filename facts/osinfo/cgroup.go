@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -22,72 +20,65 @@ const cgroup2Magic = 0x63677270
 // has 248; Ubuntu 20.04's 245 still boots hybrid).
 const systemdUnifiedDefault = 247
 
-type cgroupCollector struct{}
-
-var _ collector.Collector = cgroupCollector{}
-
-func (cgroupCollector) Name() string { return "cgroup" }
-
-// Needs kernel and packages: an image boots the hierarchy its kernel command
-// line or its systemd package chooses.
-func (cgroupCollector) Needs() []string { return []string{"kernel", "packages"} }
-
-func (cgroupCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
-	var c *facts.Cgroup
+// CollectCgroup says which cgroup hierarchy the target runs, or an image
+// boots (its kernel's command line or its systemd package chooses: k,
+// nil when the kernel's facts could not be read, and the installed
+// packages), and the memory limits of its slices.
+func CollectCgroup(_ context.Context, env *collect.Env, k *Kernel, installed []packages.Package) (*Cgroup, error) {
+	var c *Cgroup
 	var err error
 	if env.Live {
 		c, err = liveCgroup(env.FS)
 	} else {
-		c, err = offlineCgroup(env.FS, f)
+		c, err = offlineCgroup(env.FS, k, installed)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A live host's limits are read from its cgroup2 tree; an image's come
 	// from the slices' unit files, whichever hierarchy it boots.
 	if c.Version == 2 || !env.Live {
 		if c.Memory, err = cgroupMemory(env.FS, env.Live); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	f.Cgroup = c
-	return nil
+	return c, nil
 }
 
-func liveCgroup(fsys sysroot.FS) (*facts.Cgroup, error) {
+func liveCgroup(fsys sysroot.FS) (*Cgroup, error) {
 	if fsys.Root() == "/" {
 		magic, err := statfsMagic("/sys/fs/cgroup")
 		if err == nil {
 			if magic == cgroup2Magic {
-				return &facts.Cgroup{Version: 2, Source: "statfs /sys/fs/cgroup"}, nil
+				return &Cgroup{Version: 2, Source: "statfs /sys/fs/cgroup"}, nil
 			}
 			if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-				return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup (hybrid: cgroup2 at /sys/fs/cgroup/unified)"}, nil
+				return &Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup (hybrid: cgroup2 at /sys/fs/cgroup/unified)"}, nil
 			}
-			return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup"}, nil
+			return &Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup"}, nil
 		}
 		// Fall through to the file test, which works inside restricted
 		// sandboxes where statfs is refused.
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return &facts.Cgroup{Version: 2, Source: "/sys/fs/cgroup/cgroup.controllers"}, nil
+		return &Cgroup{Version: 2, Source: "/sys/fs/cgroup/cgroup.controllers"}, nil
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-		return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
+		return &Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup"); err != nil {
 		return nil, collect.Unavailable("/sys/fs/cgroup is not readable")
 	}
-	return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
+	return &Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
 }
 
 // offlineCgroup predicts the hierarchy an image boots into: an explicit
 // kernel parameter wins, else the default of the installed systemd.
-func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
+func offlineCgroup(fsys sysroot.FS, k *Kernel, installed []packages.Package) (*Cgroup, error) {
 	var cmdline []string
 	source := ""
-	if f.Kernel != nil {
-		cmdline, source = f.Kernel.Cmdline, f.Kernel.CmdlineSource
+	if k != nil {
+		cmdline, source = k.Cmdline, k.CmdlineSource
 	} else {
 		// The kernel collector failed, perhaps on the module trees; the
 		// command line may still read.
@@ -102,15 +93,15 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 	if v, ok := cmdlineParam(cmdline, "systemd.unified_cgroup_hierarchy"); ok {
 		switch strings.ToLower(v) {
 		case "", "1", "true", "yes", "y", "on":
-			return &facts.Cgroup{Version: 2, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+			return &Cgroup{Version: 2, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
 		case "0", "false", "no", "n", "off":
-			return &facts.Cgroup{Version: 1, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+			return &Cgroup{Version: 1, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
 		}
 	}
 	if v, ok := cmdlineParam(cmdline, "cgroup_no_v1"); ok && v == "all" {
-		return &facts.Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
+		return &Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
 	}
-	p, ok := packages.Installed(f.Packages, "systemd")
+	p, ok := packages.Installed(installed, "systemd")
 	if !ok {
 		return nil, collect.Unavailable("the kernel command line does not choose a cgroup hierarchy and no systemd package is installed")
 	}
@@ -119,9 +110,9 @@ func offlineCgroup(fsys sysroot.FS, f *facts.Facts) (*facts.Cgroup, error) {
 		return nil, collect.Unavailable(fmt.Sprintf("cannot read systemd's major version from %q", p.Version))
 	}
 	if major >= systemdUnifiedDefault {
-		return &facts.Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil
+		return &Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil
 	}
-	return &facts.Cgroup{Version: 1, Source: fmt.Sprintf("systemd %d default (hybrid)", major)}, nil
+	return &Cgroup{Version: 1, Source: fmt.Sprintf("systemd %d default (hybrid)", major)}, nil
 }
 
 // majorVersion returns the leading number of a Debian version's upstream

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -19,29 +17,20 @@ import (
 // maxWantsDirs bounds how many .wants/.requires directories are listed.
 const maxWantsDirs = 1024
 
-type systemdCollector struct{}
-
-var _ collector.Collector = systemdCollector{}
-
-func (systemdCollector) Name() string { return "systemd" }
-
-// Needs packages: systemd's version is its package's.
-func (systemdCollector) Needs() []string { return []string{"packages"} }
-
 // Collect lists what the administrator enabled and masked. Only /etc (and,
 // live, /run) count: the .wants links under /usr/lib/systemd/system are the
-// vendor's static dependencies, not something anyone enabled.
-func (systemdCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// vendor's static dependencies, not something anyone enabled. systemd's
+// version is its package's, from the installed packages.
+func CollectSystemd(_ context.Context, env *collect.Env, installed []packages.Package) (*Systemd, error) {
 	enabled, masked, err := EnabledUnits(env.FS, env.Live)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s := &facts.Systemd{Enabled: enabled, Masked: masked}
-	if p, ok := packages.Installed(f.Packages, "systemd"); ok {
+	s := &Systemd{Enabled: enabled, Masked: masked}
+	if p, ok := packages.Installed(installed, "systemd"); ok {
 		s.Version = majorVersion(p.Version)
 	}
-	f.Systemd = s
-	return nil
+	return s, nil
 }
 
 // EnabledUnits lists, sorted, the units an administrator enabled (their

@@ -11,8 +11,6 @@ import (
 
 	"pault.ag/go/debian/version"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -29,30 +27,24 @@ const maxCmdlineParams = 4096
 // maxLoaderEntries bounds how many boot loader entries are looked at.
 const maxLoaderEntries = 256
 
-type kernelCollector struct{}
-
-var _ collector.Collector = kernelCollector{}
-
-func (kernelCollector) Name() string { return "kernel" }
-
-// Needs is empty: it reads the target alone.
-func (kernelCollector) Needs() []string { return nil }
-
-func (kernelCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectKernel lists the installed kernels and reads the command line: a
+// live host's from /proc, an image's from its boot loader's configuration,
+// each parameter placed on its line. It reads the target alone.
+func CollectKernel(_ context.Context, env *collect.Env) (*Kernel, error) {
 	installed, err := installedKernels(env.FS)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	k := &facts.Kernel{Installed: installed, Cmdline: []string{}}
+	k := &Kernel{Installed: installed, Cmdline: []string{}}
 	if env.Live {
 		rel, err := env.FS.ReadFileLimit("/proc/sys/kernel/osrelease", 4096)
 		if err != nil {
-			return fmt.Errorf("reading kernel release: %w", err)
+			return nil, fmt.Errorf("reading kernel release: %w", err)
 		}
 		k.Release = strings.TrimSpace(string(rel))
 		cmd, err := env.FS.ReadFileLimit("/proc/cmdline", maxCmdline)
 		if err != nil {
-			return fmt.Errorf("reading kernel command line: %w", err)
+			return nil, fmt.Errorf("reading kernel command line: %w", err)
 		}
 		k.Cmdline = splitCmdline(string(cmd))
 		k.CmdlineSource = "/proc/cmdline"
@@ -62,12 +54,11 @@ func (kernelCollector) Collect(_ context.Context, env *collect.Env, f *facts.Fac
 		}
 		cmdline, source, at, err := configuredCmdline(env.FS)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		k.Cmdline, k.CmdlineSource, k.CmdlineLocations = cmdline, source, at
 	}
-	f.Kernel = k
-	return nil
+	return k, nil
 }
 
 // installedKernels lists the module trees under /lib/modules (or

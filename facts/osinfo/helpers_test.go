@@ -1,0 +1,66 @@
+package osinfo
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/packages"
+)
+
+// doc is what this package's tests collect into: the keys of the facts
+// document that this package's collect functions fill, and the packages
+// they read.
+type doc struct {
+	OS       *OS
+	Kernel   *Kernel
+	Systemd  *Systemd
+	Cgroup   *Cgroup
+	Packages []packages.Package
+	Target   struct{ Hostname string }
+}
+
+// collectOne runs the collect function of the document key name over env
+// into f, reading what f already holds as the loop would, and returns its
+// raw error.
+func collectOne(t testing.TB, env *collect.Env, f *doc, name string) (err error) {
+	t.Helper()
+	ctx := context.Background()
+	switch name {
+	case "os":
+		var host string
+		f.OS, host, err = CollectOS(ctx, env)
+		if host != "" {
+			f.Target.Hostname = host
+		}
+	case "kernel":
+		f.Kernel, err = CollectKernel(ctx, env)
+	case "systemd":
+		f.Systemd, err = CollectSystemd(ctx, env, f.Packages)
+	case "cgroup":
+		f.Cgroup, err = CollectCgroup(ctx, env, f.Kernel, f.Packages)
+	case "packages":
+		f.Packages, err = packages.CollectPackages(ctx, env)
+	default:
+		t.Fatalf("no collector %q", name)
+	}
+	return err
+}
+
+// gather runs the named collect functions in order, whatever each
+// answers, as the loop records an outcome and goes on.
+func gather(t testing.TB, env *collect.Env, f *doc, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		_ = collectOne(t, env, f, n)
+	}
+}
+
+// parseOSRelease is what the os collector makes of one os-release file.
+func parseOSRelease(data []byte) (*OS, error) {
+	vars, err := OSReleaseVars(data)
+	if err != nil {
+		return nil, err
+	}
+	return osFacts(vars), nil
+}
