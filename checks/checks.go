@@ -24,7 +24,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/audit"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/domains"
@@ -35,7 +34,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -46,7 +44,7 @@ func All() []collector.Collector {
 	for _, domain := range [][]collector.Collector{
 		network.Collectors(),
 		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		{audit.Collector{State: osinfo.UnitActiveState}}, domains.Collectors(),
+		domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/audit"
+
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -65,7 +67,7 @@ type Facts struct {
 	Packages         []packages.Package        `json:"packages,omitempty" factschema:"notnull"`
 	Cgroup           *osinfo.Cgroup            `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet                  `json:"kubelet,omitempty"`
-	Audit            *Audit                    `json:"audit,omitempty"`
+	Audit            *audit.Audit              `json:"audit,omitempty"`
 	Access           *access.Access            `json:"access,omitempty"`
 	TLS              *TLS                      `json:"tls,omitempty"`
 	SSH              *SSH                      `json:"ssh,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -43,15 +44,15 @@ func fullFacts() *Facts {
 	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
 		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"},
 		RotateCertificates: true, ServerTLSBootstrap: true}
-	f.Audit = &Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
-		Rules: []AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
-			Syscalls: []string{}, Fields: []AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
-		Kernel: &AuditKernel{Error: "", Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{{Kind: "watch", Path: "/tmp",
-			Perms: "w", Syscalls: []string{}, Fields: []AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
-		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
+	f.Audit = &audit.Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
+		Rules: []audit.AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
+			Syscalls: []string{}, Fields: []audit.AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
+		Kernel: &audit.AuditKernel{Error: "", Rules: []audit.AuditRule{}, Unloaded: []audit.AuditRule{}, Unexpected: []audit.AuditRule{{Kind: "watch", Path: "/tmp",
+			Perms: "w", Syscalls: []string{}, Fields: []audit.AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
+		Config: audit.AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
 			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt",
 			Locations: map[string]collect.FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
-		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
+		Remote: audit.AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
 	f.Access = &access.Access{
 		Users:  []access.Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -49,6 +50,7 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
+	{Folder: "audit", Dir: "facts/audit", FS: audit.Policy},
 	{Folder: "cgroup", Dir: "facts/osinfo", FS: osinfo.Policy},
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},

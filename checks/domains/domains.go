@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/access"
+	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -24,6 +25,10 @@ func Collectors() []collector.Collector {
 	return []collector.Collector{
 		collector.Func{ID: "access", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.Access, err = access.Collect(ctx, env)
+			return err
+		}},
+		collector.Func{ID: "audit", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Audit, err = audit.Collector{State: osinfo.UnitActiveState}.Collect(ctx, env)
 			return err
 		}},
 		collector.Func{ID: "encryption", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {

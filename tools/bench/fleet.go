@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
@@ -42,14 +43,14 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 	base.TLS.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
 	if base.Audit != nil {
 		// A running host's kernel holds what its rules files load.
-		audit := *base.Audit
-		audit.Kernel = &facts.AuditKernel{Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
-		for _, r := range audit.Rules {
+		a := *base.Audit
+		a.Kernel = &audit.AuditKernel{Unloaded: []audit.AuditRule{}, Unexpected: []audit.AuditRule{}}
+		for _, r := range a.Rules {
 			if r.Kind == "watch" || r.Kind == "syscall" {
-				audit.Kernel.Rules = append(audit.Kernel.Rules, r)
+				a.Kernel.Rules = append(a.Kernel.Rules, r)
 			}
 		}
-		base.Audit = &audit
+		base.Audit = &a
 	}
 	configFiles := []packages.ConfigFile{
 		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},

@@ -10,30 +10,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func gather(t *testing.T, dir string, live bool, state ActiveState) (*facts.Facts, error) {
+func gather(t *testing.T, dir string, live bool, state ActiveState) (*Audit, error) {
 	t.Helper()
-	fsys, closer, err := sysroot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closer.Close() })
-	f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
-	return f, Collector{State: state}.Collect(context.Background(), &collect.Env{FS: fsys, Live: live}, f)
+	return Collector{State: state}.Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir), Live: live})
 }
 
 // golden compares the audit facts with testdata/golden/NAME.json, the
 // tree's directory written as ROOT.
-func golden(t *testing.T, name, root string, a *facts.Audit) {
+func golden(t *testing.T, name, root string, a *Audit) {
 	t.Helper()
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -44,11 +36,10 @@ func golden(t *testing.T, name, root string, a *facts.Audit) {
 
 func TestHardenedTree(t *testing.T) {
 	root := filepath.Join("testdata", "hardened")
-	f, err := gather(t, root, false, nil)
+	a, err := gather(t, root, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := f.Audit
 	if !a.Installed || !a.Enabled || a.Active != "" {
 		t.Errorf("installed %v enabled %v active %q", a.Installed, a.Enabled, a.Active)
 	}
@@ -95,11 +86,10 @@ func TestHardenedTree(t *testing.T) {
 
 func TestWeakTree(t *testing.T) {
 	root := filepath.Join("testdata", "weak")
-	f, err := gather(t, root, false, nil)
+	a, err := gather(t, root, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := f.Audit
 	if !a.Installed || a.Enabled {
 		t.Errorf("installed %v enabled %v", a.Installed, a.Enabled)
 	}
@@ -122,11 +112,11 @@ func TestWeakTree(t *testing.T) {
 }
 
 func TestNoAuditd(t *testing.T) {
-	f, err := gather(t, t.TempDir(), false, nil)
+	a, err := gather(t, t.TempDir(), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := f.Audit; a.Installed || a.Enabled || len(a.Rules) != 0 || a.Config.MaxLogFileAction != "rotate" {
+	if a.Installed || a.Enabled || len(a.Rules) != 0 || a.Config.MaxLogFileAction != "rotate" {
 		t.Errorf("audit = %+v", a)
 	}
 }
@@ -137,12 +127,12 @@ func TestLiveAsksTheServiceManager(t *testing.T) {
 		asked = unit
 		return "failed", ""
 	}
-	f, err := gather(t, filepath.Join("testdata", "hardened"), true, state)
+	a, err := gather(t, filepath.Join("testdata", "hardened"), true, state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if asked != "auditd.service" || f.Audit.Active != "failed" {
-		t.Errorf("asked %q, active %q", asked, f.Audit.Active)
+	if asked != "auditd.service" || a.Active != "failed" {
+		t.Errorf("asked %q, active %q", asked, a.Active)
 	}
 }
 

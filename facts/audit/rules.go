@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // maxRules bounds the rules one target may carry; real rule sets (the CIS
@@ -25,8 +23,8 @@ const maxRuleLine = 64 << 10
 // line. display names the file in facts and errors. Control lines (-D,
 // -b, -e, -f, ...) are kept as kind "control" so that a check can see
 // "-e 2" (rules locked until reboot).
-func ParseRules(display string, data []byte) ([]facts.AuditRule, error) {
-	var rules []facts.AuditRule
+func ParseRules(display string, data []byte) ([]AuditRule, error) {
+	var rules []AuditRule
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), maxRuleLine)
 	for n := 1; sc.Scan(); n++ {
@@ -55,9 +53,9 @@ func ParseRules(display string, data []byte) ([]facts.AuditRule, error) {
 var auditOps = []string{"!=", "<=", ">=", "&=", "=", "<", ">", "&"}
 
 // parseRule reads one auditctl command line.
-func parseRule(line string) (facts.AuditRule, error) {
+func parseRule(line string) (AuditRule, error) {
 	args := strings.Fields(line)
-	r := facts.AuditRule{Kind: "control", Syscalls: []string{}, Fields: []facts.AuditField{}}
+	r := AuditRule{Kind: "control", Syscalls: []string{}, Fields: []AuditField{}}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !valueOptions[a] {
@@ -95,7 +93,7 @@ var valueOptions = map[string]bool{
 }
 
 // applyOption records option a with its value v in r.
-func applyOption(r *facts.AuditRule, a, v string) error {
+func applyOption(r *AuditRule, a, v string) error {
 	switch a {
 	case "-w", "-W":
 		r.Kind = "watch"
@@ -127,7 +125,7 @@ func applyOption(r *facts.AuditRule, a, v string) error {
 		return applyField(r, v)
 	case "-C":
 		// A comparison of two fields (auid!=uid): kept as written.
-		r.Fields = append(r.Fields, facts.AuditField{Name: "compare", Op: "", Value: v})
+		r.Fields = append(r.Fields, AuditField{Name: "compare", Op: "", Value: v})
 	}
 	// The control options with a value (-b, -e, -f, -r, -s,
 	// --backlog_wait_time) set what Text keeps.
@@ -136,7 +134,7 @@ func applyOption(r *facts.AuditRule, a, v string) error {
 
 // applyField records one -F field in r; key, path, dir, perm and arch also
 // say what the rule is.
-func applyField(r *facts.AuditRule, v string) error {
+func applyField(r *AuditRule, v string) error {
 	f, err := parseField(v)
 	if err != nil {
 		return err
@@ -182,16 +180,16 @@ func listAction(v string) (list, action string, err error) {
 	return list, action, nil
 }
 
-func parseField(v string) (facts.AuditField, error) {
+func parseField(v string) (AuditField, error) {
 	for _, op := range auditOps {
 		if name, value, ok := strings.Cut(v, op); ok {
 			if name == "" || value == "" || strings.ContainsAny(name, "!<>&=") {
 				break
 			}
-			return facts.AuditField{Name: name, Op: op, Value: value}, nil
+			return AuditField{Name: name, Op: op, Value: value}, nil
 		}
 	}
-	return facts.AuditField{}, fmt.Errorf("-F %q: want field op value, such as auid>=1000", v)
+	return AuditField{}, fmt.Errorf("-F %q: want field op value, such as auid>=1000", v)
 }
 
 // sortPerms puts permission letters in one order, so that "wa" and "aw"

@@ -12,8 +12,6 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -40,28 +38,22 @@ var auditdBinaries = []string{"/sbin/auditd", "/usr/sbin/auditd"}
 // orchestrator passes osinfo.UnitActiveState.
 type ActiveState func(ctx context.Context, env *collect.Env, unit string) (state, reason string)
 
-// Collector fills facts.audit.
+// Collector reads the audit facts; its fields are what it asks of a live
+// host.
 type Collector struct {
 	// State answers for auditd.service on a live host.
 	State ActiveState
 	// Kernel lists the rules the kernel holds on a live host; nil asks
 	// the kernel (KernelRules).
-	Kernel func(ctx context.Context) ([]facts.AuditRule, error)
+	Kernel func(ctx context.Context) ([]AuditRule, error)
 }
-
-var _ collector.Collector = Collector{}
-
-// Name is the collector's key in facts.collectors.
-func (Collector) Name() string { return "audit" }
-
-// Needs is empty: it reads the target alone.
-func (Collector) Needs() []string { return nil }
 
 // Collect reads auditd's files, and on a live host the unit's state and
 // the kernel's rules. A target without auditd still gets its facts: the
-// checks fail it for that, rather than skipping.
-func (c Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
-	a := &facts.Audit{RulesFiles: []string{}, Rules: []facts.AuditRule{}}
+// checks fail it for that, rather than skipping. It reads the target
+// alone, needing no other collector's facts.
+func (c Collector) Collect(ctx context.Context, env *collect.Env) (*Audit, error) {
+	a := &Audit{RulesFiles: []string{}, Rules: []AuditRule{}}
 	for _, b := range auditdBinaries {
 		if info, err := env.FS.Stat(b); err == nil && info.Mode().IsRegular() {
 			a.Installed = true
@@ -69,19 +61,19 @@ func (c Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts
 	}
 	enabled, _, err := osinfo.EnabledUnits(env.FS, env.Live)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.Enabled = slices.Contains(enabled, "auditd.service")
 	if err := readRules(env.FS, a); err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := readAuditdConf(env.FS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.Config = cfg
 	if a.Remote, err = readRemote(env.FS, slices.Contains(enabled, "systemd-journal-upload.service")); err != nil {
-		return err
+		return nil, err
 	}
 	if env.Live {
 		if c.State != nil {
@@ -91,7 +83,7 @@ func (c Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts
 		if list == nil {
 			list = KernelRules
 		}
-		a.Kernel = &facts.AuditKernel{Rules: []facts.AuditRule{}, Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
+		a.Kernel = &AuditKernel{Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{}}
 		if rules, err := list(ctx); err != nil {
 			a.Kernel.Error = err.Error()
 		} else {
@@ -99,14 +91,13 @@ func (c Collector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts
 			a.Kernel.Unloaded, a.Kernel.Unexpected, a.Kernel.NotCompared = CompareKernel(a.Rules, rules)
 		}
 	}
-	f.Audit = a
-	return nil
+	return a, nil
 }
 
 // readRules reads the rules as auditd.service loads them: augenrules joins
 // rules.d/*.rules in name order; without any, audit.rules is loaded as it
 // is.
-func readRules(fsys sysroot.FS, a *facts.Audit) error {
+func readRules(fsys sysroot.FS, a *Audit) error {
 	var files []string
 	entries, err := fsys.ReadDir(rulesDir)
 	if err != nil && !sysroot.IsNotExist(err) {
@@ -188,10 +179,10 @@ func ParseKeyValues(display string, data []byte) (map[string]Setting, error) {
 
 // readAuditdConf reads auditd.conf with auditd's defaults (auditd.conf(5))
 // for what it leaves out.
-func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
+func readAuditdConf(fsys sysroot.FS) (AuditdConfig, error) {
 	kv, err := readKeyValues(fsys, auditdConf)
 	if err != nil {
-		return facts.AuditdConfig{}, err
+		return AuditdConfig{}, err
 	}
 	display := fsys.Display(auditdConf)
 	locations := map[string]collect.FileLine{}
@@ -205,7 +196,7 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 		return def
 	}
 	get := func(k, def string) string { return strings.ToLower(value(k, def)) }
-	cfg := facts.AuditdConfig{
+	cfg := AuditdConfig{
 		Path:                 display,
 		LogFile:              value("log_file", "/var/log/audit/audit.log"),
 		MaxLogFileAction:     get("max_log_file_action", "rotate"),
@@ -238,8 +229,8 @@ func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 
 // readRemote reads where the records are forwarded. journald upload counts
 // only when its unit is enabled: the file alone sends nothing.
-func readRemote(fsys sysroot.FS, journalUpload bool) (facts.AuditRemote, error) {
-	r := facts.AuditRemote{JournalUpload: journalUpload}
+func readRemote(fsys sysroot.FS, journalUpload bool) (AuditRemote, error) {
+	r := AuditRemote{JournalUpload: journalUpload}
 	plugin, err := readKeyValues(fsys, auRemoteConf)
 	if err != nil {
 		return r, err

@@ -9,11 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -113,7 +111,7 @@ func TestCompareKernelWithFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kernel []facts.AuditRule
+	var kernel []AuditRule
 	for _, r := range files {
 		// What auditctl sends for each file rule, by way of its text:
 		// the kernel keeps the same fields.
@@ -136,7 +134,7 @@ func TestCompareKernelWithFiles(t *testing.T) {
 
 // loadedAs encodes a parsed file rule as auditctl would send it and decodes
 // it back, as KernelRules would read it.
-func loadedAs(t *testing.T, r facts.AuditRule) facts.AuditRule {
+func loadedAs(t *testing.T, r AuditRule) AuditRule {
 	t.Helper()
 	ids := map[string]uint32{}
 	for id, name := range auditFields {
@@ -198,7 +196,7 @@ func loadedAs(t *testing.T, r facts.AuditRule) facts.AuditRule {
 	return got
 }
 
-func texts(rules []facts.AuditRule) []string {
+func texts(rules []AuditRule) []string {
 	var out []string
 	for _, r := range rules {
 		out = append(out, r.Text)
@@ -262,18 +260,18 @@ func TestLiveCollectorComparesTheKernel(t *testing.T) {
 	}
 	defer closer.Close()
 	for _, c := range []struct {
-		kernel   func(context.Context) ([]facts.AuditRule, error)
+		kernel   func(context.Context) ([]AuditRule, error)
 		unloaded int
 		errText  string
 	}{
-		{func(context.Context) ([]facts.AuditRule, error) { return []facts.AuditRule{}, nil }, 12, ""},
-		{func(context.Context) ([]facts.AuditRule, error) { return nil, errors.New("permission denied") }, 0, "permission denied"},
+		{func(context.Context) ([]AuditRule, error) { return []AuditRule{}, nil }, 12, ""},
+		{func(context.Context) ([]AuditRule, error) { return nil, errors.New("permission denied") }, 0, "permission denied"},
 	} {
-		f := facts.New(facts.KindHost, "h", time.Unix(0, 0))
-		if err := (Collector{Kernel: c.kernel}).Collect(context.Background(), &collect.Env{FS: fsys, Live: true}, f); err != nil {
+		a, err := (Collector{Kernel: c.kernel}).Collect(context.Background(), &collect.Env{FS: fsys, Live: true})
+		if err != nil {
 			t.Fatal(err)
 		}
-		k := f.Audit.Kernel
+		k := a.Kernel
 		if k == nil || len(k.Unloaded) != c.unloaded || k.Error != c.errText {
 			t.Errorf("kernel: %d unloaded, error %q; want %d and %q", len(k.Unloaded), k.Error, c.unloaded, c.errText)
 		}

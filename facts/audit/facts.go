@@ -1,4 +1,4 @@
-package facts
+package audit
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 
