@@ -28,7 +28,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/network"
 	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/tls"
@@ -42,9 +41,7 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		network.Collectors(),
-		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(),
-		domains.Collectors(),
+		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(), domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

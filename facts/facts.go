@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/network"
+
 	"github.com/gpuhost/gpuhost/facts/audit"
 
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -72,7 +74,7 @@ type Facts struct {
 	TLS              *TLS                      `json:"tls,omitempty"`
 	SSH              *SSH                      `json:"ssh,omitempty"`
 	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
-	Network          *Network                  `json:"network,omitempty"`
+	Network          *network.Network          `json:"network,omitempty"`
 	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`
 	ContainerRuntime *ContainerRuntime         `json:"container_runtime,omitempty"`
 	GPU              *GPU                      `json:"gpu,omitempty"`

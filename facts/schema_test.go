@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
@@ -118,12 +119,12 @@ func fullFacts() *Facts {
 		}},
 		Swap: []encryption.Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
 	}
-	f.Network = &Network{
-		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
-		Firewall: &Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
+	f.Network = &network.Network{
+		Listening: []network.Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
+		Firewall: &network.Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
 			Unit:      &osinfo.UnitState{Name: "nftables.service", State: "active"},
-			Admits:    []FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
-			Unmodeled: []FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
+			Admits:    []network.FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
+			Unmodeled: []network.FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
 	}
 	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
 	f.ContainerRuntime = &ContainerRuntime{
@@ -236,7 +237,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	f.TLS = &TLS{}
 	f.SSH = &SSH{}
 	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
-	f.Network = &Network{Firewall: &Firewall{}}
+	f.Network = &network.Network{Firewall: &network.Firewall{}}
 	f.Systemd = &osinfo.Systemd{}
 	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}
 	f.GPU = &GPU{Devices: []GPUDevice{{}}}

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
@@ -54,6 +55,7 @@ var Domains = []Domain{
 	{Folder: "cgroup", Dir: "facts/osinfo", FS: osinfo.Policy},
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
+	{Folder: "net", Dir: "facts/network", FS: network.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
 }

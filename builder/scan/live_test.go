@@ -18,8 +18,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
-	"github.com/gpuhost/gpuhost/checks/network"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 

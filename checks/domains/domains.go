@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
@@ -46,6 +47,26 @@ func Collectors() []collector.Collector {
 		collector.Func{ID: "sbom", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SBOM, err = packages.CollectSBOM(ctx, env)
 			return err
+		}},
+		collector.Func{ID: "network", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			ls, err := network.CollectListeners(ctx, env)
+			if err != nil {
+				return err
+			}
+			if f.Network == nil {
+				f.Network = &network.Network{}
+			}
+			f.Network.Listening = ls
+			return nil
+		}},
+		// The firewall joins the listeners in the network facts.
+		collector.Func{ID: "firewall", Deps: []string{"network"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			net, err := network.CollectFirewall(ctx, env, f.Network)
+			if err != nil {
+				return err
+			}
+			f.Network = net
+			return nil
 		}},
 		collector.Func{ID: "os", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 			release, host, err := osinfo.CollectOS(ctx, env)

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -35,7 +36,7 @@ type sshListener struct{ listen, dial string }
 // liveSSHDaemons describes every sshd that owns a listening socket: the
 // configuration its command line names, whether that changed since the
 // daemon loaded it, and what each listener offers and accepts.
-func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
+func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Network) ([]facts.SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
 	for pid := range byPID {
@@ -59,7 +60,7 @@ func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Networ
 
 // sshdListeners groups the TCP listeners owned by a process named sshd by
 // its pid.
-func sshdListeners(network *facts.Network) map[int][]sshListener {
+func sshdListeners(network *network.Network) map[int][]sshListener {
 	out := map[int][]sshListener{}
 	if network == nil {
 		return out

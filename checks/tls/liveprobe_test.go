@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -247,7 +248,7 @@ func BenchmarkProbeTypicalServer(b *testing.B) {
 	if proc.Exited() {
 		b.Fatalf("s_server exited:\n%s", proc.Output())
 	}
-	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := collecttest.NewEnv(b, b.TempDir(), true)
 	conns := 0
 	for b.Loop() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -123,7 +124,7 @@ func TestProbeInsideNetns(t *testing.T) {
 	}
 	_, _, cert := testutil.WriteCert(t, t.TempDir(), loopbackCert)
 	f := listening()
-	for _, l := range []facts.Listener{
+	for _, l := range []network.Listener{
 		{Proto: "tcp", Address: "127.0.0.1", Port: droppedPort},
 		{Proto: "tcp", Address: "127.0.0.1", Port: rejectedPort},
 		{Proto: "tcp", Address: "127.0.0.1", Port: openPort},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )
@@ -149,7 +150,7 @@ func agreeWithSslscan(t *testing.T, p facts.TLSProbe, port int, extra ...string)
 // that the internet-facing checks judge it.
 func probeWildcard(t *testing.T, port int) facts.TLSProbe {
 	t.Helper()
-	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
+	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
 	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -52,7 +53,7 @@ func TestSMTPStartTLSWith3DES(t *testing.T) {
 	backend, by := tripleDESServer(t)
 	t.Logf("TLS served by %s", by)
 	fr := startFront(t, "smtp", backend, true)
-	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: fr.port, Process: "master"})
+	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: fr.port, Process: "master"})
 	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}

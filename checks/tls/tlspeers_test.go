@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -64,7 +65,7 @@ func dialable(port int) bool {
 // probeOne runs the collector against one loopback listener.
 func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	t.Helper()
-	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = timeout
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
@@ -215,7 +216,7 @@ func BenchmarkProbe50Listeners(b *testing.B) {
 		b.Cleanup(func() { ln.Close() })
 		go acceptHandshakes(ln)
 		f.Network.Listening = append(f.Network.Listening,
-			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+			network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
 	}
 	env := collecttest.NewEnv(b, b.TempDir(), true)
 	env.ProbeConcurrency = defaultProbeConcurrency

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/network"
 )
 
 const (
@@ -154,7 +155,7 @@ type probeTarget struct {
 
 // probeTargets turns TCP listeners into dial addresses, mapping the
 // wildcard addresses onto loopback, which a wildcard socket also accepts.
-func probeTargets(ls []facts.Listener) []probeTarget {
+func probeTargets(ls []network.Listener) []probeTarget {
 	seen := map[string]bool{}
 	var out []probeTarget
 	for _, l := range ls {

@@ -22,6 +22,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -115,12 +116,12 @@ func TestTLSProbe(t *testing.T) {
 	banner := bannerServer(t)
 
 	f := listening(
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
 		// A wildcard listener is probed on loopback.
-		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
-		facts.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
+		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
+		network.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
 	)
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
@@ -147,9 +148,9 @@ func TestTLSProbe(t *testing.T) {
 }
 
 // listening is a host's facts after the network collector found ls.
-func listening(ls ...facts.Listener) *facts.Facts {
+func listening(ls ...network.Listener) *facts.Facts {
 	f := checktest.NewFacts(facts.KindHost)
-	f.Network = &facts.Network{Listening: append([]facts.Listener{}, ls...)}
+	f.Network = &network.Network{Listening: append([]network.Listener{}, ls...)}
 	f.Record("network", facts.StatusOK, "")
 	return f
 }
@@ -162,7 +163,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 	// The firewall collector leaves an empty list of listeners when the
 	// network collector failed: that is not a host without listeners.
 	f := checktest.NewFacts(facts.KindHost)
-	f.Network = &facts.Network{Listening: []facts.Listener{}}
+	f.Network = &network.Network{Listening: []network.Listener{}}
 	f.Record("network", facts.StatusError, "reading sockets: permission denied")
 	err = collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
 	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
@@ -172,7 +173,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 
 func TestTLSProbeCancelled(t *testing.T) {
 	port := tlsServer(t, tls.VersionTLS13, 0)
-	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var c collector.Collector
@@ -210,12 +211,12 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	plain, _ := countingServer(t, false)
 	closed := testutil.FreePort(t)
 	f := listening(
-		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: ssh, Process: "sshd"},
-		facts.Listener{Proto: "tcp6", Address: "::1", Port: plain},
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: plain},
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: closed},
-		facts.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
-		facts.Listener{Proto: "udp6", Address: "::", Port: 443},
+		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: ssh, Process: "sshd"},
+		network.Listener{Proto: "tcp6", Address: "::1", Port: plain},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: plain},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: closed},
+		network.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
+		network.Listener{Proto: "udp6", Address: "::", Port: 443},
 	)
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/audit"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
@@ -190,15 +191,15 @@ func mix(n uint64) uint64 {
 }
 
 // hostNetwork is the image's listeners, each with this host's PID.
-func hostNetwork(base *facts.Network, host int) *facts.Network {
-	n := &facts.Network{}
+func hostNetwork(base *network.Network, host int) *network.Network {
+	n := &network.Network{}
 	if base != nil {
 		*n = *base
 	}
-	n.Listening = append([]facts.Listener{}, n.Listening...)
+	n.Listening = append([]network.Listener{}, n.Listening...)
 	n.Listening = append(n.Listening,
-		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 700 + host%300},
-		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: 9400, Process: "dcgm-exporter", PID: 2000 + host%5000})
+		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 700 + host%300},
+		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: 9400, Process: "dcgm-exporter", PID: 2000 + host%5000})
 	for i := range n.Listening {
 		n.Listening[i].PID = 600 + (host*13+i*7)%30000
 	}

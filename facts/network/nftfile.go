@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -17,7 +16,7 @@ const nftablesConf = "/etc/nftables.conf"
 
 // readNftables parses /etc/nftables.conf and what it includes; nil when
 // there is no file or no filter chain on the input hook.
-func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
+func readNftables(fsys sysroot.FS) (*Firewall, error) {
 	p := newNftParser(fsys)
 	found, err := p.file(nftablesConf, 0)
 	if err != nil {
@@ -44,8 +43,8 @@ func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
 }
 
 // firewall turns a verdict into facts from source, "kernel" or "file".
-func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
-	fw := &facts.Firewall{
+func (v fwVerdict) firewall(backend, source string) *Firewall {
+	fw := &Firewall{
 		Backend:            backend,
 		DefaultInputPolicy: v.policy,
 		AllowedPorts:       v.ports,
@@ -54,7 +53,7 @@ func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
 		Unmodeled:          v.unknown,
 	}
 	for _, f := range v.families {
-		fw.Families = append(fw.Families, facts.FirewallFamily{
+		fw.Families = append(fw.Families, FirewallFamily{
 			Family:             f.name,
 			Filtered:           f.filtered,
 			DefaultInputPolicy: f.policy,

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -22,48 +20,39 @@ const (
 	maxNestDepth = 32
 )
 
-type firewallCollector struct{}
-
-var _ collector.Collector = firewallCollector{}
-
-func (firewallCollector) Name() string { return "firewall" }
-
-// Needs network: the firewall joins the listeners in the network facts, which
-// the network collector creates on a live host.
-func (firewallCollector) Needs() []string { return []string{"network"} }
-
-// Collect reads the firewall. Offline it is the configuration; on a live
-// host it is the ruleset the kernel holds, read over netlink, and
-// "enabled" is whether the unit that loads it is active. When the kernel
-// cannot be read (no CAP_NET_ADMIN), the configuration stands in and the
-// facts say why. On an offline rootfs the network collector is
-// not_applicable, so the Network it creates holds only the firewall and a
-// nil Listening.
-func (firewallCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectFirewall reads the firewall into net, the listeners'
+// facts (nil when there are none), and returns it. Offline it is the
+// configuration; on a live host it is the ruleset the kernel holds, read
+// over netlink, and "enabled" is whether the unit that loads it is active.
+// When the kernel cannot be read (no CAP_NET_ADMIN), the configuration
+// stands in and the facts say why. On an offline rootfs there are no
+// listeners to list, so the Network it creates holds only the firewall and
+// a nil Listening.
+func CollectFirewall(ctx context.Context, env *collect.Env, net *Network) (*Network, error) {
 	fw, err := readFirewall(env.FS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if env.Live {
 		if fw, err = liveFirewall(ctx, env, fw); err != nil {
-			return err
+			return nil, err
 		}
 		fw.IPv6 = liveIPv6(env)
 	}
 	joinFamilies(fw)
-	if f.Network == nil {
-		f.Network = &facts.Network{}
+	if net == nil {
+		net = &Network{}
 		if env.Live {
-			f.Network.Listening = []facts.Listener{}
+			net.Listening = []Listener{}
 		}
 	}
-	f.Network.Firewall = fw
-	return nil
+	net.Firewall = fw
+	return net, nil
 }
 
 // liveFirewall replaces the configured ruleset with the kernel's and asks
 // systemd whether the firewall's unit is active.
-func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (*facts.Firewall, error) {
+func liveFirewall(ctx context.Context, env *collect.Env, conf *Firewall) (*Firewall, error) {
 	fw := conf
 	rs, err := readKernelRuleset(env.NetNS)
 	if err != nil {
@@ -95,7 +84,7 @@ func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (
 
 // readFirewall prefers an enabled ufw, then an nftables input hook chain,
 // and otherwise reports no firewall, which accepts everything.
-func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
+func readFirewall(fsys sysroot.FS) (*Firewall, error) {
 	ufw, err := readUfw(fsys)
 	if err != nil {
 		return nil, err
@@ -110,9 +99,9 @@ func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
 	if nft != nil {
 		return nft, nil
 	}
-	none := &facts.Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}
+	none := &Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}
 	for _, fam := range nftFamilies {
-		none.Families = append(none.Families, facts.FirewallFamily{Family: fam.name, DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"})
+		none.Families = append(none.Families, FirewallFamily{Family: fam.name, DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"})
 	}
 	return none, nil
 }
@@ -123,7 +112,7 @@ func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
 // accepts by policy, else the strictest of their policies. IPv6 counts
 // unless the facts show it off. The joined PolicyLocation is that of the
 // family that decided.
-func joinFamilies(fw *facts.Firewall) {
+func joinFamilies(fw *Firewall) {
 	if len(fw.Families) == 0 {
 		return
 	}
@@ -213,7 +202,7 @@ func portNumber(s string) (int, bool) {
 }
 
 // readUfw returns ufw's configuration, or nil when ufw is not installed.
-func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
+func readUfw(fsys sysroot.FS) (*Firewall, error) {
 	const conf, defaults = "/etc/ufw/ufw.conf", "/etc/default/ufw"
 	data, ok, err := textfile.ReadOptional(fsys, conf)
 	if err != nil {
@@ -226,7 +215,7 @@ func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 	if _, err := textfile.ParseShell(data, vars, false); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(conf), err)
 	}
-	fw := &facts.Firewall{
+	fw := &Firewall{
 		Backend:            "ufw",
 		Enabled:            strings.EqualFold(vars["ENABLED"], "yes"),
 		DefaultInputPolicy: "drop",
@@ -268,7 +257,7 @@ func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 	// Unless IPV6=yes it loads no IPv6 rules and accepts IPv6 only on the
 	// loopback, as its own /etc/default/ufw says.
 	for i, fam := range nftFamilies {
-		f := facts.FirewallFamily{Family: fam.name, Filtered: true, DefaultInputPolicy: fw.DefaultInputPolicy,
+		f := FirewallFamily{Family: fam.name, Filtered: true, DefaultInputPolicy: fw.DefaultInputPolicy,
 			AllowedPorts: byFamily[i].list(), Source: "file"}
 		if fam.name == "ipv6" && !ipv6 {
 			f.DefaultInputPolicy, f.AllowedPorts = "drop", []int{}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -203,7 +202,7 @@ type evaluator struct {
 	rs      *fwRuleset
 	family  string
 	visits  int
-	unknown map[string]facts.FirewallRule
+	unknown map[string]FirewallRule
 	// owner[family][proto][port] is 1 + the index in refs (and places) of
 	// the first rule (or policy) that admitted the port; 0 when none did.
 	owner  [2][2]*[65536]uint16
@@ -358,12 +357,12 @@ func (e *evaluator) ownerOf(proto int) *[65536]uint16 {
 
 func (e *evaluator) noteUnknown(r *fwRule) {
 	if e.unknown == nil {
-		e.unknown = map[string]facts.FirewallRule{}
+		e.unknown = map[string]FirewallRule{}
 	}
 	if _, ok := e.unknown[r.ref]; ok {
 		return
 	}
-	e.unknown[r.ref] = facts.FirewallRule{
+	e.unknown[r.ref] = FirewallRule{
 		Rule:   r.ref + ": " + r.text,
 		Reason: "cannot evaluate " + strings.Join(r.unknown, ", "),
 		// A jump or goto under an unknown condition is followed, and what
@@ -381,8 +380,8 @@ type fwVerdict struct {
 	// families that have an input chain; families holds each alone.
 	policy   string
 	ports    []int
-	admits   []facts.FirewallAdmit
-	unknown  []facts.FirewallRule
+	admits   []FirewallAdmit
+	unknown  []FirewallRule
 	families [2]familyVerdict
 }
 
@@ -394,7 +393,7 @@ type familyVerdict struct {
 	policy   string
 	policyAt collect.FileLine
 	ports    []int
-	admits   []facts.FirewallAdmit
+	admits   []FirewallAdmit
 	chains   []string
 }
 
@@ -476,7 +475,7 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	for _, u := range e.unknown {
 		v.unknown = append(v.unknown, u)
 	}
-	slices.SortFunc(v.unknown, func(a, b facts.FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
+	slices.SortFunc(v.unknown, func(a, b FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
 	return v, nil
 }
 
@@ -528,7 +527,7 @@ func chainList(chains []*fwChain) string {
 
 // facts renders the admissions of both families as port ranges, IPv4's
 // first rule for a port winning over IPv6's.
-func (e *evaluator) facts() []facts.FirewallAdmit {
+func (e *evaluator) facts() []FirewallAdmit {
 	return e.render(func(pr, port int) uint16 {
 		if ip := e.owner[0][pr]; ip != nil && ip[port] != 0 {
 			return ip[port]
@@ -542,7 +541,7 @@ func (e *evaluator) facts() []facts.FirewallAdmit {
 
 // familyFacts renders the admissions of one family (an index into
 // nftFamilies) as port ranges.
-func (e *evaluator) familyFacts(fam int) []facts.FirewallAdmit {
+func (e *evaluator) familyFacts(fam int) []FirewallAdmit {
 	return e.render(func(pr, port int) uint16 {
 		if o := e.owner[fam][pr]; o != nil {
 			return o[port]
@@ -553,8 +552,8 @@ func (e *evaluator) familyFacts(fam int) []facts.FirewallAdmit {
 
 // render turns the first admitting rule of each port, ownerAt(proto index,
 // port), into runs of ports admitted by one rule.
-func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAdmit {
-	out := []facts.FirewallAdmit{}
+func (e *evaluator) render(ownerAt func(pr, port int) uint16) []FirewallAdmit {
+	out := []FirewallAdmit{}
 	for pr, p := range protoNames {
 		for port := 0; port < 65536; port++ {
 			idx := ownerAt(pr, port)
@@ -566,7 +565,7 @@ func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAd
 				end++
 			}
 			at := e.places[idx-1]
-			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
+			out = append(out, FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
 			port = end
 		}
 	}

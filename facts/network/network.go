@@ -19,17 +19,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
-
-// Collectors returns the collectors of this package: network and firewall.
-func Collectors() []collector.Collector {
-	return []collector.Collector{networkCollector{}, firewallCollector{}}
-}
 
 const (
 	// maxProcNet bounds one /proc/net table; a line is ~150 bytes, so this
@@ -40,18 +33,12 @@ const (
 	maxFDs  = 4096
 )
 
-type networkCollector struct{}
-
-var _ collector.Collector = networkCollector{}
-
-func (networkCollector) Name() string { return "network" }
-
-// Needs is empty: it reads the target alone.
-func (networkCollector) Needs() []string { return nil }
-
-func (networkCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectListeners lists a live host's listening sockets with the process
+// that holds each. An offline rootfs has none to list. It reads the target
+// alone, needing no other collector's facts.
+func CollectListeners(ctx context.Context, env *collect.Env) ([]Listener, error) {
 	if !env.Live {
-		return collect.NotApplicable("an offline rootfs has no listening sockets")
+		return nil, collect.NotApplicable("an offline rootfs has no listening sockets")
 	}
 	var all []procSocket
 	for _, t := range []struct{ file, proto, state string }{
@@ -62,7 +49,7 @@ func (networkCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 	} {
 		data, ok, err := textfile.ReadOptionalLimit(env.FS, t.file, maxProcNet)
 		if err != nil {
-			return fmt.Errorf("reading sockets: %w", err)
+			return nil, fmt.Errorf("reading sockets: %w", err)
 		}
 		if !ok {
 			// A kernel without IPv6 has no tcp6/udp6.
@@ -70,19 +57,19 @@ func (networkCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 		}
 		socks, err := parseProcNet(data, t.proto, t.state)
 		if err != nil {
-			return fmt.Errorf("parsing %s: %w", env.FS.Display(t.file), err)
+			return nil, fmt.Errorf("parsing %s: %w", env.FS.Display(t.file), err)
 		}
 		all = append(all, socks...)
 	}
 	owners := socketOwners(ctx, env.FS, all, logger(env))
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 
-	seen := map[facts.Listener]bool{}
-	listening := []facts.Listener{}
+	seen := map[Listener]bool{}
+	listening := []Listener{}
 	for _, s := range all {
-		l := facts.Listener{Proto: s.Proto, Address: s.Addr.String(), Port: int(s.Port)}
+		l := Listener{Proto: s.Proto, Address: s.Addr.String(), Port: int(s.Port)}
 		if o, ok := owners[s.Inode]; ok {
 			l.Process, l.PID = o.comm, o.pid
 		}
@@ -92,15 +79,11 @@ func (networkCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 		seen[l] = true
 		listening = append(listening, l)
 	}
-	slices.SortFunc(listening, func(a, b facts.Listener) int {
+	slices.SortFunc(listening, func(a, b Listener) int {
 		return cmp.Or(strings.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port),
 			strings.Compare(a.Address, b.Address), cmp.Compare(a.PID, b.PID))
 	})
-	if f.Network == nil {
-		f.Network = &facts.Network{}
-	}
-	f.Network.Listening = listening
-	return nil
+	return listening, nil
 }
 
 func logger(env *collect.Env) *slog.Logger {

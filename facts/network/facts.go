@@ -1,4 +1,4 @@
-package facts
+package network
 
 import (
 	"github.com/gpuhost/gpuhost/facts/collect"

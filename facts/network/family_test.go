@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -136,22 +134,22 @@ func TestIPv6StateFromProc(t *testing.T) {
 }
 
 func TestJoinFamilies(t *testing.T) {
-	fam := func(name string, filtered bool, policy string) facts.FirewallFamily {
-		return facts.FirewallFamily{Family: name, Filtered: filtered, DefaultInputPolicy: policy, AllowedPorts: []int{}}
+	fam := func(name string, filtered bool, policy string) FirewallFamily {
+		return FirewallFamily{Family: name, Filtered: filtered, DefaultInputPolicy: policy, AllowedPorts: []int{}}
 	}
-	ipOnly := []facts.FirewallFamily{fam("ipv4", true, "drop"), fam("ipv6", false, "accept")}
+	ipOnly := []FirewallFamily{fam("ipv4", true, "drop"), fam("ipv6", false, "accept")}
 	for _, tc := range []struct {
 		name     string
-		families []facts.FirewallFamily
-		ipv6     *facts.IPv6State
+		families []FirewallFamily
+		ipv6     *IPv6State
 		want     string
 	}{
-		{"IPv6 unfiltered and on", ipOnly, &facts.IPv6State{Enabled: true}, "accept"},
+		{"IPv6 unfiltered and on", ipOnly, &IPv6State{Enabled: true}, "accept"},
 		{"IPv6 unfiltered, not known to be off", ipOnly, nil, "accept"},
-		{"IPv6 unfiltered and off", ipOnly, &facts.IPv6State{Enabled: false}, "drop"},
-		{"strictest of both", []facts.FirewallFamily{fam("ipv4", true, "reject"), fam("ipv6", true, "drop")}, nil, "drop"},
+		{"IPv6 unfiltered and off", ipOnly, &IPv6State{Enabled: false}, "drop"},
+		{"strictest of both", []FirewallFamily{fam("ipv4", true, "reject"), fam("ipv6", true, "drop")}, nil, "drop"},
 	} {
-		fw := &facts.Firewall{DefaultInputPolicy: "drop", Families: tc.families, IPv6: tc.ipv6}
+		fw := &Firewall{DefaultInputPolicy: "drop", Families: tc.families, IPv6: tc.ipv6}
 		joinFamilies(fw)
 		if fw.DefaultInputPolicy != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, fw.DefaultInputPolicy, tc.want)
@@ -162,7 +160,7 @@ func TestJoinFamilies(t *testing.T) {
 	v4, v6 := fam("ipv4", true, "reject"), fam("ipv6", true, "drop")
 	v4.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 5}
 	v6.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 12}
-	fw := &facts.Firewall{Families: []facts.FirewallFamily{v4, v6}}
+	fw := &Firewall{Families: []FirewallFamily{v4, v6}}
 	joinFamilies(fw)
 	if fw.DefaultInputPolicy != "drop" || fw.PolicyLocation != v6.PolicyLocation {
 		t.Errorf("joined %s at %v, want drop at %v", fw.DefaultInputPolicy, fw.PolicyLocation, v6.PolicyLocation)
@@ -187,7 +185,7 @@ func TestUfwFamilies(t *testing.T) {
 			"etc/ufw/user.rules":  "-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n",
 			"etc/ufw/user6.rules": "-A ufw6-user-input -p tcp --dport 443 -j ACCEPT\n",
 		})
-		f := checktest.NewFacts(facts.KindRootfs)
+		f := &doc{kind: "rootfs"}
 		if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +203,7 @@ func TestUfwFamilies(t *testing.T) {
 		if fw.DefaultInputPolicy != tc.joinedPolicy || !equalInts(fw.AllowedPorts, []int{22, 443}) {
 			t.Errorf("IPV6=%s: joined %s %v", tc.ipv6, fw.DefaultInputPolicy, fw.AllowedPorts)
 		}
-		if err := facts.Validate(*f); err != nil {
+		if err := validate(f); err != nil {
 			t.Errorf("IPV6=%s: %v", tc.ipv6, err)
 		}
 	}

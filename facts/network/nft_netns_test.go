@@ -1,7 +1,6 @@
 package network
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
-	"github.com/gpuhost/gpuhost/scan"
 )
 
 // netnsRuleset drops by default and admits through a named interval set
@@ -116,7 +113,7 @@ func kernelAndFile(t *testing.T, netns, text string) (kernel, file fwVerdict) {
 	return kernel, file
 }
 
-func admitOf(admits []facts.FirewallAdmit, proto string, port int) string {
+func admitOf(admits []FirewallAdmit, proto string, port int) string {
 	for _, a := range admits {
 		if a.Proto == proto && a.From <= port && port <= a.To {
 			return a.Rule
@@ -269,7 +266,7 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 // namespace would, with /etc/nftables.conf holding conf, and the same tree
 // scanned offline. The tree has no /run/systemd/system, so the unit state
 // comes from the collector's own answer for a host without systemd.
-func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.Facts) {
+func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *doc) {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{
@@ -278,12 +275,12 @@ func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.F
 	})
 	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = netns, nil
-	live = checktest.NewFacts(facts.KindHost)
+	live = &doc{kind: "host"}
 	gather(t, env, live, "network", "firewall")
-	offline = checktest.NewFacts(facts.KindRootfs)
+	offline = &doc{kind: "rootfs"}
 	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
-	for _, f := range []*facts.Facts{live, offline} {
-		checktest.WantStatus(t, f, "firewall", facts.StatusOK)
+	for _, f := range []*doc{live, offline} {
+		wantStatus(t, f, "firewall", collect.StatusOK)
 	}
 	return live, offline
 }
@@ -304,7 +301,7 @@ func TestNftCollectorLiveInNetns(t *testing.T) {
 	if fw.Enabled || fw.Unit == nil || fw.Unit.State != "unknown" || !strings.Contains(fw.Unit.Reason, "systemd is not running") {
 		t.Errorf("live enabled %v unit %+v; want unknown because systemd is not running", fw.Enabled, fw.Unit)
 	}
-	if err := facts.Validate(*live); err != nil {
+	if err := validate(live); err != nil {
 		t.Errorf("live facts: %v", err)
 	}
 }
@@ -353,10 +350,10 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 	inNetns := nft[:len(nft)-1]
 	// One listener the ruleset admits and one it drops, both inside the
 	// namespace; the host's /proc/net cannot see them, their own can.
-	var listening []facts.Listener
+	var listening []Listener
 	for _, port := range []int{8080, 8443} {
 		p := testutil.Start(t, exec.Command(inNetns[0], append(slices.Clone(inNetns[1:]), py, "-m", "http.server", "--bind", "0.0.0.0", strconv.Itoa(port))...))
-		var l facts.Listener
+		var l Listener
 		p.WaitFor(t, 20*time.Second, fmt.Sprintf("a listener on %d", port), func() bool {
 			l = procListener(t, p.Cmd.Process.Pid, port)
 			return l.Port == port
@@ -365,7 +362,7 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 	}
 	live, _ := liveFirewallFacts(t, netns, joinRuleset)
 	live.Network.Listening = listening
-	live.Record("network", facts.StatusOK, "")
+	live.status["network"] = collect.StatusOK
 	results := evaluatePack(t, live)
 	r := results["GH-NET-004"]
 	if r.Status != "fail" || len(r.Messages) != 1 {
@@ -390,7 +387,7 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 
 // procListener finds the socket listening on port in the network namespace
 // of pid, through /proc/PID/net/tcp and tcp6, and names its process.
-func procListener(t *testing.T, pid, port int) facts.Listener {
+func procListener(t *testing.T, pid, port int) Listener {
 	t.Helper()
 	for _, proto := range []string{"tcp", "tcp6"} {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, proto))
@@ -404,11 +401,11 @@ func procListener(t *testing.T, pid, port int) facts.Listener {
 		for _, s := range socks {
 			if int(s.Port) == port {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-				return facts.Listener{Proto: proto, Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
+				return Listener{Proto: proto, Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
 			}
 		}
 	}
-	return facts.Listener{}
+	return Listener{}
 }
 
 type packResult struct {
@@ -416,24 +413,11 @@ type packResult struct {
 	Messages []string
 }
 
-// evaluatePack scans f with the default pack and params, as "gpuhost scan
-// facts" does.
-func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
+// evaluatePack scans d's facts with the default pack and params, as
+// "gpuhost scan facts" does (EvaluatePack).
+func evaluatePack(t *testing.T, d *doc) map[string]packResult {
 	t.Helper()
-	ctx := context.Background()
-	e, err := scan.Pack{}.Engine(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := scan.New(e).Facts(ctx, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]packResult{}
-	for _, r := range rep.Results {
-		out[r.ID] = packResult{Status: r.Status, Messages: r.Messages}
-	}
-	return out
+	return EvaluatePack(t, d)
 }
 
 // unmodeledRuleset holds conditions the model does not evaluate: source
@@ -596,9 +580,9 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	})
 	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
-	live := checktest.NewFacts(facts.KindHost)
+	live := &doc{kind: "host"}
 	gather(t, env, live, "network", "firewall")
-	offline := checktest.NewFacts(facts.KindRootfs)
+	offline := &doc{kind: "rootfs"}
 	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	fw, off := live.Network.Firewall, offline.Network.Firewall
 	if fw.Backend != "ufw" || fw.Source != "kernel" || !equalInts(fw.AllowedPorts, want) || fw.Unit == nil || fw.Unit.Name != "ufw.service" || fw.Unit.State != "unknown" {
