@@ -29,7 +29,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/checks/runtime"
-	"github.com/gpuhost/gpuhost/checks/ssh"
 	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -41,7 +40,7 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		tls.Collectors(), ssh.Collectors(), runtime.Collectors(), gpu.Collectors(), domains.Collectors(),
+		tls.Collectors(), runtime.Collectors(), gpu.Collectors(), domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

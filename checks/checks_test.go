@@ -21,7 +21,7 @@ func TestCollectedFactsMatchTheSchema(t *testing.T) {
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
 		"tls":      "tls/testdata/hardened",
-		"ssh":      "ssh/testdata/hardened",
+		"ssh":      "../facts/ssh/testdata/hardened",
 		"runtime":  "runtime/testdata/hardened",
 		"empty":    t.TempDir(),
 	}

@@ -213,7 +213,7 @@ func needTrees(t *testing.T) map[string]string {
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
 		"tls":      "tls/testdata/hardened",
-		"ssh":      "ssh/testdata/hardened",
+		"ssh":      "../facts/ssh/testdata/hardened",
 		"runtime":  "runtime/testdata/hardened",
 		"needs":    needsTree(t),
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/ssh"
+
 	"github.com/gpuhost/gpuhost/facts/network"
 
 	"github.com/gpuhost/gpuhost/facts/audit"
@@ -72,7 +74,7 @@ type Facts struct {
 	Audit            *audit.Audit              `json:"audit,omitempty"`
 	Access           *access.Access            `json:"access,omitempty"`
 	TLS              *TLS                      `json:"tls,omitempty"`
-	SSH              *SSH                      `json:"ssh,omitempty"`
+	SSH              *ssh.SSH                  `json:"ssh,omitempty"`
 	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
 	Network          *network.Network          `json:"network,omitempty"`
 	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
+	"github.com/gpuhost/gpuhost/facts/ssh"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/good-full.json")
@@ -84,7 +85,7 @@ func fullFacts() *Facts {
 			Error: "filtered: the TCP connect got no answer within 2s",
 		}},
 	}
-	sshSettings := SSHSettings{
+	sshSettings := ssh.SSHSettings{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},
 		PermitRootLogin: "no", PasswordAuthentication: "no", KbdInteractiveAuthentication: "no", PermitEmptyPasswords: "no",
 		Ciphers: []string{"aes256-gcm@openssh.com"}, KexAlgorithms: []string{"curve25519-sha256"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"},
@@ -92,17 +93,17 @@ func fullFacts() *Facts {
 		UsePAM:            "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
 		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
 		Explicit: []string{"permitrootlogin"}, Locations: map[string]collect.FileLine{"permitrootlogin": {File: "/etc/ssh/sshd_config", Line: 32}},
-		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
+		Match: []ssh.SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []ssh.SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},
 		}}},
-		HostKeys: []SSHHostKey{
+		HostKeys: []ssh.SSHHostKey{
 			{Type: "ssh-rsa", Bits: 2048, Fingerprint: "SHA256:abc", Source: "wire", Address: "0.0.0.0:22"},
 			{Type: "ssh-ed25519", Bits: 256, Source: "file", File: "/etc/ssh/ssh_host_ed25519_key", Error: "reading host key: not found"},
 		},
 	}
-	f.SSH = &SSH{SSHSettings: sshSettings, Source: "file", Daemons: []SSHDaemon{{
+	f.SSH = &ssh.SSH{SSHSettings: sshSettings, Source: "file", Daemons: []ssh.SSHDaemon{{
 		SSHSettings: sshSettings, PID: 812, Source: "process", Listen: []string{"0.0.0.0:22"},
-		Wire: []SSHWire{{
+		Wire: []ssh.SSHWire{{
 			Address: "0.0.0.0:22", Source: "wire", Version: "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3",
 			KexAlgorithms: []string{"curve25519-sha256"}, HostKeyAlgorithms: []string{"rsa-sha2-512"},
 			Ciphers: []string{"aes256-gcm@openssh.com"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"}, Error: "",
@@ -235,7 +236,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	// Collectors may leave slices nil; Go marshals those as null.
 	f.Kernel = &osinfo.Kernel{}
 	f.TLS = &TLS{}
-	f.SSH = &SSH{}
+	f.SSH = &ssh.SSH{}
 	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
 	f.Network = &network.Network{Firewall: &network.Firewall{}}
 	f.Systemd = &osinfo.Systemd{}

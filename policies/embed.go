@@ -16,6 +16,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
+	"github.com/gpuhost/gpuhost/facts/ssh"
 )
 
 // params.default.yaml is written from params.schema.json, each parameter's
@@ -58,6 +59,7 @@ var Domains = []Domain{
 	{Folder: "net", Dir: "facts/network", FS: network.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
+	{Folder: "ssh", Dir: "facts/ssh", FS: ssh.Policy},
 }
 
 func mounts() map[string]fs.FS {

@@ -14,11 +14,11 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
-	sshcheck "github.com/gpuhost/gpuhost/checks/ssh"
 	tlscheck "github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/network"
+	sshcheck "github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
+	"github.com/gpuhost/gpuhost/facts/ssh"
 )
 
 // Collectors are the collectors of the domains whose folder under facts/
@@ -89,6 +90,13 @@ func Collectors() []collector.Collector {
 		// systemd package chooses.
 		collector.Func{ID: "cgroup", Deps: []string{"kernel", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.Cgroup, err = osinfo.CollectCgroup(ctx, env, f.Kernel, f.Packages)
+			return err
+		}},
+		// On a live host each listening sshd is found among the
+		// listeners; a missing sshd_config is an error when
+		// openssh-server is installed.
+		collector.Func{ID: "ssh", Deps: []string{"network", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.SSH, err = ssh.Collect(ctx, env, f.Network, f.Packages)
 			return err
 		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {

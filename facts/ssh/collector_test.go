@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -9,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -18,16 +18,27 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// collect runs the ssh collector over dir alone and returns the document and
-// its error.
-func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+// doc is the ssh key of the facts document, which this package's tests
+// cannot import.
+type doc struct{ SSH *SSH }
+
+// gather runs Collect over dir as an offline rootfs, with no other
+// collector's facts, and returns what it collected and its raw error.
+func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	t.Helper()
-	return checktest.CollectDir(t, dir, sshCollector{})
+	s, err := Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)}, nil, nil)
+	return &doc{SSH: s}, map[string]error{"ssh": err}
+}
+
+// status is the outcome err gives a collector.
+func status(err error) string {
+	s, _ := collect.Classify(err)
+	return s
 }
 
 // golden compares the JSON of the facts this package fills with a file under
 // testdata/golden, with the root directory written as ROOT.
-func golden(t *testing.T, name, root string, f *facts.Facts) {
+func golden(t *testing.T, name, root string, f *doc) {
 	t.Helper()
 	doc := map[string]any{"ssh": f.SSH}
 	abs, err := filepath.Abs(root)
@@ -139,7 +150,7 @@ func TestHugeSparseSSHDConfig(t *testing.T) {
 	fh.Close()
 	_, errs := gather(t, dir)
 	err = errs["ssh"]
-	if !errors.Is(err, sysroot.ErrTooLarge) || checktest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), "sshd_config") {
+	if !errors.Is(err, sysroot.ErrTooLarge) || status(err) != collect.StatusError || !strings.Contains(err.Error(), "sshd_config") {
 		t.Errorf("100 MB sshd_config: %v, want a too-large error naming the file", err)
 	}
 }
@@ -173,7 +184,7 @@ func TestSSHHostPrivateKeyFiles(t *testing.T) {
 
 func TestEmptyRoot(t *testing.T) {
 	f, errs := gather(t, t.TempDir())
-	if s := checktest.Status(errs["ssh"]); s != facts.StatusNotApplicable {
+	if s := status(errs["ssh"]); s != collect.StatusNotApplicable {
 		t.Errorf("ssh status = %s (%v)", s, errs["ssh"])
 	}
 	if f.SSH != nil {

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -36,7 +35,7 @@ type sshListener struct{ listen, dial string }
 // liveSSHDaemons describes every sshd that owns a listening socket: the
 // configuration its command line names, whether that changed since the
 // daemon loaded it, and what each listener offers and accepts.
-func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Network) ([]facts.SSHDaemon, error) {
+func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Network) ([]SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
 	for pid := range byPID {
@@ -44,7 +43,7 @@ func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Netw
 	}
 	slices.Sort(pids)
 	timeout := cmp.Or(env.ProbeTimeout, 2*time.Second)
-	var out []facts.SSHDaemon
+	var out []SSHDaemon
 	for _, pid := range pids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -89,24 +88,24 @@ func sshdListeners(network *network.Network) map[int][]sshListener {
 	return out
 }
 
-func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration) (facts.SSHDaemon, error) {
+func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration) (SSHDaemon, error) {
 	argv, err := daemon.ReadCmdline(fsys, pid)
 	if err != nil {
-		return facts.SSHDaemon{}, err
+		return SSHDaemon{}, err
 	}
 	name, opts, err := SSHDCommandLine(argv)
 	if err != nil {
-		return facts.SSHDaemon{}, fmt.Errorf("reading the command line of sshd pid %d: %w", pid, err)
+		return SSHDaemon{}, fmt.Errorf("reading the command line of sshd pid %d: %w", pid, err)
 	}
 	if name, err = daemon.AbsoluteFor(fsys, pid, name); err != nil {
-		return facts.SSHDaemon{}, err
+		return SSHDaemon{}, err
 	}
 	cfg, err := LoadSSHDWith(fsys, name, opts)
 	if err != nil {
-		return facts.SSHDaemon{}, fmt.Errorf("reading the configuration of sshd pid %d: %w", pid, err)
+		return SSHDaemon{}, fmt.Errorf("reading the configuration of sshd pid %d: %w", pid, err)
 	}
-	d := facts.SSHDaemon{SSHSettings: cfg.Settings(fsys.Display(name)), PID: pid, Source: "process", Listen: []string{}, Wire: []facts.SSHWire{}}
-	var wireKeys []facts.SSHHostKey
+	d := SSHDaemon{SSHSettings: cfg.Settings(fsys.Display(name)), PID: pid, Source: "process", Listen: []string{}, Wire: []SSHWire{}}
+	var wireKeys []SSHHostKey
 	for _, l := range ls {
 		d.Listen = append(d.Listen, l.listen)
 		w := probeSSHWire(ctx, l.listen, l.dial, timeout)
@@ -127,19 +126,19 @@ func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListen
 // fileHostKeys reads the public half of each host key the configuration
 // names (or of the default keys that exist), beside the private key as
 // ssh-keygen writes it.
-func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []facts.SSHHostKey {
+func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []SSHHostKey {
 	names := cfg.HostKeys
 	explicit := len(names) > 0
 	if !explicit {
 		names = defaultSSHHostKeys
 	}
-	out := []facts.SSHHostKey{}
+	out := []SSHHostKey{}
 	for _, n := range names {
 		n = path.Join("/", n)
 		if !explicit && !textfile.Exists(fsys, n) {
 			continue
 		}
-		hk := facts.SSHHostKey{Source: "file", File: fsys.Display(n)}
+		hk := SSHHostKey{Source: "file", File: fsys.Display(n)}
 		if err := readHostKey(fsys, n+".pub", &hk); err != nil {
 			hk.Error = err.Error()
 		}
@@ -148,7 +147,7 @@ func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []facts.SSHHostKey {
 	return out
 }
 
-func readHostKey(fsys sysroot.FS, name string, hk *facts.SSHHostKey) error {
+func readHostKey(fsys sysroot.FS, name string, hk *SSHHostKey) error {
 	data, err := fsys.ReadFileLimit(name, maxHostKeyFile)
 	if err != nil {
 		return fmt.Errorf("reading host key %s: %w", fsys.Display(name), err)

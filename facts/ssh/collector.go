@@ -8,11 +8,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
+	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
@@ -22,64 +21,50 @@ const SSHDConfigPath = "/etc/ssh/sshd_config"
 // sshdPackages are the packages that install sshd_config.
 var sshdPackages = []string{"openssh-server"}
 
-// Collectors returns the collector of this package: ssh.
-func Collectors() []collector.Collector {
-	return []collector.Collector{sshCollector{}}
-}
-
-// sshCollector fills ssh from sshd_config and its includes.
-type sshCollector struct{}
-
-var _ collector.Collector = sshCollector{}
-
-func (sshCollector) Name() string { return "ssh" }
-
-// Needs network and packages: on a live host each listening sshd is found
-// among the listeners; a missing sshd_config is an error when openssh-server
-// is installed.
-func (sshCollector) Needs() []string { return []string{"network", "packages"} }
-
-func (sshCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// Collect reads sshd's configuration from sshd_config and its includes,
+// and on a live host each running sshd's own, found among the listeners
+// (net, nil when there are none) and asked over the wire. A missing
+// sshd_config is an error when a package of installed ships it.
+func Collect(ctx context.Context, env *collect.Env, net *network.Network, installed []packages.Package) (*SSH, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	var file *facts.SSH
+	var file *SSH
 	if textfile.Exists(env.FS, SSHDConfigPath) {
 		cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		file = cfg.Facts(env.FS.Display(SSHDConfigPath))
 		file.HostKeys = fileHostKeys(env.FS, cfg)
 	}
-	var daemons []facts.SSHDaemon
+	var daemons []SSHDaemon
 	if env.Live {
 		var err error
-		if daemons, err = liveSSHDaemons(ctx, env, f.Network); err != nil {
-			return err
+		if daemons, err = liveSSHDaemons(ctx, env, net); err != nil {
+			return nil, err
 		}
 	}
 	if len(daemons) == 0 {
 		if file == nil {
-			if err := packages.MissingButInstalled(env.FS, f.Packages, SSHDConfigPath, sshdPackages); err != nil {
-				return err
+			if err := packages.MissingButInstalled(env.FS, installed, SSHDConfigPath, sshdPackages); err != nil {
+				return nil, err
 			}
-			return collect.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
+			return nil, collect.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
 		}
 		// No daemon runs: the file is what the next start will use.
-		daemons = []facts.SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []facts.SSHWire{}}}
+		daemons = []SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []SSHWire{}}}
 	}
 	if file == nil {
-		file = &facts.SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
+		file = &SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
 	}
 	file.Daemons = daemons
 	keys, err := textfile.GlobSorted(env.FS, "/", sshHostPrivateKeys)
 	if err != nil {
-		return fmt.Errorf("listing SSH host keys: %w", err)
+		return nil, fmt.Errorf("listing SSH host keys: %w", err)
 	}
 	file.HostPrivateKeyFiles = keys
-	f.SSH = file
-	return nil
+	return file, nil
 }
 
 // sshHostPrivateKeys is where ssh-keygen -A and the openssh-server package

@@ -1,4 +1,4 @@
-package facts
+package ssh
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 
