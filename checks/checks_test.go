@@ -20,7 +20,7 @@ func TestCollectedFactsMatchTheSchema(t *testing.T) {
 	trees := map[string]string{
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
-		"tls":      "tls/testdata/hardened",
+		"tls":      "../facts/tls/testdata/hardened",
 		"ssh":      "../facts/ssh/testdata/hardened",
 		"runtime":  "runtime/testdata/hardened",
 		"empty":    t.TempDir(),

@@ -11,13 +11,13 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 func TestBinaryGarbage(t *testing.T) {

@@ -212,7 +212,7 @@ func needTrees(t *testing.T) map[string]string {
 	return map[string]string{
 		"hardened": "../cmd/gpuhost/testdata/rootfs-hardened",
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
-		"tls":      "tls/testdata/hardened",
+		"tls":      "../facts/tls/testdata/hardened",
 		"ssh":      "../facts/ssh/testdata/hardened",
 		"runtime":  "runtime/testdata/hardened",
 		"needs":    needsTree(t),

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/tls"
+
 	"github.com/gpuhost/gpuhost/facts/ssh"
 
 	"github.com/gpuhost/gpuhost/facts/network"
@@ -73,7 +75,7 @@ type Facts struct {
 	Kubelet          *Kubelet                  `json:"kubelet,omitempty"`
 	Audit            *audit.Audit              `json:"audit,omitempty"`
 	Access           *access.Access            `json:"access,omitempty"`
-	TLS              *TLS                      `json:"tls,omitempty"`
+	TLS              *tls.TLS                  `json:"tls,omitempty"`
 	SSH              *ssh.SSH                  `json:"ssh,omitempty"`
 	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
 	Network          *network.Network          `json:"network,omitempty"`

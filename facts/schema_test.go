@@ -20,6 +20,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
+	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/good-full.json")
@@ -65,18 +66,18 @@ func fullFacts() *Facts {
 		PAMSSHD:     []access.PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
 		EtcWritable: []access.WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
 	}
-	f.TLS = &TLS{
-		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
-		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
-		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
+	f.TLS = &tls.TLS{
+		OpenSSL: &tls.OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
+		Nginx:   []tls.NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
+		Probes: []tls.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &tls.TLSCertificate{
 			Subject: "CN=node", Issuer: "CN=CA", NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
-		}, Chain: []TLSChainCert{{
+		}, Chain: []tls.TLSChainCert{{
 			Depth: 0, Subject: "CN=node", Issuer: "CN=CA", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 			NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, SecondsLeft: 5270400, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", KeyUsage: []string{"digitalSignature"}, ExtKeyUsage: []string{"serverAuth"}, Link: "bad_signature",
 			LinkError: "x509: ECDSA verification failure",
-		}}, Verification: &TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
+		}}, Verification: &tls.TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
 			Error: "x509: certificate signed by unknown authority"},
 			Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}, {
 			Address: "0.0.0.0:25", StartTLS: "smtp", TLS12Accepted: true, WeakSuites: []string{}, Connections: 12,
@@ -235,7 +236,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	}
 	// Collectors may leave slices nil; Go marshals those as null.
 	f.Kernel = &osinfo.Kernel{}
-	f.TLS = &TLS{}
+	f.TLS = &tls.TLS{}
 	f.SSH = &ssh.SSH{}
 	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
 	f.Network = &network.Network{Firewall: &network.Firewall{}}

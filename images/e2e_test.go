@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/builder/gpu"
-	"github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/facts/tls"
 	"github.com/gpuhost/gpuhost/internal/qemu"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/reports"

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
+	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 // params.default.yaml is written from params.schema.json, each parameter's
@@ -60,6 +61,7 @@ var Domains = []Domain{
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
 	{Folder: "ssh", Dir: "facts/ssh", FS: ssh.Policy},
+	{Folder: "tls", Dir: "facts/tls", FS: tls.Policy},
 }
 
 func mounts() map[string]fs.FS {

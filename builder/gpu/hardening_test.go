@@ -14,12 +14,12 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/gpuhost/gpuhost/builder/internal/configerr"
-	tlscheck "github.com/gpuhost/gpuhost/checks/tls"
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/network"
 	sshcheck "github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	tlscheck "github.com/gpuhost/gpuhost/facts/tls"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )

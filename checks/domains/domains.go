@@ -19,6 +19,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
+	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 // Collectors are the collectors of the domains whose folder under facts/
@@ -98,6 +99,28 @@ func Collectors() []collector.Collector {
 		collector.Func{ID: "ssh", Deps: []string{"network", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SSH, err = ssh.Collect(ctx, env, f.Network, f.Packages)
 			return err
+		}},
+		// A missing nginx.conf is an error when an nginx package is
+		// installed.
+		collector.Func{ID: "tls", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			t, err := tls.Collect(ctx, env, f.TLS, f.Packages)
+			if err != nil {
+				return err
+			}
+			f.TLS = t
+			return nil
+		}},
+		// The probe dials the listeners the network collector found, and
+		// adds its probes to the TLS facts from configuration.
+		collector.Func{ID: "tls_probe", Deps: []string{"network", "tls"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			net := f.Collectors["network"]
+			t, notJudged, err := tls.CollectProbes(ctx, env, f.TLS, f.Network, net.Status, net.Reason)
+			if err != nil {
+				return err
+			}
+			f.TLS = t
+			f.NoteNotJudged("tls_probe", notJudged)
+			return nil
 		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SecureBoot, err = secureboot.Collect(ctx, env)

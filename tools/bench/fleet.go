@@ -13,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 // realisticFleet turns one facts document into n hosts the way a GPU fleet
@@ -39,9 +40,9 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		base.Record(c, facts.StatusOK, "")
 	}
 	if base.TLS == nil {
-		base.TLS = &facts.TLS{}
+		base.TLS = &tls.TLS{}
 	}
-	base.TLS.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
+	base.TLS.Probes = []tls.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
 	if base.Audit != nil {
 		// A running host's kernel holds what its rules files load.
 		a := *base.Audit

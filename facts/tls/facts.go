@@ -1,4 +1,4 @@
-package facts
+package tls
 
 // TLS gathers the configured and, on a live host, observed TLS protocols.
 type TLS struct {

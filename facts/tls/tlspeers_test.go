@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -63,7 +62,7 @@ func dialable(port int) bool {
 }
 
 // probeOne runs the collector against one loopback listener.
-func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
+func probeOne(t *testing.T, port int, timeout time.Duration) TLSProbe {
 	t.Helper()
 	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := collecttest.NewEnv(t, t.TempDir(), true)
@@ -74,7 +73,7 @@ func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	if len(f.TLS.Probes) != 1 {
 		t.Fatalf("probes %+v, want one", f.TLS.Probes)
 	}
-	if err := facts.Validate(*f); err != nil {
+	if err := validate(f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	return f.TLS.Probes[0]
@@ -82,7 +81,7 @@ func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 
 type versions struct{ v10, v11, v12, v13 bool }
 
-func accepted(p facts.TLSProbe) versions {
+func accepted(p TLSProbe) versions {
 	return versions{p.TLS10Accepted, p.TLS11Accepted, p.TLS12Accepted, p.TLS13Accepted}
 }
 
@@ -117,7 +116,7 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 	port := sServer(t, testutil.CertSpec{Key: "rsa1024", SHA1: true, NotAfter: expired},
 		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
-	want := facts.TLSCertificate{
+	want := TLSCertificate{
 		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer",
 		NotBefore: expired.Add(-2 * 365 * 24 * time.Hour).UTC().Format(time.RFC3339), NotAfter: expired.UTC().Format(time.RFC3339),
 		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,

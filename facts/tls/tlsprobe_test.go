@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/network"
@@ -127,7 +124,7 @@ func TestTLSProbe(t *testing.T) {
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]facts.TLSProbe{
+	want := map[string]TLSProbe{
 		"127.0.0.1:" + strconv.Itoa(only13): {TLS12Accepted: false, TLS13Accepted: true},
 		"0.0.0.0:" + strconv.Itoa(both):     {TLS12Accepted: true, TLS13Accepted: true},
 		"127.0.0.1:" + strconv.Itoa(only12): {TLS12Accepted: true, TLS13Accepted: false},
@@ -147,26 +144,17 @@ func TestTLSProbe(t *testing.T) {
 	}
 }
 
-// listening is a host's facts after the network collector found ls.
-func listening(ls ...network.Listener) *facts.Facts {
-	f := checktest.NewFacts(facts.KindHost)
-	f.Network = &network.Network{Listening: append([]network.Listener{}, ls...)}
-	f.Record("network", facts.StatusOK, "")
-	return f
-}
-
 func TestTLSProbeNeedsListeners(t *testing.T) {
-	err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), checktest.NewFacts(facts.KindHost), "tls_probe")
-	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known" {
+	err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), &doc{kind: "host"}, "tls_probe")
+	if st, reason := collect.Classify(err); st != collect.StatusUnavailable || reason != "no listening sockets known" {
 		t.Errorf("%s %q", st, reason)
 	}
 	// The firewall collector leaves an empty list of listeners when the
 	// network collector failed: that is not a host without listeners.
-	f := checktest.NewFacts(facts.KindHost)
-	f.Network = &network.Network{Listening: []network.Listener{}}
-	f.Record("network", facts.StatusError, "reading sockets: permission denied")
+	f := &doc{kind: "host", Network: &network.Network{Listening: []network.Listener{}}}
+	f.record("network", collect.StatusError, "reading sockets: permission denied")
 	err = collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
-	if st, reason := collect.Classify(err); st != facts.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
+	if st, reason := collect.Classify(err); st != collect.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
 		t.Errorf("%s %q", st, reason)
 	}
 }
@@ -176,14 +164,9 @@ func TestTLSProbeCancelled(t *testing.T) {
 	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var c collector.Collector
-	for _, x := range Collectors() {
-		if x.Name() == "tls_probe" {
-			c = x
-		}
-	}
-	if err := c.Collect(ctx, collecttest.NewEnv(t, t.TempDir(), true), f); err == nil {
-		t.Errorf("cancelled probe succeeded: %+v", f.TLS)
+	got, _, err := CollectProbes(ctx, collecttest.NewEnv(t, t.TempDir(), true), f.TLS, f.Network, collect.StatusOK, "")
+	if err == nil {
+		t.Errorf("cancelled probe succeeded: %+v", got)
 	}
 }
 
@@ -222,10 +205,10 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	if err := facts.Validate(*f); err != nil {
+	if err := validate(f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
-	want := []facts.NotJudged{
+	want := []notJudged{
 		{Collector: "tls_probe", What: fmt.Sprintf("0.0.0.0:%d/tcp (sshd): not TLS: it spoke first, which no TLS server does: %q", ssh, "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13")},
 		{Collector: "tls_probe", What: "0.0.0.0:5353/udp (avahi-daemon): not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"},
 		{Collector: "tls_probe", What: fmt.Sprintf("127.0.0.1:%d/tcp: not TLS: it answered a TLS hello with something else (the answer is not a TLS record: it starts 48 54 54)", plain)},
@@ -234,14 +217,14 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	got := f.NotJudged
 	// The IPv6 loopback may be missing on the test machine: then that
 	// listener is unreachable, else not TLS.
-	v6 := slices.IndexFunc(got, func(n facts.NotJudged) bool { return strings.HasPrefix(n.What, "[::1]:") })
+	v6 := slices.IndexFunc(got, func(n notJudged) bool { return strings.HasPrefix(n.What, "[::1]:") })
 	if v6 >= 0 {
 		got = slices.Delete(slices.Clone(got), v6, v6+1)
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("not judged:\n%s\nwant\n%s", notJudgedText(got), notJudgedText(want))
 	}
-	var gone *facts.TLSProbe
+	var gone *TLSProbe
 	for i, p := range f.TLS.Probes {
 		if p.Address == "127.0.0.1:"+strconv.Itoa(closed) {
 			gone = &f.TLS.Probes[i]
@@ -257,7 +240,7 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	}
 }
 
-func notJudgedText(ns []facts.NotJudged) string {
+func notJudgedText(ns []notJudged) string {
 	var b strings.Builder
 	for _, n := range ns {
 		b.WriteString("  " + n.Collector + ": " + n.What + "\n")

@@ -9,16 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // certificateFacts describes a listener's leaf certificate for policy, as
 // of now: the seconds left before it expires are counted here, by the clock
 // the probe ran at, so that the checks read no clock of their own.
-func certificateFacts(c *x509.Certificate, now time.Time) *facts.TLSCertificate {
+func certificateFacts(c *x509.Certificate, now time.Time) *TLSCertificate {
 	kind, bits := publicKeyFacts(c.PublicKey)
-	return &facts.TLSCertificate{
+	return &TLSCertificate{
 		Subject:            c.Subject.String(),
 		Issuer:             c.Issuer.String(),
 		NotBefore:          c.NotBefore.UTC().Format(time.RFC3339),

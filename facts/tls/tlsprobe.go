@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/network"
 )
@@ -47,30 +45,24 @@ var tlsPorts = map[int]bool{
 // errNoListeners says the probe has no listeners to dial.
 var errNoListeners = errors.New("no listening sockets known")
 
-type tlsProbeCollector struct{}
-
-var _ collector.Collector = tlsProbeCollector{}
-
-func (tlsProbeCollector) Name() string { return "tls_probe" }
-
-// Needs network and tls: the probe dials the listeners the network collector
-// found, and adds its probes to the TLS facts the tls collector fills from
-// configuration.
-func (tlsProbeCollector) Needs() []string { return []string{"network", "tls"} }
-
-func (tlsProbeCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectProbes dials each of a live host's listeners and adds what the
+// handshakes show to t, the TLS facts from configuration (nil when there
+// are none), and returns it with what it found and left unjudged. net is
+// the network facts and netStatus, netReason the network collector's
+// outcome ("" when it did not run): the firewall collector adds to the
+// network facts whether or not the listeners were read, so only that
+// outcome says that an empty list means no listeners.
+func CollectProbes(ctx context.Context, env *collect.Env, t *TLS, net *network.Network, netStatus, netReason string) (_ *TLS, notJudged []string, _ error) {
 	if !env.Live {
-		return collect.NotApplicable("an offline rootfs has no listening ports to probe")
+		return nil, nil, collect.NotApplicable("an offline rootfs has no listening ports to probe")
 	}
-	// The firewall collector adds to the network facts whether or not the
-	// listeners were read, so only the network collector's status says
-	// that an empty list means no listeners.
-	if st, ran := f.Collectors["network"]; !ran || st.Status != facts.StatusOK || f.Network == nil || f.Network.Listening == nil {
-		if ran && st.Status != facts.StatusOK {
-			return collect.Unavailable(fmt.Sprintf("%v: the network collector is %s: %s", errNoListeners, st.Status, st.Reason))
+	if netStatus != collect.StatusOK || net == nil || net.Listening == nil {
+		if netStatus != "" && netStatus != collect.StatusOK {
+			return nil, nil, collect.Unavailable(fmt.Sprintf("%v: the network collector is %s: %s", errNoListeners, netStatus, netReason))
 		}
-		return collect.Unavailable(errNoListeners.Error())
+		return nil, nil, collect.Unavailable(errNoListeners.Error())
 	}
+	listeners := net.Listening
 	timeout := env.ProbeTimeout
 	if timeout <= 0 {
 		timeout = defaultProbeTimeout
@@ -80,18 +72,17 @@ func (tlsProbeCollector) Collect(ctx context.Context, env *collect.Env, f *facts
 		limit = defaultProbeConcurrency
 	}
 	p := &prober{timeout: timeout, sem: make(chan struct{}, limit), trust: loadTrustStore(env.FS)}
-	probes, err := p.all(ctx, probeTargets(f.Network.Listening), debugLog(env))
+	probes, err := p.all(ctx, probeTargets(listeners), debugLog(env))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if f.TLS == nil {
-		f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}}
+	if t == nil {
+		t = &TLS{Nginx: []NginxTLS{}}
 	}
-	f.TLS.Probes = probes
-	notJudged := append(p.notJudged, udpNotJudged(f.Network.Listening)...)
+	t.Probes = probes
+	notJudged = append(p.notJudged, udpNotJudged(listeners)...)
 	slices.Sort(notJudged)
-	f.NoteNotJudged(tlsProbeCollector{}.Name(), notJudged)
-	return nil
+	return t, notJudged, nil
 }
 
 // debugLog is where the probe says which ports are not TLS; an Env made
@@ -116,8 +107,8 @@ type prober struct {
 
 // all probes every target at once (the shared limit does the bounding) and
 // returns the TLS listeners sorted by address.
-func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(string, ...any)) ([]facts.TLSProbe, error) {
-	results := make([]*facts.TLSProbe, len(targets))
+func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(string, ...any)) ([]TLSProbe, error) {
+	results := make([]*TLSProbe, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Go(func() {
@@ -131,13 +122,13 @@ func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(stri
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("probing TLS: %w", err)
 	}
-	probes := []facts.TLSProbe{}
+	probes := []TLSProbe{}
 	for _, r := range results {
 		if r != nil {
 			probes = append(probes, *r)
 		}
 	}
-	slices.SortFunc(probes, func(a, b facts.TLSProbe) int { return cmp.Compare(a.Address, b.Address) })
+	slices.SortFunc(probes, func(a, b TLSProbe) int { return cmp.Compare(a.Address, b.Address) })
 	return probes, nil
 }
 

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/gpuhost/gpuhost/facts"
 )
 
 // listener probes one target: which versions it accepts, every suite and
@@ -24,7 +22,7 @@ import (
 // connections, unless it is a conventional TLS port, which is reported,
 // or its greeting names a protocol that upgrades to TLS in-band, whose
 // preamble every connection then makes (opening).
-func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSProbe) {
+func (p *prober) listener(ctx context.Context, t probeTarget) (probe *TLSProbe) {
 	pp := newPortProbe(p, t.dial)
 	runs := make([]*versionRun, len(probeVersions))
 	for i, v := range probeVersions {
@@ -46,7 +44,7 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
 	chain, certErr := pp.certificate(ctx, runs)
 
-	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
+	r := &TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
 	var problems, cut []string
 	for _, run := range runs {
 		if errors.Is(run.err, errBudget) {

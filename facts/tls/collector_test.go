@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -22,14 +20,15 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // collect runs the tls collector over dir alone and returns the document and
 // its error.
-func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	t.Helper()
-	return checktest.CollectDir(t, dir, tlsCollector{})
+	got, err := Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)}, nil, nil)
+	return &doc{kind: "rootfs", TLS: got}, map[string]error{"tls": err}
 }
 
 // golden compares the JSON of the facts this package fills with a file under
 // testdata/golden, with the root directory written as ROOT.
-func golden(t *testing.T, name, root string, f *facts.Facts) {
+func golden(t *testing.T, name, root string, f *doc) {
 	t.Helper()
 	doc := map[string]any{"tls": f.TLS}
 	abs, err := filepath.Abs(root)
@@ -56,7 +55,7 @@ func TestHardenedTree(t *testing.T) {
 		got.ConfigPath != fsys.Display("/etc/ssl/openssl.cnf") {
 		t.Errorf("openssl = %+v", got)
 	}
-	wantNginx := []facts.NginxTLS{{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 30, Protocols: []string{"TLSv1.3"}}}
+	wantNginx := []NginxTLS{{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 30, Protocols: []string{"TLSv1.3"}}}
 	if !equalNginx(f.TLS.Nginx, wantNginx) {
 		t.Errorf("nginx = %+v, want %+v", f.TLS.Nginx, wantNginx)
 	}
@@ -79,7 +78,7 @@ func TestWeakTree(t *testing.T) {
 	if o := f.TLS.OpenSSL; o == nil || o.MinProtocol != "TLSv1.2" {
 		t.Errorf("openssl = %+v", o)
 	}
-	wantNginx := []facts.NginxTLS{
+	wantNginx := []NginxTLS{
 		{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 21, Protocols: []string{"TLSv1", "TLSv1.1", "TLSv1.2"}},
 		{File: fsys.Display("/etc/nginx/conf.d/jupyter.conf"), Line: 7, Protocols: []string{"TLSv1.2"}},
 		// The stream server listens with ssl and inherits no ssl_protocols.
@@ -91,16 +90,16 @@ func TestWeakTree(t *testing.T) {
 	golden(t, "weak", root, f)
 }
 
-func equalNginx(a, b []facts.NginxTLS) bool {
-	return slices.EqualFunc(a, b, func(x, y facts.NginxTLS) bool {
+func equalNginx(a, b []NginxTLS) bool {
+	return slices.EqualFunc(a, b, func(x, y NginxTLS) bool {
 		return x.File == y.File && x.Line == y.Line && slices.Equal(x.Protocols, y.Protocols)
 	})
 }
 
 func TestTLSKeepsProbes(t *testing.T) {
 	env := &collect.Env{FS: collecttest.OpenFS(t, t.TempDir())}
-	f := &facts.Facts{TLS: &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}}
-	if err := (tlsCollector{}).Collect(context.Background(), env, f); err != nil {
+	f := &doc{TLS: &TLS{Probes: []TLSProbe{{Address: "127.0.0.1:443"}}}}
+	if err := collectOne(t, env, f, "tls"); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.TLS.Probes) != 1 {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -76,10 +75,12 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := facts.ValidateJSON(data); err != nil {
+	if err := ValidateJSON(data); err != nil {
 		t.Errorf("the namespace's facts do not validate: %v", err)
 	}
-	var f facts.Facts
+	var f struct {
+		TLS *TLS `json:"tls"`
+	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestProbeInsideNetns(t *testing.T) {
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(f)
+	data, err := DocumentJSON(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -76,14 +75,14 @@ func (s chainServer) peerVerifies(t *testing.T) (bool, string) {
 
 // probeChain probes the server as a wildcard listener of a target whose CA
 // bundle, at Debian's path, holds root.
-func probeChain(t *testing.T, port int, root *issued) facts.TLSProbe {
+func probeChain(t *testing.T, port int, root *issued) TLSProbe {
 	t.Helper()
 	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
 	dir := storeDir(t, "etc/ssl/certs/ca-certificates.crt", root.pem())
 	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	if err := facts.Validate(*f); err != nil {
+	if err := validate(f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	if len(f.TLS.Probes) != 1 {

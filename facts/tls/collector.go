@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -34,54 +32,41 @@ var nginxPackages = []string{"nginx", "nginx-common", "nginx-core", "nginx-light
 // -c is resolved against when no -p is given.
 const nginxDefaultPrefix = "/usr/share/nginx"
 
-// Collectors returns the collectors of this package: tls and tls_probe.
-func Collectors() []collector.Collector {
-	return []collector.Collector{tlsCollector{}, tlsProbeCollector{}}
-}
-
-// tlsCollector fills tls.openssl and tls.nginx from configuration files.
-// tls.probes belongs to the live prober and is left alone.
-type tlsCollector struct{}
-
-var _ collector.Collector = tlsCollector{}
-
-func (tlsCollector) Name() string { return "tls" }
-
-// Needs packages: a missing nginx.conf is an error when an nginx package is
-// installed.
-func (tlsCollector) Needs() []string { return []string{"packages"} }
-
-func (tlsCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// Collect reads OpenSSL's system default and nginx's TLS settings into
+// t, the TLS facts so far (nil when there are none), and returns it; the
+// probes are CollectProbes's, and left alone. A missing nginx.conf is an
+// error when a package of installed ships it.
+func Collect(ctx context.Context, env *collect.Env, t *TLS, installed []packages.Package) (*TLS, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	ossl, err := CollectOpenSSL(env.FS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nginx, err := collectNginxFor(env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(nginx) == 0 && !textfile.Exists(env.FS, NginxConfigPath) {
-		if err := packages.MissingButInstalled(env.FS, f.Packages, NginxConfigPath, nginxPackages); err != nil {
-			return err
+		if err := packages.MissingButInstalled(env.FS, installed, NginxConfigPath, nginxPackages); err != nil {
+			return nil, err
 		}
 	}
-	if f.TLS == nil {
-		f.TLS = &facts.TLS{}
+	if t == nil {
+		t = &TLS{}
 	}
-	f.TLS.OpenSSL = ossl
-	f.TLS.Nginx = nginx
-	if f.TLS.Probes == nil {
-		f.TLS.Probes = []facts.TLSProbe{}
+	t.OpenSSL = ossl
+	t.Nginx = nginx
+	if t.Probes == nil {
+		t.Probes = []TLSProbe{}
 	}
-	return nil
+	return t, nil
 }
 
 // CollectOpenSSL returns the system default from /etc/ssl/openssl.cnf, or nil
 // when the file is absent (the library default applies).
-func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
+func CollectOpenSSL(fsys sysroot.FS) (*OpenSSL, error) {
 	if !textfile.Exists(fsys, OpenSSLConfigPath) {
 		return nil, nil
 	}
@@ -90,7 +75,7 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 		return nil, err
 	}
 	sd := cfg.SystemDefault()
-	return &facts.OpenSSL{
+	return &OpenSSL{
 		ConfigPath:      fsys.Display(OpenSSLConfigPath),
 		MinProtocol:     sd.MinProtocol,
 		MinProtocolFile: sd.MinProtocolAt.File,
@@ -102,7 +87,7 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 
 // collectNginxFor reads, on a live host, the configuration of every running
 // nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
-func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
+func collectNginxFor(env *collect.Env) ([]NginxTLS, error) {
 	if !env.Live {
 		return CollectNginx(env.FS)
 	}
@@ -113,7 +98,7 @@ func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
 	if len(masters) == 0 {
 		return CollectNginx(env.FS)
 	}
-	out := []facts.NginxTLS{}
+	out := []NginxTLS{}
 	for _, m := range masters {
 		cfg, err := LoadNginxAt(env.FS, m.Conf, path.Dir(m.Conf))
 		if err != nil {
@@ -127,9 +112,9 @@ func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
 // CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
 // and its includes, plus nginx's default for TLS servers that set none. It
 // is empty, not nil, when nginx is not configured.
-func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
+func CollectNginx(fsys sysroot.FS) ([]NginxTLS, error) {
 	if !textfile.Exists(fsys, NginxConfigPath) {
-		return []facts.NginxTLS{}, nil
+		return []NginxTLS{}, nil
 	}
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
@@ -138,10 +123,10 @@ func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
 	return nginxFacts(cfg, "file", 0), nil
 }
 
-func nginxFacts(cfg *NginxConfig, source string, pid int) []facts.NginxTLS {
-	out := []facts.NginxTLS{}
+func nginxFacts(cfg *NginxConfig, source string, pid int) []NginxTLS {
+	out := []NginxTLS{}
 	for _, s := range cfg.TLSSettings() {
-		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
+		out = append(out, NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
 	}
 	return out
 }
