@@ -28,7 +28,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/checks/gpu"
-	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -39,7 +38,7 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		runtime.Collectors(), gpu.Collectors(), domains.Collectors(),
+		gpu.Collectors(), domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

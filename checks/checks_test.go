@@ -22,7 +22,7 @@ func TestCollectedFactsMatchTheSchema(t *testing.T) {
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
 		"tls":      "../facts/tls/testdata/hardened",
 		"ssh":      "../facts/ssh/testdata/hardened",
-		"runtime":  "runtime/testdata/hardened",
+		"runtime":  "../facts/runtime/testdata/hardened",
 		"empty":    t.TempDir(),
 	}
 	for name, dir := range trees {

@@ -214,7 +214,7 @@ func needTrees(t *testing.T) map[string]string {
 		"weak":     "../cmd/gpuhost/testdata/rootfs-weak",
 		"tls":      "../facts/tls/testdata/hardened",
 		"ssh":      "../facts/ssh/testdata/hardened",
-		"runtime":  "runtime/testdata/hardened",
+		"runtime":  "../facts/runtime/testdata/hardened",
 		"needs":    needsTree(t),
 	}
 }

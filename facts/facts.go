@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/runtime"
+
 	"github.com/gpuhost/gpuhost/facts/tls"
 
 	"github.com/gpuhost/gpuhost/facts/ssh"
@@ -72,7 +74,7 @@ type Facts struct {
 	Kernel           *osinfo.Kernel            `json:"kernel,omitempty"`
 	Packages         []packages.Package        `json:"packages,omitempty" factschema:"notnull"`
 	Cgroup           *osinfo.Cgroup            `json:"cgroup,omitempty"`
-	Kubelet          *Kubelet                  `json:"kubelet,omitempty"`
+	Kubelet          *runtime.Kubelet          `json:"kubelet,omitempty"`
 	Audit            *audit.Audit              `json:"audit,omitempty"`
 	Access           *access.Access            `json:"access,omitempty"`
 	TLS              *tls.TLS                  `json:"tls,omitempty"`
@@ -80,11 +82,11 @@ type Facts struct {
 	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
 	Network          *network.Network          `json:"network,omitempty"`
 	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`
-	ContainerRuntime *ContainerRuntime         `json:"container_runtime,omitempty"`
+	ContainerRuntime *runtime.ContainerRuntime `json:"container_runtime,omitempty"`
 	GPU              *GPU                      `json:"gpu,omitempty"`
 	PCI              *PCI                      `json:"pci,omitempty"`
 	GPUDriver        *GPUDriver                `json:"gpu_driver,omitempty"`
-	Containers       *Containers               `json:"containers,omitempty"`
+	Containers       *runtime.Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any            `json:"manifest,omitempty"`
 	ConfigFiles      []packages.ConfigFile     `json:"config_files,omitempty" factschema:"notnull"`
 	Vulnerabilities  *packages.Vulnerabilities `json:"vulnerabilities,omitempty"`

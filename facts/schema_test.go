@@ -18,6 +18,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -44,7 +45,7 @@ func fullFacts() *Facts {
 		{Name: "system.slice", MemoryMax: "max", MemoryHigh: "max", Source: "cgroup"},
 		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
 	}}}
-	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
+	f.Kubelet = &runtime.Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
 		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"},
 		RotateCertificates: true, ServerTLSBootstrap: true}
 	f.Audit = &audit.Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
@@ -129,15 +130,15 @@ func fullFacts() *Facts {
 			Unmodeled: []network.FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
 	}
 	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
-	f.ContainerRuntime = &ContainerRuntime{
-		Containerd: &Containerd{
+	f.ContainerRuntime = &runtime.ContainerRuntime{
+		Containerd: &runtime.Containerd{
 			ConfigPath: "/etc/containerd/config.toml", ConfigVersion: 2, Imports: []string{"/etc/containerd/conf.d/99-nvidia.toml"},
 			NvidiaRuntime: true, NvidiaBinary: "/usr/bin/nvidia-container-runtime", DefaultRuntime: "nvidia",
 			SystemdCgroup: ptr(true), NvidiaSystemdCgroup: ptr(false), CDIEnabled: true,
 		},
-		Docker: &Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
+		Docker: &runtime.Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
 			Locations: map[string]collect.FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
-		CDISpecs: []CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
+		CDISpecs: []runtime.CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
 	}
 	f.GPU = &GPU{
 		Available: true, Reason: "", DriverVersion: "535.161.08", CUDADriverVersion: "12.2", NVMLVersion: "12.535.161.08", KernelModuleVersion: "535.161.08",
@@ -177,7 +178,7 @@ func fullFacts() *Facts {
 		PersistencedEnabled: true, FabricManagerEnabled: false,
 		CUDAToolkitVersion: "12.2", CUDAToolkitSource: "cuda-toolkit-12-2", MaxCUDA: "12.2",
 	}
-	f.Containers = &Containers{Images: []ContainerImage{{Ref: "nvcr.io/nvidia/pytorch:24.01-py3", Digest: "sha256:abc", Source: "/var/lib/containerd"}}}
+	f.Containers = &runtime.Containers{Images: []runtime.ContainerImage{{Ref: "nvcr.io/nvidia/pytorch:24.01-py3", Digest: "sha256:abc", Source: "/var/lib/containerd"}}}
 	f.Manifest = map[string]any{"schema": "gpuhost.manifest/v1", "pins": map[string]any{"driver": "535.161.08"}}
 	f.ConfigFiles = []packages.ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
 	numa := 0
@@ -241,9 +242,9 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
 	f.Network = &network.Network{Firewall: &network.Firewall{}}
 	f.Systemd = &osinfo.Systemd{}
-	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}
+	f.ContainerRuntime = &runtime.ContainerRuntime{Containerd: &runtime.Containerd{}, Docker: &runtime.Docker{}}
 	f.GPU = &GPU{Devices: []GPUDevice{{}}}
-	f.Containers = &Containers{}
+	f.Containers = &runtime.Containers{}
 	f.Vulnerabilities = &packages.Vulnerabilities{}
 	if err := Validate(*f); err != nil {
 		t.Fatalf("document with nil slices: %v", err)

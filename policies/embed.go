@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -58,6 +59,7 @@ var Domains = []Domain{
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "net", Dir: "facts/network", FS: network.Policy},
+	{Folder: "runtime", Dir: "facts/runtime", FS: runtime.Policy},
 	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
 	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
 	{Folder: "ssh", Dir: "facts/ssh", FS: ssh.Policy},

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -19,10 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
-	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/containers/seed/seedtest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/manifest"
 )
@@ -144,12 +142,12 @@ func TestProvisionSeedsNGCImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	f := facts.New(facts.KindRootfs, root, time.Now())
 	env := &collect.Env{FS: fsys, Log: slog.New(slog.DiscardHandler)}
-	if err := runtime.ContainersCollector().Collect(context.Background(), env, f); err != nil {
+	seeded, err := runtime.CollectContainers(context.Background(), env)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, img := range f.Containers.Images {
+	for _, img := range seeded.Images {
 		found = append(found, img.Ref+" "+img.Digest)
 	}
 	want := fmt.Sprintf("nvcr.io/nvidia/pytorch:24.08-py3 %s|nvcr.io/nvidia/cuda@%s %s", seedtest.Digest(t, idx), seedtest.Digest(t, cuda), seedtest.Digest(t, cuda))

@@ -24,7 +24,7 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/runtime"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -284,7 +284,7 @@ func (p *Provisioner) matchPackages(ctx context.Context, ui packersdk.Ui, comm p
 	// none there; what the instance seeds is in its own facts.
 	vuln := p.Vulnerabilities(p.config.TrivyDB)
 	got := checks.Collect(ctx, &collect.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
-		checks.Options{Collectors: []collector.Collector{runtime.ContainersCollector(), vuln}})
+		checks.Options{Collectors: []collector.Collector{domains.Containers(), vuln}})
 	f.Vulnerabilities = got.Vulnerabilities
 	if f.Vulnerabilities != nil {
 		f.Vulnerabilities.ImagesError = seededNotMatched(f)

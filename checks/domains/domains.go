@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -122,9 +123,28 @@ func Collectors() []collector.Collector {
 			f.NoteNotJudged("tls_probe", notJudged)
 			return nil
 		}},
+		collector.Func{ID: "container_runtime", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.ContainerRuntime, err = runtime.CollectRuntime(ctx, env)
+			return err
+		}},
+		Containers(),
+		collector.Func{ID: "kubelet", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Kubelet, err = runtime.CollectKubelet(ctx, env)
+			return err
+		}},
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SecureBoot, err = secureboot.Collect(ctx, env)
 			return err
 		}},
 	}
+}
+
+// Containers is the collector of the images seeded into the target
+// (runtime.CollectContainers), which the scan provisioner runs on its own
+// beside the vulnerability matching.
+func Containers() collector.Collector {
+	return collector.Func{ID: "containers", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+		f.Containers, err = runtime.CollectContainers(ctx, env)
+		return err
+	}}
 }

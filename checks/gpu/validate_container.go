@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/runtime"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -43,7 +43,7 @@ func (s *session) container(ctx context.Context) facts.ValidationStep {
 	if err != nil {
 		return failed(step, "a CDI spec cannot be read: "+err.Error())
 	}
-	ours := slices.DeleteFunc(specs, func(sp facts.CDISpec) bool { return sp.Kind != cdiKind })
+	ours := slices.DeleteFunc(specs, func(sp runtime.CDISpec) bool { return sp.Kind != cdiKind })
 	if len(ours) > 0 {
 		if problem := s.checkCDI(ours, &step); problem != "" {
 			return failed(step, problem)
@@ -72,7 +72,7 @@ func (s *session) container(ctx context.Context) facts.ValidationStep {
 // checkCDI holds the specs of kind nvidia.com/gpu to the GPUs NVML lists:
 // "all", and each GPU by its index or its UUID (nvidia-ctk names devices by
 // either, as --device-name-strategy says), and no GPU that is gone.
-func (s *session) checkCDI(specs []facts.CDISpec, step *facts.ValidationStep) string {
+func (s *session) checkCDI(specs []runtime.CDISpec, step *facts.ValidationStep) string {
 	names := map[string]string{} // device name -> the file that declares it
 	for _, sp := range specs {
 		for _, d := range sp.Devices {

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/runtime"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -37,7 +38,7 @@ func collectSeeded(t *testing.T, root, dbDir string) *facts.Facts {
 	}
 	defer closer.Close()
 	f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
-	cs := []collector.Collector{runtime.ContainersCollector(), VulnerabilitiesCollector(dbDir)}
+	cs := []collector.Collector{domains.Containers(), VulnerabilitiesCollector(dbDir)}
 	if err := collector.Run(context.Background(), &collect.Env{FS: fsys}, f, cs); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestSeededBaseThatCannotBeMatched(t *testing.T) {
 		}
 		defer closer.Close()
 		f := facts.New(facts.KindRootfs, root, time.Unix(0, 0))
-		if err := collector.Run(context.Background(), &collect.Env{FS: fsys}, f, []collector.Collector{runtime.ContainersCollector()}); err != nil {
+		if err := collector.Run(context.Background(), &collect.Env{FS: fsys}, f, []collector.Collector{domains.Containers()}); err != nil {
 			t.Fatal(err)
 		}
 		l := targetLayout{fsys: fsys, dir: runtime.SeededImagesDir}

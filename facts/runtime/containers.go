@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -40,53 +38,40 @@ const (
 
 var layoutDigestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-type containersCollector struct{}
-
-var _ collector.Collector = containersCollector{}
-
-// ContainersCollector returns the "containers" collector: the images listed
-// in the pre-seeded OCI layout (SeededImagesDir/index.json), each verified
-// blob by blob against its digest, as facts.Containers. A target with no layout has no
-// images, which is a fact, not an outage.
-func ContainersCollector() collector.Collector { return containersCollector{} }
-
-func (containersCollector) Name() string { return "containers" }
-
-// Needs is empty: it reads the target alone.
-func (containersCollector) Needs() []string { return nil }
-
-func (containersCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectContainers lists the images in the pre-seeded OCI layout
+// (SeededImagesDir/index.json), each verified blob by blob against its
+// digest. A target with no layout has no images, which is a fact, not an
+// outage. It reads the target alone.
+func CollectContainers(_ context.Context, env *collect.Env) (*Containers, error) {
 	name := SeededImagesDir + "/index.json"
 	data, err := env.FS.ReadFileLimit(name, maxImageIndex)
 	if err != nil {
 		if sysroot.IsNotExist(err) {
-			f.Containers = &facts.Containers{Images: []facts.ContainerImage{}}
-			return nil
+			return &Containers{Images: []ContainerImage{}}, nil
 		}
-		return fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
+		return nil, fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
 	}
 	entries, err := parseImageIndex(data)
 	if err != nil {
-		return fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
+		return nil, fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
 	}
-	images := []facts.ContainerImage{}
-	var damaged []facts.DamagedImage
+	images := []ContainerImage{}
+	var damaged []DamagedImage
 	verify := newSeedVerifier(env.FS)
 	for _, e := range entries {
 		problem, err := verify.image(e.Digest, 0)
 		switch {
 		case err != nil:
-			return fmt.Errorf("verifying seeded image %s: %w", e.Ref, err)
+			return nil, fmt.Errorf("verifying seeded image %s: %w", e.Ref, err)
 		case problem != "":
 			// Listed but not whole: the image is not seeded, the checks
 			// that pin it say so by its absence, and the facts say why.
-			damaged = append(damaged, facts.DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
+			damaged = append(damaged, DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
 		default:
-			images = append(images, facts.ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
+			images = append(images, ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
 		}
 	}
-	f.Containers = &facts.Containers{Images: images, Damaged: damaged}
-	return nil
+	return &Containers{Images: images, Damaged: damaged}, nil
 }
 
 // seededImage is one entry of a layout's index.json.

@@ -6,8 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
@@ -26,28 +24,19 @@ const (
 	kubeletDropInDir = "/etc/kubernetes/kubelet.conf.d"
 )
 
-type kubeletCollector struct{}
-
-var _ collector.Collector = kubeletCollector{}
-
-func (kubeletCollector) Name() string { return "kubelet" }
-
-// Needs is empty: it reads the target alone.
-func (kubeletCollector) Needs() []string { return nil }
-
-// Collect reads the kubelet's configuration file and the drop-ins merged
+// CollectKubelet reads the kubelet's configuration file and the drop-ins merged
 // over it. A target with neither runs no kubelet, or one configured by
 // flags this collector does not read.
-func (kubeletCollector) Collect(_ context.Context, env *collect.Env, f *facts.Facts) error {
+func CollectKubelet(_ context.Context, env *collect.Env) (*Kubelet, error) {
 	var files []string
 	if _, err := env.FS.Stat(kubeletConfigPath); err == nil {
 		files = append(files, kubeletConfigPath)
 	} else if !sysroot.IsNotExist(err) {
-		return fmt.Errorf("reading %s: %w", env.FS.Display(kubeletConfigPath), err)
+		return nil, fmt.Errorf("reading %s: %w", env.FS.Display(kubeletConfigPath), err)
 	}
 	entries, err := env.FS.ReadDir(kubeletDropInDir)
 	if err != nil && !sysroot.IsNotExist(err) {
-		return fmt.Errorf("reading %s: %w", env.FS.Display(kubeletDropInDir), err)
+		return nil, fmt.Errorf("reading %s: %w", env.FS.Display(kubeletDropInDir), err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".conf") {
@@ -55,25 +44,24 @@ func (kubeletCollector) Collect(_ context.Context, env *collect.Env, f *facts.Fa
 		}
 	}
 	if len(files) > maxDropIns {
-		return fmt.Errorf("reading %s: more than %d drop-ins", env.FS.Display(kubeletDropInDir), maxDropIns)
+		return nil, fmt.Errorf("reading %s: more than %d drop-ins", env.FS.Display(kubeletDropInDir), maxDropIns)
 	}
 	if len(files) == 0 {
-		return collect.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
+		return nil, collect.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
 	}
-	var k *facts.Kubelet
+	var k *Kubelet
 	for _, name := range files {
 		data, err := env.FS.ReadFileLimit(name, maxKubeletConfig)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
+			return nil, fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
 		}
 		doc, err := decodeKubelet(env.FS.Display(name), data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		k = mergeKubelet(k, doc, env.FS.Display(name))
 	}
-	f.Kubelet = k
-	return nil
+	return k, nil
 }
 
 // kubeletDoc is the part of a KubeletConfiguration the checks read; a nil
@@ -103,7 +91,7 @@ func decodeKubelet(display string, data []byte) (*kubeletDoc, error) {
 
 // ParseKubeletConfig reads a KubeletConfiguration document's memory and
 // certificate rotation settings; display names the file.
-func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
+func ParseKubeletConfig(display string, data []byte) (*Kubelet, error) {
 	doc, err := decodeKubelet(display, data)
 	if err != nil {
 		return nil, err
@@ -114,8 +102,8 @@ func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
 // mergeKubelet lays doc over base as the kubelet lays a drop-in over its
 // configuration: a field doc sets replaces the earlier value. A nil base
 // starts from the kubelet's defaults.
-func mergeKubelet(base *facts.Kubelet, doc *kubeletDoc, display string) *facts.Kubelet {
-	k := facts.Kubelet{ConfigPath: display, EnforceNodeAllocatable: []string{}}
+func mergeKubelet(base *Kubelet, doc *kubeletDoc, display string) *Kubelet {
+	k := Kubelet{ConfigPath: display, EnforceNodeAllocatable: []string{}}
 	if base != nil {
 		k = *base
 		k.ConfigPath = base.ConfigPath + ", " + display

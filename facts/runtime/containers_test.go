@@ -12,9 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/containers/seed"
-	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -83,42 +82,30 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 		map[string]string{"nvcr.io/nvidia/tritonserver:24.08-py3": `{"schemaVersion":2,"c":3}`},
 	)
 	for _, live := range []bool{false, true} {
-		f := checktest.NewFacts(facts.KindRootfs)
+		f := &doc{kind: "rootfs"}
 		if live {
-			f = checktest.NewFacts(facts.KindHost)
+			f.kind = "host"
 		}
-		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, live), f); err != nil {
+		var err error
+		if f.Containers, err = CollectContainers(context.Background(), collecttest.NewEnv(t, dir, live)); err != nil {
 			t.Fatal(err)
 		}
-		want := []facts.ContainerImage{
+		want := []ContainerImage{
 			{Ref: "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("ab", 32), Digest: manifestDigest(`{"schemaVersion":2,"b":2}`), Source: SeededImagesDir},
 			{Ref: "nvcr.io/nvidia/pytorch:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"a":1}`), Source: SeededImagesDir},
 		}
 		got, _ := json.Marshal(f.Containers)
-		exp, _ := json.Marshal(facts.Containers{Images: want, Damaged: []facts.DamagedImage{{
+		exp, _ := json.Marshal(Containers{Images: want, Damaged: []DamagedImage{{
 			Ref: "nvcr.io/nvidia/tritonserver:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"c":3}`),
 			Reason: "manifest blob " + manifestDigest(`{"schemaVersion":2,"c":3}`) + " is missing",
 		}}})
 		if string(got) != string(exp) {
 			t.Errorf("live=%v: containers\n%s\nwant (triton's blob is missing, so it is not seeded)\n%s", live, got, exp)
 		}
-		f.Record("containers", facts.StatusOK, "")
-		if err := validateFacts(f); err != nil {
+		if err := ValidateFacts(f); err != nil {
 			t.Errorf("facts do not validate: %v", err)
 		}
 	}
-}
-
-func validateFacts(f *facts.Facts) error {
-	data, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	var doc any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return err
-	}
-	return facts.Validate(doc)
 }
 
 // TestSeededImageRefs lists what was seeded, blobs present or not (the
@@ -147,8 +134,8 @@ func TestSeededImageRefs(t *testing.T) {
 }
 
 func TestContainersWithoutALayoutHasNoImages(t *testing.T) {
-	f := checktest.NewFacts(facts.KindRootfs)
-	if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, t.TempDir(), false), f); err != nil {
+	f, err := containersOf(t, collecttest.NewEnv(t, t.TempDir(), false))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Containers == nil || f.Containers.Images == nil || len(f.Containers.Images) != 0 {
@@ -171,7 +158,7 @@ func TestContainersBadIndexNamesTheFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/index.json": body})
-			err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+			_, err := CollectContainers(context.Background(), collecttest.NewEnv(t, dir, false))
 			if err == nil || !strings.Contains(err.Error(), "var/lib/gpuhost/images/index.json") {
 				t.Errorf("err = %v, want the file named", err)
 			}
@@ -188,7 +175,7 @@ func TestContainersHostileLayout(t *testing.T) {
 		if err := syscall.Mkfifo(filepath.Join(dir, "var/lib/gpuhost/images/index.json"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), checktest.NewFacts(facts.KindRootfs))
+		_, err := CollectContainers(context.Background(), collecttest.NewEnv(t, dir, false))
 		if err == nil || !strings.Contains(err.Error(), "index.json") {
 			t.Errorf("err = %v, want the FIFO refused by name", err)
 		}
@@ -199,8 +186,8 @@ func TestContainersHostileLayout(t *testing.T) {
 		collecttest.WriteTree(t, dir, map[string]any{
 			"var/lib/gpuhost/images": collecttest.Symlink(filepath.Join(outside, "var/lib/gpuhost/images")),
 		})
-		f := checktest.NewFacts(facts.KindRootfs)
-		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
+		f, err := containersOf(t, collecttest.NewEnv(t, dir, false))
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(f.Containers.Images) != 0 {
@@ -211,8 +198,8 @@ func TestContainersHostileLayout(t *testing.T) {
 		body := `{"schemaVersion":2}`
 		dir := seededTree(t, nil, map[string]string{"nvcr.io/nvidia/cuda:12": body})
 		collecttest.WriteTree(t, dir, map[string]any{"var/lib/gpuhost/images/blobs/sha256/" + strings.TrimPrefix(manifestDigest(body), "sha256:") + "/": nil})
-		f := checktest.NewFacts(facts.KindRootfs)
-		if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
+		f, err := containersOf(t, collecttest.NewEnv(t, dir, false))
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(f.Containers.Images) != 0 {
@@ -265,8 +252,8 @@ func TestContainersVerifiesEveryBlob(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := seededTree(t, map[string]string{ref: body}, nil)
 			collecttest.WriteTree(t, dir, map[string]any{layer: tc.content})
-			f := checktest.NewFacts(facts.KindRootfs)
-			if err := ContainersCollector().Collect(context.Background(), collecttest.NewEnv(t, dir, false), f); err != nil {
+			f, err := containersOf(t, collecttest.NewEnv(t, dir, false))
+			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
@@ -277,4 +264,11 @@ func TestContainersVerifiesEveryBlob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// containersOf runs CollectContainers over env into a new doc.
+func containersOf(t *testing.T, env *collect.Env) (*doc, error) {
+	t.Helper()
+	c, err := CollectContainers(context.Background(), env)
+	return &doc{kind: "rootfs", Containers: c}, err
 }

@@ -1,4 +1,4 @@
-package facts
+package runtime
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 

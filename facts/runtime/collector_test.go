@@ -8,10 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -20,16 +17,34 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// collect runs the container_runtime collector over dir alone and returns the document and
-// its error.
-func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
+// doc is what this package's tests collect into: the keys of the facts
+// document this package's collect functions fill, since the tests cannot
+// import the document (it imports this package).
+type doc struct {
+	// kind is the target kind the facts are of: host or rootfs.
+	kind             string
+	ContainerRuntime *ContainerRuntime
+	Containers       *Containers
+	Kubelet          *Kubelet
+}
+
+// gather runs CollectRuntime over dir as an offline rootfs and returns
+// what it collected and its raw error.
+func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	t.Helper()
-	return checktest.CollectDir(t, dir, runtimeCollector{})
+	rt, err := CollectRuntime(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)})
+	return &doc{kind: "rootfs", ContainerRuntime: rt}, map[string]error{"container_runtime": err}
+}
+
+// status is the outcome err gives a collector.
+func status(err error) string {
+	s, _ := collect.Classify(err)
+	return s
 }
 
 // golden compares the JSON of the facts this package fills with a file under
 // testdata/golden, with the root directory written as ROOT.
-func golden(t *testing.T, name, root string, f *facts.Facts) {
+func golden(t *testing.T, name, root string, f *doc) {
 	t.Helper()
 	doc := map[string]any{"container_runtime": f.ContainerRuntime}
 	abs, err := filepath.Abs(root)
@@ -103,7 +118,7 @@ func TestWeakTree(t *testing.T) {
 
 func TestEmptyRoot(t *testing.T) {
 	f, errs := gather(t, t.TempDir())
-	if s := checktest.Status(errs["container_runtime"]); s != facts.StatusNotApplicable {
+	if s := status(errs["container_runtime"]); s != collect.StatusNotApplicable {
 		t.Errorf("container_runtime status = %s (%v)", s, errs["container_runtime"])
 	}
 	if f.ContainerRuntime != nil {
@@ -213,8 +228,7 @@ func BenchmarkCollectorsHardened(b *testing.B) {
 	env := &collect.Env{FS: fsys}
 	ctx := context.Background()
 	for b.Loop() {
-		f := facts.New(facts.KindRootfs, "bench", time.Unix(0, 0))
-		if err := (runtimeCollector{}).Collect(ctx, env, f); err != nil {
+		if _, err := CollectRuntime(ctx, env); err != nil {
 			b.Fatal(err)
 		}
 	}

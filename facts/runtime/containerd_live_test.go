@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -25,11 +24,10 @@ func liveRoot(t *testing.T, argv ...string) string {
 	})
 }
 
-func collectRuntime(t *testing.T, root string, live bool) (*facts.Facts, error) {
+func collectRuntime(t *testing.T, root string, live bool) (*doc, error) {
 	t.Helper()
-	f := &facts.Facts{}
-	err := runtimeCollector{}.Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, root), Live: live}, f)
-	return f, err
+	rt, err := CollectRuntime(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, root), Live: live})
+	return &doc{ContainerRuntime: rt}, err
 }
 
 // TestLiveContainerdReadsItsOwnConfig: on a live host the containerd that

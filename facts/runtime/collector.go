@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -27,18 +25,12 @@ const (
 	DockerDaemonPath     = "/etc/docker/daemon.json"
 )
 
-// Collectors returns the collectors of this package: container_runtime,
-// containers and kubelet.
-func Collectors() []collector.Collector {
-	return []collector.Collector{runtimeCollector{}, containersCollector{}, kubeletCollector{}}
-}
-
 // collectContainerd reads, on a live host, the configuration the running
 // containerd was started with (its --config), and otherwise (or when none
 // runs) /etc/containerd/config.toml when there is one. A running containerd
 // whose file is missing runs on built-in defaults, which have no nvidia
 // runtime: that is an error to report, not a runtime to skip.
-func collectContainerd(env *collect.Env) (*facts.Containerd, error) {
+func collectContainerd(env *collect.Env) (*Containerd, error) {
 	if env.Live {
 		running, err := daemon.Running(env.FS, "containerd", ContainerdCommandLine)
 		if err != nil {
@@ -68,24 +60,18 @@ func collectContainerd(env *collect.Env) (*facts.Containerd, error) {
 	return ctd, nil
 }
 
-// runtimeCollector fills container_runtime from containerd, docker and CDI.
-type runtimeCollector struct{}
-
-var _ collector.Collector = runtimeCollector{}
-
-func (runtimeCollector) Name() string { return "container_runtime" }
-
-// Needs is empty: it reads the target alone.
-func (runtimeCollector) Needs() []string { return nil }
-
-func (runtimeCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectRuntime reads the container runtimes' configuration: containerd
+// (a live host's running daemon's own), docker's daemon.json and the CDI
+// specs. A target with none of them runs no containers this collector
+// knows. It reads the target alone.
+func CollectRuntime(ctx context.Context, env *collect.Env) (*ContainerRuntime, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	rt := &facts.ContainerRuntime{CDISpecs: []facts.CDISpec{}}
+	rt := &ContainerRuntime{CDISpecs: []CDISpec{}}
 	ctd, err := collectContainerd(env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rt.Containerd = ctd
 	if ctd != nil && ctd.ConfigVersion == 1 && env.Log != nil {
@@ -96,22 +82,21 @@ func (runtimeCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 	case err == nil:
 		d, err := ParseDockerDaemon(env.FS.Display(DockerDaemonPath), data)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rt.Docker = d
 	case !sysroot.IsNotExist(err):
-		return err
+		return nil, err
 	}
 	specs, err := CollectCDISpecs(ctx, env.FS)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rt.CDISpecs = specs
 	if rt.Containerd == nil && rt.Docker == nil && len(specs) == 0 {
-		return collect.NotApplicable("no container runtime configuration found")
+		return nil, collect.NotApplicable("no container runtime configuration found")
 	}
-	f.ContainerRuntime = rt
-	return nil
+	return rt, nil
 }
 
 // CDISpecDirs returns the directories CDI reads specs from. /var/run is a
@@ -127,8 +112,8 @@ func CDISpecDirs(fsys sysroot.FS) []string {
 
 // CollectCDISpecs parses every *.yaml and *.json spec in the CDI directories,
 // in lexical order per directory. It is empty, not nil, when there are none.
-func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]facts.CDISpec, error) {
-	out := []facts.CDISpec{}
+func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]CDISpec, error) {
+	out := []CDISpec{}
 	for _, dir := range CDISpecDirs(fsys) {
 		var files []string
 		for _, ext := range []string{"*.yaml", "*.json"} {

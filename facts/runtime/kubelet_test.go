@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -43,14 +41,14 @@ func TestKubeletDropIns(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		files map[string]any
-		check func(t *testing.T, k *facts.Kubelet)
+		check func(t *testing.T, k *Kubelet)
 	}{
 		{"merged", map[string]any{
 			"var/lib/kubelet/config.yaml":                  base,
 			"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop,
 			"etc/kubernetes/kubelet.conf.d/90-larger.conf": later,
 			"etc/kubernetes/kubelet.conf.d/README":         "not a drop-in",
-		}, func(t *testing.T, k *facts.Kubelet) {
+		}, func(t *testing.T, k *Kubelet) {
 			if k.CgroupDriver != "systemd" || k.SystemReservedMemory != "4Gi" || k.EvictionHardMemory != "500Mi" || !k.RotateCertificates {
 				t.Errorf("kubelet %+v", k)
 			}
@@ -58,7 +56,7 @@ func TestKubeletDropIns(t *testing.T) {
 				t.Errorf("config_path %q should name the three files", k.ConfigPath)
 			}
 		}},
-		{"drop-in only", map[string]any{"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop}, func(t *testing.T, k *facts.Kubelet) {
+		{"drop-in only", map[string]any{"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop}, func(t *testing.T, k *Kubelet) {
 			if k.SystemReservedMemory != "2Gi" || k.RotateCertificates {
 				t.Errorf("kubelet %+v", k)
 			}
@@ -68,11 +66,11 @@ func TestKubeletDropIns(t *testing.T) {
 			dir := t.TempDir()
 			collecttest.WriteTree(t, dir, c.files)
 			env := collecttest.NewEnv(t, dir, false)
-			f := facts.New(facts.KindRootfs, dir, time.Unix(0, 0))
-			if err := (kubeletCollector{}).Collect(context.Background(), env, f); err != nil {
+			k, err := CollectKubelet(context.Background(), env)
+			if err != nil {
 				t.Fatal(err)
 			}
-			c.check(t, f.Kubelet)
+			c.check(t, k)
 		})
 	}
 }
