@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuhost/gpuhost/agent/podresources"
-	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
+	gpucheck "github.com/gpuhost/gpuhost/facts/gpu"
 )
 
 // containerCgroups are the cgroup path parts container runtimes and

@@ -27,7 +27,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/checks/domains"
-	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -38,7 +37,7 @@ import (
 func All() []collector.Collector {
 	var all []collector.Collector
 	for _, domain := range [][]collector.Collector{
-		gpu.Collectors(), domains.Collectors(),
+		domains.Collectors(),
 	} {
 		all = append(all, domain...)
 	}

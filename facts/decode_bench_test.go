@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
@@ -87,12 +88,12 @@ func eightGPUHosts(tb testing.TB, n int) [][]byte {
 		f.GPU.Devices = nil
 		for d := range 8 {
 			temp := 30 + (h*8+d)%45
-			dev := GPUDevice{Index: d, Name: "NVIDIA H100 80GB HBM3", TemperatureC: &temp,
+			dev := gpu.GPUDevice{Index: d, Name: "NVIDIA H100 80GB HBM3", TemperatureC: &temp,
 				UUID:     fmt.Sprintf("GPU-%08x-0000-0000-0000-%012x", h, d),
 				PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
-				ECC:      &ECC{Current: true, Pending: true}, PCIe: &PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16}}
+				ECC:      &gpu.ECC{Current: true, Pending: true}, PCIe: &gpu.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16}}
 			for l := range 18 {
-				dev.NVLink = append(dev.NVLink, NVLink{Link: l, Active: true})
+				dev.NVLink = append(dev.NVLink, gpu.NVLink{Link: l, Active: true})
 			}
 			f.GPU.Devices = append(f.GPU.Devices, dev)
 		}

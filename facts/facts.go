@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts/gpu"
+
 	"github.com/gpuhost/gpuhost/facts/runtime"
 
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -83,9 +85,9 @@ type Facts struct {
 	Network          *network.Network          `json:"network,omitempty"`
 	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`
 	ContainerRuntime *runtime.ContainerRuntime `json:"container_runtime,omitempty"`
-	GPU              *GPU                      `json:"gpu,omitempty"`
-	PCI              *PCI                      `json:"pci,omitempty"`
-	GPUDriver        *GPUDriver                `json:"gpu_driver,omitempty"`
+	GPU              *gpu.GPU                  `json:"gpu,omitempty"`
+	PCI              *gpu.PCI                  `json:"pci,omitempty"`
+	GPUDriver        *gpu.GPUDriver            `json:"gpu_driver,omitempty"`
 	Containers       *runtime.Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any            `json:"manifest,omitempty"`
 	ConfigFiles      []packages.ConfigFile     `json:"config_files,omitempty" factschema:"notnull"`

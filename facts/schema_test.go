@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -140,18 +141,18 @@ func fullFacts() *Facts {
 			Locations: map[string]collect.FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
 		CDISpecs: []runtime.CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
 	}
-	f.GPU = &GPU{
+	f.GPU = &gpu.GPU{
 		Available: true, Reason: "", DriverVersion: "535.161.08", CUDADriverVersion: "12.2", NVMLVersion: "12.535.161.08", KernelModuleVersion: "535.161.08",
-		Devices: []GPUDevice{{
+		Devices: []gpu.GPUDevice{{
 			Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB", PCIBusID: "00000000:07:00.0",
-			ECC:                  &ECC{Current: true, Pending: true, UncorrectedVolatile: 0, UncorrectedAggregate: 1},
-			RetiredPages:         &RetiredPages{Pending: false, Count: 0},
-			RemappedRows:         &RemappedRows{Correctable: 1, Uncorrectable: 0, Pending: false, Failed: false},
+			ECC:                  &gpu.ECC{Current: true, Pending: true, UncorrectedVolatile: 0, UncorrectedAggregate: 1},
+			RetiredPages:         &gpu.RetiredPages{Pending: false, Count: 0},
+			RemappedRows:         &gpu.RemappedRows{Correctable: 1, Uncorrectable: 0, Pending: false, Failed: false},
 			PersistenceMode:      ptr(true),
-			MIG:                  &MIG{Current: false, Pending: false},
+			MIG:                  &gpu.MIG{Current: false, Pending: false},
 			TemperatureC:         ptr(-3),
-			PCIe:                 &PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16},
-			NVLink:               []NVLink{{Link: 0, Active: true}},
+			PCIe:                 &gpu.PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16},
+			NVLink:               []gpu.NVLink{{Link: 0, Active: true}},
 			Unsupported:          []string{"retired_pages"},
 			TemperatureSlowdownC: ptr(90), PowerW: ptr(61.5), PowerLimitW: ptr(400.0),
 			ThrottleReasons: []string{"gpu_idle"}, Architecture: "ampere", MinDriverBranch: 450,
@@ -159,18 +160,18 @@ func fullFacts() *Facts {
 		}},
 		KernelModuleType: "proprietary", DriverBranch: 535, DriverMismatch: false, Unsupported: []string{"conf_compute"},
 		XIDSource: "/var/log/kern.log", XIDError: "",
-		ConfCompute: &ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "production"},
-		XIDEvents:   []XIDEvent{{Code: 79, PCIBusID: "0000:07:00.0", Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}},
-		Validation: &GPUValidation{
-			GPUs: []ValidationGPU{{Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB"}},
-			Steps: []ValidationStep{
-				{Name: "driver", Status: ValidationPassed, Required: true, Reason: "kernel module 535.161.08 and libnvidia-ml 535.161.08 agree"},
-				{Name: "fabric", Status: ValidationFailed, Required: true, Reason: "fabric registration is not complete on 1 of 1 GPUs",
-					GPUs: []ValidationGPUResult{{Index: 0, UUID: "GPU-0000", Status: ValidationFailed, Detail: "fabric registration in progress"}}},
+		ConfCompute: &gpu.ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "production"},
+		XIDEvents:   []gpu.XIDEvent{{Code: 79, PCIBusID: "0000:07:00.0", Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}},
+		Validation: &gpu.GPUValidation{
+			GPUs: []gpu.ValidationGPU{{Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB"}},
+			Steps: []gpu.ValidationStep{
+				{Name: "driver", Status: gpu.ValidationPassed, Required: true, Reason: "kernel module 535.161.08 and libnvidia-ml 535.161.08 agree"},
+				{Name: "fabric", Status: gpu.ValidationFailed, Required: true, Reason: "fabric registration is not complete on 1 of 1 GPUs",
+					GPUs: []gpu.ValidationGPUResult{{Index: 0, UUID: "GPU-0000", Status: gpu.ValidationFailed, Detail: "fabric registration in progress"}}},
 			},
 		},
 	}
-	f.GPUDriver = &GPUDriver{
+	f.GPUDriver = &gpu.GPUDriver{
 		Packages: []packages.Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},
 		Version:  "535.161.08", Branch: 535, Flavor: "proprietary",
 		Modules:            map[string][]string{"5.15.0-105-generic": {"/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko"}},
@@ -182,7 +183,7 @@ func fullFacts() *Facts {
 	f.Manifest = map[string]any{"schema": "gpuhost.manifest/v1", "pins": map[string]any{"driver": "535.161.08"}}
 	f.ConfigFiles = []packages.ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
 	numa := 0
-	f.PCI = &PCI{Devices: []PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa}}}
+	f.PCI = &gpu.PCI{Devices: []gpu.PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa}}}
 	f.Vulnerabilities = &packages.Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []packages.Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
 		Images: []packages.ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
 			Findings: []packages.Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
@@ -243,7 +244,7 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 	f.Network = &network.Network{Firewall: &network.Firewall{}}
 	f.Systemd = &osinfo.Systemd{}
 	f.ContainerRuntime = &runtime.ContainerRuntime{Containerd: &runtime.Containerd{}, Docker: &runtime.Docker{}}
-	f.GPU = &GPU{Devices: []GPUDevice{{}}}
+	f.GPU = &gpu.GPU{Devices: []gpu.GPUDevice{{}}}
 	f.Containers = &runtime.Containers{}
 	f.Vulnerabilities = &packages.Vulnerabilities{}
 	if err := Validate(*f); err != nil {

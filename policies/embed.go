@@ -12,6 +12,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -57,6 +58,7 @@ var Domains = []Domain{
 	{Folder: "audit", Dir: "facts/audit", FS: audit.Policy},
 	{Folder: "cgroup", Dir: "facts/osinfo", FS: osinfo.Policy},
 	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
+	{Folder: "gpu", Dir: "facts/gpu", FS: gpu.Policy},
 	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
 	{Folder: "net", Dir: "facts/network", FS: network.Policy},
 	{Folder: "runtime", Dir: "facts/runtime", FS: runtime.Policy},

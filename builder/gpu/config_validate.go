@@ -14,8 +14,8 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/template/config"
 
-	gpucheck "github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/containers/seed"
+	gpucheck "github.com/gpuhost/gpuhost/facts/gpu"
 )
 
 // lockConflicts are the pins the lock holds at another version: a lock

@@ -8,12 +8,15 @@ package domains
 import (
 	"context"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -132,6 +135,9 @@ func Collectors() []collector.Collector {
 			f.Kubelet, err = runtime.CollectKubelet(ctx, env)
 			return err
 		}},
+		GPU(nvml.New()),
+		PCI(),
+		GPUDriver(),
 		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.SecureBoot, err = secureboot.Collect(ctx, env)
 			return err
@@ -146,5 +152,59 @@ func Containers() collector.Collector {
 	return collector.Func{ID: "containers", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 		f.Containers, err = runtime.CollectContainers(ctx, env)
 		return err
+	}}
+}
+
+// GPU is the collector of the GPUs through the NVML library lib: nvml.New()
+// for the real library, loaded at run time, or a go-nvml mock in tests. A
+// host without a usable driver keeps its facts (available: false, NVML's
+// reason) beside the collector's unavailable outcome.
+func GPU(lib nvml.Interface, opts ...gpu.Option) collector.Collector {
+	reader := gpu.NewNVML(lib, opts...)
+	return collector.Func{ID: "gpu", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+		g, err := reader.Collect(ctx, env)
+		if g != nil {
+			f.GPU = g
+		}
+		return err
+	}}
+}
+
+// PCI is the collector of the NVIDIA functions on the PCI bus.
+func PCI() collector.Collector {
+	return collector.Func{ID: "pci", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+		f.PCI, err = gpu.CollectPCI(ctx, env)
+		return err
+	}}
+}
+
+// GPUDriver is the collector of the driver stack. The driver is found
+// among the packages; nouveau's blacklisting may be on the kernel command
+// line; persistenced and fabricmanager are judged by the enabled units.
+func GPUDriver() collector.Collector {
+	return collector.Func{ID: "gpu_driver", Deps: []string{"kernel", "packages", "systemd"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+		pkgs, ran := f.Collectors["packages"]
+		status := pkgs.Status
+		if !ran {
+			status = ""
+		}
+		f.GPUDriver, err = gpu.CollectDriver(ctx, env, f.Packages, status, pkgs.Reason, f.Kernel, f.Systemd)
+		return err
+	}}
+}
+
+// GPUValidation is the collector of the node's validation, the same
+// Validator as gpuhost validate, which adds its block to the GPU facts. It
+// is not among Collectors(): it starts a container and runs CUDA on every
+// GPU, so a scan runs it only when asked (gpuhost agent --gpu-validate).
+func GPUValidation(lib nvml.Interface, opts ...gpu.ValidateOption) collector.Collector {
+	v := gpu.NewValidator(lib, opts...)
+	return collector.Func{ID: "gpu_validation", Deps: []string{"gpu"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+		res, err := gpu.CollectValidation(ctx, env, v, f.GPU)
+		if err != nil {
+			return err
+		}
+		f.GPU.Validation = res
+		return nil
 	}}
 }

@@ -17,8 +17,9 @@ import (
 	"github.com/gpuhost/gpuhost/agent/nodemark"
 	"github.com/gpuhost/gpuhost/agent/podresources"
 	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
@@ -206,7 +207,7 @@ func (a *app) agentValidation(steps []string, params map[string]any) error {
 			}
 		}
 	}
-	a.extraCollectors = append(a.extraCollectors, gpu.NewValidationCollector(a.nvml(), gpu.WithMIG(mig), gpu.WithSkip(skip...)))
+	a.extraCollectors = append(a.extraCollectors, domains.GPUValidation(a.nvml(), gpu.WithMIG(mig), gpu.WithSkip(skip...)))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/audit"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -135,12 +136,12 @@ func hostPackages(base []packages.Package, image, host int) []packages.Package {
 var imageDrivers = [3]string{"535.261.03", "550.163.01", "570.172.08"}
 
 // hostGPU is an eight-GPU host's live state.
-func hostGPU(image, host int) *facts.GPU {
+func hostGPU(image, host int) *gpu.GPU {
 	// Temperatures scatter as a real fleet's do: no two hosts read alike,
 	// so the temperature check is evaluated for every host.
 	temp := func(d int) *int { t := 31 + int(mix(uint64(host*8+d))%45); return &t }
 	on := true
-	g := &facts.GPU{
+	g := &gpu.GPU{
 		Available: true, DriverVersion: imageDrivers[image],
 		CUDADriverVersion: []string{"12.2", "12.4", "12.8"}[image], DriverBranch: []int{535, 550, 570}[image],
 		KernelModuleType: "proprietary", XIDSource: "/var/log/kern.log",
@@ -148,22 +149,22 @@ func hostGPU(image, host int) *facts.GPU {
 	g.NVMLVersion = "12." + g.DriverVersion
 	g.KernelModuleVersion = g.DriverVersion
 	for d := range 8 {
-		dev := facts.GPUDevice{
+		dev := gpu.GPUDevice{
 			Index: d, Name: "NVIDIA H100 80GB HBM3",
 			UUID:            fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", host*8+d, host%65536, d, image, host*131+d),
 			PCIBusID:        fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
-			ECC:             &facts.ECC{Current: true, Pending: true},
-			RetiredPages:    &facts.RetiredPages{},
-			RemappedRows:    &facts.RemappedRows{},
+			ECC:             &gpu.ECC{Current: true, Pending: true},
+			RetiredPages:    &gpu.RetiredPages{},
+			RemappedRows:    &gpu.RemappedRows{},
 			PersistenceMode: &on,
-			MIG:             &facts.MIG{},
+			MIG:             &gpu.MIG{},
 			TemperatureC:    temp(d),
-			PCIe:            &facts.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
+			PCIe:            &gpu.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
 			Architecture:    "hopper", MinDriverBranch: 525,
 		}
 		// An H100 SXM has 18 NVLinks; one host in 61 has one down.
 		for l := range 18 {
-			dev.NVLink = append(dev.NVLink, facts.NVLink{Link: l, Active: !(host%61 == 7 && d == 4 && l == 9)})
+			dev.NVLink = append(dev.NVLink, gpu.NVLink{Link: l, Active: !(host%61 == 7 && d == 4 && l == 9)})
 		}
 		switch {
 		case host%50 == 3 && d == 2:
@@ -176,9 +177,9 @@ func hostGPU(image, host int) *facts.GPU {
 		g.Devices = append(g.Devices, dev)
 	}
 	if host%100 == 42 {
-		g.XIDEvents = []facts.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
+		g.XIDEvents = []gpu.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
 			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus.",
-			GPUs: []facts.XIDGPU{{Index: 2, UUID: g.Devices[2].UUID}}}}
+			GPUs: []gpu.XIDGPU{{Index: 2, UUID: g.Devices[2].UUID}}}}
 	}
 	return g
 }

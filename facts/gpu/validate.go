@@ -8,7 +8,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -53,7 +52,7 @@ const VectorAddPath = "/usr/lib/gpuhost/validate/vectorAdd"
 // every step, run or not, with its reason; it returns an error only when the
 // validation as a whole was cut short (ctx ended).
 type Validator interface {
-	Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error)
+	Validate(ctx context.Context, env *collect.Env) (*GPUValidation, error)
 }
 
 // ValidateOption tunes a Validator.
@@ -144,7 +143,7 @@ type gpuInfo struct {
 	dev   nvml.Device
 }
 
-func (v *validator) Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error) {
+func (v *validator) Validate(ctx context.Context, env *collect.Env) (*GPUValidation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -152,24 +151,24 @@ func (v *validator) Validate(ctx context.Context, env *collect.Env) (*facts.GPUV
 	if s.run == nil {
 		s.run = NewHostRunner(env.FS.Root())
 	}
-	out := &facts.GPUValidation{GPUs: []facts.ValidationGPU{}, Steps: []facts.ValidationStep{}}
+	out := &GPUValidation{GPUs: []ValidationGPU{}, Steps: []ValidationStep{}}
 	driver := s.driver(ctx)
 	out.Steps = append(out.Steps, driver)
 	defer s.shutdown(ctx)
 	for _, g := range s.gpus {
-		out.GPUs = append(out.GPUs, facts.ValidationGPU{Index: g.index, UUID: g.uuid, Name: g.name})
+		out.GPUs = append(out.GPUs, ValidationGPU{Index: g.index, UUID: g.uuid, Name: g.name})
 	}
 	steps := []struct {
 		name string
-		run  func(context.Context) facts.ValidationStep
+		run  func(context.Context) ValidationStep
 	}{{StepContainer, s.container}, {StepCUDA, s.cuda}, {StepFabric, s.fabric}, {StepMIG, s.migMode}}
 	for _, st := range steps {
-		var step facts.ValidationStep
+		var step ValidationStep
 		switch {
 		case v.skip[st.name]:
-			step = facts.ValidationStep{Name: st.name, Status: facts.ValidationNotRun, Reason: "left out on request"}
-		case driver.Status != facts.ValidationPassed:
-			step = facts.ValidationStep{Name: st.name, Status: facts.ValidationNotRun, Required: s.requiredWithoutDriver(st.name),
+			step = ValidationStep{Name: st.name, Status: ValidationNotRun, Reason: "left out on request"}
+		case driver.Status != ValidationPassed:
+			step = ValidationStep{Name: st.name, Status: ValidationNotRun, Required: s.requiredWithoutDriver(st.name),
 				Reason: "needs the GPUs the driver step lists, and it did not pass"}
 		default:
 			sctx, cancel := context.WithTimeout(ctx, v.timeout)
@@ -204,13 +203,13 @@ func (s *session) shutdown(ctx context.Context) {
 
 // Verdict sums a validation up: failed when a step failed, incomplete when
 // none did but a required step did not run, passed otherwise.
-func Verdict(v *facts.GPUValidation) string {
+func Verdict(v *GPUValidation) string {
 	incomplete := false
 	for _, s := range v.Steps {
 		switch {
-		case s.Status == facts.ValidationFailed:
+		case s.Status == ValidationFailed:
 			return VerdictFailed
-		case s.Status != facts.ValidationPassed && s.Required:
+		case s.Status != ValidationPassed && s.Required:
 			incomplete = true
 		}
 	}
@@ -223,47 +222,47 @@ func Verdict(v *facts.GPUValidation) string {
 // judge sets a step's status and reason from its per-GPU results: failed
 // when any GPU failed, not run when any could not be judged, passed when
 // every GPU passed. what says what was done to each GPU.
-func judge(step facts.ValidationStep, what string) facts.ValidationStep {
+func judge(step ValidationStep, what string) ValidationStep {
 	var failed, notRun []string
 	for _, g := range step.GPUs {
 		switch g.Status {
-		case facts.ValidationFailed:
+		case ValidationFailed:
 			failed = append(failed, fmt.Sprintf("GPU %d (%s): %s", g.Index, g.UUID, g.Detail))
-		case facts.ValidationNotRun:
+		case ValidationNotRun:
 			notRun = append(notRun, fmt.Sprintf("GPU %d (%s): %s", g.Index, g.UUID, g.Detail))
 		}
 	}
 	n := len(step.GPUs)
 	switch {
 	case len(failed) > 0:
-		step.Status = facts.ValidationFailed
+		step.Status = ValidationFailed
 		step.Reason = fmt.Sprintf("%s failed on %d of %d GPUs: %s", what, len(failed), n, strings.Join(failed, "; "))
 	case len(notRun) > 0:
-		step.Status = facts.ValidationNotRun
+		step.Status = ValidationNotRun
 		step.Reason = fmt.Sprintf("%s could not be judged on %d of %d GPUs: %s", what, len(notRun), n, strings.Join(notRun, "; "))
 	default:
-		step.Status = facts.ValidationPassed
+		step.Status = ValidationPassed
 		step.Reason = fmt.Sprintf("%s passed on every GPU (%d)", what, n)
 	}
 	return step
 }
 
 // result is one GPU's verdict within a step.
-func (g gpuInfo) result(status, detail string) facts.ValidationGPUResult {
-	return facts.ValidationGPUResult{Index: g.index, UUID: g.uuid, Status: status, Detail: detail}
+func (g gpuInfo) result(status, detail string) ValidationGPUResult {
+	return ValidationGPUResult{Index: g.index, UUID: g.uuid, Status: status, Detail: detail}
 }
 
-func notRun(step facts.ValidationStep, reason string) facts.ValidationStep {
-	step.Status, step.Reason = facts.ValidationNotRun, reason
+func notRun(step ValidationStep, reason string) ValidationStep {
+	step.Status, step.Reason = ValidationNotRun, reason
 	return step
 }
 
-func failed(step facts.ValidationStep, reason string) facts.ValidationStep {
-	step.Status, step.Reason = facts.ValidationFailed, reason
+func failed(step ValidationStep, reason string) ValidationStep {
+	step.Status, step.Reason = ValidationFailed, reason
 	return step
 }
 
-func passed(step facts.ValidationStep, reason string) facts.ValidationStep {
-	step.Status, step.Reason = facts.ValidationPassed, reason
+func passed(step ValidationStep, reason string) ValidationStep {
+	step.Status, step.Reason = ValidationPassed, reason
 	return step
 }

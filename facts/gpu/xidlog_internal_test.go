@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -105,9 +104,9 @@ func TestParseXIDLogKeepsNewest(t *testing.T) {
 		oldestFirst = append(oldestFirst, line...)
 		newestFirst = append(line, newestFirst...)
 	}
-	for name, evs := range map[string][]facts.XIDEvent{
+	for name, evs := range map[string][]XIDEvent{
 		"oldest first": parseXIDLog(oldestFirst, now, 0, false),
-		"newest first": func() []facts.XIDEvent {
+		"newest first": func() []XIDEvent {
 			evs := parseXIDLog(newestFirst, now, 0, true)
 			slices.Reverse(evs)
 			return evs
@@ -124,13 +123,13 @@ func TestParseXIDLogKeepsNewest(t *testing.T) {
 // an event at an address NVML does not list, or an unreadable one, with no
 // GPU.
 func TestAttributeXIDs(t *testing.T) {
-	g := &facts.GPU{
-		Devices: []facts.GPUDevice{
+	g := &GPU{
+		Devices: []GPUDevice{
 			{Index: 0, UUID: "GPU-0", PCIBusID: "00000000:07:00.0"},
 			{Index: 1, UUID: "GPU-1", PCIBusID: "00000001:07:00.0"},
 			{Index: 2, UUID: "GPU-2", PCIBusID: "00000000:B1:00.0"},
 		},
-		XIDEvents: []facts.XIDEvent{
+		XIDEvents: []XIDEvent{
 			{Code: 79, PCIBusID: "0000:07:00"},
 			{Code: 79, PCIBusID: "0001:07:00"},
 			{Code: 48, PCIBusID: "0000:b1:00"},
@@ -141,7 +140,7 @@ func TestAttributeXIDs(t *testing.T) {
 		},
 	}
 	attributeXIDs(g)
-	want := [][]facts.XIDGPU{
+	want := [][]XIDGPU{
 		{{Index: 0, UUID: "GPU-0"}},
 		{{Index: 1, UUID: "GPU-1"}},
 		{{Index: 2, UUID: "GPU-2"}},

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -27,58 +25,44 @@ const (
 	maxPCIFunctions = 4096
 )
 
-type pciCollector struct{}
-
-var _ collector.Collector = pciCollector{}
-
-// NewPCICollector returns the "pci" collector: the NVIDIA functions on the
-// host's PCI bus, read from sysfs. It needs neither the driver nor NVML, so
-// a host whose GPUs NVML cannot reach still says it has them.
-func NewPCICollector() collector.Collector { return pciCollector{} }
-
-func (pciCollector) Name() string { return "pci" }
-
-// Needs is empty: it reads the target alone.
-func (pciCollector) Needs() []string { return nil }
-
-// Collect fills f.PCI on a live host. A missing /sys/bus/pci is unavailable
-// (a container without the host's sysfs), never "no GPUs".
-func (pciCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+// CollectPCI lists the NVIDIA functions on a live host's PCI bus. A
+// missing /sys/bus/pci is unavailable (a container without the host's
+// sysfs), never "no GPUs". It reads the target alone.
+func CollectPCI(ctx context.Context, env *collect.Env) (*PCI, error) {
 	if !env.Live {
-		return collect.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
+		return nil, collect.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
 	}
 	entries, err := env.FS.ReadDir(pciDevices)
 	switch {
 	case sysroot.IsNotExist(err):
-		return collect.Unavailable(fmt.Sprintf("%s does not exist (is the host's /sys mounted?)", env.FS.Display(pciDevices)))
+		return nil, collect.Unavailable(fmt.Sprintf("%s does not exist (is the host's /sys mounted?)", env.FS.Display(pciDevices)))
 	case err != nil:
-		return fmt.Errorf("listing PCI functions: %w", err)
+		return nil, fmt.Errorf("listing PCI functions: %w", err)
 	}
 	if len(entries) > maxPCIFunctions {
-		return fmt.Errorf("listing PCI functions: %s has %d entries, over the limit of %d", env.FS.Display(pciDevices), len(entries), maxPCIFunctions)
+		return nil, fmt.Errorf("listing PCI functions: %s has %d entries, over the limit of %d", env.FS.Display(pciDevices), len(entries), maxPCIFunctions)
 	}
-	out := &facts.PCI{Devices: []facts.PCIDevice{}}
+	out := &PCI{Devices: []PCIDevice{}}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("listing PCI functions: %w", err)
+			return nil, fmt.Errorf("listing PCI functions: %w", err)
 		}
 		d, ok, err := readPCIFunction(env.FS, path.Join(pciDevices, e.Name()))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
 			d.Address = e.Name()
 			out.Devices = append(out.Devices, d)
 		}
 	}
-	f.PCI = out
-	return nil
+	return out, nil
 }
 
 // readPCIFunction reads one function's ids; ok is false when it is not
 // NVIDIA's. A function that vanished while being read (hot unplug) is
 // skipped, since it is no longer on the bus.
-func readPCIFunction(fsys sysroot.FS, dir string) (d facts.PCIDevice, ok bool, err error) {
+func readPCIFunction(fsys sysroot.FS, dir string) (d PCIDevice, ok bool, err error) {
 	attr := func(name string) (string, error) {
 		b, err := fsys.ReadFileLimit(path.Join(dir, name), sysfsAttrMax)
 		if err != nil {

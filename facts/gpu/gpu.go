@@ -14,8 +14,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -25,19 +23,12 @@ const DefaultCallTimeout = 5 * time.Second
 // procVersion is where the loaded kernel module states its version.
 const procVersion = "/proc/driver/nvidia/version"
 
-// Collectors returns the GPU collectors: "gpu_driver" reads the packages,
-// kernel and systemd facts; "pci" reads sysfs alone; "gpu" loads the real
-// NVML library at run time.
-func Collectors() []collector.Collector {
-	return []collector.Collector{NewDriverCollector(), NewPCICollector(), NewCollector(nvml.New())}
-}
-
 // Option tunes the NVML collector.
-type Option func(*nvmlCollector)
+type Option func(*NVML)
 
 // WithCallTimeout sets the deadline of each NVML call (default 5s).
 func WithCallTimeout(d time.Duration) Option {
-	return func(c *nvmlCollector) {
+	return func(c *NVML) {
 		if d > 0 {
 			c.timeout = d
 		}
@@ -45,13 +36,15 @@ func WithCallTimeout(d time.Duration) Option {
 }
 
 // WithClock replaces time.Now, which decides the XID window.
-func WithClock(now func() time.Time) Option { return func(c *nvmlCollector) { c.now = now } }
+func WithClock(now func() time.Time) Option { return func(c *NVML) { c.now = now } }
 
 // WithXIDWindow sets how far back XID events are kept when their time can be
 // read (default 7 days).
-func WithXIDWindow(d time.Duration) Option { return func(c *nvmlCollector) { c.window = d } }
+func WithXIDWindow(d time.Duration) Option { return func(c *NVML) { c.window = d } }
 
-type nvmlCollector struct {
+// NVML reads the GPUs of a live host through an NVML library: the real
+// one (nvml.New()) or a go-nvml mock in tests.
+type NVML struct {
 	lib     nvml.Interface
 	timeout time.Duration
 	now     func() time.Time
@@ -59,34 +52,25 @@ type nvmlCollector struct {
 	journal JournalReader
 }
 
-var _ collector.Collector = (*nvmlCollector)(nil)
-
-// NewCollector returns the "gpu" collector over lib: nvml.New() for the real
-// library, a go-nvml mock in tests.
-func NewCollector(lib nvml.Interface, opts ...Option) collector.Collector {
-	c := &nvmlCollector{lib: lib, timeout: DefaultCallTimeout, now: time.Now, window: 7 * 24 * time.Hour, journal: runJournalctl}
+// NewNVML returns the reader of the GPUs over lib.
+func NewNVML(lib nvml.Interface, opts ...Option) *NVML {
+	c := &NVML{lib: lib, timeout: DefaultCallTimeout, now: time.Now, window: 7 * 24 * time.Hour, journal: runJournalctl}
 	for _, o := range opts {
 		o(c)
 	}
 	return c
 }
 
-func (c *nvmlCollector) Name() string { return "gpu" }
-
-// Needs is empty: it reads the target alone.
-func (*nvmlCollector) Needs() []string { return nil }
-
-// Collect fills f.GPU. A host without a usable driver is not an error: it is
-// recorded as gpu.available=false with NVML's reason, and the collector is
-// unavailable, so the device checks skip and say why. A driver/library
+// Collect reads the GPUs. A host without a usable driver is not an error:
+// it returns the facts with available=false and NVML's reason, and the
+// collector is unavailable, so the device checks skip and say why. A driver/library
 // mismatch is different: it is itself a finding, so the collector succeeds
 // with available=false and driver_mismatch=true, and the mismatch check fails.
-func (c *nvmlCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+func (c *NVML) Collect(ctx context.Context, env *collect.Env) (*GPU, error) {
 	if !env.Live {
-		return collect.NotApplicable("NVML needs a running host; an image has no GPU to ask")
+		return nil, collect.NotApplicable("NVML needs a running host; an image has no GPU to ask")
 	}
-	g := &facts.GPU{Devices: []facts.GPUDevice{}, XIDEvents: []facts.XIDEvent{}}
-	f.GPU = g
+	g := &GPU{Devices: []GPUDevice{}, XIDEvents: []XIDEvent{}}
 
 	// The kernel log and the kernel module version do not need NVML, and
 	// matter most when NVML cannot start.
@@ -97,15 +81,15 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 	ret, err := call.do(ctx, "Init", c.lib.Init)
 	if err != nil {
 		g.Reason = err.Error()
-		return collect.Unavailable(g.Reason)
+		return g, collect.Unavailable(g.Reason)
 	}
 	if ret != nvml.SUCCESS {
 		g.Reason = "NVML init failed: " + describe(c.lib, ret)
 		if ret == nvml.ERROR_LIB_RM_VERSION_MISMATCH {
 			g.DriverMismatch = true
-			return nil
+			return g, nil
 		}
-		return collect.Unavailable(g.Reason)
+		return g, collect.Unavailable(g.Reason)
 	}
 	defer func() {
 		// Shutdown after a hung call would queue behind it; leave it.
@@ -116,21 +100,21 @@ func (c *nvmlCollector) Collect(ctx context.Context, env *collect.Env, f *facts.
 
 	problems := c.readSystem(ctx, call, g)
 	if err := c.readDevices(ctx, call, g); err != nil {
-		return err
+		return g, err
 	}
 	attributeXIDs(g)
 	g.Available = true
 	if len(problems) > 0 {
 		g.Reason = "some NVML queries failed: " + strings.Join(problems, "; ")
 	}
-	return nil
+	return g, nil
 }
 
 // readSystem reads what NVML says of the host as a whole: driver, CUDA and
 // NVML versions and the confidential compute state. A query that fails is
 // returned as a problem rather than stopping the collector, since the
 // devices can still be read without it.
-func (c *nvmlCollector) readSystem(ctx context.Context, call *caller, g *facts.GPU) []string {
+func (c *NVML) readSystem(ctx context.Context, call *caller, g *GPU) []string {
 	var problems []string
 	note := func(what string, ret nvml.Return, err error) {
 		if err != nil {
@@ -176,7 +160,7 @@ func (c *nvmlCollector) readSystem(ctx context.Context, call *caller, g *facts.G
 // readDevices reads every GPU. Unlike a system query, a device count NVML
 // cannot give (or gives absurdly) makes the collector unavailable: without
 // it no device check has anything to judge.
-func (c *nvmlCollector) readDevices(ctx context.Context, call *caller, g *facts.GPU) error {
+func (c *NVML) readDevices(ctx context.Context, call *caller, g *GPU) error {
 	var count int
 	ret, err := call.do(ctx, "DeviceGetCount", func() (r nvml.Return) { count, r = c.lib.DeviceGetCount(); return })
 	if err != nil || ret != nvml.SUCCESS {
@@ -202,8 +186,8 @@ func (c *nvmlCollector) readDevices(ctx context.Context, call *caller, g *facts.
 // device reads one GPU. Each field is read on its own: NOT_SUPPORTED leaves
 // the field nil and names it in Unsupported; any other failure leaves it nil
 // and names it in Errors, which a check turns into a failure.
-func (c *nvmlCollector) device(ctx context.Context, call *caller, i int) facts.GPUDevice {
-	d := facts.GPUDevice{Index: i, NVLink: []facts.NVLink{}}
+func (c *NVML) device(ctx context.Context, call *caller, i int) GPUDevice {
+	d := GPUDevice{Index: i, NVLink: []NVLink{}}
 	var dev nvml.Device
 	if ret, err := call.do(ctx, "DeviceGetHandleByIndex", func() (r nvml.Return) { dev, r = c.lib.DeviceGetHandleByIndex(i); return }); err != nil || ret != nvml.SUCCESS {
 		d.Errors = append(d.Errors, "handle: "+c.why(ret, err))
@@ -244,7 +228,7 @@ type getter func(key, name string, fn func() nvml.Return) bool
 
 // identify reads what the device is: its UUID, name, PCI address and
 // architecture.
-func identify(dev nvml.Device, d *facts.GPUDevice, get getter) {
+func identify(dev nvml.Device, d *GPUDevice, get getter) {
 	var s string
 	if get("uuid", "GetUUID", func() (r nvml.Return) { s, r = dev.GetUUID(); return }) {
 		d.UUID = s
@@ -272,10 +256,10 @@ func identify(dev nvml.Device, d *facts.GPUDevice, get getter) {
 
 // memoryHealth reads the device memory's health: ECC mode and uncorrected
 // errors, retired pages and remapped rows.
-func memoryHealth(dev nvml.Device, d *facts.GPUDevice, get getter) {
+func memoryHealth(dev nvml.Device, d *GPUDevice, get getter) {
 	var cur, pend nvml.EnableState
 	if get("ecc", "GetEccMode", func() (r nvml.Return) { cur, pend, r = dev.GetEccMode(); return }) {
-		e := &facts.ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
+		e := &ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
 		var n uint64
 		if get("ecc_uncorrected_volatile", "GetTotalEccErrors", func() (r nvml.Return) {
 			n, r = dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
@@ -304,19 +288,19 @@ func memoryHealth(dev nvml.Device, d *facts.GPUDevice, get getter) {
 		pendingRetire, r = dev.GetRetiredPagesPendingStatus()
 		return
 	}) {
-		d.RetiredPages = &facts.RetiredPages{Count: len(sbe) + len(dbe), Pending: pendingRetire == nvml.FEATURE_ENABLED}
+		d.RetiredPages = &RetiredPages{Count: len(sbe) + len(dbe), Pending: pendingRetire == nvml.FEATURE_ENABLED}
 	}
 
 	var corr, unc int
 	var rowsPending, rowsFailed bool
 	if get("remapped_rows", "GetRemappedRows", func() (r nvml.Return) { corr, unc, rowsPending, rowsFailed, r = dev.GetRemappedRows(); return }) {
-		d.RemappedRows = &facts.RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: rowsPending, Failed: rowsFailed}
+		d.RemappedRows = &RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: rowsPending, Failed: rowsFailed}
 	}
 }
 
 // deviceState reads how the device runs: persistence and MIG modes,
 // temperature against its slowdown threshold, power, and its PCIe link.
-func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
+func deviceState(dev nvml.Device, d *GPUDevice, get getter) {
 	var pm nvml.EnableState
 	if get("persistence_mode", "GetPersistenceMode", func() (r nvml.Return) { pm, r = dev.GetPersistenceMode(); return }) {
 		on := pm == nvml.FEATURE_ENABLED
@@ -325,7 +309,7 @@ func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
 
 	var migCur, migPend int
 	if get("mig", "GetMigMode", func() (r nvml.Return) { migCur, migPend, r = dev.GetMigMode(); return }) {
-		d.MIG = &facts.MIG{Current: migCur == nvml.DEVICE_MIG_ENABLE, Pending: migPend == nvml.DEVICE_MIG_ENABLE}
+		d.MIG = &MIG{Current: migCur == nvml.DEVICE_MIG_ENABLE, Pending: migPend == nvml.DEVICE_MIG_ENABLE}
 	}
 
 	var u uint32
@@ -349,7 +333,7 @@ func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
 		d.PowerLimitW = &w
 	}
 
-	var p facts.PCIe
+	var p PCIe
 	if get("pcie", "GetCurrPcieLinkGeneration", func() (r nvml.Return) { p.GenCurrent, r = dev.GetCurrPcieLinkGeneration(); return }) &&
 		get("pcie", "GetMaxPcieLinkGeneration", func() (r nvml.Return) { p.GenMax, r = dev.GetMaxPcieLinkGeneration(); return }) &&
 		get("pcie", "GetCurrPcieLinkWidth", func() (r nvml.Return) { p.WidthCurrent, r = dev.GetCurrPcieLinkWidth(); return }) &&
@@ -359,7 +343,7 @@ func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
 }
 
 // nvlinks reads link states until the GPU says it has no more links.
-func (c *nvmlCollector) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice) {
+func (c *NVML) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *GPUDevice) {
 	for link := range nvml.NVLINK_MAX_LINKS {
 		var st nvml.EnableState
 		ret, err := call.do(ctx, "GetNvLinkState", func() (r nvml.Return) { st, r = dev.GetNvLinkState(link); return })
@@ -376,7 +360,7 @@ func (c *nvmlCollector) nvlinks(ctx context.Context, call *caller, dev nvml.Devi
 			d.Errors = append(d.Errors, fmt.Sprintf("nvlink: link %d: GetNvLinkState: %s", link, describe(c.lib, ret)))
 			return
 		}
-		d.NVLink = append(d.NVLink, facts.NVLink{Link: link, Active: st == nvml.FEATURE_ENABLED})
+		d.NVLink = append(d.NVLink, NVLink{Link: link, Active: st == nvml.FEATURE_ENABLED})
 	}
 }
 
@@ -414,7 +398,7 @@ func ThrottleReasons(mask uint64) []string {
 
 // throttle prefers GetCurrentClocksEventReasons and falls back to the older
 // GetCurrentClocksThrottleReasons on drivers that lack it.
-func (c *nvmlCollector) throttle(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice, get getter) {
+func (c *NVML) throttle(ctx context.Context, call *caller, dev nvml.Device, d *GPUDevice, get getter) {
 	var mask uint64
 	ret, err := call.do(ctx, "GetCurrentClocksEventReasons", func() (r nvml.Return) { mask, r = dev.GetCurrentClocksEventReasons(); return })
 	if err == nil && ret == nvml.SUCCESS {
@@ -437,14 +421,14 @@ func (c *nvmlCollector) throttle(ctx context.Context, call *caller, dev nvml.Dev
 	}
 }
 
-func (c *nvmlCollector) why(ret nvml.Return, err error) string {
+func (c *NVML) why(ret nvml.Return, err error) string {
 	if err != nil {
 		return err.Error()
 	}
 	return describe(c.lib, ret)
 }
 
-func confCompute(s nvml.ConfComputeSystemState) *facts.ConfCompute {
+func confCompute(s nvml.ConfComputeSystemState) *ConfCompute {
 	onOff := func(v uint32, on uint32) string {
 		if v == on {
 			return "on"
@@ -463,7 +447,7 @@ func confCompute(s nvml.ConfComputeSystemState) *facts.ConfCompute {
 	case nvml.CC_SYSTEM_ENVIRONMENT_PROD:
 		env = "prod"
 	}
-	return &facts.ConfCompute{
+	return &ConfCompute{
 		Feature:      onOff(s.CcFeature, nvml.CC_SYSTEM_FEATURE_ENABLED),
 		DevtoolsMode: onOff(s.DevToolsMode, nvml.CC_SYSTEM_DEVTOOLS_MODE_ON),
 		Environment:  env,

@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -27,19 +26,6 @@ const (
 )
 
 type driverCollector struct{}
-
-var _ collector.Collector = driverCollector{}
-
-// NewDriverCollector returns the "gpu_driver" collector. It reads
-// f.Packages, f.Kernel and f.Systemd (see Needs) and fills f.GPUDriver.
-func NewDriverCollector() collector.Collector { return driverCollector{} }
-
-func (driverCollector) Name() string { return "gpu_driver" }
-
-// Needs kernel, packages and systemd: the driver is found among the packages;
-// nouveau's blacklisting may be on the kernel command line; persistenced and
-// fabricmanager are judged by the enabled units.
-func (driverCollector) Needs() []string { return []string{"kernel", "packages", "systemd"} }
 
 // driverPrefixes are package names (or prefixes ending in "-") that carry the
 // driver, its user-space library or its kernel modules.
@@ -66,19 +52,24 @@ func matchesPrefix(name string, prefixes []string) bool {
 	return false
 }
 
-// Collect fills f.GPUDriver. It needs the package database: without it,
-// "no driver installed" could not be told from "could not look".
-func (driverCollector) Collect(ctx context.Context, env *collect.Env, f *facts.Facts) error {
-	if st, ok := f.Collectors["packages"]; !ok || st.Status != facts.StatusOK {
+// CollectDriver reads the driver stack: the driver is found among the
+// installed packages; nouveau's blacklisting may be on the kernel's
+// command line (k); persistenced and fabricmanager are judged by the
+// enabled units (units). It needs the package database: without it, "no
+// driver installed" could not be told from "could not look", so
+// pkgStatus and pkgReason are the packages collector's outcome ("" when
+// it did not run). k and units are nil when their collectors read nothing.
+func CollectDriver(ctx context.Context, env *collect.Env, installed []packages.Package, pkgStatus, pkgReason string, k *osinfo.Kernel, units *osinfo.Systemd) (*GPUDriver, error) {
+	if pkgStatus != collect.StatusOK {
 		reason := "the packages collector did not run"
-		if ok {
-			reason = fmt.Sprintf("the packages collector is %s: %s", st.Status, st.Reason)
+		if pkgStatus != "" {
+			reason = fmt.Sprintf("the packages collector is %s: %s", pkgStatus, pkgReason)
 		}
-		return collect.Unavailable(reason)
+		return nil, collect.Unavailable(reason)
 	}
-	d := &facts.GPUDriver{Packages: []packages.Package{}, Modules: map[string][]string{}}
+	d := &GPUDriver{Packages: []packages.Package{}, Modules: map[string][]string{}}
 
-	for _, p := range f.Packages {
+	for _, p := range installed {
 		if matchesPrefix(p.Name, driverPrefixes) {
 			d.Packages = append(d.Packages, p)
 		}
@@ -115,20 +106,19 @@ func (driverCollector) Collect(ctx context.Context, env *collect.Env, f *facts.F
 	}
 
 	if err := modules(ctx, env, d); err != nil {
-		return err
+		return nil, err
 	}
-	if err := nouveau(env, f, d); err != nil {
-		return err
+	if err := nouveau(env, k, d); err != nil {
+		return nil, err
 	}
-	if f.Systemd != nil {
-		d.PersistencedEnabled = slices.Contains(f.Systemd.Enabled, "nvidia-persistenced.service")
-		d.FabricManagerEnabled = slices.Contains(f.Systemd.Enabled, "nvidia-fabricmanager.service")
+	if units != nil {
+		d.PersistencedEnabled = slices.Contains(units.Enabled, "nvidia-persistenced.service")
+		d.FabricManagerEnabled = slices.Contains(units.Enabled, "nvidia-fabricmanager.service")
 	}
-	if err := cudaToolkit(env, f.Packages, d); err != nil {
-		return err
+	if err := cudaToolkit(env, installed, d); err != nil {
+		return nil, err
 	}
-	f.GPUDriver = d
-	return nil
+	return d, nil
 }
 
 // UpstreamVersion strips the epoch and the Debian revision from a dpkg
@@ -148,7 +138,7 @@ func UpstreamVersion(v string) string {
 
 // modules lists nvidia*.ko* files for each installed kernel, looking only
 // where packages and DKMS put them.
-func modules(ctx context.Context, env *collect.Env, d *facts.GPUDriver) error {
+func modules(ctx context.Context, env *collect.Env, d *GPUDriver) error {
 	entries, err := env.FS.ReadDir("/lib/modules")
 	if sysroot.IsNotExist(err) {
 		return nil
@@ -239,9 +229,9 @@ func isModuleFile(name string) bool {
 
 // nouveau decides whether nouveau is kept from loading: a "blacklist nouveau"
 // line in a modprobe.d file, or the kernel command line's blacklists.
-func nouveau(env *collect.Env, f *facts.Facts, d *facts.GPUDriver) error {
-	if f.Kernel != nil {
-		for _, arg := range f.Kernel.Cmdline {
+func nouveau(env *collect.Env, k *osinfo.Kernel, d *GPUDriver) error {
+	if k != nil {
+		for _, arg := range k.Cmdline {
 			k, v, _ := strings.Cut(arg, "=")
 			if k != "modprobe.blacklist" && k != "rd.driver.blacklist" && k != "module_blacklist" {
 				continue
@@ -298,7 +288,7 @@ func blacklists(text, module string) bool {
 
 // cudaToolkit finds the newest installed CUDA toolkit, by package or by
 // /usr/local/cuda/version.json.
-func cudaToolkit(env *collect.Env, pkgs []packages.Package, d *facts.GPUDriver) error {
+func cudaToolkit(env *collect.Env, pkgs []packages.Package, d *GPUDriver) error {
 	best, source := "", ""
 	consider := func(v, src string) {
 		if v != "" && (best == "" || CompareVersions(v, best) > 0) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -80,7 +80,7 @@ func checkRealValidation(t *testing.T, file string) {
 		Schema   string `json:"schema"`
 		Verdict  string `json:"verdict"`
 		ExitCode int    `json:"exit_code"`
-		facts.GPUValidation
+		gpu.GPUValidation
 	}
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func checkRealValidation(t *testing.T, file string) {
 	var names []string
 	for _, s := range rep.Steps {
 		names = append(names, s.Name)
-		if s.Status != facts.ValidationPassed && s.Status != facts.ValidationFailed && s.Status != facts.ValidationNotRun {
+		if s.Status != gpu.ValidationPassed && s.Status != gpu.ValidationFailed && s.Status != gpu.ValidationNotRun {
 			t.Errorf("step %s: status %q", s.Name, s.Status)
 		}
 	}

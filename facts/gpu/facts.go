@@ -1,4 +1,4 @@
-package facts
+package gpu
 
 import "github.com/gpuhost/gpuhost/facts/packages"
 

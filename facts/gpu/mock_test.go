@@ -15,9 +15,10 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -119,7 +120,7 @@ func collectHost(t testing.TB, lib nvml.Interface, dir string, opts ...gpu.Optio
 	t.Helper()
 	// The journal of the machine running the tests is not the mock host's.
 	opts = append([]gpu.Option{gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)}, opts...)
-	return collectHostWith(t, dir, gpu.NewCollector(lib, opts...))
+	return collectHostWith(t, dir, domains.GPU(lib, opts...))
 }
 
 // collectHostWith runs the given collectors over dir as a live host.

@@ -13,10 +13,11 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
@@ -40,8 +41,8 @@ func collectValidated(t testing.TB, lib nvml.Interface, dir string, opts ...gpu.
 	defer closer.Close()
 	env := &collect.Env{FS: fsys, Live: true, UnitState: func(context.Context, string) (string, string) { return "active", "" }}
 	cs := []collector.Collector{
-		gpu.NewCollector(lib, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)),
-		gpu.NewValidationCollector(lib, opts...),
+		domains.GPU(lib, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)),
+		domains.GPUValidation(lib, opts...),
 	}
 	return checks.Collect(context.Background(), env, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
 }

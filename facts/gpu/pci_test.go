@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -58,7 +58,7 @@ func collectPCI(t *testing.T, root string, live bool) (*facts.Facts, error) {
 	must(t, err)
 	t.Cleanup(func() { closer.Close() })
 	f := facts.New(facts.KindHost, "h", time.Now())
-	return f, gpu.NewPCICollector().Collect(context.Background(), &collect.Env{FS: fsys, Live: live}, f)
+	return f, domains.PCI().Collect(context.Background(), &collect.Env{FS: fsys, Live: live}, f)
 }
 
 func TestPCIListsNVIDIAFunctions(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -38,7 +38,7 @@ func collectDriver(t *testing.T, dir string, f *facts.Facts) error {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	return gpu.NewDriverCollector().Collect(context.Background(), &collect.Env{FS: fsys}, f)
+	return domains.GPUDriver().Collect(context.Background(), &collect.Env{FS: fsys}, f)
 }
 
 func imageFacts(pkgs ...packages.Package) *facts.Facts {

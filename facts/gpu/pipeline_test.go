@@ -12,9 +12,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 )
@@ -209,7 +210,7 @@ func TestPipelinePCIGPUsWithNVMLDown(t *testing.T) {
 		"0000:07:00.0": {"0x10de", "0x20b2", "0x030200"},
 		"0000:0f:00.0": {"0x10de", "0x20b2", "0x030200"},
 	}, nil)
-	f := collectHostWith(t, dir, gpu.NewPCICollector(), gpu.NewCollector(srv, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)))
+	f := collectHostWith(t, dir, domains.PCI(), domains.GPU(srv, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)))
 	res := scanFacts(t, newScanner(t), f)
 	if r := res["GH-GPU-020"]; r.Status != reports.StatusFail || len(r.Messages) != 1 ||
 		!strings.Contains(r.Messages[0], "ERROR_DRIVER_NOT_LOADED") || !strings.Contains(r.Messages[0], "0000:07:00.0 0x10de:0x20b2, 0000:0f:00.0 0x10de:0x20b2") {

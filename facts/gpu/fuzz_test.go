@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 )
 
 // FuzzXID holds the kernel log parsers to their promises on any input: no

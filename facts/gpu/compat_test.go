@@ -3,7 +3,7 @@ package gpu_test
 import (
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/gpu"
+	"github.com/gpuhost/gpuhost/facts/gpu"
 )
 
 func TestMaxCUDA(t *testing.T) {
