@@ -1,13 +1,14 @@
 // Package checks runs the fact collectors over a target and assembles one
-// gpuhost.facts/v1 document. The collectors live in one sub-package per
-// domain, each named for what it describes: osinfo (release, kernel,
-// systemd, cgroup), packages (dpkg, SBOM, baked manifest), encryption,
-// network (listeners, firewall), tls (OpenSSL and nginx configuration, the
-// TLS probe), ssh, runtime (containerd, docker, CDI, seeded images,
-// kubelet), gpu, audit, access and secureboot (the boot chain's
-// signatures, the firmware's Secure Boot state, lockdown). Each declares
-// the collectors whose facts it reads (collector.Collector.Needs), and
-// they run in that order.
+// gpuhost.facts/v1 document. Each domain is one folder under facts/, named
+// for what it describes, with its facts, its collect functions and its
+// checks: osinfo (release, kernel, systemd, cgroup), packages (dpkg, SBOM,
+// baked manifest), encryption, network (listeners, firewall), tls
+// (OpenSSL and nginx configuration, the TLS probe), ssh, runtime
+// (containerd, docker, CDI, seeded images, kubelet), gpu, audit, access
+// and secureboot (the boot chain's signatures, the firmware's Secure Boot
+// state, lockdown). Package domains makes each collect function a
+// collector of the document, with the collectors whose facts it reads
+// (collector.Collector.Needs), and they run in that order.
 //
 // Every collector reads through env.FS, including /proc and /sys on a live
 // host, so that a test can fake a host with a directory tree and so that an
@@ -35,13 +36,7 @@ import (
 // All returns every collector, in run order: each after the collectors it
 // needs (collector.Order).
 func All() []collector.Collector {
-	var all []collector.Collector
-	for _, domain := range [][]collector.Collector{
-		domains.Collectors(),
-	} {
-		all = append(all, domain...)
-	}
-	ordered, err := collector.Order(all)
+	ordered, err := collector.Order(domains.Collectors())
 	if err != nil {
 		// The set is fixed at build time, and TestAllIsOrdered orders it.
 		panic(err)

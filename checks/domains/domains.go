@@ -1,12 +1,13 @@
 // Package domains is where the facts document takes what each domain
-// folder under facts/ collects: each domain's collect function returns its
-// own facts and knows nothing of the document, and each collector here
-// puts them under the document's key, with the other domains' facts the
-// function reads, for the loop (checks/collector) to run.
+// folder under facts/ collects: each domain's collect functions return
+// their own facts and know nothing of the document, and each collector
+// here puts them under the document's key, with the other domains' facts
+// the function reads (its Deps), for the loop (checks/collector) to run.
 package domains
 
 import (
 	"context"
+	"slices"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -26,34 +27,73 @@ import (
 	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
-// Collectors are the collectors of the domains whose folder under facts/
-// holds their facts, their collector and their checks.
+// Collectors are every domain's collectors that a scan runs, in no
+// order: the loop orders them by what each needs.
 func Collectors() []collector.Collector {
+	return slices.Concat(osinfoCollectors(), packagesCollectors(), networkCollectors(), tlsCollectors(),
+		runtimeCollectors(), []collector.Collector{GPU(nvml.New()), PCI(), GPUDriver()},
+		[]collector.Collector{
+			alone("access", access.Collect, func(f *facts.Facts) **access.Access { return &f.Access }),
+			collector.Func{ID: "audit", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+				f.Audit, err = audit.Collector{State: osinfo.UnitActiveState}.Collect(ctx, env)
+				return err
+			}},
+			alone("encryption", encryption.Collect, func(f *facts.Facts) **encryption.Encryption { return &f.Encryption }),
+			alone("secureboot", secureboot.Collect, func(f *facts.Facts) **secureboot.SecureBoot { return &f.SecureBoot }),
+			// On a live host each listening sshd is found among the
+			// listeners; a missing sshd_config is an error when
+			// openssh-server is installed.
+			collector.Func{ID: "ssh", Deps: []string{"network", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+				f.SSH, err = ssh.Collect(ctx, env, f.Network, f.Packages)
+				return err
+			}},
+		})
+}
+
+// alone is the collector of a collect function that reads the target
+// alone, whose facts are the document's key at key(f).
+func alone[T any](id string, collectFn func(context.Context, *collect.Env) (T, error), key func(*facts.Facts) *T) collector.Collector {
+	return collector.Func{ID: id, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+		*key(f), err = collectFn(ctx, env)
+		return err
+	}}
+}
+
+func osinfoCollectors() []collector.Collector {
 	return []collector.Collector{
-		collector.Func{ID: "access", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Access, err = access.Collect(ctx, env)
+		collector.Func{ID: "os", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
+			release, host, err := osinfo.CollectOS(ctx, env)
+			f.OS = release
+			if host != "" {
+				f.Target.Hostname = host
+			}
 			return err
 		}},
-		collector.Func{ID: "audit", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Audit, err = audit.Collector{State: osinfo.UnitActiveState}.Collect(ctx, env)
+		alone("kernel", osinfo.CollectKernel, func(f *facts.Facts) **osinfo.Kernel { return &f.Kernel }),
+		// systemd's version is its package's.
+		collector.Func{ID: "systemd", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Systemd, err = osinfo.CollectSystemd(ctx, env, f.Packages)
 			return err
 		}},
-		collector.Func{ID: "encryption", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Encryption, err = encryption.Collect(ctx, env)
+		// An image boots the hierarchy its kernel command line or its
+		// systemd package chooses.
+		collector.Func{ID: "cgroup", Deps: []string{"kernel", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+			f.Cgroup, err = osinfo.CollectCgroup(ctx, env, f.Kernel, f.Packages)
 			return err
 		}},
-		collector.Func{ID: "packages", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Packages, err = packages.CollectPackages(ctx, env)
-			return err
-		}},
-		collector.Func{ID: "manifest", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Manifest, err = packages.CollectManifest(ctx, env)
-			return err
-		}},
-		collector.Func{ID: "sbom", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.SBOM, err = packages.CollectSBOM(ctx, env)
-			return err
-		}},
+	}
+}
+
+func packagesCollectors() []collector.Collector {
+	return []collector.Collector{
+		alone("packages", packages.CollectPackages, func(f *facts.Facts) *[]packages.Package { return &f.Packages }),
+		alone("manifest", packages.CollectManifest, func(f *facts.Facts) *map[string]any { return &f.Manifest }),
+		alone("sbom", packages.CollectSBOM, func(f *facts.Facts) **packages.SBOM { return &f.SBOM }),
+	}
+}
+
+func networkCollectors() []collector.Collector {
+	return []collector.Collector{
 		collector.Func{ID: "network", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
 			ls, err := network.CollectListeners(ctx, env)
 			if err != nil {
@@ -74,36 +114,11 @@ func Collectors() []collector.Collector {
 			f.Network = net
 			return nil
 		}},
-		collector.Func{ID: "os", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
-			release, host, err := osinfo.CollectOS(ctx, env)
-			f.OS = release
-			if host != "" {
-				f.Target.Hostname = host
-			}
-			return err
-		}},
-		collector.Func{ID: "kernel", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Kernel, err = osinfo.CollectKernel(ctx, env)
-			return err
-		}},
-		// systemd's version is its package's.
-		collector.Func{ID: "systemd", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Systemd, err = osinfo.CollectSystemd(ctx, env, f.Packages)
-			return err
-		}},
-		// An image boots the hierarchy its kernel command line or its
-		// systemd package chooses.
-		collector.Func{ID: "cgroup", Deps: []string{"kernel", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Cgroup, err = osinfo.CollectCgroup(ctx, env, f.Kernel, f.Packages)
-			return err
-		}},
-		// On a live host each listening sshd is found among the
-		// listeners; a missing sshd_config is an error when
-		// openssh-server is installed.
-		collector.Func{ID: "ssh", Deps: []string{"network", "packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.SSH, err = ssh.Collect(ctx, env, f.Network, f.Packages)
-			return err
-		}},
+	}
+}
+
+func tlsCollectors() []collector.Collector {
+	return []collector.Collector{
 		// A missing nginx.conf is an error when an nginx package is
 		// installed.
 		collector.Func{ID: "tls", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) error {
@@ -126,22 +141,14 @@ func Collectors() []collector.Collector {
 			f.NoteNotJudged("tls_probe", notJudged)
 			return nil
 		}},
-		collector.Func{ID: "container_runtime", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.ContainerRuntime, err = runtime.CollectRuntime(ctx, env)
-			return err
-		}},
+	}
+}
+
+func runtimeCollectors() []collector.Collector {
+	return []collector.Collector{
+		alone("container_runtime", runtime.CollectRuntime, func(f *facts.Facts) **runtime.ContainerRuntime { return &f.ContainerRuntime }),
 		Containers(),
-		collector.Func{ID: "kubelet", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.Kubelet, err = runtime.CollectKubelet(ctx, env)
-			return err
-		}},
-		GPU(nvml.New()),
-		PCI(),
-		GPUDriver(),
-		collector.Func{ID: "secureboot", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-			f.SecureBoot, err = secureboot.Collect(ctx, env)
-			return err
-		}},
+		alone("kubelet", runtime.CollectKubelet, func(f *facts.Facts) **runtime.Kubelet { return &f.Kubelet }),
 	}
 }
 
@@ -149,10 +156,7 @@ func Collectors() []collector.Collector {
 // (runtime.CollectContainers), which the scan provisioner runs on its own
 // beside the vulnerability matching.
 func Containers() collector.Collector {
-	return collector.Func{ID: "containers", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
-		f.Containers, err = runtime.CollectContainers(ctx, env)
-		return err
-	}}
+	return alone("containers", runtime.CollectContainers, func(f *facts.Facts) **runtime.Containers { return &f.Containers })
 }
 
 // GPU is the collector of the GPUs through the NVML library lib: nvml.New()
