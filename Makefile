@@ -340,7 +340,7 @@ fuzz: check-go
 
 .PHONY: gpu-check
 gpu-check: check-go build
-	OUT_DIR=$(OUT) GPUHOST=$(GPUHOST) bash checks/gpu/gpu-check.sh
+	OUT_DIR=$(OUT) GPUHOST=$(GPUHOST) bash facts/gpu/gpu-check.sh
 
 .PHONY: clean
 clean:

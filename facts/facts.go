@@ -2,10 +2,10 @@
 // and policies read. Field names are the contract with the Rego pack: renaming
 // a JSON tag is a breaking change to every policy and every saved facts file.
 //
-// This file holds the document's frame; each domain's facts have a file of
-// their own (ssh.go, tls.go, network.go, encryption.go, gpu.go, runtime.go,
-// audit.go, access.go, packages.go, osinfo.go, secureboot.go), named like the collector
-// folder under checks/ that fills them and the policy folder that reads them.
+// This package holds the document's frame; each domain's facts are in the
+// domain's folder (ssh/, tls/, network/, encryption/, gpu/, runtime/,
+// audit/, access/, packages/, osinfo/, secureboot/), beside the collect
+// functions that fill them and the checks that read them.
 package facts
 
 import (

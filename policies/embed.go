@@ -33,9 +33,8 @@ import (
 // params.schema.json, with each of Domains at its folder name.
 var FS fs.FS = tree{own: own, mounts: mounts()}
 
-// own is the part of the pack this folder holds: the domains that span
-// collectors (drift, pin, key, sc), lib, the domains not yet beside their
-// collector, and the parameters.
+// own is the part of the pack this folder holds: the checks that span
+// domains (drift, key, pin), lib, and the parameters.
 //
 //go:embed */*.rego params.default.yaml params.schema.json
 var own embed.FS

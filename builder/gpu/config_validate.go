@@ -524,7 +524,7 @@ func DecodeJSON(data []byte) (*Config, error) {
 }
 
 // cudaTooNew says why a CUDA pin cannot run on a driver branch, or "" when
-// it can: the matrix (checks/gpu) is the one the gate judges images by, so
+// it can: the matrix (facts/gpu) is the one the gate judges images by, so
 // a plan it would fail is refused before anything is baked.
 func cudaTooNew(branch, cuda string) string {
 	b, _ := strconv.Atoi(branch)

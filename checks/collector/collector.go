@@ -1,7 +1,8 @@
 // Package collector runs the collectors that fill a facts document: it
 // orders them by what they need, runs each under the scan's one budget, and
-// records every outcome. Collectors live in sibling packages and satisfy
-// Collector structurally; what they are given, and the outcomes they may
+// records every outcome. The collectors are package domains' (a Func per
+// domain's collect function) and the scan commands' own, such as the
+// vulnerability matching; what they are given, and the outcomes they may
 // answer besides their facts, are package collect's.
 package collector
 

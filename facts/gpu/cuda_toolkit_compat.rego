@@ -2,7 +2,7 @@
 # title: The installed CUDA toolkit needs no newer driver than the one installed
 # description: >-
 #   Each driver branch supports CUDA up to a version (535 supports 12.2, 550 supports 12.4, 580
-#   supports 13.0; the matrix is in checks/gpu/compat.go and reaches policy as gpu_driver.max_cuda).
+#   supports 13.0; the matrix is in facts/gpu/compat.go and reaches policy as gpu_driver.max_cuda).
 #   A toolkit newer than that builds programs the driver refuses to run ("CUDA driver version is
 #   insufficient"). Minor-version compatibility lets some such programs run with reduced features;
 #   this check holds the image to the strict rule. Skips when no toolkit or no driver is installed,

@@ -4,7 +4,7 @@
 #   Each GPU model needs a minimum driver branch (H100 525, H200 and GH200 535, B200 570) and some
 #   kernel module flavour (Blackwell runs only on the open modules; Maxwell, Pascal and Volta only on
 #   the proprietary ones). The branch checked is the pinned one (params.gpu_driver_version) when set,
-#   else the running one. The matrix is in checks/gpu/compat.go and reaches policy as each device's
+#   else the running one. The matrix is in facts/gpu/compat.go and reaches policy as each device's
 #   min_driver_branch, open_module_supported and open_module_required.
 # scope: package
 # custom:

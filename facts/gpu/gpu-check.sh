@@ -17,7 +17,7 @@
 # Exit status is the scan's: 0 pass, 1 a check failed at or above --fail-on,
 # 2 the scan could not be trusted. validate's is kept in validate.exit.
 # To keep a host's facts as a test fixture, copy facts-host.json to
-# checks/gpu/testdata/real/<gpu-model>.json: TestRealFacts scans every file there;
+# facts/gpu/testdata/real/<gpu-model>.json: TestRealFacts scans every file there;
 # keep validate.json beside it as <gpu-model>.validate.json.
 set -eu
 

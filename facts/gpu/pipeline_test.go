@@ -264,7 +264,7 @@ func BenchmarkEvaluateDGX(b *testing.B) {
 // benchPrefix selects the checks BenchmarkEvaluateGPUChecks loads.
 var benchPrefix = cmp.Or(os.Getenv("GPUHOST_BENCH_PREFIX"), "gpu/")
 
-// BenchmarkEvaluateGPUChecks evaluates only the GPU checks (policies/gpu)
+// BenchmarkEvaluateGPUChecks evaluates only the GPU checks (facts/gpu, the pack's gpu/)
 // over one DGX's facts: the cost they add per host (target: < 1 ms).
 func BenchmarkEvaluateGPUChecks(b *testing.B) {
 	src := gpuOnly(b, benchPrefix)
