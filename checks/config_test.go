@@ -35,7 +35,7 @@ func TestBinaryGarbage(t *testing.T) {
 			dir := collecttest.TempTree(t, map[string]string{tc.file: garbage})
 			_, errs := collectDir(t, dir)
 			err := errs[tc.collector]
-			if checktest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), filepath.Base(tc.file)) {
+			if collecttest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), filepath.Base(tc.file)) {
 				t.Errorf("%s: %v, want an error naming the file", tc.collector, err)
 			}
 		})
@@ -76,7 +76,7 @@ func TestMissingIncludeIsAnError(t *testing.T) {
 	})
 	_, errs := collectDir(t, dir)
 	for _, name := range []string{"tls", "container_runtime"} {
-		if err := errs[name]; checktest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), "missing.") {
+		if err := errs[name]; collecttest.Status(err) != facts.StatusError || !strings.Contains(err.Error(), "missing.") {
 			t.Errorf("%s: %v, want an error naming the missing file", name, err)
 		}
 	}

@@ -36,12 +36,6 @@ func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	return &doc{kind: "rootfs", ContainerRuntime: rt}, map[string]error{"container_runtime": err}
 }
 
-// status is the outcome err gives a collector.
-func status(err error) string {
-	s, _ := collect.Classify(err)
-	return s
-}
-
 // golden compares the JSON of the facts this package fills with a file under
 // testdata/golden, with the root directory written as ROOT.
 func golden(t *testing.T, name, root string, f *doc) {
@@ -118,7 +112,7 @@ func TestWeakTree(t *testing.T) {
 
 func TestEmptyRoot(t *testing.T) {
 	f, errs := gather(t, t.TempDir())
-	if s := status(errs["container_runtime"]); s != collect.StatusNotApplicable {
+	if s := collecttest.Status(errs["container_runtime"]); s != collect.StatusNotApplicable {
 		t.Errorf("container_runtime status = %s (%v)", s, errs["container_runtime"])
 	}
 	if f.ContainerRuntime != nil {

@@ -30,12 +30,6 @@ func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	return &doc{SSH: s}, map[string]error{"ssh": err}
 }
 
-// status is the outcome err gives a collector.
-func status(err error) string {
-	s, _ := collect.Classify(err)
-	return s
-}
-
 // golden compares the JSON of the facts this package fills with a file under
 // testdata/golden, with the root directory written as ROOT.
 func golden(t *testing.T, name, root string, f *doc) {
@@ -150,7 +144,7 @@ func TestHugeSparseSSHDConfig(t *testing.T) {
 	fh.Close()
 	_, errs := gather(t, dir)
 	err = errs["ssh"]
-	if !errors.Is(err, sysroot.ErrTooLarge) || status(err) != collect.StatusError || !strings.Contains(err.Error(), "sshd_config") {
+	if !errors.Is(err, sysroot.ErrTooLarge) || collecttest.Status(err) != collect.StatusError || !strings.Contains(err.Error(), "sshd_config") {
 		t.Errorf("100 MB sshd_config: %v, want a too-large error naming the file", err)
 	}
 }
@@ -184,7 +178,7 @@ func TestSSHHostPrivateKeyFiles(t *testing.T) {
 
 func TestEmptyRoot(t *testing.T) {
 	f, errs := gather(t, t.TempDir())
-	if s := status(errs["ssh"]); s != collect.StatusNotApplicable {
+	if s := collecttest.Status(errs["ssh"]); s != collect.StatusNotApplicable {
 		t.Errorf("ssh status = %s (%v)", s, errs["ssh"])
 	}
 	if f.SSH != nil {

@@ -82,9 +82,3 @@ func CollectDir(t testing.TB, dir string, cs ...collector.Collector) (*facts.Fac
 	}
 	return f, errs
 }
-
-// Status is the status a collector's error gives it.
-func Status(err error) string {
-	s, _ := collect.Classify(err)
-	return s
-}

@@ -117,3 +117,9 @@ func TempTreeOf(t testing.TB, tree map[string]any) string {
 	WriteTree(t, dir, tree)
 	return dir
 }
+
+// Status is the status a collector's error gives it.
+func Status(err error) string {
+	s, _ := collect.Classify(err)
+	return s
+}
