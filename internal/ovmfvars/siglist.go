@@ -13,7 +13,7 @@ var certX509 = MustGUID("a5c059a1-94e4-4aa7-87b5-ab155c2bf072")
 // X509SignatureLists encodes certificates as db and MokList hold them: one
 // EFI_SIGNATURE_LIST of type EFI_CERT_X509_GUID per certificate (entries
 // of a list share one size, and certificates differ in size), each entry
-// owned by owner. The parser of these lists is checks/secureboot's, which
+// owned by owner. The parser of these lists is facts/secureboot's, which
 // reads MokListRT on a host; this is only the writer.
 func X509SignatureLists(owner GUID, certs ...[]byte) ([]byte, error) {
 	var out []byte
