@@ -13,7 +13,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
@@ -23,15 +22,10 @@ func gather(t *testing.T, dir string, live bool, state ActiveState) (*Audit, err
 	return Collector{State: state}.Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir), Live: live})
 }
 
-// golden compares the audit facts with testdata/golden/NAME.json, the
-// tree's directory written as ROOT.
+// golden compares the audit facts with testdata/golden/NAME.json.
 func golden(t *testing.T, name, root string, a *Audit) {
 	t.Helper()
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), a, *update, abs, "ROOT")
+	collecttest.GoldenTree(t, name, root, a, *update)
 }
 
 func TestHardenedTree(t *testing.T) {

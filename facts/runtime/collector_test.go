@@ -12,7 +12,6 @@ import (
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
-	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -36,16 +35,11 @@ func gather(t testing.TB, dir string) (*doc, map[string]error) {
 	return &doc{kind: "rootfs", ContainerRuntime: rt}, map[string]error{"container_runtime": err}
 }
 
-// golden compares the JSON of the facts this package fills with a file under
-// testdata/golden, with the root directory written as ROOT.
+// golden compares the facts this package fills, under their document
+// key, with testdata/golden/NAME.json.
 func golden(t *testing.T, name, root string, f *doc) {
 	t.Helper()
-	doc := map[string]any{"container_runtime": f.ContainerRuntime}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), doc, *update, abs, "ROOT")
+	collecttest.GoldenTree(t, name, root, map[string]any{"container_runtime": f.ContainerRuntime}, *update)
 }
 
 func TestHardenedTree(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // Symlink marks a tree entry that is a symlink to the given target.
@@ -122,4 +123,16 @@ func TempTreeOf(t testing.TB, tree map[string]any) string {
 func Status(err error) string {
 	s, _ := collect.Classify(err)
 	return s
+}
+
+// GoldenTree compares v, as indented JSON, with testdata/golden/NAME.json,
+// the scanned tree's directory written as ROOT so that the file holds
+// still wherever the test runs; update rewrites it.
+func GoldenTree(t *testing.T, name, root string, v any, update bool) {
+	t.Helper()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), v, update, abs, "ROOT")
 }
