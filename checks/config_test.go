@@ -14,7 +14,6 @@ import (
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/facts/tls"
@@ -114,7 +113,7 @@ func TestInstalledDaemonWithoutItsConfigIsAnError(t *testing.T) {
 			t.Errorf("%s, no package: got %v, want the honest absence", tc.file, err)
 		}
 		fsys, closer, _ = sysroot.Open(dir)
-		f.Packages = []packages.Package{{Name: tc.pkg, Version: "1.0-1", Arch: "amd64"}}
+		f.Packages = []facts.Package{{Name: tc.pkg, Version: "1.0-1", Arch: "amd64"}}
 		err = tc.collector.Collect(context.Background(), &collect.Env{FS: fsys}, f)
 		closer.Close()
 		if err == nil || errors.As(err, &o) || !strings.Contains(err.Error(), "link to /nonexistent/config") || !strings.Contains(err.Error(), tc.pkg) {

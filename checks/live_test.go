@@ -9,7 +9,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 )
 
 func TestLiveHostGolden(t *testing.T) {
@@ -36,7 +35,7 @@ func TestLiveHostGolden(t *testing.T) {
 	if f.Cgroup.Version != 2 {
 		t.Errorf("cgroup %+v", f.Cgroup)
 	}
-	want := map[string]network.Listener{
+	want := map[string]facts.Listener{
 		"tcp 0.0.0.0:22":             {Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812},
 		"tcp 127.0.0.1:631":          {Proto: "tcp", Address: "127.0.0.1", Port: 631},
 		"tcp6 :::443":                {Proto: "tcp6", Address: "::", Port: 443, Process: "nginx", PID: 1200},

@@ -6,9 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/gpuhost/gpuhost/facts/gpu"
-	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 // benchDocuments are the two sizes `scan facts` meets: the example document
@@ -29,9 +26,9 @@ func benchDocuments(tb testing.TB) map[string][]byte {
 
 // withPackages gives f n packages named and versioned like a Debian image's.
 func withPackages(f *Facts, n int) *Facts {
-	f.Packages = make([]packages.Package, n)
+	f.Packages = make([]Package, n)
 	for i := range f.Packages {
-		f.Packages[i] = packages.Package{
+		f.Packages[i] = Package{
 			Name:    fmt.Sprintf("libexample%04d-%d", i, i%7),
 			Version: fmt.Sprintf("%d.%d.%d-%dubuntu%d", i%5, i%13, i%31, i%3+1, i%4),
 			Arch:    []string{"amd64", "all"}[i%2],
@@ -88,12 +85,12 @@ func eightGPUHosts(tb testing.TB, n int) [][]byte {
 		f.GPU.Devices = nil
 		for d := range 8 {
 			temp := 30 + (h*8+d)%45
-			dev := gpu.GPUDevice{Index: d, Name: "NVIDIA H100 80GB HBM3", TemperatureC: &temp,
+			dev := GPUDevice{Index: d, Name: "NVIDIA H100 80GB HBM3", TemperatureC: &temp,
 				UUID:     fmt.Sprintf("GPU-%08x-0000-0000-0000-%012x", h, d),
 				PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
-				ECC:      &gpu.ECC{Current: true, Pending: true}, PCIe: &gpu.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16}}
+				ECC:      &ECC{Current: true, Pending: true}, PCIe: &PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16}}
 			for l := range 18 {
-				dev.NVLink = append(dev.NVLink, gpu.NVLink{Link: l, Active: true})
+				dev.NVLink = append(dev.NVLink, NVLink{Link: l, Active: true})
 			}
 			f.GPU.Devices = append(f.GPU.Devices, dev)
 		}

@@ -14,28 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts/gpu"
-
-	"github.com/gpuhost/gpuhost/facts/runtime"
-
-	"github.com/gpuhost/gpuhost/facts/tls"
-
-	"github.com/gpuhost/gpuhost/facts/ssh"
-
-	"github.com/gpuhost/gpuhost/facts/network"
-
-	"github.com/gpuhost/gpuhost/facts/audit"
-
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-
-	"github.com/gpuhost/gpuhost/facts/packages"
-
-	"github.com/gpuhost/gpuhost/facts/encryption"
-
-	"github.com/gpuhost/gpuhost/facts/access"
-
-	"github.com/gpuhost/gpuhost/facts/secureboot"
-
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -72,28 +50,28 @@ type Facts struct {
 	// it in silence.
 	NotJudged []NotJudged `json:"not_judged,omitempty" factschema:"notnull"`
 
-	OS               *osinfo.OS                `json:"os,omitempty"`
-	Kernel           *osinfo.Kernel            `json:"kernel,omitempty"`
-	Packages         []packages.Package        `json:"packages,omitempty" factschema:"notnull"`
-	Cgroup           *osinfo.Cgroup            `json:"cgroup,omitempty"`
-	Kubelet          *runtime.Kubelet          `json:"kubelet,omitempty"`
-	Audit            *audit.Audit              `json:"audit,omitempty"`
-	Access           *access.Access            `json:"access,omitempty"`
-	TLS              *tls.TLS                  `json:"tls,omitempty"`
-	SSH              *ssh.SSH                  `json:"ssh,omitempty"`
-	Encryption       *encryption.Encryption    `json:"encryption,omitempty"`
-	Network          *network.Network          `json:"network,omitempty"`
-	Systemd          *osinfo.Systemd           `json:"systemd,omitempty"`
-	ContainerRuntime *runtime.ContainerRuntime `json:"container_runtime,omitempty"`
-	GPU              *gpu.GPU                  `json:"gpu,omitempty"`
-	PCI              *gpu.PCI                  `json:"pci,omitempty"`
-	GPUDriver        *gpu.GPUDriver            `json:"gpu_driver,omitempty"`
-	Containers       *runtime.Containers       `json:"containers,omitempty"`
-	Manifest         map[string]any            `json:"manifest,omitempty"`
-	ConfigFiles      []packages.ConfigFile     `json:"config_files,omitempty" factschema:"notnull"`
-	Vulnerabilities  *packages.Vulnerabilities `json:"vulnerabilities,omitempty"`
-	SBOM             *packages.SBOM            `json:"sbom,omitempty"`
-	SecureBoot       *secureboot.SecureBoot    `json:"secure_boot,omitempty"`
+	OS               *OS               `json:"os,omitempty"`
+	Kernel           *Kernel           `json:"kernel,omitempty"`
+	Packages         []Package         `json:"packages,omitempty" factschema:"notnull"`
+	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
+	Kubelet          *Kubelet          `json:"kubelet,omitempty"`
+	Audit            *Audit            `json:"audit,omitempty"`
+	Access           *Access           `json:"access,omitempty"`
+	TLS              *TLS              `json:"tls,omitempty"`
+	SSH              *SSH              `json:"ssh,omitempty"`
+	Encryption       *Encryption       `json:"encryption,omitempty"`
+	Network          *Network          `json:"network,omitempty"`
+	Systemd          *Systemd          `json:"systemd,omitempty"`
+	ContainerRuntime *ContainerRuntime `json:"container_runtime,omitempty"`
+	GPU              *GPU              `json:"gpu,omitempty"`
+	PCI              *PCI              `json:"pci,omitempty"`
+	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
+	Containers       *Containers       `json:"containers,omitempty"`
+	Manifest         map[string]any    `json:"manifest,omitempty"`
+	ConfigFiles      []ConfigFile      `json:"config_files,omitempty" factschema:"notnull"`
+	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
+	SBOM             *SBOM             `json:"sbom,omitempty"`
+	SecureBoot       *SecureBoot       `json:"secure_boot,omitempty"`
 }
 
 // New returns an empty document for the given target, stamped with the schema.

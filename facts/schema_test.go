@@ -11,18 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts/access"
-	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/encryption"
-	"github.com/gpuhost/gpuhost/facts/gpu"
-	"github.com/gpuhost/gpuhost/facts/network"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
-	"github.com/gpuhost/gpuhost/facts/runtime"
-	"github.com/gpuhost/gpuhost/facts/secureboot"
-	"github.com/gpuhost/gpuhost/facts/ssh"
-	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/good-full.json")
@@ -39,47 +28,47 @@ func fullFacts() *Facts {
 	f.Record("network", StatusNotApplicable, "offline rootfs")
 	f.Record("tls", StatusError, "parsing /etc/ssl/openssl.cnf: line 3: bad section")
 	f.NoteNotJudged("tls_probe", []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\""})
-	f.OS = &osinfo.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
-	f.Kernel = &osinfo.Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
-	f.Packages = []packages.Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
-	f.Cgroup = &osinfo.Cgroup{Version: 2, Source: "statfs", Memory: &osinfo.CgroupMemory{ControllerEnabled: ptr(true), Slices: []osinfo.SliceMemory{
+	f.OS = &OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", PrettyName: "Ubuntu 22.04.4 LTS"}
+	f.Kernel = &Kernel{Release: "5.15.0-105-generic", Cmdline: []string{"ro", "quiet"}, CmdlineSource: "/proc/cmdline", Installed: []string{"5.15.0-105-generic"}}
+	f.Packages = []Package{{Name: "nvidia-utils-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}}
+	f.Cgroup = &Cgroup{Version: 2, Source: "statfs", Memory: &CgroupMemory{ControllerEnabled: ptr(true), Slices: []SliceMemory{
 		{Name: "system.slice", MemoryMax: "max", MemoryHigh: "max", Source: "cgroup"},
 		{Name: "user.slice", MemoryMax: "32G", Source: "cgroup"},
 	}}}
-	f.Kubelet = &runtime.Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
+	f.Kubelet = &Kubelet{ConfigPath: "/var/lib/kubelet/config.yaml", CgroupDriver: "systemd", SystemReservedMemory: "2Gi",
 		KubeReservedMemory: "1Gi", EvictionHardMemory: "500Mi", EnforceNodeAllocatable: []string{"pods"},
 		RotateCertificates: true, ServerTLSBootstrap: true}
-	f.Audit = &audit.Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
-		Rules: []audit.AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
-			Syscalls: []string{}, Fields: []audit.AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
-		Kernel: &audit.AuditKernel{Error: "", Rules: []audit.AuditRule{}, Unloaded: []audit.AuditRule{}, Unexpected: []audit.AuditRule{{Kind: "watch", Path: "/tmp",
-			Perms: "w", Syscalls: []string{}, Fields: []audit.AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
-		Config: audit.AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
+	f.Audit = &Audit{Installed: true, Enabled: true, Active: "active", RulesFiles: []string{"/etc/audit/rules.d/50-gpuhost.rules"},
+		Rules: []AuditRule{{File: "/etc/audit/rules.d/50-gpuhost.rules", Line: 3, Kind: "watch", Path: "/etc/ssh", Perms: "aw",
+			Syscalls: []string{}, Fields: []AuditField{}, Key: "sshd", Text: "-w /etc/ssh -p wa -k sshd"}},
+		Kernel: &AuditKernel{Error: "", Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{{Kind: "watch", Path: "/tmp",
+			Perms: "w", Syscalls: []string{}, Fields: []AuditField{}, Text: "-w /tmp -p w"}}, NotCompared: 1},
+		Config: AuditdConfig{Path: "/etc/audit/auditd.conf", LogFile: "/var/log/audit/audit.log", MaxLogFileAction: "keep_logs", NumLogs: 5,
 			SpaceLeftAction: "email", AdminSpaceLeftAction: "single", DiskFullAction: "halt", DiskErrorAction: "halt",
 			Locations: map[string]collect.FileLine{"disk_full_action": {File: "/etc/audit/auditd.conf", Line: 4}}},
-		Remote: audit.AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
+		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
-	f.Access = &access.Access{
-		Users:  []access.Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
-		Groups: []access.Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
-		Sudo: &access.Sudo{Files: []string{"/etc/sudoers"}, Rules: []access.SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
+	f.Access = &Access{
+		Users:  []Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
+		Groups: []Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
+		Sudo: &Sudo{Files: []string{"/etc/sudoers"}, Rules: []SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
 			Hosts: []string{"ALL"}, RunAs: []string{"ALL"}, Commands: []string{"ALL"}, AllCommands: true, NoPasswd: false}},
-			Defaults: []access.SudoDefault{{File: "/etc/sudoers", Line: 9, Scope: "", Name: "use_pty", Value: "", Negated: false}}},
-		PAMSSHD:     []access.PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
-		EtcWritable: []access.WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
+			Defaults: []SudoDefault{{File: "/etc/sudoers", Line: 9, Scope: "", Name: "use_pty", Value: "", Negated: false}}},
+		PAMSSHD:     []PAMRule{{File: "/etc/pam.d/sshd", Line: 4, Type: "auth", Control: "required", Module: "pam_google_authenticator.so", Args: []string{"nullok"}}},
+		EtcWritable: []WritableFile{{Path: "/etc/gpuhost/shared", Mode: "drwxrwxr-x", GID: 1002, Group: "gpuhost-dev", GroupWritable: true, WorldWritable: false}},
 	}
-	f.TLS = &tls.TLS{
-		OpenSSL: &tls.OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
-		Nginx:   []tls.NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
-		Probes: []tls.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &tls.TLSCertificate{
+	f.TLS = &TLS{
+		OpenSSL: &OpenSSL{ConfigPath: "/etc/ssl/openssl.cnf", MinProtocol: "TLSv1.3", MinProtocolFile: "/etc/ssl/openssl.cnf", MinProtocolLine: 14, MaxProtocol: "", CipherSuites: "TLS_AES_256_GCM_SHA384"},
+		Nginx:   []NginxTLS{{File: "/etc/nginx/nginx.conf", Line: 36, Protocols: []string{"TLSv1.2", "TLSv1.3"}, Source: "process", PID: 1200}},
+		Probes: []TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true, WeakSuites: []string{}, Certificate: &TLSCertificate{
 			Subject: "CN=node", Issuer: "CN=CA", NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", SANs: []string{"node"},
-		}, Chain: []tls.TLSChainCert{{
+		}, Chain: []TLSChainCert{{
 			Depth: 0, Subject: "CN=node", Issuer: "CN=CA", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 			NotBefore: "2026-11-01T00:00:00Z", NotAfter: "2027-01-31T00:00:00Z", AgeSeconds: 2592000, SecondsLeft: 5270400, KeyType: "EC", KeyBits: 256,
 			SignatureAlgorithm: "ECDSA-SHA256", KeyUsage: []string{"digitalSignature"}, ExtKeyUsage: []string{"serverAuth"}, Link: "bad_signature",
 			LinkError: "x509: ECDSA verification failure",
-		}}, Verification: &tls.TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
+		}}, Verification: &TLSVerification{Store: "/etc/ssl/certs/ca-certificates.crt", StoreError: "", Verified: false,
 			Error: "x509: certificate signed by unknown authority"},
 			Error: "tls1.2: timed out: connected, but no ServerHello within 2s"}, {
 			Address: "0.0.0.0:25", StartTLS: "smtp", TLS12Accepted: true, WeakSuites: []string{}, Connections: 12,
@@ -88,7 +77,7 @@ func fullFacts() *Facts {
 			Error: "filtered: the TCP connect got no answer within 2s",
 		}},
 	}
-	sshSettings := ssh.SSHSettings{
+	sshSettings := SSHSettings{
 		ConfigPath: "/etc/ssh/sshd_config", Files: []string{"/etc/ssh/sshd_config"},
 		PermitRootLogin: "no", PasswordAuthentication: "no", KbdInteractiveAuthentication: "no", PermitEmptyPasswords: "no",
 		Ciphers: []string{"aes256-gcm@openssh.com"}, KexAlgorithms: []string{"curve25519-sha256"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"},
@@ -96,63 +85,63 @@ func fullFacts() *Facts {
 		UsePAM:            "yes", AuthenticationMethods: []string{"publickey"}, AllowGroups: []string{"gpuhost-admin"},
 		DenyGroups: []string{}, AllowUsers: []string{}, DenyUsers: []string{"guest"},
 		Explicit: []string{"permitrootlogin"}, Locations: map[string]collect.FileLine{"permitrootlogin": {File: "/etc/ssh/sshd_config", Line: 32}},
-		Match: []ssh.SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []ssh.SSHSetting{
+		Match: []SSHMatch{{File: "/etc/ssh/sshd_config", Line: 40, Criteria: "User backup", Settings: []SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config", Line: 41},
 		}}},
-		HostKeys: []ssh.SSHHostKey{
+		HostKeys: []SSHHostKey{
 			{Type: "ssh-rsa", Bits: 2048, Fingerprint: "SHA256:abc", Source: "wire", Address: "0.0.0.0:22"},
 			{Type: "ssh-ed25519", Bits: 256, Source: "file", File: "/etc/ssh/ssh_host_ed25519_key", Error: "reading host key: not found"},
 		},
 	}
-	f.SSH = &ssh.SSH{SSHSettings: sshSettings, Source: "file", Daemons: []ssh.SSHDaemon{{
+	f.SSH = &SSH{SSHSettings: sshSettings, Source: "file", Daemons: []SSHDaemon{{
 		SSHSettings: sshSettings, PID: 812, Source: "process", Listen: []string{"0.0.0.0:22"},
-		Wire: []ssh.SSHWire{{
+		Wire: []SSHWire{{
 			Address: "0.0.0.0:22", Source: "wire", Version: "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3",
 			KexAlgorithms: []string{"curve25519-sha256"}, HostKeyAlgorithms: []string{"rsa-sha2-512"},
 			Ciphers: []string{"aes256-gcm@openssh.com"}, MACs: []string{"hmac-sha2-512-etm@openssh.com"}, Error: "",
 		}},
 	}}}
-	f.Encryption = &encryption.Encryption{
-		Crypttab: []encryption.CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
-		Root: &encryption.RootEncryption{Encrypted: true, Source: "dm", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}, Hops: []encryption.Hop{
+	f.Encryption = &Encryption{
+		Crypttab: []CrypttabEntry{{Name: "cryptroot", Device: "UUID=1234", KeyFile: "none", Options: []string{"luks", "discard"}}},
+		Root: &RootEncryption{Encrypted: true, Source: "dm", Device: "/dev/dm-0", Chain: []string{"dm-0", "nvme0n1p3"}, Hops: []Hop{
 			{Device: "dm-0", Kind: "crypt", Name: "cryptroot", Learned: "sysfs", Depth: 0,
-				Crypt: &encryption.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel",
-					Tokens:        []encryption.LUKSToken{{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{7}, TPM2PubkeyPCRs: []int{11}, Error: ""}},
-					FirstBootTPM2: &encryption.TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}, Error: ""}}},
+				Crypt: &CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel",
+					Tokens:        []LUKSToken{{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{7}, TPM2PubkeyPCRs: []int{11}, Error: ""}},
+					FirstBootTPM2: &TPM2Enrolment{File: "/etc/gpuhost/luks-enroll.conf", PCRs: []int{7}, Error: ""}}},
 			{Device: "nvme0n1p3", Kind: "partition", Learned: "sysfs", Depth: 1},
 		}},
-		Swap: []encryption.Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
+		Swap: []Swap{{Device: "/dev/zram0", Encrypted: false, Kind: "zram"}},
 	}
-	f.Network = &network.Network{
-		Listening: []network.Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
-		Firewall: &network.Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
-			Unit:      &osinfo.UnitState{Name: "nftables.service", State: "active"},
-			Admits:    []network.FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
-			Unmodeled: []network.FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
+	f.Network = &Network{
+		Listening: []Listener{{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 812}},
+		Firewall: &Firewall{Backend: "nftables", Enabled: true, DefaultInputPolicy: "drop", AllowedPorts: []int{22, 443}, Source: "kernel",
+			Unit:      &UnitState{Name: "nftables.service", State: "active"},
+			Admits:    []FirewallAdmit{{Proto: "tcp", From: 22, To: 22, Rule: "inet filter input handle 4: tcp dport @allowed accept"}, {Proto: "tcp", From: 443, To: 443, Rule: "inet filter input handle 4: tcp dport @allowed accept"}},
+			Unmodeled: []FirewallRule{{Rule: "inet filter input handle 7: ip saddr 10.0.0.0/8 drop", Reason: "cannot evaluate ip saddr", MayAccept: false}}},
 	}
-	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
-	f.ContainerRuntime = &runtime.ContainerRuntime{
-		Containerd: &runtime.Containerd{
+	f.Systemd = &Systemd{Enabled: []string{"nvidia-persistenced.service"}, Masked: []string{"unattended-upgrades.service"}, Version: 249}
+	f.ContainerRuntime = &ContainerRuntime{
+		Containerd: &Containerd{
 			ConfigPath: "/etc/containerd/config.toml", ConfigVersion: 2, Imports: []string{"/etc/containerd/conf.d/99-nvidia.toml"},
 			NvidiaRuntime: true, NvidiaBinary: "/usr/bin/nvidia-container-runtime", DefaultRuntime: "nvidia",
 			SystemdCgroup: ptr(true), NvidiaSystemdCgroup: ptr(false), CDIEnabled: true,
 		},
-		Docker: &runtime.Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
+		Docker: &Docker{ConfigPath: "/etc/docker/daemon.json", DefaultRuntime: "nvidia", Runtimes: []string{"nvidia"}, CgroupDriver: "systemd", CDIEnabled: true,
 			Locations: map[string]collect.FileLine{"cgroup_driver": {File: "/etc/docker/daemon.json", Line: 3}}},
-		CDISpecs: []runtime.CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
+		CDISpecs: []CDISpec{{File: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", Devices: []string{"0", "all"}}},
 	}
-	f.GPU = &gpu.GPU{
+	f.GPU = &GPU{
 		Available: true, Reason: "", DriverVersion: "535.161.08", CUDADriverVersion: "12.2", NVMLVersion: "12.535.161.08", KernelModuleVersion: "535.161.08",
-		Devices: []gpu.GPUDevice{{
+		Devices: []GPUDevice{{
 			Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB", PCIBusID: "00000000:07:00.0",
-			ECC:                  &gpu.ECC{Current: true, Pending: true, UncorrectedVolatile: 0, UncorrectedAggregate: 1},
-			RetiredPages:         &gpu.RetiredPages{Pending: false, Count: 0},
-			RemappedRows:         &gpu.RemappedRows{Correctable: 1, Uncorrectable: 0, Pending: false, Failed: false},
+			ECC:                  &ECC{Current: true, Pending: true, UncorrectedVolatile: 0, UncorrectedAggregate: 1},
+			RetiredPages:         &RetiredPages{Pending: false, Count: 0},
+			RemappedRows:         &RemappedRows{Correctable: 1, Uncorrectable: 0, Pending: false, Failed: false},
 			PersistenceMode:      ptr(true),
-			MIG:                  &gpu.MIG{Current: false, Pending: false},
+			MIG:                  &MIG{Current: false, Pending: false},
 			TemperatureC:         ptr(-3),
-			PCIe:                 &gpu.PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16},
-			NVLink:               []gpu.NVLink{{Link: 0, Active: true}},
+			PCIe:                 &PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16},
+			NVLink:               []NVLink{{Link: 0, Active: true}},
 			Unsupported:          []string{"retired_pages"},
 			TemperatureSlowdownC: ptr(90), PowerW: ptr(61.5), PowerLimitW: ptr(400.0),
 			ThrottleReasons: []string{"gpu_idle"}, Architecture: "ampere", MinDriverBranch: 450,
@@ -160,50 +149,50 @@ func fullFacts() *Facts {
 		}},
 		KernelModuleType: "proprietary", DriverBranch: 535, DriverMismatch: false, Unsupported: []string{"conf_compute"},
 		XIDSource: "/var/log/kern.log", XIDError: "",
-		ConfCompute: &gpu.ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "production"},
-		XIDEvents:   []gpu.XIDEvent{{Code: 79, PCIBusID: "0000:07:00.0", Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}},
-		Validation: &gpu.GPUValidation{
-			GPUs: []gpu.ValidationGPU{{Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB"}},
-			Steps: []gpu.ValidationStep{
-				{Name: "driver", Status: gpu.ValidationPassed, Required: true, Reason: "kernel module 535.161.08 and libnvidia-ml 535.161.08 agree"},
-				{Name: "fabric", Status: gpu.ValidationFailed, Required: true, Reason: "fabric registration is not complete on 1 of 1 GPUs",
-					GPUs: []gpu.ValidationGPUResult{{Index: 0, UUID: "GPU-0000", Status: gpu.ValidationFailed, Detail: "fabric registration in progress"}}},
+		ConfCompute: &ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "production"},
+		XIDEvents:   []XIDEvent{{Code: 79, PCIBusID: "0000:07:00.0", Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus."}},
+		Validation: &GPUValidation{
+			GPUs: []ValidationGPU{{Index: 0, UUID: "GPU-0000", Name: "NVIDIA A100-SXM4-80GB"}},
+			Steps: []ValidationStep{
+				{Name: "driver", Status: ValidationPassed, Required: true, Reason: "kernel module 535.161.08 and libnvidia-ml 535.161.08 agree"},
+				{Name: "fabric", Status: ValidationFailed, Required: true, Reason: "fabric registration is not complete on 1 of 1 GPUs",
+					GPUs: []ValidationGPUResult{{Index: 0, UUID: "GPU-0000", Status: ValidationFailed, Detail: "fabric registration in progress"}}},
 			},
 		},
 	}
-	f.GPUDriver = &gpu.GPUDriver{
-		Packages: []packages.Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},
+	f.GPUDriver = &GPUDriver{
+		Packages: []Package{{Name: "nvidia-driver-535-server", Version: "535.161.08-0ubuntu2", Arch: "amd64", Held: true}},
 		Version:  "535.161.08", Branch: 535, Flavor: "proprietary",
 		Modules:            map[string][]string{"5.15.0-105-generic": {"/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko"}},
 		NouveauBlacklisted: true, NouveauSource: "/etc/modprobe.d/blacklist-nouveau.conf",
 		PersistencedEnabled: true, FabricManagerEnabled: false,
 		CUDAToolkitVersion: "12.2", CUDAToolkitSource: "cuda-toolkit-12-2", MaxCUDA: "12.2",
 	}
-	f.Containers = &runtime.Containers{Images: []runtime.ContainerImage{{Ref: "nvcr.io/nvidia/pytorch:24.01-py3", Digest: "sha256:abc", Source: "/var/lib/containerd"}}}
+	f.Containers = &Containers{Images: []ContainerImage{{Ref: "nvcr.io/nvidia/pytorch:24.01-py3", Digest: "sha256:abc", Source: "/var/lib/containerd"}}}
 	f.Manifest = map[string]any{"schema": "gpuhost.manifest/v1", "pins": map[string]any{"driver": "535.161.08"}}
-	f.ConfigFiles = []packages.ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
+	f.ConfigFiles = []ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
 	numa := 0
-	f.PCI = &gpu.PCI{Devices: []gpu.PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa}}}
-	f.Vulnerabilities = &packages.Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []packages.Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
-		Images: []packages.ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
-			Findings: []packages.Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
+	f.PCI = &PCI{Devices: []PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa}}}
+	f.Vulnerabilities = &Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
+		Images: []ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
+			Findings: []Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},
 		ImagesError: "the containers collector is error"}
-	f.SecureBoot = &secureboot.SecureBoot{
+	f.SecureBoot = &SecureBoot{
 		ESP: "/boot/efi", ESPError: "",
-		BootFiles: []secureboot.BootFile{{Path: "/boot/efi/EFI/debian/shimx64.efi", Role: secureboot.RoleShim, Size: 952768, Signatures: []secureboot.Authenticode{{
+		BootFiles: []BootFile{{Path: "/boot/efi/EFI/debian/shimx64.efi", Role: RoleShim, Size: 952768, Signatures: []Authenticode{{
 			Signer: "CN=Microsoft Windows UEFI Driver Publisher", Issuer: "CN=Microsoft Corporation UEFI CA 2011", Serial: "3300000041",
 			DigestAlgorithm: "sha256", DigestMatches: true, SignatureValid: true, Error: "",
 		}}, Error: ""}},
-		Modules: []secureboot.KernelModule{{Name: "nvidia", File: "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.xz", Kernel: "6.1.0-28-amd64",
+		Modules: []KernelModule{{Name: "nvidia", File: "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.xz", Kernel: "6.1.0-28-amd64",
 			Loaded: true, Taint: "POE", Signed: true, HashAlgorithm: "sha512", Signer: "DKMS module signing key", KeyID: "791ceb",
 			VerifiedBy: "/var/lib/dkms/mok.pub", Error: ""}},
 		ModulesError: "",
-		TrustedKeys: []secureboot.TrustedKey{{Source: "/var/lib/dkms/mok.pub", Enrolled: true, Subject: "CN=DKMS module signing key", Issuer: "CN=DKMS module signing key",
+		TrustedKeys: []TrustedKey{{Source: "/var/lib/dkms/mok.pub", Enrolled: true, Subject: "CN=DKMS module signing key", Issuer: "CN=DKMS module signing key",
 			Serial: "791ceb", SHA256: strings.Repeat("ab", 32), Error: ""}},
-		Firmware: &secureboot.Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
-		Lockdown: &secureboot.Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
+		Firmware: &Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
+		Lockdown: &Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
 	}
-	f.SBOM = &packages.SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
+	f.SBOM = &SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
 	return f
 }
 
@@ -237,16 +226,16 @@ func TestSchemaAcceptsMinimalAndNilSlices(t *testing.T) {
 		t.Fatalf("minimal document: %v", err)
 	}
 	// Collectors may leave slices nil; Go marshals those as null.
-	f.Kernel = &osinfo.Kernel{}
-	f.TLS = &tls.TLS{}
-	f.SSH = &ssh.SSH{}
-	f.Encryption = &encryption.Encryption{Root: &encryption.RootEncryption{}}
-	f.Network = &network.Network{Firewall: &network.Firewall{}}
-	f.Systemd = &osinfo.Systemd{}
-	f.ContainerRuntime = &runtime.ContainerRuntime{Containerd: &runtime.Containerd{}, Docker: &runtime.Docker{}}
-	f.GPU = &gpu.GPU{Devices: []gpu.GPUDevice{{}}}
-	f.Containers = &runtime.Containers{}
-	f.Vulnerabilities = &packages.Vulnerabilities{}
+	f.Kernel = &Kernel{}
+	f.TLS = &TLS{}
+	f.SSH = &SSH{}
+	f.Encryption = &Encryption{Root: &RootEncryption{}}
+	f.Network = &Network{Firewall: &Firewall{}}
+	f.Systemd = &Systemd{}
+	f.ContainerRuntime = &ContainerRuntime{Containerd: &Containerd{}, Docker: &Docker{}}
+	f.GPU = &GPU{Devices: []GPUDevice{{}}}
+	f.Containers = &Containers{}
+	f.Vulnerabilities = &Vulnerabilities{}
 	if err := Validate(*f); err != nil {
 		t.Fatalf("document with nil slices: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -131,7 +132,7 @@ type Pins struct {
 
 // Package is one installed package of the inventory.
 type Package struct {
-	packages.Package
+	facts.Package
 	// SHA256 is the hex sha256 of the .deb the package was installed from,
 	// as apt's Packages index and the downloaded file give it; empty where
 	// the build could not tell (a manifest made outside a build, or by a

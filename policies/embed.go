@@ -9,17 +9,7 @@ import (
 	"embed"
 	"io/fs"
 
-	"github.com/gpuhost/gpuhost/facts/access"
-	"github.com/gpuhost/gpuhost/facts/audit"
-	"github.com/gpuhost/gpuhost/facts/encryption"
-	"github.com/gpuhost/gpuhost/facts/gpu"
-	"github.com/gpuhost/gpuhost/facts/network"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
-	"github.com/gpuhost/gpuhost/facts/runtime"
-	"github.com/gpuhost/gpuhost/facts/secureboot"
-	"github.com/gpuhost/gpuhost/facts/ssh"
-	"github.com/gpuhost/gpuhost/facts/tls"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // params.default.yaml is written from params.schema.json, each parameter's
@@ -54,17 +44,27 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
-	{Folder: "audit", Dir: "facts/audit", FS: audit.Policy},
-	{Folder: "cgroup", Dir: "facts/osinfo", FS: osinfo.Policy},
-	{Folder: "enc", Dir: "facts/encryption", FS: encryption.Policy},
-	{Folder: "gpu", Dir: "facts/gpu", FS: gpu.Policy},
-	{Folder: "iam", Dir: "facts/access", FS: access.Policy},
-	{Folder: "net", Dir: "facts/network", FS: network.Policy},
-	{Folder: "runtime", Dir: "facts/runtime", FS: runtime.Policy},
-	{Folder: "sb", Dir: "facts/secureboot", FS: secureboot.Policy},
-	{Folder: "sc", Dir: "facts/packages", FS: packages.Policy},
-	{Folder: "ssh", Dir: "facts/ssh", FS: ssh.Policy},
-	{Folder: "tls", Dir: "facts/tls", FS: tls.Policy},
+	{Folder: "audit", Dir: "facts/audit", FS: domain("audit")},
+	{Folder: "cgroup", Dir: "facts/osinfo", FS: domain("osinfo")},
+	{Folder: "enc", Dir: "facts/encryption", FS: domain("encryption")},
+	{Folder: "gpu", Dir: "facts/gpu", FS: domain("gpu")},
+	{Folder: "iam", Dir: "facts/access", FS: domain("access")},
+	{Folder: "net", Dir: "facts/network", FS: domain("network")},
+	{Folder: "runtime", Dir: "facts/runtime", FS: domain("runtime")},
+	{Folder: "sb", Dir: "facts/secureboot", FS: domain("secureboot")},
+	{Folder: "sc", Dir: "facts/packages", FS: domain("packages")},
+	{Folder: "ssh", Dir: "facts/ssh", FS: domain("ssh")},
+	{Folder: "tls", Dir: "facts/tls", FS: domain("tls")},
+}
+
+// domain is the Rego of the domain whose folder under facts/ is dir.
+func domain(dir string) fs.FS {
+	sub, err := fs.Sub(facts.Rego, dir)
+	if err != nil {
+		// fs.Sub fails only on an invalid path, and dir is a constant.
+		panic(err)
+	}
+	return sub
 }
 
 func mounts() map[string]fs.FS {

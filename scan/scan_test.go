@@ -14,7 +14,6 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/tls"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan/waivers"
 )
@@ -70,11 +69,11 @@ func TestCoverageNamesWhatWasNotJudged(t *testing.T) {
 	for _, c := range []string{"network", "tls", "tls_probe"} {
 		f.Record(c, facts.StatusOK, "")
 	}
-	unreachable := func(addr string, loopback bool) tls.TLSProbe {
-		return tls.TLSProbe{Address: addr, Loopback: loopback, Unreachable: true, Connections: 1, WeakSuites: []string{},
+	unreachable := func(addr string, loopback bool) facts.TLSProbe {
+		return facts.TLSProbe{Address: addr, Loopback: loopback, Unreachable: true, Connections: 1, WeakSuites: []string{},
 			Error: "filtered: the TCP connect got no answer within 2s"}
 	}
-	f.TLS = &tls.TLS{Nginx: []tls.NginxTLS{}, Probes: []tls.TLSProbe{unreachable("0.0.0.0:8443", false), unreachable("127.0.0.1:7000", true)}}
+	f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}, Probes: []facts.TLSProbe{unreachable("0.0.0.0:8443", false), unreachable("127.0.0.1:7000", true)}}
 	notJudged := []string{"0.0.0.0:22/tcp (sshd): not TLS: it spoke first, which no TLS server does: \"SSH-2.0-OpenSSH_9.2p1\"",
 		"0.0.0.0:5353/udp: not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"}
 	f.NoteNotJudged("tls_probe", notJudged)

@@ -20,7 +20,6 @@ import (
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/containers/vex"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
@@ -85,7 +84,7 @@ type attached struct {
 // vex makes the OpenVEX document of the CVE findings waivers accepted and
 // attaches it to the image; nil when no CVE was waived.
 func (p *PostProcessor) vex(ctx context.Context, ui packersdk.Ui, img name.Digest, rep *reports.Report, f *facts.Facts, opts []publish.Option) (*attached, error) {
-	var distro osinfo.OS
+	var distro facts.OS
 	if f.OS != nil {
 		distro = *f.OS
 	}

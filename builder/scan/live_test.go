@@ -17,8 +17,6 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 	"golang.org/x/crypto/ssh"
 
-	sshfacts "github.com/gpuhost/gpuhost/facts/ssh"
-
 	"github.com/gpuhost/gpuhost/builder/gpu"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/network"
@@ -255,7 +253,7 @@ func TestLiveApplyOverSSH(t *testing.T) {
 	if fw := f.Network.Firewall; fw == nil || fw.Source != "kernel" || fw.DefaultInputPolicy != "drop" || !slices.Equal(fw.AllowedPorts, []int{22}) {
 		t.Errorf("the facts' firewall is %+v; want the kernel's, dropping, admitting 22", fw)
 	}
-	var daemon *sshfacts.SSHDaemon
+	var daemon *facts.SSHDaemon
 	for i, d := range f.SSH.Daemons {
 		if d.PID == pid {
 			daemon = &f.SSH.Daemons[i]

@@ -27,7 +27,6 @@ import (
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
@@ -485,11 +484,11 @@ func TestSeededImagesOnTheInstanceAreNotPassedUnmatched(t *testing.T) {
 	if got := seededNotMatched(f); !strings.Contains(got, "do not list") {
 		t.Errorf("no containers facts: %q", got)
 	}
-	f.Containers = &runtime.Containers{Images: []runtime.ContainerImage{}}
+	f.Containers = &facts.Containers{Images: []facts.ContainerImage{}}
 	if got := seededNotMatched(f); got != "" {
 		t.Errorf("nothing seeded: %q, want no error", got)
 	}
-	f.Containers.Images = append(f.Containers.Images, runtime.ContainerImage{Ref: "nvcr.io/nvidia/cuda:12", Digest: "sha256:ab"})
+	f.Containers.Images = append(f.Containers.Images, facts.ContainerImage{Ref: "nvcr.io/nvidia/cuda:12", Digest: "sha256:ab"})
 	if got := seededNotMatched(f); !strings.Contains(got, "its 1 seeded images") {
 		t.Errorf("one seeded: %q", got)
 	}

@@ -33,13 +33,13 @@ func Collectors() []collector.Collector {
 	return slices.Concat(osinfoCollectors(), packagesCollectors(), networkCollectors(), tlsCollectors(),
 		runtimeCollectors(), []collector.Collector{GPU(nvml.New()), PCI(), GPUDriver()},
 		[]collector.Collector{
-			alone("access", access.Collect, func(f *facts.Facts) **access.Access { return &f.Access }),
+			alone("access", access.Collect, func(f *facts.Facts) **facts.Access { return &f.Access }),
 			collector.Func{ID: "audit", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 				f.Audit, err = audit.Collector{State: osinfo.UnitActiveState}.Collect(ctx, env)
 				return err
 			}},
-			alone("encryption", encryption.Collect, func(f *facts.Facts) **encryption.Encryption { return &f.Encryption }),
-			alone("secureboot", secureboot.Collect, func(f *facts.Facts) **secureboot.SecureBoot { return &f.SecureBoot }),
+			alone("encryption", encryption.Collect, func(f *facts.Facts) **facts.Encryption { return &f.Encryption }),
+			alone("secureboot", secureboot.Collect, func(f *facts.Facts) **facts.SecureBoot { return &f.SecureBoot }),
 			// On a live host each listening sshd is found among the
 			// listeners; a missing sshd_config is an error when
 			// openssh-server is installed.
@@ -69,7 +69,7 @@ func osinfoCollectors() []collector.Collector {
 			}
 			return err
 		}},
-		alone("kernel", osinfo.CollectKernel, func(f *facts.Facts) **osinfo.Kernel { return &f.Kernel }),
+		alone("kernel", osinfo.CollectKernel, func(f *facts.Facts) **facts.Kernel { return &f.Kernel }),
 		// systemd's version is its package's.
 		collector.Func{ID: "systemd", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.Systemd, err = osinfo.CollectSystemd(ctx, env, f.Packages)
@@ -86,9 +86,9 @@ func osinfoCollectors() []collector.Collector {
 
 func packagesCollectors() []collector.Collector {
 	return []collector.Collector{
-		alone("packages", packages.CollectPackages, func(f *facts.Facts) *[]packages.Package { return &f.Packages }),
+		alone("packages", packages.CollectPackages, func(f *facts.Facts) *[]facts.Package { return &f.Packages }),
 		alone("manifest", packages.CollectManifest, func(f *facts.Facts) *map[string]any { return &f.Manifest }),
-		alone("sbom", packages.CollectSBOM, func(f *facts.Facts) **packages.SBOM { return &f.SBOM }),
+		alone("sbom", packages.CollectSBOM, func(f *facts.Facts) **facts.SBOM { return &f.SBOM }),
 	}
 }
 
@@ -100,7 +100,7 @@ func networkCollectors() []collector.Collector {
 				return err
 			}
 			if f.Network == nil {
-				f.Network = &network.Network{}
+				f.Network = &facts.Network{}
 			}
 			f.Network.Listening = ls
 			return nil
@@ -146,9 +146,9 @@ func tlsCollectors() []collector.Collector {
 
 func runtimeCollectors() []collector.Collector {
 	return []collector.Collector{
-		alone("container_runtime", runtime.CollectRuntime, func(f *facts.Facts) **runtime.ContainerRuntime { return &f.ContainerRuntime }),
+		alone("container_runtime", runtime.CollectRuntime, func(f *facts.Facts) **facts.ContainerRuntime { return &f.ContainerRuntime }),
 		Containers(),
-		alone("kubelet", runtime.CollectKubelet, func(f *facts.Facts) **runtime.Kubelet { return &f.Kubelet }),
+		alone("kubelet", runtime.CollectKubelet, func(f *facts.Facts) **facts.Kubelet { return &f.Kubelet }),
 	}
 }
 
@@ -156,7 +156,7 @@ func runtimeCollectors() []collector.Collector {
 // (runtime.CollectContainers), which the scan provisioner runs on its own
 // beside the vulnerability matching.
 func Containers() collector.Collector {
-	return alone("containers", runtime.CollectContainers, func(f *facts.Facts) **runtime.Containers { return &f.Containers })
+	return alone("containers", runtime.CollectContainers, func(f *facts.Facts) **facts.Containers { return &f.Containers })
 }
 
 // GPU is the collector of the GPUs through the NVML library lib: nvml.New()

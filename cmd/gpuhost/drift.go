@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/manifest"
@@ -108,9 +107,9 @@ func (a *app) driftFacts(ctx context.Context, dir string, live bool, hf *hostFla
 		f.Record(configFilesCollector, facts.StatusError, err.Error())
 		return f, nil
 	}
-	f.ConfigFiles = make([]packages.ConfigFile, 0, len(files))
+	f.ConfigFiles = make([]facts.ConfigFile, 0, len(files))
 	for _, c := range files {
-		f.ConfigFiles = append(f.ConfigFiles, packages.ConfigFile{Path: c.Path, SHA256: c.SHA256})
+		f.ConfigFiles = append(f.ConfigFiles, facts.ConfigFile{Path: c.Path, SHA256: c.SHA256})
 	}
 	f.Record(configFilesCollector, facts.StatusOK, "")
 	return f, nil

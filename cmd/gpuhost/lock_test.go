@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/manifest/lock"
 	"github.com/gpuhost/gpuhost/manifest/treedigest"
@@ -32,8 +32,8 @@ func writeManifest(t *testing.T, dir string, pkgs ...manifest.Package) string {
 func TestLockCommandWritesTheTemplatesLock(t *testing.T) {
 	dir := t.TempDir()
 	m := writeManifest(t, dir,
-		manifest.Package{Package: packages.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: strings.Repeat("a", 64)},
-		manifest.Package{Package: packages.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: strings.Repeat("b", 64)})
+		manifest.Package{Package: facts.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: strings.Repeat("a", 64)},
+		manifest.Package{Package: facts.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: strings.Repeat("b", 64)})
 	t.Chdir(dir)
 	if err := os.Mkdir("images", 0o755); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestLockCommandRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"schema": "gpuhost.manifest/v1", "packages": [{"name": 1}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	noSums := writeManifest(t, t.TempDir(), manifest.Package{Package: packages.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}})
+	noSums := writeManifest(t, t.TempDir(), manifest.Package{Package: facts.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -117,8 +117,8 @@ func TestLockCommandRefusesForgedRecords(t *testing.T) {
 		return &manifest.Manifest{
 			Schema: manifest.Schema,
 			Packages: []manifest.Package{
-				{Package: packages.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: sum},
-				{Package: packages.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sum},
+				{Package: facts.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: sum},
+				{Package: facts.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sum},
 			},
 			ConfigFiles: []manifest.ConfigFile{
 				{Path: "/etc/apt/sources.list.d/debian.sources", SHA256: sum},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -26,13 +27,13 @@ const validationSchema = "gpuhost.validation/v1"
 // validationReport is `gpuhost validate --format json`: the node, the
 // verdict with the exit code it gives, and every step (docs/scanning.md).
 type validationReport struct {
-	Schema   string               `json:"schema"`
-	Hostname string               `json:"hostname"`
-	HostRoot string               `json:"host_root"`
-	Verdict  string               `json:"verdict"`
-	ExitCode int                  `json:"exit_code"`
-	GPUs     []gpu.ValidationGPU  `json:"gpus"`
-	Steps    []gpu.ValidationStep `json:"steps"`
+	Schema   string                 `json:"schema"`
+	Hostname string                 `json:"hostname"`
+	HostRoot string                 `json:"host_root"`
+	Verdict  string                 `json:"verdict"`
+	ExitCode int                    `json:"exit_code"`
+	GPUs     []facts.ValidationGPU  `json:"gpus"`
+	Steps    []facts.ValidationStep `json:"steps"`
 }
 
 type validateFlags struct {
@@ -154,7 +155,7 @@ func writeValidationTable(w io.Writer, rep *validationReport) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, statusText(s.Status), req, escape.Terminal(s.Reason))
 		for _, g := range s.GPUs {
-			if g.Status != gpu.ValidationPassed {
+			if g.Status != facts.ValidationPassed {
 				fmt.Fprintf(tw, "  GPU %d\t%s\t\t%s: %s\n", g.Index, statusText(g.Status), escape.Terminal(g.UUID), escape.Terminal(g.Detail))
 			}
 		}

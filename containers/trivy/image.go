@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -65,7 +66,7 @@ func SBOMImage(ctx context.Context, layoutDir, digest string) ([]byte, error) {
 
 // ImageVulnerabilities is Vulnerabilities for an image in an OCI layout,
 // chosen as SBOMImage chooses it.
-func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) (*packages.Vulnerabilities, error) {
+func ImageVulnerabilities(ctx context.Context, layoutDir, digest, dbDir string) (*facts.Vulnerabilities, error) {
 	img, name, closer, err := openImage(layoutDir, digest)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -217,17 +216,17 @@ func (r *checkedReader) Close() error { return r.rc.Close() }
 // seededImages matches each base the containers collector found whole
 // against the DB. An image that cannot be matched carries its error; when
 // the bases could not be listed at all, the second result says why.
-func (c vulnCollector) seededImages(ctx context.Context, env *collect.Env, f *facts.Facts) ([]packages.ImageVulnerabilities, string) {
+func (c vulnCollector) seededImages(ctx context.Context, env *collect.Env, f *facts.Facts) ([]facts.ImageVulnerabilities, string) {
 	if st, ran := f.Collectors["containers"]; !ran || st.Status != facts.StatusOK || f.Containers == nil {
 		if !ran {
 			return nil, "the pre-seeded container images were not listed: the containers collector did not run"
 		}
 		return nil, fmt.Sprintf("the pre-seeded container images were not listed: the containers collector is %s: %s", st.Status, st.Reason)
 	}
-	var out []packages.ImageVulnerabilities
+	var out []facts.ImageVulnerabilities
 	for _, ci := range f.Containers.Images {
 		dir, err := seededDir(ci.Source)
-		iv := packages.ImageVulnerabilities{Ref: ci.Ref, Digest: ci.Digest, Findings: []packages.Finding{}}
+		iv := facts.ImageVulnerabilities{Ref: ci.Ref, Digest: ci.Digest, Findings: []facts.Finding{}}
 		if err == nil {
 			err = c.matchImage(ctx, targetLayout{fsys: env.FS, dir: dir, ctx: ctx}, &iv)
 		}
@@ -248,7 +247,7 @@ func seededDir(source string) (string, error) {
 	return source, nil
 }
 
-func (c vulnCollector) matchImage(ctx context.Context, l targetLayout, iv *packages.ImageVulnerabilities) error {
+func (c vulnCollector) matchImage(ctx context.Context, l targetLayout, iv *facts.ImageVulnerabilities) error {
 	img, err := l.image(iv.Digest)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", iv.Digest, err)

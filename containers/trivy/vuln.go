@@ -71,7 +71,7 @@ const DemoLabel = "demo vulnerability DB: not for release gating"
 // by package then ID. It works offline only: nothing here can download, and
 // the DB is opened read-only. A missing, foreign-schema or corrupt DB is an
 // error naming dbDir; so is a rootfs that is not Debian or Ubuntu.
-func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*packages.Vulnerabilities, error) {
+func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*facts.Vulnerabilities, error) {
 	fsys, closer, err := sysroot.Open(rootfs)
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func Vulnerabilities(ctx context.Context, rootfs, dbDir string) (*packages.Vulne
 
 // VulnerabilitiesFS is Vulnerabilities over a tree already opened through
 // sysroot.
-func VulnerabilitiesFS(ctx context.Context, fsys sysroot.FS, dbDir string) (*packages.Vulnerabilities, error) {
+func VulnerabilitiesFS(ctx context.Context, fsys sysroot.FS, dbDir string) (*facts.Vulnerabilities, error) {
 	inv, err := readInventory(fsys)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (c vulnCollector) Collect(ctx context.Context, env *collect.Env, f *facts.F
 }
 
 // matchInventory runs trivy's OS package detector over inv.
-func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*packages.Vulnerabilities, error) {
+func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*facts.Vulnerabilities, error) {
 	meta, err := checkDB(dbDir)
 	if err != nil {
 		return nil, err
@@ -153,15 +153,15 @@ func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*package
 	}
 	vulnerability.NewClient(db.Config{}).FillInfo(found, []dbtypes.SourceID{"auto"})
 
-	out := &packages.Vulnerabilities{
+	out := &facts.Vulnerabilities{
 		DB:           describeDB(meta),
 		DBUpdatedAt:  rfc3339(meta.UpdatedAt),
 		DBNextUpdate: rfc3339(meta.NextUpdate),
 		DBDemo:       meta.Demo != nil,
-		Findings:     make([]packages.Finding, 0, len(found)),
+		Findings:     make([]facts.Finding, 0, len(found)),
 	}
 	for _, v := range found {
-		f := packages.Finding{
+		f := facts.Finding{
 			ID:        v.VulnerabilityID,
 			Package:   v.PkgName,
 			Installed: v.InstalledVersion,
@@ -173,7 +173,7 @@ func matchInventory(ctx context.Context, inv *inventory, dbDir string) (*package
 		}
 		out.Findings = append(out.Findings, f)
 	}
-	slices.SortFunc(out.Findings, func(a, b packages.Finding) int {
+	slices.SortFunc(out.Findings, func(a, b facts.Finding) int {
 		return cmp.Or(strings.Compare(a.Package, b.Package), strings.Compare(a.ID, b.ID))
 	})
 	out.Findings = slices.Compact(out.Findings)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -28,7 +27,7 @@ func TestVulnerabilitiesFindsFixtureCVEs(t *testing.T) {
 	if !got.DBDemo || !strings.HasPrefix(got.DBUpdatedAt, today) || got.DBNextUpdate <= got.DBUpdatedAt {
 		t.Errorf("a fixture's DB is dated now, due in a day and marked demo: %+v", got)
 	}
-	want := []packages.Finding{
+	want := []facts.Finding{
 		{ID: "CVE-2023-50782", Package: "libssl3", Installed: "3.0.11-1~deb12u2", Fixed: "", Severity: "LOW", Published: "2024-02-05T21:15:00Z"},
 		{ID: "CVE-2024-5535", Package: "libssl3", Installed: "3.0.11-1~deb12u2", Fixed: "3.0.14-1~deb12u1", Severity: "CRITICAL", Published: "2024-06-27T11:15:00Z"},
 		{ID: "CVE-2023-50782", Package: "openssl", Installed: "3.0.11-1~deb12u2", Fixed: "", Severity: "LOW", Published: "2024-02-05T21:15:00Z"},

@@ -23,8 +23,7 @@ import (
 	govex "github.com/openvex/go-vex/pkg/vex"
 	"github.com/package-url/packageurl-go"
 
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan/waivers"
 )
@@ -35,7 +34,7 @@ const Author = "gpuhost-gate"
 // Document returns the OpenVEX JSON for the CVE findings rep's waivers
 // waived on image, with the packages from vulns, or nil when none was
 // waived. distro names the distribution for the packages' purls.
-func Document(rep *reports.Report, vulns *packages.Vulnerabilities, distro osinfo.OS, image name.Digest, now time.Time) ([]byte, error) {
+func Document(rep *reports.Report, vulns *facts.Vulnerabilities, distro facts.OS, image name.Digest, now time.Time) ([]byte, error) {
 	product, err := imagePURL(image)
 	if err != nil {
 		return nil, err
@@ -100,7 +99,7 @@ func imagePURL(image name.Digest) (string, error) {
 
 // subcomponents are the installed packages a CVE was found in, as deb
 // purls, sorted.
-func subcomponents(vulns *packages.Vulnerabilities, distro osinfo.OS, cve string) []govex.Subcomponent {
+func subcomponents(vulns *facts.Vulnerabilities, distro facts.OS, cve string) []govex.Subcomponent {
 	if vulns == nil {
 		return nil
 	}

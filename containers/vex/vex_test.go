@@ -8,8 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	govex "github.com/openvex/go-vex/pkg/vex"
 
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -27,13 +26,13 @@ func TestDocument(t *testing.T) {
 		// A waiver of another check is no statement about a CVE.
 		{ID: "GH-SSH-001", Status: reports.StatusWaived, Waiver: w},
 	}}
-	vulns := &packages.Vulnerabilities{Findings: []packages.Finding{
+	vulns := &facts.Vulnerabilities{Findings: []facts.Finding{
 		{ID: "CVE-2099-0001", Package: "openssl", Installed: "3.0.15-1~deb12u1"},
 		{ID: "CVE-2099-0001", Package: "libssl3", Installed: "3.0.15-1~deb12u1"},
 		{ID: "CVE-2099-0003", Package: "zlib1g", Installed: "1:1.2.13"},
 	}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	data, err := Document(rep, vulns, osinfo.OS{ID: "debian", VersionID: "12"}, img, now)
+	data, err := Document(rep, vulns, facts.OS{ID: "debian", VersionID: "12"}, img, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func TestDocument(t *testing.T) {
 		t.Errorf("metadata %+v", doc.Metadata)
 	}
 
-	none, err := Document(&reports.Report{Results: rep.Results[1:]}, vulns, osinfo.OS{}, img, now)
+	none, err := Document(&reports.Report{Results: rep.Results[1:]}, vulns, facts.OS{}, img, now)
 	if err != nil || none != nil {
 		t.Errorf("no waived CVE: %s, %v", none, err)
 	}

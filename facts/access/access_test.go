@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -16,7 +17,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func gather(t *testing.T, dir string) (*Access, error) {
+func gather(t *testing.T, dir string) (*facts.Access, error) {
 	t.Helper()
 	return Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)})
 }
@@ -47,7 +48,7 @@ func copyTree(t *testing.T, src string) string {
 	return dst
 }
 
-func golden(t *testing.T, name string, a *Access) {
+func golden(t *testing.T, name string, a *facts.Access) {
 	t.Helper()
 	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), a, *update)
 }
@@ -149,7 +150,7 @@ func TestWeakTree(t *testing.T) {
 	if r := a.Sudo.Rules[2]; r.NoPasswd || !slices.Equal(r.Commands, []string{"/usr/bin/journalctl", "/usr/bin/less"}) {
 		t.Errorf("auditor rule = %+v", r)
 	}
-	got := map[string]WritableFile{}
+	got := map[string]facts.WritableFile{}
 	for _, w := range a.EtcWritable {
 		got[w.Path] = w
 	}

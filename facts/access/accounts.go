@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"strconv"
 	"strings"
 )
@@ -52,8 +53,8 @@ func id(display string, n int, what, s string) (int, error) {
 // ParsePasswd reads /etc/passwd (name:password:uid:gid:gecos:home:shell).
 // The password state is "none" when the field is "x" (shadow decides),
 // "empty" when it is empty, "locked" for ! or *, "hash" otherwise.
-func ParsePasswd(display string, data []byte) ([]Account, error) {
-	users := []Account{}
+func ParsePasswd(display string, data []byte) ([]facts.Account, error) {
+	users := []facts.Account{}
 	err := lines(display, data, func(n int, line string) error {
 		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-") {
 			// NIS compat entries name no local account.
@@ -75,7 +76,7 @@ func ParsePasswd(display string, data []byte) ([]Account, error) {
 		if f[1] == "x" {
 			pw = "none"
 		}
-		users = append(users, Account{Name: f[0], UID: uid, GID: gid, Shell: f[6], Password: pw})
+		users = append(users, facts.Account{Name: f[0], UID: uid, GID: gid, Shell: f[6], Password: pw})
 		return nil
 	})
 	return users, err
@@ -109,8 +110,8 @@ func ParseShadow(display string, data []byte) (map[string]string, error) {
 }
 
 // ParseGroup reads /etc/group (name:password:gid:members).
-func ParseGroup(display string, data []byte) ([]Group, error) {
-	groups := []Group{}
+func ParseGroup(display string, data []byte) ([]facts.Group, error) {
+	groups := []facts.Group{}
 	err := lines(display, data, func(n int, line string) error {
 		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-") {
 			return nil
@@ -129,7 +130,7 @@ func ParseGroup(display string, data []byte) ([]Group, error) {
 				members = append(members, m)
 			}
 		}
-		groups = append(groups, Group{Name: f[0], GID: gid, Members: members})
+		groups = append(groups, facts.Group{Name: f[0], GID: gid, Members: members})
 		return nil
 	})
 	return groups, err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -28,7 +29,7 @@ const (
 // Collect reads the accounts, sudo, sshd's PAM stack and /etc's modes. A
 // target without /etc/passwd is no Linux system this collector knows. It
 // reads the target alone, needing no other collector's facts.
-func Collect(_ context.Context, env *collect.Env) (*Access, error) {
+func Collect(_ context.Context, env *collect.Env) (*facts.Access, error) {
 	fsys := env.FS
 	data, err := fsys.ReadFileLimit(passwdPath, maxAccountsFile)
 	if sysroot.IsNotExist(err) {
@@ -37,7 +38,7 @@ func Collect(_ context.Context, env *collect.Env) (*Access, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", fsys.Display(passwdPath), err)
 	}
-	a := &Access{}
+	a := &facts.Access{}
 	if a.Users, err = ParsePasswd(fsys.Display(passwdPath), data); err != nil {
 		return nil, err
 	}
@@ -77,12 +78,12 @@ func Collect(_ context.Context, env *collect.Env) (*Access, error) {
 
 // etcWritable walks /etc for what a group other than root's, or anyone,
 // may write. Symlinks are not followed; their own mode means nothing.
-func etcWritable(fsys sysroot.FS, groups []Group) ([]WritableFile, error) {
+func etcWritable(fsys sysroot.FS, groups []facts.Group) ([]facts.WritableFile, error) {
 	names := map[int]string{}
 	for _, g := range groups {
 		names[g.GID] = g.Name
 	}
-	out := []WritableFile{}
+	out := []facts.WritableFile{}
 	seen := 0
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
@@ -110,7 +111,7 @@ func etcWritable(fsys sysroot.FS, groups []Group) ([]WritableFile, error) {
 			groupW := mode.Perm()&0o020 != 0 && gid != 0
 			worldW := mode.Perm()&0o002 != 0 && mode&fs.ModeSticky == 0
 			if (groupW || worldW) && len(out) < maxWritable {
-				out = append(out, WritableFile{Path: fsys.Display(name), Mode: mode.String(), GID: gid, Group: names[gid],
+				out = append(out, facts.WritableFile{Path: fsys.Display(name), Mode: mode.String(), GID: gid, Group: names[gid],
 					GroupWritable: groupW, WorldWritable: worldW})
 			}
 			if info.IsDir() {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -21,12 +22,12 @@ const (
 // LoadPAM reads the PAM stack of service (such as "sshd") with its
 // includes expanded in place, as libpam reads it. It returns nil when
 // the service has no file.
-func LoadPAM(fsys sysroot.FS, service string) ([]PAMRule, error) {
+func LoadPAM(fsys sysroot.FS, service string) ([]facts.PAMRule, error) {
 	name := path.Join(pamDir, service)
 	if _, err := fsys.Stat(name); sysroot.IsNotExist(err) {
 		return nil, nil
 	}
-	rules := []PAMRule{}
+	rules := []facts.PAMRule{}
 	if err := loadPAM(fsys, name, "", 0, &rules); err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func LoadPAM(fsys sysroot.FS, service string) ([]PAMRule, error) {
 // loadPAM appends the rules of name; only, when set, keeps the lines of
 // one type, as "auth include common-auth" includes only common-auth's auth
 // lines.
-func loadPAM(fsys sysroot.FS, name, only string, depth int, out *[]PAMRule) error {
+func loadPAM(fsys sysroot.FS, name, only string, depth int, out *[]facts.PAMRule) error {
 	if depth > maxPAMDepth {
 		return fmt.Errorf("%s: includes nested deeper than %d", fsys.Display(name), maxPAMDepth)
 	}
@@ -83,8 +84,8 @@ func pamPath(name string) string {
 // ParsePAM reads one PAM stack file: "type control module args" lines, a
 // leading "-" on the type (skip the line when the module is missing), the
 // bracketed control syntax, and Debian's "@include file".
-func ParsePAM(display string, data []byte) ([]PAMRule, error) {
-	rules := []PAMRule{}
+func ParsePAM(display string, data []byte) ([]facts.PAMRule, error) {
+	rules := []facts.PAMRule{}
 	ls, nums := logicalLines(data)
 	for i, raw := range ls {
 		line := raw
@@ -101,7 +102,7 @@ func ParsePAM(display string, data []byte) ([]PAMRule, error) {
 			if target == "" {
 				return nil, fmt.Errorf("parsing %s line %d: @include needs a file", display, n)
 			}
-			rules = append(rules, PAMRule{File: display, Line: n, Type: "@include", Module: target, Args: []string{}})
+			rules = append(rules, facts.PAMRule{File: display, Line: n, Type: "@include", Module: target, Args: []string{}})
 			continue
 		}
 		typ, rest := cutWord(line)
@@ -125,7 +126,7 @@ func ParsePAM(display string, data []byte) ([]PAMRule, error) {
 		if control == "" || module == "" {
 			return nil, fmt.Errorf("parsing %s line %d: want type control module [args]", display, n)
 		}
-		r := PAMRule{File: display, Line: n, Type: typ, Control: control, Module: path.Base(module), Args: strings.Fields(rest)}
+		r := facts.PAMRule{File: display, Line: n, Type: typ, Control: control, Module: path.Base(module), Args: strings.Fields(rest)}
 		if r.Control == "include" || r.Control == "substack" {
 			r.Module = module
 		}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -34,18 +35,18 @@ var sudoOptions = []string{"ROLE=", "TYPE=", "CWD=", "CHROOT=", "NOTBEFORE=", "N
 // sudoersParser reads sudoers and its includes into one Sudo.
 type sudoersParser struct {
 	fs      sysroot.FS
-	sudo    *Sudo
+	sudo    *facts.Sudo
 	aliases map[string]map[string][]string // kind -> name -> items
 	seen    map[string]bool
 }
 
 // LoadSudoers reads /etc/sudoers and what it includes. It returns nil
 // when the target has no sudoers: no sudo is installed.
-func LoadSudoers(fsys sysroot.FS) (*Sudo, error) {
+func LoadSudoers(fsys sysroot.FS) (*facts.Sudo, error) {
 	if _, err := fsys.Stat(sudoersPath); sysroot.IsNotExist(err) {
 		return nil, nil
 	}
-	p := &sudoersParser{fs: fsys, sudo: &Sudo{Files: []string{}, Rules: []SudoRule{}, Defaults: []SudoDefault{}},
+	p := &sudoersParser{fs: fsys, sudo: &facts.Sudo{Files: []string{}, Rules: []facts.SudoRule{}, Defaults: []facts.SudoDefault{}},
 		aliases: map[string]map[string][]string{}, seen: map[string]bool{}}
 	if err := p.file(sudoersPath, 0); err != nil {
 		return nil, err
@@ -54,8 +55,8 @@ func LoadSudoers(fsys sysroot.FS) (*Sudo, error) {
 }
 
 // ParseSudoers parses one sudoers buffer; include lines are not followed.
-func ParseSudoers(display string, data []byte) (*Sudo, error) {
-	p := &sudoersParser{sudo: &Sudo{Files: []string{display}, Rules: []SudoRule{}, Defaults: []SudoDefault{}},
+func ParseSudoers(display string, data []byte) (*facts.Sudo, error) {
+	p := &sudoersParser{sudo: &facts.Sudo{Files: []string{display}, Rules: []facts.SudoRule{}, Defaults: []facts.SudoDefault{}},
 		aliases: map[string]map[string][]string{}, seen: map[string]bool{}}
 	return p.sudo, p.parse(display, "", data, -1)
 }
@@ -287,7 +288,7 @@ func (p *sudoersParser) defaults(display string, n int, word, rest string) error
 		if item == "" {
 			continue
 		}
-		d := SudoDefault{File: display, Line: n, Scope: scope}
+		d := facts.SudoDefault{File: display, Line: n, Scope: scope}
 		if name, value, ok := strings.Cut(item, "="); ok {
 			d.Name = strings.TrimRight(strings.TrimSpace(name), "+-")
 			d.Value = strings.Trim(strings.TrimSpace(value), `"`)
@@ -315,7 +316,7 @@ func (p *sudoersParser) userSpec(display string, n int, line string) error {
 	users := p.expand("user", splitList(left[0]), 0)
 	hosts := p.expand("host", splitList(left[1]), 0)
 	for _, section := range hostSections(line[eq+1:]) {
-		r := SudoRule{File: display, Line: n, Users: users, Hosts: hosts, RunAs: []string{}, Commands: []string{}}
+		r := facts.SudoRule{File: display, Line: n, Users: users, Hosts: hosts, RunAs: []string{}, Commands: []string{}}
 		if section.hosts != nil {
 			r.Hosts = p.expand("host", section.hosts, 0)
 		}

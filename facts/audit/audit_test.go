@@ -11,19 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-func gather(t *testing.T, dir string, live bool, state ActiveState) (*Audit, error) {
+func gather(t *testing.T, dir string, live bool, state ActiveState) (*facts.Audit, error) {
 	t.Helper()
 	return Collector{State: state}.Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir), Live: live})
 }
 
 // golden compares the audit facts with testdata/golden/NAME.json.
-func golden(t *testing.T, name, root string, a *Audit) {
+func golden(t *testing.T, name, root string, a *facts.Audit) {
 	t.Helper()
 	collecttest.GoldenTree(t, name, root, a, *update)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -45,15 +46,15 @@ type Collector struct {
 	State ActiveState
 	// Kernel lists the rules the kernel holds on a live host; nil asks
 	// the kernel (KernelRules).
-	Kernel func(ctx context.Context) ([]AuditRule, error)
+	Kernel func(ctx context.Context) ([]facts.AuditRule, error)
 }
 
 // Collect reads auditd's files, and on a live host the unit's state and
 // the kernel's rules. A target without auditd still gets its facts: the
 // checks fail it for that, rather than skipping. It reads the target
 // alone, needing no other collector's facts.
-func (c Collector) Collect(ctx context.Context, env *collect.Env) (*Audit, error) {
-	a := &Audit{RulesFiles: []string{}, Rules: []AuditRule{}}
+func (c Collector) Collect(ctx context.Context, env *collect.Env) (*facts.Audit, error) {
+	a := &facts.Audit{RulesFiles: []string{}, Rules: []facts.AuditRule{}}
 	for _, b := range auditdBinaries {
 		if info, err := env.FS.Stat(b); err == nil && info.Mode().IsRegular() {
 			a.Installed = true
@@ -83,7 +84,7 @@ func (c Collector) Collect(ctx context.Context, env *collect.Env) (*Audit, error
 		if list == nil {
 			list = KernelRules
 		}
-		a.Kernel = &AuditKernel{Rules: []AuditRule{}, Unloaded: []AuditRule{}, Unexpected: []AuditRule{}}
+		a.Kernel = &facts.AuditKernel{Rules: []facts.AuditRule{}, Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
 		if rules, err := list(ctx); err != nil {
 			a.Kernel.Error = err.Error()
 		} else {
@@ -97,7 +98,7 @@ func (c Collector) Collect(ctx context.Context, env *collect.Env) (*Audit, error
 // readRules reads the rules as auditd.service loads them: augenrules joins
 // rules.d/*.rules in name order; without any, audit.rules is loaded as it
 // is.
-func readRules(fsys sysroot.FS, a *Audit) error {
+func readRules(fsys sysroot.FS, a *facts.Audit) error {
 	var files []string
 	entries, err := fsys.ReadDir(rulesDir)
 	if err != nil && !sysroot.IsNotExist(err) {
@@ -179,10 +180,10 @@ func ParseKeyValues(display string, data []byte) (map[string]Setting, error) {
 
 // readAuditdConf reads auditd.conf with auditd's defaults (auditd.conf(5))
 // for what it leaves out.
-func readAuditdConf(fsys sysroot.FS) (AuditdConfig, error) {
+func readAuditdConf(fsys sysroot.FS) (facts.AuditdConfig, error) {
 	kv, err := readKeyValues(fsys, auditdConf)
 	if err != nil {
-		return AuditdConfig{}, err
+		return facts.AuditdConfig{}, err
 	}
 	display := fsys.Display(auditdConf)
 	locations := map[string]collect.FileLine{}
@@ -196,7 +197,7 @@ func readAuditdConf(fsys sysroot.FS) (AuditdConfig, error) {
 		return def
 	}
 	get := func(k, def string) string { return strings.ToLower(value(k, def)) }
-	cfg := AuditdConfig{
+	cfg := facts.AuditdConfig{
 		Path:                 display,
 		LogFile:              value("log_file", "/var/log/audit/audit.log"),
 		MaxLogFileAction:     get("max_log_file_action", "rotate"),
@@ -229,8 +230,8 @@ func readAuditdConf(fsys sysroot.FS) (AuditdConfig, error) {
 
 // readRemote reads where the records are forwarded. journald upload counts
 // only when its unit is enabled: the file alone sends nothing.
-func readRemote(fsys sysroot.FS, journalUpload bool) (AuditRemote, error) {
-	r := AuditRemote{JournalUpload: journalUpload}
+func readRemote(fsys sysroot.FS, journalUpload bool) (facts.AuditRemote, error) {
+	r := facts.AuditRemote{JournalUpload: journalUpload}
 	plugin, err := readKeyValues(fsys, auRemoteConf)
 	if err != nil {
 		return r, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/mdlayher/netlink"
 )
 
@@ -88,7 +89,7 @@ func syscallName(arch string, n int) string {
 // KernelRules asks the kernel for the audit rules it holds
 // (AUDIT_LIST_RULES over the audit netlink socket), read-only. It needs
 // CAP_AUDIT_CONTROL in the initial user and network namespaces.
-func KernelRules(ctx context.Context) ([]AuditRule, error) {
+func KernelRules(ctx context.Context) ([]facts.AuditRule, error) {
 	c, err := netlink.Dial(netlinkAudit, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit netlink socket: %w", err)
@@ -108,7 +109,7 @@ func KernelRules(ctx context.Context) ([]AuditRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kernel's audit rules: %w", err)
 	}
-	rules := []AuditRule{}
+	rules := []facts.AuditRule{}
 	for _, m := range msgs {
 		if m.Header.Type != auditListRules {
 			continue
@@ -128,8 +129,8 @@ func KernelRules(ctx context.Context) ([]AuditRule, error) {
 // DecodeKernelRule reads one struct audit_rule_data as the kernel sends it,
 // into the form ParseRules gives the same rule written in a file. Every
 // count and length is checked against the message before it is used.
-func DecodeKernelRule(b []byte) (AuditRule, error) {
-	r := AuditRule{Kind: "syscall", Syscalls: []string{}, Fields: []AuditField{}}
+func DecodeKernelRule(b []byte) (facts.AuditRule, error) {
+	r := facts.AuditRule{Kind: "syscall", Syscalls: []string{}, Fields: []facts.AuditField{}}
 	if len(b) < ruleHeader {
 		return r, fmt.Errorf("audit rule from the kernel: %d bytes, want at least %d", len(b), ruleHeader)
 	}
@@ -183,7 +184,7 @@ func DecodeKernelRule(b []byte) (AuditRule, error) {
 		case "arch":
 			r.Arch = v
 		}
-		r.Fields = append(r.Fields, AuditField{Name: name, Op: op, Value: v})
+		r.Fields = append(r.Fields, facts.AuditField{Name: name, Op: op, Value: v})
 	}
 	if all {
 		r.Syscalls = []string{"all"}
@@ -194,7 +195,7 @@ func DecodeKernelRule(b []byte) (AuditRule, error) {
 		slices.Sort(r.Syscalls)
 	}
 	if isWatch(r, all) {
-		r.Kind, r.Syscalls, r.Fields = "watch", []string{}, []AuditField{}
+		r.Kind, r.Syscalls, r.Fields = "watch", []string{}, []facts.AuditField{}
 	}
 	r.Text = ruleText(r)
 	return r, nil
@@ -257,7 +258,7 @@ func fieldValue(id uint32, name string, value uint32, buf []byte) (string, []byt
 // isWatch tells a -w watch from an exit rule that says the same: auditctl
 // turns "-w PATH -p PERMS" into an exit rule on every system call with only
 // a path (or dir) and a perm field.
-func isWatch(r AuditRule, allSyscalls bool) bool {
+func isWatch(r facts.AuditRule, allSyscalls bool) bool {
 	if r.List != "exit" || r.Action != "always" || !allSyscalls || r.Path == "" {
 		return false
 	}
@@ -284,7 +285,7 @@ func permLetters(v uint32) string {
 }
 
 // ruleText writes a decoded rule as auditctl -l would.
-func ruleText(r AuditRule) string {
+func ruleText(r facts.AuditRule) string {
 	var b strings.Builder
 	if r.Kind == "watch" {
 		fmt.Fprintf(&b, "-w %s -p %s", r.Path, r.Perms)
@@ -313,7 +314,7 @@ func ruleText(r AuditRule) string {
 // fields in order of name and the key. ok is false when a system call is
 // only a number here, or a field is one this package does not know, so
 // the two sides cannot be matched honestly.
-func Comparable(r AuditRule) (id string, ok bool) {
+func Comparable(r facts.AuditRule) (id string, ok bool) {
 	ok = true
 	if r.Kind == "syscall" && len(r.Syscalls) == 0 {
 		// auditctl puts every system call on a rule that names none.
@@ -358,8 +359,8 @@ func Comparable(r AuditRule) (id string, ok bool) {
 // CompareKernel matches the rules the files load with those the kernel
 // holds. It returns the file rules the kernel lacks, the kernel rules no
 // file has, and how many rules could not be compared at all.
-func CompareKernel(files, kernel []AuditRule) (unloaded, unexpected []AuditRule, notCompared int) {
-	count := func(rules []AuditRule) map[string]int {
+func CompareKernel(files, kernel []facts.AuditRule) (unloaded, unexpected []facts.AuditRule, notCompared int) {
+	count := func(rules []facts.AuditRule) map[string]int {
 		m := map[string]int{}
 		for _, r := range rules {
 			if id, ok := Comparable(r); ok && r.Kind != "control" && r.Kind != "delete" && r.Kind != "delete_watch" {
@@ -369,7 +370,7 @@ func CompareKernel(files, kernel []AuditRule) (unloaded, unexpected []AuditRule,
 		return m
 	}
 	inKernel, inFiles := count(kernel), count(files)
-	unloaded, unexpected = []AuditRule{}, []AuditRule{}
+	unloaded, unexpected = []facts.AuditRule{}, []facts.AuditRule{}
 	for _, r := range files {
 		if r.Kind == "control" || r.Kind == "delete" || r.Kind == "delete_watch" {
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -111,7 +112,7 @@ func TestCompareKernelWithFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kernel []AuditRule
+	var kernel []facts.AuditRule
 	for _, r := range files {
 		// What auditctl sends for each file rule, by way of its text:
 		// the kernel keeps the same fields.
@@ -134,7 +135,7 @@ func TestCompareKernelWithFiles(t *testing.T) {
 
 // loadedAs encodes a parsed file rule as auditctl would send it and decodes
 // it back, as KernelRules would read it.
-func loadedAs(t *testing.T, r AuditRule) AuditRule {
+func loadedAs(t *testing.T, r facts.AuditRule) facts.AuditRule {
 	t.Helper()
 	ids := map[string]uint32{}
 	for id, name := range auditFields {
@@ -196,7 +197,7 @@ func loadedAs(t *testing.T, r AuditRule) AuditRule {
 	return got
 }
 
-func texts(rules []AuditRule) []string {
+func texts(rules []facts.AuditRule) []string {
 	var out []string
 	for _, r := range rules {
 		out = append(out, r.Text)
@@ -260,12 +261,12 @@ func TestLiveCollectorComparesTheKernel(t *testing.T) {
 	}
 	defer closer.Close()
 	for _, c := range []struct {
-		kernel   func(context.Context) ([]AuditRule, error)
+		kernel   func(context.Context) ([]facts.AuditRule, error)
 		unloaded int
 		errText  string
 	}{
-		{func(context.Context) ([]AuditRule, error) { return []AuditRule{}, nil }, 12, ""},
-		{func(context.Context) ([]AuditRule, error) { return nil, errors.New("permission denied") }, 0, "permission denied"},
+		{func(context.Context) ([]facts.AuditRule, error) { return []facts.AuditRule{}, nil }, 12, ""},
+		{func(context.Context) ([]facts.AuditRule, error) { return nil, errors.New("permission denied") }, 0, "permission denied"},
 	} {
 		a, err := (Collector{Kernel: c.kernel}).Collect(context.Background(), &collect.Env{FS: fsys, Live: true})
 		if err != nil {

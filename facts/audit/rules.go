@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"slices"
 	"strings"
 )
@@ -23,8 +24,8 @@ const maxRuleLine = 64 << 10
 // line. display names the file in facts and errors. Control lines (-D,
 // -b, -e, -f, ...) are kept as kind "control" so that a check can see
 // "-e 2" (rules locked until reboot).
-func ParseRules(display string, data []byte) ([]AuditRule, error) {
-	var rules []AuditRule
+func ParseRules(display string, data []byte) ([]facts.AuditRule, error) {
+	var rules []facts.AuditRule
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), maxRuleLine)
 	for n := 1; sc.Scan(); n++ {
@@ -53,9 +54,9 @@ func ParseRules(display string, data []byte) ([]AuditRule, error) {
 var auditOps = []string{"!=", "<=", ">=", "&=", "=", "<", ">", "&"}
 
 // parseRule reads one auditctl command line.
-func parseRule(line string) (AuditRule, error) {
+func parseRule(line string) (facts.AuditRule, error) {
 	args := strings.Fields(line)
-	r := AuditRule{Kind: "control", Syscalls: []string{}, Fields: []AuditField{}}
+	r := facts.AuditRule{Kind: "control", Syscalls: []string{}, Fields: []facts.AuditField{}}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !valueOptions[a] {
@@ -93,7 +94,7 @@ var valueOptions = map[string]bool{
 }
 
 // applyOption records option a with its value v in r.
-func applyOption(r *AuditRule, a, v string) error {
+func applyOption(r *facts.AuditRule, a, v string) error {
 	switch a {
 	case "-w", "-W":
 		r.Kind = "watch"
@@ -125,7 +126,7 @@ func applyOption(r *AuditRule, a, v string) error {
 		return applyField(r, v)
 	case "-C":
 		// A comparison of two fields (auid!=uid): kept as written.
-		r.Fields = append(r.Fields, AuditField{Name: "compare", Op: "", Value: v})
+		r.Fields = append(r.Fields, facts.AuditField{Name: "compare", Op: "", Value: v})
 	}
 	// The control options with a value (-b, -e, -f, -r, -s,
 	// --backlog_wait_time) set what Text keeps.
@@ -134,7 +135,7 @@ func applyOption(r *AuditRule, a, v string) error {
 
 // applyField records one -F field in r; key, path, dir, perm and arch also
 // say what the rule is.
-func applyField(r *AuditRule, v string) error {
+func applyField(r *facts.AuditRule, v string) error {
 	f, err := parseField(v)
 	if err != nil {
 		return err
@@ -180,16 +181,16 @@ func listAction(v string) (list, action string, err error) {
 	return list, action, nil
 }
 
-func parseField(v string) (AuditField, error) {
+func parseField(v string) (facts.AuditField, error) {
 	for _, op := range auditOps {
 		if name, value, ok := strings.Cut(v, op); ok {
 			if name == "" || value == "" || strings.ContainsAny(name, "!<>&=") {
 				break
 			}
-			return AuditField{Name: name, Op: op, Value: value}, nil
+			return facts.AuditField{Name: name, Op: op, Value: value}, nil
 		}
 	}
-	return AuditField{}, fmt.Errorf("-F %q: want field op value, such as auid>=1000", v)
+	return facts.AuditField{}, fmt.Errorf("-F %q: want field op value, such as auid>=1000", v)
 }
 
 // sortPerms puts permission letters in one order, so that "wa" and "aw"

@@ -3,6 +3,7 @@ package encryption
 import (
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -20,7 +21,7 @@ func TestCrypttabOfAnAbsentDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	image := &Encryption{Crypttab: append([]CrypttabEntry(nil), ct...)}
+	image := &facts.Encryption{Crypttab: append([]facts.CrypttabEntry(nil), ct...)}
 	if err := offlineEncryption(fsys, image, nil, true); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestCrypttabOfAnAbsentDevice(t *testing.T) {
 		t.Errorf("the chain ends at %+v, want the absent device", last)
 	}
 
-	tree := &Encryption{Crypttab: append([]CrypttabEntry(nil), ct...)}
+	tree := &facts.Encryption{Crypttab: append([]facts.CrypttabEntry(nil), ct...)}
 	if err := offlineEncryption(fsys, tree, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestCrypttabAbsentLive(t *testing.T) {
 		"dev/disk/by-uuid/1111-present": "",
 		"dev/sda3":                      "",
 	})
-	ct := []CrypttabEntry{
+	ct := []facts.CrypttabEntry{
 		{Name: "here", Device: "UUID=1111-present"},
 		{Name: "gone", Device: "UUID=2222-missing"},
 		{Name: "path", Device: "/dev/sda3"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -33,11 +34,11 @@ var encryptingTypes = map[string]string{
 // chain records a walk from / down to the disks.
 type chain struct {
 	names []string
-	hops  []Hop
+	hops  []facts.Hop
 	nodes int
 }
 
-func (c *chain) add(h Hop) *Hop {
+func (c *chain) add(h facts.Hop) *facts.Hop {
 	c.names = append(c.names, h.Device)
 	c.hops = append(c.hops, h)
 	return &c.hops[len(c.hops)-1]
@@ -52,7 +53,7 @@ func (c *chain) full(depth int) bool {
 // offlineResolver follows a device name in an image's fstab through the
 // LVM metadata backups and crypttab, as the initramfs would assemble it.
 type offlineResolver struct {
-	crypttab map[string]CrypttabEntry
+	crypttab map[string]facts.CrypttabEntry
 	vgs      map[string]lvmVG
 	luks     []imageLUKS
 	enroll   firstBootEnroll
@@ -68,7 +69,7 @@ type imageLUKS struct {
 	Header              luksHeader
 	// Keyslots and KeyslotsError are what trying the header's key slots
 	// found (see luksHeader.keyslots).
-	Keyslots      []Keyslot
+	Keyslots      []facts.Keyslot
 	KeyslotsError string
 }
 
@@ -85,15 +86,15 @@ func imageLUKSHeaders(devices []collect.BlockDevice, b *trialBudget) ([]imageLUK
 		if err != nil {
 			return nil, fmt.Errorf("reading the LUKS header of %s: %w", d.Name, err)
 		}
-		var p CryptParams
+		var p facts.CryptParams
 		h.keyslots(d.R, d.Size, &p, b)
 		out = append(out, imageLUKS{Device: d.Name, PartUUID: d.PartUUID, PartLabel: d.PartLabel, Header: h, Keyslots: p.Keyslots, KeyslotsError: p.KeyslotsError})
 	}
 	return out, nil
 }
 
-func newOfflineResolver(fsys sysroot.FS, ct []CrypttabEntry, luks []imageLUKS, image bool) (*offlineResolver, error) {
-	r := &offlineResolver{crypttab: map[string]CrypttabEntry{}, luks: luks, image: image}
+func newOfflineResolver(fsys sysroot.FS, ct []facts.CrypttabEntry, luks []imageLUKS, image bool) (*offlineResolver, error) {
+	r := &offlineResolver{crypttab: map[string]facts.CrypttabEntry{}, luks: luks, image: image}
 	for _, c := range ct {
 		r.crypttab[c.Name] = c
 	}
@@ -157,7 +158,7 @@ func readFirstBootEnroll(fsys sysroot.FS) (firstBootEnroll, error) {
 
 // markFirstBoot notes on each of slots that first boot wipes it, and on
 // vk that first boot re-encrypts the volume.
-func (e firstBootEnroll) markFirstBoot(uuid string, slots []Keyslot, vk *VolumeKey) {
+func (e firstBootEnroll) markFirstBoot(uuid string, slots []facts.Keyslot, vk *facts.VolumeKey) {
 	if e.uuid == "" || !strings.EqualFold(e.uuid, uuid) {
 		return
 	}
@@ -173,11 +174,11 @@ func (e firstBootEnroll) markFirstBoot(uuid string, slots []Keyslot, vk *VolumeK
 
 // tpm2 is the TPM2 enrolment first boot makes for the volume uuid, nil
 // when it makes none.
-func (e firstBootEnroll) tpm2(uuid string) *TPM2Enrolment {
+func (e firstBootEnroll) tpm2(uuid string) *facts.TPM2Enrolment {
 	if e.uuid == "" || !strings.EqualFold(e.uuid, uuid) {
 		return nil
 	}
-	t := &TPM2Enrolment{File: enrollConf, PCRs: slices.Clone(e.pcrs)}
+	t := &facts.TPM2Enrolment{File: enrollConf, PCRs: slices.Clone(e.pcrs)}
 	if e.pcrsErr != nil {
 		t.Error = fmt.Sprintf("TPM2_PCRS: %v", e.pcrsErr)
 	}
@@ -224,7 +225,7 @@ var cryptUUIDLink = regexp.MustCompile(`^/dev/disk/by-id/dm-uuid-(CRYPT-[A-Z0-9]
 // whether every path down from it passes a crypt device.
 func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) bool {
 	if c.full(depth) {
-		c.add(Hop{Device: spec, Kind: "unknown", Learned: learned, Depth: depth})
+		c.add(facts.Hop{Device: spec, Kind: "unknown", Learned: learned, Depth: depth})
 		return false
 	}
 	if name, ok := mapperName(spec); ok {
@@ -236,7 +237,7 @@ func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) boo
 				return enc
 			}
 		}
-		c.add(Hop{Device: spec, Kind: "dm", Name: name, Learned: learned, Depth: depth})
+		c.add(facts.Hop{Device: spec, Kind: "dm", Name: name, Learned: learned, Depth: depth})
 		return false
 	}
 	if m := lvmUUIDLink.FindStringSubmatch(spec); m != nil {
@@ -257,8 +258,8 @@ func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) boo
 			return r.cryptHop(c, spec, ent, depth)
 		}
 		if typ, ok := encryptingTypes[m[1]]; ok {
-			c.add(Hop{Device: spec, Kind: "crypt", Name: m[2], Learned: learned, Depth: depth,
-				Crypt: &CryptParams{Type: typ, Source: "file", Error: "no crypttab entry or LUKS header names this mapping's cipher"}})
+			c.add(facts.Hop{Device: spec, Kind: "crypt", Name: m[2], Learned: learned, Depth: depth,
+				Crypt: &facts.CryptParams{Type: typ, Source: "file", Error: "no crypttab entry or LUKS header names this mapping's cipher"}})
 			return true
 		}
 	}
@@ -267,29 +268,29 @@ func (r *offlineResolver) resolve(c *chain, spec, learned string, depth int) boo
 			return enc
 		}
 	}
-	c.add(Hop{Device: spec, Kind: leafKind(spec), Learned: learned, Depth: depth})
+	c.add(facts.Hop{Device: spec, Kind: leafKind(spec), Learned: learned, Depth: depth})
 	return false
 }
 
 // cryptHop records a crypttab mapping and walks to the device it opens.
-func (r *offlineResolver) cryptHop(c *chain, spec string, ent CrypttabEntry, depth int) bool {
-	h := c.add(Hop{Device: spec, Kind: "crypt", Name: ent.Name, Learned: "crypttab", Depth: depth, Crypt: cryptFromCrypttab(ent)})
+func (r *offlineResolver) cryptHop(c *chain, spec string, ent facts.CrypttabEntry, depth int) bool {
+	h := c.add(facts.Hop{Device: spec, Kind: "crypt", Name: ent.Name, Learned: "crypttab", Depth: depth, Crypt: cryptFromCrypttab(ent)})
 	if l, ok := r.headerFor(ent.Device); ok {
 		// An image's volume is under the image's key, whatever its header
 		// records: every host booted from it starts with that key.
-		vk := VolumeKey{Origin: KeyFromImage, Reencrypting: l.Header.VolumeKey.Reencrypting}
-		h.Crypt = &CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file",
+		vk := facts.VolumeKey{Origin: facts.KeyFromImage, Reencrypting: l.Header.VolumeKey.Reencrypting}
+		h.Crypt = &facts.CryptParams{Type: fmt.Sprintf("luks%d", l.Header.Version), Cipher: l.Header.Cipher, KeyBits: l.Header.KeyBits, Source: "file",
 			Keyslots: slices.Clone(l.Keyslots), KeyslotsError: l.KeyslotsError, VolumeKey: &vk, Tokens: slices.Clone(l.Header.Tokens)}
 		r.enroll.markFirstBoot(l.Header.UUID, h.Crypt.Keyslots, &vk)
 		r.firstBootTPM2(h.Crypt, l.Header.UUID)
-		c.add(Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
+		c.add(facts.Hop{Device: ent.Device, Kind: "partition", Name: l.Device, Learned: "luks-header", Depth: depth + 1})
 		return true
 	}
 	if r.image {
 		// A disk image holds its volumes: a crypttab line naming none of
 		// them opens nothing at boot, and / is not on it.
 		h.Crypt.Error = "the image holds no LUKS volume that answers to " + ent.Device
-		c.add(Hop{Device: ent.Device, Kind: "absent", Learned: "crypttab", Depth: depth + 1})
+		c.add(facts.Hop{Device: ent.Device, Kind: "absent", Learned: "crypttab", Depth: depth + 1})
 		return false
 	}
 	// A tree holds no header; its crypttab names the volume by UUID.
@@ -304,13 +305,13 @@ func (r *offlineResolver) cryptHop(c *chain, spec string, ent CrypttabEntry, dep
 
 // firstBootTPM2 notes on cp the TPM2 enrolment first boot makes for the
 // volume uuid.
-func (r *offlineResolver) firstBootTPM2(cp *CryptParams, uuid string) {
+func (r *offlineResolver) firstBootTPM2(cp *facts.CryptParams, uuid string) {
 	cp.FirstBootTPM2 = r.enroll.tpm2(uuid)
 }
 
 // markAbsent sets Absent on each crypttab entry of an image that no LUKS
 // volume of the image answers to.
-func (r *offlineResolver) markAbsent(ct []CrypttabEntry) {
+func (r *offlineResolver) markAbsent(ct []facts.CrypttabEntry) {
 	if !r.image {
 		return
 	}
@@ -349,12 +350,12 @@ func (r *offlineResolver) lvmHop(c *chain, spec, vgName, lvName string, depth in
 	if !found {
 		return false, false
 	}
-	c.add(Hop{Device: spec, Kind: "lvm", Name: vgName + "/" + lvName, Learned: "lvm-metadata", Depth: depth})
+	c.add(facts.Hop{Device: spec, Kind: "lvm", Name: vgName + "/" + lvName, Learned: "lvm-metadata", Depth: depth})
 	all := true
 	for _, k := range lv.PVs {
 		dev := vg.PVs[k].Device
 		if dev == "" {
-			c.add(Hop{Device: k, Kind: "unknown", Learned: "lvm-metadata", Depth: depth + 1})
+			c.add(facts.Hop{Device: k, Kind: "unknown", Learned: "lvm-metadata", Depth: depth + 1})
 			all = false
 			continue
 		}

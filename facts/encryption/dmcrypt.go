@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -108,13 +109,13 @@ func validCipherSpec(s string) bool {
 
 // cryptFromTable picks the crypt targets of a table and returns the cipher
 // of the weakest: a table can join segments with different keys.
-func cryptFromTable(targets []dmTarget, source string) *CryptParams {
-	var best *CryptParams
+func cryptFromTable(targets []dmTarget, source string) *facts.CryptParams {
+	var best *facts.CryptParams
 	for _, t := range targets {
 		if t.Type != "crypt" {
 			continue
 		}
-		cp := &CryptParams{Cipher: t.Cipher, KeyBits: t.KeyBits, Source: source}
+		cp := &facts.CryptParams{Cipher: t.Cipher, KeyBits: t.KeyBits, Source: source}
 		if t.Err != nil {
 			cp.Error = t.Err.Error()
 			return cp
@@ -124,15 +125,15 @@ func cryptFromTable(targets []dmTarget, source string) *CryptParams {
 		}
 	}
 	if best == nil {
-		return &CryptParams{Source: source, Error: "the device-mapper table has no crypt target"}
+		return &facts.CryptParams{Source: source, Error: "the device-mapper table has no crypt target"}
 	}
 	return best
 }
 
 // cryptFromCrypttab reads the cipher a crypttab entry asks for. LUKS keeps
 // its cipher in the header, so a LUKS entry without one says nothing here.
-func cryptFromCrypttab(ent CrypttabEntry) *CryptParams {
-	cp := &CryptParams{Source: "file"}
+func cryptFromCrypttab(ent facts.CrypttabEntry) *facts.CryptParams {
+	cp := &facts.CryptParams{Source: "file"}
 	plain := true
 	for _, o := range ent.Options {
 		k, v, _ := strings.Cut(o, "=")

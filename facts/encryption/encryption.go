@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/mounttab"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -34,10 +35,10 @@ const (
 // the kernel's device-mapper tables, in an image or a tree through fstab
 // and the partitions it is given. It reads the target alone, needing no
 // other collector's facts.
-func Collect(ctx context.Context, env *collect.Env) (*Encryption, error) {
+func Collect(ctx context.Context, env *collect.Env) (*facts.Encryption, error) {
 	fsys := env.FS
 	trials := newTrialBudget(ctx, env.Budget)
-	e := &Encryption{Crypttab: []CrypttabEntry{}, Swap: []Swap{}}
+	e := &facts.Encryption{Crypttab: []facts.CrypttabEntry{}, Swap: []facts.Swap{}}
 	if data, ok, err := textfile.ReadOptional(fsys, "/etc/crypttab"); err != nil {
 		return nil, fmt.Errorf("reading crypttab: %w", err)
 	} else if ok {
@@ -69,15 +70,15 @@ func Collect(ctx context.Context, env *collect.Env) (*Encryption, error) {
 
 // parseCrypttab reads crypttab(5): name, device, optional key file and
 // comma-separated options per line.
-func parseCrypttab(data []byte) ([]CrypttabEntry, error) {
+func parseCrypttab(data []byte) ([]facts.CrypttabEntry, error) {
 	rows, err := mounttab.Rows(data, 2, 4)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CrypttabEntry, 0, len(rows))
+	out := make([]facts.CrypttabEntry, 0, len(rows))
 	for _, row := range rows {
 		fields := row.Fields
-		ent := CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.Line}
+		ent := facts.CrypttabEntry{Name: fields[0], Device: fields[1], Options: []string{}, Line: row.Line}
 		if len(fields) > 2 {
 			ent.KeyFile = fields[2]
 		}
@@ -97,7 +98,7 @@ func parseCrypttab(data []byte) ([]CrypttabEntry, error) {
 // backups and crypttab, reading the cipher from crypttab options or from a
 // LUKS header the image carries: an image has no active mappings, only what
 // its files set up.
-func offlineEncryption(fsys sysroot.FS, e *Encryption, luks []imageLUKS, image bool) error {
+func offlineEncryption(fsys sysroot.FS, e *facts.Encryption, luks []imageLUKS, image bool) error {
 	data, ok, err := textfile.ReadOptional(fsys, "/etc/fstab")
 	if err != nil {
 		return fmt.Errorf("reading fstab: %w", err)
@@ -130,19 +131,19 @@ func offlineEncryption(fsys sysroot.FS, e *Encryption, luks []imageLUKS, image b
 			}
 			c := &chain{}
 			enc := r.resolve(c, spec, "fstab", 0)
-			e.Swap = append(e.Swap, Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops,
+			e.Swap = append(e.Swap, facts.Swap{Device: ent.Spec, Encrypted: enc, Kind: "fstab", Hops: c.hops,
 				File: "/etc/fstab", Line: ent.Line})
 		case ent.File == "/":
 			c := &chain{}
 			enc := r.resolve(c, ent.Spec, "fstab", 0)
-			e.Root = &RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops,
+			e.Root = &facts.RootEncryption{Encrypted: enc, Source: "fstab", Device: ent.Spec, Chain: c.names, Hops: c.hops,
 				File: "/etc/fstab", Line: ent.Line}
 		}
 	}
 	return nil
 }
 
-func liveEncryption(fsys sysroot.FS, e *Encryption, trials *trialBudget) error {
+func liveEncryption(fsys sysroot.FS, e *facts.Encryption, trials *trialBudget) error {
 	const mi = "/proc/self/mountinfo"
 	data, err := fsys.ReadFile(mi)
 	if err != nil {
@@ -154,7 +155,7 @@ func liveEncryption(fsys sysroot.FS, e *Encryption, trials *trialBudget) error {
 	}
 	if m, ok := mounttab.For(mounts, "/"); ok {
 		c, enc := devChain(fsys, m.MajMin, m.Source, trials)
-		e.Root = &RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
+		e.Root = &facts.RootEncryption{Encrypted: enc, Source: "dm", Device: m.Source, Chain: c.names, Hops: c.hops}
 	}
 
 	const sw = "/proc/swaps"
@@ -180,7 +181,7 @@ func liveEncryption(fsys sysroot.FS, e *Encryption, trials *trialBudget) error {
 			return fmt.Errorf("parsing %s: line %d: more than %d entries", fsys.Display(sw), i+1, mounttab.MaxEntries)
 		}
 		dev := mounttab.Unescape(fields[0])
-		s := Swap{Device: dev, Kind: fields[1]}
+		s := facts.Swap{Device: dev, Kind: fields[1]}
 		switch {
 		case strings.HasPrefix(dev, "/dev/zram"):
 			// zram is compressed RAM: nothing reaches a disk, so it needs no
@@ -272,11 +273,11 @@ type chainWalker struct {
 func (w *chainWalker) walk(c *chain, p, fallbackName string, depth int) bool {
 	name := w.devName(p, fallbackName)
 	if c.full(depth) || w.seen[name] {
-		c.add(Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
+		c.add(facts.Hop{Device: name, Kind: "unknown", Learned: "sysfs", Depth: depth})
 		return false
 	}
 	w.seen[name] = true
-	h := Hop{Device: name, Learned: "sysfs", Depth: depth}
+	h := facts.Hop{Device: name, Learned: "sysfs", Depth: depth}
 	uuid := w.sysfsLine(p + "/dm/uuid")
 	h.Name = w.sysfsLine(p + "/dm/name")
 	h.Kind = w.kind(p, name, uuid)
@@ -342,7 +343,7 @@ func (w *chainWalker) kind(p, name, uuid string) string {
 }
 
 // crypt reads the cipher of an encrypting mapping from its table.
-func (w *chainWalker) crypt(name, uuid string) *CryptParams {
+func (w *chainWalker) crypt(name, uuid string) *facts.CryptParams {
 	typ := ""
 	for pre, t := range encryptingTypes {
 		if strings.HasPrefix(uuid, pre) {
@@ -350,11 +351,11 @@ func (w *chainWalker) crypt(name, uuid string) *CryptParams {
 		}
 	}
 	if name == "" {
-		return &CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
+		return &facts.CryptParams{Type: typ, Source: "kernel", Error: "sysfs gives no device-mapper name to read the table by"}
 	}
 	targets, source, err := w.table(name)
 	if err != nil {
-		return &CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
+		return &facts.CryptParams{Type: typ, Source: source, Error: fmt.Sprintf("reading the dm-crypt table of %s: %v", name, err)}
 	}
 	cp := cryptFromTable(targets, source)
 	cp.Type = typ
@@ -364,7 +365,7 @@ func (w *chainWalker) crypt(name, uuid string) *CryptParams {
 // keyslots tries the key slots of the LUKS header on the one device under
 // the mapping at p, opened read-only under the host's root (/dev/NAME),
 // its size as sysfs gives it.
-func (w *chainWalker) keyslots(p string, cp *CryptParams) {
+func (w *chainWalker) keyslots(p string, cp *facts.CryptParams) {
 	fail := func(format string, args ...any) { cp.KeyslotsError = fmt.Sprintf(format, args...) }
 	slaves, err := w.fsys.ReadDir(p + "/slaves")
 	if err != nil || len(slaves) != 1 || !validDevName(slaves[0].Name()) {
@@ -423,7 +424,7 @@ func validDevName(s string) bool {
 // markAbsentLive sets Absent on each crypttab entry whose device the host
 // does not have: the udev link a UUID, PARTUUID or PARTLABEL names, or the
 // device path itself. An entry naming its device otherwise is left alone.
-func markAbsentLive(fsys sysroot.FS, ct []CrypttabEntry) {
+func markAbsentLive(fsys sysroot.FS, ct []facts.CrypttabEntry) {
 	links := []struct{ prefix, dir string }{
 		{"UUID=", "/dev/disk/by-uuid/"}, {"PARTUUID=", "/dev/disk/by-partuuid/"}, {"PARTLABEL=", "/dev/disk/by-partlabel/"},
 	}

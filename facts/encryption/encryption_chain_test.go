@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -76,7 +77,7 @@ ubuntu-vg {
 }
 
 // collectRoot runs the encryption collector on tree, as a host when live.
-func collectRoot(t *testing.T, tree map[string]any, live bool) *RootEncryption {
+func collectRoot(t *testing.T, tree map[string]any, live bool) *facts.RootEncryption {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, tree)
@@ -87,17 +88,17 @@ func collectRoot(t *testing.T, tree map[string]any, live bool) *RootEncryption {
 	return enc.Root
 }
 
-func offlineRoot(t *testing.T, tree map[string]any) *RootEncryption {
+func offlineRoot(t *testing.T, tree map[string]any) *facts.RootEncryption {
 	t.Helper()
 	return collectRoot(t, tree, false)
 }
 
-func liveRoot(t *testing.T, tree map[string]any) *RootEncryption {
+func liveRoot(t *testing.T, tree map[string]any) *facts.RootEncryption {
 	t.Helper()
 	return collectRoot(t, tree, true)
 }
 
-func hopKinds(hops []Hop) string {
+func hopKinds(hops []facts.Hop) string {
 	var s []string
 	for _, h := range hops {
 		s = append(s, h.Kind+":"+h.Learned)
@@ -168,7 +169,7 @@ func TestOfflineLVMHalfEncrypted(t *testing.T) {
 		t.Fatalf("root %+v hops %s", r, hopKinds(r.Hops))
 	}
 	c := r.Hops[1].Crypt
-	if c == nil || !reflect.DeepEqual(*c, CryptParams{Type: "plain", Cipher: "aes-xts-plain64", KeyBits: 256, Hash: "sha256", Source: "file"}) {
+	if c == nil || !reflect.DeepEqual(*c, facts.CryptParams{Type: "plain", Cipher: "aes-xts-plain64", KeyBits: 256, Hash: "sha256", Source: "file"}) {
 		t.Errorf("crypt %+v, want the crypttab options", c)
 	}
 }
@@ -216,20 +217,20 @@ func liveSysfs(dm0UUID string) map[string]any {
 func TestLiveLVMOnLUKSCipherFromTable(t *testing.T) {
 	for _, tc := range []struct {
 		table string
-		want  CryptParams
+		want  facts.CryptParams
 	}{
 		{"0 41940992 crypt aes-xts-plain64 :64:logon:cryptsetup:4f1c-d0 0 8:3 32768 1 allow_discards\n",
-			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel"}},
+			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "kernel"}},
 		{"0 41940992 crypt aes-xts-plain64 " + strings.Repeat("0", 64) + " 0 8:3 4096\n",
-			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
+			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
 		{"0 1000 crypt aes-xts-plain64 " + strings.Repeat("ab", 64) + " 0 8:3 4096\n1000 41939992 crypt aes-xts-plain64 " + strings.Repeat("ab", 32) + " 0 8:3 5096\n",
-			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
+			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: 256, Source: "kernel"}},
 		{"0 41940992 crypt cipher_null-ecb - 0 8:3 0\n",
-			CryptParams{Type: "luks2", Cipher: "cipher_null-ecb", KeyBits: 0, Source: "kernel"}},
+			facts.CryptParams{Type: "luks2", Cipher: "cipher_null-ecb", KeyBits: 0, Source: "kernel"}},
 		{"0 41940992 crypt aes-xts-plain64 zz 0 8:3 0\n",
-			CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", Source: "kernel", Error: "dm-crypt key is neither hex nor a keyring reference"}},
+			facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", Source: "kernel", Error: "dm-crypt key is neither hex nor a keyring reference"}},
 		{"0 41940992 linear 8:3 0\n",
-			CryptParams{Type: "luks2", Source: "kernel", Error: "the device-mapper table has no crypt target"}},
+			facts.CryptParams{Type: "luks2", Source: "kernel", Error: "the device-mapper table has no crypt target"}},
 	} {
 		fakeDMTables(t, map[string]string{"sda3_crypt": tc.table})
 		r := liveRoot(t, liveSysfs("CRYPT-LUKS2-4f1c22aa4f1c22aa4f1c22aa4f1c22aa-sda3_crypt"))
@@ -282,14 +283,14 @@ func TestLiveCipherUnreadable(t *testing.T) {
 func TestCrypttabCipherOptions(t *testing.T) {
 	for _, tc := range []struct {
 		opts string
-		want CryptParams
+		want facts.CryptParams
 	}{
-		{"luks,discard", CryptParams{Type: "luks", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
-		{"luks,cipher=aes-xts-plain64,size=512", CryptParams{Type: "luks", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "file"}},
-		{"plain,cipher=aes-cbc-essiv:sha256,size=256,hash=sha256", CryptParams{Type: "plain", Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, Hash: "sha256", Source: "file"}},
-		{"swap,cipher=aes-xts-plain64,size=abc", CryptParams{Type: "plain", Cipher: "aes-xts-plain64", Source: "file"}},
-		{"plain", CryptParams{Type: "plain", Source: "file", Error: "crypttab names no cipher= for this plain mapping"}},
-		{"bitlk", CryptParams{Type: "bitlk", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
+		{"luks,discard", facts.CryptParams{Type: "luks", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
+		{"luks,cipher=aes-xts-plain64,size=512", facts.CryptParams{Type: "luks", Cipher: "aes-xts-plain64", KeyBits: 512, Source: "file"}},
+		{"plain,cipher=aes-cbc-essiv:sha256,size=256,hash=sha256", facts.CryptParams{Type: "plain", Cipher: "aes-cbc-essiv:sha256", KeyBits: 256, Hash: "sha256", Source: "file"}},
+		{"swap,cipher=aes-xts-plain64,size=abc", facts.CryptParams{Type: "plain", Cipher: "aes-xts-plain64", Source: "file"}},
+		{"plain", facts.CryptParams{Type: "plain", Source: "file", Error: "crypttab names no cipher= for this plain mapping"}},
+		{"bitlk", facts.CryptParams{Type: "bitlk", Source: "file", Error: "the cipher is in the LUKS header, which is not in the scanned tree"}},
 	} {
 		ct, err := parseCrypttab([]byte("c /dev/sda3 none " + tc.opts + "\n"))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -17,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // mustCollect runs Collect over env and fails the test unless it
 // collected.
-func mustCollect(t testing.TB, env *collect.Env) *Encryption {
+func mustCollect(t testing.TB, env *collect.Env) *facts.Encryption {
 	t.Helper()
 	e, err := Collect(context.Background(), env)
 	if err != nil || e == nil {

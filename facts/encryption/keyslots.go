@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/xts"
 )
@@ -112,8 +113,8 @@ type luks2Keyslot struct {
 // minutes, and a trial costs what the slot's KDF costs.
 var trials = struct {
 	sync.Mutex
-	m map[[sha256.Size]byte][]Keyslot
-}{m: map[[sha256.Size]byte][]Keyslot{}}
+	m map[[sha256.Size]byte][]facts.Keyslot
+}{m: map[[sha256.Size]byte][]facts.Keyslot{}}
 
 // maxRememberedTrials bounds trials; a host has a handful of LUKS devices.
 const maxRememberedTrials = 64
@@ -122,7 +123,7 @@ const maxRememberedTrials = 64
 // header whose JSON area is js, on the device r of size bytes. The error
 // is for a JSON area that does not describe key slots; a slot that cannot
 // be tried is recorded with why.
-func luks2Slots(r io.ReaderAt, size int64, js []byte, b *trialBudget) ([]Keyslot, error) {
+func luks2Slots(r io.ReaderAt, size int64, js []byte, b *trialBudget) ([]facts.Keyslot, error) {
 	var md luks2Keyslots
 	if err := json.Unmarshal(js, &md); err != nil {
 		return nil, fmt.Errorf("LUKS2 JSON area: %w", err)
@@ -167,18 +168,18 @@ func luks2Slots(r io.ReaderAt, size int64, js []byte, b *trialBudget) ([]Keyslot
 	}
 	var key [sha256.Size]byte
 	sum.Sum(key[:0])
-	return remembered(key, func() ([]Keyslot, bool) { return md.try(ids, areas, b) }), nil
+	return remembered(key, func() ([]facts.Keyslot, bool) { return md.try(ids, areas, b) }), nil
 }
 
 // try tries the empty passphrase on each slot of ids whose key material
 // areas holds, each paid for from b before its work. complete is false when
 // b left a slot untried.
-func (md luks2Keyslots) try(ids []string, areas map[string][]byte, b *trialBudget) (out []Keyslot, complete bool) {
-	out = make([]Keyslot, 0, len(ids))
+func (md luks2Keyslots) try(ids []string, areas map[string][]byte, b *trialBudget) (out []facts.Keyslot, complete bool) {
+	out = make([]facts.Keyslot, 0, len(ids))
 	complete = true
 	for _, id := range ids {
 		ks := md.Keyslots[id]
-		slot := Keyslot{ID: id, KDF: ks.KDF.Type, Token: md.tokenOf(id)}
+		slot := facts.Keyslot{ID: id, KDF: ks.KDF.Type, Token: md.tokenOf(id)}
 		area, ok := areas[id]
 		if !ok {
 			_, err := ks.materialSize()
@@ -275,7 +276,7 @@ func trialDigest(lim trialLimits) hash.Hash {
 // trying it only when the header has not been tried before. A try that
 // its budget cut short is not remembered: the next scan may have more to
 // spend. The caller gets its own copy.
-func remembered(key [sha256.Size]byte, try func() ([]Keyslot, bool)) []Keyslot {
+func remembered(key [sha256.Size]byte, try func() ([]facts.Keyslot, bool)) []facts.Keyslot {
 	trials.Lock()
 	out, ok := trials.m[key]
 	trials.Unlock()
@@ -449,7 +450,7 @@ func sectorCipher(spec string, key []byte) (func(dst, src []byte, sector uint64)
 // LUKS1 header h read from r, a device of size bytes. A LUKS1 slot is
 // PBKDF2 with the header's hash, its key material encrypted with the
 // volume's own cipher, and one master-key digest covers every slot.
-func luks1Slots(r io.ReaderAt, size int64, h luksHeader, b *trialBudget) ([]Keyslot, error) {
+func luks1Slots(r io.ReaderAt, size int64, h luksHeader, b *trialBudget) ([]facts.Keyslot, error) {
 	hd := h.luks1
 	keyBytes := int(binary.BigEndian.Uint32(hd[108:112]))
 	hashName, err := cString(hd[72:104])
@@ -497,11 +498,11 @@ func luks1Slots(r io.ReaderAt, size int64, h luksHeader, b *trialBudget) ([]Keys
 	}
 	var key [sha256.Size]byte
 	sum.Sum(key[:0])
-	return remembered(key, func() ([]Keyslot, bool) {
-		out := make([]Keyslot, 0, len(slots))
+	return remembered(key, func() ([]facts.Keyslot, bool) {
+		out := make([]facts.Keyslot, 0, len(slots))
 		complete := true
 		for _, s := range slots {
-			ks := Keyslot{ID: strconv.Itoa(s.id), KDF: "pbkdf2", Untried: s.untried}
+			ks := facts.Keyslot{ID: strconv.Itoa(s.id), KDF: "pbkdf2", Untried: s.untried}
 			if ks.Untried == "" {
 				opens, err := luks1Opens(hd, h.Cipher, hashName, keyBytes, s.iterations, s.salt, s.area, s.stripes, b)
 				if errors.Is(err, errNotPaid) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -49,14 +50,14 @@ func emptySlotVolume(t *testing.T) (vol string) {
 
 // tryVolume reads the LUKS header of vol and tries its key slots within
 // the default limits.
-func tryVolume(t *testing.T, vol string) (luksHeader, collect.BlockDevice, CryptParams) {
+func tryVolume(t *testing.T, vol string) (luksHeader, collect.BlockDevice, facts.CryptParams) {
 	t.Helper()
 	d := openDevice(t, vol)
 	h, err := readLUKSHeader(d.R, d.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p CryptParams
+	var p facts.CryptParams
 	h.keyslots(d.R, d.Size, &p, budgetOf(defaultTrialLimits))
 	return h, d, p
 }
@@ -64,7 +65,7 @@ func tryVolume(t *testing.T, vol string) (luksHeader, collect.BlockDevice, Crypt
 func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
 	vol := emptySlotVolume(t)
 	h, d, p := tryVolume(t, vol)
-	want := []Keyslot{
+	want := []facts.Keyslot{
 		{ID: "0", KDF: "pbkdf2"},
 		{ID: "1", KDF: "argon2id", EmptyPassphrase: true},
 		{ID: "2", KDF: "argon2id"},
@@ -76,10 +77,10 @@ func TestKeyslotsFindTheEmptyPassphrase(t *testing.T) {
 
 	// The same header again comes from what was remembered, and a copy:
 	// the caller's changes do not reach the next scan.
-	var again CryptParams
+	var again facts.CryptParams
 	h.keyslots(d.R, d.Size, &again, budgetOf(defaultTrialLimits))
 	again.Keyslots[1].FirstBoot = "x"
-	var third CryptParams
+	var third facts.CryptParams
 	h.keyslots(d.R, d.Size, &third, budgetOf(defaultTrialLimits))
 	if !reflect.DeepEqual(third.Keyslots, want) {
 		t.Errorf("remembered keyslots %+v, want %+v", third.Keyslots, want)
@@ -110,7 +111,7 @@ func TestKeyslotsEveryCipher(t *testing.T) {
 			testutil.Run(t, time.Minute, cs, "luksAddKey", "--batch-mode", "--key-file", filepath.Join(dir, "key"),
 				"--key-slot", "5", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", vol, empty)
 			_, _, p := tryVolume(t, vol)
-			want := []Keyslot{{ID: "0", KDF: "pbkdf2"}, {ID: "5", KDF: "pbkdf2", EmptyPassphrase: true}}
+			want := []facts.Keyslot{{ID: "0", KDF: "pbkdf2"}, {ID: "5", KDF: "pbkdf2", EmptyPassphrase: true}}
 			if p.KeyslotsError != "" || !reflect.DeepEqual(p.Keyslots, want) {
 				t.Fatalf("keyslots %+v (error %q), want %+v", p.Keyslots, p.KeyslotsError, want)
 			}
@@ -236,12 +237,12 @@ func TestOfflineFirstBootSlot(t *testing.T) {
 		enabled   bool
 		reencrypt string
 		want      map[string]string
-		wantKey   VolumeKey
+		wantKey   facts.VolumeKey
 	}{
-		{"enabled", true, "1", map[string]string{"1": enrollConf}, VolumeKey{Origin: KeyFromImage, FirstBoot: enrollConf}},
+		{"enabled", true, "1", map[string]string{"1": enrollConf}, facts.VolumeKey{Origin: facts.KeyFromImage, FirstBoot: enrollConf}},
 		// An enrolment that wipes the slot but keeps the image's key.
-		{"no re-encryption", true, "0", map[string]string{"1": enrollConf}, VolumeKey{Origin: KeyFromImage}},
-		{"no unit", false, "1", map[string]string{}, VolumeKey{Origin: KeyFromImage}},
+		{"no re-encryption", true, "0", map[string]string{"1": enrollConf}, facts.VolumeKey{Origin: facts.KeyFromImage}},
+		{"no unit", false, "1", map[string]string{}, facts.VolumeKey{Origin: facts.KeyFromImage}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := map[string]any{

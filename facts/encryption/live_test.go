@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -22,7 +23,7 @@ func TestLiveHostEncryption(t *testing.T) {
 	if root == nil || !root.Encrypted || strings.Join(root.Chain, ",") != "dm-1,dm-0,vda3" || root.Device != "/dev/mapper/vg-root" {
 		t.Errorf("root %+v, want encrypted through dm-1,dm-0,vda3", root)
 	}
-	wantSwap := []Swap{
+	wantSwap := []facts.Swap{
 		{Device: "/dev/dm-2", Encrypted: true, Kind: "partition"},
 		{Device: "/dev/zram0", Encrypted: false, Kind: "zram"},
 		{Device: "/swap.img", Encrypted: true, Kind: "file"},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"io"
 	"slices"
 	"strconv"
@@ -35,9 +36,9 @@ type luksHeader struct {
 	Cipher  string
 	KeyBits int
 	// VolumeKey is where the volume key came from, as the header tells.
-	VolumeKey VolumeKey
+	VolumeKey facts.VolumeKey
 	// Tokens are a LUKS2 header's tokens.
-	Tokens []LUKSToken
+	Tokens []facts.LUKSToken
 	// json is a LUKS2 header's JSON area, which describes its key slots;
 	// luks1 is a LUKS1 header's fixed part, which holds them.
 	json, luks1 []byte
@@ -105,7 +106,7 @@ func parseLUKS1(h []byte) (luksHeader, error) {
 		cipher += "-" + mode
 	}
 	// LUKS1 has no tokens: nothing records an image's key.
-	vk := VolumeKey{Origin: KeyUnknown}
+	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
 	return luksHeader{Version: 1, UUID: uuid, Cipher: cipher, KeyBits: int(keyBytes) * 8, VolumeKey: vk, luks1: h}, nil
 }
 
@@ -150,8 +151,8 @@ const imageKeyToken = "gpuhost-image-key"
 // is still under the image's key, and whether a re-encryption is
 // unfinished (cryptsetup marks the header with an online-reencrypt
 // requirement until it is done).
-func (md luks2Metadata) volumeKey() VolumeKey {
-	vk := VolumeKey{Origin: KeyUnknown}
+func (md luks2Metadata) volumeKey() facts.VolumeKey {
+	vk := facts.VolumeKey{Origin: facts.KeyUnknown}
 	for _, r := range md.Config.Requirements.Mandatory {
 		if strings.HasPrefix(r, "online-reencrypt") {
 			vk.Reencrypting = true
@@ -161,12 +162,12 @@ func (md luks2Metadata) volumeKey() VolumeKey {
 		if t.Type != imageKeyToken || t.Salt == "" || t.Digest == "" {
 			continue
 		}
-		if vk.Origin == KeyUnknown {
-			vk.Origin = KeyOfHost
+		if vk.Origin == facts.KeyUnknown {
+			vk.Origin = facts.KeyOfHost
 		}
 		for _, d := range md.Digests {
 			if d.keyDigest == t.keyDigest && len(d.Segments) > 0 {
-				vk.Origin = KeyFromImage
+				vk.Origin = facts.KeyFromImage
 			}
 		}
 	}
@@ -284,11 +285,11 @@ func (md luks2Metadata) volumeCipher() (string, int, error) {
 // keyslots tries the empty passphrase on every key slot of the header h
 // read from r, a device of size bytes, and records them in p, with where
 // the volume key came from.
-func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *CryptParams, b *trialBudget) {
+func (h luksHeader) keyslots(r io.ReaderAt, size int64, p *facts.CryptParams, b *trialBudget) {
 	vk := h.VolumeKey
 	p.VolumeKey = &vk
 	p.Tokens = slices.Clone(h.Tokens)
-	var slots []Keyslot
+	var slots []facts.Keyslot
 	var err error
 	switch h.Version {
 	case 1:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -46,7 +47,7 @@ func TestLUKSHeaderFromCryptsetup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s-%d: %v", tc.typ, tc.cipher, tc.bits, err)
 		}
-		want := luksHeader{Version: int(tc.typ[4] - '0'), UUID: uuid, Cipher: tc.cipher, KeyBits: tc.bits, VolumeKey: VolumeKey{Origin: KeyUnknown}}
+		want := luksHeader{Version: int(tc.typ[4] - '0'), UUID: uuid, Cipher: tc.cipher, KeyBits: tc.bits, VolumeKey: facts.VolumeKey{Origin: facts.KeyUnknown}}
 		h.json, h.luks1 = nil, nil
 		if !reflect.DeepEqual(h, want) {
 			t.Errorf("header %+v, want %+v", h, want)
@@ -76,8 +77,8 @@ func TestOfflineCipherFromLUKSHeader(t *testing.T) {
 		// LUKSFormat's one slot holds a 64-byte key, which the empty
 		// passphrase is tried against and does not open. An image's volume
 		// is under the image's key; no first-boot enrolment re-encrypts it.
-		want := CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: bits, Source: "file",
-			Keyslots: []Keyslot{{ID: "0", KDF: "pbkdf2"}}, VolumeKey: &VolumeKey{Origin: KeyFromImage}}
+		want := facts.CryptParams{Type: "luks2", Cipher: "aes-xts-plain64", KeyBits: bits, Source: "file",
+			Keyslots: []facts.Keyslot{{ID: "0", KDF: "pbkdf2"}}, VolumeKey: &facts.VolumeKey{Origin: facts.KeyFromImage}}
 		if c := r.Hops[1].Crypt; c == nil || !reflect.DeepEqual(*c, want) {
 			t.Errorf("crypt %+v, want %+v", c, want)
 		}
@@ -145,7 +146,7 @@ func TestLUKS1HeaderFields(t *testing.T) {
 	copy(h[168:], "0a1b")
 	got, err := readLUKSHeader(bytes.NewReader(h), int64(len(h)))
 	got.luks1 = nil
-	if err != nil || !reflect.DeepEqual(got, luksHeader{Version: 1, UUID: "0a1b", Cipher: "cipher_null-ecb", KeyBits: 256, VolumeKey: VolumeKey{Origin: KeyUnknown}}) {
+	if err != nil || !reflect.DeepEqual(got, luksHeader{Version: 1, UUID: "0a1b", Cipher: "cipher_null-ecb", KeyBits: 256, VolumeKey: facts.VolumeKey{Origin: facts.KeyUnknown}}) {
 		t.Errorf("%+v %v", got, err)
 	}
 	binary.BigEndian.PutUint32(h[108:], 0)

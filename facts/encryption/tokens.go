@@ -3,6 +3,7 @@ package encryption
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ type luks2Token struct {
 }
 
 // tokens lists a header's tokens in the order of their ids.
-func tokens(all map[string]luks2Token) []LUKSToken {
+func tokens(all map[string]luks2Token) []facts.LUKSToken {
 	ids := make([]string, 0, len(all))
 	for id := range all {
 		ids = append(ids, id)
@@ -35,10 +36,10 @@ func tokens(all map[string]luks2Token) []LUKSToken {
 		}
 		return x - y
 	})
-	var out []LUKSToken
+	var out []facts.LUKSToken
 	for _, id := range ids[:min(len(ids), maxTokens)] {
 		t := all[id]
-		tok := LUKSToken{ID: id, Type: t.Type, Keyslots: []string{}}
+		tok := facts.LUKSToken{ID: id, Type: t.Type, Keyslots: []string{}}
 		var errs []string
 		if len(t.Keyslots) > 0 {
 			if err := json.Unmarshal(t.Keyslots, &tok.Keyslots); err != nil {

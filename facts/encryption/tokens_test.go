@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -75,7 +76,7 @@ func TestTPM2TokenPCRsAgreeWithCryptsetup(t *testing.T) {
 	importToken(t, vol, `{"type":"systemd-tpm2","keyslots":["1"],"tpm2-blob":"AAAA","tpm2-pcrs":[],"tpm2-pcr-bank":"sha256",
 		"tpm2-primary-alg":"ecc","tpm2-policy-hash":"00112233","tpm2-pin":false,"tpm2_pubkey_pcrs":[11],"tpm2_pubkey":"AAAA"}`)
 	_, _, p := tryVolume(t, vol)
-	want := []LUKSToken{
+	want := []facts.LUKSToken{
 		{ID: "0", Type: "systemd-tpm2", Keyslots: []string{"0"}, TPM2PCRs: []int{0, 7}},
 		{ID: "1", Type: "systemd-tpm2", Keyslots: []string{"1"}, TPM2PCRs: []int{}, TPM2PubkeyPCRs: []int{11}},
 	}
@@ -129,11 +130,11 @@ func TestFirstBootTPM2PCRs(t *testing.T) {
 	const uuid = "3f1c2a9e-5b7d-4e60-9a8b-0c1d2e3f4a5b"
 	for _, tc := range []struct {
 		conf string
-		want *TPM2Enrolment
+		want *facts.TPM2Enrolment
 	}{
-		{"TPM2_PCRS=7\n", &TPM2Enrolment{File: enrollConf, PCRs: []int{7}}},
-		{"TPM2_PCRS=0+2\n", &TPM2Enrolment{File: enrollConf, PCRs: []int{0, 2}}},
-		{"TPM2_PCRS=seven\n", &TPM2Enrolment{File: enrollConf, Error: `TPM2_PCRS: "seven" is not a PCR`}},
+		{"TPM2_PCRS=7\n", &facts.TPM2Enrolment{File: enrollConf, PCRs: []int{7}}},
+		{"TPM2_PCRS=0+2\n", &facts.TPM2Enrolment{File: enrollConf, PCRs: []int{0, 2}}},
+		{"TPM2_PCRS=seven\n", &facts.TPM2Enrolment{File: enrollConf, Error: `TPM2_PCRS: "seven" is not a PCR`}},
 	} {
 		dir := t.TempDir()
 		collecttest.WriteTree(t, dir, map[string]any{

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -34,7 +35,7 @@ func recordImageKey(t *testing.T, vol string) {
 	testutil.Cryptsetup(t, "token", "import", "--json-file", file, vol)
 }
 
-func volumeKeyOf(t *testing.T, vol string) VolumeKey {
+func volumeKeyOf(t *testing.T, vol string) facts.VolumeKey {
 	t.Helper()
 	_, _, p := tryVolume(t, vol)
 	if p.VolumeKey == nil {
@@ -49,20 +50,20 @@ func volumeKeyOf(t *testing.T, vol string) VolumeKey {
 func TestVolumeKeyOriginThroughAReencryption(t *testing.T) {
 	vol, _ := testutil.LUKSFormat(t, "luks2", "aes-xts-plain64", 512)
 	key := filepath.Join(filepath.Dir(vol), "key")
-	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyUnknown}) {
+	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyUnknown}) {
 		t.Errorf("no token: %+v, want unknown", got)
 	}
 	recordImageKey(t, vol)
-	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyFromImage}) {
+	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyFromImage}) {
 		t.Errorf("the image's own key: %+v, want image", got)
 	}
 	reencrypt := []string{"reencrypt", "--batch-mode", "--force-offline-reencrypt", "--disable-locks", "--key-file", key}
 	testutil.Cryptsetup(t, append(reencrypt, "--key-slot", "0", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "--init-only", vol)...)
-	if got := volumeKeyOf(t, vol); !got.Reencrypting || got.Origin != KeyFromImage {
+	if got := volumeKeyOf(t, vol); !got.Reencrypting || got.Origin != facts.KeyFromImage {
 		t.Errorf("re-encryption begun: %+v, want reencrypting under the image's key", got)
 	}
 	testutil.Cryptsetup(t, append(reencrypt, "--resume-only", vol)...)
-	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyOfHost}) {
+	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyOfHost}) {
 		t.Errorf("re-encrypted: %+v, want host", got)
 	}
 	// The key still opens the volume: the re-encryption kept its slot.
@@ -74,7 +75,7 @@ func TestVolumeKeyOriginThroughAReencryption(t *testing.T) {
 // image's.
 func TestVolumeKeyUnrecorded(t *testing.T) {
 	vol, _ := testutil.LUKSFormat(t, "luks1", "aes-xts-plain64", 512)
-	if got := volumeKeyOf(t, vol); got != (VolumeKey{Origin: KeyUnknown}) {
+	if got := volumeKeyOf(t, vol); got != (facts.VolumeKey{Origin: facts.KeyUnknown}) {
 		t.Errorf("LUKS1: %+v, want unknown", got)
 	}
 	md := luks2Metadata{}
@@ -87,7 +88,7 @@ func TestVolumeKeyUnrecorded(t *testing.T) {
 		}}`), &md); err != nil {
 		t.Fatal(err)
 	}
-	if got := md.volumeKey(); got != (VolumeKey{Origin: KeyOfHost}) {
+	if got := md.volumeKey(); got != (facts.VolumeKey{Origin: facts.KeyOfHost}) {
 		t.Errorf("another digest recorded: %+v, want host", got)
 	}
 }

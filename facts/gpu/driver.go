@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -59,7 +58,7 @@ func matchesPrefix(name string, prefixes []string) bool {
 // driver installed" could not be told from "could not look", so
 // pkgStatus and pkgReason are the packages collector's outcome ("" when
 // it did not run). k and units are nil when their collectors read nothing.
-func CollectDriver(ctx context.Context, env *collect.Env, installed []packages.Package, pkgStatus, pkgReason string, k *osinfo.Kernel, units *osinfo.Systemd) (*GPUDriver, error) {
+func CollectDriver(ctx context.Context, env *collect.Env, installed []facts.Package, pkgStatus, pkgReason string, k *facts.Kernel, units *facts.Systemd) (*facts.GPUDriver, error) {
 	if pkgStatus != collect.StatusOK {
 		reason := "the packages collector did not run"
 		if pkgStatus != "" {
@@ -67,7 +66,7 @@ func CollectDriver(ctx context.Context, env *collect.Env, installed []packages.P
 		}
 		return nil, collect.Unavailable(reason)
 	}
-	d := &GPUDriver{Packages: []packages.Package{}, Modules: map[string][]string{}}
+	d := &facts.GPUDriver{Packages: []facts.Package{}, Modules: map[string][]string{}}
 
 	for _, p := range installed {
 		if matchesPrefix(p.Name, driverPrefixes) {
@@ -138,7 +137,7 @@ func UpstreamVersion(v string) string {
 
 // modules lists nvidia*.ko* files for each installed kernel, looking only
 // where packages and DKMS put them.
-func modules(ctx context.Context, env *collect.Env, d *GPUDriver) error {
+func modules(ctx context.Context, env *collect.Env, d *facts.GPUDriver) error {
 	entries, err := env.FS.ReadDir("/lib/modules")
 	if sysroot.IsNotExist(err) {
 		return nil
@@ -229,7 +228,7 @@ func isModuleFile(name string) bool {
 
 // nouveau decides whether nouveau is kept from loading: a "blacklist nouveau"
 // line in a modprobe.d file, or the kernel command line's blacklists.
-func nouveau(env *collect.Env, k *osinfo.Kernel, d *GPUDriver) error {
+func nouveau(env *collect.Env, k *facts.Kernel, d *facts.GPUDriver) error {
 	if k != nil {
 		for _, arg := range k.Cmdline {
 			k, v, _ := strings.Cut(arg, "=")
@@ -288,7 +287,7 @@ func blacklists(text, module string) bool {
 
 // cudaToolkit finds the newest installed CUDA toolkit, by package or by
 // /usr/local/cuda/version.json.
-func cudaToolkit(env *collect.Env, pkgs []packages.Package, d *GPUDriver) error {
+func cudaToolkit(env *collect.Env, pkgs []facts.Package, d *facts.GPUDriver) error {
 	best, source := "", ""
 	consider := func(v, src string) {
 		if v != "" && (best == "" || CompareVersions(v, best) > 0) {
@@ -322,7 +321,7 @@ func cudaToolkit(env *collect.Env, pkgs []packages.Package, d *GPUDriver) error 
 // toolkitVersion returns the CUDA MAJOR.MINOR a package installs:
 // cuda-toolkit-12-2 -> 12.2 (by name), nvidia-cuda-toolkit 11.8.89~11.8.0-5 ->
 // 11.8 and cuda-toolkit 12.4.1-1 -> 12.4 (by version).
-func toolkitVersion(p packages.Package) string {
+func toolkitVersion(p facts.Package) string {
 	for _, prefix := range []string{"cuda-toolkit-", "cuda-runtime-", "cuda-cudart-", "cuda-"} {
 		rest, ok := strings.CutPrefix(p.Name, prefix)
 		if !ok {

@@ -11,8 +11,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -41,15 +39,15 @@ func collectDriver(t *testing.T, dir string, f *facts.Facts) error {
 	return domains.GPUDriver().Collect(context.Background(), &collect.Env{FS: fsys}, f)
 }
 
-func imageFacts(pkgs ...packages.Package) *facts.Facts {
+func imageFacts(pkgs ...facts.Package) *facts.Facts {
 	f := facts.New(facts.KindRootfs, "img", now)
 	f.Record("packages", facts.StatusOK, "")
 	f.Packages = pkgs
 	return f
 }
 
-func pkg(name, version string) packages.Package {
-	return packages.Package{Name: name, Version: version, Arch: "amd64"}
+func pkg(name, version string) facts.Package {
+	return facts.Package{Name: name, Version: version, Arch: "amd64"}
 }
 
 // TestDriverDebian is the Debian 12 stand-in: NVIDIA 535 from non-free,
@@ -68,7 +66,7 @@ func TestDriverDebian(t *testing.T) {
 		pkg("nvidia-kernel-dkms", "535.261.03-1"), pkg("nvidia-cuda-toolkit", "11.8.89~11.8.0-5~deb12u1"),
 		pkg("openssh-server", "1:9.2p1-2"),
 	)
-	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-persistenced.service", "ssh.service"}}
+	f.Systemd = &facts.Systemd{Enabled: []string{"nvidia-persistenced.service", "ssh.service"}}
 	if err := collectDriver(t, dir, f); err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +112,8 @@ func TestDriverUbuntu(t *testing.T) {
 		pkg("cuda-toolkit-12-2", "12.2.2-1"),
 		pkg("nvidia-fabricmanager-535", "535.161.08-1"),
 	)
-	f.Kernel = &osinfo.Kernel{Cmdline: []string{"ro", "modprobe.blacklist=floppy,nouveau"}}
-	f.Systemd = &osinfo.Systemd{Enabled: []string{"nvidia-fabricmanager.service"}}
+	f.Kernel = &facts.Kernel{Cmdline: []string{"ro", "modprobe.blacklist=floppy,nouveau"}}
+	f.Systemd = &facts.Systemd{Enabled: []string{"nvidia-fabricmanager.service"}}
 	if err := collectDriver(t, dir, f); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -66,11 +67,11 @@ func NewNVML(lib nvml.Interface, opts ...Option) *NVML {
 // collector is unavailable, so the device checks skip and say why. A driver/library
 // mismatch is different: it is itself a finding, so the collector succeeds
 // with available=false and driver_mismatch=true, and the mismatch check fails.
-func (c *NVML) Collect(ctx context.Context, env *collect.Env) (*GPU, error) {
+func (c *NVML) Collect(ctx context.Context, env *collect.Env) (*facts.GPU, error) {
 	if !env.Live {
 		return nil, collect.NotApplicable("NVML needs a running host; an image has no GPU to ask")
 	}
-	g := &GPU{Devices: []GPUDevice{}, XIDEvents: []XIDEvent{}}
+	g := &facts.GPU{Devices: []facts.GPUDevice{}, XIDEvents: []facts.XIDEvent{}}
 
 	// The kernel log and the kernel module version do not need NVML, and
 	// matter most when NVML cannot start.
@@ -114,7 +115,7 @@ func (c *NVML) Collect(ctx context.Context, env *collect.Env) (*GPU, error) {
 // NVML versions and the confidential compute state. A query that fails is
 // returned as a problem rather than stopping the collector, since the
 // devices can still be read without it.
-func (c *NVML) readSystem(ctx context.Context, call *caller, g *GPU) []string {
+func (c *NVML) readSystem(ctx context.Context, call *caller, g *facts.GPU) []string {
 	var problems []string
 	note := func(what string, ret nvml.Return, err error) {
 		if err != nil {
@@ -160,7 +161,7 @@ func (c *NVML) readSystem(ctx context.Context, call *caller, g *GPU) []string {
 // readDevices reads every GPU. Unlike a system query, a device count NVML
 // cannot give (or gives absurdly) makes the collector unavailable: without
 // it no device check has anything to judge.
-func (c *NVML) readDevices(ctx context.Context, call *caller, g *GPU) error {
+func (c *NVML) readDevices(ctx context.Context, call *caller, g *facts.GPU) error {
 	var count int
 	ret, err := call.do(ctx, "DeviceGetCount", func() (r nvml.Return) { count, r = c.lib.DeviceGetCount(); return })
 	if err != nil || ret != nvml.SUCCESS {
@@ -186,8 +187,8 @@ func (c *NVML) readDevices(ctx context.Context, call *caller, g *GPU) error {
 // device reads one GPU. Each field is read on its own: NOT_SUPPORTED leaves
 // the field nil and names it in Unsupported; any other failure leaves it nil
 // and names it in Errors, which a check turns into a failure.
-func (c *NVML) device(ctx context.Context, call *caller, i int) GPUDevice {
-	d := GPUDevice{Index: i, NVLink: []NVLink{}}
+func (c *NVML) device(ctx context.Context, call *caller, i int) facts.GPUDevice {
+	d := facts.GPUDevice{Index: i, NVLink: []facts.NVLink{}}
 	var dev nvml.Device
 	if ret, err := call.do(ctx, "DeviceGetHandleByIndex", func() (r nvml.Return) { dev, r = c.lib.DeviceGetHandleByIndex(i); return }); err != nil || ret != nvml.SUCCESS {
 		d.Errors = append(d.Errors, "handle: "+c.why(ret, err))
@@ -228,7 +229,7 @@ type getter func(key, name string, fn func() nvml.Return) bool
 
 // identify reads what the device is: its UUID, name, PCI address and
 // architecture.
-func identify(dev nvml.Device, d *GPUDevice, get getter) {
+func identify(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var s string
 	if get("uuid", "GetUUID", func() (r nvml.Return) { s, r = dev.GetUUID(); return }) {
 		d.UUID = s
@@ -256,10 +257,10 @@ func identify(dev nvml.Device, d *GPUDevice, get getter) {
 
 // memoryHealth reads the device memory's health: ECC mode and uncorrected
 // errors, retired pages and remapped rows.
-func memoryHealth(dev nvml.Device, d *GPUDevice, get getter) {
+func memoryHealth(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var cur, pend nvml.EnableState
 	if get("ecc", "GetEccMode", func() (r nvml.Return) { cur, pend, r = dev.GetEccMode(); return }) {
-		e := &ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
+		e := &facts.ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
 		var n uint64
 		if get("ecc_uncorrected_volatile", "GetTotalEccErrors", func() (r nvml.Return) {
 			n, r = dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
@@ -288,19 +289,19 @@ func memoryHealth(dev nvml.Device, d *GPUDevice, get getter) {
 		pendingRetire, r = dev.GetRetiredPagesPendingStatus()
 		return
 	}) {
-		d.RetiredPages = &RetiredPages{Count: len(sbe) + len(dbe), Pending: pendingRetire == nvml.FEATURE_ENABLED}
+		d.RetiredPages = &facts.RetiredPages{Count: len(sbe) + len(dbe), Pending: pendingRetire == nvml.FEATURE_ENABLED}
 	}
 
 	var corr, unc int
 	var rowsPending, rowsFailed bool
 	if get("remapped_rows", "GetRemappedRows", func() (r nvml.Return) { corr, unc, rowsPending, rowsFailed, r = dev.GetRemappedRows(); return }) {
-		d.RemappedRows = &RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: rowsPending, Failed: rowsFailed}
+		d.RemappedRows = &facts.RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: rowsPending, Failed: rowsFailed}
 	}
 }
 
 // deviceState reads how the device runs: persistence and MIG modes,
 // temperature against its slowdown threshold, power, and its PCIe link.
-func deviceState(dev nvml.Device, d *GPUDevice, get getter) {
+func deviceState(dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var pm nvml.EnableState
 	if get("persistence_mode", "GetPersistenceMode", func() (r nvml.Return) { pm, r = dev.GetPersistenceMode(); return }) {
 		on := pm == nvml.FEATURE_ENABLED
@@ -309,7 +310,7 @@ func deviceState(dev nvml.Device, d *GPUDevice, get getter) {
 
 	var migCur, migPend int
 	if get("mig", "GetMigMode", func() (r nvml.Return) { migCur, migPend, r = dev.GetMigMode(); return }) {
-		d.MIG = &MIG{Current: migCur == nvml.DEVICE_MIG_ENABLE, Pending: migPend == nvml.DEVICE_MIG_ENABLE}
+		d.MIG = &facts.MIG{Current: migCur == nvml.DEVICE_MIG_ENABLE, Pending: migPend == nvml.DEVICE_MIG_ENABLE}
 	}
 
 	var u uint32
@@ -333,7 +334,7 @@ func deviceState(dev nvml.Device, d *GPUDevice, get getter) {
 		d.PowerLimitW = &w
 	}
 
-	var p PCIe
+	var p facts.PCIe
 	if get("pcie", "GetCurrPcieLinkGeneration", func() (r nvml.Return) { p.GenCurrent, r = dev.GetCurrPcieLinkGeneration(); return }) &&
 		get("pcie", "GetMaxPcieLinkGeneration", func() (r nvml.Return) { p.GenMax, r = dev.GetMaxPcieLinkGeneration(); return }) &&
 		get("pcie", "GetCurrPcieLinkWidth", func() (r nvml.Return) { p.WidthCurrent, r = dev.GetCurrPcieLinkWidth(); return }) &&
@@ -343,7 +344,7 @@ func deviceState(dev nvml.Device, d *GPUDevice, get getter) {
 }
 
 // nvlinks reads link states until the GPU says it has no more links.
-func (c *NVML) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *GPUDevice) {
+func (c *NVML) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice) {
 	for link := range nvml.NVLINK_MAX_LINKS {
 		var st nvml.EnableState
 		ret, err := call.do(ctx, "GetNvLinkState", func() (r nvml.Return) { st, r = dev.GetNvLinkState(link); return })
@@ -360,7 +361,7 @@ func (c *NVML) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *GP
 			d.Errors = append(d.Errors, fmt.Sprintf("nvlink: link %d: GetNvLinkState: %s", link, describe(c.lib, ret)))
 			return
 		}
-		d.NVLink = append(d.NVLink, NVLink{Link: link, Active: st == nvml.FEATURE_ENABLED})
+		d.NVLink = append(d.NVLink, facts.NVLink{Link: link, Active: st == nvml.FEATURE_ENABLED})
 	}
 }
 
@@ -398,7 +399,7 @@ func ThrottleReasons(mask uint64) []string {
 
 // throttle prefers GetCurrentClocksEventReasons and falls back to the older
 // GetCurrentClocksThrottleReasons on drivers that lack it.
-func (c *NVML) throttle(ctx context.Context, call *caller, dev nvml.Device, d *GPUDevice, get getter) {
+func (c *NVML) throttle(ctx context.Context, call *caller, dev nvml.Device, d *facts.GPUDevice, get getter) {
 	var mask uint64
 	ret, err := call.do(ctx, "GetCurrentClocksEventReasons", func() (r nvml.Return) { mask, r = dev.GetCurrentClocksEventReasons(); return })
 	if err == nil && ret == nvml.SUCCESS {
@@ -428,7 +429,7 @@ func (c *NVML) why(ret nvml.Return, err error) string {
 	return describe(c.lib, ret)
 }
 
-func confCompute(s nvml.ConfComputeSystemState) *ConfCompute {
+func confCompute(s nvml.ConfComputeSystemState) *facts.ConfCompute {
 	onOff := func(v uint32, on uint32) string {
 		if v == on {
 			return "on"
@@ -447,7 +448,7 @@ func confCompute(s nvml.ConfComputeSystemState) *ConfCompute {
 	case nvml.CC_SYSTEM_ENVIRONMENT_PROD:
 		env = "prod"
 	}
-	return &ConfCompute{
+	return &facts.ConfCompute{
 		Feature:      onOff(s.CcFeature, nvml.CC_SYSTEM_FEATURE_ENABLED),
 		DevtoolsMode: onOff(s.DevToolsMode, nvml.CC_SYSTEM_DEVTOOLS_MODE_ON),
 		Environment:  env,

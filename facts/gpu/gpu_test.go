@@ -39,7 +39,7 @@ func TestHealthyDGXA100(t *testing.T) {
 	if g.KernelModuleVersion != "550.54.15" || g.KernelModuleType != "proprietary" {
 		t.Errorf("kernel module %q %q", g.KernelModuleVersion, g.KernelModuleType)
 	}
-	if g.ConfCompute == nil || *g.ConfCompute != (gpu.ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "unavailable"}) {
+	if g.ConfCompute == nil || *g.ConfCompute != (facts.ConfCompute{Feature: "off", DevtoolsMode: "off", Environment: "unavailable"}) {
 		t.Errorf("conf compute %+v", g.ConfCompute)
 	}
 	if len(g.Devices) != 8 {
@@ -64,7 +64,7 @@ func TestHealthyDGXA100(t *testing.T) {
 	if *d.TemperatureC != 41 || *d.TemperatureSlowdownC != 90 || *d.PowerW != 61.5 || *d.PowerLimitW != 400 {
 		t.Errorf("temperature %d/%d power %v/%v", *d.TemperatureC, *d.TemperatureSlowdownC, *d.PowerW, *d.PowerLimitW)
 	}
-	if *d.PCIe != (gpu.PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16}) || len(d.NVLink) != 12 || !d.NVLink[11].Active {
+	if *d.PCIe != (facts.PCIe{GenCurrent: 4, GenMax: 4, WidthCurrent: 16, WidthMax: 16}) || len(d.NVLink) != 12 || !d.NVLink[11].Active {
 		t.Errorf("pcie %+v nvlink %+v", d.PCIe, d.NVLink)
 	}
 	if !slices.Equal(d.ThrottleReasons, []string{"gpu_idle"}) {
@@ -75,11 +75,11 @@ func TestHealthyDGXA100(t *testing.T) {
 	}
 	// The XID from Feb 20 is outside the 7-day window. Each event names the
 	// GPU NVML lists at its PCI address.
-	want := []gpu.XIDEvent{
+	want := []facts.XIDEvent{
 		{Code: 79, PCIBusID: "0000:03:00", Time: "Mar  8 10:11:12", Message: "pid=1234, name=python, GPU has fallen off the bus.", Source: "/var/log/kern.log",
-			GPUs: []gpu.XIDGPU{{Index: 3, UUID: g.Devices[3].UUID}}},
+			GPUs: []facts.XIDGPU{{Index: 3, UUID: g.Devices[3].UUID}}},
 		{Code: 13, PCIBusID: "0000:04:00", Time: "Mar  8 10:12:00", Message: "pid=99, name=app, Graphics Exception", Source: "/var/log/kern.log",
-			GPUs: []gpu.XIDGPU{{Index: 4, UUID: g.Devices[4].UUID}}},
+			GPUs: []facts.XIDGPU{{Index: 4, UUID: g.Devices[4].UUID}}},
 	}
 	if !reflect.DeepEqual(g.XIDEvents, want) {
 		t.Errorf("xids %+v", g.XIDEvents)

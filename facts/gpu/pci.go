@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -28,7 +29,7 @@ const (
 // CollectPCI lists the NVIDIA functions on a live host's PCI bus. A
 // missing /sys/bus/pci is unavailable (a container without the host's
 // sysfs), never "no GPUs". It reads the target alone.
-func CollectPCI(ctx context.Context, env *collect.Env) (*PCI, error) {
+func CollectPCI(ctx context.Context, env *collect.Env) (*facts.PCI, error) {
 	if !env.Live {
 		return nil, collect.NotApplicable("an image has no PCI bus; the GPUs are those of the host it boots on")
 	}
@@ -42,7 +43,7 @@ func CollectPCI(ctx context.Context, env *collect.Env) (*PCI, error) {
 	if len(entries) > maxPCIFunctions {
 		return nil, fmt.Errorf("listing PCI functions: %s has %d entries, over the limit of %d", env.FS.Display(pciDevices), len(entries), maxPCIFunctions)
 	}
-	out := &PCI{Devices: []PCIDevice{}}
+	out := &facts.PCI{Devices: []facts.PCIDevice{}}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("listing PCI functions: %w", err)
@@ -62,7 +63,7 @@ func CollectPCI(ctx context.Context, env *collect.Env) (*PCI, error) {
 // readPCIFunction reads one function's ids; ok is false when it is not
 // NVIDIA's. A function that vanished while being read (hot unplug) is
 // skipped, since it is no longer on the bus.
-func readPCIFunction(fsys sysroot.FS, dir string) (d PCIDevice, ok bool, err error) {
+func readPCIFunction(fsys sysroot.FS, dir string) (d facts.PCIDevice, ok bool, err error) {
 	attr := func(name string) (string, error) {
 		b, err := fsys.ReadFileLimit(path.Join(dir, name), sysfsAttrMax)
 		if err != nil {

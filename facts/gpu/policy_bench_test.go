@@ -12,8 +12,6 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/gpu"
-	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -59,8 +57,8 @@ func gpuEngine(tb testing.TB, prefix string) *engine.Engine {
 func fullDGXFacts(tb testing.TB) *facts.Facts {
 	tb.Helper()
 	f := collectHost(tb, dgxA100(), hostTree(tb, "550.54.15", kernLog))
-	f.GPUDriver = &gpu.GPUDriver{
-		Packages:            []packages.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
+	f.GPUDriver = &facts.GPUDriver{
+		Packages:            []facts.Package{{Name: "nvidia-driver-550-server", Version: "550.54.15-0ubuntu1", Arch: "amd64", Held: true}},
 		Version:             "550.54.15",
 		Branch:              550,
 		Flavor:              "proprietary",

@@ -80,7 +80,7 @@ func checkRealValidation(t *testing.T, file string) {
 		Schema   string `json:"schema"`
 		Verdict  string `json:"verdict"`
 		ExitCode int    `json:"exit_code"`
-		gpu.GPUValidation
+		facts.GPUValidation
 	}
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func checkRealValidation(t *testing.T, file string) {
 	var names []string
 	for _, s := range rep.Steps {
 		names = append(names, s.Name)
-		if s.Status != gpu.ValidationPassed && s.Status != gpu.ValidationFailed && s.Status != gpu.ValidationNotRun {
+		if s.Status != facts.ValidationPassed && s.Status != facts.ValidationFailed && s.Status != facts.ValidationNotRun {
 			t.Errorf("step %s: status %q", s.Name, s.Status)
 		}
 	}

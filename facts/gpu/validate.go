@@ -8,6 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -52,7 +53,7 @@ const VectorAddPath = "/usr/lib/gpuhost/validate/vectorAdd"
 // every step, run or not, with its reason; it returns an error only when the
 // validation as a whole was cut short (ctx ended).
 type Validator interface {
-	Validate(ctx context.Context, env *collect.Env) (*GPUValidation, error)
+	Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error)
 }
 
 // ValidateOption tunes a Validator.
@@ -143,7 +144,7 @@ type gpuInfo struct {
 	dev   nvml.Device
 }
 
-func (v *validator) Validate(ctx context.Context, env *collect.Env) (*GPUValidation, error) {
+func (v *validator) Validate(ctx context.Context, env *collect.Env) (*facts.GPUValidation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -151,24 +152,24 @@ func (v *validator) Validate(ctx context.Context, env *collect.Env) (*GPUValidat
 	if s.run == nil {
 		s.run = NewHostRunner(env.FS.Root())
 	}
-	out := &GPUValidation{GPUs: []ValidationGPU{}, Steps: []ValidationStep{}}
+	out := &facts.GPUValidation{GPUs: []facts.ValidationGPU{}, Steps: []facts.ValidationStep{}}
 	driver := s.driver(ctx)
 	out.Steps = append(out.Steps, driver)
 	defer s.shutdown(ctx)
 	for _, g := range s.gpus {
-		out.GPUs = append(out.GPUs, ValidationGPU{Index: g.index, UUID: g.uuid, Name: g.name})
+		out.GPUs = append(out.GPUs, facts.ValidationGPU{Index: g.index, UUID: g.uuid, Name: g.name})
 	}
 	steps := []struct {
 		name string
-		run  func(context.Context) ValidationStep
+		run  func(context.Context) facts.ValidationStep
 	}{{StepContainer, s.container}, {StepCUDA, s.cuda}, {StepFabric, s.fabric}, {StepMIG, s.migMode}}
 	for _, st := range steps {
-		var step ValidationStep
+		var step facts.ValidationStep
 		switch {
 		case v.skip[st.name]:
-			step = ValidationStep{Name: st.name, Status: ValidationNotRun, Reason: "left out on request"}
-		case driver.Status != ValidationPassed:
-			step = ValidationStep{Name: st.name, Status: ValidationNotRun, Required: s.requiredWithoutDriver(st.name),
+			step = facts.ValidationStep{Name: st.name, Status: facts.ValidationNotRun, Reason: "left out on request"}
+		case driver.Status != facts.ValidationPassed:
+			step = facts.ValidationStep{Name: st.name, Status: facts.ValidationNotRun, Required: s.requiredWithoutDriver(st.name),
 				Reason: "needs the GPUs the driver step lists, and it did not pass"}
 		default:
 			sctx, cancel := context.WithTimeout(ctx, v.timeout)
@@ -203,13 +204,13 @@ func (s *session) shutdown(ctx context.Context) {
 
 // Verdict sums a validation up: failed when a step failed, incomplete when
 // none did but a required step did not run, passed otherwise.
-func Verdict(v *GPUValidation) string {
+func Verdict(v *facts.GPUValidation) string {
 	incomplete := false
 	for _, s := range v.Steps {
 		switch {
-		case s.Status == ValidationFailed:
+		case s.Status == facts.ValidationFailed:
 			return VerdictFailed
-		case s.Status != ValidationPassed && s.Required:
+		case s.Status != facts.ValidationPassed && s.Required:
 			incomplete = true
 		}
 	}
@@ -222,47 +223,47 @@ func Verdict(v *GPUValidation) string {
 // judge sets a step's status and reason from its per-GPU results: failed
 // when any GPU failed, not run when any could not be judged, passed when
 // every GPU passed. what says what was done to each GPU.
-func judge(step ValidationStep, what string) ValidationStep {
+func judge(step facts.ValidationStep, what string) facts.ValidationStep {
 	var failed, notRun []string
 	for _, g := range step.GPUs {
 		switch g.Status {
-		case ValidationFailed:
+		case facts.ValidationFailed:
 			failed = append(failed, fmt.Sprintf("GPU %d (%s): %s", g.Index, g.UUID, g.Detail))
-		case ValidationNotRun:
+		case facts.ValidationNotRun:
 			notRun = append(notRun, fmt.Sprintf("GPU %d (%s): %s", g.Index, g.UUID, g.Detail))
 		}
 	}
 	n := len(step.GPUs)
 	switch {
 	case len(failed) > 0:
-		step.Status = ValidationFailed
+		step.Status = facts.ValidationFailed
 		step.Reason = fmt.Sprintf("%s failed on %d of %d GPUs: %s", what, len(failed), n, strings.Join(failed, "; "))
 	case len(notRun) > 0:
-		step.Status = ValidationNotRun
+		step.Status = facts.ValidationNotRun
 		step.Reason = fmt.Sprintf("%s could not be judged on %d of %d GPUs: %s", what, len(notRun), n, strings.Join(notRun, "; "))
 	default:
-		step.Status = ValidationPassed
+		step.Status = facts.ValidationPassed
 		step.Reason = fmt.Sprintf("%s passed on every GPU (%d)", what, n)
 	}
 	return step
 }
 
 // result is one GPU's verdict within a step.
-func (g gpuInfo) result(status, detail string) ValidationGPUResult {
-	return ValidationGPUResult{Index: g.index, UUID: g.uuid, Status: status, Detail: detail}
+func (g gpuInfo) result(status, detail string) facts.ValidationGPUResult {
+	return facts.ValidationGPUResult{Index: g.index, UUID: g.uuid, Status: status, Detail: detail}
 }
 
-func notRun(step ValidationStep, reason string) ValidationStep {
-	step.Status, step.Reason = ValidationNotRun, reason
+func notRun(step facts.ValidationStep, reason string) facts.ValidationStep {
+	step.Status, step.Reason = facts.ValidationNotRun, reason
 	return step
 }
 
-func failed(step ValidationStep, reason string) ValidationStep {
-	step.Status, step.Reason = ValidationFailed, reason
+func failed(step facts.ValidationStep, reason string) facts.ValidationStep {
+	step.Status, step.Reason = facts.ValidationFailed, reason
 	return step
 }
 
-func passed(step ValidationStep, reason string) ValidationStep {
-	step.Status, step.Reason = ValidationPassed, reason
+func passed(step facts.ValidationStep, reason string) facts.ValidationStep {
+	step.Status, step.Reason = facts.ValidationPassed, reason
 	return step
 }

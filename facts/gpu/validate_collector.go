@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -13,7 +14,7 @@ import (
 // container and runs CUDA on every GPU. The validation's failures are
 // facts, not the collector's: it errs only when the validation was cut
 // short.
-func CollectValidation(ctx context.Context, env *collect.Env, v Validator, g *GPU) (*GPUValidation, error) {
+func CollectValidation(ctx context.Context, env *collect.Env, v Validator, g *facts.GPU) (*facts.GPUValidation, error) {
 	if !env.Live {
 		return nil, collect.NotApplicable("validation runs the GPUs of a running host; an image has none")
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/runtime"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -36,13 +37,13 @@ var ctrPaths = []string{"/usr/bin/ctr", "/usr/local/bin/ctr", "/bin/ctr"}
 // container is step 2: the CDI spec names every GPU, and containerd starts
 // a container given nvidia.com/gpu=all in which nvidia-smi lists every GPU
 // NVML lists, no more and no fewer.
-func (s *session) container(ctx context.Context) ValidationStep {
-	step := ValidationStep{Name: StepContainer, Required: true}
+func (s *session) container(ctx context.Context) facts.ValidationStep {
+	step := facts.ValidationStep{Name: StepContainer, Required: true}
 	specs, err := runtime.CollectCDISpecs(ctx, s.env.FS)
 	if err != nil {
 		return failed(step, "a CDI spec cannot be read: "+err.Error())
 	}
-	ours := slices.DeleteFunc(specs, func(sp runtime.CDISpec) bool { return sp.Kind != cdiKind })
+	ours := slices.DeleteFunc(specs, func(sp facts.CDISpec) bool { return sp.Kind != cdiKind })
 	if len(ours) > 0 {
 		if problem := s.checkCDI(ours, &step); problem != "" {
 			return failed(step, problem)
@@ -71,7 +72,7 @@ func (s *session) container(ctx context.Context) ValidationStep {
 // checkCDI holds the specs of kind nvidia.com/gpu to the GPUs NVML lists:
 // "all", and each GPU by its index or its UUID (nvidia-ctk names devices by
 // either, as --device-name-strategy says), and no GPU that is gone.
-func (s *session) checkCDI(specs []runtime.CDISpec, step *ValidationStep) string {
+func (s *session) checkCDI(specs []facts.CDISpec, step *facts.ValidationStep) string {
 	names := map[string]string{} // device name -> the file that declares it
 	for _, sp := range specs {
 		for _, d := range sp.Devices {
@@ -97,10 +98,10 @@ func (s *session) checkCDI(specs []runtime.CDISpec, step *ValidationStep) string
 		}
 		if len(as) == 0 {
 			bad++
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, fmt.Sprintf("no CDI device names it (%s=%s or %s=%s)", cdiKind, idx, cdiKind, g.uuid)))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, fmt.Sprintf("no CDI device names it (%s=%s or %s=%s)", cdiKind, idx, cdiKind, g.uuid)))
 			continue
 		}
-		step.GPUs = append(step.GPUs, g.result(ValidationPassed, strings.Join(as, ", ")))
+		step.GPUs = append(step.GPUs, g.result(facts.ValidationPassed, strings.Join(as, ", ")))
 	}
 	if bad > 0 {
 		problems = append(problems, fmt.Sprintf("%d of the %d GPUs NVML lists have no CDI device", bad, len(s.gpus)))
@@ -199,7 +200,7 @@ func (s *session) containerImage(ctx context.Context, ctr string) (ref, why stri
 
 // runContainer runs nvidia-smi -L in a container given every GPU through
 // CDI, and compares the GPUs it lists with NVML's.
-func (s *session) runContainer(ctx context.Context, step ValidationStep, ctr, image string) ValidationStep {
+func (s *session) runContainer(ctx context.Context, step facts.ValidationStep, ctr, image string) facts.ValidationStep {
 	name := fmt.Sprintf("gpuhost-validate-%d-%d", os.Getpid(), time.Now().UnixNano())
 	out, err := s.run.Run(ctx, nil, ctr, "-n", containerdNamespace, "run", "--rm", "--device", cdiAll, image, name, "nvidia-smi", "-L")
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -214,9 +215,9 @@ func (s *session) runContainer(ctx context.Context, step ValidationStep, ctr, im
 	for _, g := range s.gpus {
 		listed[g.uuid] = true
 		if seen[g.uuid] {
-			step.GPUs = append(step.GPUs, g.result(ValidationPassed, "listed by nvidia-smi in the container"))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationPassed, "listed by nvidia-smi in the container"))
 		} else {
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, "not listed by nvidia-smi in the container"))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, "not listed by nvidia-smi in the container"))
 		}
 	}
 	step = judge(step, "nvidia-smi -L in a container given "+cdiAll)
@@ -228,7 +229,7 @@ func (s *session) runContainer(ctx context.Context, step ValidationStep, ctr, im
 	}
 	if len(extra) > 0 {
 		slices.Sort(extra)
-		step.Status = ValidationFailed
+		step.Status = facts.ValidationFailed
 		step.Reason += "; the container also lists GPUs NVML does not: " + strings.Join(extra, ", ")
 	}
 	return step

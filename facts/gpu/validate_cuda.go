@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -12,8 +13,8 @@ import (
 // each run shown only that GPU. The GPU is named by its UUID, with
 // CUDA_DEVICE_ORDER=PCI_BUS_ID beside it: CUDA's own order (fastest first)
 // need not be NVML's, so an index could name another GPU.
-func (s *session) cuda(ctx context.Context) ValidationStep {
-	step := ValidationStep{Name: StepCUDA, Required: true}
+func (s *session) cuda(ctx context.Context) facts.ValidationStep {
+	step := facts.ValidationStep{Name: StepCUDA, Required: true}
 	info, err := s.env.FS.Stat(VectorAddPath)
 	switch {
 	case sysroot.IsNotExist(err):
@@ -34,22 +35,22 @@ func (s *session) cuda(ctx context.Context) ValidationStep {
 
 // vectorAdd runs the sample on one GPU. A GPU in MIG mode is not run: CUDA
 // sees its MIG devices, not the GPU, and this step does not list them.
-func (s *session) vectorAdd(ctx context.Context, g gpuInfo) ValidationGPUResult {
+func (s *session) vectorAdd(ctx context.Context, g gpuInfo) facts.ValidationGPUResult {
 	if err := ctx.Err(); err != nil {
-		return g.result(ValidationNotRun, "not run: the step's time ran out before this GPU")
+		return g.result(facts.ValidationNotRun, "not run: the step's time ran out before this GPU")
 	}
 	if cur, _, _ := s.readMIG(ctx, g); cur == MIGEnabled {
-		return g.result(ValidationNotRun, "MIG is enabled: CUDA runs on its MIG devices, which this step does not list")
+		return g.result(facts.ValidationNotRun, "MIG is enabled: CUDA runs on its MIG devices, which this step does not list")
 	}
 	env := []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + g.uuid}
 	out, err := s.run.Run(ctx, env, VectorAddPath)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return g.result(ValidationFailed, "vectorAdd did not finish within the step's time: "+tail(out, 2))
+		return g.result(facts.ValidationFailed, "vectorAdd did not finish within the step's time: "+tail(out, 2))
 	case err != nil:
-		return g.result(ValidationFailed, fmt.Sprintf("vectorAdd %s: %s", exitText(err), tail(out, 2)))
+		return g.result(facts.ValidationFailed, fmt.Sprintf("vectorAdd %s: %s", exitText(err), tail(out, 2)))
 	case !hasLine(out, "Test PASSED"):
-		return g.result(ValidationFailed, "vectorAdd exited 0 without \"Test PASSED\": "+tail(out, 2))
+		return g.result(facts.ValidationFailed, "vectorAdd exited 0 without \"Test PASSED\": "+tail(out, 2))
 	}
-	return g.result(ValidationPassed, "vectorAdd: Test PASSED")
+	return g.result(facts.ValidationPassed, "vectorAdd: Test PASSED")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -36,8 +37,8 @@ func moduleVersion(fsys sysroot.FS) (version, kind, source string) {
 // driver is step 1: the kernel module is loaded, NVML starts, and
 // libnvidia-ml's driver version is the module's. It also lists the GPUs
 // every later step is held to.
-func (s *session) driver(ctx context.Context) ValidationStep {
-	step := ValidationStep{Name: StepDriver, Required: true}
+func (s *session) driver(ctx context.Context) facts.ValidationStep {
+	step := facts.ValidationStep{Name: StepDriver, Required: true}
 	module, kind, source := moduleVersion(s.env.FS)
 	lib := s.v.lib
 	ret, err := s.call.do(ctx, "Init", lib.Init)
@@ -78,7 +79,7 @@ func (s *session) driver(ctx context.Context) ValidationStep {
 // listGPUs reads every GPU NVML lists into s.gpus and the step's per-GPU
 // results. ok is false, with the reason, when NVML lists none or cannot read
 // one: a GPU NVML cannot read is a GPU no workload can use.
-func (s *session) listGPUs(ctx context.Context, step *ValidationStep) (reason string, ok bool) {
+func (s *session) listGPUs(ctx context.Context, step *facts.ValidationStep) (reason string, ok bool) {
 	lib := s.v.lib
 	var count int
 	ret, err := s.call.do(ctx, "DeviceGetCount", func() (r nvml.Return) { count, r = lib.DeviceGetCount(); return })
@@ -95,11 +96,11 @@ func (s *session) listGPUs(ctx context.Context, step *ValidationStep) (reason st
 		g, problem := s.readGPU(ctx, i)
 		if problem != "" {
 			bad++
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, problem))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, problem))
 			continue
 		}
 		s.gpus = append(s.gpus, g)
-		step.GPUs = append(step.GPUs, g.result(ValidationPassed, g.name))
+		step.GPUs = append(step.GPUs, g.result(facts.ValidationPassed, g.name))
 	}
 	if bad > 0 {
 		return fmt.Sprintf("NVML cannot read %d of its %d GPUs", bad, count), false
@@ -140,13 +141,13 @@ func (s *session) readGPU(ctx context.Context, i int) (gpuInfo, string) {
 
 // migMode is step 5: every GPU's MIG mode is the one wanted, with no other
 // mode pending a reset. A GPU without MIG counts as disabled.
-func (s *session) migMode(ctx context.Context) ValidationStep {
-	step := ValidationStep{Name: StepMIG, Required: true}
+func (s *session) migMode(ctx context.Context) facts.ValidationStep {
+	step := facts.ValidationStep{Name: StepMIG, Required: true}
 	want := s.v.mig
 	for _, g := range s.gpus {
 		cur, pend, problem := s.readMIG(ctx, g)
 		if problem != "" {
-			step.GPUs = append(step.GPUs, g.result(ValidationNotRun, problem))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationNotRun, problem))
 			continue
 		}
 		detail := "MIG " + cur
@@ -155,19 +156,19 @@ func (s *session) migMode(ctx context.Context) ValidationStep {
 		}
 		switch {
 		case want == MIGAny:
-			step.GPUs = append(step.GPUs, g.result(ValidationPassed, detail))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationPassed, detail))
 		case cur == "unsupported" && want == MIGEnabled:
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, "this GPU has no MIG mode; MIG enabled is wanted"))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, "this GPU has no MIG mode; MIG enabled is wanted"))
 		case cur != "unsupported" && cur != want:
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, fmt.Sprintf("%s; MIG %s is wanted", detail, want)))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, fmt.Sprintf("%s; MIG %s is wanted", detail, want)))
 		case pend != cur:
-			step.GPUs = append(step.GPUs, g.result(ValidationFailed, detail))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationFailed, detail))
 		default:
-			step.GPUs = append(step.GPUs, g.result(ValidationPassed, detail))
+			step.GPUs = append(step.GPUs, g.result(facts.ValidationPassed, detail))
 		}
 	}
 	step = judge(step, "the MIG mode check (MIG "+want+" wanted)")
-	if want == MIGAny && step.Status == ValidationPassed {
+	if want == MIGAny && step.Status == facts.ValidationPassed {
 		step.Reason = fmt.Sprintf("any MIG mode is accepted (params.gpu_mig is not set); read on every GPU (%d)", len(s.gpus))
 	}
 	return step

@@ -9,6 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 )
@@ -84,8 +85,8 @@ func countNVSwitches(env *collect.Env) (int, error) {
 // registration with the fabric completed without error. A node whose GPUs
 // are no HGX product and whose bus shows no NVSwitch has no fabric: the step
 // is not run, and not required.
-func (s *session) fabric(ctx context.Context) ValidationStep {
-	step := ValidationStep{Name: StepFabric, Required: true}
+func (s *session) fabric(ctx context.Context) facts.ValidationStep {
+	step := facts.ValidationStep{Name: StepFabric, Required: true}
 	board, onBoard := hgxBoardOf(s.gpus[0].name)
 	onBoard = onBoard && len(s.gpus) == board.gpus
 	switches, pciErr := countNVSwitches(s.env)
@@ -118,10 +119,10 @@ func (s *session) fabric(ctx context.Context) ValidationStep {
 	step = judge(step, "fabric registration")
 	switch {
 	case len(problems) > 0:
-		step.Status = ValidationFailed
+		step.Status = facts.ValidationFailed
 		step.Reason = strings.Join(problems, "; ") + "; " + step.Reason
-	case len(unknown) > 0 && step.Status == ValidationPassed:
-		step.Status = ValidationNotRun
+	case len(unknown) > 0 && step.Status == facts.ValidationPassed:
+		step.Status = facts.ValidationNotRun
 		step.Reason = strings.Join(unknown, "; ") + "; " + step.Reason
 	}
 	return step
@@ -130,7 +131,7 @@ func (s *session) fabric(ctx context.Context) ValidationStep {
 // fabricState reads one GPU's registration with the fabric. GPUs before
 // Hopper do not report one; theirs is judged by the fabric manager and the
 // switches alone, and they pass here with that said.
-func (s *session) fabricState(ctx context.Context, g gpuInfo) ValidationGPUResult {
+func (s *session) fabricState(ctx context.Context, g gpuInfo) facts.ValidationGPUResult {
 	var info nvml.GpuFabricInfo
 	ret, err := s.call.do(ctx, "GetGpuFabricInfo", func() (r nvml.Return) { info, r = g.dev.GetGpuFabricInfo(); return })
 	preHopper := false
@@ -139,27 +140,27 @@ func (s *session) fabricState(ctx context.Context, g gpuInfo) ValidationGPUResul
 	}
 	switch {
 	case err != nil:
-		return g.result(ValidationNotRun, "NVML did not say its fabric state: "+err.Error())
+		return g.result(facts.ValidationNotRun, "NVML did not say its fabric state: "+err.Error())
 	case (ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND) && preHopper:
-		return g.result(ValidationPassed, "reports no fabric state (before Hopper); judged by the fabric manager and the NVSwitches")
+		return g.result(facts.ValidationPassed, "reports no fabric state (before Hopper); judged by the fabric manager and the NVSwitches")
 	case ret != nvml.SUCCESS:
-		return g.result(ValidationNotRun, "NVML did not say its fabric state: "+describe(s.v.lib, ret))
+		return g.result(facts.ValidationNotRun, "NVML did not say its fabric state: "+describe(s.v.lib, ret))
 	}
 	switch info.State {
 	case nvml.GPU_FABRIC_STATE_COMPLETED:
 		if st := nvml.Return(info.Status); st != nvml.SUCCESS {
-			return g.result(ValidationFailed, "fabric registration completed with an error: "+describe(s.v.lib, st))
+			return g.result(facts.ValidationFailed, "fabric registration completed with an error: "+describe(s.v.lib, st))
 		}
-		return g.result(ValidationPassed, "fabric registration completed")
+		return g.result(facts.ValidationPassed, "fabric registration completed")
 	case nvml.GPU_FABRIC_STATE_IN_PROGRESS:
-		return g.result(ValidationFailed, "fabric registration is still in progress")
+		return g.result(facts.ValidationFailed, "fabric registration is still in progress")
 	case nvml.GPU_FABRIC_STATE_NOT_STARTED:
-		return g.result(ValidationFailed, "fabric registration has not started (is the fabric manager running?)")
+		return g.result(facts.ValidationFailed, "fabric registration has not started (is the fabric manager running?)")
 	case nvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
 		if preHopper {
-			return g.result(ValidationPassed, "reports no fabric state (before Hopper); judged by the fabric manager and the NVSwitches")
+			return g.result(facts.ValidationPassed, "reports no fabric state (before Hopper); judged by the fabric manager and the NVSwitches")
 		}
-		return g.result(ValidationFailed, "NVML says this GPU takes no part in a fabric, on an NVSwitch system")
+		return g.result(facts.ValidationFailed, "NVML says this GPU takes no part in a fabric, on an NVSwitch system")
 	}
-	return g.result(ValidationNotRun, fmt.Sprintf("NVML gave fabric state %d, which this validator does not know", info.State))
+	return g.result(facts.ValidationNotRun, fmt.Sprintf("NVML gave fabric state %d, which this validator does not know", info.State))
 }

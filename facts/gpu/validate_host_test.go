@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -153,24 +154,24 @@ func TestValidateContainerAndCUDAOnAHostRoot(t *testing.T) {
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	t.Run("every GPU passes", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all, "none"), "active")
-		expectStep(t, v, gpu.StepContainer, gpu.ValidationPassed, "nvidia-smi -L in a container given nvidia.com/gpu=all passed on every GPU (8)")
-		expectStep(t, v, gpu.StepCUDA, gpu.ValidationPassed, "vectorAdd passed on every GPU (8)")
+		expectStep(t, v, gpu.StepContainer, facts.ValidationPassed, "nvidia-smi -L in a container given nvidia.com/gpu=all passed on every GPU (8)")
+		expectStep(t, v, gpu.StepCUDA, facts.ValidationPassed, "vectorAdd passed on every GPU (8)")
 		if got := gpu.Verdict(v); got != gpu.VerdictPassed {
 			t.Errorf("verdict %s: %+v", got, v.Steps)
 		}
 	})
 	t.Run("the container misses a GPU", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all[:7], "none"), "active")
-		expectStep(t, v, gpu.StepContainer, gpu.ValidationFailed, "failed on 1 of 8 GPUs: GPU 7 ("+gpuUUID(7)+"): not listed by nvidia-smi in the container")
+		expectStep(t, v, gpu.StepContainer, facts.ValidationFailed, "failed on 1 of 8 GPUs: GPU 7 ("+gpuUUID(7)+"): not listed by nvidia-smi in the container")
 	})
 	t.Run("vectorAdd fails on a GPU", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all, gpuUUID(3)), "active")
-		expectStep(t, v, gpu.StepCUDA, gpu.ValidationFailed, "vectorAdd failed on 1 of 8 GPUs: GPU 3 ("+gpuUUID(3)+"): vectorAdd exit status 1:", "illegal memory access")
+		expectStep(t, v, gpu.StepCUDA, facts.ValidationFailed, "vectorAdd failed on 1 of 8 GPUs: GPU 3 ("+gpuUUID(3)+"): vectorAdd exit status 1:", "illegal memory access")
 	})
 	t.Run("vectorAdd hangs on a GPU", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all, "hang:"+gpuUUID(1)), "active", gpu.WithStepTimeout(time.Second), gpu.WithSkip(gpu.StepContainer))
-		st := expectStep(t, v, gpu.StepCUDA, gpu.ValidationFailed, "GPU 1 ("+gpuUUID(1)+"): vectorAdd did not finish within the step's time")
-		if g := st.GPUs[2]; g.Status != gpu.ValidationNotRun || !strings.Contains(g.Detail, "time ran out") {
+		st := expectStep(t, v, gpu.StepCUDA, facts.ValidationFailed, "GPU 1 ("+gpuUUID(1)+"): vectorAdd did not finish within the step's time")
+		if g := st.GPUs[2]; g.Status != facts.ValidationNotRun || !strings.Contains(g.Detail, "time ran out") {
 			t.Errorf("GPU 2 after the hang: %+v", g)
 		}
 	})
@@ -178,11 +179,11 @@ func TestValidateContainerAndCUDAOnAHostRoot(t *testing.T) {
 		s := hgxH100()
 		device(s, 0).GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
 		v := validate(t, s, hostRoot(t, all, "none"), "active", gpu.WithSkip(gpu.StepContainer))
-		expectStep(t, v, gpu.StepCUDA, gpu.ValidationNotRun, "GPU 0 ("+gpuUUID(0)+"): MIG is enabled")
+		expectStep(t, v, gpu.StepCUDA, facts.ValidationNotRun, "GPU 0 ("+gpuUUID(0)+"): MIG is enabled")
 	})
 	t.Run("image not in containerd", func(t *testing.T) {
 		v := validate(t, hgxH100(), hostRoot(t, all, "none"), "active", gpu.WithImage("nvcr.io/nvidia/pytorch:24.08-py3"))
-		expectStep(t, v, gpu.StepContainer, gpu.ValidationNotRun, "image nvcr.io/nvidia/pytorch:24.08-py3 is not in containerd's k8s.io namespace")
+		expectStep(t, v, gpu.StepContainer, facts.ValidationNotRun, "image nvcr.io/nvidia/pytorch:24.08-py3 is not in containerd's k8s.io namespace")
 	})
 	t.Run("no device nodes", func(t *testing.T) {
 		dir := hostRoot(t, all, "none")
@@ -190,8 +191,8 @@ func TestValidateContainerAndCUDAOnAHostRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := validate(t, hgxH100(), dir, "active")
-		expectStep(t, v, gpu.StepContainer, gpu.ValidationNotRun, "no GPU device nodes to give a container: /dev/nvidiactl missing")
-		expectStep(t, v, gpu.StepCUDA, gpu.ValidationNotRun, "no GPU device nodes for CUDA to open: /dev/nvidiactl missing")
+		expectStep(t, v, gpu.StepContainer, facts.ValidationNotRun, "no GPU device nodes to give a container: /dev/nvidiactl missing")
+		expectStep(t, v, gpu.StepCUDA, facts.ValidationNotRun, "no GPU device nodes for CUDA to open: /dev/nvidiactl missing")
 	})
 }
 

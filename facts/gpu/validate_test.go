@@ -12,6 +12,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/gpu"
@@ -94,7 +95,7 @@ func cdiSpec(names []string) string {
 
 // validate runs the validation of lib over dir, the fabric manager in
 // state fm.
-func validate(t testing.TB, lib nvml.Interface, dir, fm string, opts ...gpu.ValidateOption) *gpu.GPUValidation {
+func validate(t testing.TB, lib nvml.Interface, dir, fm string, opts ...gpu.ValidateOption) *facts.GPUValidation {
 	t.Helper()
 	env := collecttest.NewEnv(t, dir, true)
 	env.UnitState = func(_ context.Context, unit string) (string, string) {
@@ -113,7 +114,7 @@ func validate(t testing.TB, lib nvml.Interface, dir, fm string, opts ...gpu.Vali
 	return v
 }
 
-func stepOf(t testing.TB, v *gpu.GPUValidation, name string) gpu.ValidationStep {
+func stepOf(t testing.TB, v *facts.GPUValidation, name string) facts.ValidationStep {
 	t.Helper()
 	for _, s := range v.Steps {
 		if s.Name == name {
@@ -121,11 +122,11 @@ func stepOf(t testing.TB, v *gpu.GPUValidation, name string) gpu.ValidationStep 
 		}
 	}
 	t.Fatalf("no step %s in %+v", name, v.Steps)
-	return gpu.ValidationStep{}
+	return facts.ValidationStep{}
 }
 
 // expectStep checks a step's status and that its reason holds each of want.
-func expectStep(t testing.TB, v *gpu.GPUValidation, name, status string, want ...string) gpu.ValidationStep {
+func expectStep(t testing.TB, v *facts.GPUValidation, name, status string, want ...string) facts.ValidationStep {
 	t.Helper()
 	s := stepOf(t, v, name)
 	if s.Status != status {
@@ -146,15 +147,15 @@ func expectStep(t testing.TB, v *gpu.GPUValidation, name, status string, want ..
 func TestValidateHGXH100(t *testing.T) {
 	dir := hgxNode().tree(t)
 	v := validate(t, hgxH100(), dir, "active", gpu.WithMIG(gpu.MIGDisabled))
-	expectStep(t, v, gpu.StepDriver, gpu.ValidationPassed, "kernel module 550.54.15 (proprietary) and libnvidia-ml 550.54.15 agree; NVML lists 8 GPUs")
-	expectStep(t, v, gpu.StepContainer, gpu.ValidationNotRun, "no container runtime: ctr (containerd) is not installed")
-	expectStep(t, v, gpu.StepCUDA, gpu.ValidationNotRun, "no vectorAdd at /usr/lib/gpuhost/validate/vectorAdd")
-	fabric := expectStep(t, v, gpu.StepFabric, gpu.ValidationPassed, "fabric registration passed on every GPU (8)")
-	expectStep(t, v, gpu.StepMIG, gpu.ValidationPassed, "MIG disabled wanted) passed on every GPU (8)")
+	expectStep(t, v, gpu.StepDriver, facts.ValidationPassed, "kernel module 550.54.15 (proprietary) and libnvidia-ml 550.54.15 agree; NVML lists 8 GPUs")
+	expectStep(t, v, gpu.StepContainer, facts.ValidationNotRun, "no container runtime: ctr (containerd) is not installed")
+	expectStep(t, v, gpu.StepCUDA, facts.ValidationNotRun, "no vectorAdd at /usr/lib/gpuhost/validate/vectorAdd")
+	fabric := expectStep(t, v, gpu.StepFabric, facts.ValidationPassed, "fabric registration passed on every GPU (8)")
+	expectStep(t, v, gpu.StepMIG, facts.ValidationPassed, "MIG disabled wanted) passed on every GPU (8)")
 	if !fabric.Required || len(fabric.GPUs) != 8 || fabric.GPUs[7].UUID != gpuUUID(7) || fabric.GPUs[7].Detail != "fabric registration completed" {
 		t.Errorf("fabric step %+v", fabric)
 	}
-	if len(v.GPUs) != 8 || v.GPUs[3] != (gpu.ValidationGPU{Index: 3, UUID: gpuUUID(3), Name: "NVIDIA H100 80GB HBM3"}) {
+	if len(v.GPUs) != 8 || v.GPUs[3] != (facts.ValidationGPU{Index: 3, UUID: gpuUUID(3), Name: "NVIDIA H100 80GB HBM3"}) {
 		t.Errorf("gpus %+v", v.GPUs)
 	}
 	if got := gpu.Verdict(v); got != gpu.VerdictIncomplete {
@@ -163,11 +164,11 @@ func TestValidateHGXH100(t *testing.T) {
 
 	v = validate(t, hgxH100(), dir, "active", gpu.WithSkip(gpu.StepContainer, gpu.StepCUDA))
 	for _, name := range []string{gpu.StepContainer, gpu.StepCUDA} {
-		if s := expectStep(t, v, name, gpu.ValidationNotRun, "left out on request"); s.Required {
+		if s := expectStep(t, v, name, facts.ValidationNotRun, "left out on request"); s.Required {
 			t.Errorf("skipped step %s is required", name)
 		}
 	}
-	expectStep(t, v, gpu.StepMIG, gpu.ValidationPassed, "any MIG mode is accepted")
+	expectStep(t, v, gpu.StepMIG, facts.ValidationPassed, "any MIG mode is accepted")
 	if got := gpu.Verdict(v); got != gpu.VerdictPassed {
 		t.Errorf("verdict %s, want passed: %+v", got, v.Steps)
 	}
@@ -180,9 +181,9 @@ func TestValidateDriver(t *testing.T) {
 		n := hgxNode()
 		n.module = "535.161.08"
 		v := validate(t, hgxH100(), n.tree(t), "active")
-		expectStep(t, v, gpu.StepDriver, gpu.ValidationFailed, "libnvidia-ml reports driver 550.54.15, but the loaded kernel module is 535.161.08 (/proc/driver/nvidia/version)")
+		expectStep(t, v, gpu.StepDriver, facts.ValidationFailed, "libnvidia-ml reports driver 550.54.15, but the loaded kernel module is 535.161.08 (/proc/driver/nvidia/version)")
 		for _, name := range []string{gpu.StepContainer, gpu.StepCUDA, gpu.StepFabric, gpu.StepMIG} {
-			if s := expectStep(t, v, name, gpu.ValidationNotRun, "the driver step"); !s.Required {
+			if s := expectStep(t, v, name, facts.ValidationNotRun, "the driver step"); !s.Required {
 				t.Errorf("step %s is not required", name)
 			}
 		}
@@ -194,7 +195,7 @@ func TestValidateDriver(t *testing.T) {
 		s := hgxH100()
 		s.InitFunc = func() nvml.Return { return nvml.ERROR_LIB_RM_VERSION_MISMATCH }
 		v := validate(t, s, hgxNode().tree(t), "active")
-		expectStep(t, v, gpu.StepDriver, gpu.ValidationFailed, "libnvidia-ml and the loaded kernel module 550.54.15 differ", "ERROR_LIB_RM_VERSION_MISMATCH")
+		expectStep(t, v, gpu.StepDriver, facts.ValidationFailed, "libnvidia-ml and the loaded kernel module 550.54.15 differ", "ERROR_LIB_RM_VERSION_MISMATCH")
 	})
 	t.Run("module not loaded", func(t *testing.T) {
 		s := hgxH100()
@@ -202,21 +203,21 @@ func TestValidateDriver(t *testing.T) {
 		n := hgxNode()
 		n.module = ""
 		v := validate(t, s, n.tree(t), "active")
-		expectStep(t, v, gpu.StepDriver, gpu.ValidationFailed, "the NVIDIA kernel module is not loaded", "ERROR_DRIVER_NOT_LOADED")
+		expectStep(t, v, gpu.StepDriver, facts.ValidationFailed, "the NVIDIA kernel module is not loaded", "ERROR_DRIVER_NOT_LOADED")
 	})
 	t.Run("module version from sysfs", func(t *testing.T) {
 		n := hgxNode()
 		n.module = ""
 		n.extra = map[string]any{"sys/module/nvidia/version": "550.54.15\n"}
 		v := validate(t, hgxH100(), n.tree(t), "active")
-		expectStep(t, v, gpu.StepDriver, gpu.ValidationPassed, "kernel module 550.54.15 and libnvidia-ml 550.54.15 agree")
+		expectStep(t, v, gpu.StepDriver, facts.ValidationPassed, "kernel module 550.54.15 and libnvidia-ml 550.54.15 agree")
 	})
 	t.Run("a GPU NVML cannot read", func(t *testing.T) {
 		s := hgxH100()
 		device(s, 6).GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
 		v := validate(t, s, hgxNode().tree(t), "active")
-		st := expectStep(t, v, gpu.StepDriver, gpu.ValidationFailed, "NVML cannot read 1 of its 8 GPUs")
-		if g := st.GPUs[6]; g.Status != gpu.ValidationFailed || !strings.Contains(g.Detail, "ERROR_GPU_IS_LOST") {
+		st := expectStep(t, v, gpu.StepDriver, facts.ValidationFailed, "NVML cannot read 1 of its 8 GPUs")
+		if g := st.GPUs[6]; g.Status != facts.ValidationFailed || !strings.Contains(g.Detail, "ERROR_GPU_IS_LOST") {
 			t.Errorf("GPU 6: %+v", g)
 		}
 	})
@@ -238,15 +239,15 @@ func TestValidateFabric(t *testing.T) {
 			device(s, 5).GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) {
 				return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_IN_PROGRESS}, nvml.SUCCESS
 			}
-		}, gpu.ValidationFailed, "fabric registration failed on 1 of 8 GPUs: GPU 5 (" + gpuUUID(5) + "): fabric registration is still in progress"},
+		}, facts.ValidationFailed, "fabric registration failed on 1 of 8 GPUs: GPU 5 (" + gpuUUID(5) + "): fabric registration is still in progress"},
 		{"registration completed with an error", "active", 4, func(s *server.Server) {
 			device(s, 2).GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) {
 				return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(nvml.ERROR_INSUFFICIENT_RESOURCES)}, nvml.SUCCESS
 			}
-		}, gpu.ValidationFailed, "GPU 2 (" + gpuUUID(2) + "): fabric registration completed with an error: ERROR_INSUFFICIENT_RESOURCES"},
-		{"fabric manager stopped", "inactive", 4, nil, gpu.ValidationFailed, "nvidia-fabricmanager.service is inactive, not active"},
-		{"an NVSwitch missing", "active", 3, nil, gpu.ValidationFailed, "the PCI bus shows 3 NVSwitches; an 8-GPU HGX H100 board has 4"},
-		{"no service manager to ask", "unknown", 4, nil, gpu.ValidationNotRun, "whether nvidia-fabricmanager.service runs is unknown: systemd is not running"},
+		}, facts.ValidationFailed, "GPU 2 (" + gpuUUID(2) + "): fabric registration completed with an error: ERROR_INSUFFICIENT_RESOURCES"},
+		{"fabric manager stopped", "inactive", 4, nil, facts.ValidationFailed, "nvidia-fabricmanager.service is inactive, not active"},
+		{"an NVSwitch missing", "active", 3, nil, facts.ValidationFailed, "the PCI bus shows 3 NVSwitches; an 8-GPU HGX H100 board has 4"},
+		{"no service manager to ask", "unknown", 4, nil, facts.ValidationNotRun, "whether nvidia-fabricmanager.service runs is unknown: systemd is not running"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -270,15 +271,15 @@ func TestValidateFabricHGXA100(t *testing.T) {
 		device(s, i).UUID = gpuUUID(i)
 		device(s, i).GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) { return nvml.GpuFabricInfo{}, nvml.ERROR_NOT_SUPPORTED }
 	}
-	for switches, status := range map[int]string{6: gpu.ValidationPassed, 4: gpu.ValidationFailed} {
+	for switches, status := range map[int]string{6: facts.ValidationPassed, 4: facts.ValidationFailed} {
 		n := hgxNode()
 		n.switches = switches
 		v := validate(t, s, n.tree(t), "active", gpu.WithSkip(gpu.StepContainer, gpu.StepCUDA))
 		st := expectStep(t, v, gpu.StepFabric, status)
-		if status == gpu.ValidationFailed && !strings.Contains(st.Reason, "the PCI bus shows 4 NVSwitches; an 8-GPU HGX A100 board has 6") {
+		if status == facts.ValidationFailed && !strings.Contains(st.Reason, "the PCI bus shows 4 NVSwitches; an 8-GPU HGX A100 board has 6") {
 			t.Errorf("4 switches: %s", st.Reason)
 		}
-		if g := st.GPUs[0]; g.Status != gpu.ValidationPassed || !strings.Contains(g.Detail, "before Hopper") {
+		if g := st.GPUs[0]; g.Status != facts.ValidationPassed || !strings.Contains(g.Detail, "before Hopper") {
 			t.Errorf("%d switches: GPU 0 %+v", switches, g)
 		}
 	}
@@ -292,7 +293,7 @@ func TestValidateFabricNotAnNVSwitchSystem(t *testing.T) {
 	n := hgxNode()
 	n.switches = 0
 	v := validate(t, s, n.tree(t), "inactive", gpu.WithSkip(gpu.StepContainer, gpu.StepCUDA))
-	st := expectStep(t, v, gpu.StepFabric, gpu.ValidationNotRun, "not an NVSwitch system: 2 × NVIDIA A100-PCIE-40GB is no 8-GPU HGX board, and the PCI bus shows no NVSwitch")
+	st := expectStep(t, v, gpu.StepFabric, facts.ValidationNotRun, "not an NVSwitch system: 2 × NVIDIA A100-PCIE-40GB is no 8-GPU HGX board, and the PCI bus shows no NVSwitch")
 	if st.Required {
 		t.Error("the fabric step is required on a node without NVSwitches")
 	}
@@ -313,16 +314,16 @@ func TestValidateMIG(t *testing.T) {
 		status string
 		reason string
 	}{
-		{"one GPU in MIG mode, disabled wanted", gpu.MIGDisabled, func(s *server.Server) { migOn(s, 2) }, gpu.ValidationFailed,
+		{"one GPU in MIG mode, disabled wanted", gpu.MIGDisabled, func(s *server.Server) { migOn(s, 2) }, facts.ValidationFailed,
 			"failed on 1 of 8 GPUs: GPU 2 (" + gpuUUID(2) + "): MIG enabled; MIG disabled is wanted"},
-		{"enabled wanted, none in MIG mode", gpu.MIGEnabled, nil, gpu.ValidationFailed, "failed on 8 of 8 GPUs"},
+		{"enabled wanted, none in MIG mode", gpu.MIGEnabled, nil, facts.ValidationFailed, "failed on 8 of 8 GPUs"},
 		{"a change pending a reset", gpu.MIGDisabled, func(s *server.Server) {
 			device(s, 4).GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
-		}, gpu.ValidationFailed, "GPU 4 (" + gpuUUID(4) + "): MIG disabled, enabled pending a GPU reset"},
-		{"any mode accepted", gpu.MIGAny, func(s *server.Server) { migOn(s, 2) }, gpu.ValidationPassed, "any MIG mode is accepted"},
+		}, facts.ValidationFailed, "GPU 4 (" + gpuUUID(4) + "): MIG disabled, enabled pending a GPU reset"},
+		{"any mode accepted", gpu.MIGAny, func(s *server.Server) { migOn(s, 2) }, facts.ValidationPassed, "any MIG mode is accepted"},
 		{"MIG mode unreadable", gpu.MIGDisabled, func(s *server.Server) {
 			device(s, 1).GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_UNKNOWN }
-		}, gpu.ValidationNotRun, "GPU 1 (" + gpuUUID(1) + "): NVML did not say its MIG mode: ERROR_UNKNOWN"},
+		}, facts.ValidationNotRun, "GPU 1 (" + gpuUUID(1) + "): NVML did not say its MIG mode: ERROR_UNKNOWN"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -360,14 +361,14 @@ func TestValidateCDISpec(t *testing.T) {
 			n := hgxNode()
 			n.cdi, n.extra = c.cdi, c.extra
 			v := validate(t, hgxH100(), n.tree(t), "active")
-			expectStep(t, v, gpu.StepContainer, gpu.ValidationFailed, c.want...)
+			expectStep(t, v, gpu.StepContainer, facts.ValidationFailed, c.want...)
 		})
 	}
 	t.Run("index names alone", func(t *testing.T) {
 		n := hgxNode()
 		n.cdi = []string{"all", "0", "1", "2", "3", "4", "5", "6", "7"}
 		v := validate(t, hgxH100(), n.tree(t), "active")
-		expectStep(t, v, gpu.StepContainer, gpu.ValidationNotRun, "no container runtime")
+		expectStep(t, v, gpu.StepContainer, facts.ValidationNotRun, "no container runtime")
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -44,7 +45,7 @@ const xidMarker = "NVRM: Xid (PCI:"
 // ok is false for any other line. Time is the syslog timestamp as written
 // (RFC 3339, or "Mon _2 15:04:05" without a year), empty when the line has
 // none.
-func ParseXID(line string) (ev XIDEvent, ok bool) {
+func ParseXID(line string) (ev facts.XIDEvent, ok bool) {
 	i := strings.Index(line, xidMarker)
 	if i < 0 {
 		return ev, false
@@ -73,7 +74,7 @@ func ParseXID(line string) (ev XIDEvent, ok bool) {
 			msg = msg[:len(msg)-1]
 		}
 	}
-	return XIDEvent{
+	return facts.XIDEvent{
 		Code:     code,
 		PCIBusID: bus,
 		Time:     syslogTime(line[:i]),
@@ -132,15 +133,15 @@ func xidTime(s string, now time.Time) (time.Time, bool) {
 // newest maxXIDEvents of them, so a log flooded with Xids costs bounded
 // memory. Events with a readable time older than window before now are
 // dropped; events without one are kept, since they cannot be shown to be old.
-func ParseXIDLog(data []byte, now time.Time, window time.Duration) []XIDEvent {
+func ParseXIDLog(data []byte, now time.Time, window time.Duration) []facts.XIDEvent {
 	return parseXIDLog(data, now, window, false)
 }
 
 // parseXIDLog is ParseXIDLog for a log in either order. newestFirst says
 // the log is newest first (journalctl --reverse): then the first
 // maxXIDEvents are the ones kept, and they are returned in the log's order.
-func parseXIDLog(data []byte, now time.Time, window time.Duration, newestFirst bool) []XIDEvent {
-	var out []XIDEvent
+func parseXIDLog(data []byte, now time.Time, window time.Duration, newestFirst bool) []facts.XIDEvent {
+	var out []facts.XIDEvent
 	marker := []byte(xidMarker)
 	for len(data) > 0 {
 		// Skip straight to the next marker: kernel logs are mostly other lines.
@@ -180,7 +181,7 @@ func parseXIDLog(data []byte, now time.Time, window time.Duration, newestFirst b
 
 // readKernelModule reads the loaded kernel module's version and flavour.
 // Its absence is not an error: NVML will say whether the driver is loaded.
-func (c *NVML) readKernelModule(env *collect.Env, g *GPU) {
+func (c *NVML) readKernelModule(env *collect.Env, g *facts.GPU) {
 	data, err := env.FS.ReadFileLimit(procVersion, 64<<10)
 	if err != nil {
 		return

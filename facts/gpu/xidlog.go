@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -45,13 +46,13 @@ func WithJournal(r JournalReader) Option { return func(c *NVML) { c.journal = r 
 // logFile is one kernel log file and the events read from it.
 type logFile struct {
 	name   string
-	events []XIDEvent
+	events []facts.XIDEvent
 }
 
 // readXIDs fills the XID events from the text logs and their rotations, or,
 // when the host keeps none, from the journal; the newest maxXIDEvents are
 // kept, oldest first.
-func (c *NVML) readXIDs(ctx context.Context, env *collect.Env, g *GPU) {
+func (c *NVML) readXIDs(ctx context.Context, env *collect.Env, g *facts.GPU) {
 	now := c.now()
 	files, problems := c.readLogFiles(env, now)
 	add := xidAdder(g)
@@ -125,13 +126,13 @@ func (c *NVML) readLogFiles(env *collect.Env, now time.Time) ([]logFile, []strin
 
 // xidAdder appends events to g once each: kern.log and syslog carry the
 // same lines, and one XID must not count as two. The first source wins.
-func xidAdder(g *GPU) func(XIDEvent) {
+func xidAdder(g *facts.GPU) func(facts.XIDEvent) {
 	type line struct {
 		code               int
 		pci, time, message string
 	}
 	seen := map[line]bool{}
-	return func(ev XIDEvent) {
+	return func(ev facts.XIDEvent) {
 		key := line{ev.Code, ev.PCIBusID, ev.Time, ev.Message}
 		if !seen[key] {
 			seen[key] = true
@@ -144,7 +145,7 @@ func xidAdder(g *GPU) func(XIDEvent) {
 // rotation first and kern.log before syslog, so the events run oldest
 // first and keeping the newest is a matter of keeping the tail. It returns the names of
 // the files read, for the facts to say where the events came from.
-func addLogEvents(env *collect.Env, files []logFile, add func(XIDEvent)) []string {
+func addLogEvents(env *collect.Env, files []logFile, add func(facts.XIDEvent)) []string {
 	var read []string
 	for i := range files {
 		read = append(read, files[i].name)
@@ -206,7 +207,7 @@ func readLog(fsys sysroot.FS, name string, limit int64) ([]byte, error) {
 
 // readJournal reads the XID events in the journal, oldest first. note says
 // when the output was cut short.
-func (c *NVML) readJournal(ctx context.Context, env *collect.Env, now time.Time) ([]XIDEvent, string, error) {
+func (c *NVML) readJournal(ctx context.Context, env *collect.Env, now time.Time) ([]facts.XIDEvent, string, error) {
 	if c.journal == nil {
 		return nil, "", errors.New("the journal is not read")
 	}
@@ -316,11 +317,11 @@ func (b *cappedBuffer) String() string { return b.buf.String() }
 // against every GPU was most of the Xid check's cost per host, and a policy
 // that reads no GPU list is answered from the memo for every host that
 // logged nothing.
-func attributeXIDs(g *GPU) {
-	at := map[[3]uint64][]XIDGPU{}
+func attributeXIDs(g *facts.GPU) {
+	at := map[[3]uint64][]facts.XIDGPU{}
 	for _, d := range g.Devices {
 		if key, ok := pciAddress(d.PCIBusID); ok {
-			at[key] = append(at[key], XIDGPU{Index: d.Index, UUID: d.UUID})
+			at[key] = append(at[key], facts.XIDGPU{Index: d.Index, UUID: d.UUID})
 		}
 	}
 	for i := range g.XIDEvents {

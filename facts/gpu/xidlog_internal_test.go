@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -104,9 +105,9 @@ func TestParseXIDLogKeepsNewest(t *testing.T) {
 		oldestFirst = append(oldestFirst, line...)
 		newestFirst = append(line, newestFirst...)
 	}
-	for name, evs := range map[string][]XIDEvent{
+	for name, evs := range map[string][]facts.XIDEvent{
 		"oldest first": parseXIDLog(oldestFirst, now, 0, false),
-		"newest first": func() []XIDEvent {
+		"newest first": func() []facts.XIDEvent {
 			evs := parseXIDLog(newestFirst, now, 0, true)
 			slices.Reverse(evs)
 			return evs
@@ -123,13 +124,13 @@ func TestParseXIDLogKeepsNewest(t *testing.T) {
 // an event at an address NVML does not list, or an unreadable one, with no
 // GPU.
 func TestAttributeXIDs(t *testing.T) {
-	g := &GPU{
-		Devices: []GPUDevice{
+	g := &facts.GPU{
+		Devices: []facts.GPUDevice{
 			{Index: 0, UUID: "GPU-0", PCIBusID: "00000000:07:00.0"},
 			{Index: 1, UUID: "GPU-1", PCIBusID: "00000001:07:00.0"},
 			{Index: 2, UUID: "GPU-2", PCIBusID: "00000000:B1:00.0"},
 		},
-		XIDEvents: []XIDEvent{
+		XIDEvents: []facts.XIDEvent{
 			{Code: 79, PCIBusID: "0000:07:00"},
 			{Code: 79, PCIBusID: "0001:07:00"},
 			{Code: 48, PCIBusID: "0000:b1:00"},
@@ -140,7 +141,7 @@ func TestAttributeXIDs(t *testing.T) {
 		},
 	}
 	attributeXIDs(g)
-	want := [][]XIDGPU{
+	want := [][]facts.XIDGPU{
 		{{Index: 0, UUID: "GPU-0"}},
 		{{Index: 1, UUID: "GPU-1"}},
 		{{Index: 2, UUID: "GPU-2"}},

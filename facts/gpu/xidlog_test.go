@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 )
 
@@ -113,11 +114,11 @@ func TestJournal(t *testing.T) {
 		"2025-03-08T10:00:00+0000 dgx-01 kernel: NVRM: Xid (PCI:0000:03:00): 79, pid=1, test\n" +
 		"2025-02-01T10:00:00+0000 dgx-01 kernel: NVRM: Xid (PCI:0000:03:00): 48, pid=1, outside the window\n"
 	g := collectHost(t, dgxA100(), hostTree(t, "550.54.15", ""), gpu.WithJournal(fakeJournal(text, true, nil))).GPU
-	want := []gpu.XIDEvent{
+	want := []facts.XIDEvent{
 		{Code: 79, PCIBusID: "0000:03:00", Time: "2025-03-08T10:00:00+0000", Message: "pid=1, test", Source: gpu.JournalSource,
-			GPUs: []gpu.XIDGPU{{Index: 3, UUID: g.Devices[3].UUID}}},
+			GPUs: []facts.XIDGPU{{Index: 3, UUID: g.Devices[3].UUID}}},
 		{Code: 63, PCIBusID: "0000:06:00", Time: "2025-03-08T11:00:00+0000", Message: "pid=1, test", Source: gpu.JournalSource,
-			GPUs: []gpu.XIDGPU{{Index: 6, UUID: g.Devices[6].UUID}}},
+			GPUs: []facts.XIDGPU{{Index: 6, UUID: g.Devices[6].UUID}}},
 	}
 	if !reflect.DeepEqual(g.XIDEvents, want) {
 		t.Errorf("events %+v", g.XIDEvents)

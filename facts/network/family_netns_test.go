@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -121,11 +122,11 @@ func (p pairedNetns) loadNft(t *testing.T, ruleset string) {
 // listen starts an HTTP server on :: in the inner namespace, which takes
 // IPv4 too (Python's server clears IPV6_V6ONLY), and returns its listener
 // as the network collector would name it.
-func (p pairedNetns) listen(t *testing.T, port int) Listener {
+func (p pairedNetns) listen(t *testing.T, port int) facts.Listener {
 	t.Helper()
 	py := testutil.Tool(t, "python3", "python3")
 	proc := testutil.Start(t, exec.Command(p.in[0], append(slices.Clone(p.in[1:]), py, "-m", "http.server", "--bind", "::", strconv.Itoa(port))...))
-	var l Listener
+	var l facts.Listener
 	proc.WaitFor(t, 20*time.Second, fmt.Sprintf("a listener on %d", port), func() bool {
 		l = procListener(t, proc.Cmd.Process.Pid, port)
 		return l.Port == port
@@ -189,7 +190,7 @@ func (p pairedNetns) connects(t *testing.T, addr string) (bool, error) {
 
 // scan collects the inner namespace's firewall as a live scan would, with
 // the given listeners and nftables.service active, and evaluates the pack.
-func (p pairedNetns) scan(t *testing.T, listening []Listener) (*Firewall, map[string]packResult) {
+func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Firewall, map[string]packResult) {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{"etc/": nil})
@@ -210,7 +211,7 @@ func (p pairedNetns) scan(t *testing.T, listening []Listener) (*Firewall, map[st
 // factsSayReachable is the facts' answer to "does a new connection to port
 // reach the listener over family": IPv6 off closes it, an unfiltered family
 // opens it, and otherwise the family's admitted ports and policy decide.
-func factsSayReachable(t *testing.T, fw *Firewall, family string, port int) bool {
+func factsSayReachable(t *testing.T, fw *facts.Firewall, family string, port int) bool {
 	t.Helper()
 	if family == "ipv6" && fw.IPv6 != nil && !fw.IPv6.Enabled {
 		return false
@@ -226,7 +227,7 @@ func factsSayReachable(t *testing.T, fw *Firewall, family string, port int) bool
 
 // agree connects to each port over each family and requires the facts to
 // say the same; it returns what the connects showed.
-func (p pairedNetns) agree(t *testing.T, fw *Firewall, ports ...int) map[string]bool {
+func (p pairedNetns) agree(t *testing.T, fw *facts.Firewall, ports ...int) map[string]bool {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, port := range ports {
@@ -246,7 +247,7 @@ func (p pairedNetns) agree(t *testing.T, fw *Firewall, ports ...int) map[string]
 // wantOnlyIPv6Open is the verdict for a ruleset that filters IPv4 alone:
 // the web port is reachable over IPv6 and nowhere else, and the checks
 // name IPv6 and the port.
-func wantOnlyIPv6Open(t *testing.T, p pairedNetns, fw *Firewall, results map[string]packResult) {
+func wantOnlyIPv6Open(t *testing.T, p pairedNetns, fw *facts.Firewall, results map[string]packResult) {
 	t.Helper()
 	if fw.IPv6 == nil || !fw.IPv6.Enabled {
 		t.Errorf("ipv6 %+v, want on: the inner namespace has %s", fw.IPv6, innerIPv6)
@@ -277,7 +278,7 @@ func TestFamilyIPTableLeavesIPv6Open(t *testing.T) {
 	if !strings.Contains(held, "table ip filter") || strings.Contains(held, "table ip6 ") || strings.Contains(held, "table inet ") {
 		t.Fatalf("the kernel holds more or less than table ip filter:\n%s", held)
 	}
-	listening := []Listener{p.listen(t, webPort), p.listen(t, sshPort)}
+	listening := []facts.Listener{p.listen(t, webPort), p.listen(t, sshPort)}
 	fw, results := p.scan(t, listening)
 	ip, ip6 := fw.Families[0], fw.Families[1]
 	if !ip.Filtered || ip.DefaultInputPolicy != "drop" || ip6.Filtered || fw.DefaultInputPolicy != "accept" {
@@ -300,7 +301,7 @@ func TestFamilyIptablesNftWithoutIp6tables(t *testing.T) {
 	if !strings.Contains(held, "table ip filter") || !strings.Contains(held, "chain INPUT") || strings.Contains(held, "table ip6 ") {
 		t.Fatalf("the kernel holds more or less than iptables-nft's table ip filter:\n%s", held)
 	}
-	listening := []Listener{p.listen(t, webPort), p.listen(t, sshPort)}
+	listening := []facts.Listener{p.listen(t, webPort), p.listen(t, sshPort)}
 	fw, results := p.scan(t, listening)
 	if ip := fw.Families[0]; !slices.Equal(ip.Chains, []string{"ip filter INPUT"}) || !equalInts(ip.AllowedPorts, []int{sshPort}) {
 		t.Errorf("IPv4 %+v; want iptables-nft's INPUT admitting %d", ip, sshPort)
@@ -317,7 +318,7 @@ func TestFamilyInetDropClosesBoth(t *testing.T) {
 	if !strings.Contains(held, "table inet filter") {
 		t.Fatalf("the kernel holds no table inet filter:\n%s", held)
 	}
-	listening := []Listener{p.listen(t, webPort), p.listen(t, sshPort)}
+	listening := []facts.Listener{p.listen(t, webPort), p.listen(t, sshPort)}
 	fw, results := p.scan(t, listening)
 	for _, f := range fw.Families {
 		if !f.Filtered || f.DefaultInputPolicy != "drop" || !equalInts(f.AllowedPorts, []int{sshPort}) {
@@ -342,7 +343,7 @@ func TestFamilyIPv6DisabledInNetns(t *testing.T) {
 	sysctl := testutil.Tool(t, "sysctl", "procps")
 	testutil.Run(t, 10*time.Second, p.in[0], append(slices.Clone(p.in[1:]), sysctl, "-w", "net.ipv6.conf.all.disable_ipv6=1")...)
 	t.Logf("nft list ruleset:\n%s", p.nft(t, "list", "ruleset"))
-	listening := []Listener{p.listen(t, webPort), p.listen(t, sshPort)}
+	listening := []facts.Listener{p.listen(t, webPort), p.listen(t, sshPort)}
 	fw, results := p.scan(t, listening)
 	if fw.IPv6 == nil || fw.IPv6.Enabled || !strings.Contains(fw.IPv6.Evidence, "disable_ipv6 is 1 in every entry of /proc/sys/net/ipv6/conf") ||
 		!strings.Contains(fw.IPv6.Evidence, "vin") {

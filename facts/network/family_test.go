@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -134,22 +135,22 @@ func TestIPv6StateFromProc(t *testing.T) {
 }
 
 func TestJoinFamilies(t *testing.T) {
-	fam := func(name string, filtered bool, policy string) FirewallFamily {
-		return FirewallFamily{Family: name, Filtered: filtered, DefaultInputPolicy: policy, AllowedPorts: []int{}}
+	fam := func(name string, filtered bool, policy string) facts.FirewallFamily {
+		return facts.FirewallFamily{Family: name, Filtered: filtered, DefaultInputPolicy: policy, AllowedPorts: []int{}}
 	}
-	ipOnly := []FirewallFamily{fam("ipv4", true, "drop"), fam("ipv6", false, "accept")}
+	ipOnly := []facts.FirewallFamily{fam("ipv4", true, "drop"), fam("ipv6", false, "accept")}
 	for _, tc := range []struct {
 		name     string
-		families []FirewallFamily
-		ipv6     *IPv6State
+		families []facts.FirewallFamily
+		ipv6     *facts.IPv6State
 		want     string
 	}{
-		{"IPv6 unfiltered and on", ipOnly, &IPv6State{Enabled: true}, "accept"},
+		{"IPv6 unfiltered and on", ipOnly, &facts.IPv6State{Enabled: true}, "accept"},
 		{"IPv6 unfiltered, not known to be off", ipOnly, nil, "accept"},
-		{"IPv6 unfiltered and off", ipOnly, &IPv6State{Enabled: false}, "drop"},
-		{"strictest of both", []FirewallFamily{fam("ipv4", true, "reject"), fam("ipv6", true, "drop")}, nil, "drop"},
+		{"IPv6 unfiltered and off", ipOnly, &facts.IPv6State{Enabled: false}, "drop"},
+		{"strictest of both", []facts.FirewallFamily{fam("ipv4", true, "reject"), fam("ipv6", true, "drop")}, nil, "drop"},
 	} {
-		fw := &Firewall{DefaultInputPolicy: "drop", Families: tc.families, IPv6: tc.ipv6}
+		fw := &facts.Firewall{DefaultInputPolicy: "drop", Families: tc.families, IPv6: tc.ipv6}
 		joinFamilies(fw)
 		if fw.DefaultInputPolicy != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, fw.DefaultInputPolicy, tc.want)
@@ -160,7 +161,7 @@ func TestJoinFamilies(t *testing.T) {
 	v4, v6 := fam("ipv4", true, "reject"), fam("ipv6", true, "drop")
 	v4.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 5}
 	v6.PolicyLocation = &collect.FileLine{File: "/etc/nftables.conf", Line: 12}
-	fw := &Firewall{Families: []FirewallFamily{v4, v6}}
+	fw := &facts.Firewall{Families: []facts.FirewallFamily{v4, v6}}
 	joinFamilies(fw)
 	if fw.DefaultInputPolicy != "drop" || fw.PolicyLocation != v6.PolicyLocation {
 		t.Errorf("joined %s at %v, want drop at %v", fw.DefaultInputPolicy, fw.PolicyLocation, v6.PolicyLocation)

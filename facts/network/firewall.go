@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -28,7 +29,7 @@ const (
 // stands in and the facts say why. On an offline rootfs there are no
 // listeners to list, so the Network it creates holds only the firewall and
 // a nil Listening.
-func CollectFirewall(ctx context.Context, env *collect.Env, net *Network) (*Network, error) {
+func CollectFirewall(ctx context.Context, env *collect.Env, net *facts.Network) (*facts.Network, error) {
 	fw, err := readFirewall(env.FS)
 	if err != nil {
 		return nil, err
@@ -41,9 +42,9 @@ func CollectFirewall(ctx context.Context, env *collect.Env, net *Network) (*Netw
 	}
 	joinFamilies(fw)
 	if net == nil {
-		net = &Network{}
+		net = &facts.Network{}
 		if env.Live {
-			net.Listening = []Listener{}
+			net.Listening = []facts.Listener{}
 		}
 	}
 	net.Firewall = fw
@@ -52,7 +53,7 @@ func CollectFirewall(ctx context.Context, env *collect.Env, net *Network) (*Netw
 
 // liveFirewall replaces the configured ruleset with the kernel's and asks
 // systemd whether the firewall's unit is active.
-func liveFirewall(ctx context.Context, env *collect.Env, conf *Firewall) (*Firewall, error) {
+func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (*facts.Firewall, error) {
 	fw := conf
 	rs, err := readKernelRuleset(env.NetNS)
 	if err != nil {
@@ -77,14 +78,14 @@ func liveFirewall(ctx context.Context, env *collect.Env, conf *Firewall) (*Firew
 		return fw, nil
 	}
 	state, reason := osinfo.UnitActiveState(ctx, env, unit)
-	fw.Unit = &osinfo.UnitState{Name: unit, State: state, Reason: reason}
+	fw.Unit = &facts.UnitState{Name: unit, State: state, Reason: reason}
 	fw.Enabled = state == "active"
 	return fw, nil
 }
 
 // readFirewall prefers an enabled ufw, then an nftables input hook chain,
 // and otherwise reports no firewall, which accepts everything.
-func readFirewall(fsys sysroot.FS) (*Firewall, error) {
+func readFirewall(fsys sysroot.FS) (*facts.Firewall, error) {
 	ufw, err := readUfw(fsys)
 	if err != nil {
 		return nil, err
@@ -99,9 +100,9 @@ func readFirewall(fsys sysroot.FS) (*Firewall, error) {
 	if nft != nil {
 		return nft, nil
 	}
-	none := &Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}
+	none := &facts.Firewall{Backend: "none", DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"}
 	for _, fam := range nftFamilies {
-		none.Families = append(none.Families, FirewallFamily{Family: fam.name, DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"})
+		none.Families = append(none.Families, facts.FirewallFamily{Family: fam.name, DefaultInputPolicy: "accept", AllowedPorts: []int{}, Source: "file"})
 	}
 	return none, nil
 }
@@ -112,7 +113,7 @@ func readFirewall(fsys sysroot.FS) (*Firewall, error) {
 // accepts by policy, else the strictest of their policies. IPv6 counts
 // unless the facts show it off. The joined PolicyLocation is that of the
 // family that decided.
-func joinFamilies(fw *Firewall) {
+func joinFamilies(fw *facts.Firewall) {
 	if len(fw.Families) == 0 {
 		return
 	}
@@ -202,7 +203,7 @@ func portNumber(s string) (int, bool) {
 }
 
 // readUfw returns ufw's configuration, or nil when ufw is not installed.
-func readUfw(fsys sysroot.FS) (*Firewall, error) {
+func readUfw(fsys sysroot.FS) (*facts.Firewall, error) {
 	const conf, defaults = "/etc/ufw/ufw.conf", "/etc/default/ufw"
 	data, ok, err := textfile.ReadOptional(fsys, conf)
 	if err != nil {
@@ -215,7 +216,7 @@ func readUfw(fsys sysroot.FS) (*Firewall, error) {
 	if _, err := textfile.ParseShell(data, vars, false); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", fsys.Display(conf), err)
 	}
-	fw := &Firewall{
+	fw := &facts.Firewall{
 		Backend:            "ufw",
 		Enabled:            strings.EqualFold(vars["ENABLED"], "yes"),
 		DefaultInputPolicy: "drop",
@@ -257,7 +258,7 @@ func readUfw(fsys sysroot.FS) (*Firewall, error) {
 	// Unless IPV6=yes it loads no IPv6 rules and accepts IPv6 only on the
 	// loopback, as its own /etc/default/ufw says.
 	for i, fam := range nftFamilies {
-		f := FirewallFamily{Family: fam.name, Filtered: true, DefaultInputPolicy: fw.DefaultInputPolicy,
+		f := facts.FirewallFamily{Family: fam.name, Filtered: true, DefaultInputPolicy: fw.DefaultInputPolicy,
 			AllowedPorts: byFamily[i].list(), Source: "file"}
 		if fam.name == "ipv6" && !ipv6 {
 			f.DefaultInputPolicy, f.AllowedPorts = "drop", []int{}

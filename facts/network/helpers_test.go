@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -13,7 +14,7 @@ import (
 type doc struct {
 	// kind is the target kind the facts are of: host or rootfs.
 	kind    string
-	Network *Network
+	Network *facts.Network
 	status  map[string]string
 }
 
@@ -31,7 +32,7 @@ func collectOne(t testing.TB, env *collect.Env, f *doc, name string) error {
 		ls, err := CollectListeners(ctx, env)
 		if err == nil {
 			if f.Network == nil {
-				f.Network = &Network{}
+				f.Network = &facts.Network{}
 			}
 			f.Network.Listening = ls
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -38,7 +39,7 @@ type ipv6Source interface {
 // judges: the scanner's own through the scanned tree's /proc, or the one
 // env.NetNS names, entered for the read. /proc/net and /proc/sys/net show
 // the namespace of the thread that reads them.
-func liveIPv6(env *collect.Env) *IPv6State {
+func liveIPv6(env *collect.Env) *facts.IPv6State {
 	if env.NetNS == "" {
 		return readIPv6State(fsIPv6Source{env.FS})
 	}
@@ -50,16 +51,16 @@ func liveIPv6(env *collect.Env) *IPv6State {
 // (all, default and each interface, so a new interface starts off too), or
 // when no interface but the loopback holds an address, the loopback being
 // unreachable from another host. Anything unclear leaves it on.
-func readIPv6State(src ipv6Source) *IPv6State {
+func readIPv6State(src ipv6Source) *facts.IPv6State {
 	data, ok, err := src.read(ifInet6, maxIfInet6)
 	if err != nil {
 		return unknownIPv6(err)
 	}
 	if !ok {
-		return &IPv6State{Evidence: ifInet6 + " does not exist: the kernel has no IPv6 (the ipv6 module is absent or ipv6.disable=1)"}
+		return &facts.IPv6State{Evidence: ifInet6 + " does not exist: the kernel has no IPv6 (the ipv6 module is absent or ipv6.disable=1)"}
 	}
 	if entries, off := allDisabled(src); off {
-		return &IPv6State{Evidence: fmt.Sprintf("disable_ipv6 is 1 in every entry of %s (%s)", ipv6Conf, listSome(entries))}
+		return &facts.IPv6State{Evidence: fmt.Sprintf("disable_ipv6 is 1 in every entry of %s (%s)", ipv6Conf, listSome(entries))}
 	}
 	var ifaces []string
 	for _, l := range textfile.Lines(data) {
@@ -71,9 +72,9 @@ func readIPv6State(src ipv6Source) *IPv6State {
 		ifaces = append(ifaces, f[5])
 	}
 	if len(ifaces) == 0 {
-		return &IPv6State{Evidence: "no interface but lo has an IPv6 address (" + ifInet6 + ")"}
+		return &facts.IPv6State{Evidence: "no interface but lo has an IPv6 address (" + ifInet6 + ")"}
 	}
-	return &IPv6State{Enabled: true, Evidence: "IPv6 addresses on " + listSome(ifaces) + " (" + ifInet6 + ")"}
+	return &facts.IPv6State{Enabled: true, Evidence: "IPv6 addresses on " + listSome(ifaces) + " (" + ifInet6 + ")"}
 }
 
 // allDisabled is true when every entry of the conf directory has
@@ -93,8 +94,8 @@ func allDisabled(src ipv6Source) ([]string, bool) {
 	return entries, true
 }
 
-func unknownIPv6(err error) *IPv6State {
-	return &IPv6State{Enabled: true, Evidence: "unknown, so taken to be on: " + err.Error()}
+func unknownIPv6(err error) *facts.IPv6State {
+	return &facts.IPv6State{Enabled: true, Evidence: "unknown, so taken to be on: " + err.Error()}
 }
 
 // listSome names up to four items and counts the rest.

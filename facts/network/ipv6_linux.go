@@ -8,18 +8,19 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"golang.org/x/sys/unix"
 )
 
 // ipv6StateIn reads the IPv6 state from inside the network namespace file
 // netns, on a thread of its own that enters it for the read.
-func ipv6StateIn(netns string) *IPv6State {
+func ipv6StateIn(netns string) *facts.IPv6State {
 	ns, err := os.Open(netns)
 	if err != nil {
 		return unknownIPv6(fmt.Errorf("opening the network namespace: %w", err))
 	}
 	defer ns.Close()
-	done := make(chan *IPv6State, 1)
+	done := make(chan *facts.IPv6State, 1)
 	go func() {
 		// A thread that cannot return to its own namespace stays locked,
 		// so the runtime ends it with this goroutine instead of running

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -36,7 +37,7 @@ const (
 // CollectListeners lists a live host's listening sockets with the process
 // that holds each. An offline rootfs has none to list. It reads the target
 // alone, needing no other collector's facts.
-func CollectListeners(ctx context.Context, env *collect.Env) ([]Listener, error) {
+func CollectListeners(ctx context.Context, env *collect.Env) ([]facts.Listener, error) {
 	if !env.Live {
 		return nil, collect.NotApplicable("an offline rootfs has no listening sockets")
 	}
@@ -66,10 +67,10 @@ func CollectListeners(ctx context.Context, env *collect.Env) ([]Listener, error)
 		return nil, err
 	}
 
-	seen := map[Listener]bool{}
-	listening := []Listener{}
+	seen := map[facts.Listener]bool{}
+	listening := []facts.Listener{}
 	for _, s := range all {
-		l := Listener{Proto: s.Proto, Address: s.Addr.String(), Port: int(s.Port)}
+		l := facts.Listener{Proto: s.Proto, Address: s.Addr.String(), Port: int(s.Port)}
 		if o, ok := owners[s.Inode]; ok {
 			l.Process, l.PID = o.comm, o.pid
 		}
@@ -79,7 +80,7 @@ func CollectListeners(ctx context.Context, env *collect.Env) ([]Listener, error)
 		seen[l] = true
 		listening = append(listening, l)
 	}
-	slices.SortFunc(listening, func(a, b Listener) int {
+	slices.SortFunc(listening, func(a, b facts.Listener) int {
 		return cmp.Or(strings.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port),
 			strings.Compare(a.Address, b.Address), cmp.Compare(a.PID, b.PID))
 	})

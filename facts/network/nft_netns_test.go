@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -113,7 +114,7 @@ func kernelAndFile(t *testing.T, netns, text string) (kernel, file fwVerdict) {
 	return kernel, file
 }
 
-func admitOf(admits []FirewallAdmit, proto string, port int) string {
+func admitOf(admits []facts.FirewallAdmit, proto string, port int) string {
 	for _, a := range admits {
 		if a.Proto == proto && a.From <= port && port <= a.To {
 			return a.Rule
@@ -350,10 +351,10 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 	inNetns := nft[:len(nft)-1]
 	// One listener the ruleset admits and one it drops, both inside the
 	// namespace; the host's /proc/net cannot see them, their own can.
-	var listening []Listener
+	var listening []facts.Listener
 	for _, port := range []int{8080, 8443} {
 		p := testutil.Start(t, exec.Command(inNetns[0], append(slices.Clone(inNetns[1:]), py, "-m", "http.server", "--bind", "0.0.0.0", strconv.Itoa(port))...))
-		var l Listener
+		var l facts.Listener
 		p.WaitFor(t, 20*time.Second, fmt.Sprintf("a listener on %d", port), func() bool {
 			l = procListener(t, p.Cmd.Process.Pid, port)
 			return l.Port == port
@@ -387,7 +388,7 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 
 // procListener finds the socket listening on port in the network namespace
 // of pid, through /proc/PID/net/tcp and tcp6, and names its process.
-func procListener(t *testing.T, pid, port int) Listener {
+func procListener(t *testing.T, pid, port int) facts.Listener {
 	t.Helper()
 	for _, proto := range []string{"tcp", "tcp6"} {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, proto))
@@ -401,11 +402,11 @@ func procListener(t *testing.T, pid, port int) Listener {
 		for _, s := range socks {
 			if int(s.Port) == port {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-				return Listener{Proto: proto, Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
+				return facts.Listener{Proto: proto, Address: s.Addr.String(), Port: port, Process: strings.TrimSpace(string(comm)), PID: pid}
 			}
 		}
 	}
-	return Listener{}
+	return facts.Listener{}
 }
 
 type packResult struct {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -16,7 +17,7 @@ const nftablesConf = "/etc/nftables.conf"
 
 // readNftables parses /etc/nftables.conf and what it includes; nil when
 // there is no file or no filter chain on the input hook.
-func readNftables(fsys sysroot.FS) (*Firewall, error) {
+func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
 	p := newNftParser(fsys)
 	found, err := p.file(nftablesConf, 0)
 	if err != nil {
@@ -43,8 +44,8 @@ func readNftables(fsys sysroot.FS) (*Firewall, error) {
 }
 
 // firewall turns a verdict into facts from source, "kernel" or "file".
-func (v fwVerdict) firewall(backend, source string) *Firewall {
-	fw := &Firewall{
+func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
+	fw := &facts.Firewall{
 		Backend:            backend,
 		DefaultInputPolicy: v.policy,
 		AllowedPorts:       v.ports,
@@ -53,7 +54,7 @@ func (v fwVerdict) firewall(backend, source string) *Firewall {
 		Unmodeled:          v.unknown,
 	}
 	for _, f := range v.families {
-		fw.Families = append(fw.Families, FirewallFamily{
+		fw.Families = append(fw.Families, facts.FirewallFamily{
 			Family:             f.name,
 			Filtered:           f.filtered,
 			DefaultInputPolicy: f.policy,

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
@@ -202,7 +203,7 @@ type evaluator struct {
 	rs      *fwRuleset
 	family  string
 	visits  int
-	unknown map[string]FirewallRule
+	unknown map[string]facts.FirewallRule
 	// owner[family][proto][port] is 1 + the index in refs (and places) of
 	// the first rule (or policy) that admitted the port; 0 when none did.
 	owner  [2][2]*[65536]uint16
@@ -357,12 +358,12 @@ func (e *evaluator) ownerOf(proto int) *[65536]uint16 {
 
 func (e *evaluator) noteUnknown(r *fwRule) {
 	if e.unknown == nil {
-		e.unknown = map[string]FirewallRule{}
+		e.unknown = map[string]facts.FirewallRule{}
 	}
 	if _, ok := e.unknown[r.ref]; ok {
 		return
 	}
-	e.unknown[r.ref] = FirewallRule{
+	e.unknown[r.ref] = facts.FirewallRule{
 		Rule:   r.ref + ": " + r.text,
 		Reason: "cannot evaluate " + strings.Join(r.unknown, ", "),
 		// A jump or goto under an unknown condition is followed, and what
@@ -380,8 +381,8 @@ type fwVerdict struct {
 	// families that have an input chain; families holds each alone.
 	policy   string
 	ports    []int
-	admits   []FirewallAdmit
-	unknown  []FirewallRule
+	admits   []facts.FirewallAdmit
+	unknown  []facts.FirewallRule
 	families [2]familyVerdict
 }
 
@@ -393,7 +394,7 @@ type familyVerdict struct {
 	policy   string
 	policyAt collect.FileLine
 	ports    []int
-	admits   []FirewallAdmit
+	admits   []facts.FirewallAdmit
 	chains   []string
 }
 
@@ -475,7 +476,7 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	for _, u := range e.unknown {
 		v.unknown = append(v.unknown, u)
 	}
-	slices.SortFunc(v.unknown, func(a, b FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
+	slices.SortFunc(v.unknown, func(a, b facts.FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
 	return v, nil
 }
 
@@ -527,7 +528,7 @@ func chainList(chains []*fwChain) string {
 
 // facts renders the admissions of both families as port ranges, IPv4's
 // first rule for a port winning over IPv6's.
-func (e *evaluator) facts() []FirewallAdmit {
+func (e *evaluator) facts() []facts.FirewallAdmit {
 	return e.render(func(pr, port int) uint16 {
 		if ip := e.owner[0][pr]; ip != nil && ip[port] != 0 {
 			return ip[port]
@@ -541,7 +542,7 @@ func (e *evaluator) facts() []FirewallAdmit {
 
 // familyFacts renders the admissions of one family (an index into
 // nftFamilies) as port ranges.
-func (e *evaluator) familyFacts(fam int) []FirewallAdmit {
+func (e *evaluator) familyFacts(fam int) []facts.FirewallAdmit {
 	return e.render(func(pr, port int) uint16 {
 		if o := e.owner[fam][pr]; o != nil {
 			return o[port]
@@ -552,8 +553,8 @@ func (e *evaluator) familyFacts(fam int) []FirewallAdmit {
 
 // render turns the first admitting rule of each port, ownerAt(proto index,
 // port), into runs of ports admitted by one rule.
-func (e *evaluator) render(ownerAt func(pr, port int) uint16) []FirewallAdmit {
-	out := []FirewallAdmit{}
+func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAdmit {
+	out := []facts.FirewallAdmit{}
 	for pr, p := range protoNames {
 		for port := 0; port < 65536; port++ {
 			idx := ownerAt(pr, port)
@@ -565,7 +566,7 @@ func (e *evaluator) render(ownerAt func(pr, port int) uint16) []FirewallAdmit {
 				end++
 			}
 			at := e.places[idx-1]
-			out = append(out, FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
+			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
 			port = end
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -24,8 +25,8 @@ const systemdUnifiedDefault = 247
 // boots (its kernel's command line or its systemd package chooses: k,
 // nil when the kernel's facts could not be read, and the installed
 // packages), and the memory limits of its slices.
-func CollectCgroup(_ context.Context, env *collect.Env, k *Kernel, installed []packages.Package) (*Cgroup, error) {
-	var c *Cgroup
+func CollectCgroup(_ context.Context, env *collect.Env, k *facts.Kernel, installed []facts.Package) (*facts.Cgroup, error) {
+	var c *facts.Cgroup
 	var err error
 	if env.Live {
 		c, err = liveCgroup(env.FS)
@@ -45,36 +46,36 @@ func CollectCgroup(_ context.Context, env *collect.Env, k *Kernel, installed []p
 	return c, nil
 }
 
-func liveCgroup(fsys sysroot.FS) (*Cgroup, error) {
+func liveCgroup(fsys sysroot.FS) (*facts.Cgroup, error) {
 	if fsys.Root() == "/" {
 		magic, err := statfsMagic("/sys/fs/cgroup")
 		if err == nil {
 			if magic == cgroup2Magic {
-				return &Cgroup{Version: 2, Source: "statfs /sys/fs/cgroup"}, nil
+				return &facts.Cgroup{Version: 2, Source: "statfs /sys/fs/cgroup"}, nil
 			}
 			if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-				return &Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup (hybrid: cgroup2 at /sys/fs/cgroup/unified)"}, nil
+				return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup (hybrid: cgroup2 at /sys/fs/cgroup/unified)"}, nil
 			}
-			return &Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup"}, nil
+			return &facts.Cgroup{Version: 1, Source: "statfs /sys/fs/cgroup"}, nil
 		}
 		// Fall through to the file test, which works inside restricted
 		// sandboxes where statfs is refused.
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return &Cgroup{Version: 2, Source: "/sys/fs/cgroup/cgroup.controllers"}, nil
+		return &facts.Cgroup{Version: 2, Source: "/sys/fs/cgroup/cgroup.controllers"}, nil
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-		return &Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
+		return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup/unified/cgroup.controllers (hybrid)"}, nil
 	}
 	if _, err := fsys.Stat("/sys/fs/cgroup"); err != nil {
 		return nil, collect.Unavailable("/sys/fs/cgroup is not readable")
 	}
-	return &Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
+	return &facts.Cgroup{Version: 1, Source: "/sys/fs/cgroup has no cgroup.controllers"}, nil
 }
 
 // offlineCgroup predicts the hierarchy an image boots into: an explicit
 // kernel parameter wins, else the default of the installed systemd.
-func offlineCgroup(fsys sysroot.FS, k *Kernel, installed []packages.Package) (*Cgroup, error) {
+func offlineCgroup(fsys sysroot.FS, k *facts.Kernel, installed []facts.Package) (*facts.Cgroup, error) {
 	var cmdline []string
 	source := ""
 	if k != nil {
@@ -93,13 +94,13 @@ func offlineCgroup(fsys sysroot.FS, k *Kernel, installed []packages.Package) (*C
 	if v, ok := cmdlineParam(cmdline, "systemd.unified_cgroup_hierarchy"); ok {
 		switch strings.ToLower(v) {
 		case "", "1", "true", "yes", "y", "on":
-			return &Cgroup{Version: 2, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+			return &facts.Cgroup{Version: 2, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
 		case "0", "false", "no", "n", "off":
-			return &Cgroup{Version: 1, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
+			return &facts.Cgroup{Version: 1, Source: source + ": systemd.unified_cgroup_hierarchy=" + v}, nil
 		}
 	}
 	if v, ok := cmdlineParam(cmdline, "cgroup_no_v1"); ok && v == "all" {
-		return &Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
+		return &facts.Cgroup{Version: 2, Source: source + ": cgroup_no_v1=all"}, nil
 	}
 	p, ok := packages.Installed(installed, "systemd")
 	if !ok {
@@ -110,9 +111,9 @@ func offlineCgroup(fsys sysroot.FS, k *Kernel, installed []packages.Package) (*C
 		return nil, collect.Unavailable(fmt.Sprintf("cannot read systemd's major version from %q", p.Version))
 	}
 	if major >= systemdUnifiedDefault {
-		return &Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil
+		return &facts.Cgroup{Version: 2, Source: fmt.Sprintf("systemd %d default (unified)", major)}, nil
 	}
-	return &Cgroup{Version: 1, Source: fmt.Sprintf("systemd %d default (hybrid)", major)}, nil
+	return &facts.Cgroup{Version: 1, Source: fmt.Sprintf("systemd %d default (hybrid)", major)}, nil
 }
 
 // majorVersion returns the leading number of a Debian version's upstream

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
 func TestOfflineCgroup(t *testing.T) {
@@ -52,8 +52,8 @@ func TestOfflineCgroup(t *testing.T) {
 
 func TestCgroupReusesEarlierFacts(t *testing.T) {
 	f := &doc{}
-	f.Kernel = &Kernel{Cmdline: []string{}, CmdlineSource: ""}
-	f.Packages = []packages.Package{{Name: "systemd", Version: "255.4-1ubuntu8", Arch: "amd64"}}
+	f.Kernel = &facts.Kernel{Cmdline: []string{}, CmdlineSource: ""}
+	f.Packages = []facts.Package{{Name: "systemd", Version: "255.4-1ubuntu8", Arch: "amd64"}}
 	// The tree says otherwise; the facts already collected win.
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{"etc/kernel/cmdline": "systemd.unified_cgroup_hierarchy=0"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
@@ -12,11 +13,11 @@ import (
 // document that this package's collect functions fill, and the packages
 // they read.
 type doc struct {
-	OS       *OS
-	Kernel   *Kernel
-	Systemd  *Systemd
-	Cgroup   *Cgroup
-	Packages []packages.Package
+	OS       *facts.OS
+	Kernel   *facts.Kernel
+	Systemd  *facts.Systemd
+	Cgroup   *facts.Cgroup
+	Packages []facts.Package
 	Target   struct{ Hostname string }
 }
 
@@ -57,7 +58,7 @@ func gather(t testing.TB, env *collect.Env, f *doc, names ...string) {
 }
 
 // parseOSRelease is what the os collector makes of one os-release file.
-func parseOSRelease(data []byte) (*OS, error) {
+func parseOSRelease(data []byte) (*facts.OS, error) {
 	vars, err := OSReleaseVars(data)
 	if err != nil {
 		return nil, err

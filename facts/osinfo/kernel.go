@@ -11,6 +11,7 @@ import (
 
 	"pault.ag/go/debian/version"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -30,12 +31,12 @@ const maxLoaderEntries = 256
 // CollectKernel lists the installed kernels and reads the command line: a
 // live host's from /proc, an image's from its boot loader's configuration,
 // each parameter placed on its line. It reads the target alone.
-func CollectKernel(_ context.Context, env *collect.Env) (*Kernel, error) {
+func CollectKernel(_ context.Context, env *collect.Env) (*facts.Kernel, error) {
 	installed, err := installedKernels(env.FS)
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{Installed: installed, Cmdline: []string{}}
+	k := &facts.Kernel{Installed: installed, Cmdline: []string{}}
 	if env.Live {
 		rel, err := env.FS.ReadFileLimit("/proc/sys/kernel/osrelease", 4096)
 		if err != nil {

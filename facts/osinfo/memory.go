@@ -9,6 +9,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -25,8 +26,8 @@ var topSlices = []string{"system.slice", "user.slice", "machine.slice"}
 // cgroupMemory reads the memory controller's state and the top-level
 // slices' limits: from the cgroup tree on a live host, from the slices'
 // drop-ins in an image.
-func cgroupMemory(fsys sysroot.FS, live bool) (*CgroupMemory, error) {
-	m := &CgroupMemory{Slices: []SliceMemory{}}
+func cgroupMemory(fsys sysroot.FS, live bool) (*facts.CgroupMemory, error) {
+	m := &facts.CgroupMemory{Slices: []facts.SliceMemory{}}
 	if live {
 		data, err := fsys.ReadFileLimit("/sys/fs/cgroup/cgroup.subtree_control", 4096)
 		if err != nil {
@@ -47,7 +48,7 @@ func cgroupMemory(fsys sysroot.FS, live bool) (*CgroupMemory, error) {
 				m.Slices = append(m.Slices, sm)
 				continue
 			}
-			sm := SliceMemory{Name: s, Source: "cgroup"}
+			sm := facts.SliceMemory{Name: s, Source: "cgroup"}
 			for _, f := range []struct {
 				file string
 				dst  *string
@@ -77,8 +78,8 @@ func cgroupMemory(fsys sysroot.FS, live bool) (*CgroupMemory, error) {
 // sliceDropIns reads MemoryMax= and MemoryHigh= from a slice's unit and
 // drop-ins, in the order systemd applies them: the unit in /etc wins over
 // /usr/lib, and drop-ins apply in name order, later ones overriding.
-func sliceDropIns(fsys sysroot.FS, name string) (SliceMemory, error) {
-	sm := SliceMemory{Name: name, Source: "systemd default: no unit file or drop-in sets a limit"}
+func sliceDropIns(fsys sysroot.FS, name string) (facts.SliceMemory, error) {
+	sm := facts.SliceMemory{Name: name, Source: "systemd default: no unit file or drop-in sets a limit"}
 	var files []string
 	for _, dir := range []string{"/usr/lib/systemd/system", "/lib/systemd/system", "/etc/systemd/system"} {
 		if _, err := fsys.Stat(path.Join(dir, name)); err == nil {

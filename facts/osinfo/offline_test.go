@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -85,7 +86,7 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "os"); err != nil {
 		t.Fatal(err)
 	}
-	want := OS{ID: "debian", VersionID: "12", Codename: "bookworm", PrettyName: "Debian GNU/Linux 12 (bookworm)"}
+	want := facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", PrettyName: "Debian GNU/Linux 12 (bookworm)"}
 	if *f.OS != want {
 		t.Errorf("os %+v, want %+v", *f.OS, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -24,7 +25,7 @@ const maxHostname = 253
 
 // CollectOS reads os-release and the hostname, which the document keeps in
 // its target ("" when the target names none). It reads the target alone.
-func CollectOS(_ context.Context, env *collect.Env) (release *OS, hostName string, err error) {
+func CollectOS(_ context.Context, env *collect.Env) (release *facts.OS, hostName string, err error) {
 	vars, _, err := ReadOSRelease(env.FS)
 	if err != nil {
 		return nil, "", err
@@ -89,12 +90,12 @@ func OSReleaseVars(data []byte) (map[string]string, error) {
 }
 
 // osFacts are the facts of os-release(5)'s variables.
-func osFacts(vars map[string]string) *OS {
+func osFacts(vars map[string]string) *facts.OS {
 	codename := vars["VERSION_CODENAME"]
 	if codename == "" {
 		codename = vars["UBUNTU_CODENAME"]
 	}
-	return &OS{
+	return &facts.OS{
 		ID:         vars["ID"],
 		VersionID:  vars["VERSION_ID"],
 		Codename:   codename,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -21,12 +22,12 @@ const maxWantsDirs = 1024
 // live, /run) count: the .wants links under /usr/lib/systemd/system are the
 // vendor's static dependencies, not something anyone enabled. systemd's
 // version is its package's, from the installed packages.
-func CollectSystemd(_ context.Context, env *collect.Env, installed []packages.Package) (*Systemd, error) {
+func CollectSystemd(_ context.Context, env *collect.Env, installed []facts.Package) (*facts.Systemd, error) {
 	enabled, masked, err := EnabledUnits(env.FS, env.Live)
 	if err != nil {
 		return nil, err
 	}
-	s := &Systemd{Enabled: enabled, Masked: masked}
+	s := &facts.Systemd{Enabled: enabled, Masked: masked}
 	if p, ok := packages.Installed(installed, "systemd"); ok {
 		s.Version = majorVersion(p.Version)
 	}

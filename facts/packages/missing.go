@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -14,7 +15,7 @@ import (
 // installed, so the file was removed or replaced by a link to nothing, and
 // the daemon runs on settings nobody can read. It returns nil when the
 // absence is honest.
-func MissingButInstalled(fsys sysroot.FS, pkgs []Package, name string, shippedBy []string) error {
+func MissingButInstalled(fsys sysroot.FS, pkgs []facts.Package, name string, shippedBy []string) error {
 	for _, p := range pkgs {
 		if !slices.Contains(shippedBy, p.Name) {
 			continue

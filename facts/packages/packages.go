@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -36,13 +37,13 @@ var ErrNoDpkg = errors.New("no dpkg database")
 // CollectPackages reads the dpkg database: what is installed, at which
 // version, and what is held. It reads the target alone, needing no other
 // collector's facts.
-func CollectPackages(_ context.Context, env *collect.Env) ([]Package, error) {
+func CollectPackages(_ context.Context, env *collect.Env) ([]facts.Package, error) {
 	return readPackages(env.FS)
 }
 
 // readPackages reads and parses the dpkg database of fsys; absence is
 // NotApplicable.
-func readPackages(fsys sysroot.FS) ([]Package, error) {
+func readPackages(fsys sysroot.FS) ([]facts.Package, error) {
 	all, err := ReadDpkgStatus(fsys)
 	if errors.Is(err, ErrNoDpkg) {
 		return nil, collect.NotApplicable("no dpkg database")
@@ -74,13 +75,13 @@ func ReadDpkgStatus(fsys sysroot.FS) ([]DpkgPackage, error) {
 // Installed returns the package called name from pkgs. When several
 // architectures are installed it returns the first in sort order, which is
 // the one ParseDpkgStatus puts first.
-func Installed(pkgs []Package, name string) (Package, bool) {
+func Installed(pkgs []facts.Package, name string) (facts.Package, bool) {
 	for _, p := range pkgs {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return Package{}, false
+	return facts.Package{}, false
 }
 
 // stanza is the fields of one dpkg status paragraph that matter here.
@@ -93,7 +94,7 @@ type stanza struct {
 // DpkgPackage is one installed package of a dpkg status file, with what
 // vulnerability matching needs beyond the facts.
 type DpkgPackage struct {
-	Package
+	facts.Package
 	// Source is the Source field, "name" or "name (version)"; empty when
 	// the source package is the binary one at its version.
 	Source string
@@ -103,7 +104,7 @@ type DpkgPackage struct {
 
 // ParseDpkgStatus parses the text of /var/lib/dpkg/status into the
 // installed packages, as ParseDpkgInstalled does, for the facts.
-func ParseDpkgStatus(data []byte) ([]Package, error) {
+func ParseDpkgStatus(data []byte) ([]facts.Package, error) {
 	all, err := ParseDpkgInstalled(data)
 	if err != nil {
 		return nil, err
@@ -112,8 +113,8 @@ func ParseDpkgStatus(data []byte) ([]Package, error) {
 }
 
 // factsOf keeps what the facts say of each package.
-func factsOf(all []DpkgPackage) []Package {
-	pkgs := make([]Package, len(all))
+func factsOf(all []DpkgPackage) []facts.Package {
+	pkgs := make([]facts.Package, len(all))
 	for i, p := range all {
 		pkgs[i] = p.Package
 	}
@@ -268,7 +269,7 @@ func (p *dpkgParser) finish() error {
 		return fmt.Errorf("line %d: package %s:%s already listed at line %d", s.line, s.pkg, s.arch, prev)
 	}
 	p.seen[key] = s.line
-	p.pkgs = append(p.pkgs, DpkgPackage{Package: Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
+	p.pkgs = append(p.pkgs, DpkgPackage{Package: facts.Package{Name: s.pkg, Version: s.ver, Arch: s.arch, Held: want == "hold", Line: s.line},
 		Source: s.src, Maintainer: s.maint})
 	return nil
 }

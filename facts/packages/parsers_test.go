@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -56,7 +57,7 @@ func TestParseDpkgStatusEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Package{{Name: "aa", Version: "3", Arch: "arm64", Line: 9}, {Name: "zz", Version: "1:2.0-1", Arch: "all", Held: true, Line: 3}}
+	want := []facts.Package{{Name: "aa", Version: "3", Arch: "arm64", Line: 9}, {Name: "zz", Version: "1:2.0-1", Arch: "all", Held: true, Line: 3}}
 	if len(pkgs) != 2 || pkgs[0] != want[0] || pkgs[1] != want[1] {
 		t.Errorf("got %+v, want %+v", pkgs, want)
 	}

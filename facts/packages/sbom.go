@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -25,8 +26,8 @@ const (
 // (present: false); one that is not a CycloneDX JSON document is an error
 // naming the file, since a policy must not count it as present. It reads
 // the target alone.
-func CollectSBOM(_ context.Context, env *collect.Env) (*SBOM, error) {
-	out := &SBOM{Path: SBOMPath}
+func CollectSBOM(_ context.Context, env *collect.Env) (*facts.SBOM, error) {
+	out := &facts.SBOM{Path: SBOMPath}
 	data, err := env.FS.ReadFileLimit(SBOMPath, maxSBOM)
 	if err != nil {
 		if sysroot.IsNotExist(err) {

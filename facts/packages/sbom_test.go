@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -23,7 +24,7 @@ func TestSBOMCollectorReadsTheSBOM(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(testSBOM))
-	want := SBOM{
+	want := facts.SBOM{
 		Present: true, Path: SBOMPath, Format: "CycloneDX", SpecVersion: "1.6", Components: 2,
 		SHA256: hex.EncodeToString(sum[:]),
 	}

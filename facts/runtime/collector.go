@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -30,7 +31,7 @@ const (
 // runs) /etc/containerd/config.toml when there is one. A running containerd
 // whose file is missing runs on built-in defaults, which have no nvidia
 // runtime: that is an error to report, not a runtime to skip.
-func collectContainerd(env *collect.Env) (*Containerd, error) {
+func collectContainerd(env *collect.Env) (*facts.Containerd, error) {
 	if env.Live {
 		running, err := daemon.Running(env.FS, "containerd", ContainerdCommandLine)
 		if err != nil {
@@ -64,11 +65,11 @@ func collectContainerd(env *collect.Env) (*Containerd, error) {
 // (a live host's running daemon's own), docker's daemon.json and the CDI
 // specs. A target with none of them runs no containers this collector
 // knows. It reads the target alone.
-func CollectRuntime(ctx context.Context, env *collect.Env) (*ContainerRuntime, error) {
+func CollectRuntime(ctx context.Context, env *collect.Env) (*facts.ContainerRuntime, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rt := &ContainerRuntime{CDISpecs: []CDISpec{}}
+	rt := &facts.ContainerRuntime{CDISpecs: []facts.CDISpec{}}
 	ctd, err := collectContainerd(env)
 	if err != nil {
 		return nil, err
@@ -112,8 +113,8 @@ func CDISpecDirs(fsys sysroot.FS) []string {
 
 // CollectCDISpecs parses every *.yaml and *.json spec in the CDI directories,
 // in lexical order per directory. It is empty, not nil, when there are none.
-func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]CDISpec, error) {
-	out := []CDISpec{}
+func CollectCDISpecs(ctx context.Context, fsys sysroot.FS) ([]facts.CDISpec, error) {
+	out := []facts.CDISpec{}
 	for _, dir := range CDISpecDirs(fsys) {
 		var files []string
 		for _, ext := range []string{"*.yaml", "*.json"} {

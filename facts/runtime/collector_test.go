@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -22,9 +23,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 type doc struct {
 	// kind is the target kind the facts are of: host or rootfs.
 	kind             string
-	ContainerRuntime *ContainerRuntime
-	Containers       *Containers
-	Kubelet          *Kubelet
+	ContainerRuntime *facts.ContainerRuntime
+	Containers       *facts.Containers
+	Kubelet          *facts.Kubelet
 }
 
 // gather runs CollectRuntime over dir as an offline rootfs and returns

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
@@ -288,7 +289,7 @@ func optBool(m map[string]any, k string) (*bool, error) {
 // LoadContainerd reads the main config and every file its imports name,
 // breadth first and each once, as containerd does, merging each over the
 // ones before. It returns the facts and the files merged.
-func LoadContainerd(src textfile.Source, name string) (*Containerd, error) {
+func LoadContainerd(src textfile.Source, name string) (*facts.Containerd, error) {
 	data, err := textfile.ReadText(src, name)
 	if err != nil {
 		return nil, err
@@ -340,7 +341,7 @@ func LoadContainerd(src textfile.Source, name string) (*Containerd, error) {
 		}
 		return nil, fmt.Errorf("parsing %s: %w", main.Display, err)
 	}
-	return &Containerd{
+	return &facts.Containerd{
 		ConfigPath:          main.Display,
 		ConfigVersion:       main.Version,
 		Imports:             imports,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -42,12 +43,12 @@ var layoutDigestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // (SeededImagesDir/index.json), each verified blob by blob against its
 // digest. A target with no layout has no images, which is a fact, not an
 // outage. It reads the target alone.
-func CollectContainers(_ context.Context, env *collect.Env) (*Containers, error) {
+func CollectContainers(_ context.Context, env *collect.Env) (*facts.Containers, error) {
 	name := SeededImagesDir + "/index.json"
 	data, err := env.FS.ReadFileLimit(name, maxImageIndex)
 	if err != nil {
 		if sysroot.IsNotExist(err) {
-			return &Containers{Images: []ContainerImage{}}, nil
+			return &facts.Containers{Images: []facts.ContainerImage{}}, nil
 		}
 		return nil, fmt.Errorf("reading %s: %w", env.FS.Display(name), err)
 	}
@@ -55,8 +56,8 @@ func CollectContainers(_ context.Context, env *collect.Env) (*Containers, error)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", env.FS.Display(name), err)
 	}
-	images := []ContainerImage{}
-	var damaged []DamagedImage
+	images := []facts.ContainerImage{}
+	var damaged []facts.DamagedImage
 	verify := newSeedVerifier(env.FS)
 	for _, e := range entries {
 		problem, err := verify.image(e.Digest, 0)
@@ -66,12 +67,12 @@ func CollectContainers(_ context.Context, env *collect.Env) (*Containers, error)
 		case problem != "":
 			// Listed but not whole: the image is not seeded, the checks
 			// that pin it say so by its absence, and the facts say why.
-			damaged = append(damaged, DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
+			damaged = append(damaged, facts.DamagedImage{Ref: e.Ref, Digest: e.Digest, Reason: problem})
 		default:
-			images = append(images, ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
+			images = append(images, facts.ContainerImage{Ref: e.Ref, Digest: e.Digest, Source: SeededImagesDir})
 		}
 	}
-	return &Containers{Images: images, Damaged: damaged}, nil
+	return &facts.Containers{Images: images, Damaged: damaged}, nil
 }
 
 // seededImage is one entry of a layout's index.json.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpuhost/gpuhost/containers/seed"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -90,12 +91,12 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 		if f.Containers, err = CollectContainers(context.Background(), collecttest.NewEnv(t, dir, live)); err != nil {
 			t.Fatal(err)
 		}
-		want := []ContainerImage{
+		want := []facts.ContainerImage{
 			{Ref: "nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("ab", 32), Digest: manifestDigest(`{"schemaVersion":2,"b":2}`), Source: SeededImagesDir},
 			{Ref: "nvcr.io/nvidia/pytorch:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"a":1}`), Source: SeededImagesDir},
 		}
 		got, _ := json.Marshal(f.Containers)
-		exp, _ := json.Marshal(Containers{Images: want, Damaged: []DamagedImage{{
+		exp, _ := json.Marshal(facts.Containers{Images: want, Damaged: []facts.DamagedImage{{
 			Ref: "nvcr.io/nvidia/tritonserver:24.08-py3", Digest: manifestDigest(`{"schemaVersion":2,"c":3}`),
 			Reason: "manifest blob " + manifestDigest(`{"schemaVersion":2,"c":3}`) + " is missing",
 		}}})

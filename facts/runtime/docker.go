@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
@@ -20,12 +21,12 @@ import (
 // ParseDockerDaemon parses /etc/docker/daemon.json. display names the file in
 // errors and becomes ConfigPath. An unset default runtime is "runc"; an unset
 // cgroup driver stays empty, because dockerd picks it from the cgroup version.
-func ParseDockerDaemon(display string, data []byte) (*Docker, error) {
+func ParseDockerDaemon(display string, data []byte) (*facts.Docker, error) {
 	doc, err := decodeDaemonJSON(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &Docker{ConfigPath: display, DefaultRuntime: "runc", Runtimes: []string{}}
+	d := &facts.Docker{ConfigPath: display, DefaultRuntime: "runc", Runtimes: []string{}}
 	if err := readDockerSettings(display, doc, d); err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func decodeDaemonJSON(display string, data []byte) (map[string]any, error) {
 // key of the wrong type is an error rather than ignored, since dockerd
 // would refuse to start with it and the facts would describe a daemon
 // that does not run.
-func readDockerSettings(display string, doc map[string]any, d *Docker) error {
+func readDockerSettings(display string, doc map[string]any, d *facts.Docker) error {
 	bad := func(key, want string) error {
 		return fmt.Errorf("parsing %s: %q must be %s", display, key, want)
 	}
@@ -206,7 +207,7 @@ type cdiDoc struct {
 // ParseCDISpec parses one CDI spec (YAML or JSON). display names the file in
 // errors and becomes File. Aliases are refused: CDI specs have no use for
 // them, and expanding them is how a small file becomes a huge one.
-func ParseCDISpec(display string, data []byte) (*CDISpec, error) {
+func ParseCDISpec(display string, data []byte) (*facts.CDISpec, error) {
 	body, err := boundedyaml.Parse(display, data)
 	if err != nil {
 		return nil, fmt.Errorf("parsing %w", err)
@@ -232,7 +233,7 @@ func ParseCDISpec(display string, data []byte) (*CDISpec, error) {
 	if err := boundedyaml.Value(display, body, &doc); err != nil {
 		return nil, fmt.Errorf("parsing %w", err)
 	}
-	spec := &CDISpec{File: display, Kind: doc.Kind, Devices: []string{}}
+	spec := &facts.CDISpec{File: display, Kind: doc.Kind, Devices: []string{}}
 	for _, dev := range doc.Devices {
 		spec.Devices = append(spec.Devices, dev.Name)
 	}

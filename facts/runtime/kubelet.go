@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/boundedyaml"
@@ -27,7 +28,7 @@ const (
 // CollectKubelet reads the kubelet's configuration file and the drop-ins merged
 // over it. A target with neither runs no kubelet, or one configured by
 // flags this collector does not read.
-func CollectKubelet(_ context.Context, env *collect.Env) (*Kubelet, error) {
+func CollectKubelet(_ context.Context, env *collect.Env) (*facts.Kubelet, error) {
 	var files []string
 	if _, err := env.FS.Stat(kubeletConfigPath); err == nil {
 		files = append(files, kubeletConfigPath)
@@ -49,7 +50,7 @@ func CollectKubelet(_ context.Context, env *collect.Env) (*Kubelet, error) {
 	if len(files) == 0 {
 		return nil, collect.NotApplicable("no kubelet configuration (" + kubeletConfigPath + " or " + kubeletDropInDir + ")")
 	}
-	var k *Kubelet
+	var k *facts.Kubelet
 	for _, name := range files {
 		data, err := env.FS.ReadFileLimit(name, maxKubeletConfig)
 		if err != nil {
@@ -91,7 +92,7 @@ func decodeKubelet(display string, data []byte) (*kubeletDoc, error) {
 
 // ParseKubeletConfig reads a KubeletConfiguration document's memory and
 // certificate rotation settings; display names the file.
-func ParseKubeletConfig(display string, data []byte) (*Kubelet, error) {
+func ParseKubeletConfig(display string, data []byte) (*facts.Kubelet, error) {
 	doc, err := decodeKubelet(display, data)
 	if err != nil {
 		return nil, err
@@ -102,8 +103,8 @@ func ParseKubeletConfig(display string, data []byte) (*Kubelet, error) {
 // mergeKubelet lays doc over base as the kubelet lays a drop-in over its
 // configuration: a field doc sets replaces the earlier value. A nil base
 // starts from the kubelet's defaults.
-func mergeKubelet(base *Kubelet, doc *kubeletDoc, display string) *Kubelet {
-	k := Kubelet{ConfigPath: display, EnforceNodeAllocatable: []string{}}
+func mergeKubelet(base *facts.Kubelet, doc *kubeletDoc, display string) *facts.Kubelet {
+	k := facts.Kubelet{ConfigPath: display, EnforceNodeAllocatable: []string{}}
 	if base != nil {
 		k = *base
 		k.ConfigPath = base.ConfigPath + ", " + display

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -41,14 +42,14 @@ func TestKubeletDropIns(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		files map[string]any
-		check func(t *testing.T, k *Kubelet)
+		check func(t *testing.T, k *facts.Kubelet)
 	}{
 		{"merged", map[string]any{
 			"var/lib/kubelet/config.yaml":                  base,
 			"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop,
 			"etc/kubernetes/kubelet.conf.d/90-larger.conf": later,
 			"etc/kubernetes/kubelet.conf.d/README":         "not a drop-in",
-		}, func(t *testing.T, k *Kubelet) {
+		}, func(t *testing.T, k *facts.Kubelet) {
 			if k.CgroupDriver != "systemd" || k.SystemReservedMemory != "4Gi" || k.EvictionHardMemory != "500Mi" || !k.RotateCertificates {
 				t.Errorf("kubelet %+v", k)
 			}
@@ -56,7 +57,7 @@ func TestKubeletDropIns(t *testing.T) {
 				t.Errorf("config_path %q should name the three files", k.ConfigPath)
 			}
 		}},
-		{"drop-in only", map[string]any{"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop}, func(t *testing.T, k *Kubelet) {
+		{"drop-in only", map[string]any{"etc/kubernetes/kubelet.conf.d/50-memory.conf": drop}, func(t *testing.T, k *facts.Kubelet) {
 			if k.SystemReservedMemory != "2Gi" || k.RotateCertificates {
 				t.Errorf("kubelet %+v", k)
 			}

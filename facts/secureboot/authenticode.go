@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"slices"
 )
 
@@ -142,9 +143,9 @@ func (img *peImage) digest(h crypto.Hash) ([]byte, error) {
 // certificates splits the certificate table into its WIN_CERTIFICATE
 // entries. An entry of another revision or type is returned with an error
 // of its own, as the file's signature list shows it.
-func (img *peImage) certificates() ([]Authenticode, [][]byte, error) {
+func (img *peImage) certificates() ([]facts.Authenticode, [][]byte, error) {
 	table := img.data[img.certOff : img.certOff+img.certSize]
-	var sigs []Authenticode
+	var sigs []facts.Authenticode
 	var blobs [][]byte
 	for len(table) > 0 {
 		if len(sigs) >= maxSignatures {
@@ -159,10 +160,10 @@ func (img *peImage) certificates() ([]Authenticode, [][]byte, error) {
 			return nil, nil, fmt.Errorf("a WIN_CERTIFICATE of %d bytes in a table with %d left", n, len(table))
 		}
 		if rev != winCertRevision2 || typ != winCertTypePKCS7 {
-			sigs = append(sigs, Authenticode{Error: fmt.Sprintf("WIN_CERTIFICATE revision 0x%04x type 0x%04x is not a revision 2.0 PKCS_SIGNED_DATA", rev, typ)})
+			sigs = append(sigs, facts.Authenticode{Error: fmt.Sprintf("WIN_CERTIFICATE revision 0x%04x type 0x%04x is not a revision 2.0 PKCS_SIGNED_DATA", rev, typ)})
 			blobs = append(blobs, nil)
 		} else {
-			sigs = append(sigs, Authenticode{})
+			sigs = append(sigs, facts.Authenticode{})
 			blobs = append(blobs, table[winCertHeader:n])
 		}
 		next := (n + 7) &^ 7

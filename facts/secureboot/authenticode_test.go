@@ -2,6 +2,7 @@ package secureboot
 
 import (
 	"encoding/binary"
+	"github.com/gpuhost/gpuhost/facts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 )
 
 // bootFile reads file as the collector reads a boot file.
-func bootFile(t *testing.T, file string) BootFile {
+func bootFile(t *testing.T, file string) facts.BootFile {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -20,7 +21,7 @@ func bootFile(t *testing.T, file string) BootFile {
 
 // verified is our verdict in sbverify's terms: a signature whose digest
 // is the file's and whose signature verifies.
-func verified(bf BootFile) bool {
+func verified(bf facts.BootFile) bool {
 	for _, s := range bf.Signatures {
 		if s.DigestMatches && s.SignatureValid {
 			return true
@@ -76,7 +77,7 @@ func TestAuthenticodeAgreesWithSbverify(t *testing.T) {
 		{section, 1, false, false},
 	} {
 		bf := bootFile(t, tc.file)
-		if bf.Error != "" || bf.Role != RoleGRUB || len(bf.Signatures) != tc.sigs {
+		if bf.Error != "" || bf.Role != facts.RoleGRUB || len(bf.Signatures) != tc.sigs {
 			t.Fatalf("%s: %+v, want a GRUB image with %d signatures", filepath.Base(tc.file), bf, tc.sigs)
 		}
 		if got, peer := verified(bf), sbverify(t, cert, tc.file); got != tc.verifies || peer != tc.verifies {

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -26,8 +27,8 @@ import (
 // Collect reads the boot chain. What it cannot read is recorded beside
 // what it could, so each check can say which file it could not judge. It
 // reads the target alone, needing no other collector's facts.
-func Collect(ctx context.Context, env *collect.Env) (*SecureBoot, error) {
-	sb := &SecureBoot{BootFiles: []BootFile{}, Modules: []KernelModule{}, TrustedKeys: []TrustedKey{}}
+func Collect(ctx context.Context, env *collect.Env) (*facts.SecureBoot, error) {
+	sb := &facts.SecureBoot{BootFiles: []facts.BootFile{}, Modules: []facts.KernelModule{}, TrustedKeys: []facts.TrustedKey{}}
 	tree, where, err := findESP(env)
 	sb.ESP = where
 	switch {
@@ -73,14 +74,14 @@ func trustedKeys(env *collect.Env) []trustedKey {
 	if env.Live {
 		mok, err := mokList(env.FS)
 		if err != nil {
-			keys = append(keys, trustedKey{fact: TrustedKey{Source: "MokListRT", Enrolled: true, Error: err.Error()}})
+			keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: "MokListRT", Enrolled: true, Error: err.Error()}})
 		}
 		keys = append(keys, mok...)
 	}
 	dkms, ok, err := readCertificate(env.FS, dkmsCert)
 	switch {
 	case err != nil:
-		keys = append(keys, trustedKey{fact: TrustedKey{Source: env.FS.Display(dkmsCert), Error: err.Error()}})
+		keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: env.FS.Display(dkmsCert), Error: err.Error()}})
 	case ok:
 		dkms.fact.Enrolled = !env.Live || slices.ContainsFunc(keys, func(k trustedKey) bool {
 			return k.fact.Enrolled && k.fact.SHA256 == dkms.fact.SHA256
@@ -92,9 +93,9 @@ func trustedKeys(env *collect.Env) []trustedKey {
 
 // offlineModules checks every out-of-tree module of every kernel in the
 // image.
-func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]KernelModule, error) {
+func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]facts.KernelModule, error) {
 	byRelease, err := moduleFiles(fsys)
-	out := []KernelModule{}
+	out := []facts.KernelModule{}
 	if err != nil {
 		return out, err
 	}
@@ -112,8 +113,8 @@ func offlineModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]
 // liveModules checks each loaded module the kernel marks out of tree
 // (taint O), reading its file where the running release's modules.dep
 // puts it.
-func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]KernelModule, error) {
-	out := []KernelModule{}
+func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]facts.KernelModule, error) {
+	out := []facts.KernelModule{}
 	data, err := fsys.ReadFileLimit("/proc/modules", maxProcModules)
 	if err != nil {
 		return out, fmt.Errorf("reading the loaded modules: %w", err)
@@ -142,7 +143,7 @@ func liveModules(ctx context.Context, fsys sysroot.FS, keys []trustedKey) ([]Ker
 		if len(out) >= maxModules {
 			return out, fmt.Errorf("more than %d out-of-tree modules are loaded", maxModules)
 		}
-		km := KernelModule{Name: m.name, Kernel: rel}
+		km := facts.KernelModule{Name: m.name, Kernel: rel}
 		if file, ok := dep[m.name]; ok {
 			km = checkModule(fsys, dir+"/"+file, rel, keys)
 			km.Name = m.name

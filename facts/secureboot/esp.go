@@ -13,6 +13,7 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/mounttab"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -200,7 +201,7 @@ func deviceOf(info fs.FileInfo) uint64 {
 
 // espBinaries reads every EFI binary in the partition's /EFI/<vendor>
 // directories (EFI/BOOT, EFI/debian, ...), with its signatures.
-func espBinaries(t espTree) ([]BootFile, error) {
+func espBinaries(t espTree) ([]facts.BootFile, error) {
 	vendors, err := t.ReadDir("/EFI")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || sysroot.IsNotExist(err) {
@@ -208,7 +209,7 @@ func espBinaries(t espTree) ([]BootFile, error) {
 		}
 		return nil, fmt.Errorf("listing %s: %w", t.Display("/EFI"), err)
 	}
-	var out []BootFile
+	var out []facts.BootFile
 	seen := 0
 	for _, v := range vendors {
 		if !v.IsDir() || !validName(v.Name()) {
@@ -229,7 +230,7 @@ func espBinaries(t espTree) ([]BootFile, error) {
 			name := dir + "/" + f.Name()
 			data, err := t.ReadFile(name, maxBootFile)
 			if err != nil {
-				out = append(out, BootFile{Path: t.Display(name), Role: roleOf(f.Name(), nil), Signatures: []Authenticode{}, Error: err.Error()})
+				out = append(out, facts.BootFile{Path: t.Display(name), Role: roleOf(f.Name(), nil), Signatures: []facts.Authenticode{}, Error: err.Error()})
 				continue
 			}
 			out = append(out, checkBootFile(t.Display(name), f.Name(), data))
@@ -244,8 +245,8 @@ func validName(n string) bool {
 
 // checkBootFile reads data, the file name shown as display, as a PE image
 // and checks each of its signatures.
-func checkBootFile(display, name string, data []byte) BootFile {
-	bf := BootFile{Path: display, Size: int64(len(data)), Signatures: []Authenticode{}}
+func checkBootFile(display, name string, data []byte) facts.BootFile {
+	bf := facts.BootFile{Path: display, Size: int64(len(data)), Signatures: []facts.Authenticode{}}
 	img, err := parsePE(data)
 	bf.Role = roleOf(name, img)
 	if err != nil {
@@ -274,30 +275,30 @@ func roleOf(name string, img *peImage) string {
 	n := strings.ToLower(name)
 	switch {
 	case strings.HasPrefix(n, "vmlinuz"):
-		return RoleKernel
+		return facts.RoleKernel
 	case strings.HasPrefix(n, "shim"):
-		return RoleShim
+		return facts.RoleShim
 	case strings.HasPrefix(n, "grub"):
-		return RoleGRUB
+		return facts.RoleGRUB
 	case strings.HasPrefix(n, "mm"):
-		return RoleMokManager
+		return facts.RoleMokManager
 	case strings.HasPrefix(n, "fb"):
-		return RoleFallback
+		return facts.RoleFallback
 	case img != nil && img.hasSection(".vendor_cert"):
-		return RoleShim
+		return facts.RoleShim
 	case img != nil && img.hasSection("mods"):
-		return RoleGRUB
+		return facts.RoleGRUB
 	}
-	return RoleEFI
+	return facts.RoleEFI
 }
 
 // kernels reads each /boot/vmlinuz-* with its signatures.
-func kernels(fsys sysroot.FS) ([]BootFile, error) {
+func kernels(fsys sysroot.FS) ([]facts.BootFile, error) {
 	names, err := fsys.Glob("/boot/vmlinuz-*")
 	if err != nil {
 		return nil, err
 	}
-	var out []BootFile
+	var out []facts.BootFile
 	for _, n := range names {
 		name := "/" + strings.TrimPrefix(n, "/")
 		info, err := fsys.Lstat(name)
@@ -306,7 +307,7 @@ func kernels(fsys sysroot.FS) ([]BootFile, error) {
 		}
 		data, err := fsys.ReadFileLimit(name, maxBootFile)
 		if err != nil {
-			out = append(out, BootFile{Path: fsys.Display(name), Role: RoleKernel, Signatures: []Authenticode{}, Error: err.Error()})
+			out = append(out, facts.BootFile{Path: fsys.Display(name), Role: facts.RoleKernel, Signatures: []facts.Authenticode{}, Error: err.Error()})
 			continue
 		}
 		out = append(out, checkBootFile(fsys.Display(name), path.Base(name), data))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
@@ -50,10 +51,10 @@ func TestImageESP(t *testing.T) {
 		t.Fatalf("ESP %q (%q), boot files %+v", sb.ESP, sb.ESPError, sb.BootFiles)
 	}
 	boot, vendor := sb.BootFiles[0], sb.BootFiles[1]
-	if boot.Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || boot.Role != RoleGRUB || len(boot.Signatures) != 0 || boot.Error != "" {
+	if boot.Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || boot.Role != facts.RoleGRUB || len(boot.Signatures) != 0 || boot.Error != "" {
 		t.Errorf("BOOTX64.EFI: %+v", boot)
 	}
-	if vendor.Path != "partition 2:/EFI/debian/grubx64.efi" || vendor.Role != RoleGRUB || !verified(vendor) {
+	if vendor.Path != "partition 2:/EFI/debian/grubx64.efi" || vendor.Role != facts.RoleGRUB || !verified(vendor) {
 		t.Errorf("grubx64.efi: %+v", vendor)
 	}
 	// An ESP with no /EFI holds no boot files, and that is no error.
@@ -90,7 +91,7 @@ func TestTreeESPAndKernels(t *testing.T) {
 	if bf := sb.BootFiles[0]; bf.Path != "/boot/efi/EFI/debian/grubx64.efi" || !verified(bf) {
 		t.Errorf("%+v", bf)
 	}
-	if bf := sb.BootFiles[1]; bf.Path != "/boot/vmlinuz-"+testRelease || bf.Role != RoleKernel || len(bf.Signatures) != 0 {
+	if bf := sb.BootFiles[1]; bf.Path != "/boot/vmlinuz-"+testRelease || bf.Role != facts.RoleKernel || len(bf.Signatures) != 0 {
 		t.Errorf("%+v", bf)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -79,7 +80,7 @@ func writeFile(t *testing.T, name string, data []byte) {
 
 // collectFacts runs Collect over env and fails the test unless it
 // collected.
-func collectFacts(t *testing.T, env *collect.Env) *SecureBoot {
+func collectFacts(t *testing.T, env *collect.Env) *facts.SecureBoot {
 	t.Helper()
 	sb, err := Collect(context.Background(), env)
 	if err != nil || sb == nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
@@ -27,8 +28,8 @@ const (
 
 // firmware reads the SecureBoot and SetupMode variables: four bytes of
 // attributes, then one byte, 1 for on.
-func firmware(fsys sysroot.FS) *Firmware {
-	fw := &Firmware{}
+func firmware(fsys sysroot.FS) *facts.Firmware {
+	fw := &facts.Firmware{}
 	if _, err := fsys.Stat(efiDir); err != nil {
 		if !sysroot.IsNotExist(err) {
 			fw.Error = err.Error()
@@ -73,8 +74,8 @@ func boolVar(fsys sysroot.FS, name string) (bool, error) {
 }
 
 // lockdown reads the kernel's lockdown mode, the word in brackets.
-func lockdown(fsys sysroot.FS) *Lockdown {
-	l := &Lockdown{Source: lockdownFS}
+func lockdown(fsys sysroot.FS) *facts.Lockdown {
+	l := &facts.Lockdown{Source: lockdownFS}
 	data, err := fsys.ReadFileLimit(lockdownFS, 4096)
 	switch {
 	case sysroot.IsNotExist(err):
@@ -131,7 +132,7 @@ func mokList(fsys sysroot.FS) ([]trustedKey, error) {
 		}
 		cert, err := x509.ParseCertificate(e.data)
 		if err != nil {
-			keys = append(keys, trustedKey{fact: TrustedKey{Source: source, Enrolled: true, Error: fmt.Sprintf("parsing a certificate: %v", err)}})
+			keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: source, Enrolled: true, Error: fmt.Sprintf("parsing a certificate: %v", err)}})
 			continue
 		}
 		k := keyOf(source, cert)

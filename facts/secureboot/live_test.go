@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -107,28 +108,28 @@ func TestLiveDKMSCertificateNotEnrolled(t *testing.T) {
 func TestLiveFirmwareAndLockdownStates(t *testing.T) {
 	for name, tc := range map[string]struct {
 		tree     map[string]any
-		fw       Firmware
-		lockdown Lockdown
+		fw       facts.Firmware
+		lockdown facts.Lockdown
 	}{
 		"BIOS boot, no lockdown LSM": {
 			map[string]any{"sys/kernel/security/apparmor/": ""},
-			Firmware{EFI: false}, Lockdown{Mode: "none", Source: lockdownFS},
+			facts.Firmware{EFI: false}, facts.Lockdown{Mode: "none", Source: lockdownFS},
 		},
 		"efivarfs not mounted": {
 			map[string]any{"sys/firmware/efi/efivars/": "", "sys/kernel/security/": ""},
-			Firmware{EFI: true, Error: "efivarfs is not mounted at /sys/firmware/efi/efivars, so the Secure Boot variables cannot be read"},
-			Lockdown{Source: lockdownFS, Error: "securityfs is not mounted at /sys/kernel/security, so the lockdown mode cannot be read"},
+			facts.Firmware{EFI: true, Error: "efivarfs is not mounted at /sys/firmware/efi/efivars, so the Secure Boot variables cannot be read"},
+			facts.Lockdown{Source: lockdownFS, Error: "securityfs is not mounted at /sys/kernel/security, so the lockdown mode cannot be read"},
 		},
 		"no Secure Boot support, lockdown none": {
 			map[string]any{"sys/firmware/efi/efivars/BootOrder-" + globalVar: efiVar(0, 0), "sys/kernel/security/lockdown": "[none] integrity confidentiality\n"},
-			Firmware{EFI: true, SecureBoot: new(bool), SetupMode: new(bool)}, Lockdown{Mode: "none", Source: lockdownFS},
+			facts.Firmware{EFI: true, SecureBoot: new(bool), SetupMode: new(bool)}, facts.Lockdown{Mode: "none", Source: lockdownFS},
 		},
 		"malformed variable": {
 			map[string]any{"sys/firmware/efi/efivars/SecureBoot-" + globalVar: efiVar(1, 1), "sys/firmware/efi/efivars/SetupMode-" + globalVar: efiVar(1),
 				"sys/kernel/security/lockdown": "integrity\n"},
-			Firmware{EFI: true, SetupMode: ptrTo(true),
+			facts.Firmware{EFI: true, SetupMode: ptrTo(true),
 				Error: "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c: 6 bytes (want 4 of attributes and 1 of value, 0 or 1)"},
-			Lockdown{Source: lockdownFS, Error: `/sys/kernel/security/lockdown names no mode in brackets: "integrity\n"`},
+			facts.Lockdown{Source: lockdownFS, Error: `/sys/kernel/security/lockdown names no mode in brackets: "integrity\n"`},
 		},
 	} {
 		root := t.TempDir()
@@ -144,7 +145,7 @@ func TestLiveFirmwareAndLockdownStates(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func sameFirmware(a, b Firmware) bool {
+func sameFirmware(a, b facts.Firmware) bool {
 	eq := func(x, y *bool) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.EFI == b.EFI && a.Error == b.Error && eq(a.SecureBoot, b.SecureBoot) && eq(a.SetupMode, b.SetupMode)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
@@ -73,8 +74,8 @@ func moduleTree(t *testing.T) (dir, cert string) {
 	return dir, cert
 }
 
-func byName(ms []KernelModule) map[string]KernelModule {
-	out := map[string]KernelModule{}
+func byName(ms []facts.KernelModule) map[string]facts.KernelModule {
+	out := map[string]facts.KernelModule{}
 	for _, m := range ms {
 		out[m.Name] = m
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -46,7 +47,7 @@ var outOfTreeDirs = []string{"updates", "extra", "dkms"}
 
 // trustedKey is a certificate modules are checked against.
 type trustedKey struct {
-	fact TrustedKey
+	fact facts.TrustedKey
 	cert *x509.Certificate
 }
 
@@ -72,7 +73,7 @@ func readCertificate(fsys sysroot.FS, name string) (trustedKey, bool, error) {
 
 func keyOf(source string, cert *x509.Certificate) trustedKey {
 	sum := sha256.Sum256(cert.Raw)
-	return trustedKey{cert: cert, fact: TrustedKey{Source: source, Subject: cert.Subject.String(), Issuer: cert.Issuer.String(),
+	return trustedKey{cert: cert, fact: facts.TrustedKey{Source: source, Subject: cert.Subject.String(), Issuer: cert.Issuer.String(),
 		Serial: serialText(cert.SerialNumber), SHA256: hex.EncodeToString(sum[:])}}
 }
 
@@ -149,8 +150,8 @@ func moduleName(file string) string {
 
 // checkModule reads the module file name (kernel release) and checks its
 // appended signature against keys.
-func checkModule(fsys sysroot.FS, name, release string, keys []trustedKey) KernelModule {
-	m := KernelModule{Name: moduleName(path.Base(name)), File: fsys.Display(name), Kernel: release}
+func checkModule(fsys sysroot.FS, name, release string, keys []trustedKey) facts.KernelModule {
+	m := facts.KernelModule{Name: moduleName(path.Base(name)), File: fsys.Display(name), Kernel: release}
 	rc, err := fsys.Stream(name, maxModuleFile)
 	if err != nil {
 		m.Error = err.Error()

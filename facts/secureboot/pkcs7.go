@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/smallstep/pkcs7"
 )
 
@@ -97,8 +98,8 @@ func serialText(n *big.Int) string {
 // checkAuthenticode checks one PKCS#7 signature of img: what it signs, the
 // digest against the file's, and the signer's signature with the
 // certificate it carries.
-func checkAuthenticode(img *peImage, der []byte) Authenticode {
-	var a Authenticode
+func checkAuthenticode(img *peImage, der []byte) facts.Authenticode {
+	var a facts.Authenticode
 	p7, err := parsePKCS7(der)
 	if err != nil {
 		a.Error = fmt.Sprintf("parsing the PKCS#7 SignedData: %v", err)

@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
@@ -25,11 +25,11 @@ var sshdPackages = []string{"openssh-server"}
 // and on a live host each running sshd's own, found among the listeners
 // (net, nil when there are none) and asked over the wire. A missing
 // sshd_config is an error when a package of installed ships it.
-func Collect(ctx context.Context, env *collect.Env, net *network.Network, installed []packages.Package) (*SSH, error) {
+func Collect(ctx context.Context, env *collect.Env, net *facts.Network, installed []facts.Package) (*facts.SSH, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var file *SSH
+	var file *facts.SSH
 	if textfile.Exists(env.FS, SSHDConfigPath) {
 		cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
 		if err != nil {
@@ -38,7 +38,7 @@ func Collect(ctx context.Context, env *collect.Env, net *network.Network, instal
 		file = cfg.Facts(env.FS.Display(SSHDConfigPath))
 		file.HostKeys = fileHostKeys(env.FS, cfg)
 	}
-	var daemons []SSHDaemon
+	var daemons []facts.SSHDaemon
 	if env.Live {
 		var err error
 		if daemons, err = liveSSHDaemons(ctx, env, net); err != nil {
@@ -53,10 +53,10 @@ func Collect(ctx context.Context, env *collect.Env, net *network.Network, instal
 			return nil, collect.NotApplicable("sshd is not installed (no /etc/ssh/sshd_config) and none runs")
 		}
 		// No daemon runs: the file is what the next start will use.
-		daemons = []SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []SSHWire{}}}
+		daemons = []facts.SSHDaemon{{SSHSettings: file.SSHSettings, Source: "file", Listen: []string{}, Wire: []facts.SSHWire{}}}
 	}
 	if file == nil {
-		file = &SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
+		file = &facts.SSH{SSHSettings: daemons[0].SSHSettings, Source: "file"}
 	}
 	file.Daemons = daemons
 	keys, err := textfile.GlobSorted(env.FS, "/", sshHostPrivateKeys)

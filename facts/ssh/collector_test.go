@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -19,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // doc is the ssh key of the facts document, which this package's tests
 // cannot import.
-type doc struct{ SSH *SSH }
+type doc struct{ SSH *facts.SSH }
 
 // gather runs Collect over dir as an offline rootfs, with no other
 // collector's facts, and returns what it collected and its raw error.

@@ -17,7 +17,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 )
@@ -78,7 +77,7 @@ func startSSHDWith(t *testing.T, keys [][]string, config func(dir string, port i
 }
 
 // daemonOf returns the facts of the sshd with the given pid.
-func daemonOf(t *testing.T, f *facts.Facts, pid int) ssh.SSHDaemon {
+func daemonOf(t *testing.T, f *facts.Facts, pid int) facts.SSHDaemon {
 	t.Helper()
 	for _, d := range f.SSH.Daemons {
 		if d.PID == pid {
@@ -86,7 +85,7 @@ func daemonOf(t *testing.T, f *facts.Facts, pid int) ssh.SSHDaemon {
 		}
 	}
 	t.Fatalf("no daemon with pid %d in %+v", pid, f.SSH.Daemons)
-	return ssh.SSHDaemon{}
+	return facts.SSHDaemon{}
 }
 
 // withPrivateRun returns unshare's arguments to run argv with a private,
@@ -144,7 +143,7 @@ func TestLiveSSHDWeak(t *testing.T) {
 		t.Errorf("daemon source %q config %q listen %v, want process, %s, %s", d.Source, d.ConfigPath, d.Listen, conf, listen)
 	}
 	if len(d.Match) != 1 || d.Match[0].Criteria != "User x" || d.Match[0].Line != 13 || d.Match[0].File != conf ||
-		len(d.Match[0].Settings) != 1 || d.Match[0].Settings[0] != (ssh.SSHSetting{Keyword: "passwordauthentication", Value: "yes", File: conf, Line: 14}) {
+		len(d.Match[0].Settings) != 1 || d.Match[0].Settings[0] != (facts.SSHSetting{Keyword: "passwordauthentication", Value: "yes", File: conf, Line: 14}) {
 		t.Errorf("match = %+v", d.Match)
 	}
 
@@ -177,7 +176,7 @@ func TestLiveSSHDWeak(t *testing.T) {
 	}
 	compareSSHAudit(t, port, w)
 
-	var rsaWire *ssh.SSHHostKey
+	var rsaWire *facts.SSHHostKey
 	for i, k := range d.HostKeys {
 		if k.Source == "wire" && k.Type == "ssh-rsa" {
 			rsaWire = &d.HostKeys[i]
@@ -268,11 +267,11 @@ func TestLiveSSHDHardened(t *testing.T) {
 
 // evaluate runs the default pack over f with ssh narrowed to daemon d and
 // returns the ssh checks' results by id.
-func evaluate(t *testing.T, f *facts.Facts, d ssh.SSHDaemon) map[string]reportsResult {
+func evaluate(t *testing.T, f *facts.Facts, d facts.SSHDaemon) map[string]reportsResult {
 	t.Helper()
 	one := *f
 	narrowed := *f.SSH
-	narrowed.Daemons = []ssh.SSHDaemon{d}
+	narrowed.Daemons = []facts.SSHDaemon{d}
 	one.SSH = &narrowed
 	ctx := context.Background()
 	src, err := engine.LoadFS(policies.FS, "embedded")
@@ -310,7 +309,7 @@ type reportsResult struct {
 
 // compareSSHAudit runs ssh-audit against the port and compares its lists
 // with what the probe read.
-func compareSSHAudit(t *testing.T, port int, w ssh.SSHWire) {
+func compareSSHAudit(t *testing.T, port int, w facts.SSHWire) {
 	t.Helper()
 	audit := testutil.Tool(t, "ssh-audit", "ssh-audit")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

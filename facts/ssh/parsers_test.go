@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
 
@@ -21,11 +22,11 @@ func TestSSHDMatchBlocks(t *testing.T) {
 	if s.PasswordAuthentication != "no" || s.KbdInteractiveAuthentication != "no" || s.PermitRootLogin != "no" || s.PermitEmptyPasswords != "no" {
 		t.Errorf("global settings %+v: a Match block or a Match opened in an include leaked out", s)
 	}
-	want := []SSHMatch{
-		{File: "/etc/ssh/sshd_config.d/a.conf", Line: 2, Criteria: "User x", Settings: []SSHSetting{
+	want := []facts.SSHMatch{
+		{File: "/etc/ssh/sshd_config.d/a.conf", Line: 2, Criteria: "User x", Settings: []facts.SSHSetting{
 			{Keyword: "passwordauthentication", Value: "yes", File: "/etc/ssh/sshd_config.d/a.conf", Line: 3},
 		}},
-		{File: "/etc/ssh/sshd_config", Line: 3, Criteria: "Address 10.0.0.0/8", Settings: []SSHSetting{
+		{File: "/etc/ssh/sshd_config", Line: 3, Criteria: "Address 10.0.0.0/8", Settings: []facts.SSHSetting{
 			{Keyword: "permitrootlogin", Value: "yes", File: "/etc/ssh/sshd_config", Line: 4},
 			{Keyword: "kbdinteractiveauthentication", Value: "yes", File: "/etc/ssh/match.d/x.conf", Line: 1},
 			{Keyword: "permitemptypasswords", Value: "yes", File: "/etc/ssh/sshd_config", Line: 6},

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/facts/ssh"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 const reloadSSHD = `Port %d
@@ -127,7 +127,7 @@ func TestLiveSSHDEditedNotReloaded(t *testing.T) {
 
 // authMethods returns what the none probe read from the daemon's one
 // listener.
-func authMethods(t *testing.T, d ssh.SSHDaemon) []string {
+func authMethods(t *testing.T, d facts.SSHDaemon) []string {
 	t.Helper()
 	if len(d.Wire) != 1 || d.Wire[0].Error != "" || d.Wire[0].AuthError != "" {
 		t.Fatalf("wire = %+v", d.Wire)

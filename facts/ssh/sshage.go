@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -36,8 +37,8 @@ const (
 
 // sshdAge fills what tells whether daemon pid runs the files cfg reads
 // now: when it last loaded them and whether one changed since.
-func sshdAge(fsys sysroot.FS, pid int, cfg *SSHDConfig) SSHDaemonAge {
-	var age SSHDaemonAge
+func sshdAge(fsys sysroot.FS, pid int, cfg *SSHDConfig) facts.SSHDaemonAge {
+	var age facts.SSHDaemonAge
 	started, err := processStart(fsys, pid)
 	if err != nil {
 		age.AgeError = err.Error()

@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -86,7 +87,7 @@ func TestSSHDAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sshdAge(fsys, 9, cfg); got.AgeError == "" || got != (SSHDaemonAge{AgeError: got.AgeError}) {
+	if got := sshdAge(fsys, 9, cfg); got.AgeError == "" || got != (facts.SSHDaemonAge{AgeError: got.AgeError}) {
 		t.Errorf("age of a pid that is gone = %+v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -78,7 +79,7 @@ type SSHDConfig struct {
 	// Files lists the files read, the main one first, with display paths.
 	Files []string
 	// Match lists the Match blocks in the order sshd reads them.
-	Match []SSHMatch
+	Match []facts.SSHMatch
 	// HostKeys lists every HostKey outside Match: unlike most keywords,
 	// each one adds a key.
 	HostKeys []string
@@ -228,7 +229,7 @@ func (p *sshdParser) openMatch(file string, lineNo int, args []string) error {
 	if len(p.cfg.Match) >= maxSSHDMatch {
 		return fmt.Errorf("more than %d Match blocks", maxSSHDMatch)
 	}
-	p.cfg.Match = append(p.cfg.Match, SSHMatch{File: file, Line: lineNo, Criteria: strings.Join(args, " "), Settings: []SSHSetting{}})
+	p.cfg.Match = append(p.cfg.Match, facts.SSHMatch{File: file, Line: lineNo, Criteria: strings.Join(args, " "), Settings: []facts.SSHSetting{}})
 	p.match = len(p.cfg.Match)
 	return nil
 }
@@ -238,7 +239,7 @@ func (p *sshdParser) matchSetting(file string, lineNo int, keyword string, args 
 		return fmt.Errorf("more than %d settings under Match", maxSSHDMatch)
 	}
 	m := &p.cfg.Match[p.match-1]
-	m.Settings = append(m.Settings, SSHSetting{Keyword: keyword, Value: strings.Join(args, " "), File: file, Line: lineNo})
+	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: strings.Join(args, " "), File: file, Line: lineNo})
 	return nil
 }
 
@@ -324,18 +325,18 @@ func (c *SSHDConfig) first(keyword, def string) string {
 
 // Facts turns the settings into the ssh facts, with OpenSSH's defaults for
 // what the files leave unset. configPath is the display path of sshd_config.
-func (c *SSHDConfig) Facts(configPath string) *SSH {
-	return &SSH{SSHSettings: c.Settings(configPath), Source: "file"}
+func (c *SSHDConfig) Facts(configPath string) *facts.SSH {
+	return &facts.SSH{SSHSettings: c.Settings(configPath), Source: "file"}
 }
 
 // Settings is what Facts fills, for one daemon or the file.
-func (c *SSHDConfig) Settings(configPath string) SSHSettings {
+func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 	root := c.first("permitrootlogin", "prohibit-password")
 	if root == "without-password" {
 		// The old spelling of the same setting.
 		root = "prohibit-password"
 	}
-	return SSHSettings{
+	return facts.SSHSettings{
 		ConfigPath:                   configPath,
 		Files:                        append([]string{}, c.Files...),
 		PermitRootLogin:              root,

@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -35,7 +35,7 @@ type sshListener struct{ listen, dial string }
 // liveSSHDaemons describes every sshd that owns a listening socket: the
 // configuration its command line names, whether that changed since the
 // daemon loaded it, and what each listener offers and accepts.
-func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Network) ([]SSHDaemon, error) {
+func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
 	for pid := range byPID {
@@ -43,7 +43,7 @@ func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Netw
 	}
 	slices.Sort(pids)
 	timeout := cmp.Or(env.ProbeTimeout, 2*time.Second)
-	var out []SSHDaemon
+	var out []facts.SSHDaemon
 	for _, pid := range pids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -59,7 +59,7 @@ func liveSSHDaemons(ctx context.Context, env *collect.Env, network *network.Netw
 
 // sshdListeners groups the TCP listeners owned by a process named sshd by
 // its pid.
-func sshdListeners(network *network.Network) map[int][]sshListener {
+func sshdListeners(network *facts.Network) map[int][]sshListener {
 	out := map[int][]sshListener{}
 	if network == nil {
 		return out
@@ -88,24 +88,24 @@ func sshdListeners(network *network.Network) map[int][]sshListener {
 	return out
 }
 
-func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration) (SSHDaemon, error) {
+func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration) (facts.SSHDaemon, error) {
 	argv, err := daemon.ReadCmdline(fsys, pid)
 	if err != nil {
-		return SSHDaemon{}, err
+		return facts.SSHDaemon{}, err
 	}
 	name, opts, err := SSHDCommandLine(argv)
 	if err != nil {
-		return SSHDaemon{}, fmt.Errorf("reading the command line of sshd pid %d: %w", pid, err)
+		return facts.SSHDaemon{}, fmt.Errorf("reading the command line of sshd pid %d: %w", pid, err)
 	}
 	if name, err = daemon.AbsoluteFor(fsys, pid, name); err != nil {
-		return SSHDaemon{}, err
+		return facts.SSHDaemon{}, err
 	}
 	cfg, err := LoadSSHDWith(fsys, name, opts)
 	if err != nil {
-		return SSHDaemon{}, fmt.Errorf("reading the configuration of sshd pid %d: %w", pid, err)
+		return facts.SSHDaemon{}, fmt.Errorf("reading the configuration of sshd pid %d: %w", pid, err)
 	}
-	d := SSHDaemon{SSHSettings: cfg.Settings(fsys.Display(name)), PID: pid, Source: "process", Listen: []string{}, Wire: []SSHWire{}}
-	var wireKeys []SSHHostKey
+	d := facts.SSHDaemon{SSHSettings: cfg.Settings(fsys.Display(name)), PID: pid, Source: "process", Listen: []string{}, Wire: []facts.SSHWire{}}
+	var wireKeys []facts.SSHHostKey
 	for _, l := range ls {
 		d.Listen = append(d.Listen, l.listen)
 		w := probeSSHWire(ctx, l.listen, l.dial, timeout)
@@ -126,19 +126,19 @@ func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListen
 // fileHostKeys reads the public half of each host key the configuration
 // names (or of the default keys that exist), beside the private key as
 // ssh-keygen writes it.
-func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []SSHHostKey {
+func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []facts.SSHHostKey {
 	names := cfg.HostKeys
 	explicit := len(names) > 0
 	if !explicit {
 		names = defaultSSHHostKeys
 	}
-	out := []SSHHostKey{}
+	out := []facts.SSHHostKey{}
 	for _, n := range names {
 		n = path.Join("/", n)
 		if !explicit && !textfile.Exists(fsys, n) {
 			continue
 		}
-		hk := SSHHostKey{Source: "file", File: fsys.Display(n)}
+		hk := facts.SSHHostKey{Source: "file", File: fsys.Display(n)}
 		if err := readHostKey(fsys, n+".pub", &hk); err != nil {
 			hk.Error = err.Error()
 		}
@@ -147,7 +147,7 @@ func fileHostKeys(fsys sysroot.FS, cfg *SSHDConfig) []SSHHostKey {
 	return out
 }
 
-func readHostKey(fsys sysroot.FS, name string, hk *SSHHostKey) error {
+func readHostKey(fsys sysroot.FS, name string, hk *facts.SSHHostKey) error {
 	data, err := fsys.ReadFileLimit(name, maxHostKeyFile)
 	if err != nil {
 		return fmt.Errorf("reading host key %s: %w", fsys.Display(name), err)

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
 )
 
@@ -175,8 +176,8 @@ func ReadKEXINIT(r io.Reader) (*KEXINIT, error) {
 
 // probeSSHWire connects to addr, exchanges versions and reads the server's
 // KEXINIT, all within timeout. listen names the listener in the facts.
-func probeSSHWire(ctx context.Context, listen, addr string, timeout time.Duration) SSHWire {
-	w := SSHWire{Address: listen, Source: "wire"}
+func probeSSHWire(ctx context.Context, listen, addr string, timeout time.Duration) facts.SSHWire {
+	w := facts.SSHWire{Address: listen, Source: "wire"}
 	version, k, err := readServerKEXINIT(ctx, addr, timeout)
 	if err != nil {
 		w.Error = fmt.Sprintf("reading KEXINIT from %s: %v", addr, err)
@@ -256,8 +257,8 @@ var errHostKeySeen = errors.New("host key seen")
 // probeSSHHostKeys fetches each host key the daemon offers, one handshake
 // per key type, stopping each at the server's signature so no login is
 // tried.
-func probeSSHHostKeys(ctx context.Context, listen, addr string, algs []string, timeout time.Duration) []SSHHostKey {
-	out := []SSHHostKey{}
+func probeSSHHostKeys(ctx context.Context, listen, addr string, algs []string, timeout time.Duration) []facts.SSHHostKey {
+	out := []facts.SSHHostKey{}
 	seen := map[string]bool{}
 	for _, alg := range algs {
 		fam := hostKeyFamily(alg)
@@ -265,7 +266,7 @@ func probeSSHHostKeys(ctx context.Context, listen, addr string, algs []string, t
 			continue
 		}
 		seen[fam] = true
-		hk := SSHHostKey{Type: fam, Source: "wire", Address: listen}
+		hk := facts.SSHHostKey{Type: fam, Source: "wire", Address: listen}
 		key, err := fetchHostKey(ctx, addr, alg, timeout)
 		if err != nil {
 			hk.Error = fmt.Sprintf("fetching the %s host key from %s: %v", alg, addr, err)
@@ -334,7 +335,7 @@ var errAuthMethodsSeen = errors.New("authentication methods seen")
 // probeSSHAuthMethods fills w's AuthMethods: after a key exchange it sends
 // a "none" userauth request, whose failure lists the methods the running
 // daemon lets a client go on with, and stops there without trying any.
-func probeSSHAuthMethods(ctx context.Context, w *SSHWire, addr string, timeout time.Duration) {
+func probeSSHAuthMethods(ctx context.Context, w *facts.SSHWire, addr string, timeout time.Duration) {
 	methods, err := readAuthMethods(ctx, addr, timeout)
 	if err != nil {
 		w.AuthError = fmt.Sprintf("asking %s for its authentication methods: %v", addr, err)
@@ -409,7 +410,7 @@ func authMethodNames(list []string) []string {
 }
 
 // describeHostKey fills a host key's type, size and fingerprint.
-func describeHostKey(hk *SSHHostKey, key ssh.PublicKey) {
+func describeHostKey(hk *facts.SSHHostKey, key ssh.PublicKey) {
 	hk.Type = key.Type()
 	hk.Fingerprint = ssh.FingerprintSHA256(key)
 	ck, ok := key.(ssh.CryptoPublicKey)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"time"
 )
 
@@ -47,8 +48,8 @@ func parseChain(ders [][]byte) ([]*x509.Certificate, error) {
 // ties to its issuer, and verifies the chain against the store, all as of
 // now, the probe's clock. A nil store is one never read (a prober made
 // without a target), which verifies nothing.
-func (ts *trustStore) judge(chain []*x509.Certificate, now time.Time) ([]TLSChainCert, *TLSVerification) {
-	out := make([]TLSChainCert, len(chain))
+func (ts *trustStore) judge(chain []*x509.Certificate, now time.Time) ([]facts.TLSChainCert, *facts.TLSVerification) {
+	out := make([]facts.TLSChainCert, len(chain))
 	for i, c := range chain {
 		out[i] = chainCertFacts(c, i, now)
 		out[i].Link, out[i].LinkError = ts.link(chain, i)
@@ -106,11 +107,11 @@ func checkSignatureFrom(c, parent *x509.Certificate) error {
 // store's CAs as roots, the probe's clock, TLS server authentication as the
 // purpose. DNSName is left empty, so no host name is checked: the probe
 // dials an address and knows no name a client would ask for.
-func (ts *trustStore) verify(chain []*x509.Certificate, now time.Time) *TLSVerification {
+func (ts *trustStore) verify(chain []*x509.Certificate, now time.Time) *facts.TLSVerification {
 	if ts == nil {
-		return &TLSVerification{StoreError: "no trust store was read"}
+		return &facts.TLSVerification{StoreError: "no trust store was read"}
 	}
-	v := &TLSVerification{Store: ts.display, StoreError: ts.err}
+	v := &facts.TLSVerification{Store: ts.display, StoreError: ts.err}
 	if ts.roots == nil {
 		return v
 	}
@@ -132,10 +133,10 @@ func (ts *trustStore) verify(chain []*x509.Certificate, now time.Time) *TLSVerif
 }
 
 // chainCertFacts describes one certificate of a chain as of now.
-func chainCertFacts(c *x509.Certificate, depth int, now time.Time) TLSChainCert {
+func chainCertFacts(c *x509.Certificate, depth int, now time.Time) facts.TLSChainCert {
 	kind, bits := publicKeyFacts(c.PublicKey)
 	sum := sha256.Sum256(c.Raw)
-	return TLSChainCert{
+	return facts.TLSChainCert{
 		Depth:              depth,
 		Subject:            c.Subject.String(),
 		Issuer:             c.Issuer.String(),

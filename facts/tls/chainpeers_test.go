@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -75,9 +75,9 @@ func (s chainServer) peerVerifies(t *testing.T) (bool, string) {
 
 // probeChain probes the server as a wildcard listener of a target whose CA
 // bundle, at Debian's path, holds root.
-func probeChain(t *testing.T, port int, root *issued) TLSProbe {
+func probeChain(t *testing.T, port int, root *issued) facts.TLSProbe {
 	t.Helper()
-	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
+	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
 	dir := storeDir(t, "etc/ssl/certs/ca-certificates.crt", root.pem())
 	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "tls_probe"); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/daemon"
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -36,7 +37,7 @@ const nginxDefaultPrefix = "/usr/share/nginx"
 // t, the TLS facts so far (nil when there are none), and returns it; the
 // probes are CollectProbes's, and left alone. A missing nginx.conf is an
 // error when a package of installed ships it.
-func Collect(ctx context.Context, env *collect.Env, t *TLS, installed []packages.Package) (*TLS, error) {
+func Collect(ctx context.Context, env *collect.Env, t *facts.TLS, installed []facts.Package) (*facts.TLS, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -54,19 +55,19 @@ func Collect(ctx context.Context, env *collect.Env, t *TLS, installed []packages
 		}
 	}
 	if t == nil {
-		t = &TLS{}
+		t = &facts.TLS{}
 	}
 	t.OpenSSL = ossl
 	t.Nginx = nginx
 	if t.Probes == nil {
-		t.Probes = []TLSProbe{}
+		t.Probes = []facts.TLSProbe{}
 	}
 	return t, nil
 }
 
 // CollectOpenSSL returns the system default from /etc/ssl/openssl.cnf, or nil
 // when the file is absent (the library default applies).
-func CollectOpenSSL(fsys sysroot.FS) (*OpenSSL, error) {
+func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 	if !textfile.Exists(fsys, OpenSSLConfigPath) {
 		return nil, nil
 	}
@@ -75,7 +76,7 @@ func CollectOpenSSL(fsys sysroot.FS) (*OpenSSL, error) {
 		return nil, err
 	}
 	sd := cfg.SystemDefault()
-	return &OpenSSL{
+	return &facts.OpenSSL{
 		ConfigPath:      fsys.Display(OpenSSLConfigPath),
 		MinProtocol:     sd.MinProtocol,
 		MinProtocolFile: sd.MinProtocolAt.File,
@@ -87,7 +88,7 @@ func CollectOpenSSL(fsys sysroot.FS) (*OpenSSL, error) {
 
 // collectNginxFor reads, on a live host, the configuration of every running
 // nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
-func collectNginxFor(env *collect.Env) ([]NginxTLS, error) {
+func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
 	if !env.Live {
 		return CollectNginx(env.FS)
 	}
@@ -98,7 +99,7 @@ func collectNginxFor(env *collect.Env) ([]NginxTLS, error) {
 	if len(masters) == 0 {
 		return CollectNginx(env.FS)
 	}
-	out := []NginxTLS{}
+	out := []facts.NginxTLS{}
 	for _, m := range masters {
 		cfg, err := LoadNginxAt(env.FS, m.Conf, path.Dir(m.Conf))
 		if err != nil {
@@ -112,9 +113,9 @@ func collectNginxFor(env *collect.Env) ([]NginxTLS, error) {
 // CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
 // and its includes, plus nginx's default for TLS servers that set none. It
 // is empty, not nil, when nginx is not configured.
-func CollectNginx(fsys sysroot.FS) ([]NginxTLS, error) {
+func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
 	if !textfile.Exists(fsys, NginxConfigPath) {
-		return []NginxTLS{}, nil
+		return []facts.NginxTLS{}, nil
 	}
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
@@ -123,10 +124,10 @@ func CollectNginx(fsys sysroot.FS) ([]NginxTLS, error) {
 	return nginxFacts(cfg, "file", 0), nil
 }
 
-func nginxFacts(cfg *NginxConfig, source string, pid int) []NginxTLS {
-	out := []NginxTLS{}
+func nginxFacts(cfg *NginxConfig, source string, pid int) []facts.NginxTLS {
+	out := []facts.NginxTLS{}
 	for _, s := range cfg.TLSSettings() {
-		out = append(out, NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
+		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
@@ -49,7 +50,7 @@ func TestHardenedTree(t *testing.T) {
 		got.ConfigPath != fsys.Display("/etc/ssl/openssl.cnf") {
 		t.Errorf("openssl = %+v", got)
 	}
-	wantNginx := []NginxTLS{{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 30, Protocols: []string{"TLSv1.3"}}}
+	wantNginx := []facts.NginxTLS{{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 30, Protocols: []string{"TLSv1.3"}}}
 	if !equalNginx(f.TLS.Nginx, wantNginx) {
 		t.Errorf("nginx = %+v, want %+v", f.TLS.Nginx, wantNginx)
 	}
@@ -72,7 +73,7 @@ func TestWeakTree(t *testing.T) {
 	if o := f.TLS.OpenSSL; o == nil || o.MinProtocol != "TLSv1.2" {
 		t.Errorf("openssl = %+v", o)
 	}
-	wantNginx := []NginxTLS{
+	wantNginx := []facts.NginxTLS{
 		{File: fsys.Display("/etc/nginx/nginx.conf"), Line: 21, Protocols: []string{"TLSv1", "TLSv1.1", "TLSv1.2"}},
 		{File: fsys.Display("/etc/nginx/conf.d/jupyter.conf"), Line: 7, Protocols: []string{"TLSv1.2"}},
 		// The stream server listens with ssl and inherits no ssl_protocols.
@@ -84,15 +85,15 @@ func TestWeakTree(t *testing.T) {
 	golden(t, "weak", root, f)
 }
 
-func equalNginx(a, b []NginxTLS) bool {
-	return slices.EqualFunc(a, b, func(x, y NginxTLS) bool {
+func equalNginx(a, b []facts.NginxTLS) bool {
+	return slices.EqualFunc(a, b, func(x, y facts.NginxTLS) bool {
 		return x.File == y.File && x.Line == y.Line && slices.Equal(x.Protocols, y.Protocols)
 	})
 }
 
 func TestTLSKeepsProbes(t *testing.T) {
 	env := &collect.Env{FS: collecttest.OpenFS(t, t.TempDir())}
-	f := &doc{TLS: &TLS{Probes: []TLSProbe{{Address: "127.0.0.1:443"}}}}
+	f := &doc{TLS: &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}}
 	if err := collectOne(t, env, f, "tls"); err != nil {
 		t.Fatal(err)
 	}

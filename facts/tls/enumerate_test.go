@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
 // probePort runs the prober against one loopback port as a conventional
 // TLS port, so that a refusal of everything is still reported.
-func probePort(t *testing.T, port int) *TLSProbe {
+func probePort(t *testing.T, port int) *facts.TLSProbe {
 	t.Helper()
 	p := &prober{timeout: 2 * time.Second, sem: make(chan struct{}, 4)}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
@@ -24,7 +25,7 @@ func probePort(t *testing.T, port int) *TLSProbe {
 	if r == nil {
 		t.Fatal("the port was not taken for a TLS listener")
 	}
-	f := &doc{kind: "host", TLS: &TLS{Nginx: []NginxTLS{}, Probes: []TLSProbe{*r}}}
+	f := &doc{kind: "host", TLS: &facts.TLS{Nginx: []facts.NginxTLS{}, Probes: []facts.TLSProbe{*r}}}
 	if err := validate(f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
@@ -32,7 +33,7 @@ func probePort(t *testing.T, port int) *TLSProbe {
 }
 
 // suiteNames lists a probe's suites as "protocol name".
-func suiteNames(p *TLSProbe) []string {
+func suiteNames(p *facts.TLSProbe) []string {
 	var out []string
 	for _, s := range p.Suites {
 		out = append(out, s.Protocol+" "+s.Name)
@@ -74,11 +75,11 @@ func TestEnumeratesWhatGoLacks(t *testing.T) {
 	if got := suiteNames(p); !slices.Equal(got, want) {
 		t.Errorf("suites %v, want %v", got, want)
 	}
-	classes := map[string]func(TLSSuite) bool{
-		"TLS_RSA_EXPORT_WITH_RC4_40_MD5":   func(s TLSSuite) bool { return s.Export && s.RC4 && !s.ForwardSecrecy && s.MAC == "MD5" },
-		"TLS_RSA_WITH_NULL_SHA":            func(s TLSSuite) bool { return s.Null && !s.AEAD && s.MAC == "SHA1" && s.KeyExchange == "RSA" },
-		"TLS_DH_anon_WITH_AES_128_CBC_SHA": func(s TLSSuite) bool { return s.Anonymous && s.CBC && s.ForwardSecrecy },
-		"TLS_ECDHE_RSA_WITH_RC4_128_SHA":   func(s TLSSuite) bool { return s.RC4 && s.ForwardSecrecy && !s.CBC && s.Cipher == "RC4_128" },
+	classes := map[string]func(facts.TLSSuite) bool{
+		"TLS_RSA_EXPORT_WITH_RC4_40_MD5":   func(s facts.TLSSuite) bool { return s.Export && s.RC4 && !s.ForwardSecrecy && s.MAC == "MD5" },
+		"TLS_RSA_WITH_NULL_SHA":            func(s facts.TLSSuite) bool { return s.Null && !s.AEAD && s.MAC == "SHA1" && s.KeyExchange == "RSA" },
+		"TLS_DH_anon_WITH_AES_128_CBC_SHA": func(s facts.TLSSuite) bool { return s.Anonymous && s.CBC && s.ForwardSecrecy },
+		"TLS_ECDHE_RSA_WITH_RC4_128_SHA":   func(s facts.TLSSuite) bool { return s.RC4 && s.ForwardSecrecy && !s.CBC && s.Cipher == "RC4_128" },
 	}
 	for _, s := range p.Suites {
 		if ok := classes[s.Name]; ok == nil || !ok(s) {
@@ -183,7 +184,7 @@ func TestSilentServerTimesOut(t *testing.T) {
 	port, conns := silentServer(t)
 	p := &prober{timeout: 300 * time.Millisecond, sem: make(chan struct{}, 4)}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	done := make(chan *TLSProbe)
+	done := make(chan *facts.TLSProbe)
 	go func() { done <- p.listener(context.Background(), probeTarget{listen: addr, dial: addr, port: 443}) }()
 	select {
 	case r := <-done:

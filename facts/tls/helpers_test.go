@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/network"
 )
 
 // doc is what this package's tests collect into: the keys of the facts
@@ -15,8 +15,8 @@ import (
 type doc struct {
 	// kind is the target kind the facts are of: host or rootfs.
 	kind      string
-	TLS       *TLS
-	Network   *network.Network
+	TLS       *facts.TLS
+	Network   *facts.Network
 	NotJudged []notJudged
 	status    map[string][2]string
 }
@@ -33,8 +33,8 @@ func (d *doc) record(name, status, reason string) {
 }
 
 // listening is a host's facts after the network collector found ls.
-func listening(ls ...network.Listener) *doc {
-	d := &doc{kind: "host", Network: &network.Network{Listening: append([]network.Listener{}, ls...)}}
+func listening(ls ...facts.Listener) *doc {
+	d := &doc{kind: "host", Network: &facts.Network{Listening: append([]facts.Listener{}, ls...)}}
 	d.record("network", collect.StatusOK, "")
 	return d
 }

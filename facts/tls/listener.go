@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"slices"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ import (
 // connections, unless it is a conventional TLS port, which is reported,
 // or its greeting names a protocol that upgrades to TLS in-band, whose
 // preamble every connection then makes (opening).
-func (p *prober) listener(ctx context.Context, t probeTarget) (probe *TLSProbe) {
+func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSProbe) {
 	pp := newPortProbe(p, t.dial)
 	runs := make([]*versionRun, len(probeVersions))
 	for i, v := range probeVersions {
@@ -44,7 +45,7 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *TLSProbe) 
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
 	chain, certErr := pp.certificate(ctx, runs)
 
-	r := &TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
+	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
 	var problems, cut []string
 	for _, run := range runs {
 		if errors.Is(run.err, errBudget) {

@@ -13,7 +13,6 @@ import (
 	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/tls"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -41,13 +40,13 @@ func TestLiveNginxMaster(t *testing.T) {
 	p.WaitFor(t, 20*time.Second, "the pid file", func() bool { _, err := os.Stat(pid); return err == nil })
 
 	f := collectLive(t)
-	var mine []tls.NginxTLS
+	var mine []facts.NginxTLS
 	for _, n := range f.TLS.Nginx {
 		if n.PID == p.Cmd.Process.Pid {
 			mine = append(mine, n)
 		}
 	}
-	want := tls.NginxTLS{File: filepath.Join(dir, "sites", "a.conf"), Line: 3, Protocols: []string{"TLSv1", "TLSv1.2"}, Source: "process", PID: p.Cmd.Process.Pid}
+	want := facts.NginxTLS{File: filepath.Join(dir, "sites", "a.conf"), Line: 3, Protocols: []string{"TLSv1", "TLSv1.2"}, Source: "process", PID: p.Cmd.Process.Pid}
 	if len(mine) != 1 || mine[0].File != want.File || mine[0].Line != want.Line || !slices.Equal(mine[0].Protocols, want.Protocols) || mine[0].Source != want.Source {
 		t.Errorf("nginx facts of pid %d = %+v, want %+v (all: %+v)", p.Cmd.Process.Pid, mine, want, f.TLS.Nginx)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -25,21 +25,21 @@ func ffdheParams(t *testing.T) string {
 	return out
 }
 
-func wantNoError(t *testing.T, p TLSProbe) {
+func wantNoError(t *testing.T, p facts.TLSProbe) {
 	t.Helper()
 	if p.Error != "" {
 		t.Errorf("probe error %q", p.Error)
 	}
 }
 
-func wantPeerCertificate(t *testing.T, p TLSProbe) {
+func wantPeerCertificate(t *testing.T, p facts.TLSProbe) {
 	t.Helper()
 	if c := p.Certificate; c == nil || c.Subject != "CN=gpuhost test peer" || c.KeyType != "RSA" || c.KeyBits != 2048 {
 		t.Errorf("certificate %+v, want the peer's RSA 2048 leaf", c)
 	}
 }
 
-func suitesAt(p TLSProbe, protocol string) []string {
+func suitesAt(p facts.TLSProbe, protocol string) []string {
 	var out []string
 	for _, s := range p.Suites {
 		if s.Protocol == protocol {
@@ -247,7 +247,7 @@ func BenchmarkProbeTypicalServer(b *testing.B) {
 	if proc.Exited() {
 		b.Fatalf("s_server exited:\n%s", proc.Output())
 	}
-	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := collecttest.NewEnv(b, b.TempDir(), true)
 	conns := 0
 	for b.Loop() {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -79,7 +79,7 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 		t.Errorf("the namespace's facts do not validate: %v", err)
 	}
 	var f struct {
-		TLS *TLS `json:"tls"`
+		TLS *facts.TLS `json:"tls"`
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestProbeInsideNetns(t *testing.T) {
 	}
 	_, _, cert := testutil.WriteCert(t, t.TempDir(), loopbackCert)
 	f := listening()
-	for _, l := range []network.Listener{
+	for _, l := range []facts.Listener{
 		{Proto: "tcp", Address: "127.0.0.1", Port: droppedPort},
 		{Proto: "tcp", Address: "127.0.0.1", Port: rejectedPort},
 		{Proto: "tcp", Address: "127.0.0.1", Port: openPort},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"net"
 	"syscall"
 	"time"
@@ -22,7 +23,7 @@ import (
 // on its well-known port by its port where it answered that hello in no
 // TLS; one that waits for the client (LDAP, PostgreSQL) by its port
 // alone, and asked to upgrade at once.
-func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, first *versionRun) (stop *TLSProbe, ok bool) {
+func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, first *versionRun) (stop *facts.TLSProbe, ok bool) {
 	if s := startTLSFor(t.port, nil); s != nil {
 		pp.upgrade = s
 		pp.startFirst(ctx, t, first, 0)
@@ -82,7 +83,7 @@ func (pp *portProbe) startFirst(ctx context.Context, t probeTarget, first *versi
 // upgrade went through, or the service offers no TLS (not judged), or
 // speaks something else than its greeting promised (not judged), or the
 // preamble failed, which leaves the listener unjudged and is its error.
-func (p *prober) upgraded(pp *portProbe, t probeTarget, first *versionRun) (*TLSProbe, bool) {
+func (p *prober) upgraded(pp *portProbe, t probeTarget, first *versionRun) (*facts.TLSProbe, bool) {
 	err := first.first.err
 	var se *startTLSError
 	switch {
@@ -97,7 +98,7 @@ func (p *prober) upgraded(pp *portProbe, t probeTarget, first *versionRun) (*TLS
 		p.noteNotTLS(t, fmt.Sprintf("%s by its greeting or port, but %v", se.proto, se.err))
 		return nil, false
 	}
-	return &TLSProbe{
+	return &facts.TLSProbe{
 		Address: t.listen, Loopback: t.loopback, StartTLS: pp.upgrade.name, WeakSuites: []string{},
 		Connections: int(pp.conns.Load()), Error: se.describe(p.timeout),
 	}, false
@@ -106,7 +107,7 @@ func (p *prober) upgraded(pp *portProbe, t probeTarget, first *versionRun) (*TLS
 // unanswered ends the probe of a port that answered no hello in TLS and
 // is no conventional TLS port: unreachable where a connect failed, else
 // a silent or hanging-up service noted as not TLS.
-func (p *prober) unanswered(pp *portProbe, t probeTarget, runs []*versionRun) *TLSProbe {
+func (p *prober) unanswered(pp *portProbe, t probeTarget, runs []*versionRun) *facts.TLSProbe {
 	for _, r := range runs {
 		if dialFailed(r.first.err) {
 			return p.unreachableProbe(pp, t, r.first.err)
@@ -126,8 +127,8 @@ func (p *prober) unanswered(pp *portProbe, t probeTarget, runs []*versionRun) *T
 // unreachableProbe is a listener the probe could not connect to: it is
 // in the facts with the connect's failure, so that the checks that would
 // judge it report an error, never a pass.
-func (p *prober) unreachableProbe(pp *portProbe, t probeTarget, err error) *TLSProbe {
-	r := &TLSProbe{
+func (p *prober) unreachableProbe(pp *portProbe, t probeTarget, err error) *facts.TLSProbe {
+	r := &facts.TLSProbe{
 		Address: t.listen, Loopback: t.loopback, Unreachable: true, WeakSuites: []string{},
 		Connections: int(pp.conns.Load()), Error: unreachable(err, p.timeout),
 	}

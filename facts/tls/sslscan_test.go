@@ -16,8 +16,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -44,7 +44,7 @@ func (a accepts) equal(b accepts) bool {
 		maps.EqualFunc(a.suites, b.suites, slices.Equal)
 }
 
-func probeAccepts(p TLSProbe) accepts {
+func probeAccepts(p facts.TLSProbe) accepts {
 	a := accepts{protocols: slices.Clone(p.Protocols), suites: map[string][]string{}, groups: slices.Clone(p.Groups)}
 	for _, s := range p.Suites {
 		a.suites[s.Protocol] = append(a.suites[s.Protocol], s.Name)
@@ -133,7 +133,7 @@ func sslscanAccepts(t *testing.T, port int, extra ...string) (accepts, string) {
 
 // agreeWithSslscan requires the probe and sslscan to see the same
 // versions, suites and TLS 1.3 groups on the listener.
-func agreeWithSslscan(t *testing.T, p TLSProbe, port int, extra ...string) {
+func agreeWithSslscan(t *testing.T, p facts.TLSProbe, port int, extra ...string) {
 	t.Helper()
 	want, out := sslscanAccepts(t, port, extra...)
 	if got := probeAccepts(p); !got.equal(want) {
@@ -145,9 +145,9 @@ func agreeWithSslscan(t *testing.T, p TLSProbe, port int, extra ...string) {
 
 // probeWildcard probes a loopback port listed as a wildcard listener, so
 // that the internet-facing checks judge it.
-func probeWildcard(t *testing.T, port int) TLSProbe {
+func probeWildcard(t *testing.T, port int) facts.TLSProbe {
 	t.Helper()
-	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
+	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: port})
 	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,13 @@ var (
 // verdict evaluates one probe check of the shipped pack (probe_tls12,
 // probe_cipher_suites, ...) against the probe, and returns its deny and
 // error messages, sorted.
-func verdict(t *testing.T, p TLSProbe, check string, params map[string]any) (deny, errs []string) {
+func verdict(t *testing.T, p facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
 	t.Helper()
-	return verdictAll(t, []TLSProbe{p}, check, params)
+	return verdictAll(t, []facts.TLSProbe{p}, check, params)
 }
 
 // verdictAll is verdict over several probes.
-func verdictAll(t *testing.T, probes []TLSProbe, check string, params map[string]any) (deny, errs []string) {
+func verdictAll(t *testing.T, probes []facts.TLSProbe, check string, params map[string]any) (deny, errs []string) {
 	t.Helper()
 	doc := map[string]any{"target": map[string]any{"kind": "host", "scanned_at": "2026-01-01T00:00:00Z"},
 		"tls": map[string]any{"nginx": []any{}, "probes": probes}}
@@ -194,7 +194,7 @@ func verdictAll(t *testing.T, probes []TLSProbe, check string, params map[string
 		rego.Store(inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": params}})),
 	}
 	for _, name := range []string{"probe_lib.rego", check + ".rego"} {
-		src, err := fs.ReadFile(Policy, name)
+		src, err := fs.ReadFile(facts.Rego, "tls/"+name)
 		if err != nil {
 			t.Fatal(err)
 		}

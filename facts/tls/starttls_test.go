@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -52,7 +52,7 @@ func TestSMTPStartTLSWith3DES(t *testing.T) {
 	backend, by := tripleDESServer(t)
 	t.Logf("TLS served by %s", by)
 	fr := startFront(t, "smtp", backend, true)
-	f := listening(network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: fr.port, Process: "master"})
+	f := listening(facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: fr.port, Process: "master"})
 	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ var wellKnown = map[string]int{"ldap": 389, "postgres": 5432}
 // probeFront probes a front as the listener it stands for: a server that
 // greets on its own port, one that waits for the client as if on its
 // well-known port.
-func probeFront(t *testing.T, proto string, fr *front) (*TLSProbe, *prober) {
+func probeFront(t *testing.T, proto string, fr *front) (*facts.TLSProbe, *prober) {
 	t.Helper()
 	p := &prober{timeout: 2 * time.Second, sem: make(chan struct{}, 4)}
 	port := fr.port
@@ -165,7 +165,7 @@ func sslscanFixedLDAP(t *testing.T) bool {
 
 // agreeWithSClient has openssl s_client upgrade the port and checks that
 // the version and suite it settled on are among what the probe found.
-func agreeWithSClient(t *testing.T, r TLSProbe, proto string, port int) {
+func agreeWithSClient(t *testing.T, r facts.TLSProbe, proto string, port int) {
 	t.Helper()
 	openssl := testutil.Tool(t, "openssl", "openssl")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

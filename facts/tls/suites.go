@@ -1,6 +1,7 @@
 package tls
 
 import (
+	"github.com/gpuhost/gpuhost/facts"
 	"slices"
 	"strings"
 	"sync"
@@ -59,8 +60,8 @@ func (s suite) weak() bool {
 	return !s.forwardSecret || !s.aead || s.rc4 || s.tripleDES || s.des || s.null || s.anonymous || s.export
 }
 
-func (s suite) fact(version uint16) TLSSuite {
-	return TLSSuite{
+func (s suite) fact(version uint16) facts.TLSSuite {
+	return facts.TLSSuite{
 		Name: s.name, Protocol: protocolName(version), KeyExchange: s.kex, Cipher: s.cipher, MAC: s.mac,
 		ForwardSecrecy: s.forwardSecret, AEAD: s.aead, CBC: s.cbc, RC4: s.rc4, TripleDES: s.tripleDES,
 		DES: s.des, Null: s.null, Anonymous: s.anonymous, Export: s.export,

@@ -8,15 +8,16 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/gpuhost/gpuhost/facts"
 	"time"
 )
 
 // certificateFacts describes a listener's leaf certificate for policy, as
 // of now: the seconds left before it expires are counted here, by the clock
 // the probe ran at, so that the checks read no clock of their own.
-func certificateFacts(c *x509.Certificate, now time.Time) *TLSCertificate {
+func certificateFacts(c *x509.Certificate, now time.Time) *facts.TLSCertificate {
 	kind, bits := publicKeyFacts(c.PublicKey)
-	return &TLSCertificate{
+	return &facts.TLSCertificate{
 		Subject:            c.Subject.String(),
 		Issuer:             c.Issuer.String(),
 		NotBefore:          c.NotBefore.UTC().Format(time.RFC3339),

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -62,9 +62,9 @@ func dialable(port int) bool {
 }
 
 // probeOne runs the collector against one loopback listener.
-func probeOne(t *testing.T, port int, timeout time.Duration) TLSProbe {
+func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	t.Helper()
-	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	env.ProbeTimeout = timeout
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
@@ -81,7 +81,7 @@ func probeOne(t *testing.T, port int, timeout time.Duration) TLSProbe {
 
 type versions struct{ v10, v11, v12, v13 bool }
 
-func accepted(p TLSProbe) versions {
+func accepted(p facts.TLSProbe) versions {
 	return versions{p.TLS10Accepted, p.TLS11Accepted, p.TLS12Accepted, p.TLS13Accepted}
 }
 
@@ -116,7 +116,7 @@ func TestTLSProbeRecordsAnExpiredWeakCertificate(t *testing.T) {
 	port := sServer(t, testutil.CertSpec{Key: "rsa1024", SHA1: true, NotAfter: expired},
 		"-tls1_2", "-cipher", "DEFAULT@SECLEVEL=0")
 	p := probeOne(t, port, 2*time.Second)
-	want := TLSCertificate{
+	want := facts.TLSCertificate{
 		Subject: "CN=gpuhost test peer", Issuer: "CN=gpuhost test peer",
 		NotBefore: expired.Add(-2 * 365 * 24 * time.Hour).UTC().Format(time.RFC3339), NotAfter: expired.UTC().Format(time.RFC3339),
 		KeyType: "RSA", KeyBits: 1024, SignatureAlgorithm: "SHA1-RSA", SANs: []string{}, SelfSigned: true,
@@ -215,7 +215,7 @@ func BenchmarkProbe50Listeners(b *testing.B) {
 		b.Cleanup(func() { ln.Close() })
 		go acceptHandshakes(ln)
 		f.Network.Listening = append(f.Network.Listening,
-			network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
+			facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port})
 	}
 	env := collecttest.NewEnv(b, b.TempDir(), true)
 	env.ProbeConcurrency = defaultProbeConcurrency

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/network"
 )
 
 const (
@@ -52,7 +52,7 @@ var errNoListeners = errors.New("no listening sockets known")
 // outcome ("" when it did not run): the firewall collector adds to the
 // network facts whether or not the listeners were read, so only that
 // outcome says that an empty list means no listeners.
-func CollectProbes(ctx context.Context, env *collect.Env, t *TLS, net *network.Network, netStatus, netReason string) (_ *TLS, notJudged []string, _ error) {
+func CollectProbes(ctx context.Context, env *collect.Env, t *facts.TLS, net *facts.Network, netStatus, netReason string) (_ *facts.TLS, notJudged []string, _ error) {
 	if !env.Live {
 		return nil, nil, collect.NotApplicable("an offline rootfs has no listening ports to probe")
 	}
@@ -77,7 +77,7 @@ func CollectProbes(ctx context.Context, env *collect.Env, t *TLS, net *network.N
 		return nil, nil, err
 	}
 	if t == nil {
-		t = &TLS{Nginx: []NginxTLS{}}
+		t = &facts.TLS{Nginx: []facts.NginxTLS{}}
 	}
 	t.Probes = probes
 	notJudged = append(p.notJudged, udpNotJudged(listeners)...)
@@ -107,8 +107,8 @@ type prober struct {
 
 // all probes every target at once (the shared limit does the bounding) and
 // returns the TLS listeners sorted by address.
-func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(string, ...any)) ([]TLSProbe, error) {
-	results := make([]*TLSProbe, len(targets))
+func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(string, ...any)) ([]facts.TLSProbe, error) {
+	results := make([]*facts.TLSProbe, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Go(func() {
@@ -122,13 +122,13 @@ func (p *prober) all(ctx context.Context, targets []probeTarget, debug func(stri
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("probing TLS: %w", err)
 	}
-	probes := []TLSProbe{}
+	probes := []facts.TLSProbe{}
 	for _, r := range results {
 		if r != nil {
 			probes = append(probes, *r)
 		}
 	}
-	slices.SortFunc(probes, func(a, b TLSProbe) int { return cmp.Compare(a.Address, b.Address) })
+	slices.SortFunc(probes, func(a, b facts.TLSProbe) int { return cmp.Compare(a.Address, b.Address) })
 	return probes, nil
 }
 
@@ -146,7 +146,7 @@ type probeTarget struct {
 
 // probeTargets turns TCP listeners into dial addresses, mapping the
 // wildcard addresses onto loopback, which a wildcard socket also accepts.
-func probeTargets(ls []network.Listener) []probeTarget {
+func probeTargets(ls []facts.Listener) []probeTarget {
 	seen := map[string]bool{}
 	var out []probeTarget
 	for _, l := range ls {

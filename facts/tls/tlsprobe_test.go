@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
-	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 )
 
@@ -113,18 +113,18 @@ func TestTLSProbe(t *testing.T) {
 	banner := bannerServer(t)
 
 	f := listening(
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only13},
 		// A wildcard listener is probed on loopback.
-		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
-		network.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: both},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: only12},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: banner},
+		facts.Listener{Proto: "udp", Address: "127.0.0.1", Port: only13},
 	)
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]TLSProbe{
+	want := map[string]facts.TLSProbe{
 		"127.0.0.1:" + strconv.Itoa(only13): {TLS12Accepted: false, TLS13Accepted: true},
 		"0.0.0.0:" + strconv.Itoa(both):     {TLS12Accepted: true, TLS13Accepted: true},
 		"127.0.0.1:" + strconv.Itoa(only12): {TLS12Accepted: true, TLS13Accepted: false},
@@ -151,7 +151,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 	}
 	// The firewall collector leaves an empty list of listeners when the
 	// network collector failed: that is not a host without listeners.
-	f := &doc{kind: "host", Network: &network.Network{Listening: []network.Listener{}}}
+	f := &doc{kind: "host", Network: &facts.Network{Listening: []facts.Listener{}}}
 	f.record("network", collect.StatusError, "reading sockets: permission denied")
 	err = collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
 	if st, reason := collect.Classify(err); st != collect.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
@@ -161,7 +161,7 @@ func TestTLSProbeNeedsListeners(t *testing.T) {
 
 func TestTLSProbeCancelled(t *testing.T) {
 	port := tlsServer(t, tls.VersionTLS13, 0)
-	f := listening(network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: port})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got, _, err := CollectProbes(ctx, collecttest.NewEnv(t, t.TempDir(), true), f.TLS, f.Network, collect.StatusOK, "")
@@ -194,12 +194,12 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	plain, _ := countingServer(t, false)
 	closed := testutil.FreePort(t)
 	f := listening(
-		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: ssh, Process: "sshd"},
-		network.Listener{Proto: "tcp6", Address: "::1", Port: plain},
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: plain},
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: closed},
-		network.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
-		network.Listener{Proto: "udp6", Address: "::", Port: 443},
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: ssh, Process: "sshd"},
+		facts.Listener{Proto: "tcp6", Address: "::1", Port: plain},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: plain},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: closed},
+		facts.Listener{Proto: "udp", Address: "0.0.0.0", Port: 5353, Process: "avahi-daemon"},
+		facts.Listener{Proto: "udp6", Address: "::", Port: 443},
 	)
 	env := collecttest.NewEnv(t, t.TempDir(), true)
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
@@ -224,7 +224,7 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("not judged:\n%s\nwant\n%s", notJudgedText(got), notJudgedText(want))
 	}
-	var gone *TLSProbe
+	var gone *facts.TLSProbe
 	for i, p := range f.TLS.Probes {
 		if p.Address == "127.0.0.1:"+strconv.Itoa(closed) {
 			gone = &f.TLS.Probes[i]

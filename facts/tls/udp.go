@@ -5,13 +5,13 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/gpuhost/gpuhost/facts/network"
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // udpNotJudged notes every UDP listener: the probe speaks TLS over TCP
 // only, so DTLS (a VPN, CoAP, WebRTC) and QUIC, whose handshake is TLS
 // 1.3, go unjudged, and a report says so rather than leave them out.
-func udpNotJudged(ls []network.Listener) []string {
+func udpNotJudged(ls []facts.Listener) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, l := range ls {

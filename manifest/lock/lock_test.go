@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/manifest"
 )
 
@@ -179,8 +179,8 @@ func TestFromManifest(t *testing.T) {
 	m := &manifest.Manifest{
 		Build: manifest.BuildInfo{Template: "t", Snapshot: "20250101T000000Z"},
 		Packages: []manifest.Package{
-			{Package: packages.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sumA},
-			{Package: packages.Package{Name: "adduser", Version: "3.134", Arch: "all", Held: true}, SHA256: sumB},
+			{Package: facts.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sumA},
+			{Package: facts.Package{Name: "adduser", Version: "3.134", Arch: "all", Held: true}, SHA256: sumB},
 		},
 		ConfigFiles: []manifest.ConfigFile{
 			{Path: "/etc/apt/sources.list.d/cuda.list", SHA256: sumA},
@@ -203,7 +203,7 @@ func TestFromManifest(t *testing.T) {
 		t.Errorf("lock\n%+v\nwant\n%+v", l, want)
 	}
 
-	m.Packages = append(m.Packages, manifest.Package{Package: packages.Package{Name: "xz-utils", Version: "1", Arch: "all"}}, manifest.Package{Package: packages.Package{Name: "yq", Version: "2", Arch: "all"}})
+	m.Packages = append(m.Packages, manifest.Package{Package: facts.Package{Name: "xz-utils", Version: "1", Arch: "all"}}, manifest.Package{Package: facts.Package{Name: "yq", Version: "2", Arch: "all"}})
 	if _, err := FromManifest(m); err == nil || !strings.Contains(err.Error(), "no .deb sha256 for 2 packages (xz-utils=1, yq=2)") {
 		t.Errorf("err %v, want the packages without a digest named", err)
 	}
@@ -446,8 +446,8 @@ func TestFromManifestRefusesForgedRecords(t *testing.T) {
 		return &manifest.Manifest{
 			Build: manifest.BuildInfo{Template: "debian-12-gpu", Mirror: "http://mirror.invalid/debian", Snapshot: "20250101T000000Z"},
 			Packages: []manifest.Package{
-				{Package: packages.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: sumB},
-				{Package: packages.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sumA},
+				{Package: facts.Package{Name: "adduser", Version: "3.134", Arch: "all"}, SHA256: sumB},
+				{Package: facts.Package{Name: "libc6", Version: "2.36-9", Arch: "amd64"}, SHA256: sumA},
 			},
 			ConfigFiles: []manifest.ConfigFile{
 				{Path: "/etc/apt/sources.list.d/debian.sources", SHA256: sumA},
@@ -500,7 +500,7 @@ func TestFromManifestRefusesForgedRecords(t *testing.T) {
 	}
 	m := good()
 	for range 30 {
-		m.Packages = append(m.Packages, manifest.Package{Package: packages.Package{Name: "x", Version: "1", Arch: "all"}, SHA256: sumA})
+		m.Packages = append(m.Packages, manifest.Package{Package: facts.Package{Name: "x", Version: "1", Arch: "all"}, SHA256: sumA})
 	}
 	if _, err := FromManifest(m); err == nil || strings.Count(err.Error(), "the name is not") != 20 || !strings.Contains(err.Error(), "too many problems") {
 		t.Errorf("many problems: %v", err)

@@ -10,11 +10,6 @@ import (
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
-	"github.com/gpuhost/gpuhost/facts/audit"
-	"github.com/gpuhost/gpuhost/facts/gpu"
-	"github.com/gpuhost/gpuhost/facts/network"
-	"github.com/gpuhost/gpuhost/facts/packages"
-	"github.com/gpuhost/gpuhost/facts/tls"
 )
 
 // realisticFleet turns one facts document into n hosts the way a GPU fleet
@@ -41,13 +36,13 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		base.Record(c, facts.StatusOK, "")
 	}
 	if base.TLS == nil {
-		base.TLS = &tls.TLS{}
+		base.TLS = &facts.TLS{}
 	}
-	base.TLS.Probes = []tls.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
+	base.TLS.Probes = []facts.TLSProbe{{Address: "0.0.0.0:443", TLS13Accepted: true}}
 	if base.Audit != nil {
 		// A running host's kernel holds what its rules files load.
 		a := *base.Audit
-		a.Kernel = &audit.AuditKernel{Unloaded: []audit.AuditRule{}, Unexpected: []audit.AuditRule{}}
+		a.Kernel = &facts.AuditKernel{Unloaded: []facts.AuditRule{}, Unexpected: []facts.AuditRule{}}
 		for _, r := range a.Rules {
 			if r.Kind == "watch" || r.Kind == "syscall" {
 				a.Kernel.Rules = append(a.Kernel.Rules, r)
@@ -55,7 +50,7 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 		}
 		base.Audit = &a
 	}
-	configFiles := []packages.ConfigFile{
+	configFiles := []facts.ConfigFile{
 		{Path: "/etc/containerd/config.toml", SHA256: strings.Repeat("ab", 32)},
 		{Path: "/etc/default/grub", SHA256: strings.Repeat("cd", 32)},
 		{Path: "/etc/ssh/sshd_config", SHA256: strings.Repeat("ef", 32)},
@@ -91,7 +86,7 @@ func realisticFleet(doc []byte, n int) ([]byte, error) {
 
 // imageManifest is the baseline an image was baked with: its inventory,
 // the stack it pins and holds, and its configuration files' digests.
-func imageManifest(base []packages.Package, kernel string, image int, configFiles []packages.ConfigFile) map[string]any {
+func imageManifest(base []facts.Package, kernel string, image int, configFiles []facts.ConfigFile) map[string]any {
 	pkgs := hostPackages(base, image, 0)
 	inventory := make([]map[string]any, len(pkgs))
 	for i, p := range pkgs {
@@ -116,8 +111,8 @@ func imageManifest(base []packages.Package, kernel string, image int, configFile
 }
 
 // hostPackages is the image's inventory, drifted on one host in twenty.
-func hostPackages(base []packages.Package, image, host int) []packages.Package {
-	pkgs := make([]packages.Package, len(base))
+func hostPackages(base []facts.Package, image, host int) []facts.Package {
+	pkgs := make([]facts.Package, len(base))
 	copy(pkgs, base)
 	// Each image pins its own build of the first package and holds it.
 	pkgs[0].Version += fmt.Sprintf("+image%d", image)
@@ -136,12 +131,12 @@ func hostPackages(base []packages.Package, image, host int) []packages.Package {
 var imageDrivers = [3]string{"535.261.03", "550.163.01", "570.172.08"}
 
 // hostGPU is an eight-GPU host's live state.
-func hostGPU(image, host int) *gpu.GPU {
+func hostGPU(image, host int) *facts.GPU {
 	// Temperatures scatter as a real fleet's do: no two hosts read alike,
 	// so the temperature check is evaluated for every host.
 	temp := func(d int) *int { t := 31 + int(mix(uint64(host*8+d))%45); return &t }
 	on := true
-	g := &gpu.GPU{
+	g := &facts.GPU{
 		Available: true, DriverVersion: imageDrivers[image],
 		CUDADriverVersion: []string{"12.2", "12.4", "12.8"}[image], DriverBranch: []int{535, 550, 570}[image],
 		KernelModuleType: "proprietary", XIDSource: "/var/log/kern.log",
@@ -149,22 +144,22 @@ func hostGPU(image, host int) *gpu.GPU {
 	g.NVMLVersion = "12." + g.DriverVersion
 	g.KernelModuleVersion = g.DriverVersion
 	for d := range 8 {
-		dev := gpu.GPUDevice{
+		dev := facts.GPUDevice{
 			Index: d, Name: "NVIDIA H100 80GB HBM3",
 			UUID:            fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", host*8+d, host%65536, d, image, host*131+d),
 			PCIBusID:        fmt.Sprintf("00000000:%02X:00.0", 0x18+d*0x10),
-			ECC:             &gpu.ECC{Current: true, Pending: true},
-			RetiredPages:    &gpu.RetiredPages{},
-			RemappedRows:    &gpu.RemappedRows{},
+			ECC:             &facts.ECC{Current: true, Pending: true},
+			RetiredPages:    &facts.RetiredPages{},
+			RemappedRows:    &facts.RemappedRows{},
 			PersistenceMode: &on,
-			MIG:             &gpu.MIG{},
+			MIG:             &facts.MIG{},
 			TemperatureC:    temp(d),
-			PCIe:            &gpu.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
+			PCIe:            &facts.PCIe{GenCurrent: 5, GenMax: 5, WidthCurrent: 16, WidthMax: 16},
 			Architecture:    "hopper", MinDriverBranch: 525,
 		}
 		// An H100 SXM has 18 NVLinks; one host in 61 has one down.
 		for l := range 18 {
-			dev.NVLink = append(dev.NVLink, gpu.NVLink{Link: l, Active: !(host%61 == 7 && d == 4 && l == 9)})
+			dev.NVLink = append(dev.NVLink, facts.NVLink{Link: l, Active: !(host%61 == 7 && d == 4 && l == 9)})
 		}
 		switch {
 		case host%50 == 3 && d == 2:
@@ -177,9 +172,9 @@ func hostGPU(image, host int) *gpu.GPU {
 		g.Devices = append(g.Devices, dev)
 	}
 	if host%100 == 42 {
-		g.XIDEvents = []gpu.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
+		g.XIDEvents = []facts.XIDEvent{{Code: 79, PCIBusID: "0000:38:00.0",
 			Time: "2025-03-01T11:00:00Z", Message: "GPU has fallen off the bus.",
-			GPUs: []gpu.XIDGPU{{Index: 2, UUID: g.Devices[2].UUID}}}}
+			GPUs: []facts.XIDGPU{{Index: 2, UUID: g.Devices[2].UUID}}}}
 	}
 	return g
 }
@@ -193,15 +188,15 @@ func mix(n uint64) uint64 {
 }
 
 // hostNetwork is the image's listeners, each with this host's PID.
-func hostNetwork(base *network.Network, host int) *network.Network {
-	n := &network.Network{}
+func hostNetwork(base *facts.Network, host int) *facts.Network {
+	n := &facts.Network{}
 	if base != nil {
 		*n = *base
 	}
-	n.Listening = append([]network.Listener{}, n.Listening...)
+	n.Listening = append([]facts.Listener{}, n.Listening...)
 	n.Listening = append(n.Listening,
-		network.Listener{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 700 + host%300},
-		network.Listener{Proto: "tcp", Address: "127.0.0.1", Port: 9400, Process: "dcgm-exporter", PID: 2000 + host%5000})
+		facts.Listener{Proto: "tcp", Address: "0.0.0.0", Port: 22, Process: "sshd", PID: 700 + host%300},
+		facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: 9400, Process: "dcgm-exporter", PID: 2000 + host%5000})
 	for i := range n.Listening {
 		n.Listening[i].PID = 600 + (host*13+i*7)%30000
 	}

@@ -1,6 +1,4 @@
-package gpu
-
-import "github.com/gpuhost/gpuhost/facts/packages"
+package facts
 
 // GPU is filled by the NVML collector on a host, and by the offline driver
 // collector in an image.
@@ -162,7 +160,7 @@ type XIDGPU struct {
 // and the file system: it is the same in an image and on a host.
 type GPUDriver struct {
 	// Packages are the installed NVIDIA driver, kernel module and CUDA packages.
-	Packages []packages.Package `json:"packages"`
+	Packages []Package `json:"packages"`
 	// Version is the driver's upstream version (535.261.03), Branch its major part.
 	Version string `json:"version,omitempty"`
 	Branch  int    `json:"branch,omitempty" jsonschema:"minimum=0"`

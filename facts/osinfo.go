@@ -1,4 +1,4 @@
-package osinfo
+package facts
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 

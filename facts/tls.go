@@ -1,4 +1,4 @@
-package tls
+package facts
 
 // TLS gathers the configured and, on a live host, observed TLS protocols.
 type TLS struct {

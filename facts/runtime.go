@@ -1,4 +1,4 @@
-package runtime
+package facts
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 

@@ -1,8 +1,7 @@
-package network
+package facts
 
 import (
 	"github.com/gpuhost/gpuhost/facts/collect"
-	"github.com/gpuhost/gpuhost/facts/osinfo"
 )
 
 // Network holds listening sockets (live only) and the firewall.
@@ -42,7 +41,7 @@ type Firewall struct {
 	// the kernel, so that the file was read instead.
 	KernelError string `json:"kernel_error,omitempty"`
 	// Unit is the systemd unit that loads the firewall, and its state.
-	Unit *osinfo.UnitState `json:"unit,omitempty"`
+	Unit *UnitState `json:"unit,omitempty"`
 	// Admits names, for each range of admitted ports, the rule (or the
 	// policy) that lets it in.
 	Admits []FirewallAdmit `json:"admits,omitempty"`

@@ -1,4 +1,4 @@
-package encryption
+package facts
 
 // Encryption covers data-at-rest: configured (crypttab) and, live, active.
 type Encryption struct {

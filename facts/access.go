@@ -1,4 +1,4 @@
-package access
+package facts
 
 // Access is who may log in and what they may do as root: accounts and
 // groups, sudo's rules, sshd's PAM stack, and what under /etc others may

@@ -1,4 +1,4 @@
-package secureboot
+package facts
 
 // SecureBoot is the boot chain as Secure Boot sees it: the EFI binaries on
 // the EFI system partition and the kernels with their Authenticode

@@ -1,4 +1,4 @@
-package audit
+package facts
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 

@@ -1,4 +1,4 @@
-package packages
+package facts
 
 // Package is one dpkg package in state "installed".
 type Package struct {

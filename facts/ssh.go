@@ -1,4 +1,4 @@
-package ssh
+package facts
 
 import "github.com/gpuhost/gpuhost/facts/collect"
 
