@@ -26,8 +26,11 @@ import (
 
 // Engine evaluates a compiled policy pack. It is safe for concurrent use.
 type Engine struct {
-	checks  []Check
-	single  []rego.PreparedEvalQuery
+	checks []Check
+	// single holds each check's own query, prepared only when a combined
+	// query fails and the checks are evaluated one by one to find the one
+	// at fault: almost never, so not at New.
+	single  []singleQuery
 	prepare func(query string) (rego.PreparedEvalQuery, error)
 	// combined caches one *Query per set of runnable checks, keyed
 	// by their indices. Checks the gate skips are left out of the query, so
@@ -104,9 +107,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		e.maxQueries = int64(o.maxQueries)
 	}
 	e.digest = digestOf(raw, params)
-	if err := e.prepareQueries(ctx); err != nil {
-		return nil, err
-	}
+	e.prepareQueries(ctx)
 	return e, nil
 }
 
@@ -143,15 +144,20 @@ func parseSources(sources []*Source) (modules map[string]*ast.Module, raw map[st
 	return modules, raw, defaults, nil
 }
 
-// prepareQueries readies the queries evaluation runs, once, at New: the
-// query of every check together and one per check, which evaluation falls
-// back to when a combined query fails. Preparing them here makes a policy that cannot be queried a
-// CompileError at load rather than a failure in the middle of a scan.
-func (e *Engine) prepareQueries(ctx context.Context) error {
+// prepareQueries sets up how the engine prepares its queries. Nothing is
+// prepared here: the combined query of the checks a document runs is
+// prepared on its first use (Query), and a check's own query only when a
+// combined query fails (EvaluateQuery). The compiler has already held
+// every module to OPA's rules, so preparing a query over them cannot
+// fail on a policy's account.
+func (e *Engine) prepareQueries(ctx context.Context) {
 	// Params are read as AST values: converting them from Go maps on every
 	// read cost more than evaluating most checks.
 	store := inmem.NewFromObjectWithOpts(map[string]any{"gpuhost": map[string]any{"params": e.params}},
 		inmem.OptReturnASTValuesOnRead(true))
+	// Queries are prepared long after New returns, for whichever scan
+	// needs one first; New's cancellation is not theirs.
+	ctx = context.WithoutCancel(ctx)
 	e.prepare = func(query string) (rego.PreparedEvalQuery, error) {
 		return rego.New(
 			rego.Query(query),
@@ -162,21 +168,23 @@ func (e *Engine) prepareQueries(ctx context.Context) error {
 			rego.GenerateJSON(asTerm),
 		).PrepareForEval(ctx)
 	}
-	all := make([]int, len(e.checks))
-	for i := range all {
-		all[i] = i
-	}
-	if _, err := e.Query(all); err != nil {
-		return &CompileError{Err: err}
-	}
-	e.single = make([]rego.PreparedEvalQuery, len(e.checks))
-	for i, c := range e.checks {
-		var err error
-		if e.single[i], err = e.prepare(combinedQuery([]Check{c})); err != nil {
-			return &CompileError{Err: fmt.Errorf("%s: %w", c.File, err)}
-		}
-	}
-	return nil
+	e.single = make([]singleQuery, len(e.checks))
+}
+
+// singleQuery is one check's own query, prepared once on first use.
+type singleQuery struct {
+	once  sync.Once
+	query rego.PreparedEvalQuery
+	err   error
+}
+
+// singleQuery returns check i's own query.
+func (e *Engine) singleQuery(i int) (*rego.PreparedEvalQuery, error) {
+	s := &e.single[i]
+	s.once.Do(func() {
+		s.query, s.err = e.prepare(combinedQuery([]Check{e.checks[i]}))
+	})
+	return &s.query, s.err
 }
 
 // combinedQuery builds one query whose single binding holds every check's
@@ -291,7 +299,11 @@ func (e *Engine) EvaluateQuery(ctx context.Context, q *Query, input ast.Value, o
 		return ctx.Err()
 	}
 	for _, i := range run {
-		sets, err := e.evalSets(ctx, &e.single[i], input, 1, hook)
+		q, err := e.singleQuery(i)
+		var sets []Outcome
+		if err == nil {
+			sets, err = e.evalSets(ctx, q, input, 1, hook)
+		}
 		if err == nil {
 			e.Decide(&out[i], sets[0])
 			if decided != nil {
