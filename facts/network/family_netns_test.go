@@ -197,12 +197,12 @@ func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Fire
 	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS = p.innerFile()
 	env.UnitState = func(context.Context, string) (string, string) { return "active", "" }
-	live := &doc{kind: "host"}
+	live := newDoc(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
 	wantStatus(t, live, "firewall", collect.StatusOK)
 	live.Network.Listening = listening
-	live.status["network"] = collect.StatusOK
-	if err := validate(live); err != nil {
+	live.Record("network", collect.StatusOK, "")
+	if err := facts.Validate(*live); err != nil {
 		t.Fatalf("live facts: %v", err)
 	}
 	return live.Network.Firewall, evaluatePack(t, live)
@@ -374,14 +374,14 @@ func TestFamilyOfflineFileIPTableOnly(t *testing.T) {
 		"etc/nftables.conf": "#!/usr/sbin/nft -f\nflush ruleset\n" + ipOnlyRuleset,
 		"etc/systemd/system/sysinit.target.wants/nftables.service": collecttest.Symlink("/lib/systemd/system/nftables.service"),
 	})
-	offline := &doc{kind: "rootfs"}
+	offline := newDoc(facts.KindRootfs)
 	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	wantStatus(t, offline, "firewall", collect.StatusOK)
 	fw := offline.Network.Firewall
 	if fw.Source != "file" || fw.IPv6 != nil || len(fw.Families) != 2 || fw.Families[1].Filtered || fw.Families[1].Source != "file" || fw.DefaultInputPolicy != "accept" {
 		t.Errorf("offline firewall %+v families %+v; want the file's, IPv6 unfiltered and not known off", fw, fw.Families)
 	}
-	if err := validate(offline); err != nil {
+	if err := facts.Validate(*offline); err != nil {
 		t.Fatal(err)
 	}
 	results := evaluatePack(t, offline)

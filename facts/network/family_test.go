@@ -186,7 +186,7 @@ func TestUfwFamilies(t *testing.T) {
 			"etc/ufw/user.rules":  "-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n",
 			"etc/ufw/user6.rules": "-A ufw6-user-input -p tcp --dport 443 -j ACCEPT\n",
 		})
-		f := &doc{kind: "rootfs"}
+		f := newDoc(facts.KindRootfs)
 		if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestUfwFamilies(t *testing.T) {
 		if fw.DefaultInputPolicy != tc.joinedPolicy || !equalInts(fw.AllowedPorts, []int{22, 443}) {
 			t.Errorf("IPV6=%s: joined %s %v", tc.ipv6, fw.DefaultInputPolicy, fw.AllowedPorts)
 		}
-		if err := validate(f); err != nil {
+		if err := facts.Validate(*f); err != nil {
 			t.Errorf("IPV6=%s: %v", tc.ipv6, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -48,14 +49,14 @@ func TestNftablesIncludes(t *testing.T) {
 		"etc/loop.nft":      "include \"/etc/loop.nft\"\n",
 		"etc/missing.conf":  "",
 	})
-	err := collectOne(t, collecttest.NewEnv(t, dir, false), &doc{}, "firewall")
+	err := collectOne(t, collecttest.NewEnv(t, dir, false), newDoc(facts.KindRootfs), "firewall")
 	if err == nil || !strings.Contains(err.Error(), "nested deeper") && !strings.Contains(err.Error(), "more than") {
 		t.Errorf("include loop: %v", err)
 	}
 	collecttest.WriteTree(t, dir, map[string]any{"etc/nftables.conf.d/": nil})
 	dir2 := t.TempDir()
 	collecttest.WriteTree(t, dir2, map[string]any{"etc/nftables.conf": "include \"/etc/nope.nft\"\n"})
-	err = collectOne(t, collecttest.NewEnv(t, dir2, false), &doc{}, "firewall")
+	err = collectOne(t, collecttest.NewEnv(t, dir2, false), newDoc(facts.KindRootfs), "firewall")
 	if err == nil || !strings.Contains(err.Error(), "/etc/nope.nft") {
 		t.Errorf("missing include: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestUfwDisabledFallsBackToNftables(t *testing.T) {
 		"etc/ufw/ufw.conf":  "ENABLED=no\n",
 		"etc/nftables.conf": "table inet f { chain i { type filter hook input priority 0; policy drop; tcp dport 22 accept; } }\n",
 	})
-	f := &doc{}
+	f := newDoc(facts.KindRootfs)
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestNftFilePlaces(t *testing.T) {
 			"table ip filter {\n  chain input {\n    type filter hook input priority filter\n    policy drop\n    tcp dport 22 accept\n  }\n}\n",
 		"etc/nftables.d/v6.nft": "table ip6 filter {\n  chain input {\n    type filter hook input priority filter;\n    tcp dport { 80, 443 } accept\n  }\n}\n",
 	})
-	f := &doc{}
+	f := newDoc(facts.KindRootfs)
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "firewall"); err != nil {
 		t.Fatal(err)
 	}

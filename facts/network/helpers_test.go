@@ -3,28 +3,21 @@ package network
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
-// doc is what this package's tests collect into: the network key of the
-// facts document, and each collect function's outcome as the loop
-// records it.
-type doc struct {
-	// kind is the target kind the facts are of: host or rootfs.
-	kind    string
-	Network *facts.Network
-	status  map[string]string
+// newDoc is an empty facts document of the given target kind (host or
+// rootfs) for the tests to collect into.
+func newDoc(kind string) *facts.Facts {
+	return facts.New(kind, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
-
-// validate checks d's facts against the document's schema
-// (ValidateFacts).
-func validate(d *doc) error { return ValidateFacts(d) }
 
 // collectOne runs the collect function the loop calls name over env into
 // f, and returns its raw error.
-func collectOne(t testing.TB, env *collect.Env, f *doc, name string) error {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
 	t.Helper()
 	ctx := context.Background()
 	switch name {
@@ -50,20 +43,18 @@ func collectOne(t testing.TB, env *collect.Env, f *doc, name string) error {
 
 // gather runs the named collect functions in order, recording each one's
 // outcome and going on, as the loop does.
-func gather(t testing.TB, env *collect.Env, f *doc, names ...string) {
+func gather(t testing.TB, env *collect.Env, f *facts.Facts, names ...string) {
 	t.Helper()
-	if f.status == nil {
-		f.status = map[string]string{}
-	}
 	for _, n := range names {
-		f.status[n], _ = collect.Classify(collectOne(t, env, f, n))
+		status, _ := collect.Classify(collectOne(t, env, f, n))
+		f.Record(n, status, "")
 	}
 }
 
 // wantStatus fails the test unless gather recorded status for name.
-func wantStatus(t *testing.T, f *doc, name, status string) {
+func wantStatus(t *testing.T, f *facts.Facts, name, status string) {
 	t.Helper()
-	if got := f.status[name]; got != status {
+	if got := f.Collectors[name].Status; got != status {
 		t.Errorf("collector %s: status %q, want %q", name, got, status)
 	}
 }

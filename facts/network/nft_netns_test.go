@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/scan"
 )
 
 // netnsRuleset drops by default and admits through a named interval set
@@ -267,7 +269,7 @@ func mustJSON(t *testing.T, raw json.RawMessage, v any) {
 // namespace would, with /etc/nftables.conf holding conf, and the same tree
 // scanned offline. The tree has no /run/systemd/system, so the unit state
 // comes from the collector's own answer for a host without systemd.
-func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *doc) {
+func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *facts.Facts) {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{
@@ -276,11 +278,11 @@ func liveFirewallFacts(t *testing.T, netns, conf string) (live, offline *doc) {
 	})
 	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = netns, nil
-	live = &doc{kind: "host"}
+	live = newDoc(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
-	offline = &doc{kind: "rootfs"}
+	offline = newDoc(facts.KindRootfs)
 	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
-	for _, f := range []*doc{live, offline} {
+	for _, f := range []*facts.Facts{live, offline} {
 		wantStatus(t, f, "firewall", collect.StatusOK)
 	}
 	return live, offline
@@ -302,7 +304,7 @@ func TestNftCollectorLiveInNetns(t *testing.T) {
 	if fw.Enabled || fw.Unit == nil || fw.Unit.State != "unknown" || !strings.Contains(fw.Unit.Reason, "systemd is not running") {
 		t.Errorf("live enabled %v unit %+v; want unknown because systemd is not running", fw.Enabled, fw.Unit)
 	}
-	if err := validate(live); err != nil {
+	if err := facts.Validate(*live); err != nil {
 		t.Errorf("live facts: %v", err)
 	}
 }
@@ -363,7 +365,7 @@ func TestNftJoinFailsAdmittedListener(t *testing.T) {
 	}
 	live, _ := liveFirewallFacts(t, netns, joinRuleset)
 	live.Network.Listening = listening
-	live.status["network"] = collect.StatusOK
+	live.Record("network", collect.StatusOK, "")
 	results := evaluatePack(t, live)
 	r := results["GH-NET-004"]
 	if r.Status != "fail" || len(r.Messages) != 1 {
@@ -414,11 +416,24 @@ type packResult struct {
 	Messages []string
 }
 
-// evaluatePack scans d's facts with the default pack and params, as
-// "gpuhost scan facts" does (EvaluatePack).
-func evaluatePack(t *testing.T, d *doc) map[string]packResult {
+// evaluatePack scans f with the default pack and params, as "gpuhost
+// scan facts" does.
+func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
 	t.Helper()
-	return EvaluatePack(t, d)
+	ctx := context.Background()
+	e, err := scan.Pack{}.Engine(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := scan.New(e).Facts(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]packResult{}
+	for _, r := range rep.Results {
+		out[r.ID] = packResult{Status: r.Status, Messages: r.Messages}
+	}
+	return out
 }
 
 // unmodeledRuleset holds conditions the model does not evaluate: source
@@ -581,9 +596,9 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	})
 	env := collecttest.NewEnv(t, dir, true)
 	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
-	live := &doc{kind: "host"}
+	live := newDoc(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
-	offline := &doc{kind: "rootfs"}
+	offline := newDoc(facts.KindRootfs)
 	gather(t, collecttest.NewEnv(t, dir, false), offline, "network", "firewall")
 	fw, off := live.Network.Firewall, offline.Network.Firewall
 	if fw.Backend != "ufw" || fw.Source != "kernel" || !equalInts(fw.AllowedPorts, want) || fw.Unit == nil || fw.Unit.Name != "ufw.service" || fw.Unit.State != "unknown" {

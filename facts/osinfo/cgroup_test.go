@@ -30,7 +30,7 @@ func TestOfflineCgroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			collecttest.WriteTree(t, dir, tc.tree)
-			f := &doc{}
+			f := newDoc(facts.KindRootfs)
 			env := collecttest.NewEnv(t, dir, false)
 			gather(t, env, f, "kernel", "packages")
 			err := collectOne(t, env, f, "cgroup")
@@ -51,7 +51,7 @@ func TestOfflineCgroup(t *testing.T) {
 }
 
 func TestCgroupReusesEarlierFacts(t *testing.T) {
-	f := &doc{}
+	f := newDoc(facts.KindRootfs)
 	f.Kernel = &facts.Kernel{Cmdline: []string{}, CmdlineSource: ""}
 	f.Packages = []facts.Package{{Name: "systemd", Version: "255.4-1ubuntu8", Arch: "amd64"}}
 	// The tree says otherwise; the facts already collected win.
@@ -76,7 +76,7 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		collecttest.WriteTree(t, dir, tc.tree)
-		f := &doc{}
+		f := newDoc(facts.KindHost)
 		if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "cgroup"); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestLiveCgroupHybridAndV1(t *testing.T) {
 
 func TestLiveCgroupStatfsOnRealRoot(t *testing.T) {
 	env := collecttest.NewEnv(t, "/", true)
-	f := &doc{}
+	f := newDoc(facts.KindHost)
 	err := collectOne(t, env, f, "cgroup")
 	if st, _ := collect.Classify(err); st == collect.StatusError {
 		t.Fatal(err)

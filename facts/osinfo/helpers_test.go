@@ -3,28 +3,23 @@ package osinfo
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/packages"
 )
 
-// doc is what this package's tests collect into: the keys of the facts
-// document that this package's collect functions fill, and the packages
-// they read.
-type doc struct {
-	OS       *facts.OS
-	Kernel   *facts.Kernel
-	Systemd  *facts.Systemd
-	Cgroup   *facts.Cgroup
-	Packages []facts.Package
-	Target   struct{ Hostname string }
+// newDoc is an empty facts document of the given target kind for the
+// tests to collect into.
+func newDoc(kind string) *facts.Facts {
+	return facts.New(kind, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // collectOne runs the collect function of the document key name over env
 // into f, reading what f already holds as the loop would, and returns its
 // raw error.
-func collectOne(t testing.TB, env *collect.Env, f *doc, name string) (err error) {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) (err error) {
 	t.Helper()
 	ctx := context.Background()
 	switch name {
@@ -50,7 +45,7 @@ func collectOne(t testing.TB, env *collect.Env, f *doc, name string) (err error)
 
 // gather runs the named collect functions in order, whatever each
 // answers, as the loop records an outcome and goes on.
-func gather(t testing.TB, env *collect.Env, f *doc, names ...string) {
+func gather(t testing.TB, env *collect.Env, f *facts.Facts, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		_ = collectOne(t, env, f, n)

@@ -18,7 +18,7 @@ func TestGrubDropinOverridesInLexicalOrder(t *testing.T) {
 		"etc/default/grub.d/10.cfg": "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT a\"\n",
 		"etc/default/grub.d/30.txt": "GRUB_CMDLINE_LINUX_DEFAULT=ignored\n",
 	})
-	f := &doc{}
+	f := newDoc(facts.KindRootfs)
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "kernel"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 		"usr/lib/os-release": "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\nPRETTY_NAME='Debian GNU/Linux 12 (bookworm)'\n",
 		"etc/hostname":       "bad\x01host\n",
 	})
-	f := &doc{}
+	f := newDoc(facts.KindRootfs)
 	if err := collectOne(t, collecttest.NewEnv(t, dir, false), f, "os"); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestOSReleaseFallbackAndErrors(t *testing.T) {
 	}
 
 	empty := t.TempDir()
-	err := collectOne(t, collecttest.NewEnv(t, empty, false), &doc{}, "os")
+	err := collectOne(t, collecttest.NewEnv(t, empty, false), newDoc(facts.KindRootfs), "os")
 	if err == nil || !strings.Contains(err.Error(), "/etc/os-release") || !strings.Contains(err.Error(), "/usr/lib/os-release") {
 		t.Errorf("missing os-release: %v, want an error naming both paths", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -17,28 +18,25 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// doc is what this package's tests collect into: the keys of the facts
-// document this package's collect functions fill, since the tests cannot
-// import the document (it imports this package).
-type doc struct {
-	// kind is the target kind the facts are of: host or rootfs.
-	kind             string
-	ContainerRuntime *facts.ContainerRuntime
-	Containers       *facts.Containers
-	Kubelet          *facts.Kubelet
+// newDoc is an empty facts document of the given target kind for the
+// tests to collect into.
+func newDoc(kind string) *facts.Facts {
+	return facts.New(kind, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // gather runs CollectRuntime over dir as an offline rootfs and returns
 // what it collected and its raw error.
-func gather(t testing.TB, dir string) (*doc, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	rt, err := CollectRuntime(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)})
-	return &doc{kind: "rootfs", ContainerRuntime: rt}, map[string]error{"container_runtime": err}
+	f := newDoc(facts.KindRootfs)
+	f.ContainerRuntime = rt
+	return f, map[string]error{"container_runtime": err}
 }
 
 // golden compares the facts this package fills, under their document
 // key, with testdata/golden/NAME.json.
-func golden(t *testing.T, name, root string, f *doc) {
+func golden(t *testing.T, name, root string, f *facts.Facts) {
 	t.Helper()
 	collecttest.GoldenTree(t, name, root, map[string]any{"container_runtime": f.ContainerRuntime}, *update)
 }

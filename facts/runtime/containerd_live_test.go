@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 )
@@ -24,10 +25,15 @@ func liveRoot(t *testing.T, argv ...string) string {
 	})
 }
 
-func collectRuntime(t *testing.T, root string, live bool) (*doc, error) {
+func collectRuntime(t *testing.T, root string, live bool) (*facts.Facts, error) {
 	t.Helper()
 	rt, err := CollectRuntime(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, root), Live: live})
-	return &doc{ContainerRuntime: rt}, err
+	f := newDoc(facts.KindRootfs)
+	if live {
+		f.Target.Kind = facts.KindHost
+	}
+	f.ContainerRuntime = rt
+	return f, err
 }
 
 // TestLiveContainerdReadsItsOwnConfig: on a live host the containerd that

@@ -83,9 +83,9 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 		map[string]string{"nvcr.io/nvidia/tritonserver:24.08-py3": `{"schemaVersion":2,"c":3}`},
 	)
 	for _, live := range []bool{false, true} {
-		f := &doc{kind: "rootfs"}
+		f := newDoc(facts.KindRootfs)
 		if live {
-			f.kind = "host"
+			f.Target.Kind = facts.KindHost
 		}
 		var err error
 		if f.Containers, err = CollectContainers(context.Background(), collecttest.NewEnv(t, dir, live)); err != nil {
@@ -103,7 +103,8 @@ func TestContainersReadsTheSeededLayout(t *testing.T) {
 		if string(got) != string(exp) {
 			t.Errorf("live=%v: containers\n%s\nwant (triton's blob is missing, so it is not seeded)\n%s", live, got, exp)
 		}
-		if err := ValidateFacts(f); err != nil {
+		f.Record("containers", facts.StatusOK, "")
+		if err := facts.Validate(*f); err != nil {
 			t.Errorf("facts do not validate: %v", err)
 		}
 	}
@@ -267,9 +268,11 @@ func TestContainersVerifiesEveryBlob(t *testing.T) {
 	}
 }
 
-// containersOf runs CollectContainers over env into a new doc.
-func containersOf(t *testing.T, env *collect.Env) (*doc, error) {
+// containersOf runs CollectContainers over env into a new document.
+func containersOf(t *testing.T, env *collect.Env) (*facts.Facts, error) {
 	t.Helper()
 	c, err := CollectContainers(context.Background(), env)
-	return &doc{kind: "rootfs", Containers: c}, err
+	f := newDoc(facts.KindRootfs)
+	f.Containers = c
+	return f, err
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -18,21 +19,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// doc is the ssh key of the facts document, which this package's tests
-// cannot import.
-type doc struct{ SSH *facts.SSH }
-
 // gather runs Collect over dir as an offline rootfs, with no other
 // collector's facts, and returns what it collected and its raw error.
-func gather(t testing.TB, dir string) (*doc, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	s, err := Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)}, nil, nil)
-	return &doc{SSH: s}, map[string]error{"ssh": err}
+	f := facts.New(facts.KindRootfs, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	f.SSH = s
+	return f, map[string]error{"ssh": err}
 }
 
 // golden compares the facts this package fills, under their document
 // key, with testdata/golden/NAME.json.
-func golden(t *testing.T, name, root string, f *doc) {
+func golden(t *testing.T, name, root string, f *facts.Facts) {
 	t.Helper()
 	collecttest.GoldenTree(t, name, root, map[string]any{"ssh": f.SSH}, *update)
 }

@@ -82,7 +82,7 @@ func probeChain(t *testing.T, port int, root *issued) facts.TLSProbe {
 	if err := collectOne(t, collecttest.NewEnv(t, dir, true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(f); err != nil {
+	if err := facts.Validate(*f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	if len(f.TLS.Probes) != 1 {

@@ -20,15 +20,17 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // collect runs the tls collector over dir alone and returns the document and
 // its error.
-func gather(t testing.TB, dir string) (*doc, map[string]error) {
+func gather(t testing.TB, dir string) (*facts.Facts, map[string]error) {
 	t.Helper()
 	got, err := Collect(context.Background(), &collect.Env{FS: collecttest.OpenFS(t, dir)}, nil, nil)
-	return &doc{kind: "rootfs", TLS: got}, map[string]error{"tls": err}
+	f := newDoc(facts.KindRootfs)
+	f.TLS = got
+	return f, map[string]error{"tls": err}
 }
 
 // golden compares the facts this package fills, under their document
 // key, with testdata/golden/NAME.json.
-func golden(t *testing.T, name, root string, f *doc) {
+func golden(t *testing.T, name, root string, f *facts.Facts) {
 	t.Helper()
 	collecttest.GoldenTree(t, name, root, map[string]any{"tls": f.TLS}, *update)
 }
@@ -93,7 +95,8 @@ func equalNginx(a, b []facts.NginxTLS) bool {
 
 func TestTLSKeepsProbes(t *testing.T) {
 	env := &collect.Env{FS: collecttest.OpenFS(t, t.TempDir())}
-	f := &doc{TLS: &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}}
+	f := newDoc(facts.KindRootfs)
+	f.TLS = &facts.TLS{Probes: []facts.TLSProbe{{Address: "127.0.0.1:443"}}}
 	if err := collectOne(t, env, f, "tls"); err != nil {
 		t.Fatal(err)
 	}

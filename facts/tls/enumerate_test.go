@@ -25,8 +25,9 @@ func probePort(t *testing.T, port int) *facts.TLSProbe {
 	if r == nil {
 		t.Fatal("the port was not taken for a TLS listener")
 	}
-	f := &doc{kind: "host", TLS: &facts.TLS{Nginx: []facts.NginxTLS{}, Probes: []facts.TLSProbe{*r}}}
-	if err := validate(f); err != nil {
+	f := newDoc(facts.KindHost)
+	f.TLS = &facts.TLS{Nginx: []facts.NginxTLS{}, Probes: []facts.TLSProbe{*r}}
+	if err := facts.Validate(*f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	return r

@@ -3,45 +3,29 @@ package tls
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 )
 
-// doc is what this package's tests collect into: the keys of the facts
-// document the tls collectors read and fill, and what the loop records of
-// each, since the tests cannot import the document (it imports this
-// package).
-type doc struct {
-	// kind is the target kind the facts are of: host or rootfs.
-	kind      string
-	TLS       *facts.TLS
-	Network   *facts.Network
-	NotJudged []notJudged
-	status    map[string][2]string
-}
-
-// notJudged is a NotJudged entry of the document.
-type notJudged struct{ Collector, What string }
-
-// record keeps a collector's outcome as the loop does.
-func (d *doc) record(name, status, reason string) {
-	if d.status == nil {
-		d.status = map[string][2]string{}
-	}
-	d.status[name] = [2]string{status, reason}
+// newDoc is an empty facts document of the given target kind (host or
+// rootfs) for the tests to collect into.
+func newDoc(kind string) *facts.Facts {
+	return facts.New(kind, "test", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // listening is a host's facts after the network collector found ls.
-func listening(ls ...facts.Listener) *doc {
-	d := &doc{kind: "host", Network: &facts.Network{Listening: append([]facts.Listener{}, ls...)}}
-	d.record("network", collect.StatusOK, "")
-	return d
+func listening(ls ...facts.Listener) *facts.Facts {
+	f := newDoc(facts.KindHost)
+	f.Network = &facts.Network{Listening: append([]facts.Listener{}, ls...)}
+	f.Record("network", collect.StatusOK, "")
+	return f
 }
 
 // collectOne runs the collect function the loop calls name over env into
 // f, reading what f holds as the loop would, and returns its raw error.
-func collectOne(t testing.TB, env *collect.Env, f *doc, name string) error {
+func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) error {
 	t.Helper()
 	ctx := context.Background()
 	switch name {
@@ -52,20 +36,14 @@ func collectOne(t testing.TB, env *collect.Env, f *doc, name string) error {
 		}
 		return err
 	case "tls_probe":
-		st := f.status["network"]
-		got, nj, err := CollectProbes(ctx, env, f.TLS, f.Network, st[0], st[1])
+		st := f.Collectors["network"]
+		got, nj, err := CollectProbes(ctx, env, f.TLS, f.Network, st.Status, st.Reason)
 		if err == nil {
 			f.TLS = got
-			f.NotJudged = nil
-			for _, w := range nj {
-				f.NotJudged = append(f.NotJudged, notJudged{Collector: "tls_probe", What: w})
-			}
+			f.NoteNotJudged("tls_probe", nj)
 		}
 		return err
 	}
 	t.Fatalf("no collector %q", name)
 	return nil
 }
-
-// validate checks f against the document's schema (ValidateFacts).
-func validate(f *doc) error { return ValidateFacts(f) }

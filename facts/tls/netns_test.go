@@ -75,7 +75,7 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateJSON(data); err != nil {
+	if err := facts.ValidateJSON(data); err != nil {
 		t.Errorf("the namespace's facts do not validate: %v", err)
 	}
 	var f struct {
@@ -145,7 +145,7 @@ func TestProbeInsideNetns(t *testing.T) {
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	data, err := DocumentJSON(f)
+	data, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}

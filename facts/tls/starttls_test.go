@@ -56,7 +56,7 @@ func TestSMTPStartTLSWith3DES(t *testing.T) {
 	if err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(f); err != nil {
+	if err := facts.Validate(*f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	if len(f.TLS.Probes) != 1 {

@@ -73,7 +73,7 @@ func probeOne(t *testing.T, port int, timeout time.Duration) facts.TLSProbe {
 	if len(f.TLS.Probes) != 1 {
 		t.Fatalf("probes %+v, want one", f.TLS.Probes)
 	}
-	if err := validate(f); err != nil {
+	if err := facts.Validate(*f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
 	return f.TLS.Probes[0]

@@ -145,14 +145,15 @@ func TestTLSProbe(t *testing.T) {
 }
 
 func TestTLSProbeNeedsListeners(t *testing.T) {
-	err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), &doc{kind: "host"}, "tls_probe")
+	err := collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), newDoc(facts.KindHost), "tls_probe")
 	if st, reason := collect.Classify(err); st != collect.StatusUnavailable || reason != "no listening sockets known" {
 		t.Errorf("%s %q", st, reason)
 	}
 	// The firewall collector leaves an empty list of listeners when the
 	// network collector failed: that is not a host without listeners.
-	f := &doc{kind: "host", Network: &facts.Network{Listening: []facts.Listener{}}}
-	f.record("network", collect.StatusError, "reading sockets: permission denied")
+	f := newDoc(facts.KindHost)
+	f.Network = &facts.Network{Listening: []facts.Listener{}}
+	f.Record("network", collect.StatusError, "reading sockets: permission denied")
 	err = collectOne(t, collecttest.NewEnv(t, t.TempDir(), true), f, "tls_probe")
 	if st, reason := collect.Classify(err); st != collect.StatusUnavailable || reason != "no listening sockets known: the network collector is error: reading sockets: permission denied" {
 		t.Errorf("%s %q", st, reason)
@@ -205,10 +206,10 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	if err := collectOne(t, env, f, "tls_probe"); err != nil {
 		t.Fatal(err)
 	}
-	if err := validate(f); err != nil {
+	if err := facts.Validate(*f); err != nil {
 		t.Errorf("probe facts do not validate: %v", err)
 	}
-	want := []notJudged{
+	want := []facts.NotJudged{
 		{Collector: "tls_probe", What: fmt.Sprintf("0.0.0.0:%d/tcp (sshd): not TLS: it spoke first, which no TLS server does: %q", ssh, "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13")},
 		{Collector: "tls_probe", What: "0.0.0.0:5353/udp (avahi-daemon): not probed: the TLS probe speaks TCP only, so DTLS or QUIC here goes unjudged"},
 		{Collector: "tls_probe", What: fmt.Sprintf("127.0.0.1:%d/tcp: not TLS: it answered a TLS hello with something else (the answer is not a TLS record: it starts 48 54 54)", plain)},
@@ -217,7 +218,7 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	got := f.NotJudged
 	// The IPv6 loopback may be missing on the test machine: then that
 	// listener is unreachable, else not TLS.
-	v6 := slices.IndexFunc(got, func(n notJudged) bool { return strings.HasPrefix(n.What, "[::1]:") })
+	v6 := slices.IndexFunc(got, func(n facts.NotJudged) bool { return strings.HasPrefix(n.What, "[::1]:") })
 	if v6 >= 0 {
 		got = slices.Delete(slices.Clone(got), v6, v6+1)
 	}
@@ -240,7 +241,7 @@ func TestTLSProbeListsWhatItDoesNotJudge(t *testing.T) {
 	}
 }
 
-func notJudgedText(ns []notJudged) string {
+func notJudgedText(ns []facts.NotJudged) string {
 	var b strings.Builder
 	for _, n := range ns {
 		b.WriteString("  " + n.Collector + ": " + n.What + "\n")
