@@ -33,6 +33,10 @@ type Firewall struct {
 	// AllowedPorts are the TCP and UDP ports that rules admit on the input
 	// path, following jumps, gotos and sets.
 	AllowedPorts []int `json:"allowed_ports" jsonschema:"minimum=0,maximum=65535"`
+	// AllowedPortRanges are AllowedPorts as runs of consecutive ports, so
+	// that a check's work follows the rules rather than the ports they
+	// open: an accept of 1-65535 is one run (new in issue 47).
+	AllowedPortRanges []PortRange `json:"allowed_port_ranges,omitempty"`
 	// Source is "kernel" when the ruleset was read over netlink and "file"
 	// when it was parsed from Path.
 	Source string `json:"source,omitempty" jsonschema:"enum=file,enum=kernel"`
@@ -80,6 +84,7 @@ type FirewallFamily struct {
 	// family's policy is "accept".
 	DefaultInputPolicy string          `json:"default_input_policy"`
 	AllowedPorts       []int           `json:"allowed_ports" jsonschema:"minimum=0,maximum=65535"`
+	AllowedPortRanges  []PortRange     `json:"allowed_port_ranges,omitempty"`
 	Admits             []FirewallAdmit `json:"admits,omitempty"`
 	// Chains names the input hook chains that judge the family, as
 	// "FAMILY TABLE CHAIN" ("inet filter input", "ip filter INPUT").
@@ -99,6 +104,12 @@ type FirewallFamily struct {
 type IPv6State struct {
 	Enabled  bool   `json:"enabled"`
 	Evidence string `json:"evidence"`
+}
+
+// PortRange is a run of ports, both ends included.
+type PortRange struct {
+	From int `json:"from" jsonschema:"minimum=0,maximum=65535"`
+	To   int `json:"to" jsonschema:"minimum=0,maximum=65535"`
 }
 
 // FirewallAdmit is a run of ports of one protocol and what admits it.

@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,10 @@ func CollectFirewall(ctx context.Context, env *collect.Env, net *facts.Network) 
 		fw.IPv6 = liveIPv6(env)
 	}
 	joinFamilies(fw)
+	fw.AllowedPortRanges = portRuns(fw.AllowedPorts)
+	for i := range fw.Families {
+		fw.Families[i].AllowedPortRanges = portRuns(fw.Families[i].AllowedPorts)
+	}
 	if net == nil {
 		net = &facts.Network{}
 		if env.Live {
@@ -136,6 +141,19 @@ func joinFamilies(fw *facts.Firewall) {
 	if joined != "" {
 		fw.DefaultInputPolicy, fw.PolicyLocation = joined, at
 	}
+}
+
+// portRuns returns sorted ports as runs of consecutive ports.
+func portRuns(ports []int) []facts.PortRange {
+	var runs []facts.PortRange
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(ports))) {
+		if n := len(runs); n > 0 && runs[n-1].To+1 == p {
+			runs[n-1].To = p
+			continue
+		}
+		runs = append(runs, facts.PortRange{From: p, To: p})
+	}
+	return runs
 }
 
 // portSet collects allowed ports; a bitmap over the whole port space keeps

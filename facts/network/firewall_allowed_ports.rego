@@ -7,7 +7,8 @@
 #   port is open. A rule gpuhost cannot evaluate that may accept more is an error, not a pass.
 #   Skips when no firewall is configured (GH-NET-002 reports that). IPv4 and IPv6 are judged apart:
 #   a port or an open policy of one family alone is named with its family, and a family no input
-#   hook filters has every port open (IPv6 on a live host whose evidence shows it off excepted).
+#   hook filters has every port open (IPv6 on a live host whose evidence shows it off excepted). A
+#   run of consecutive ports outside allowed_ports is one finding.
 # scope: package
 # custom:
 #   id: GH-NET-003
@@ -33,15 +34,16 @@ deny contains "parameter allowed_ports is not set" if {
 	not data.gpuhost.params.allowed_ports
 }
 
-# A port points at the rule that opens it.
+# A run of ports outside allowed_ports is one finding, which points at the
+# rule that opens its first port.
 deny contains finding if {
 	data.gpuhost.params.allowed_ports
 	fw != null
-	some port in ports
-	not port in data.gpuhost.params.allowed_ports
-	msg := sprintf("the %s firewall accepts inbound port %d%s, which is not in allowed_ports", [fw.backend, port, over(port)])
-	at := lib.rule_place(port)
-	finding := object.union({"msg": msg, "subject": sprintf("port/%d", [port])}, locate.place(at.file, at.line))
+	some k, i in starts
+	run := {"from": segments[i].from, "to": segments[ends[k]].to}
+	msg := sprintf("the %s firewall accepts inbound %s%s, %s allowed_ports", [fw.backend, said(run), over(admitting(run.from)), outside(run)])
+	at := lib.rule_place(run.from)
+	finding := object.union({"msg": msg, "subject": subject(run)}, locate.place(at.file, at.line))
 }
 
 deny contains finding if {
@@ -62,21 +64,68 @@ deny contains finding if {
 	finding := locate.at(msg, at.file, at.line)
 }
 
-# Without families, the joined list; with them, the ports of the judged
-# families, so that a port only IPv6 admits on a host with IPv6 off counts
-# for nothing.
-ports := object.get(fw, "allowed_ports", []) if {
+# The views judged: the joined one in facts without families, else each
+# judged family, so that a port only IPv6 admits on a host with IPv6 off
+# counts for nothing. runs are each view's admitted ports as runs.
+views["all"] := fw if {
 	fw != null
 	count(lib.families) == 0
-} else := {port | some name in lib.judged; some port in lib.families[name].allowed_ports}
+}
 
-# A port every judged family admits is said as before; one some admit is
+views[name] := lib.families[name] if some name in lib.judged
+
+runs[name] := lib.port_runs(view) if some name, view in views
+
+allowed := {port | some port in data.gpuhost.params.allowed_ports}
+
+# The port space is cut where a view's run starts or ends and around each
+# allowed port, so that within a segment every port is admitted by the
+# same views and is allowed alike: the work grows with the rules and the
+# parameter, never with the ports a rule opens.
+cuts := sort({x | some rs in runs; some r in rs; some x in [r.from, r.to + 1]} | {x | some p in allowed; some x in [p, p + 1]})
+
+segments := [{"from": cuts[i], "to": cuts[i + 1] - 1} | some i, _ in cuts; i < count(cuts) - 1]
+
+admitting(port) := {name | some name, rs in runs; some r in rs; r.from <= port; port <= r.to}
+
+# The segments that are admitted and not allowed.
+outside_segments contains i if {
+	some i, s in segments
+	not s.from in allowed
+	count(admitting(s.from)) > 0
+}
+
+# A segment goes on the run before it when the one before is outside too
+# and the same views admit both.
+goes_on(i) if {
+	outside_segments[i]
+	outside_segments[i - 1]
+	admitting(segments[i].from) == admitting(segments[i - 1].from)
+}
+
+starts := sort([i | some i in outside_segments; not goes_on(i)])
+
+ends := sort([i | some i in outside_segments; not goes_on(i + 1)])
+
+said(run) := sprintf("port %d", [run.from]) if run.from == run.to
+
+else := sprintf("ports %d-%d", [run.from, run.to])
+
+outside(run) := "which is not in" if run.from == run.to
+
+else := "none of which is in"
+
+subject(run) := sprintf("port/%d", [run.from]) if run.from == run.to
+
+else := sprintf("ports/%d-%d", [run.from, run.to])
+
+# A run every judged family admits is said as before; one some admit is
 # said with their names.
-over(port) := "" if {
-	count(lib.judged) == count(admitting(port))
-} else := sprintf(" over %s", [concat(" and ", sort([lib.family_label[name] | some name in admitting(port)]))])
-
-admitting(port) := {name | some name in lib.judged; port in lib.families[name].allowed_ports}
+over(names) := "" if {
+	count(lib.families) == 0
+} else := "" if {
+	count(lib.judged) == count(names)
+} else := sprintf(" over %s", [concat(" and ", sort([lib.family_label[name] | some name in names]))])
 
 error contains msg if {
 	fw != null

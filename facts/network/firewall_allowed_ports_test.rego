@@ -110,3 +110,38 @@ test_fail_family_policy_accept_points_at_its_line if {
 	check.deny == {{"msg": "every port is open over IPv6: the nftables firewall's input policy for IPv6 is accept", "file": "/etc/nftables.conf", "line": 12}} with input as f
 		with data.gpuhost.params as params
 }
+
+# A run of ports is one finding, however many ports it opens, and an
+# allowed port inside it cuts it in two.
+test_fail_run_is_one_finding if {
+	fw := {
+		"backend": "nftables", "enabled": true, "default_input_policy": "drop", "source": "kernel",
+		"allowed_ports": [], "allowed_port_ranges": [{"from": 1, "to": 65535}],
+	}
+	check.deny == {
+		{"msg": "the nftables firewall accepts inbound ports 1-21, none of which is in allowed_ports", "subject": "ports/1-21"},
+		{"msg": "the nftables firewall accepts inbound ports 23-65535, none of which is in allowed_ports", "subject": "ports/23-65535"},
+	} with input as {"target": {"kind": "host"}, "network": {"listening": [], "firewall": fw}}
+		with data.gpuhost.params as params
+}
+
+# Facts from before the runs list the ports; consecutive ones are one run.
+test_fail_listed_ports_join_into_runs if {
+	check.deny == {
+		{"msg": "the nftables firewall accepts inbound ports 80-82, none of which is in allowed_ports", "subject": "ports/80-82"},
+		{"msg": "the nftables firewall accepts inbound port 6443, which is not in allowed_ports", "subject": "port/6443"},
+	} with input as facts([6443, 22, 81, 80, 82, 80]) with data.gpuhost.params as params
+}
+
+# Where the families admit overlapping runs, each part is said with the
+# families that admit it.
+test_fail_family_runs_are_cut_where_the_families_differ if {
+	ip4 := object.union(fam("ipv4", true, "drop", []), {"allowed_port_ranges": [{"from": 22, "to": 22}, {"from": 8000, "to": 8010}]})
+	ip6 := object.union(fam("ipv6", true, "drop", []), {"allowed_port_ranges": [{"from": 8005, "to": 8020}]})
+	f := live([ip4, ip6], {"default_input_policy": "drop"})
+	check.deny == {
+		{"msg": "the nftables firewall accepts inbound ports 8000-8004 over IPv4, none of which is in allowed_ports", "subject": "ports/8000-8004"},
+		{"msg": "the nftables firewall accepts inbound ports 8005-8010, none of which is in allowed_ports", "subject": "ports/8005-8010"},
+		{"msg": "the nftables firewall accepts inbound ports 8011-8020 over IPv6, none of which is in allowed_ports", "subject": "ports/8011-8020"},
+	} with input as f with data.gpuhost.params as params
+}

@@ -133,3 +133,28 @@ rule_place(port) := {"file": rules[0].file, "line": rules[0].line} if {
 	]
 	count(rules) > 0
 } else := nowhere
+
+# port_runs(view) are the ports a firewall view (the joined one or a
+# family's) admits by rules, as runs {from, to}: the collector's runs, or,
+# in facts from before it wrote them, the listed ports joined into runs.
+# A check reads runs, so that its work follows the rules and not the ports
+# they open.
+port_runs(view) := view.allowed_port_ranges if view.allowed_port_ranges
+
+else := runs_of(object.get(view, "allowed_ports", []))
+
+runs_of(ports) := [{"from": sorted[i], "to": sorted[ends[k]]} |
+	some k, i in starts
+] if {
+	sorted := sort({p | some p in ports})
+	starts := [i | some i, _ in sorted; run_starts(sorted, i)]
+	ends := [i | some i, _ in sorted; run_ends(sorted, i)]
+}
+
+run_starts(_, 0)
+
+run_starts(sorted, i) if sorted[i - 1] + 1 != sorted[i]
+
+run_ends(sorted, i) if i == count(sorted) - 1
+
+run_ends(sorted, i) if sorted[i + 1] != sorted[i] + 1

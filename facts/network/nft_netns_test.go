@@ -418,7 +418,7 @@ type packResult struct {
 
 // evaluatePack scans f with the default pack and params, as "gpuhost
 // scan facts" does.
-func evaluatePack(t *testing.T, f *facts.Facts) map[string]packResult {
+func evaluatePack(t testing.TB, f *facts.Facts) map[string]packResult {
 	t.Helper()
 	ctx := context.Background()
 	e, err := scan.Pack{}.Engine(ctx)
