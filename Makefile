@@ -324,7 +324,7 @@ npm-deps:
 # Whole builds come last: cold and warm bakes beside plain mmdebstrap + apt-get.
 .PHONY: bench
 bench: check-go deps bench-deps build build-deps packer plugin trivy-db
-	$(GO) test -run='^$$' -bench=. -benchmem ./scan/ ./agent/ ./engine/... ./checks/... ./render/... ./manifest/treedigest/
+	$(GO) test -run='^$$' -bench=. -benchmem ./scan/ ./agent/ ./engine/... ./target/... ./render/... ./manifest/treedigest/
 	$(GO) test -run='^$$' -bench=AcceptAll -benchmem ./facts/network/
 	$(GO) test -run='^$$' -bench=VerifyManyReferrers -benchtime=3x ./containers/verify/
 	$(GO) test -run='^$$' -bench=Seed -benchtime=3x ./containers/seed/

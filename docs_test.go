@@ -67,7 +67,7 @@ func docFiles(t *testing.T) []string {
 
 // repoPath matches a word that names a file of the repository: one that
 // starts with a top-level folder.
-var repoPath = regexp.MustCompile(`(?:^|[\s=("'])((?:agent|builder|checks|cmd|containers|deploy|docs|engine|facts|images|internal|manifest|policies|policy|render|reports|scan|tools)/[A-Za-z0-9_./*-]+)`)
+var repoPath = regexp.MustCompile(`(?:^|[\s=("'])((?:agent|builder|cmd|containers|deploy|docs|engine|facts|images|internal|manifest|policies|policy|render|reports|scan|target|tools)/[A-Za-z0-9_./*-]+)`)
 
 var (
 	comment    = regexp.MustCompile(`(?m)(^|\s)#.*$`)

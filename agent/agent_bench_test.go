@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // BenchmarkAgentRun is one full agent run on the machine running the
@@ -21,14 +21,14 @@ func BenchmarkAgentRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	sc := scan.New(e)
-	opts := checks.Options{Log: quietLog(), ProbeTimeout: time.Second, ProbeConcurrency: 16}
+	opts := target.Options{Log: quietLog(), ProbeTimeout: time.Second, ProbeConcurrency: 16}
 	a, err := New(Config{
 		DBPath:   filepath.Join(b.TempDir(), "history.db"),
 		Interval: time.Hour,
 		Log:      quietLog(),
 		Retain:   Retention{MaxRuns: 1000},
 		Scan: func(ctx context.Context) (*reports.Report, error) {
-			f, err := checks.Host(ctx, "/", opts)
+			f, err := target.Host(ctx, "/", opts)
 			if err != nil {
 				return nil, err
 			}

@@ -2,10 +2,13 @@
 // and policies read. Field names are the contract with the Rego pack: renaming
 // a JSON tag is a breaking change to every policy and every saved facts file.
 //
-// This package holds the document's frame; each domain's facts are in the
-// domain's folder (ssh/, tls/, network/, encryption/, gpu/, runtime/,
-// audit/, access/, packages/, osinfo/, secureboot/), beside the collect
-// functions that fill them and the checks that read them.
+// This package holds the whole document and nothing that collects it:
+// facts.go is its frame, and each domain's types are in a file named for
+// the domain (ssh.go, tls.go, network.go, ...), pure data. The collect
+// functions that fill them and the checks that read them are in the
+// domain's folder (ssh/, tls/, ...), which imports this package; nothing
+// here imports a domain, so that what judges a document links no
+// collector.
 package facts
 
 import (

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // checkLUKSDisk reads the encrypted disk as a machine that boots it would:

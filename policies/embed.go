@@ -44,20 +44,20 @@ type Domain struct {
 
 // Domains are the pack's folders that sit beside their collector.
 var Domains = []Domain{
-	{Folder: "audit", Dir: "facts/audit", FS: domain("audit")},
-	{Folder: "cgroup", Dir: "facts/osinfo", FS: domain("osinfo")},
-	{Folder: "enc", Dir: "facts/encryption", FS: domain("encryption")},
-	{Folder: "gpu", Dir: "facts/gpu", FS: domain("gpu")},
-	{Folder: "iam", Dir: "facts/access", FS: domain("access")},
-	{Folder: "net", Dir: "facts/network", FS: domain("network")},
-	{Folder: "runtime", Dir: "facts/runtime", FS: domain("runtime")},
-	{Folder: "sb", Dir: "facts/secureboot", FS: domain("secureboot")},
-	{Folder: "sc", Dir: "facts/packages", FS: domain("packages")},
-	{Folder: "ssh", Dir: "facts/ssh", FS: domain("ssh")},
-	{Folder: "tls", Dir: "facts/tls", FS: domain("tls")},
+	{Folder: "audit", Dir: "facts/audit/audit", FS: domain("audit/audit")},
+	{Folder: "cgroup", Dir: "facts/osinfo/cgroup", FS: domain("osinfo/cgroup")},
+	{Folder: "enc", Dir: "facts/encryption/enc", FS: domain("encryption/enc")},
+	{Folder: "gpu", Dir: "facts/gpu/gpu", FS: domain("gpu/gpu")},
+	{Folder: "iam", Dir: "facts/access/iam", FS: domain("access/iam")},
+	{Folder: "net", Dir: "facts/network/net", FS: domain("network/net")},
+	{Folder: "runtime", Dir: "facts/runtime/runtime", FS: domain("runtime/runtime")},
+	{Folder: "sb", Dir: "facts/secureboot/sb", FS: domain("secureboot/sb")},
+	{Folder: "sc", Dir: "facts/packages/sc", FS: domain("packages/sc")},
+	{Folder: "ssh", Dir: "facts/ssh/ssh", FS: domain("ssh/ssh")},
+	{Folder: "tls", Dir: "facts/tls/tls", FS: domain("tls/tls")},
 }
 
-// domain is the Rego of the domain whose folder under facts/ is dir.
+// domain is the Rego in dir, a domain's pack folder under facts/.
 func domain(dir string) fs.FS {
 	sub, err := fs.Sub(facts.Rego, dir)
 	if err != nil {

@@ -668,11 +668,11 @@ func TestEvidenceOfAnEncryptedRootComesFromItsTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readFromTarget(target{disk: disk, rootfs: tree, encrypted: true}, "/etc/gpuhost/manifest.json")
+	got, err := readFromTarget(artifact{disk: disk, rootfs: tree, encrypted: true}, "/etc/gpuhost/manifest.json")
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("the manifest of an encrypted root: %d bytes, %v; want the tree's %d", len(got), err, len(want))
 	}
-	if _, err := readFromTarget(target{disk: disk, rootfs: tree}, "/etc/gpuhost/manifest.json"); err == nil {
+	if _, err := readFromTarget(artifact{disk: disk, rootfs: tree}, "/etc/gpuhost/manifest.json"); err == nil {
 		t.Error("an unencrypted target's manifest was not read from its disk")
 	}
 }

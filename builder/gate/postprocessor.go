@@ -15,9 +15,6 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/containers/publish"
 	"github.com/gpuhost/gpuhost/containers/sign"
 	"github.com/gpuhost/gpuhost/facts"
@@ -27,6 +24,9 @@ import (
 	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // BuilderID is the BuilderId of the gate's artifact.
@@ -78,9 +78,9 @@ func (p *PostProcessor) Configure(raws ...interface{}) error {
 	return nil
 }
 
-// target is what the gate scans: a disk image, or a rootfs directory, or
+// artifact is what the gate scans: a disk image, or a rootfs directory, or
 // both (a disk image whose rootfs the builder kept).
-type target struct {
+type artifact struct {
 	disk   string
 	rootfs string
 	// encrypted says the disk's root is a LUKS volume (the rootfs
@@ -90,8 +90,8 @@ type target struct {
 
 // findTarget picks the disk image among the artifact's files, and the
 // rootfs directory from its state.
-func findTarget(a packersdk.Artifact) (target, error) {
-	var t target
+func findTarget(a packersdk.Artifact) (artifact, error) {
+	var t artifact
 	for _, f := range a.Files() {
 		if _, err := publish.LayerMediaType(f); err == nil {
 			t.disk = f
@@ -115,7 +115,7 @@ func findTarget(a packersdk.Artifact) (target, error) {
 }
 
 // base is the path the reports are named after.
-func (t target) base() string {
+func (t artifact) base() string {
 	if t.disk != "" {
 		return t.disk
 	}
@@ -175,7 +175,7 @@ func (p *PostProcessor) PostProcess(ctx context.Context, ui packersdk.Ui, a pack
 }
 
 // canPublish checks that the artifact carries all that a push needs.
-func (p *PostProcessor) canPublish(t target) error {
+func (p *PostProcessor) canPublish(t artifact) error {
 	if t.disk == "" {
 		return fmt.Errorf("gpuhost-gate: publish.repository is set, but the artifact has no disk image to push (use output_format raw, qcow2 or disk)")
 	}
@@ -185,29 +185,29 @@ func (p *PostProcessor) canPublish(t target) error {
 // collect gathers the facts: from the disk image when there is one (it is
 // what ships), else from the rootfs directory. An encrypted root is read
 // from the rootfs directory, its encryption from the disk.
-func collect(ctx context.Context, t target, o checks.Options) (*facts.Facts, error) {
+func collect(ctx context.Context, t artifact, o target.Options) (*facts.Facts, error) {
 	if t.encrypted {
 		o.ImageRootfs = t.rootfs
 	}
 	if t.disk != "" {
-		return checks.Image(ctx, t.disk, o)
+		return target.Image(ctx, t.disk, o)
 	}
-	return checks.Rootfs(ctx, t.rootfs, o)
+	return target.Rootfs(ctx, t.rootfs, o)
 }
 
 // collectOptions adds the vulnerability collector when trivy_db is set.
-func (p *PostProcessor) collectOptions() checks.Options {
+func (p *PostProcessor) collectOptions() target.Options {
 	if p.config.TrivyDB == "" {
-		return checks.Options{}
+		return target.Options{}
 	}
-	return checks.Options{Collectors: append(checks.All(), p.Vulnerabilities(p.config.TrivyDB))}
+	return target.Options{Collectors: append(target.All(), p.Vulnerabilities(p.config.TrivyDB))}
 }
 
 // publish pushes the disk image with its three referrers: the report, the
 // baked manifest and the SBOM, each required; then, before the tag, the
 // signature of the image's manifest digest and its signed provenance,
 // which lists the three by digest.
-func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t target, rep *reports.Report, f *facts.Facts) (publish.Result, error) {
+func (p *PostProcessor) publish(ctx context.Context, ui packersdk.Ui, t artifact, rep *reports.Report, f *facts.Facts) (publish.Result, error) {
 	cfg := p.config.Publish
 	var opts []publish.Option
 	if cfg.UsernameEnv != "" {
@@ -295,7 +295,7 @@ const maxEvidence = 64 << 20
 // sbom is the SBOM the image carries (the provisioner writes it at bake
 // time, so the evidence matches what ships); an image without one gets one
 // made from its rootfs directory.
-func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t target) ([]byte, error) {
+func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t artifact) ([]byte, error) {
 	data, err := readFromTarget(t, packages.SBOMPath)
 	if err != nil {
 		return nil, err
@@ -326,7 +326,7 @@ func (p *PostProcessor) sbom(ctx context.Context, ui packersdk.Ui, t target) ([]
 // An encrypted root cannot be read from its disk: its files come from the
 // rootfs it was made from, as the scan's did. A file that is not there is
 // (nil, nil).
-func readFromTarget(t target, name string) ([]byte, error) {
+func readFromTarget(t artifact, name string) ([]byte, error) {
 	var fsys sysroot.FS
 	if t.disk != "" && !t.encrypted {
 		img, err := diskimage.Open(t.disk)

@@ -22,13 +22,13 @@ import (
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
 
 	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	pipeline "github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 // Provisioner is the Packer provisioner "gpuhost-scan".
@@ -283,8 +283,8 @@ func (p *Provisioner) matchPackages(ctx context.Context, ui packersdk.Ui, comm p
 	// The copy holds no seeded images, so the containers collector finds
 	// none there; what the instance seeds is in its own facts.
 	vuln := p.Vulnerabilities(p.config.TrivyDB)
-	got := checks.Collect(ctx, &collect.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
-		checks.Options{Collectors: []collector.Collector{domains.Containers(), vuln}})
+	got := target.Collect(ctx, &collect.Env{FS: fsys}, f.Target.Kind, f.Target.Ref,
+		target.Options{Collectors: []collector.Collector{domains.Containers(), vuln}})
 	f.Vulnerabilities = got.Vulnerabilities
 	if f.Vulnerabilities != nil {
 		f.Vulnerabilities.ImagesError = seededNotMatched(f)

@@ -16,13 +16,13 @@ import (
 	"github.com/gpuhost/gpuhost/agent"
 	"github.com/gpuhost/gpuhost/agent/nodemark"
 	"github.com/gpuhost/gpuhost/agent/podresources"
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 // defaultDB is where the agent keeps its history on a host.
@@ -225,9 +225,9 @@ func (a *app) agentScan(sc *scan.Scanner, baseline, rootfs string, hf *hostFlags
 		case baseline != "":
 			f, err = a.driftFacts(ctx, hf.root, true, hf)
 		case rootfs != "":
-			f, err = checks.Rootfs(ctx, rootfs, a.collectOptions(nil))
+			f, err = target.Rootfs(ctx, rootfs, a.collectOptions(nil))
 		default:
-			f, err = checks.Host(ctx, hf.root, a.collectOptions(hf))
+			f, err = target.Host(ctx, hf.root, a.collectOptions(hf))
 		}
 		if err != nil {
 			return nil, err

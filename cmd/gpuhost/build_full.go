@@ -5,8 +5,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/containers/trivy"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // The full build carries every command. `go build -tags lean` leaves out

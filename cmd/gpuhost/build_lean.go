@@ -5,7 +5,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // The lean build: see build_full.go.

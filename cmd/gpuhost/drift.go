@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/manifest"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // maxBaseline bounds the baseline manifest read: a full CUDA image's
@@ -85,9 +85,9 @@ func (a *app) driftFacts(ctx context.Context, dir string, live bool, hf *hostFla
 	var f *facts.Facts
 	var err error
 	if live {
-		f, err = checks.Host(ctx, dir, a.collectOptions(hf))
+		f, err = target.Host(ctx, dir, a.collectOptions(hf))
 	} else {
-		f, err = checks.Rootfs(ctx, dir, a.collectOptions(nil))
+		f, err = target.Rootfs(ctx, dir, a.collectOptions(nil))
 	}
 	if err != nil {
 		return nil, err

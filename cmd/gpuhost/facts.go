@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 func (a *app) factsCommand() *cobra.Command {
@@ -22,7 +22,7 @@ func (a *app) factsCommand() *cobra.Command {
 		Short: "Facts of an unpacked image root filesystem",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := checks.Rootfs(cmd.Context(), args[0], a.collectOptions(nil))
+			f, err := target.Rootfs(cmd.Context(), args[0], a.collectOptions(nil))
 			if err != nil {
 				return err
 			}
@@ -35,7 +35,7 @@ func (a *app) factsCommand() *cobra.Command {
 		Short: "Facts of the running host",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := checks.Host(cmd.Context(), hf.root, a.collectOptions(&hf))
+			f, err := target.Host(cmd.Context(), hf.root, a.collectOptions(&hf))
 			if err != nil {
 				return err
 			}

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // scanImageCommand is `scan image FILE`: the pre-deploy gate over the disk a
@@ -22,7 +22,7 @@ func (a *app) scanImageCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
-				return checks.Image(ctx, args[0], imf.options(a.collectOptions(nil)))
+				return target.Image(ctx, args[0], imf.options(a.collectOptions(nil)))
 			})
 		},
 	}
@@ -56,7 +56,7 @@ func (f *imageFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.rootfs, "rootfs", "", "the rootfs tree an image's encrypted (LUKS) root was made from: its files are read from this directory, the encryption from the disk")
 }
 
-func (f *imageFlags) options(o checks.Options) checks.Options {
+func (f *imageFlags) options(o target.Options) target.Options {
 	o.Image = diskimage.Options{AllowBacking: f.allowBacking, RootPartition: f.rootPartition}
 	o.ImageRootfs = f.rootfs
 	return o
@@ -71,7 +71,7 @@ func (a *app) factsImageCommand() *cobra.Command {
 		Long:  imageLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := checks.Image(cmd.Context(), args[0], imf.options(a.collectOptions(nil)))
+			f, err := target.Image(cmd.Context(), args[0], imf.options(a.collectOptions(nil)))
 			if err != nil {
 				return err
 			}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/manifest"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // sbomCommand writes the CycloneDX bill of materials of a rootfs or a disk

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/engine/fleet"
 	"github.com/gpuhost/gpuhost/facts"
@@ -23,6 +22,7 @@ import (
 	"github.com/gpuhost/gpuhost/render/summary"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // policyFlags chooses the policy pack and its parameters.
@@ -182,15 +182,15 @@ func (h *hostFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Var(countVar(&h.probeConcurrency, 16), "probe-concurrency", "TLS probes run at once")
 }
 
-func (a *app) collectOptions(h *hostFlags) checks.Options {
-	o := checks.Options{Log: a.log, Budget: a.budget}
+func (a *app) collectOptions(h *hostFlags) target.Options {
+	o := target.Options{Log: a.log, Budget: a.budget}
 	o.Budget.KDFMemory = int64(a.kdfMemMiB) << 20
 	o.Budget.Memory = int64(a.maxMemMiB) << 20
 	if h != nil {
 		o.ProbeTimeout, o.ProbeConcurrency = h.probeTimeout, h.probeConcurrency
 	}
 	if a.trivyDB != "" || len(a.extraCollectors) > 0 {
-		o.Collectors = append(checks.All(), a.extraCollectors...)
+		o.Collectors = append(target.All(), a.extraCollectors...)
 		if a.trivyDB != "" {
 			o.Collectors = append(o.Collectors, vulnerabilityCollector(a.trivyDB))
 		}
@@ -221,7 +221,7 @@ func (a *app) scanCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.scanCollected(cmd.Context(), &rf, func(ctx context.Context) (*facts.Facts, error) {
-				return checks.Rootfs(ctx, args[0], a.collectOptions(nil))
+				return target.Rootfs(ctx, args[0], a.collectOptions(nil))
 			})
 		},
 	}
@@ -235,7 +235,7 @@ func (a *app) scanCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.scanCollected(cmd.Context(), &hf, func(ctx context.Context) (*facts.Facts, error) {
-				return checks.Host(ctx, hostOpts.root, a.collectOptions(&hostOpts))
+				return target.Host(ctx, hostOpts.root, a.collectOptions(&hostOpts))
 			})
 		},
 	}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // The vulnerability matching reads the distribution and the packages as
@@ -32,7 +32,7 @@ func TestInventoryReadsWhatTheFactsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := checks.Rootfs(context.Background(), root, checks.Options{})
+	f, err := target.Rootfs(context.Background(), root, target.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

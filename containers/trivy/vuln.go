@@ -22,12 +22,12 @@ import (
 	"github.com/aquasecurity/trivy/pkg/vulnerability"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 const (

@@ -11,11 +11,11 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 const kernLog = `Mar  8 09:00:01 dgx-01 kernel: [  12.5] nvidia-nvlink: Nvlink Core is being initialized

@@ -13,13 +13,13 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 // now is the clock every test collects at.
@@ -131,5 +131,5 @@ func collectHostWith(t testing.TB, dir string, cs ...collector.Collector) *facts
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	return checks.Collect(context.Background(), &collect.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
+	return target.Collect(context.Background(), &collect.Env{FS: fsys, Live: true}, facts.KindHost, "dgx-01", target.Options{Collectors: cs, Now: now})
 }

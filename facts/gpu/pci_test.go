@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 // sysfsTree lays out PCI functions as the kernel does: the real directories

@@ -11,9 +11,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -21,6 +18,9 @@ import (
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 var update = flag.Bool("update", false, "rewrite the facts fixtures under testdata/validation")
@@ -44,7 +44,7 @@ func collectValidated(t testing.TB, lib nvml.Interface, dir string, opts ...gpu.
 		domains.GPU(lib, gpu.WithClock(func() time.Time { return now }), gpu.WithJournal(nil)),
 		domains.GPUValidation(lib, opts...),
 	}
-	return checks.Collect(context.Background(), env, facts.KindHost, "dgx-01", checks.Options{Collectors: cs, Now: now})
+	return target.Collect(context.Background(), env, facts.KindHost, "dgx-01", target.Options{Collectors: cs, Now: now})
 }
 
 // TestValidationThroughTheAgentPath collects the validation as the agent

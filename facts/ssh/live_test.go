@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // collectLive runs the network, tls and ssh collectors, and the packages
@@ -27,12 +27,12 @@ import (
 func collectLive(t *testing.T) *facts.Facts {
 	t.Helper()
 	var cs []collector.Collector
-	for _, c := range checks.All() {
+	for _, c := range target.All() {
 		if slices.Contains([]string{"network", "packages", "tls", "ssh"}, c.Name()) {
 			cs = append(cs, c)
 		}
 	}
-	f, err := checks.Host(context.Background(), "/", checks.Options{Collectors: cs})
+	f, err := target.Host(context.Background(), "/", target.Options{Collectors: cs})
 	if err != nil {
 		t.Fatal(err)
 	}

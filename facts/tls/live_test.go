@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks"
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/target"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // TestLiveNginxMaster starts nginx with -c naming a file in a temporary
@@ -57,12 +57,12 @@ func TestLiveNginxMaster(t *testing.T) {
 func collectLive(t *testing.T) *facts.Facts {
 	t.Helper()
 	var cs []collector.Collector
-	for _, c := range checks.All() {
+	for _, c := range target.All() {
 		if slices.Contains([]string{"packages", "tls"}, c.Name()) {
 			cs = append(cs, c)
 		}
 	}
-	f, err := checks.Host(context.Background(), "/", checks.Options{Collectors: cs})
+	f, err := target.Host(context.Background(), "/", target.Options{Collectors: cs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func verdictAll(t *testing.T, probes []facts.TLSProbe, check string, params map[
 		rego.Store(inmem.NewFromObject(map[string]any{"gpuhost": map[string]any{"params": params}})),
 	}
 	for _, name := range []string{"probe_lib.rego", check + ".rego"} {
-		src, err := fs.ReadFile(facts.Rego, "tls/"+name)
+		src, err := fs.ReadFile(facts.Rego, "tls/tls/"+name)
 		if err != nil {
 			t.Fatal(err)
 		}

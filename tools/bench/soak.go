@@ -22,10 +22,10 @@ import (
 	"github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // The image soak: mutated disk images, each damaging one structure the
@@ -39,7 +39,7 @@ import (
 //
 // The scans run in process, in a worker that prepares the policy engine
 // once and then does for each image what `gpuhost scan image` does
-// (checks.Image, the engine, the exit code of --fail-on high): a process
+// (target.Image, the engine, the exit code of --fail-on high): a process
 // per image spends most of its time compiling the pack again.
 
 const (
@@ -336,7 +336,7 @@ func soakWorker(list string) error {
 func scanOne(ctx context.Context, sc *scan.Scanner, render report.Renderer, file string) soakResult {
 	start := time.Now()
 	r := soakResult{File: file}
-	f, err := checks.Image(ctx, file, checks.Options{})
+	f, err := target.Image(ctx, file, target.Options{})
 	if err == nil {
 		var rep *reports.Report
 		if rep, err = sc.Facts(ctx, f); err == nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/gpuhost/gpuhost/checks"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policy/catalog"
@@ -26,6 +25,7 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
 	"github.com/gpuhost/gpuhost/scan/waivers"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // chromium is Debian's package; CI installs it, so there a missing binary is
@@ -232,7 +232,7 @@ func weakReport(t *testing.T) (*reports.Report, string) {
 	t.Helper()
 	ctx := context.Background()
 	e := embeddedEngine(t)
-	f, err := checks.Rootfs(ctx, filepath.Join("..", "..", "..", "cmd", "gpuhost", "testdata", "rootfs-weak"), checks.Options{})
+	f, err := target.Rootfs(ctx, filepath.Join("..", "..", "..", "cmd", "gpuhost", "testdata", "rootfs-weak"), target.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package checks
+package target
 
 import (
 	"os"
@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/target/internal/checktest"
 )
 
 func TestHostileTree(t *testing.T) {

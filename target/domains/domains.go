@@ -2,7 +2,7 @@
 // folder under facts/ collects: each domain's collect functions return
 // their own facts and know nothing of the document, and each collector
 // here puts them under the document's key, with the other domains' facts
-// the function reads (its Deps), for the loop (checks/collector) to run.
+// the function reads (its Deps), for the loop (target/collector) to run.
 package domains
 
 import (
@@ -11,7 +11,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/access"
 	"github.com/gpuhost/gpuhost/facts/audit"
@@ -25,6 +24,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/secureboot"
 	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/facts/tls"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // Collectors are every domain's collectors that a scan runs, in no

@@ -1,7 +1,7 @@
-// Package checks runs the fact collectors over a target and assembles one
-// gpuhost.facts/v1 document. Each domain is one folder under facts/, named
-// for what it describes, with its facts, its collect functions and its
-// checks: osinfo (release, kernel, systemd, cgroup), packages (dpkg, SBOM,
+// Package target opens what a scan reads (a rootfs tree, a disk image, the
+// live host), runs the fact collectors over it and assembles one
+// gpuhost.facts/v1 document. Each domain's collect functions and checks are
+// in one folder under facts/, named for what it describes: osinfo (release, kernel, systemd, cgroup), packages (dpkg, SBOM,
 // baked manifest), encryption, network (listeners, firewall), tls
 // (OpenSSL and nginx configuration, the TLS probe), ssh, runtime
 // (containerd, docker, CDI, seeded images, kubelet), gpu, audit, access
@@ -16,7 +16,7 @@
 // the facts use root-relative paths ("/etc/default/grub") so that an image
 // and the host booted from it report the same names; error messages use
 // env.FS.Display so that the user can find the file.
-package checks
+package target
 
 import (
 	"context"
@@ -25,12 +25,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
-	"github.com/gpuhost/gpuhost/checks/diskimage"
-	"github.com/gpuhost/gpuhost/checks/domains"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target/collector"
+	"github.com/gpuhost/gpuhost/target/diskimage"
+	"github.com/gpuhost/gpuhost/target/domains"
 )
 
 // All returns every collector, in run order: each after the collectors it

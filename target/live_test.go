@@ -1,4 +1,4 @@
-package checks
+package target
 
 import (
 	"slices"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
+	"github.com/gpuhost/gpuhost/target/internal/checktest"
 )
 
 func TestLiveHostGolden(t *testing.T) {

@@ -1,13 +1,13 @@
-package checks
+package target
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/packages"
+	"github.com/gpuhost/gpuhost/target/internal/checktest"
 )
 
 func TestOfflineImageGolden(t *testing.T) {

@@ -1,4 +1,4 @@
-package checks
+package target
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // lvmOnLUKSTree is the rootfs of an Ubuntu "LVM with encryption" install:

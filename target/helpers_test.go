@@ -1,14 +1,14 @@
-package checks
+package target
 
 import (
 	"flag"
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/internal/checktest"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/internal/testutil"
+	"github.com/gpuhost/gpuhost/target/internal/checktest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

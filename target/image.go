@@ -1,4 +1,4 @@
-package checks
+package target
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpuhost/gpuhost/checks/diskimage"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/target/diskimage"
 )
 
 // Image collects facts from a raw or qcow2 disk image, reading its ext4 root

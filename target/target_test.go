@@ -1,4 +1,4 @@
-package checks
+package target
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuhost/gpuhost/checks/collector"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
+	"github.com/gpuhost/gpuhost/target/collector"
 )
 
 // Every collector's output, on every kind of tree we meet, must validate
