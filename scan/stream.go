@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"sync"
 
 	"github.com/gpuhost/gpuhost/engine"
@@ -15,9 +13,6 @@ import (
 	"github.com/gpuhost/gpuhost/internal/userfile"
 	"github.com/gpuhost/gpuhost/reports"
 )
-
-// fleetHeapLimit is the heap size at which Fleet collects garbage.
-const fleetHeapLimit = 256 << 20
 
 // MaxSavedDoc bounds one saved facts document: a line of NDJSON, or a file.
 const MaxSavedDoc = 64 << 20
@@ -153,15 +148,6 @@ type FleetOptions struct {
 // stops the run and is returned.
 func (s *Scanner) Fleet(ctx context.Context, r *SavedReader, o FleetOptions, emit func(FleetResult) error) error {
 	defer r.Close()
-	// Each document allocates a few hundred KB that die at once, while
-	// what lives (the documents in the window, the memo) stays small: a
-	// collection only when the heap nears a fixed bound does a fraction of
-	// the work of pacing by the live heap, and the bound keeps memory flat
-	// over any number of documents. An operator's GOGC or GOMEMLIMIT wins.
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(-1))
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(fleetHeapLimit))
-	}
 	workers := max(o.Workers, 1)
 	work := func(ctx context.Context, d Saved) (FleetResult, error) {
 		rep, err := s.Saved(ctx, d)

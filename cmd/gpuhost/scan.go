@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -309,6 +310,7 @@ func (a *app) scanCollected(ctx context.Context, s *scanFlags, collect func(cont
 // order. The first report waits until a second one shows whether this is a
 // single-document scan (which honours --report) or a stream.
 func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, args []string, workers int) error {
+	defer fleetGC()()
 	o := scan.FleetOptions{Workers: workers}
 	out := &manyWriter{app: a, flags: s, w: bufio.NewWriterSize(a.stdout, 1<<20)}
 	if s.format == "json" {
@@ -361,6 +363,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 // input order, so the failing hosts a row names are the first ones in the
 // input, run after run.
 func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, args []string, workers int) error {
+	defer fleetGC()()
 	sum := scan.NewFleetSummary(s.thresholds())
 	err := sc.Fleet(ctx, scan.NewSavedReader(args, a.stdin), scan.FleetOptions{Workers: workers}, func(r scan.FleetResult) error {
 		sum.Add(r.Report)
@@ -465,4 +468,27 @@ func tableHeading(r scan.FleetResult) string {
 		host = "(no hostname or ref)"
 	}
 	return fmt.Sprintf("%s %s, from %s", line(r.Report.Target.Kind), host, line(r.Doc.Name))
+}
+
+// fleetHeapLimit is the heap size at which a fleet scan collects garbage.
+const fleetHeapLimit = 256 << 20
+
+// fleetGC sets this process's garbage collection for a scan of many saved
+// documents and returns what restores it. Each document allocates a few
+// hundred KB that die at once, while what lives (the documents in the
+// window, the memo) stays small: a collection only when the heap nears a
+// fixed bound does a fraction of the work of pacing by the live heap, and
+// the bound keeps memory flat over any number of documents. An operator's
+// GOGC or GOMEMLIMIT wins. The process is the program's to tune, so this
+// lives here and not in package scan.
+func fleetGC() (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	percent := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(fleetHeapLimit)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
 }

@@ -16,9 +16,10 @@
 # so give it more when a slow container runtime needs it.
 # Exit status is the scan's: 0 pass, 1 a check failed at or above --fail-on,
 # 2 the scan could not be trusted. validate's is kept in validate.exit.
-# To keep a host's facts as a test fixture, copy facts-host.json to
-# facts/gpu/testdata/real/<gpu-model>.json: TestRealFacts scans every file there;
-# keep validate.json beside it as <gpu-model>.validate.json.
+# To keep a host's facts as a test fixture, check facts-host.json and
+# validate.json in under facts/gpu/testdata/ with a test that validates the
+# facts against the schema and evaluates every GPU check over them (git log
+# -- facts/gpu/real_test.go has the one that waited for such a file).
 set -eu
 
 cd "$(dirname "$0")/../.."
