@@ -17,7 +17,11 @@
 # named packer-plugin-* (and loops forever when there is none), so it runs on
 # copies of SOURCES under such a directory, and its partials are inlined.
 set -eu
-sdc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+# PACKER_SDC is a path, or a name looked up on PATH as go:generate does.
+case $1 in
+*/*) sdc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") ;;
+*) sdc=$(command -v "$1") || { echo "gendocs.sh: $1 is not on PATH (make packer-sdc builds bin/packer-sdc)" >&2; exit 2; } ;;
+esac
 out=$2 pkg=$3 sources=$4
 shift 4
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -45,7 +45,7 @@ plugin-install: packer plugin
 # Regenerate every component's config.hcl2spec.go and docs/*.mdx; a test
 # fails when they are stale.
 generate-plugin: packer-sdc
-	$(GO) generate ./builder/...
+	PATH="$(BIN):$$PATH" $(GO) generate ./builder/...
 
 # A real `packer build` of builder/rootfs/testdata/e2e.pkr.hcl: bookworm minbase
 # from this machine's Debian mirror, a shell provisioner, then checks of the

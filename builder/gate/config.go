@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing
-//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/post-processor-gate.mdx
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,Publish,Signing
+//go:generate sh gendocs.sh packer-sdc ../../docs/post-processor-gate.mdx
 
 // Package gate is the Packer post-processor "gpuhost-gate": it scans the
 // artifact a build produced with the one gpuhost pipeline (collectors, the

@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
-//go:generate go run ./internal/gendocs -sdc ../../bin/packer-sdc -out ../../docs/provisioner-gpu.mdx
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
+//go:generate go run ./internal/gendocs -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
 // NVIDIA stack (driver, CUDA, container toolkit), holds it, configures

@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,DatasourceOutput
-//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/datasource-ngc.mdx
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,DatasourceOutput
+//go:generate sh gendocs.sh packer-sdc ../../docs/datasource-ngc.mdx
 
 // Package ngc is the Packer data source "gpuhost-ngc": it resolves an NGC
 // image tag to the manifest digest the registry serves now, so that a

@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config,EncryptionConfig
-//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/builder-rootfs.mdx
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,EncryptionConfig
+//go:generate sh gendocs.sh packer-sdc ../../docs/builder-rootfs.mdx
 
 package rootfs
 

@@ -1,5 +1,5 @@
-//go:generate ../../bin/packer-sdc mapstructure-to-hcl2 -type Config
-//go:generate sh gendocs.sh ../../bin/packer-sdc ../../docs/provisioner-scan.mdx
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config
+//go:generate sh gendocs.sh packer-sdc ../../docs/provisioner-scan.mdx
 
 // Package scan is the Packer provisioner "gpuhost-scan", the gate for
 // builders whose output the gpuhost-gate post-processor cannot read (an

@@ -17,6 +17,9 @@ var _ Renderer = (*htmlRenderer)(nil)
 
 func (*htmlRenderer) Format() string { return "html" }
 
+// Ext is the ending of a html report file.
+func (*htmlRenderer) Ext() string { return "html" }
+
 // Chart geometry, in SVG user units. The chart is drawn in Go so the report
 // reads the same with scripts disabled.
 const (

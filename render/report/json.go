@@ -14,6 +14,9 @@ var _ Renderer = (*jsonRenderer)(nil)
 
 func (*jsonRenderer) Format() string { return "json" }
 
+// Ext is the ending of a json report file.
+func (*jsonRenderer) Ext() string { return "json" }
+
 func (*jsonRenderer) Render(w io.Writer, rep *reports.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -14,6 +14,9 @@ var _ Renderer = (*junit)(nil)
 
 func (*junit) Format() string { return "junit" }
 
+// Ext is the ending of a junit report file.
+func (*junit) Ext() string { return "junit.xml" }
+
 // The JUnit XML shape CI systems read (Jenkins, GitLab, GitHub actions
 // that publish test results). Waived checks count as skipped: they ran and
 // failed, but a person accepted that.

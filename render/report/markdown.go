@@ -16,6 +16,9 @@ var _ Renderer = (*markdown)(nil)
 
 func (*markdown) Format() string { return "markdown" }
 
+// Ext is the ending of a markdown report file.
+func (*markdown) Ext() string { return "md" }
+
 // statusHeadings names the sections in the order they appear.
 var statusHeadings = map[string]string{
 	reports.StatusFail:   "Failures",

@@ -8,15 +8,29 @@ import (
 	"github.com/gpuhost/gpuhost/reports"
 )
 
-// Renderer writes a report in one format. Implementations live one per file.
-type Renderer = render.Renderer[*reports.Report]
+// Renderer writes a report in one format, to a file whose name ends in its
+// Ext. Implementations live one per file.
+type Renderer interface {
+	render.Renderer[*reports.Report]
+	// Ext is how the name of a report file of this format ends, without
+	// the leading dot ("junit.xml"): the Packer components name the files
+	// they write by it.
+	Ext() string
+}
 
 // registry holds the report formats, in the order help text lists them.
 var registry = render.NewRegistry[*reports.Report]("report",
 	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{})
 
 // Lookup returns the renderer for a format name.
-func Lookup(format string) (Renderer, error) { return registry.Lookup(format) }
+func Lookup(format string) (Renderer, error) {
+	r, err := registry.Lookup(format)
+	if err != nil {
+		return nil, err
+	}
+	// Every renderer registered above is a Renderer (their var _ lines).
+	return r.(Renderer), nil
+}
 
 // Formats lists the format names, sorted.
 func Formats() []string { return registry.Formats() }

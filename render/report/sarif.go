@@ -28,6 +28,9 @@ var _ Renderer = (*sarif)(nil)
 
 func (*sarif) Format() string { return "sarif" }
 
+// Ext is the ending of a sarif report file.
+func (*sarif) Ext() string { return "sarif" }
+
 // The SARIF object model, as much of it as we emit. Field order follows the
 // spec's examples so the output reads naturally.
 type (

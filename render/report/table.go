@@ -44,6 +44,9 @@ func NewTable(color bool) Renderer { return &table{color: color} }
 
 func (*table) Format() string { return "table" }
 
+// Ext is the ending of a table report file.
+func (*table) Ext() string { return "txt" }
+
 func (t *table) Render(w io.Writer, rep *reports.Report) error {
 	header := []string{"ID", "SEVERITY", "STATUS", "TITLE", "MESSAGE"}
 	rows := make([][]string, 0, len(rep.Results))

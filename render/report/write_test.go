@@ -17,6 +17,8 @@ type failingRenderer struct{}
 
 func (failingRenderer) Format() string { return "broken" }
 
+func (failingRenderer) Ext() string { return "broken" }
+
 func (failingRenderer) Render(w io.Writer, _ *reports.Report) error {
 	if _, err := io.WriteString(w, strings.Repeat("partial ", 10000)); err != nil {
 		return err

@@ -1,4 +1,4 @@
-//go:generate ../../../bin/packer-sdc mapstructure-to-hcl2 -type Vulnerabilities
+//go:generate packer-sdc mapstructure-to-hcl2 -type Vulnerabilities
 
 // Package evaluation is what the gpuhost Packer components that judge a
 // target share: the gpuhost-gate post-processor, which scans the image a
@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	packersdk "github.com/hashicorp/packer-plugin-sdk/packer"
@@ -109,25 +110,24 @@ type Config struct {
 	// The report formats written, one file per format, named as the top of
 	// this page says and ending in the format's extension: `table` (.txt),
 	// `json`, `sarif`, `junit` (.junit.xml), `markdown` (.md), `html`.
-	// Defaults to all six.
+	// Defaults to every format.
 	Reports []string `mapstructure:"reports"`
-}
-
-// reportExt is the file name ending of each report format.
-var reportExt = map[string]string{
-	"table":    "txt",
-	"json":     "json",
-	"sarif":    "sarif",
-	"junit":    "junit.xml",
-	"markdown": "md",
-	"html":     "html",
 }
 
 // ReportPath is where the report of format goes for a target named base,
 // written by the component whose short name is kind ("gate", "scan"):
-// `<base>.<kind>.<extension>`.
+// `<base>.<kind>.<extension>`, the extension the format's renderer names.
+// format is one Validate accepted.
 func ReportPath(base, kind, format string) string {
-	return base + "." + kind + "." + reportExt[format]
+	r, err := report.Lookup(format)
+	if err != nil {
+		panic(fmt.Sprintf("evaluation: ReportPath of a format Validate refuses: %v", err))
+	}
+	return reportPath(base, kind, r)
+}
+
+func reportPath(base, kind string, r report.Renderer) string {
+	return base + "." + kind + "." + r.Ext()
 }
 
 // Defaults fills in the settings left unset.
@@ -155,7 +155,7 @@ func (c *Config) Validate() []string {
 	seen := map[string]bool{}
 	for i, f := range c.Reports {
 		switch {
-		case reportExt[f] == "":
+		case !slices.Contains(report.Formats(), f):
 			add("reports[%d]: %q is not one of %s", i, f, strings.Join(report.Formats(), ", "))
 		case seen[f]:
 			add("reports[%d]: %q is listed twice", i, f)
@@ -242,7 +242,7 @@ func (c *Config) WriteReports(base, kind string, rep *reports.Report) ([]string,
 		if err != nil {
 			return paths, err
 		}
-		path := ReportPath(base, kind, format)
+		path := reportPath(base, kind, r)
 		if err := report.WriteFile(path, r, rep); err != nil {
 			return paths, err
 		}
