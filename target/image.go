@@ -40,7 +40,7 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 		defer closer.Close()
 		fsys = tree
 	case o.ImageRootfs != "":
-		return nil, fmt.Errorf("--rootfs %s: the root filesystem of %s is not encrypted, so it is read from the disk itself; --rootfs is for a root inside a LUKS volume", o.ImageRootfs, file)
+		return nil, fmt.Errorf("rootfs tree %s: the root filesystem of %s is not encrypted, so it is read from the disk itself; a rootfs tree is for a root inside a LUKS volume", o.ImageRootfs, file)
 	}
 	parts, err := img.Partitions()
 	if err != nil {
@@ -64,10 +64,10 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 func imageTree(dir string, enc *diskimage.EncryptedRoot) (sysroot.FS, io.Closer, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--rootfs: %w", err)
+		return nil, nil, fmt.Errorf("rootfs tree: %w", err)
 	}
 	if !info.IsDir() {
-		return nil, nil, fmt.Errorf("--rootfs %s: not a directory", dir)
+		return nil, nil, fmt.Errorf("rootfs tree %s: not a directory", dir)
 	}
 	fsys, closer, err := sysroot.Open(dir)
 	if err != nil {
@@ -76,7 +76,7 @@ func imageTree(dir string, enc *diskimage.EncryptedRoot) (sysroot.FS, io.Closer,
 	data, err := fsys.ReadFileLimit("/etc/crypttab", 1<<20)
 	if err != nil {
 		closer.Close()
-		return nil, nil, fmt.Errorf("--rootfs %s: reading /etc/crypttab, which must open the disk's LUKS volume %s: %w", dir, enc.UUID, err)
+		return nil, nil, fmt.Errorf("rootfs tree %s: reading /etc/crypttab, which must open the disk's LUKS volume %s: %w", dir, enc.UUID, err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
@@ -85,5 +85,5 @@ func imageTree(dir string, enc *diskimage.EncryptedRoot) (sysroot.FS, io.Closer,
 		}
 	}
 	closer.Close()
-	return nil, nil, fmt.Errorf("--rootfs %s: its /etc/crypttab does not open the LUKS volume UUID=%s on partition %d of the disk, so it is not the tree this disk was made from", dir, enc.UUID, enc.Partition.Index)
+	return nil, nil, fmt.Errorf("rootfs tree %s: its /etc/crypttab does not open the LUKS volume UUID=%s on partition %d of the disk, so it is not the tree this disk was made from", dir, enc.UUID, enc.Partition.Index)
 }

@@ -193,7 +193,7 @@ func TestImageEncryptedRoot(t *testing.T) {
 	img, uuid := encryptedRootImage(t)
 	_, err := Image(ctx, img, Options{Now: time.Now()})
 	var encErr *diskimage.EncryptedRootError
-	if !errors.As(err, &encErr) || encErr.UUID != uuid || encErr.Partition.Index != 2 || !strings.Contains(err.Error(), "--rootfs DIR") {
+	if !errors.As(err, &encErr) || encErr.UUID != uuid || encErr.Partition.Index != 2 || !strings.Contains(err.Error(), "the rootfs tree it was made from") {
 		t.Fatalf("a disk with an encrypted root, scanned alone: %v", err)
 	}
 

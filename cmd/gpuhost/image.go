@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +24,8 @@ func (a *app) scanImageCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.scanCollected(cmd.Context(), &sf, func(ctx context.Context) (*facts.Facts, error) {
-				return target.Image(ctx, args[0], imf.options(a.collectOptions(nil)))
+				f, err := target.Image(ctx, args[0], imf.options(a.collectOptions(nil)))
+				return f, imageError(err)
 			})
 		},
 	}
@@ -62,6 +65,24 @@ func (f *imageFlags) options(o target.Options) target.Options {
 	return o
 }
 
+// imageError adds to an error of opening a disk image the flag that lets
+// the scan go on: the library names what is missing, and the command line
+// says how its user gives it.
+func imageError(err error) error {
+	var enc *diskimage.EncryptedRootError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &enc):
+		return fmt.Errorf("%w: give it with --rootfs DIR", err)
+	case errors.Is(err, diskimage.ErrRootUnclear):
+		return fmt.Errorf("%w with --root-partition N", err)
+	case errors.Is(err, diskimage.ErrBackingRefused):
+		return fmt.Errorf("%w (--allow-backing DIR permits a chain whose files all lie in DIR)", err)
+	}
+	return err
+}
+
 // factsImageCommand is `facts image FILE`.
 func (a *app) factsImageCommand() *cobra.Command {
 	var imf imageFlags
@@ -73,7 +94,7 @@ func (a *app) factsImageCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := target.Image(cmd.Context(), args[0], imf.options(a.collectOptions(nil)))
 			if err != nil {
-				return err
+				return imageError(err)
 			}
 			return a.printFacts(f)
 		},

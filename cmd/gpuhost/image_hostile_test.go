@@ -115,7 +115,7 @@ func TestScanImageBacking(t *testing.T) {
 			t.Errorf("overlay: exit %d\n%s", o.code, o.stderr)
 		}
 		elsewhere := t.TempDir()
-		if o := runCommand(t, build, overlay, "--allow-backing", elsewhere); o.code != 2 || !strings.Contains(o.stderr, "lies outside --allow-backing") {
+		if o := runCommand(t, build, overlay, "--allow-backing", elsewhere); o.code != 2 || !strings.Contains(o.stderr, "lies outside the backing files' directory") {
 			t.Errorf("another directory allowed: exit %d\n%s", o.code, o.stderr)
 		}
 	}

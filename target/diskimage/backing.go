@@ -17,7 +17,7 @@ import (
 // blocking on a FIFO, and must be a regular file.
 type chain struct {
 	w     *work
-	allow string // absolute --allow-backing directory; "" refuses backing files
+	allow string // absolute Options.AllowBacking; "" refuses backing files
 	files []*hostFile
 	seen  map[[2]uint64]bool
 }
@@ -129,7 +129,7 @@ func (c *chain) openQcow2(h *hostFile, head []byte, depth int) (*qcow2, error) {
 func (c *chain) openBacking(from *hostFile, refs *qcowRefs, depth int) (virtualDisk, error) {
 	ref := refs.backing
 	if c.allow == "" {
-		return nil, fmt.Errorf("%w: %s names the backing file %q; backing files are refused (--allow-backing DIR permits a chain whose files all lie in DIR)", errReference, from.name, ref)
+		return nil, fmt.Errorf("%w: %s names the backing file %q; %w unless a directory holds the whole chain", errReference, from.name, ref, ErrBackingRefused)
 	}
 	if depth+1 >= maxChain {
 		return nil, fmt.Errorf("%w: %s: the backing chain is deeper than %d files", errReference, from.name, maxChain)
@@ -167,7 +167,7 @@ func backingPath(dir, from, ref string) (string, error) {
 	p = filepath.Clean(p)
 	rel, err := filepath.Rel(dir, p)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("%s lies outside --allow-backing %s", p, dir)
+		return "", fmt.Errorf("%s lies outside the backing files' directory %s", p, dir)
 	}
 	return p, nil
 }
@@ -182,7 +182,7 @@ func openBeneath(dir, path string) (*os.File, error) {
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening --allow-backing %s: %w", dir, err)
+		return nil, fmt.Errorf("opening the backing files' directory %s: %w", dir, err)
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	for i, part := range parts {

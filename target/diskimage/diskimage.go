@@ -82,10 +82,10 @@ func (o Options) Open(ctx context.Context, file string) (img *Image, err error) 
 	if o.AllowBacking != "" {
 		dir, err := filepath.Abs(o.AllowBacking)
 		if err != nil {
-			return nil, fmt.Errorf("--allow-backing %s: %w", o.AllowBacking, err)
+			return nil, fmt.Errorf("the backing files' directory %s: %w", o.AllowBacking, err)
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("--allow-backing %s: not a directory", o.AllowBacking)
+			return nil, fmt.Errorf("the backing files' directory %s: not a directory", o.AllowBacking)
 		}
 		c.allow = filepath.Clean(dir)
 	}

@@ -220,7 +220,7 @@ func TestRootChoice(t *testing.T) {
 		which string // the tree read, or "" for refused
 		err   []string
 	}{
-		"two OS trees": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), err: []string{"cannot tell which partition holds the root filesystem", "partition 1 (ext4, 24 MiB, os-release)", "partition 2 (ext4, 16 MiB, os-release)", "--root-partition N"}},
+		"two OS trees": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), err: []string{"cannot tell which partition holds the root filesystem", "partition 1 (ext4, 24 MiB, os-release)", "partition 2 (ext4, 16 MiB, os-release)", "choose the root partition"}},
 		"chosen":       {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), opts: Options{RootPartition: 2}, which: "weak"},
 		"chosen decoy": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), opts: Options{RootPartition: 1}, which: "hardened"},
 		"root type":    {disk: gptDisk(t, size, gptSpec{}, two(weak, func(p []testPart) { p[1].gptType = linuxRootX86 })), which: "weak"},
@@ -231,15 +231,15 @@ func TestRootChoice(t *testing.T) {
 		"fstab LABEL":     {disk: gptDisk(t, size, gptSpec{}, two(labelled, nil)), which: "weak"},
 		"fstab PARTUUID":  {disk: gptDisk(t, size, gptSpec{}, two(partuuid, func(p []testPart) { p[1].guid = "9E8D7C6B-5A49-4838-A726-150F0E0D0C0B" })), which: "weak"},
 		"MBR bootable":    {disk: mbrDisk(t, size, two(weak, func(p []testPart) { p[1].bootable = true })), which: "weak"},
-		"MBR, no signal":  {disk: mbrDisk(t, size, two(weak, nil)), err: []string{"partition 1", "partition 2", "--root-partition N"}},
+		"MBR, no signal":  {disk: mbrDisk(t, size, two(weak, nil)), err: []string{"partition 1", "partition 2", "choose the root partition"}},
 		"root type without ext4": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, gptType: linuxRootX86, fs: xfs}}),
-			err: []string{"partition 2 has the GPT type of a Linux root filesystem (x86-64) but holds no ext4 filesystem", "--root-partition N"}},
+			err: []string{"partition 2 has the GPT type of a Linux root filesystem (x86-64) but holds no ext4 filesystem", "choose the root partition"}},
 		"xfs beside": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, fs: xfs}}),
 			err: []string{"partition 2 holds an xfs filesystem, which cannot be read here"}},
 		"xfs beside, chosen": {disk: gptDisk(t, size, gptSpec{}, []testPart{{start: 2048, sectors: 24 << 11, fs: hardened}, {start: 2048 + 24<<11, sectors: 16 << 11, fs: xfs}}),
 			opts: Options{RootPartition: 1}, which: "hardened"},
 		"no such partition": {disk: gptDisk(t, size, gptSpec{}, two(weak, nil)), opts: Options{RootPartition: 3},
-			err: []string{"--root-partition 3: no such partition in the GPT table with partitions 1, 2"}},
+			err: []string{"root partition 3: no such partition in the GPT table with partitions 1, 2"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

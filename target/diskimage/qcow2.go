@@ -95,6 +95,14 @@ type qcowHeader struct {
 // external data file.
 var errReference = errors.New("the image refers to a file outside itself")
 
+// ErrBackingRefused marks a backing file refused because Options names no
+// directory for backing files: a caller says how its user names one.
+var ErrBackingRefused = errors.New("backing files are refused")
+
+// ErrRootUnclear marks a disk whose root partition cannot be told: a
+// caller says how its user chooses one (Options.RootPartition).
+var ErrRootUnclear = errors.New("choose the root partition")
+
 // parseQcowHeader decodes and checks the fixed header in b, the file's
 // first bytes (at most qcowV3HeaderLength+8 are looked at), against the
 // spec and fileSize.

@@ -33,11 +33,11 @@ import (
 //     (x86-64 or arm64), an /etc/fstab that mounts the candidate itself at
 //     / (by UUID=, LABEL=, PARTUUID= or PARTLABEL=), the MBR active flag.
 //  6. One left is the root; more is refused, naming them, and
-//     Options.RootPartition (--root-partition N) chooses.
+//     Options.RootPartition chooses.
 //
 // A LUKS volume cannot be read without its key. The root is taken to be
 // inside one when a LUKS partition carries the GPT type of a Linux root,
-// when --root-partition names a LUKS partition, or when the disk has one
+// when Options.RootPartition names a LUKS partition, or when the disk has one
 // LUKS partition and no ext4 filesystem holding an OS: judging the /boot
 // beside it would judge a decoy. Open then fails with an
 // *EncryptedRootError, or, with Options.EncryptedRoot, returns the image
@@ -90,7 +90,7 @@ func (im *Image) findRoot(want int) error {
 			return fmt.Errorf("an ext4 filesystem fills the whole disk, which also carries a %s: which one boots is not clear", table)
 		}
 		if want != 0 {
-			return fmt.Errorf("--root-partition %d: the filesystem fills the whole disk; there are no partitions", want)
+			return fmt.Errorf("root partition %d: the filesystem fills the whole disk; there are no partitions", want)
 		}
 		c, err := im.openCandidate(nil, 0, size)
 		if err != nil {
@@ -127,7 +127,7 @@ func (im *Image) findRoot(want int) error {
 		}
 		if !isExt4(im.disk, p.Start) {
 			if want != 0 {
-				return fmt.Errorf("--root-partition %d: the partition holds no ext4 filesystem", want)
+				return fmt.Errorf("root partition %d: the partition holds no ext4 filesystem", want)
 			}
 			continue
 		}
@@ -138,7 +138,7 @@ func (im *Image) findRoot(want int) error {
 		cands = append(cands, c)
 	}
 	if want != 0 && len(cands) == 0 {
-		return fmt.Errorf("--root-partition %d: no such partition in the %s", want, table)
+		return fmt.Errorf("root partition %d: no such partition in the %s", want, table)
 	}
 	if want == 0 && len(lukss) == 1 && !slices.ContainsFunc(cands, func(c *candidate) bool { return c.osRelease }) {
 		return im.encrypted(lukss[0])
@@ -168,7 +168,7 @@ type EncryptedRootError struct {
 }
 
 func (e *EncryptedRootError) Error() string {
-	return fmt.Sprintf("the root filesystem is inside the LUKS volume on partition %d (UUID %s), which cannot be read without its key; scan it together with the rootfs tree it was made from (--rootfs DIR; the gpuhost-rootfs builder keeps it beside the disk)", e.Partition.Index, e.UUID)
+	return fmt.Sprintf("the root filesystem is inside the LUKS volume on partition %d (UUID %s), which cannot be read without its key; scan it together with the rootfs tree it was made from (the gpuhost-rootfs builder keeps it beside the disk)", e.Partition.Index, e.UUID)
 }
 
 // luksMagic opens every LUKS header, LUKS1 and LUKS2.
@@ -214,10 +214,10 @@ func refuseUnreadable(r io.ReaderAt, t *partitionTable) error {
 			continue
 		}
 		if arch := linuxRootTypes[p.Type]; arch != "" {
-			return fmt.Errorf("partition %d has the GPT type of a Linux root filesystem (%s) but holds no ext4 filesystem, so it cannot be judged; choose the root with --root-partition N", p.Index, arch)
+			return fmt.Errorf("partition %d has the GPT type of a Linux root filesystem (%s) but holds no ext4 filesystem, so it cannot be judged; %w", p.Index, arch, ErrRootUnclear)
 		}
 		if fs := foreignFS(r, p); fs != "" {
-			return fmt.Errorf("partition %d holds %s filesystem, which cannot be read here, so whether it is the root cannot be told; choose the root with --root-partition N", p.Index, fs)
+			return fmt.Errorf("partition %d holds %s filesystem, which cannot be read here, so whether it is the root cannot be told; %w", p.Index, fs, ErrRootUnclear)
 		}
 	}
 	return nil
@@ -349,5 +349,5 @@ func chooseRoot(cands []*candidate) (*candidate, error) {
 	for i, c := range cands {
 		names[i] = c.String()
 	}
-	return nil, fmt.Errorf("cannot tell which partition holds the root filesystem: %s could each be it; choose one with --root-partition N", strings.Join(names, " and "))
+	return nil, fmt.Errorf("cannot tell which partition holds the root filesystem: %s could each be it; %w", strings.Join(names, " and "), ErrRootUnclear)
 }
