@@ -25,11 +25,12 @@ func main() {
 	gpuhost := flag.String("gpuhost", "bin/gpuhost", "the gpuhost binary to measure")
 	agentBin := flag.String("agent", "bin/gpuhost-agent", "the lean build the agent figure runs (make build writes it)")
 	sample := flag.String("sample", "cmd/gpuhost/testdata/rootfs-weak", "configuration files copied into the generated tree")
+	hardened := flag.String("hardened", "cmd/gpuhost/testdata/rootfs-hardened", "the tree whose collection and judging are timed side by side")
 	packages := flag.Int("packages", 1500, "packages in the generated dpkg status")
 	files := flag.Int("files", 20000, "files in the generated tree")
 	docs := flag.Int("docs", 10000, "facts documents for the scan facts figure")
 	runs := flag.Int("runs", 10, "repetitions of each timed command")
-	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (scan rootfs and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files), "soak-images" (1,000 damaged disk images), "soak-hostile" (crafted attacks on the scan budget) or "boot" (the last boot test's figures, from -boot)`)
+	only := flag.String("only", "", `run one part only: "facts" (the scan facts figures), "rootfs" (facts and scan of the hardened tree side by side, scan rootfs of the generated tree, and Lynis), "agent" (one agent run and its idle memory), "soak-yaml" (mutated waiver and params files), "soak-images" (1,000 damaged disk images), "soak-hostile" (crafted attacks on the scan budget) or "boot" (the last boot test's figures, from -boot)`)
 	bootDir := flag.String("boot", "", "a directory holding the boot test's recorded figures (make e2e keeps them in out/e2e): each boot's time from power on to its live verdict, reported beside the target, not measured again")
 	soak := flag.Int("soak", 1000, "mutated files in the YAML soak")
 	soakList := flag.String(soakWorkerFlag, "", "internal: scan the images listed in this file, as the image soak's worker")
@@ -71,7 +72,7 @@ func main() {
 			return
 		}
 	}
-	if err := run(*gpuhost, *agentBin, *sample, *packages, *files, *docs, *runs, *only); err != nil {
+	if err := run(*gpuhost, *agentBin, *sample, *hardened, *packages, *files, *docs, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -98,7 +99,7 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, only string) error {
+func run(gpuhost, agentBin, sample, hardened string, nPackages, nFiles, nDocs, runs int, only string) error {
 	tmp, err := os.MkdirTemp("", "gpuhost-bench-")
 	if err != nil {
 		return err
@@ -121,8 +122,14 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 	fmt.Printf("tree: %s (dpkg status of %d packages, %d files)\n\n", tree, nPackages, nFiles)
 
 	var table []measurement
+	var judging string
 
 	if only == "" || only == "rootfs" {
+		ms, line, err := measureJudging(gpuhost, hardened, runs)
+		if err != nil {
+			return err
+		}
+		table, judging = append(table, ms...), line
 		m, err := measureScanRootfs(gpuhost, tree, runs)
 		if err != nil {
 			return err
@@ -160,6 +167,9 @@ func run(gpuhost, agentBin, sample string, nPackages, nFiles, nDocs, runs int, o
 			m.medianCPU().Round(time.Millisecond), float64(m.maxRSS)/1024, m.finding)
 	}
 	fmt.Printf("\ntargets: scan rootfs < 300 ms and < 150 MB; scan facts and scan facts --summary >= 2000 documents/s; agent run < 1 s, idle RSS < 60 MB\n")
+	if judging != "" {
+		fmt.Println(judging)
+	}
 	fmt.Printf("the machine may be shared: CPU time and documents per CPU-second move far less with load than wall time\n")
 	return soakErr
 }
