@@ -115,7 +115,7 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "gpuhost: %v\n\n%s", ue.err, ue.cmd.UsageString())
+		fmt.Fprintln(stderr, ue.line())
 		return scan.ExitUntrusted
 	}
 	var ee *exitError
@@ -166,34 +166,6 @@ func versionLine() string {
 		return version.String() + " (lean build: no plan, manifest, sbom or --trivy-db)"
 	}
 	return version.String()
-}
-
-// usageError is a command line the command cannot take: a missing or extra
-// argument, an unknown flag. It is shown with the command's usage, since
-// SilenceUsage keeps usage off every other error.
-type usageError struct {
-	cmd *cobra.Command
-	err error
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-// usageOnMisuse makes every command's argument check and flag parsing
-// answer with its usage, so `gpuhost scan rootfs` says what it wants.
-func usageOnMisuse(cmd *cobra.Command) {
-	if check := cmd.Args; check != nil {
-		cmd.Args = func(c *cobra.Command, args []string) error {
-			if err := check(c, args); err != nil {
-				return &usageError{cmd: c, err: err}
-			}
-			return nil
-		}
-	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{cmd: c, err: err} })
-	for _, sub := range cmd.Commands() {
-		usageOnMisuse(sub)
-	}
 }
 
 // collectsFacts gives a command that collects facts its --trivy-db flag:
