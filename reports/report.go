@@ -254,8 +254,13 @@ func (r *Report) NotEvaluated(threshold string) bool {
 // It is the one place the rule behind --fail-on, the gate's fail_on and
 // verify is written.
 func (r Result) FailsAt(threshold string) bool {
-	return r.Status == StatusFail && SeverityRank(r.Severity) <= SeverityRank(threshold)
+	return threshold != Never && r.Status == StatusFail && SeverityRank(r.Severity) <= SeverityRank(threshold)
 }
+
+// Never is the threshold no failure reaches (--fail-on none): an advisory
+// scan, which still exits 2 when the scan itself cannot be trusted, as no
+// `|| true` after a scan would.
+const Never = "none"
 
 // UnevaluatedAt reports whether the result applies to the target, reached no
 // verdict, and is at or above threshold (--fail-on-skip, fail_on_skip).

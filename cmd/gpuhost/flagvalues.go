@@ -155,3 +155,31 @@ func (v *choiceListValue) Set(s string) error {
 	}
 	return nil
 }
+
+// exitCodeValue is --exit-code: the code a failing scan exits with. 0
+// would hide a failure (--fail-on none says that plainly), 2 would read as
+// a scan that cannot be trusted, and past 125 shells give codes their own
+// meanings.
+type exitCodeValue struct{ value *int }
+
+func (v exitCodeValue) String() string {
+	if *v.value == 0 {
+		return "1"
+	}
+	return strconv.Itoa(*v.value)
+}
+func (v exitCodeValue) Type() string { return "int" }
+
+func (v exitCodeValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil || n < 0 || n > 125:
+		return fmt.Errorf("want 1, or 3 to 125")
+	case n == 0:
+		return fmt.Errorf("0 would pass a failing scan; --fail-on none makes the scan advisory")
+	case n == 2:
+		return fmt.Errorf("2 is the exit code of a scan that cannot be trusted; want 1, or 3 to 125")
+	}
+	*v.value = n
+	return nil
+}

@@ -294,7 +294,7 @@ func TestUntrustedInputsExit2(t *testing.T) {
 
 func TestPolicyCommands(t *testing.T) {
 	o := gpuhost(t, "", "policy", "list")
-	if o.code != 0 || !strings.Contains(o.stdout, "GH-SSH-001") {
+	if o.code != 0 || !strings.Contains(o.stdout, "GH-SSH-001") || !strings.Contains(o.stdout, "iam/sudo_log.rego") {
 		t.Errorf("policy list: exit %d\n%s", o.code, o.stdout)
 	}
 	o = gpuhost(t, "", "policy", "test", "--fail-under", "90")

@@ -31,12 +31,15 @@ func (a *app) policyCommand() *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSEVERITY\tTARGETS\tTITLE")
+			// FILE is the check's path in the pack, which reports give too;
+			// for the embedded pack it is the end of the file's path in the
+			// repository (iam/sudo_log.rego: facts/access/iam/sudo_log.rego).
+			fmt.Fprintln(tw, "ID\tSEVERITY\tTARGETS\tFILE\tTITLE")
 			for _, c := range e.Checks() {
 				// A pack given with --policy is not trusted: its text must not
 				// drive the terminal or break the table.
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", escape.Terminal(c.ID), escape.Terminal(c.Severity),
-					escape.Terminal(strings.Join(c.Targets, ",")), escape.Terminal(c.Title))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", escape.Terminal(c.ID), escape.Terminal(c.Severity),
+					escape.Terminal(strings.Join(c.Targets, ",")), escape.Terminal(c.File), escape.Terminal(c.Title))
 			}
 			fmt.Fprintf(tw, "\n%d checks, policy digest %s\n", len(e.Checks()), e.Digest())
 			return tw.Flush()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,16 +87,20 @@ type scanFlags struct {
 	// failOnSkip, when set, fails the scan on a check at or above it that
 	// could not be evaluated.
 	failOnSkip string
-	format     string
-	reports    []reportSpec
-	noColor    bool
+	// exitCode is the exit code of a scan that fails at --fail-on, in place
+	// of 1 (--exit-code).
+	exitCode int
+	format   string
+	reports  []reportSpec
+	noColor  bool
 }
 
 func (s *scanFlags) register(cmd *cobra.Command) {
 	s.policyFlags.register(cmd)
 	f := cmd.Flags()
 	s.waivers.register(cmd)
-	f.Var(choiceVar(&s.failOn, "high", reports.Severities...), "fail-on", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", "))
+	f.Var(choiceVar(&s.failOn, "high", append(slices.Clone(reports.Severities), reports.Never)...), "fail-on", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", ")+"; "+reports.Never+" never does (an advisory scan still exits 2 when it cannot be trusted)")
+	f.Var(exitCodeValue{&s.exitCode}, "exit-code", "the exit code when a check fails at or above --fail-on, instead of 1 (1 or 3 to 125; 2 is a scan that cannot be trusted)")
 	f.Var(optionalChoiceVar(&s.failOnSkip, reports.Severities...), "fail-on-skip", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
 	f.Var(optionalChoiceVar(&s.format, report.Formats()...), "format", "format on stdout: "+strings.Join(report.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
@@ -157,18 +162,23 @@ func (a *app) emit(s *scanFlags, rep *reports.Report) error {
 		}
 		a.log.Info("report written", "format", spec.format, "path", spec.path)
 	}
-	return exitFor([]*reports.Report{rep}, s.thresholds())
+	return s.exit(scan.ExitCode([]*reports.Report{rep}, s.thresholds()))
 }
 
 func (s *scanFlags) thresholds() scan.Thresholds {
 	return scan.Thresholds{FailOn: s.failOn, FailOnSkip: s.failOnSkip}
 }
 
-func exitFor(reps []*reports.Report, t scan.Thresholds) error {
-	if code := scan.ExitCode(reps, t); code != scan.ExitPass {
-		return &exitError{code: code}
+// exit turns a scan's exit code into the command's error, with --exit-code
+// in place of a failure's 1.
+func (s *scanFlags) exit(code int) error {
+	switch code {
+	case scan.ExitPass:
+		return nil
+	case scan.ExitFail:
+		return &exitError{code: max(s.exitCode, scan.ExitFail)}
 	}
-	return nil
+	return &exitError{code: code}
 }
 
 type hostFlags struct {
@@ -353,7 +363,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 		return err
 	}
 	if out.code != scan.ExitPass {
-		return &exitError{code: out.code}
+		return s.exit(out.code)
 	}
 	return nil
 }
@@ -390,10 +400,7 @@ func (a *app) scanSummary(ctx context.Context, sc *scan.Scanner, s *scanFlags, a
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("writing the summary: %w", err)
 	}
-	if code := sum.ExitCode(); code != scan.ExitPass {
-		return &exitError{code: code}
-	}
-	return nil
+	return s.exit(sum.ExitCode())
 }
 
 // noDocuments is the error for inputs that held no facts document at all:
