@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpuhost/gpuhost/engine"
@@ -29,6 +30,9 @@ type Scanner struct {
 	eval    Evaluator
 	waivers []waivers.Waiver
 	now     func() time.Time
+	// selected, when set, says which checks the report holds
+	// (WithSelection).
+	selected func(id string) bool
 }
 
 // Option configures a Scanner.
@@ -74,6 +78,9 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 	results, err := s.eval.Evaluate(ctx, doc)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating policies: %w", err)
+	}
+	if s.selected != nil {
+		results = slices.DeleteFunc(results, func(r reports.Result) bool { return !s.selected(r.ID) })
 	}
 	target := targetOf(doc)
 	waivers.ApplyTarget(results, s.waivers, target, s.now())

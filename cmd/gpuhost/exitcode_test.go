@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,40 @@ func TestAdvisoryScanAndExitCode(t *testing.T) {
 		if o := gpuhost(t, "", args...); o.code != 2 {
 			t.Errorf("%v: exit %d, want 2: the scan cannot be trusted\n%s", args, o.code, o.stderr)
 		}
+	}
+}
+
+// TestChecksSelection: --checks and --skip-checks choose what the report
+// holds, and so what the exit code follows; a pattern that matches nothing
+// exits 2 naming the word meant.
+func TestChecksSelection(t *testing.T) {
+	weak := filepath.Join("testdata", "rootfs-weak")
+	o := gpuhost(t, "", "scan", "rootfs", weak, "--format", "json", "--checks", "ssh", "--skip-checks", "GH-SSH-00*")
+	rep := jsonReport(t, o)
+	if len(rep.Results) == 0 {
+		t.Fatal("--checks ssh selected nothing")
+	}
+	for _, r := range rep.Results {
+		if !strings.HasPrefix(r.ID, "GH-SSH-01") {
+			t.Errorf("%s reported; want only GH-SSH-01x", r.ID)
+		}
+	}
+	if rep.Summary.Total != len(rep.Results) {
+		t.Errorf("summary counts %d checks, the report holds %d", rep.Summary.Total, len(rep.Results))
+	}
+	// The weak tree fails at high, but not in a check that passes there.
+	pass := gpuhost(t, "", "scan", "rootfs", weak, "--format", "json")
+	var passing string
+	for _, r := range jsonReport(t, pass).Results {
+		if r.Status == "pass" {
+			passing = r.ID
+			break
+		}
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", weak, "--checks", passing); o.code != 0 {
+		t.Errorf("--checks %s (a passing check): exit %d\n%s", passing, o.code, o.stderr)
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", weak, "--checks", "GH-SSH-01"); o.code != 2 || !strings.Contains(o.stderr, `did you mean "GH-SSH-001"`) {
+		t.Errorf("--checks GH-SSH-01: exit %d\n%s", o.code, o.stderr)
 	}
 }

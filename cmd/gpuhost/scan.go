@@ -90,9 +90,11 @@ type scanFlags struct {
 	// exitCode is the exit code of a scan that fails at --fail-on, in place
 	// of 1 (--exit-code).
 	exitCode int
-	format   string
-	reports  []reportSpec
-	noColor  bool
+	// checks and skipChecks choose the checks reported (scan.Selection).
+	checks, skipChecks []string
+	format             string
+	reports            []reportSpec
+	noColor            bool
 }
 
 func (s *scanFlags) register(cmd *cobra.Command) {
@@ -102,6 +104,8 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	f.Var(choiceVar(&s.failOn, "high", append(slices.Clone(reports.Severities), reports.Never)...), "fail-on", "exit 1 when a check fails at or above: "+strings.Join(reports.Severities, ", ")+"; "+reports.Never+" never does (an advisory scan still exits 2 when it cannot be trusted)")
 	f.Var(exitCodeValue{&s.exitCode}, "exit-code", "the exit code when a check fails at or above --fail-on, instead of 1 (1 or 3 to 125; 2 is a scan that cannot be trusted)")
 	f.Var(optionalChoiceVar(&s.failOnSkip, reports.Severities...), "fail-on-skip", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
+	f.StringSliceVar(&s.checks, "checks", nil, "report only these checks: ids, globs over ids (GH-SSH-*), pack folders (ssh, iam) or severities, comma-separated or repeated")
+	f.StringSliceVar(&s.skipChecks, "skip-checks", nil, "leave these checks out of the report, named as --checks names them")
 	f.Var(optionalChoiceVar(&s.format, report.Formats()...), "format", "format on stdout: "+strings.Join(report.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
@@ -130,6 +134,21 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 	}
 	if list != nil {
 		opts = append(opts, scan.WithWaivers(list))
+	}
+	selected, err := scan.Selection{Only: s.checks, Skip: s.skipChecks}.Compile(e.Checks())
+	var unmatched *scan.UnmatchedError
+	if errors.As(err, &unmatched) {
+		flag := "--skip-checks"
+		if slices.Contains(s.checks, unmatched.Pattern) {
+			flag = "--checks"
+		}
+		return nil, fmt.Errorf("%s: %w%s", flag, err, nearest(unmatched.Pattern, unmatched.Words))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--checks or --skip-checks: %w", err)
+	}
+	if selected != nil {
+		opts = append(opts, scan.WithSelection(selected))
 	}
 	return scan.New(eval, opts...), nil
 }
