@@ -93,3 +93,35 @@ func TestChecksSelection(t *testing.T) {
 		t.Errorf("--checks GH-SSH-01: exit %d\n%s", o.code, o.stderr)
 	}
 }
+
+// TestOutputFile: -o writes the --format output to a file, whole, once the
+// scan has a verdict (a failing one too); a scan that stops without one
+// leaves an earlier file as it was, and a path that is not a regular file
+// is refused, not replaced.
+func TestOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "scan.json")
+	if o := gpuhost(t, "", "scan", "rootfs", filepath.Join("testdata", "rootfs-weak"), "--format", "json", "-o", out); o.code != 1 || o.stdout != "" {
+		t.Fatalf("-o: exit %d, stdout %q\n%s", o.code, o.stdout, o.stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(data, &rep); err != nil || rep["schema"] != "gpuhost.report/v1" {
+		t.Fatalf("%s holds no report: %v\n%.200s", out, err, data)
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", filepath.Join(dir, "missing"), "--output", out); o.code != 2 {
+		t.Errorf("a scan with no verdict: exit %d", o.code)
+	}
+	if again, err := os.ReadFile(out); err != nil || string(again) != string(data) {
+		t.Errorf("a scan with no verdict changed %s: %v", out, err)
+	}
+	if o := gpuhost(t, "", "scan", "rootfs", filepath.Join("testdata", "rootfs-weak"), "-o", dir); o.code != 2 || !strings.Contains(o.stderr, "--output") {
+		t.Errorf("-o a directory: exit %d\n%s", o.code, o.stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

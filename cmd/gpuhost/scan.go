@@ -93,8 +93,10 @@ type scanFlags struct {
 	// checks and skipChecks choose the checks reported (scan.Selection).
 	checks, skipChecks []string
 	format             string
-	reports            []reportSpec
-	noColor            bool
+	// output is where the --format output goes instead of stdout.
+	output  string
+	reports []reportSpec
+	noColor bool
 }
 
 func (s *scanFlags) register(cmd *cobra.Command) {
@@ -107,6 +109,7 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&s.checks, "checks", nil, "report only these checks: ids, globs over ids (GH-SSH-*), pack folders (ssh, iam) or severities, comma-separated or repeated")
 	f.StringSliceVar(&s.skipChecks, "skip-checks", nil, "leave these checks out of the report, named as --checks names them")
 	f.Var(optionalChoiceVar(&s.format, report.Formats()...), "format", "format on stdout: "+strings.Join(report.Formats(), ", ")+" (default: table, colored on a terminal)")
+	f.StringVarP(&s.output, "output", "o", "", "write the --format output to this file, atomically, instead of stdout")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
 }
@@ -172,8 +175,14 @@ func (a *app) stdoutRenderer(s *scanFlags) report.Renderer {
 // emit writes one report to stdout and to every --report file, and returns
 // the exit code for it.
 func (a *app) emit(s *scanFlags, rep *reports.Report) error {
-	if err := a.stdoutRenderer(s).Render(a.stdout, rep); err != nil {
-		return fmt.Errorf("writing report: %w", err)
+	err := a.toOutput(s, func() error {
+		if err := a.stdoutRenderer(s).Render(a.stdout, rep); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, spec := range s.reports {
 		if err := report.WriteFile(spec.path, spec.renderer, rep); err != nil {
@@ -182,6 +191,34 @@ func (a *app) emit(s *scanFlags, rep *reports.Report) error {
 		a.log.Info("report written", "format", spec.format, "path", spec.path)
 	}
 	return s.exit(scan.ExitCode([]*reports.Report{rep}, s.thresholds()))
+}
+
+// toOutput runs write with stdout sent to --output, when it is set: the
+// file appears whole once write has given a verdict (nil, or an exit code
+// of a failing or untrusted scan), and not at all when the command stopped
+// without one, so a CI job never reads half a report or an old one as new.
+func (a *app) toOutput(s *scanFlags, write func() error) error {
+	if s.output == "" {
+		return write()
+	}
+	f, err := report.CreateAtomic(s.output)
+	if err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	stdout := a.stdout
+	a.stdout = f
+	err = write()
+	a.stdout = stdout
+	var verdict *exitError
+	if err != nil && !errors.As(err, &verdict) {
+		f.Abort()
+		return err
+	}
+	if cerr := f.Commit(); cerr != nil {
+		return fmt.Errorf("--output: %w", cerr)
+	}
+	a.log.Info("report written", "path", s.output)
+	return err
 }
 
 func (s *scanFlags) thresholds() scan.Thresholds {
@@ -294,10 +331,12 @@ func (a *app) scanCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if summary {
-				return a.scanSummary(cmd.Context(), sc, &ff, args, workers)
-			}
-			return a.scanSaved(cmd.Context(), sc, &ff, args, workers)
+			return a.toOutput(&ff, func() error {
+				if summary {
+					return a.scanSummary(cmd.Context(), sc, &ff, args, workers)
+				}
+				return a.scanSaved(cmd.Context(), sc, &ff, args, workers)
+			})
 		},
 	}
 	ff.register(saved)

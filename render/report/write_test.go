@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpuhost/gpuhost/reports"
@@ -127,5 +128,42 @@ func TestParseReportSpec(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("ParseReportSpec(%q) = %v, want an error containing %q", bad.spec, err, bad.want)
 		}
+	}
+}
+
+// A report never replaces what is not a regular file at its path: a device
+// node, a named pipe or a link stay as they were.
+func TestWriteFileRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Lookup("json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, link, dir + "/"} {
+		err := WriteFile(path, r, loadReport(t))
+		if err == nil {
+			t.Errorf("%s: written", path)
+			continue
+		}
+		if path != dir+"/" && !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the pipe is gone or replaced: %v %v", fi, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
+		t.Errorf("the link is gone or replaced: %v %v", fi, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
