@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -24,6 +25,7 @@ import (
 	"github.com/gpuhost/gpuhost/render/summary"
 	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/scan"
+	"github.com/gpuhost/gpuhost/scan/waivers"
 	"github.com/gpuhost/gpuhost/target"
 )
 
@@ -137,6 +139,7 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 	}
 	if list != nil {
 		opts = append(opts, scan.WithWaivers(list))
+		warnWaivers(s.waivers.file, list, e.Checks(), time.Now())
 	}
 	selected, err := scan.Selection{Only: s.checks, Skip: s.skipChecks}.Compile(e.Checks())
 	var unmatched *scan.UnmatchedError
@@ -154,6 +157,26 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 		opts = append(opts, scan.WithSelection(selected))
 	}
 	return scan.New(eval, opts...), nil
+}
+
+// warnWaivers says on stderr, at every scan, what in the waiver file waives
+// nothing: an expired waiver, and one whose id names no check of the pack
+// (a typo, or a check since renamed). Both leave the verdict as if the
+// waiver were absent, which a reviewer reading only the exit code would
+// not see; `waivers check` says the same for CI.
+func warnWaivers(file string, list []waivers.Waiver, checks []engine.Check, now time.Time) {
+	ids := make([]string, len(checks))
+	for i, c := range checks {
+		ids[i] = c.ID
+	}
+	for _, w := range list {
+		switch {
+		case !slices.Contains(ids, w.ID):
+			slog.Warn("a waiver names no check of the pack, so it waives nothing"+nearest(w.ID, ids), "file", file, "id", w.ID, "ticket", w.Ticket)
+		case w.Expired(now):
+			slog.Warn("a waiver has expired, so it no longer waives", "file", file, "id", w.ID, "expires", w.Expires, "ticket", w.Ticket)
+		}
+	}
 }
 
 // memoized is the evaluator of a fleet scan: hosts of one image share most of

@@ -125,3 +125,44 @@ func TestOutputFile(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestWaiverWarnings: an expired waiver and one naming no check are said
+// on stderr at scan time, the second with the id meant, and neither
+// changes the verdict.
+func TestWaiverWarnings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "waivers.yaml")
+	list := `- id: GH-SSH-001
+  target: "*"
+  justification: lab
+  approved_by: sec@example.com
+  ticket: SEC-1
+  expires: "2020-01-01"
+- id: GH-SSH-01
+  target: "*"
+  justification: lab
+  approved_by: sec@example.com
+  ticket: SEC-2
+  expires: "2099-01-01"
+`
+	if err := os.WriteFile(file, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	weak := filepath.Join("testdata", "rootfs-weak")
+	o := gpuhost(t, "", "scan", "rootfs", weak, "--waivers", file, "--format", "json")
+	if o.code != 1 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	for _, want := range []string{
+		`msg="a waiver has expired, so it no longer waives" file=` + file + ` id=GH-SSH-001 expires=2020-01-01 ticket=SEC-1`,
+		`waives nothing; did you mean \"GH-SSH-001\"?" file=` + file + ` id=GH-SSH-01 ticket=SEC-2`,
+	} {
+		if !strings.Contains(o.stderr, want) {
+			t.Errorf("stderr does not say %s:\n%s", want, o.stderr)
+		}
+	}
+	for _, r := range jsonReport(t, o).Results {
+		if r.ID == "GH-SSH-001" && r.Status != "fail" {
+			t.Errorf("GH-SSH-001 is %s under an expired waiver", r.Status)
+		}
+	}
+}
