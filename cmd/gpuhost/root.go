@@ -41,8 +41,10 @@ type app struct {
 	stdout, stderr io.Writer
 	log            *slog.Logger
 	logLevel       string
-	cpuProfile     string
-	profile        *os.File
+	// config is --config, the settings file (settings).
+	config     string
+	cpuProfile string
+	profile    *os.File
 	// trivyDB is an offline trivy vulnerability DB; when set, the command
 	// (one that collects facts) also matches the target's OS packages
 	// against it.
@@ -138,17 +140,25 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			config, err := settings(cmd, a.config, os.Getenv)
+			if err != nil {
+				return &usageError{cmd: cmd, err: err}
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(a.log)
+			if config != "" {
+				a.log.Info("settings read", "config", config)
+			}
 			return a.startProfile()
 		},
 		PersistentPostRun: func(*cobra.Command, []string) { a.stopProfile() },
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&a.config, "config", "", "settings file: flag names as keys (default: "+configFile+" in the working directory, when there is one); a flag beats its "+envPrefix+"NAME environment variable, which beats the file")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.validateCommand(), a.versionCommand())
