@@ -38,7 +38,7 @@ func (m *marker) mark(ctx context.Context, failing []string) error {
 		TLSHandshakeTimeout: m.timeout,
 	}
 	defer tr.CloseIdleConnections()
-	c := &apiClient{http: &http.Client{Transport: tr, Timeout: m.timeout}, token: token}
+	c := &apiClient{http: &http.Client{Transport: tr, Timeout: m.timeout, CheckRedirect: refuseRedirect}, token: token}
 	for attempt := 0; ; attempt++ {
 		var n nodeObject
 		if err := c.do(ctx, http.MethodGet, m.url, "", nil, &n); err != nil {
@@ -59,6 +59,14 @@ func (m *marker) mark(ctx context.Context, failing []string) error {
 		}
 		return err
 	}
+}
+
+// refuseRedirect keeps the client from following a redirect: the API
+// server never answers a node's GET or PATCH with one, and following it
+// would send the token where the answer points, plain HTTP included (Go
+// keeps the Authorization header on a redirect to the same host).
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("the API server redirected to %s; the agent follows no redirect with its token", req.URL.Redacted())
 }
 
 // apiClient sends requests with the service account's token.
