@@ -166,3 +166,25 @@ func TestWaiverWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralDocumentsOneFile: scan facts of several documents writes one
+// SARIF log (a run per host) and one JUnit file (a testsuite per host),
+// never documents back to back, and refuses HTML, which holds one report.
+func TestSeveralDocumentsOneFile(t *testing.T) {
+	docs := []string{filepath.Join("..", "..", "scan", "testdata", "weak-facts.json"), filepath.Join("..", "..", "scan", "testdata", "compliant-host.json")}
+	o := gpuhost(t, "", append([]string{"scan", "facts", "--format", "sarif"}, docs...)...)
+	var log struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &log); err != nil || len(log.Runs) != 2 {
+		t.Errorf("sarif: exit %d, %d runs, %v\n%.300s", o.code, len(log.Runs), err, o.stdout)
+	}
+	o = gpuhost(t, "", append([]string{"scan", "facts", "--format", "junit"}, docs...)...)
+	if n := strings.Count(o.stdout, "<testsuites "); n != 1 || strings.Count(o.stdout, "<testsuite ") != 2 {
+		t.Errorf("junit: %d roots, %d suites\n%.300s", n, strings.Count(o.stdout, "<testsuite "), o.stdout)
+	}
+	o = gpuhost(t, "", append([]string{"scan", "facts", "--format", "html"}, docs...)...)
+	if o.code != 2 || !strings.Contains(o.stderr, "--format html holds one report") {
+		t.Errorf("html: exit %d\n%s", o.code, o.stderr)
+	}
+}

@@ -340,8 +340,9 @@ func (a *app) scanCommand() *cobra.Command {
 		Short: "Evaluate saved facts documents (files, or NDJSON on stdin with no FILE or '-')",
 		Long: "Evaluate saved gpuhost.facts/v1 documents. Each FILE holds one JSON document, or many as NDJSON.\n" +
 			"With no FILE, or '-', documents are read as NDJSON from stdin. With one document the output is as for\n" +
-			"any scan; with several, --format json writes one compact report per line (NDJSON), and each table is\n" +
-			"headed by its host (the hostname, else the ref) and the document it came from.\n" +
+			"any scan; with several, --format json writes one compact report per line (NDJSON), sarif one log with a\n" +
+			"run per host, junit one file with a testsuite per host, and each table is headed by its host (the\n" +
+			"hostname, else the ref) and the document it came from; html holds one report and is refused.\n" +
 			"With --summary, one row per check says how many hosts fail, error, are waived, skip and pass it\n" +
 			"(a table, or one JSON document with --format json); the exit code covers every host.",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -440,7 +441,7 @@ func (a *app) scanSaved(ctx context.Context, sc *scan.Scanner, s *scanFlags, arg
 	case 1:
 		return a.emit(s, first.Report)
 	}
-	if err := out.w.Flush(); err != nil {
+	if err := out.flush(); err != nil {
 		return err
 	}
 	if out.code != scan.ExitPass {
@@ -519,6 +520,19 @@ type manyWriter struct {
 	// spare holds written lines' buffers for the encoder to fill again:
 	// lines are as large as a report, and a fleet writes thousands.
 	spare sync.Pool
+	// merged are the reports of a format that holds them all in one
+	// document (report.Merger), kept until the last.
+	merged []*reports.Report
+}
+
+// flush writes what write kept for one document.
+func (m *manyWriter) flush() error {
+	if len(m.merged) > 0 {
+		if err := m.r.(report.Merger).RenderAll(m.w, m.merged); err != nil {
+			return err
+		}
+	}
+	return m.w.Flush()
 }
 
 func (m *manyWriter) write(r scan.FleetResult) error {
@@ -530,6 +544,14 @@ func (m *manyWriter) write(r scan.FleetResult) error {
 	}
 	if m.r == nil {
 		m.r = m.app.stdoutRenderer(m.flags)
+	}
+	if _, ok := m.r.(report.Merger); ok {
+		// One document for every host, written when the last is in.
+		m.merged = append(m.merged, r.Report)
+		return nil
+	}
+	if m.r.Format() == "html" {
+		return errors.New("--format html holds one report; with several documents use --format sarif, junit or json, or --summary")
 	}
 	// Tables one after another would not say whose each is; the other
 	// formats carry the target inside.

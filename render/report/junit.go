@@ -10,7 +10,7 @@ import (
 
 type junit struct{}
 
-var _ Renderer = (*junit)(nil)
+var _ Merger = (*junit)(nil)
 
 func (*junit) Format() string { return "junit" }
 
@@ -66,7 +66,35 @@ type (
 	}
 )
 
-func (*junit) Render(w io.Writer, rep *reports.Report) error {
+func (j *junit) Render(w io.Writer, rep *reports.Report) error {
+	return j.RenderAll(w, []*reports.Report{rep})
+}
+
+// RenderAll writes one JUnit document with a testsuite per report, the
+// root counting them all: files written back to back would not parse.
+func (*junit) RenderAll(w io.Writer, reps []*reports.Report) error {
+	doc := junitSuites{Name: "gpuhost", Time: "0"}
+	for _, rep := range reps {
+		suite := junitSuiteOf(rep)
+		doc.Tests += suite.Tests
+		doc.Failures += suite.Failures
+		doc.Errors += suite.Errors
+		doc.Suites = append(doc.Suites, suite)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// junitSuiteOf is the testsuite of one report.
+func junitSuiteOf(rep *reports.Report) junitSuite {
 	suite := junitSuite{
 		Name:      "gpuhost " + rep.Target.Kind + " " + rep.Target.Ref,
 		Time:      "0",
@@ -108,24 +136,7 @@ func (*junit) Render(w io.Writer, rep *reports.Report) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	doc := junitSuites{
-		Name:     "gpuhost",
-		Tests:    suite.Tests,
-		Failures: suite.Failures,
-		Errors:   suite.Errors,
-		Time:     "0",
-		Suites:   []junitSuite{suite},
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return suite
 }
 
 // problemBody is the text of a failure or error: every message, then what

@@ -4,6 +4,8 @@
 package report
 
 import (
+	"io"
+
 	"github.com/gpuhost/gpuhost/render"
 	"github.com/gpuhost/gpuhost/reports"
 )
@@ -16,6 +18,14 @@ type Renderer interface {
 	// the leading dot ("junit.xml"): the Packer components name the files
 	// they write by it.
 	Ext() string
+}
+
+// Merger is a renderer whose format holds several reports in one document
+// (SARIF: a run per host; JUnit: a testsuite per host), so that a scan of
+// many documents writes one valid file rather than files back to back.
+type Merger interface {
+	Renderer
+	RenderAll(w io.Writer, reps []*reports.Report) error
 }
 
 // registry holds the report formats, in the order help text lists them.

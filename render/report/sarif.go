@@ -24,7 +24,7 @@ const (
 
 type sarif struct{}
 
-var _ Renderer = (*sarif)(nil)
+var _ Merger = (*sarif)(nil)
 
 func (*sarif) Format() string { return "sarif" }
 
@@ -148,7 +148,26 @@ type (
 	}
 )
 
-func (*sarif) Render(w io.Writer, rep *reports.Report) error {
+func (s *sarif) Render(w io.Writer, rep *reports.Report) error {
+	return s.RenderAll(w, []*reports.Report{rep})
+}
+
+// RenderAll writes one SARIF log with a run per report: code scanning
+// takes a run per host, each with its own automation category, where logs
+// written back to back would not parse.
+func (*sarif) RenderAll(w io.Writer, reps []*reports.Report) error {
+	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: make([]sarifRun, 0, len(reps))}
+	for _, rep := range reps {
+		log.Runs = append(log.Runs, sarifRunOf(rep))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(log)
+}
+
+// sarifRunOf is the run of one report.
+func sarifRunOf(rep *reports.Report) sarifRun {
 	rules, index := sarifRules(rep)
 	results := sarifFindings(rep, index)
 	notes := sarifNotifications(rep, index)
@@ -161,38 +180,31 @@ func (*sarif) Render(w io.Writer, rep *reports.Report) error {
 	if rep.PolicyDigest != "" {
 		props["policy_digest"] = rep.PolicyDigest
 	}
-	log := sarifLog{
-		Schema:  sarifSchema,
-		Version: sarifVersion,
-		Runs: []sarifRun{{
-			Tool: sarifTool{Driver: sarifDriver{
-				Name:           "gpuhost",
-				Version:        sarifVersionOf(rep.ToolVersion),
-				InformationURI: toolInfoURI,
-				Rules:          rules,
-			}},
-			// One category per image (or host), so code scanning keeps each
-			// image's alerts apart instead of closing one's with another's run.
-			AutomationDetails: sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/" + targetName(rep.Target) + "/"},
-			OriginalURIBaseIDs: map[string]sarifBase{imageRoot: rootBase(rep.Target),
-				policyRoot: {Description: sarifText{Text: "the policy pack the target was judged by (" + rep.PolicyDigest + ")"}}},
-			// An errored check means the scan cannot be trusted as a whole.
-			Invocations: []sarifInvocation{{
-				ExecutionSuccessful:        !rep.Errored(),
-				ToolExecutionNotifications: notes,
-				Properties:                 map[string]any{"coverage": coverageLine(cov)},
-			}},
-			Results:    results,
-			Properties: props,
+	run := sarifRun{
+		Tool: sarifTool{Driver: sarifDriver{
+			Name:           "gpuhost",
+			Version:        sarifVersionOf(rep.ToolVersion),
+			InformationURI: toolInfoURI,
+			Rules:          rules,
 		}},
+		// One category per image (or host), so code scanning keeps each
+		// image's alerts apart instead of closing one's with another's run.
+		AutomationDetails: sarifAutomationDetails{ID: "gpuhost/" + rep.Target.Kind + "/" + targetName(rep.Target) + "/"},
+		OriginalURIBaseIDs: map[string]sarifBase{imageRoot: rootBase(rep.Target),
+			policyRoot: {Description: sarifText{Text: "the policy pack the target was judged by (" + rep.PolicyDigest + ")"}}},
+		// An errored check means the scan cannot be trusted as a whole.
+		Invocations: []sarifInvocation{{
+			ExecutionSuccessful:        !rep.Errored(),
+			ToolExecutionNotifications: notes,
+			Properties:                 map[string]any{"coverage": coverageLine(cov)},
+		}},
+		Results:    results,
+		Properties: props,
 	}
 	if slices.ContainsFunc(rep.Results, func(r reports.Result) bool { return len(r.Related) > 0 }) {
-		log.Runs[0].OriginalURIBaseIDs[sourceRoot] = sarifBase{Description: sarifText{Text: "the directory the build ran in, which its template is relative to"}}
+		run.OriginalURIBaseIDs[sourceRoot] = sarifBase{Description: sarifText{Text: "the directory the build ran in, which its template is relative to"}}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(log)
+	return run
 }
 
 // sarifRules builds the rule catalogue and the index every result and

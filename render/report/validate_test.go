@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,4 +78,61 @@ func TestSARIFMultitool(t *testing.T) {
 	}
 	files = append(files, filepath.Join("testdata", "golden", "report.sarif"))
 	testutil.ValidateSARIF(t, files...)
+}
+
+// TestSeveralReportsInOneDocument: SARIF and JUnit hold several hosts'
+// reports in one document that their validators accept: a run per host,
+// each with its own automation category, and a testsuite per host under
+// one root that counts them all.
+func TestSeveralReportsInOneDocument(t *testing.T) {
+	a := loadReport(t)
+	a.Target = reports.Target{Kind: "host", Ref: "gpu-node-01", Hostname: "gpu-node-01", ScannedAt: "2025-03-01T12:00:00Z"}
+	b := loadReport(t)
+	b.Target = reports.Target{Kind: "host", Ref: "gpu-node-02", Hostname: "gpu-node-02", ScannedAt: "2025-03-01T12:00:00Z"}
+	reps := []*reports.Report{a, b, {Schema: reports.Schema, Target: reports.Target{Kind: "image", Ref: "disk.qcow2"}}}
+	dir := t.TempDir()
+	write := func(format string) []byte {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := mustLookup(t, format).(Merger).RenderAll(&buf, reps); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "all."+format), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	sarifDoc := write("sarif")
+	var log struct {
+		Runs []struct {
+			AutomationDetails struct{ ID string } `json:"automationDetails"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(sarifDoc, &log); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, r := range log.Runs {
+		ids[r.AutomationDetails.ID] = true
+	}
+	if len(log.Runs) != 3 || len(ids) != 3 {
+		t.Errorf("%d runs with %d categories, want 3 of each: %v", len(log.Runs), len(ids), ids)
+	}
+	testutil.ValidateSARIF(t, filepath.Join(dir, "all.sarif"))
+
+	junitDoc := write("junit")
+	var suites struct {
+		Tests  int `xml:"tests,attr"`
+		Suites []struct {
+			Tests int `xml:"tests,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(junitDoc, &suites); err != nil {
+		t.Fatal(err)
+	}
+	if len(suites.Suites) != 3 || suites.Tests != suites.Suites[0].Tests+suites.Suites[1].Tests+suites.Suites[2].Tests {
+		t.Errorf("%d testsuites, root counts %d tests", len(suites.Suites), suites.Tests)
+	}
+	xmllint := testutil.Tool(t, "xmllint", "libxml2-utils")
+	testutil.Run(t, time.Minute, xmllint, "--noout", "--schema", filepath.Join("testdata", "junit-10.xsd"), filepath.Join(dir, "all.junit"))
 }
