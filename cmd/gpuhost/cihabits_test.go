@@ -188,3 +188,23 @@ func TestSeveralDocumentsOneFile(t *testing.T) {
 		t.Errorf("html: exit %d\n%s", o.code, o.stderr)
 	}
 }
+
+func TestColorOnlyOnAnAbleTerminal(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	for _, tc := range []struct {
+		noColor  bool
+		vars     map[string]string
+		terminal bool
+		want     bool
+	}{
+		{false, map[string]string{"TERM": "xterm-256color"}, true, true},
+		{false, map[string]string{"TERM": "xterm-256color"}, false, false},
+		{true, map[string]string{"TERM": "xterm-256color"}, true, false},
+		{false, map[string]string{"TERM": "xterm", "NO_COLOR": "1"}, true, false},
+		{false, map[string]string{"TERM": "dumb"}, true, false},
+	} {
+		if got := colorful(tc.noColor, env(tc.vars), tc.terminal); got != tc.want {
+			t.Errorf("colorful(%v, %v, terminal %v) = %v", tc.noColor, tc.vars, tc.terminal, got)
+		}
+	}
+}

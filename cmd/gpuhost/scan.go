@@ -191,8 +191,14 @@ func (a *app) stdoutRenderer(s *scanFlags) report.Renderer {
 		return r
 	}
 	f, ok := a.stdout.(*os.File)
-	color := ok && !s.noColor && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
-	return report.NewTable(color)
+	return report.NewTable(colorful(s.noColor, os.Getenv, ok && term.IsTerminal(int(f.Fd()))))
+}
+
+// colorful says whether the table is colored: only on a terminal, and not
+// with --no-color, NO_COLOR (no-color.org) or a terminal that says it is
+// dumb.
+func colorful(noColor bool, env func(string) string, terminal bool) bool {
+	return terminal && !noColor && env("NO_COLOR") == "" && env("TERM") != "dumb"
 }
 
 // emit writes one report to stdout and to every --report file, and returns
