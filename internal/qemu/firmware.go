@@ -41,6 +41,12 @@ func (c *Config) prepareVars() error {
 		return fmt.Errorf("UEFI firmware: %w (Debian package ovmf)", err)
 	}
 	if _, err := os.Stat(c.VarsFile); !errors.Is(err, os.ErrNotExist) {
+		if err == nil && len(c.MOKCerts) > 0 {
+			// Enrolling into variables a VM already has would change the
+			// host a kept overlay boots; not enrolling would drop the MOK
+			// without a word.
+			return fmt.Errorf("MOK certificates are enrolled in a new VM's UEFI variables, and %s exists already: boot with a new overlay, or without them", c.VarsFile)
+		}
 		return err
 	}
 	if len(c.MOKCerts) > 0 {
