@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -95,35 +94,17 @@ func (l *lister) List(ctx context.Context) ([]Allocation, error) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	var raw []byte
+	err = conn.Invoke(ctx, podresourcesv1.PodResourcesLister_List_FullMethodName, &podresourcesv1.ListPodResourcesRequest{}, &raw, grpc.ForceCodec(rawCodec{}))
 	if err != nil {
 		return nil, fmt.Errorf("listing pod resources at %q: %w", l.socket, err)
 	}
-	pods := resp.GetPodResources()
-	var tooMany error
-	if len(pods) > l.maxPods {
-		tooMany = fmt.Errorf("listing pod resources at %q: %d pods, reading the first %d", l.socket, len(pods), l.maxPods)
-		pods = pods[:l.maxPods]
+	allocs, pods, err := parseList(raw, l.maxPods)
+	if errors.Is(err, errTooMany) {
+		return allocs, fmt.Errorf("listing pod resources at %q: more than %d pods, reading the first %d", l.socket, l.maxPods, l.maxPods)
 	}
-	return allocations(pods), tooMany
-}
-
-// allocations keeps the NVIDIA devices of each container.
-func allocations(pods []*podresourcesv1.PodResources) []Allocation {
-	var out []Allocation
-	for _, p := range pods {
-		for _, c := range p.GetContainers() {
-			for _, d := range c.GetDevices() {
-				r := d.GetResourceName()
-				if r != GPUResource && !strings.HasPrefix(r, MIGResourcePrefix) {
-					continue
-				}
-				out = append(out, Allocation{
-					Namespace: p.GetNamespace(), Pod: p.GetName(), Container: c.GetName(),
-					Resource: r, DeviceIDs: d.GetDeviceIds(),
-				})
-			}
-		}
+	if err != nil {
+		return nil, fmt.Errorf("listing pod resources at %q (%d pods): %w", l.socket, pods, err)
 	}
-	return out
+	return allocs, nil
 }
