@@ -347,3 +347,25 @@ func TestFastCheckIntegerBounds(t *testing.T) {
 		t.Error("a minimum alone must leave the top open and still bound the bottom")
 	}
 }
+
+// A document of many small values is refused before it is parsed: a
+// decoded value takes tens of times its bytes, and the size limit alone let
+// a 64 MiB document of them take gigabytes. A document of the same size
+// whose values are large strings is read.
+func TestValueLimit(t *testing.T) {
+	head := `{"schema":"gpuhost.facts/v1","target":{"kind":"host","ref":"x","scanned_at":"2025-01-02T03:04:05Z"},"collectors":{"os":{"status":"ok"}},"not_judged":[`
+	many := head + strings.Repeat(`0,`, MaxValues) + `0]}`
+	_, err := DecodeJSON([]byte(many))
+	if err == nil || !strings.Contains(err.Error(), "JSON values") {
+		t.Errorf("%d values: %v", MaxValues+1, err)
+	}
+	if n := countValues([]byte(`["a,b\",[{",{"c":[1,2]}]`), 100); n != 6 {
+		t.Errorf("countValues counted %d, want 6: the array, the string, the object, the inner array and its two numbers", n)
+	}
+	// Few values in as many bytes: the count lets it through to the schema,
+	// which refuses it for what it is.
+	few := head + `"` + strings.Repeat("x", 2*len(many)/3) + `"]}`
+	if _, err := DecodeJSON([]byte(few)); err == nil || strings.Contains(err.Error(), "JSON values") {
+		t.Errorf("few large values: %v", err)
+	}
+}

@@ -216,7 +216,49 @@ func DecodeJSON(data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(data) > countAbove {
+		if n := countValues(data, MaxValues); n > MaxValues {
+			return nil, fmt.Errorf("parsing facts document: more than %d JSON values in %d bytes; no host's facts hold so many", MaxValues, len(data))
+		}
+	}
 	return v.decode(data)
+}
+
+// MaxValues bounds the JSON values of one document. A decoded value takes
+// tens of times its bytes ([0,0,...] is two bytes a value), so the size
+// limit alone let a 64 MiB document take gigabytes; a host with thousands
+// of packages, GPUs and listeners holds tens of thousands of values.
+const MaxValues = 1 << 20
+
+// countAbove is the size past which DecodeJSON counts a document's values
+// before parsing it: a smaller document cannot hold more than MaxValues.
+const countAbove = 2 * MaxValues
+
+// countValues returns at least the number of values in data, or a number
+// past limit once it is clear there are more: the commas and the openings
+// of arrays and objects outside strings, plus one.
+func countValues(data []byte, limit int) int {
+	n := 1
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ',' || c == '[' || c == '{':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // decode parses and validates data member by member (see validator). Any
