@@ -10,7 +10,10 @@ import (
 	"strings"
 )
 
-// Schema is the value of Report.Schema.
+// Schema is the value of Report.Schema. Its JSON Schema, generated from
+// the types below, is schema.json beside this file.
+//
+//go:generate go run ./internal/schemagen -o schema.json
 const Schema = "gpuhost.report/v1"
 
 // Result statuses.
@@ -44,7 +47,7 @@ func ValidSeverity(s string) bool { return SeverityRank(s) < len(Severities) }
 
 // Report is one scan of one target.
 type Report struct {
-	Schema       string   `json:"schema"`
+	Schema       string   `json:"schema" jsonschema:"enum=gpuhost.report/v1"`
 	Target       Target   `json:"target"`
 	Summary      Summary  `json:"summary"`
 	Coverage     Coverage `json:"coverage"`
@@ -59,7 +62,7 @@ type Report struct {
 
 // Target mirrors facts.Target: what was scanned, and when.
 type Target struct {
-	Kind      string `json:"kind"`
+	Kind      string `json:"kind" jsonschema:"enum=rootfs,enum=image,enum=host,enum=facts,enum=oci"`
 	Ref       string `json:"ref"`
 	ScannedAt string `json:"scanned_at"`
 	Hostname  string `json:"hostname,omitempty"`
@@ -76,8 +79,8 @@ type Result struct {
 	ID          string              `json:"id"`
 	Title       string              `json:"title"`
 	Description string              `json:"description,omitempty"`
-	Severity    string              `json:"severity"`
-	Status      string              `json:"status"`
+	Severity    string              `json:"severity" jsonschema:"enum=critical,enum=high,enum=medium,enum=low,enum=info"`
+	Status      string              `json:"status" jsonschema:"enum=pass,enum=fail,enum=skip,enum=waived,enum=error"`
 	Messages    []string            `json:"messages"`
 	Remediation string              `json:"remediation,omitempty"`
 	Controls    map[string][]string `json:"controls,omitempty"`
@@ -191,8 +194,8 @@ type NotJudged struct {
 type Gap struct {
 	ID       string `json:"id"`
 	Title    string `json:"title"`
-	Severity string `json:"severity"`
-	Status   string `json:"status"`
+	Severity string `json:"severity" jsonschema:"enum=critical,enum=high,enum=medium,enum=low,enum=info"`
+	Status   string `json:"status" jsonschema:"enum=skip,enum=error"`
 	Reason   string `json:"reason"`
 }
 
