@@ -57,13 +57,17 @@ export GOEXPERIMENT := jsonv2
 # The stand-in Ubuntu archive (internal/testutil/ubunturepo) is made from
 # Debian's packages with apt, dpkg-deb, gpg and xz-utils and bootstrapped
 # with mmdebstrap (APT_BUILD).
+# OpenSCAP and ComplianceAsCode's Debian-built content (openscap-scanner,
+# openscap-utils for oscap-chroot, ssg-debderived) judge the compliance
+# profiles' trees beside gpuhost and validate the XCCDF it writes.
 # Installing never starts a daemon: apt-install denies it through policy-rc.d.
 # The kernel release images/pins-debian-12.pkrvars.hcl pins.
 DEBIAN_KERNEL := $(shell sed -n 's/^debian_kernel *= *"\(.*\)"/\1/p' images/pins-debian-12.pkrvars.hcl)
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
   prometheus libxml2-utils man-db containerd runc qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
-  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools linux-headers-$(DEBIAN_KERNEL)
+  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools linux-headers-$(DEBIAN_KERNEL) \
+  openscap-scanner openscap-utils ssg-debderived
 APT_BENCH := lynis time strace
 
 .PHONY: help

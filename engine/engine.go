@@ -43,6 +43,7 @@ type Engine struct {
 	params     map[string]any
 	modules    map[string]*ast.Module
 	compiler   *ast.Compiler
+	profiles   map[string][]byte
 }
 
 type options struct {
@@ -85,6 +86,19 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	profiles := map[string][]byte{}
+	for _, src := range o.sources {
+		for name, data := range src.Profiles {
+			// A later pack's profile of the same name replaces the
+			// earlier one, as its params do.
+			profiles[name] = data
+			key := "compliance/" + name + "/profile.yaml"
+			if len(o.sources) > 1 {
+				key = src.Name + ":" + key
+			}
+			raw[key] = data
+		}
+	}
 	params := mergeParams(append(defaults, o.params)...)
 
 	compiler := ast.NewCompiler().WithStrict(false)
@@ -102,7 +116,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	}
 	// This is the plain path, a single scan and so the Packer gate: OPA as
 	// it comes. The fleet speed-ups wrap an Engine (engine/fleet).
-	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined}
+	e := &Engine{checks: checks, params: params, modules: modules, compiler: compiler, maxQueries: maxCombined, profiles: profiles}
 	if o.maxQueries > 0 {
 		e.maxQueries = int64(o.maxQueries)
 	}
@@ -229,6 +243,10 @@ func (e *Engine) Checks() []Check { return slices.Clone(e.checks) }
 
 // Digest identifies the compiled pack and its parameters.
 func (e *Engine) Digest() string { return e.digest }
+
+// Profiles returns the compliance profiles of the packs, each file's bytes
+// by profile name (package policy/compliance reads them).
+func (e *Engine) Profiles() map[string][]byte { return e.profiles }
 
 // Params returns the effective parameters.
 func (e *Engine) Params() map[string]any { return e.params }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"archive/tar"
 	"compress/gzip"
 	"fmt"
@@ -42,9 +43,25 @@ type Source struct {
 	Modules map[string][]byte
 	// Params are the pack's parameter defaults, parsed from params.default.yaml.
 	Params map[string]any
+	// Profiles are the pack's compliance profiles, each profile.yaml's
+	// bytes by the name of its folder under compliance/ (package
+	// policy/compliance reads them). The engine only carries them, and
+	// counts them in the pack's digest, since they are signed with it.
+	Profiles map[string][]byte
 }
 
-// LoadFS reads every *.rego file and params.default.yaml from fsys.
+// profileName returns the profile's name when p is a profile file of a
+// pack (compliance/NAME/profile.yaml).
+func profileName(p string) (string, bool) {
+	parts := strings.Split(p, "/")
+	if len(parts) != 3 || parts[0] != "compliance" || parts[2] != "profile.yaml" || parts[1] == "" {
+		return "", false
+	}
+	return parts[1], true
+}
+
+// LoadFS reads every *.rego file, params.default.yaml and the compliance
+// profiles from fsys.
 func LoadFS(fsys fs.FS, name string) (*Source, error) {
 	src := &Source{Name: name, Modules: map[string][]byte{}}
 	var total int64
@@ -81,6 +98,22 @@ func LoadFS(fsys fs.FS, name string) (*Source, error) {
 				return err
 			}
 			src.Params = params
+		default:
+			name, ok := profileName(p)
+			if !ok {
+				return nil
+			}
+			data, err := readBounded(fsys, p)
+			if err != nil {
+				return err
+			}
+			if total += int64(len(data)); total > maxPackBytes {
+				return fmt.Errorf("the pack's files add up to more than %d bytes", maxPackBytes)
+			}
+			if src.Profiles == nil {
+				src.Profiles = map[string][]byte{}
+			}
+			src.Profiles[name] = data
 		}
 		return nil
 	})
@@ -206,10 +239,22 @@ func loadBundle(p string, key *BundleKey) (*Source, error) {
 	if len(src.Modules) == 0 {
 		return nil, fmt.Errorf("loading bundle %s: no .rego files found", p)
 	}
-	// A bundle carries its defaults as data under gpuhost.params.
+	// A bundle carries its defaults as data under gpuhost.params, and its
+	// profiles under gpuhost.compliance by name; a profile goes back to the
+	// bytes its reader parses (JSON, which is YAML).
 	if g, ok := b.Data["gpuhost"].(map[string]any); ok {
 		if params, ok := g["params"].(map[string]any); ok {
 			src.Params = params
+		}
+		if profiles, ok := g["compliance"].(map[string]any); ok {
+			src.Profiles = map[string][]byte{}
+			for name, prof := range profiles {
+				raw, err := json.Marshal(prof)
+				if err != nil {
+					return nil, fmt.Errorf("loading bundle %s: compliance profile %s: %w", p, name, err)
+				}
+				src.Profiles[name] = raw
+			}
 		}
 	}
 	return src, nil

@@ -26,7 +26,7 @@ var FS fs.FS = tree{own: own, mounts: mounts()}
 // own is the part of the pack this folder holds: the checks that span
 // domains (drift, key, pin), lib, and the parameters.
 //
-//go:embed */*.rego params.default.yaml params.schema.json
+//go:embed */*.rego params.default.yaml params.schema.json compliance/*/profile.yaml
 var own embed.FS
 
 // Domain is a folder of the pack that sits beside its domain's facts and

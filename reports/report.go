@@ -58,6 +58,9 @@ type Report struct {
 	// Collectors carries each collector's status so a reader can see why
 	// checks skipped or errored.
 	Collectors map[string]CollectorStatus `json:"collectors,omitempty"`
+	// Compliance is the compliance profile the scan was asked to judge
+	// (--compliance), per control.
+	Compliance *Compliance `json:"compliance,omitempty"`
 }
 
 // Target mirrors facts.Target: what was scanned, and when.

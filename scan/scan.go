@@ -33,7 +33,20 @@ type Scanner struct {
 	// selected, when set, says which checks the report holds
 	// (WithSelection).
 	selected func(id string) bool
+	// profile, when set, is judged on every report (WithCompliance).
+	profile Profile
 }
+
+// Profile is a compliance profile: it turns a report's results into its
+// controls' verdicts (policy/compliance.Profile).
+type Profile interface {
+	Judge(results []reports.Result) *reports.Compliance
+}
+
+// WithCompliance adds the profile's per-control verdicts to every report.
+// The results and the exit code are the checks' as ever: a profile says
+// what they mean for a benchmark's controls.
+func WithCompliance(p Profile) Option { return func(s *Scanner) { s.profile = p } }
 
 // Option configures a Scanner.
 type Option func(*Scanner)
@@ -101,6 +114,9 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 		rep.Coverage.NotJudged = append(rep.Coverage.NotJudged, reports.NotJudged{Collector: n.Collector, What: n.What})
 	}
 	rep.Summarize()
+	if s.profile != nil {
+		rep.Compliance = s.profile.Judge(rep.Results)
+	}
 	return rep, nil
 }
 

@@ -161,7 +161,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.config, "config", "", "settings file: flag names as keys (default: "+configFile+" in the working directory, when there is one); a flag beats its "+envPrefix+"NAME environment variable, which beats the file")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.validateCommand(), a.versionCommand())
+	root.AddCommand(a.factsCommand(), a.scanCommand(), a.policyCommand(), a.complianceCommand(), a.driftCommand(), a.reportCommand(), a.waiversCommand(), a.agentCommand(), a.historyCommand(), a.validateCommand(), a.versionCommand())
 	root.AddCommand(a.buildCommands()...)
 	root.Version = versionLine()
 	root.SetVersionTemplate("gpuhost {{.Version}}\n")

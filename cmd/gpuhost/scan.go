@@ -94,7 +94,9 @@ type scanFlags struct {
 	exitCode int
 	// checks and skipChecks choose the checks reported (scan.Selection).
 	checks, skipChecks []string
-	format             string
+	// compliance names the compliance profile each report judges.
+	compliance string
+	format     string
 	// output is where the --format output goes instead of stdout.
 	output  string
 	reports []reportSpec
@@ -110,6 +112,7 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	f.Var(optionalChoiceVar(&s.failOnSkip, reports.Severities...), "fail-on-skip", "also exit 1 when a check at or above this severity was skipped or errored (default: never)")
 	f.StringSliceVar(&s.checks, "checks", nil, "report only these checks: ids, globs over ids (GH-SSH-*), pack folders (ssh, iam) or severities, comma-separated or repeated")
 	f.StringSliceVar(&s.skipChecks, "skip-checks", nil, "leave these checks out of the report, named as --checks names them")
+	f.StringVar(&s.compliance, "compliance", "", "also judge this compliance profile of the pack per control (gpuhost compliance list names them)")
 	f.Var(optionalChoiceVar(&s.format, report.Formats()...), "format", "format on stdout: "+strings.Join(report.Formats(), ", ")+" (default: table, colored on a terminal)")
 	f.StringVarP(&s.output, "output", "o", "", "write the --format output to this file, atomically, instead of stdout")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
@@ -155,6 +158,13 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 	}
 	if selected != nil {
 		opts = append(opts, scan.WithSelection(selected))
+	}
+	if s.compliance != "" {
+		p, err := complianceProfile(e, s.compliance)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, scan.WithCompliance(p))
 	}
 	return scan.New(eval, opts...), nil
 }

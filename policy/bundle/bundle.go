@@ -1,7 +1,7 @@
 // Package bundle writes a policy pack as a signed OPA bundle: the Rego
 // modules (tests left out), the pack's parameter defaults as data under
-// gpuhost.params, a manifest that claims the gpuhost root, and a
-// .signatures.json whose JWT lists the SHA-256 of every file, as OPA signs
+// gpuhost.params and its compliance profiles under gpuhost.compliance, a
+// manifest that claims the gpuhost root, and a .signatures.json whose JWT lists the SHA-256 of every file, as OPA signs
 // bundles. engine.LoadPath with a key, and OPA itself, verify it.
 package bundle
 
@@ -111,7 +111,19 @@ func build(src *engine.Source, opts Options) (bundle.Bundle, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
-	raw, err := json.Marshal(map[string]any{Root: map[string]any{"params": params}})
+	root := map[string]any{"params": params}
+	if len(src.Profiles) > 0 {
+		profiles := map[string]any{}
+		for name, data := range src.Profiles {
+			p, err := engine.ParseParams(data, "compliance/"+name+"/profile.yaml")
+			if err != nil {
+				return bundle.Bundle{}, err
+			}
+			profiles[name] = p
+		}
+		root["compliance"] = profiles
+	}
+	raw, err := json.Marshal(map[string]any{Root: root})
 	if err != nil {
 		return bundle.Bundle{}, fmt.Errorf("encoding params: %w", err)
 	}

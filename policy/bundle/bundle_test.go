@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
+	"github.com/gpuhost/gpuhost/policy/compliance"
 )
 
 func writeBundle(t *testing.T, data []byte) string {
@@ -77,6 +79,18 @@ func TestSignedBundleVerifies(t *testing.T) {
 	ports, ok := src.Params["allowed_ports"].([]any)
 	if !ok || len(ports) != 1 {
 		t.Errorf("params did not round-trip: allowed_ports = %#v", src.Params["allowed_ports"])
+	}
+	// The compliance profiles travel signed with the checks, and read
+	// back as the same profiles.
+	if len(src.Profiles) != len(want.Profiles) || len(want.Profiles) == 0 {
+		t.Errorf("bundle has %d compliance profiles, the pack %d", len(src.Profiles), len(want.Profiles))
+	}
+	for name, raw := range want.Profiles {
+		a, errA := compliance.Parse(name, raw)
+		b, errB := compliance.Parse(name, src.Profiles[name])
+		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("compliance profile %s differs after the round trip (%v, %v)", name, errA, errB)
+		}
 	}
 	// The bundle compiles into an engine with the same checks.
 	ctx := t.Context()

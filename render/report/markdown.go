@@ -32,6 +32,10 @@ func (*markdown) Render(w io.Writer, rep *reports.Report) error {
 	bw := bufio.NewWriter(w)
 	mdHeader(bw, rep)
 	mdSummary(bw, rep)
+	if rep.Compliance != nil {
+		bw.WriteString("\n")
+		writeComplianceMarkdown(bw, rep.Compliance)
+	}
 	mdUnsettledSections(bw, rep)
 	mdPassed(bw, rep)
 	return bw.Flush()

@@ -89,6 +89,9 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 		}
 	}
 	bw.WriteString("\n")
+	if rep.Compliance != nil {
+		writeComplianceTable(bw, rep.Compliance)
+	}
 	t.writeRow(bw, header, widths, "")
 	for i, row := range rows {
 		t.writeRow(bw, row, widths, rep.Results[i].Status)

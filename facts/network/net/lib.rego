@@ -139,9 +139,9 @@ rule_place(port) := {"file": rules[0].file, "line": rules[0].line} if {
 # in facts from before it wrote them, the listed ports joined into runs.
 # A check reads runs, so that its work follows the rules and not the ports
 # they open.
-port_runs(view) := view.allowed_port_ranges if view.allowed_port_ranges
-
-else := runs_of(object.get(view, "allowed_ports", []))
+port_runs(view) := ranges if {
+	ranges := view.allowed_port_ranges
+} else := runs_of(object.get(view, "allowed_ports", []))
 
 runs_of(ports) := [{"from": sorted[i], "to": sorted[ends[k]]} |
 	some k, i in starts
