@@ -45,6 +45,10 @@ type Compliance struct {
 	// OpenSCAP's rule by rule.
 	XCCDFBenchmark string `json:"xccdf_benchmark,omitempty"`
 	XCCDFProfile   string `json:"xccdf_profile,omitempty"`
+	// XCCDFRulePrefix turns a rule's short id into its XCCDF id.
+	XCCDFRulePrefix string `json:"xccdf_rule_prefix,omitempty"`
+	// Platform is the CPE of the platform the benchmark is written for.
+	Platform string `json:"platform,omitempty"`
 	// Summary counts the controls by status, Rules the XCCDF rules, and
 	// Sections the controls of each of the benchmark's sections.
 	Summary  map[string]int   `json:"summary"`
@@ -85,7 +89,10 @@ type Control struct {
 
 // RuleResult is one XCCDF rule's verdict: the same statuses as a control's.
 type RuleResult struct {
-	ID     string `json:"id"`
-	Status string `json:"status" jsonschema:"enum=pass,enum=fail,enum=waived,enum=error,enum=not_evaluated,enum=not_applicable,enum=manual,enum=tailored"`
-	Reason string `json:"reason,omitempty"`
+	ID string `json:"id"`
+	// Checks are the gpuhost checks that decide the rule, as the profile
+	// names them.
+	Checks []string `json:"checks,omitempty"`
+	Status string   `json:"status" jsonschema:"enum=pass,enum=fail,enum=waived,enum=error,enum=not_evaluated,enum=not_applicable,enum=manual,enum=tailored"`
+	Reason string   `json:"reason,omitempty"`
 }

@@ -30,6 +30,7 @@ type FlatConfig struct {
 	TrivyDB             *string                         `mapstructure:"trivy_db" cty:"trivy_db" hcl:"trivy_db"`
 	Vulnerabilities     *evaluation.FlatVulnerabilities `mapstructure:"vulnerabilities" cty:"vulnerabilities" hcl:"vulnerabilities"`
 	Reports             []string                        `mapstructure:"reports" cty:"reports" hcl:"reports"`
+	Compliance          *string                         `mapstructure:"compliance" cty:"compliance" hcl:"compliance"`
 	Publish             *FlatPublish                    `mapstructure:"publish" cty:"publish" hcl:"publish"`
 }
 
@@ -64,6 +65,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"trivy_db":                   &hcldec.AttrSpec{Name: "trivy_db", Type: cty.String, Required: false},
 		"vulnerabilities":            &hcldec.BlockSpec{TypeName: "vulnerabilities", Nested: hcldec.ObjectSpec((*evaluation.FlatVulnerabilities)(nil).HCL2Spec())},
 		"reports":                    &hcldec.AttrSpec{Name: "reports", Type: cty.List(cty.String), Required: false},
+		"compliance":                 &hcldec.AttrSpec{Name: "compliance", Type: cty.String, Required: false},
 		"publish":                    &hcldec.BlockSpec{TypeName: "publish", Nested: hcldec.ObjectSpec((*FlatPublish)(nil).HCL2Spec())},
 	}
 	return s

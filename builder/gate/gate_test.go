@@ -29,7 +29,6 @@ import (
 	"github.com/gpuhost/gpuhost/internal/testutil/testsign"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/policy/bundle"
-	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -222,7 +221,7 @@ func TestFailingGatePushesNothing(t *testing.T) {
 		t.Errorf("the UI does not list the failures:\n%s", u.out)
 	}
 	// The reports are still written, for the reviewer of the failed build.
-	for _, f := range report.Formats() {
+	for _, f := range evaluation.DefaultReports("") {
 		path := evaluation.ReportPath(art.files[0], "gate", f)
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("%s report: %v", f, err)

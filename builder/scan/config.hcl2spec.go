@@ -30,6 +30,7 @@ type FlatConfig struct {
 	TrivyDB             *string                         `mapstructure:"trivy_db" cty:"trivy_db" hcl:"trivy_db"`
 	Vulnerabilities     *evaluation.FlatVulnerabilities `mapstructure:"vulnerabilities" cty:"vulnerabilities" hcl:"vulnerabilities"`
 	Reports             []string                        `mapstructure:"reports" cty:"reports" hcl:"reports"`
+	Compliance          *string                         `mapstructure:"compliance" cty:"compliance" hcl:"compliance"`
 	GpuhostBinary       *string                         `mapstructure:"gpuhost_binary" required:"true" cty:"gpuhost_binary" hcl:"gpuhost_binary"`
 	FactsArgs           []string                        `mapstructure:"facts_args" cty:"facts_args" hcl:"facts_args"`
 	ExecuteCommand      *string                         `mapstructure:"execute_command" cty:"execute_command" hcl:"execute_command"`
@@ -68,6 +69,7 @@ func (*FlatConfig) HCL2Spec() map[string]hcldec.Spec {
 		"trivy_db":                   &hcldec.AttrSpec{Name: "trivy_db", Type: cty.String, Required: false},
 		"vulnerabilities":            &hcldec.BlockSpec{TypeName: "vulnerabilities", Nested: hcldec.ObjectSpec((*evaluation.FlatVulnerabilities)(nil).HCL2Spec())},
 		"reports":                    &hcldec.AttrSpec{Name: "reports", Type: cty.List(cty.String), Required: false},
+		"compliance":                 &hcldec.AttrSpec{Name: "compliance", Type: cty.String, Required: false},
 		"gpuhost_binary":             &hcldec.AttrSpec{Name: "gpuhost_binary", Type: cty.String, Required: false},
 		"facts_args":                 &hcldec.AttrSpec{Name: "facts_args", Type: cty.List(cty.String), Required: false},
 		"execute_command":            &hcldec.AttrSpec{Name: "execute_command", Type: cty.String, Required: false},

@@ -11,9 +11,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/gpuhost/gpuhost/builder/internal/evaluation"
 	"github.com/gpuhost/gpuhost/builder/internal/sdctest"
 	"github.com/gpuhost/gpuhost/containers/trivy"
-	"github.com/gpuhost/gpuhost/render/report"
 )
 
 // executable is an ELF file that exists wherever the tests run: the test
@@ -83,7 +83,7 @@ func TestDecodeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ExecuteCommand != defaultExecuteCommand || c.RemoteFolder != "/tmp" || !slices.Equal(c.FactsArgs, []string{"facts", "host"}) ||
-		c.ReportPrefix != "amazon-ebs.ubuntu_2204_gpu" || c.FailOn != "high" || !slices.Equal(c.Reports, report.Formats()) {
+		c.ReportPrefix != "amazon-ebs.ubuntu_2204_gpu" || c.FailOn != "high" || !slices.Equal(c.Reports, evaluation.DefaultReports("")) {
 		t.Errorf("defaults: %+v", c)
 	}
 	got, err := c.render(command{Path: "/tmp/gpuhost-scan-1", Args: shellQuote(c.FactsArgs), Output: "/tmp/gpuhost-scan-1.facts.json"})

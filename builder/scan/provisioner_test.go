@@ -28,7 +28,6 @@ import (
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/internal/testutil"
-	"github.com/gpuhost/gpuhost/render/report"
 	"github.com/gpuhost/gpuhost/reports"
 )
 
@@ -316,7 +315,7 @@ func TestScanOverSSH(t *testing.T) {
 			t.Errorf("the log does not list the failures:\n%s", log)
 		}
 		// Every report is written for the reviewer of the failed build.
-		for _, f := range report.Formats() {
+		for _, f := range evaluation.DefaultReports("") {
 			if _, err := os.Stat(evaluation.ReportPath(prefix, "scan", f)); err != nil {
 				t.Errorf("%s report: %v", f, err)
 			}

@@ -10,33 +10,13 @@ import (
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/policy/compliance"
 	"github.com/gpuhost/gpuhost/render/escape"
+	"github.com/gpuhost/gpuhost/scan"
 )
-
-// complianceProfiles reads the compliance profiles of the compiled pack and
-// holds them to its checks.
-func complianceProfiles(e *engine.Engine) (*compliance.Set, error) {
-	set, err := compliance.NewSet(e.Profiles(), "the policy pack")
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]bool{}
-	for _, c := range e.Checks() {
-		known[c.ID] = true
-	}
-	if err := set.Validate(func(id string) bool { return known[id] }); err != nil {
-		return nil, err
-	}
-	return set, nil
-}
 
 // complianceProfile is the profile --compliance names; a name the pack
 // does not have is a usage error that names the nearest.
 func complianceProfile(e *engine.Engine, name string) (*compliance.Profile, error) {
-	set, err := complianceProfiles(e)
-	if err != nil {
-		return nil, err
-	}
-	p, err := set.Get(name)
+	p, err := scan.ComplianceProfile(e, name)
 	var unknown *compliance.UnknownError
 	if errors.As(err, &unknown) {
 		return nil, fmt.Errorf("--compliance: %w%s", err, nearest(name, unknown.Known))
@@ -59,7 +39,7 @@ func (a *app) complianceCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			set, err := complianceProfiles(e)
+			set, err := scan.ComplianceProfiles(e)
 			if err != nil {
 				return err
 			}

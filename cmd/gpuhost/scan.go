@@ -135,6 +135,9 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 	if wrap != nil {
 		eval = wrap(e)
 	}
+	if s.compliance == "" && (s.format == "xccdf" || slices.ContainsFunc(s.reports, func(r reportSpec) bool { return r.format == "xccdf" })) {
+		return nil, fmt.Errorf("xccdf: %w", report.ErrNoCompliance)
+	}
 	var opts []scan.Option
 	list, err := s.waivers.load(&s.policyFlags)
 	if err != nil {

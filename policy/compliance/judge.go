@@ -44,15 +44,17 @@ func (p *Profile) Judge(results []reports.Result) *reports.Compliance {
 		tailored[t.Control] = t
 	}
 	out := &reports.Compliance{
-		Profile:        p.Name,
-		Title:          p.Title,
-		Benchmark:      p.Benchmark.Title,
-		Version:        p.Benchmark.Version,
-		XCCDFBenchmark: p.XCCDF.Benchmark,
-		XCCDFProfile:   p.XCCDF.Profile,
-		Summary:        map[string]int{},
-		Rules:          map[string]int{},
-		Controls:       make([]reports.Control, 0, len(p.Controls)),
+		Profile:         p.Name,
+		Title:           p.Title,
+		Benchmark:       p.Benchmark.Title,
+		Version:         p.Benchmark.Version,
+		XCCDFBenchmark:  p.XCCDF.Benchmark,
+		XCCDFProfile:    p.XCCDF.Profile,
+		Platform:        p.XCCDF.Platform,
+		XCCDFRulePrefix: p.XCCDF.RulePrefix,
+		Summary:         map[string]int{},
+		Rules:           map[string]int{},
+		Controls:        make([]reports.Control, 0, len(p.Controls)),
 	}
 	for _, c := range p.Controls {
 		ctl := judgeControl(c, byID)
@@ -85,7 +87,7 @@ func judgeControl(c Control, byID map[string]*reports.Result) reports.Control {
 				ctl.Checks = append(ctl.Checks, ref)
 			}
 		}
-		ctl.Rules = append(ctl.Rules, reports.RuleResult{ID: r.XCCDF, Status: v.status, Reason: v.reason})
+		ctl.Rules = append(ctl.Rules, reports.RuleResult{ID: r.XCCDF, Checks: r.Checks, Status: v.status, Reason: v.reason})
 		if v.status == reports.ControlFail || v.status == reports.ControlError || v.status == reports.ControlWaived {
 			ctl.Findings = append(ctl.Findings, v.findings...)
 			if ctl.Remediation == "" {

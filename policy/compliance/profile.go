@@ -64,6 +64,8 @@ type XCCDF struct {
 	RulePrefix string `yaml:"rule_prefix,omitempty"`
 	// Content is the data stream the ids are from.
 	Content string `yaml:"content,omitempty"`
+	// Platform is the CPE of the platform the benchmark is written for.
+	Platform string `yaml:"platform,omitempty"`
 }
 
 // Control is one benchmark control.

@@ -37,7 +37,7 @@ func FuzzRender(f *testing.F) {
 			Results: []reports.Result{res, res}, ToolVersion: approver, FactsDigest: id, PolicyDigest: title,
 			Collectors: map[string]reports.CollectorStatus{id: {Status: status, Reason: msg}}}
 		rep.Summarize()
-		for _, format := range Formats() {
+		for _, format := range resultFormats() {
 			r, _ := Lookup(format)
 			var buf bytes.Buffer
 			if err := r.Render(&buf, rep); err != nil {

@@ -30,7 +30,7 @@ type Merger interface {
 
 // registry holds the report formats, in the order help text lists them.
 var registry = render.NewRegistry[*reports.Report]("report",
-	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{})
+	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{}, &xccdfRenderer{})
 
 // Lookup returns the renderer for a format name.
 func Lookup(format string) (Renderer, error) {

@@ -13,7 +13,7 @@ import (
 // expired waiver still names its approver, date and ticket on the failure.
 func TestEveryFormatShowsTheWaiver(t *testing.T) {
 	rep := loadReport(t)
-	for _, format := range Formats() {
+	for _, format := range resultFormats() {
 		out := string(rendered(t, mustLookup(t, format), rep))
 		// Formats escape differently (&lt; in XML and HTML, \u003c in
 		// JSON, \* in Markdown); compare the text that needs no escaping.

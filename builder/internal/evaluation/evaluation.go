@@ -110,8 +110,13 @@ type Config struct {
 	// The report formats written, one file per format, named as the top of
 	// this page says and ending in the format's extension: `table` (.txt),
 	// `json`, `sarif`, `junit` (.junit.xml), `markdown` (.md), `html`.
-	// Defaults to every format.
+	// Defaults to every format (`xccdf` only with `compliance`).
 	Reports []string `mapstructure:"reports"`
+	// A compliance profile of the pack to judge per control, such as
+	// `cis-ubuntu-22.04-l1-server` (`gpuhost compliance list` names them):
+	// every report gains its controls' verdicts, and the `xccdf` report
+	// can be written. The build still passes or fails on the checks.
+	Compliance string `mapstructure:"compliance"`
 }
 
 // ReportPath is where the report of format goes for a target named base,
@@ -136,8 +141,21 @@ func (c *Config) Defaults() {
 		c.FailOn = "high"
 	}
 	if len(c.Reports) == 0 {
-		c.Reports = report.Formats()
+		c.Reports = DefaultReports(c.Compliance)
 	}
+}
+
+// DefaultReports are the formats written when reports is unset: every
+// format, but xccdf only when a compliance profile is judged, since an
+// XCCDF result is a profile's rules.
+func DefaultReports(compliance string) []string {
+	var out []string
+	for _, f := range report.Formats() {
+		if f != "xccdf" || compliance != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Validate lists every problem of the settings, each starting with the
@@ -159,6 +177,8 @@ func (c *Config) Validate() []string {
 			add("reports[%d]: %q is not one of %s", i, f, strings.Join(report.Formats(), ", "))
 		case seen[f]:
 			add("reports[%d]: %q is listed twice", i, f)
+		case f == "xccdf" && c.Compliance == "":
+			add("reports[%d]: xccdf needs compliance set: an XCCDF result is a profile's rules", i)
 		}
 		seen[f] = true
 	}
@@ -229,6 +249,13 @@ func (c *Config) Scanner(ctx context.Context) (*scan.Scanner, error) {
 			return nil, err
 		}
 		sopts = append(sopts, scan.WithWaivers(list))
+	}
+	if c.Compliance != "" {
+		p, err := scan.ComplianceProfile(e, c.Compliance)
+		if err != nil {
+			return nil, fmt.Errorf("compliance: %w", err)
+		}
+		sopts = append(sopts, scan.WithCompliance(p))
 	}
 	return scan.New(e, sopts...), nil
 }
