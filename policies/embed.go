@@ -50,6 +50,7 @@ var Domains = []Domain{
 	{Folder: "gpu", Dir: "facts/gpu/gpu", FS: domain("gpu/gpu")},
 	{Folder: "iam", Dir: "facts/access/iam", FS: domain("access/iam")},
 	{Folder: "net", Dir: "facts/network/net", FS: domain("network/net")},
+	{Folder: "pkg", Dir: "facts/packages/pkg", FS: domain("packages/pkg")},
 	{Folder: "runtime", Dir: "facts/runtime/runtime", FS: domain("runtime/runtime")},
 	{Folder: "sb", Dir: "facts/secureboot/sb", FS: domain("secureboot/sb")},
 	{Folder: "sc", Dir: "facts/packages/sc", FS: domain("packages/sc")},
