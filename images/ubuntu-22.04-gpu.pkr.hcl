@@ -383,6 +383,7 @@ build {
     waivers      = "${path.root}/waivers-ubuntu-22.04.yaml"
     fail_on      = "high"
     fail_on_skip = "critical"
+    compliance   = "gpu-container-host"
     trivy_db     = var.trivy_db
     publish {
       repository    = var.publish_repository

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,6 +55,31 @@ func (a *app) complianceCommand() *cobra.Command {
 		},
 	}
 	pf.register(list)
-	cmd.AddCommand(list)
+
+	var tf policyFlags
+	tailoring := &cobra.Command{
+		Use:   "tailoring NAME",
+		Short: "Write a tailored profile as an XCCDF tailoring file for OpenSCAP",
+		Long: "Write the compliance profile NAME's tailoring as an XCCDF 1.2 Tailoring document: the XCCDF profile it " +
+			"starts from with the tailored controls' rules deselected, for `oscap xccdf eval --tailoring-file FILE " +
+			"--profile " + "xccdf_dev.gpuhost_profile_NAME`, so that OpenSCAP judges the same rules gpuhost does.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := tf.engine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := complianceProfile(e, args[0])
+			if err != nil {
+				return err
+			}
+			if err := compliance.WriteXCCDFTailoring(a.stdout, p, time.Now()); err != nil {
+				return fmt.Errorf("compliance tailoring %s: %w", args[0], err)
+			}
+			return nil
+		},
+	}
+	tf.register(tailoring)
+	cmd.AddCommand(list, tailoring)
 	return cmd
 }

@@ -325,3 +325,68 @@ func ubuntuPackages() string {
 	}
 	return b.String()
 }
+
+// TestTailoringFileRunsInOpenSCAP: the gpu-container-host profile written
+// as an XCCDF tailoring file passes oscap's schema and, given to
+// oscap xccdf eval, leaves out exactly the tailored controls' rules.
+func TestTailoringFileRunsInOpenSCAP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs OpenSCAP over a whole profile; not in -short")
+	}
+	oscap, err := exec.LookPath("oscap-chroot")
+	if err != nil {
+		t.Skip("oscap-chroot is not installed; make deps installs openscap-utils")
+	}
+	if _, err := os.Stat(ssgDataStream); err != nil {
+		t.Skipf("ComplianceAsCode's content is not installed (%v); make deps installs ssg-debderived", err)
+	}
+	o := gpuhost(t, "", "compliance", "tailoring", "gpu-container-host")
+	if o.code != 0 {
+		t.Fatalf("compliance tailoring: exit %d\n%s", o.code, o.stderr)
+	}
+	file := filepath.Join(t.TempDir(), "tailoring.xml")
+	if err := os.WriteFile(file, []byte(o.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("oscap", "xccdf", "validate", "--skip-schematron", file).CombinedOutput(); err != nil {
+		t.Fatalf("oscap xccdf validate: %v\n%s", err, out)
+	}
+	dir := ubuntuTree(t, true)
+	results := filepath.Join(t.TempDir(), "results.xml")
+	cmd := exec.Command(oscap, dir, "xccdf", "eval", "--tailoring-file", file, "--profile", "xccdf_dev.gpuhost_profile_gpu-container-host",
+		"--results", results, ssgDataStream)
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("oscap-chroot xccdf eval --tailoring-file: %v\n%s", err, out)
+		}
+	}
+	data, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []struct {
+			IDRef  string `xml:"idref,attr"`
+			Result string `xml:"result"`
+		} `xml:"TestResult>rule-result"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	evaluated := 0
+	for _, r := range doc.Results {
+		rule := strings.TrimPrefix(r.IDRef, "xccdf_org.ssgproject.content_rule_")
+		tailored := rule == "sysctl_net_ipv4_ip_forward" || rule == "sysctl_net_ipv6_conf_all_forwarding" || rule == "package_xorg-x11-server-common_removed"
+		switch {
+		case tailored && r.Result != "notselected":
+			t.Errorf("%s is tailored out, but OpenSCAP says %s", rule, r.Result)
+		case !tailored && r.Result != "notselected":
+			evaluated++
+		}
+	}
+	if evaluated != 189-3 {
+		t.Errorf("OpenSCAP evaluated %d rules with the tailoring; want Level 1's 189 less the 3 tailored", evaluated)
+	}
+}

@@ -54,6 +54,30 @@ func TestComplianceFlag(t *testing.T) {
 		t.Errorf("an unknown profile: exit %d, %q; want 2 naming the nearest", bad.code, bad.stderr)
 	}
 
+	// The tailored profile sets its controls aside with their reasons, fails
+	// a tailored control whose compensating checks fail (the weak tree's
+	// firewall), and still fails the controls it keeps.
+	controls := func(tree string) map[string]reports.Control {
+		rep := jsonReport(t, gpuhost(t, "", "scan", "rootfs", tree, "--compliance", "gpu-container-host", "--format", "json", "--fail-on", "none"))
+		m := map[string]reports.Control{}
+		for _, c := range rep.Compliance.Controls {
+			m[c.ID] = c
+		}
+		return m
+	}
+	w, h := controls(weak), controls(filepath.Join("testdata", "rootfs-hardened"))
+	if w["3.2.2"].Status != reports.ControlFail || !strings.Contains(w["3.2.2"].Reason, "compensating") {
+		t.Errorf("3.2.2 on the weak tree, whose firewall fails the compensating checks: %s (%s)", w["3.2.2"].Status, w["3.2.2"].Reason)
+	}
+	if w["5.2.9"].Status != reports.ControlFail {
+		t.Errorf("5.2.9 (sshd root login) on the weak tree: %s; want fail", w["5.2.9"].Status)
+	}
+	for _, id := range []string{"3.2.2", "2.2.2"} {
+		if h[id].Status != reports.ControlTailored || h[id].Reason == "" {
+			t.Errorf("%s on the hardened tree: %s (%q); want tailored with the reason", id, h[id].Status, h[id].Reason)
+		}
+	}
+
 	list := gpuhost(t, "", "compliance", "list")
 	if list.code != 0 || !strings.Contains(list.stdout, "cis-ubuntu-22.04-l2-server") {
 		t.Errorf("compliance list: exit %d\n%s%s", list.code, list.stdout, list.stderr)
