@@ -11,13 +11,21 @@ import (
 // scan's policy work should not dwarf reading the target.
 const judgingTarget = 1.5
 
+// complianceTarget is how many times the plain scan a scan judging the
+// CIS Level 2 profile may cost.
+const complianceTarget = 2.0
+
+// complianceProfile is the largest compliance profile the pack ships.
+const complianceProfile = "cis-ubuntu-22.04-l2-server"
+
 // measureJudging times, side by side, what collecting a tree costs and
 // what judging it adds: `facts rootfs` (collect alone), `scan rootfs`
 // (collect and judge) and `scan facts` of that tree's saved document
 // (judge alone, one document, in a process of its own), each run runs
 // times in turn so that a load on the machine weighs on all three alike.
-// It returns the three measurements and the two ratios of median CPU time
-// to the collection's.
+// It returns those measurements and a line of their ratios of median CPU
+// time to the collection's, with the Level 2 compliance scan's to the
+// plain scan's beside them.
 func measureJudging(gpuhost, tree string, runs int) ([]measurement, string, error) {
 	doc, err := os.CreateTemp("", "gpuhost-bench-judging-*.json")
 	if err != nil {
@@ -36,6 +44,7 @@ func measureJudging(gpuhost, tree string, runs int) ([]measurement, string, erro
 	collect := measurement{name: "gpuhost facts rootfs (" + name + ")"}
 	scanTree := measurement{name: "gpuhost scan rootfs (" + name + ")"}
 	scanDoc := measurement{name: "gpuhost scan facts (" + name + ", one document)"}
+	scanCIS := measurement{name: "gpuhost scan rootfs --compliance " + complianceProfile + " (" + name + ")"}
 	for range runs {
 		for _, m := range []struct {
 			to   *measurement
@@ -44,6 +53,7 @@ func measureJudging(gpuhost, tree string, runs int) ([]measurement, string, erro
 			{&collect, []string{"facts", "rootfs", tree}},
 			{&scanTree, []string{"scan", "rootfs", tree, "--format", "json"}},
 			{&scanDoc, []string{"scan", "facts", doc.Name(), "--format", "json"}},
+			{&scanCIS, []string{"scan", "rootfs", tree, "--compliance", complianceProfile, "--format", "json"}},
 		} {
 			res, err := timed("", false, gpuhost, m.args...)
 			// A scan exits 1 when a check fails; that is a verdict, not an error.
@@ -60,7 +70,10 @@ func measureJudging(gpuhost, tree string, runs int) ([]measurement, string, erro
 	collect.finding = "collecting alone"
 	scanTree.finding = ratio(scanTree) + " times the collection's CPU"
 	scanDoc.finding = ratio(scanDoc) + " times the collection's CPU"
-	line := fmt.Sprintf("judging: scan rootfs %s and scan facts %s times the CPU of facts rootfs on %s (target: at most %.1f)",
-		ratio(scanTree), ratio(scanDoc), name, judgingTarget)
-	return []measurement{collect, scanTree, scanDoc}, line, nil
+	cis := fmt.Sprintf("%.1f", float64(scanCIS.medianCPU())/float64(max(scanTree.medianCPU(), time.Millisecond)))
+	scanCIS.finding = cis + " times the plain scan's CPU"
+	line := fmt.Sprintf("judging: scan rootfs %s and scan facts %s times the CPU of facts rootfs on %s (target: at most %.1f); "+
+		"--compliance %s %s times the plain scan (target: at most %.1f)",
+		ratio(scanTree), ratio(scanDoc), name, judgingTarget, complianceProfile, cis, complianceTarget)
+	return []measurement{collect, scanTree, scanDoc, scanCIS}, line, nil
 }
