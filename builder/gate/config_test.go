@@ -96,7 +96,7 @@ func TestDecodeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.FailOn != "high" || c.VerificationAlg != "" || !slices.Equal(c.Reports, evaluation.DefaultReports("")) || len(c.Reports) != 6 {
+	if c.FailOn != "high" || c.VerificationAlg != "" || !slices.Equal(c.Reports, evaluation.DefaultReports("")) || len(c.Reports) != 8 {
 		t.Errorf("defaults: %+v", c)
 	}
 	for _, f := range report.Formats() {

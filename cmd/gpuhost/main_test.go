@@ -274,7 +274,7 @@ func TestUntrustedInputsExit2(t *testing.T) {
 	}{
 		"policy compile error": {[]string{"scan", "rootfs", hardened, "--policy", badPolicy}, "x.rego:"},
 		"bad fail-on":          {[]string{"scan", "rootfs", hardened, "--fail-on", "severe"}, "--fail-on"},
-		"unknown format":       {[]string{"scan", "rootfs", hardened, "--format", "pdf"}, `"--format" flag: want one of html,`},
+		"unknown format":       {[]string{"scan", "rootfs", hardened, "--format", "pdf"}, `"--format" flag: want one of github, html,`},
 		"unknown report":       {[]string{"scan", "rootfs", hardened, "--report", "pdf=x.pdf"}, "unknown report format"},
 		"report without path":  {[]string{"scan", "rootfs", hardened, "--report", "sarif"}, "want FORMAT=PATH"},
 		"bad diff format":      {[]string{"report", "diff", "a.json", "b.json", "--format", "pdf"}, `"--format" flag: want one of table,`},

@@ -108,3 +108,36 @@ func MarkdownCode(s string) string {
 	}
 	return "`" + s + "`"
 }
+
+// githubData and githubProperty encode text as GitHub Actions' workflow
+// commands read it: a command is one line, "::error title=T::MESSAGE", so
+// a newline in a message would end it and start another command; "%" is
+// the escape itself, and in a property ":" and "," would end the value.
+var (
+	githubData     = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	githubProperty = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+)
+
+// GitHubData escapes s for the message of a workflow command; other
+// control characters are dropped.
+func GitHubData(s string) string { return githubData.Replace(dropControls(s)) }
+
+// GitHubProperty escapes s for a property of a workflow command (title=).
+func GitHubProperty(s string) string { return githubProperty.Replace(dropControls(s)) }
+
+// TAP returns s as the description or directive text of one TAP line: on
+// one line, with "#" (which starts a directive) escaped as TAP 13 says.
+func TAP(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(Terminal(s), `\`, `\\`), "#", `\#`)
+}
+
+// dropControls drops control and format characters but line breaks, which
+// the callers encode.
+func dropControls(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && r != '\r' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"github.com/gpuhost/gpuhost/render/escape"
 	"github.com/gpuhost/gpuhost/reports"
+	"regexp"
 
 	"bytes"
 	"encoding/json"
@@ -16,6 +17,10 @@ import (
 // FuzzRender feeds untrusted text (titles, messages, waivers all come from
 // policies and scanned files) through every renderer and checks each
 // document still parses and stays inert.
+// tapLine is every line the tap format may write: the version and plan,
+// a comment, a test point, and the lines of a YAML block.
+var tapLine = regexp.MustCompile(`^(TAP version 13|1\.\.\d+|# .*|(not )?ok \d+ - .*|  ---|  \.\.\.|  [a-z]+:( .*)?|    - ".*")$`)
+
 func FuzzRender(f *testing.F) {
 	f.Add("GH-TLS-001", "title", "high", "fail", "/etc/ssl/openssl.cnf:12: MinProtocol", "fix it", "alice")
 	f.Add("GH-X-1", "<script>alert(1)</script>", "critical", "waived", "a|b\nc", "]]>&<>\"'", "bob & eve")
@@ -48,6 +53,18 @@ func FuzzRender(f *testing.F) {
 			case "json", "sarif":
 				if !json.Valid(out) {
 					t.Fatalf("%s: invalid JSON", format)
+				}
+			case "github":
+				for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+					if !strings.HasPrefix(line, "::") || strings.ContainsAny(line, "\r") {
+						t.Fatalf("github: a line that is not one workflow command: %q", line)
+					}
+				}
+			case "tap":
+				for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+					if !tapLine.MatchString(line) {
+						t.Fatalf("tap: a line TAP 13 does not have: %q", line)
+					}
 				}
 			case "junit":
 				var v struct {

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"slices"
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +56,7 @@ func mustLookup(t testing.TB, format string) Renderer {
 }
 
 func TestFormatsRegistered(t *testing.T) {
-	want := "html json junit markdown sarif table xccdf"
+	want := "github html json junit markdown sarif table tap xccdf"
 	if got := strings.Join(Formats(), " "); got != want {
 		t.Errorf("Formats() = %q, want %q", got, want)
 	}
@@ -72,6 +72,8 @@ func TestGolden(t *testing.T) {
 		"junit":       mustLookup(t, "junit"),
 		"markdown":    mustLookup(t, "markdown"),
 		"html":        mustLookup(t, "html"),
+		"github":      mustLookup(t, "github"),
+		"tap":         mustLookup(t, "tap"),
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package report renders gpuhost.report/v1 (package reports) in every
 // format a user asks for, one file per format: table, json, sarif, junit,
-// markdown and html, and the NDJSON line encoder fleet scans stream.
+// markdown, html, github (workflow commands), tap and xccdf (a compliance
+// profile's rules), and the NDJSON line encoder fleet scans stream.
 package report
 
 import (
@@ -30,7 +31,7 @@ type Merger interface {
 
 // registry holds the report formats, in the order help text lists them.
 var registry = render.NewRegistry[*reports.Report]("report",
-	&htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{}, &xccdfRenderer{})
+	&github{}, &htmlRenderer{}, &jsonRenderer{}, &junit{}, &markdown{}, &sarif{}, &table{}, &tap{}, &xccdfRenderer{})
 
 // Lookup returns the renderer for a format name.
 func Lookup(format string) (Renderer, error) {

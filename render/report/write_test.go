@@ -122,7 +122,7 @@ func TestParseReportSpec(t *testing.T) {
 		{"sarif", "want FORMAT=PATH"},
 		{"=x.json", "want FORMAT=PATH"},
 		{"json=", "want FORMAT=PATH"},
-		{"pdf=x.pdf", `unknown report format "pdf" (want one of html, json, junit, markdown, sarif, table, xccdf)`},
+		{"pdf=x.pdf", `unknown report format "pdf" (want one of github, html, json, junit, markdown, sarif, table, tap, xccdf)`},
 	} {
 		_, _, err := ParseReportSpec(bad.spec)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

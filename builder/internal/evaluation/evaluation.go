@@ -109,7 +109,9 @@ type Config struct {
 	Vulnerabilities Vulnerabilities `mapstructure:"vulnerabilities"`
 	// The report formats written, one file per format, named as the top of
 	// this page says and ending in the format's extension: `table` (.txt),
-	// `json`, `sarif`, `junit` (.junit.xml), `markdown` (.md), `html`.
+	// `json`, `sarif`, `junit` (.junit.xml), `markdown` (.md), `html`,
+	// `github` (workflow commands, .github.txt), `tap` and `xccdf`
+	// (.xccdf.xml).
 	// Defaults to every format (`xccdf` only with `compliance`).
 	Reports []string `mapstructure:"reports"`
 	// A compliance profile of the pack to judge per control, such as
