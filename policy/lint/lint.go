@@ -55,6 +55,7 @@ var FolderPrefix = map[string]string{
 	"drift":   "GH-DRIFT-",
 	"sc":      "GH-SC-",
 	"sb":      "GH-SB-",
+	"fs":      "GH-FS-",
 }
 
 // Finding is one problem in one file.
