@@ -104,8 +104,11 @@ type FileWalk struct {
 	// the whole tree cannot pass on it.
 	Complete bool `json:"complete"`
 	// Stopped says why the walk ended early (its entry limit, the scan's
-	// deadline); empty when it did not.
-	Stopped string `json:"stopped,omitempty"`
+	// deadline); empty when it did not. StoppedAt is the directory it was
+	// in: it saw every entry before that directory's remaining entries in
+	// its order (depth first, by name), and none after.
+	Stopped   string `json:"stopped,omitempty"`
+	StoppedAt string `json:"stopped_at,omitempty"`
 	// Entries counts the entries seen; Limit is the most it may see.
 	Entries int `json:"entries" jsonschema:"minimum=0"`
 	Limit   int `json:"limit" jsonschema:"minimum=0"`
@@ -130,7 +133,8 @@ type PathSample struct {
 	Paths []string `json:"paths"`
 }
 
-// FileOwner is how many entries one uid owns, and the first of them.
+// FileOwner is how many entries one uid owns, and the first of them: up
+// to 20 for each uid and 10,000 for all together.
 type FileOwner struct {
 	UID   int      `json:"uid" jsonschema:"minimum=0"`
 	Count int      `json:"count" jsonschema:"minimum=0"`

@@ -199,7 +199,7 @@ func fullFacts() *Facts {
 		Homes:      []HomeDir{{User: "alice", UID: 1000, GID: 1000, Path: "/home/alice", Type: "directory", IsDir: true, Mode: "0750"}},
 		DotFiles:   []DotFile{{Path: "/home/alice/.bashrc", Home: "/home/alice", Type: "regular", UID: 1000, GID: 1000}},
 		TrustFiles: []string{"/home/alice/.netrc"}, HomesIncomplete: "listing /home/bob: permission denied",
-		Walk: FileWalk{Complete: false, Stopped: "stopped at its limit of 5000000 entries", Entries: 5000000, Limit: 5000000,
+		Walk: FileWalk{Complete: false, Stopped: "stopped at its limit of 5000000 entries", StoppedAt: "/var/lib", Entries: 5000000, Limit: 5000000,
 			Unread: []string{"/root: permission denied"}, Skipped: []SkippedMount{{Path: "/proc", FSType: "proc", Reason: "a pseudo filesystem"}},
 			WorldWritableDirs: PathSample{Count: 1, Paths: []string{"/opt/drop"}}, WorldWritableFiles: PathSample{Count: 0, Paths: []string{}},
 			Owners: []FileOwner{{UID: 0, Count: 12, Paths: []string{"/etc/passwd"}}}},

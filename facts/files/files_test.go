@@ -293,7 +293,7 @@ func TestWalkStopsAndSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Complete || w.Entries != 3 || !strings.Contains(w.Stopped, "limit of 3") {
+	if w.Complete || w.Entries != 3 || !strings.Contains(w.Stopped, "limit of 3") || w.StoppedAt != "/a/b" {
 		t.Errorf("at the limit: %+v", w)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())

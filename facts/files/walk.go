@@ -21,10 +21,13 @@ const (
 	// it holds open; deeper directories are listed as unread.
 	maxWalkDepth = 256
 	// maxSample bounds each list of paths kept; maxOwnerPaths the paths
-	// kept per owner; maxOwners how many owners are counted.
-	maxSample     = 1000
-	maxOwnerPaths = 20
-	maxOwners     = 65536
+	// kept per owner, and maxAllOwnerPaths for all owners together (a
+	// crafted tree of a thousand uids would otherwise keep twenty paths
+	// of each); maxOwners how many owners are counted.
+	maxSample        = 1000
+	maxOwnerPaths    = 20
+	maxAllOwnerPaths = 10000
+	maxOwners        = 65536
 	// maxUnread and maxSkipped bound those lists: past them one more
 	// says nothing new.
 	maxUnread  = 100
@@ -34,7 +37,6 @@ const (
 // walker is one walk of a tree.
 type walker struct {
 	ctx   context.Context
-	fsys  sysroot.FS
 	skip  mountSkip
 	limit int
 	// rootDev is the tree's own device, when the tree gives devices and
@@ -43,6 +45,8 @@ type walker struct {
 	stayOn  bool
 	out     facts.FileWalk
 	owners  map[int]*facts.FileOwner
+	// ownerPaths counts the paths kept in owners.
+	ownerPaths int
 }
 
 // errStop ends a walk that has said why in Stopped.
@@ -53,7 +57,7 @@ var errStop = errors.New("walk stopped")
 // ctx ends; a directory it cannot list is named in Unread. Either leaves
 // Complete false. Its error is for a tree that cannot be judged at all.
 func walk(ctx context.Context, fsys sysroot.FS, skip mountSkip, limit int) (facts.FileWalk, error) {
-	w := &walker{ctx: ctx, fsys: fsys, skip: skip, limit: limit, owners: map[int]*facts.FileOwner{}}
+	w := &walker{ctx: ctx, skip: skip, limit: limit, owners: map[int]*facts.FileOwner{}}
 	w.out = facts.FileWalk{Limit: limit, Unread: []string{}, Skipped: []facts.SkippedMount{},
 		WorldWritableDirs: facts.PathSample{Paths: []string{}}, WorldWritableFiles: facts.PathSample{Paths: []string{}},
 		Owners: []facts.FileOwner{}}
@@ -94,6 +98,7 @@ type subdir struct {
 func (w *walker) dir(d sysroot.Dir, depth int) error {
 	if err := w.ctx.Err(); err != nil {
 		w.out.Stopped = fmt.Sprintf("stopped after %d entries: %v", w.out.Entries, context.Cause(w.ctx))
+		w.out.StoppedAt = d.Name()
 		return errStop
 	}
 	entries, err := d.ReadDir()
@@ -106,6 +111,7 @@ func (w *walker) dir(d sysroot.Dir, depth int) error {
 		if w.out.Entries++; w.out.Entries > w.limit {
 			w.out.Entries--
 			w.out.Stopped = fmt.Sprintf("stopped at its limit of %d entries", w.limit)
+			w.out.StoppedAt = d.Name()
 			return errStop
 		}
 		name := join(d.Name(), e.Name())
@@ -177,8 +183,9 @@ func (w *walker) file(name string, in inode) {
 		w.owners[in.uid] = o
 	}
 	o.Count++
-	if len(o.Paths) < maxOwnerPaths {
+	if len(o.Paths) < maxOwnerPaths && w.ownerPaths < maxAllOwnerPaths {
 		o.Paths = append(o.Paths, name)
+		w.ownerPaths++
 	}
 }
 

@@ -35,4 +35,4 @@ deny contains {"msg": msg, "file": f.path, "subject": f.path} if {
 	msg := sprintf("%s belongs to gid %d%s; want gid %d", [f.path, f.gid, lib.named(object.get(f, "group", "")), want])
 }
 
-error contains msg if some msg in lib.unknown_params("files_group")
+error contains msg if some msg in lib.unknown_params("files_group", object.get(data.gpuhost.params, "files_group", {}))

@@ -37,17 +37,28 @@ files := object.get(input, "files", {})
 
 patterns := {p | some p in object.get(files, "patterns", [])}
 
-# unknown_params(key) are the messages for the paths params[key] names
-# that the collector does not read: such a path would never be judged.
-unknown_params(key) := {msg |
-	some p, _ in object.get(data.gpuhost.params, key, {})
+# unknown_params(key, given) are the messages for the paths that given,
+# the params key's map, names and the collector does not read: such a path
+# would never be judged. The map comes from the check, so that this library
+# reads no params of its own.
+unknown_params(key, given) := {msg |
+	some p, _ in given
 	not p in patterns
 	msg := sprintf("params %s names %s, which the files collector does not read, so it was not judged", [key, p])
 }
 
 tree_walk := object.get(files, "walk", {})
 
-walk_gaps contains tree_walk.stopped if object.get(tree_walk, "stopped", "") != ""
+walk_gaps contains sprintf("%s, in %s", [tree_walk.stopped, where]) if {
+	object.get(tree_walk, "stopped", "") != ""
+	where := object.get(tree_walk, "stopped_at", "")
+	where != ""
+}
+
+walk_gaps contains tree_walk.stopped if {
+	object.get(tree_walk, "stopped", "") != ""
+	object.get(tree_walk, "stopped_at", "") == ""
+}
 
 walk_gaps contains sprintf("could not read %s", [concat("; ", tree_walk.unread)]) if count(object.get(tree_walk, "unread", [])) > 0
 

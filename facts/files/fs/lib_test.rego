@@ -24,8 +24,7 @@ test_named if {
 }
 
 test_unknown_params if {
-	lib.unknown_params("files_owner") == {"params files_owner names /etc/nope, which the files collector does not read, so it was not judged"} with input as {"files": {"patterns": ["/etc/passwd"]}}
-		with data.gpuhost.params as {"files_owner": {"/etc/passwd": 0, "/etc/nope": 0}}
+	lib.unknown_params("files_owner", {"/etc/passwd": 0, "/etc/nope": 0}) == {"params files_owner names /etc/nope, which the files collector does not read, so it was not judged"} with input as {"files": {"patterns": ["/etc/passwd"]}}
 }
 
 test_walk_errors if {
@@ -38,4 +37,10 @@ test_walk_errors if {
 test_homes_errors if {
 	lib.homes_errors == {"the home directories were not read whole, so they cannot pass: listing /home/a: permission denied"} with input as {"files": {"homes_incomplete": "listing /home/a: permission denied"}}
 	lib.homes_errors == set() with input as {"files": {}}
+}
+
+test_walk_errors_say_where if {
+	lib.walk_errors == {"the walk of the tree is incomplete (9 entries seen), so it cannot pass: stopped after 9 entries: context deadline exceeded, in /var/lib"} with input as {"files": {"walk": {
+		"complete": false, "entries": 9, "stopped": "stopped after 9 entries: context deadline exceeded", "stopped_at": "/var/lib", "unread": [],
+	}}}
 }

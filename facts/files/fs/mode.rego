@@ -1,5 +1,5 @@
 # METADATA
-# title: The files CIS names have its modes or stricter
+# title: The files CIS names are no more open than its modes
 # description: >-
 #   Each file the CIS benchmark names must have the mode params.files_mode gives for it, or a
 #   stricter one: no permission bit, nor setuid, setgid or sticky, that the mode leaves clear. The
@@ -35,4 +35,4 @@ deny contains {"msg": msg, "file": f.path, "subject": f.path} if {
 	msg := sprintf("%s has mode %s; want %s or stricter", [f.path, f.mode, want])
 }
 
-error contains msg if some msg in lib.unknown_params("files_mode")
+error contains msg if some msg in lib.unknown_params("files_mode", object.get(data.gpuhost.params, "files_mode", {}))

@@ -35,4 +35,4 @@ deny contains {"msg": msg, "file": f.path, "subject": f.path} if {
 	msg := sprintf("%s is owned by uid %d%s; want uid %d", [f.path, f.uid, lib.named(object.get(f, "owner", "")), want])
 }
 
-error contains msg if some msg in lib.unknown_params("files_owner")
+error contains msg if some msg in lib.unknown_params("files_owner", object.get(data.gpuhost.params, "files_owner", {}))
