@@ -20,9 +20,12 @@ type Access struct {
 // password: "hash", "locked" (! or *), "empty", or "none" when shadow has
 // no entry (the passwd field then decides: "x" means none at all).
 type Account struct {
-	Name     string `json:"name"`
-	UID      int    `json:"uid" jsonschema:"minimum=0"`
-	GID      int    `json:"gid" jsonschema:"minimum=0"`
+	Name string `json:"name"`
+	UID  int    `json:"uid" jsonschema:"minimum=0"`
+	GID  int    `json:"gid" jsonschema:"minimum=0"`
+	// Home is the home directory, as written; documents saved before it
+	// was collected lack it.
+	Home     string `json:"home,omitempty"`
 	Shell    string `json:"shell"`
 	Password string `json:"password" jsonschema:"enum=hash,enum=locked,enum=empty,enum=none"`
 }

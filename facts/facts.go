@@ -75,6 +75,7 @@ type Facts struct {
 	Vulnerabilities  *Vulnerabilities  `json:"vulnerabilities,omitempty"`
 	SBOM             *SBOM             `json:"sbom,omitempty"`
 	SecureBoot       *SecureBoot       `json:"secure_boot,omitempty"`
+	Files            *Files            `json:"files,omitempty"`
 }
 
 // New returns an empty document for the given target, stamped with the schema.

@@ -49,7 +49,7 @@ func fullFacts() *Facts {
 		Remote: AuditRemote{AudispRemoteActive: true, AudispRemoteServer: "logs.example", JournalUpload: true, JournalUploadURL: "https://logs.example:19532"},
 	}
 	f.Access = &Access{
-		Users:  []Account{{Name: "root", UID: 0, GID: 0, Shell: "/bin/bash", Password: "locked"}},
+		Users:  []Account{{Name: "root", UID: 0, GID: 0, Home: "/root", Shell: "/bin/bash", Password: "locked"}},
 		Groups: []Group{{Name: "gpuhost-admin", GID: 1001, Members: []string{"alice"}}},
 		Sudo: &Sudo{Files: []string{"/etc/sudoers"}, Rules: []SudoRule{{File: "/etc/sudoers", Line: 20, Users: []string{"%gpuhost-admin"},
 			Hosts: []string{"ALL"}, RunAs: []string{"ALL"}, Commands: []string{"ALL"}, AllCommands: true, NoPasswd: false}},
@@ -191,6 +191,18 @@ func fullFacts() *Facts {
 			Serial: "791ceb", SHA256: strings.Repeat("ab", 32), Error: ""}},
 		Firmware: &Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
 		Lockdown: &Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
+	}
+	f.Files = &Files{
+		Benchmark: []BenchmarkFile{{Path: "/etc/shadow", Pattern: "/etc/shadow", Type: "regular", UID: 0, GID: 42, Owner: "root", Group: "shadow", Mode: "0640"},
+			{Path: "/etc/cron.d", Pattern: "/etc/cron.d", Directory: true, Type: "missing"}},
+		Patterns:   []string{"/etc/shadow", "/etc/cron.d"},
+		Homes:      []HomeDir{{User: "alice", UID: 1000, GID: 1000, Path: "/home/alice", Type: "directory", IsDir: true, Mode: "0750"}},
+		DotFiles:   []DotFile{{Path: "/home/alice/.bashrc", Home: "/home/alice", Type: "regular", UID: 1000, GID: 1000}},
+		TrustFiles: []string{"/home/alice/.netrc"}, HomesIncomplete: "listing /home/bob: permission denied",
+		Walk: FileWalk{Complete: false, Stopped: "stopped at its limit of 5000000 entries", StoppedAt: "/var/lib", Entries: 5000000, Limit: 5000000,
+			Unread: []string{"/root: permission denied"}, Skipped: []SkippedMount{{Path: "/proc", FSType: "proc", Reason: "a pseudo filesystem"}},
+			WorldWritableDirs: PathSample{Count: 1, Paths: []string{"/opt/drop"}}, WorldWritableFiles: PathSample{Count: 0, Paths: []string{}},
+			Owners: []FileOwner{{UID: 0, Count: 12, Paths: []string{"/etc/passwd"}}}},
 	}
 	f.SBOM = &SBOM{Present: true, Path: "/var/lib/gpuhost/sbom.cdx.json", Format: "CycloneDX", SpecVersion: "1.6", Components: 412, SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}
 	return f

@@ -47,6 +47,7 @@ var Domains = []Domain{
 	{Folder: "audit", Dir: "facts/audit/audit", FS: domain("audit/audit")},
 	{Folder: "cgroup", Dir: "facts/osinfo/cgroup", FS: domain("osinfo/cgroup")},
 	{Folder: "enc", Dir: "facts/encryption/enc", FS: domain("encryption/enc")},
+	{Folder: "fs", Dir: "facts/files/fs", FS: domain("files/fs")},
 	{Folder: "gpu", Dir: "facts/gpu/gpu", FS: domain("gpu/gpu")},
 	{Folder: "iam", Dir: "facts/access/iam", FS: domain("access/iam")},
 	{Folder: "net", Dir: "facts/network/net", FS: domain("network/net")},

@@ -23,7 +23,7 @@ func TestAllIsOrdered(t *testing.T) {
 	for i, c := range all {
 		at[c.Name()] = i
 	}
-	want := []string{"access", "audit", "cgroup", "container_runtime", "containers", "encryption", "firewall",
+	want := []string{"access", "audit", "cgroup", "container_runtime", "containers", "encryption", "files", "firewall",
 		"gpu", "gpu_driver", "kernel", "kubelet", "manifest", "network", "os", "packages", "pci", "sbom",
 		"secureboot", "ssh", "systemd", "tls", "tls_probe"}
 	if got := slices.Sorted(maps.Keys(at)); !slices.Equal(got, want) {

@@ -85,8 +85,10 @@ func TestScanImageDecoy(t *testing.T) {
 		}
 	}
 	// The hardened tree's crypttab maps / to a LUKS volume this plain disk
-	// does not hold: GH-ENC-001 fails for it, and nothing else does.
-	hardened := runCommand(t, scanImage, img, params, "--root-partition", "1", "--format", "json")
+	// does not hold: GH-ENC-001 fails for it, and nothing else does. The
+	// CIS file checks are left out: the disk has the owners and modes of
+	// a checkout, which git does not keep.
+	hardened := runCommand(t, scanImage, img, params, "--root-partition", "1", "--format", "json", "--skip-checks", "fs")
 	failed := map[string]bool{}
 	for id, st := range imageStatuses(t, hardened) {
 		if st == "fail" || st == "error" {

@@ -79,7 +79,9 @@ func TestWeakRootfsFailsTLSSSHAndRuntime(t *testing.T) {
 // to a rootfs passes; only GH-SSH-007, which compares sshd's file with what
 // the running daemon offers on the wire, has nothing to compare on an image.
 func TestHardenedRootfsPasses(t *testing.T) {
-	o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--format", "json", "--fail-on", "info")
+	// The CIS file checks are left out: they judge owners and modes, which
+	// git does not keep (TestReportsStayTheSame says more).
+	o := gpuhost(t, "", "scan", "rootfs", hardened, "--params", params, "--format", "json", "--fail-on", "info", "--skip-checks", "fs")
 	if o.code != 0 {
 		t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", o.code, o.stdout, o.stderr)
 	}

@@ -32,8 +32,12 @@ func TestReportsStayTheSame(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"rootfs-hardened", []string{"scan", "rootfs", hardened, "--params", params}},
-		{"rootfs-weak", []string{"scan", "rootfs", weak, "--params", params}},
+		// The CIS file checks (fs/) judge owners and modes, which git
+		// does not keep: on a checkout they would say who checked it out.
+		// facts/files judges them on trees that set both, and the saved
+		// documents below hold their reports still.
+		{"rootfs-hardened", []string{"scan", "rootfs", hardened, "--params", params, "--skip-checks", "fs"}},
+		{"rootfs-weak", []string{"scan", "rootfs", weak, "--params", params, "--skip-checks", "fs"}},
 	}
 	for _, f := range []string{"compliant-host", "noncompliant-image", "weak-facts"} {
 		cases = append(cases, struct {

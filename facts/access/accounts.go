@@ -76,7 +76,7 @@ func ParsePasswd(display string, data []byte) ([]facts.Account, error) {
 		if f[1] == "x" {
 			pw = "none"
 		}
-		users = append(users, facts.Account{Name: f[0], UID: uid, GID: gid, Shell: f[6], Password: pw})
+		users = append(users, facts.Account{Name: f[0], UID: uid, GID: gid, Home: f[5], Shell: f[6], Password: pw})
 		return nil
 	})
 	return users, err

@@ -56,6 +56,7 @@ var FolderPrefix = map[string]string{
 	"sc":      "GH-SC-",
 	"sb":      "GH-SB-",
 	"pkg":     "GH-PKG-",
+	"fs":      "GH-FS-",
 }
 
 // Finding is one problem in one file.

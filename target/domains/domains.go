@@ -16,6 +16,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts/audit"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/encryption"
+	"github.com/gpuhost/gpuhost/facts/files"
 	"github.com/gpuhost/gpuhost/facts/gpu"
 	"github.com/gpuhost/gpuhost/facts/network"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -39,6 +40,11 @@ func Collectors() []collector.Collector {
 				return err
 			}},
 			alone("encryption", encryption.Collect, func(f *facts.Facts) **facts.Encryption { return &f.Encryption }),
+			// The homes are the accounts' and the owners' names theirs.
+			collector.Func{ID: "files", Deps: []string{"access"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+				f.Files, err = files.Collect(ctx, env, f.Access)
+				return err
+			}},
 			alone("secureboot", secureboot.Collect, func(f *facts.Facts) **facts.SecureBoot { return &f.SecureBoot }),
 			// On a live host each listening sshd is found among the
 			// listeners; a missing sshd_config is an error when

@@ -76,9 +76,10 @@ func ParseFstab(data []byte) ([]FstabEntry, error) {
 }
 
 // Mount is one mount: a line of /proc/self/mountinfo, or an fstab entry
-// seen as the mount it asks for (MajMin then empty).
+// seen as the mount it asks for (MajMin then empty). FSType is the
+// filesystem's type (ext4, proc, nfs4).
 type Mount struct {
-	MajMin, Point, Source string
+	MajMin, Point, Source, FSType string
 }
 
 // ParseMountinfo reads /proc/PID/mountinfo (proc(5)), through moby's
@@ -95,7 +96,7 @@ func ParseMountinfo(data []byte) ([]Mount, error) {
 	}
 	out := make([]Mount, 0, len(infos))
 	for _, m := range infos {
-		out = append(out, Mount{MajMin: fmt.Sprintf("%d:%d", m.Major, m.Minor), Point: m.Mountpoint, Source: m.Source})
+		out = append(out, Mount{MajMin: fmt.Sprintf("%d:%d", m.Major, m.Minor), Point: m.Mountpoint, Source: m.Source, FSType: m.FSType})
 	}
 	return out, nil
 }

@@ -55,7 +55,7 @@ func TestMountinfo(t *testing.T) {
 			t.Errorf("For(%s) = %+v %v, want %s", file, m, ok, want)
 		}
 	}
-	if m, _ := For(mounts, "/boot/efi"); m.Source != "/dev/vda1" || m.MajMin != "8:1" {
+	if m, _ := For(mounts, "/boot/efi"); m.Source != "/dev/vda1" || m.MajMin != "8:1" || m.FSType != "vfat" {
 		t.Errorf("the ESP's source: %+v", m)
 	}
 	if _, err := ParseMountinfo([]byte("1 0 8:1 / /\n")); err == nil {
