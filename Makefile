@@ -63,7 +63,8 @@ DEBIAN_KERNEL := $(shell sed -n 's/^debian_kernel *= *"\(.*\)"/\1/p' images/pins
 APT_TEST := ca-certificates git chromium docker-registry iproute2 gpg gcc mandoc \
   nginx openssh-server openssl nftables iptables python3 testssl.sh sslscan ssh-audit sudo systemd cryptsetup-bin \
   prometheus libxml2-utils man-db containerd runc qemu-system-x86 ovmf swtpm swtpm-tools python3-cryptography \
-  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools linux-headers-$(DEBIAN_KERNEL)
+  sbsigntool grub-efi-amd64-bin linux-kbuild-6.1 xz-utils efitools linux-headers-$(DEBIAN_KERNEL) \
+  openscap-utils ssg-debderived
 APT_BENCH := lynis time strace
 
 .PHONY: help

@@ -49,6 +49,7 @@ var Domains = []Domain{
 	{Folder: "enc", Dir: "facts/encryption/enc", FS: domain("encryption/enc")},
 	{Folder: "gpu", Dir: "facts/gpu/gpu", FS: domain("gpu/gpu")},
 	{Folder: "iam", Dir: "facts/access/iam", FS: domain("access/iam")},
+	{Folder: "kernel", Dir: "facts/osinfo/kernel", FS: domain("osinfo/kernel")},
 	{Folder: "net", Dir: "facts/network/net", FS: domain("network/net")},
 	{Folder: "runtime", Dir: "facts/runtime/runtime", FS: domain("runtime/runtime")},
 	{Folder: "sb", Dir: "facts/secureboot/sb", FS: domain("secureboot/sb")},

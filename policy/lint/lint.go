@@ -55,6 +55,7 @@ var FolderPrefix = map[string]string{
 	"drift":   "GH-DRIFT-",
 	"sc":      "GH-SC-",
 	"sb":      "GH-SB-",
+	"kernel":  "GH-KRN-",
 }
 
 // Finding is one problem in one file.
