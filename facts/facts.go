@@ -55,6 +55,9 @@ type Facts struct {
 
 	OS               *OS               `json:"os,omitempty"`
 	Kernel           *Kernel           `json:"kernel,omitempty"`
+	KernelModules    *KernelModules    `json:"kernel_modules,omitempty"`
+	Sysctl           *Sysctl           `json:"sysctl,omitempty"`
+	Limits           *Limits           `json:"limits,omitempty"`
 	Packages         []Package         `json:"packages,omitempty" factschema:"notnull"`
 	Cgroup           *Cgroup           `json:"cgroup,omitempty"`
 	Kubelet          *Kubelet          `json:"kubelet,omitempty"`

@@ -50,6 +50,7 @@ var Domains = []Domain{
 	{Folder: "fs", Dir: "facts/files/fs", FS: domain("files/fs")},
 	{Folder: "gpu", Dir: "facts/gpu/gpu", FS: domain("gpu/gpu")},
 	{Folder: "iam", Dir: "facts/access/iam", FS: domain("access/iam")},
+	{Folder: "kernel", Dir: "facts/osinfo/kernel", FS: domain("osinfo/kernel")},
 	{Folder: "net", Dir: "facts/network/net", FS: domain("network/net")},
 	{Folder: "pkg", Dir: "facts/packages/pkg", FS: domain("packages/pkg")},
 	{Folder: "runtime", Dir: "facts/runtime/runtime", FS: domain("runtime/runtime")},

@@ -28,7 +28,7 @@ const minCoverage = 90.0
 
 var (
 	collectors = []string{
-		"os", "kernel", "packages", "cgroup", "kubelet", "audit", "access", "tls", "tls_probe", "ssh",
+		"os", "kernel", "kernel_modules", "sysctl", "limits", "packages", "cgroup", "kubelet", "audit", "access", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
 		"gpu", "gpu_driver", "gpu_validation", "pci", "config_files", "containers", "sbom", "vulnerabilities", "secureboot", "files",
 	}

@@ -35,6 +35,12 @@ func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) (er
 		f.Systemd, err = CollectSystemd(ctx, env, f.Packages)
 	case "cgroup":
 		f.Cgroup, err = CollectCgroup(ctx, env, f.Kernel, f.Packages)
+	case "kernel_modules":
+		f.KernelModules, err = CollectKernelModules(ctx, env)
+	case "sysctl":
+		f.Sysctl, err = CollectSysctl(ctx, env)
+	case "limits":
+		f.Limits, err = CollectLimits(ctx, env)
 	case "packages":
 		f.Packages, err = packages.CollectPackages(ctx, env)
 	default:

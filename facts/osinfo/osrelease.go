@@ -1,8 +1,11 @@
 // Package osinfo collects what the operating system says of itself: its
 // release and hostname (os), the kernels installed and the command line
 // the target boots or booted with (kernel), the systemd units an
-// administrator enabled and masked and systemd's version (systemd), and the
-// cgroup hierarchy with the memory limits of the top-level slices (cgroup).
+// administrator enabled and masked and systemd's version (systemd), the
+// cgroup hierarchy with the memory limits of the top-level slices (cgroup),
+// what modprobe.d lets load and what is loaded (kernel_modules), the kernel
+// parameters configured and running (sysctl), and pam_limits' limits
+// (limits).
 // It also answers, on a live host, whether a unit is active (UnitState),
 // for collectors of other domains.
 package osinfo

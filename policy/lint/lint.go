@@ -57,6 +57,7 @@ var FolderPrefix = map[string]string{
 	"sb":      "GH-SB-",
 	"pkg":     "GH-PKG-",
 	"fs":      "GH-FS-",
+	"kernel":  "GH-KRN-",
 }
 
 // Finding is one problem in one file.

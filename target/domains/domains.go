@@ -76,6 +76,9 @@ func osinfoCollectors() []collector.Collector {
 			return err
 		}},
 		alone("kernel", osinfo.CollectKernel, func(f *facts.Facts) **facts.Kernel { return &f.Kernel }),
+		alone("kernel_modules", osinfo.CollectKernelModules, func(f *facts.Facts) **facts.KernelModules { return &f.KernelModules }),
+		alone("sysctl", osinfo.CollectSysctl, func(f *facts.Facts) **facts.Sysctl { return &f.Sysctl }),
+		alone("limits", osinfo.CollectLimits, func(f *facts.Facts) **facts.Limits { return &f.Limits }),
 		// systemd's version is its package's.
 		collector.Func{ID: "systemd", Deps: []string{"packages"}, Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 			f.Systemd, err = osinfo.CollectSystemd(ctx, env, f.Packages)

@@ -15,7 +15,7 @@
 #     params.forbidden_packages with a reason if the host needs it.
 #   controls:
 #     nist-800-53: [CM-7]
-#     cis-ubuntu-22.04: ["1.6.3", "2.1.1", "2.2.2", "2.2.5", "2.2.6", "2.2.8", "2.2.9", "2.2.10", "2.2.11",
+#     cis-ubuntu-22.04: ["2.1.1", "2.2.2", "2.2.5", "2.2.6", "2.2.8", "2.2.9", "2.2.10", "2.2.11",
 #       "2.2.12", "2.2.13", "2.2.14", "2.2.17", "2.3.2", "2.3.3", "2.3.4", "2.3.5"]
 #   targets: [rootfs, image, host, facts]
 #   requires: [packages]
