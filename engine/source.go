@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"encoding/json"
 	"archive/tar"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"

@@ -47,6 +47,11 @@ type SSHSettings struct {
 	// Explicit lists the keywords the files set, lower-cased, so policies can
 	// tell a configured value from a default.
 	Explicit []string `json:"explicit"`
+	// Options are the effective values of the session and authentication
+	// options a hardening baseline judges (SSHOptionDefaults' keywords,
+	// lower-case): the first value the files give, else OpenSSH's default.
+	// Absent in documents from before gpuhost collected them.
+	Options map[string]string `json:"options,omitempty"`
 	// Locations maps each keyword of Explicit to the line sshd took its
 	// value from (the first that sets it; for the keywords that
 	// accumulate, the first of their lines), so that a finding points at

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuhost/gpuhost/engine"
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/ssh"
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/policies"
 	"github.com/gpuhost/gpuhost/target"
@@ -243,6 +244,8 @@ Ciphers chacha20-poly1305@openssh.com,aes256-gcm@openssh.com
 KexAlgorithms sntrup761x25519-sha512@openssh.com,curve25519-sha256
 MACs hmac-sha2-512-etm@openssh.com,hmac-sha2-256-etm@openssh.com
 HostKeyAlgorithms ssh-ed25519
+MaxAuthTries 4
+ClientAliveInterval 300
 `
 
 func TestLiveSSHDHardened(t *testing.T) {
@@ -253,10 +256,17 @@ func TestLiveSSHDHardened(t *testing.T) {
 	if len(d.Match) != 0 || len(d.Wire) != 1 || d.Wire[0].Error != "" || join(d.Wire[0].HostKeyAlgorithms) != "ssh-ed25519" {
 		t.Fatalf("daemon = %+v", d)
 	}
-	if eff := sshdT(t, conf); eff["ciphers"] != join(d.Wire[0].Ciphers) || eff["macs"] != join(d.Wire[0].MACs) {
+	eff := sshdT(t, conf)
+	if eff["ciphers"] != join(d.Wire[0].Ciphers) || eff["macs"] != join(d.Wire[0].MACs) {
 		t.Errorf("wire ciphers %v macs %v, sshd -T %q %q", d.Wire[0].Ciphers, d.Wire[0].MACs, eff["ciphers"], eff["macs"])
 	}
 	compareSSHAudit(t, port, d.Wire[0])
+	// The options GH-SSH-011 judges are what sshd -T says sshd runs with.
+	for k := range ssh.SSHOptionDefaults {
+		if !strings.EqualFold(d.Options[k], eff[k]) {
+			t.Errorf("option %s: collected %q, sshd -T %q", k, d.Options[k], eff[k])
+		}
+	}
 	for id, r := range evaluate(t, f, d) {
 		// GH-SSH-010 judges images only: a live host has keys of its own.
 		if r.Status != "pass" && !(id == "GH-SSH-010" && r.Status == "skip") {

@@ -354,9 +354,38 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		AllowUsers:                   c.list("allowusers", []string{}),
 		DenyUsers:                    c.list("denyusers", []string{}),
 		Explicit:                     append([]string{}, c.Explicit...),
+		Options:                      c.options(),
 		Locations:                    maps.Clone(c.Locations),
 		Match:                        slices.Clone(c.Match),
 	}
+}
+
+// SSHOptionDefaults are the options Settings reports in Options, with
+// OpenSSH's defaults (sshd_config(5) of OpenSSH 8.9 and 9.x) for a file
+// that does not set them.
+var SSHOptionDefaults = map[string]string{
+	"allowtcpforwarding":      "yes",
+	"clientalivecountmax":     "3",
+	"clientaliveinterval":     "0",
+	"hostbasedauthentication": "no",
+	"ignorerhosts":            "yes",
+	"logingracetime":          "120",
+	"loglevel":                "info",
+	"maxauthtries":            "6",
+	"maxsessions":             "10",
+	"maxstartups":             "10:30:100",
+	"permituserenvironment":   "no",
+	"x11forwarding":           "no",
+}
+
+// options is each of SSHOptionDefaults' keywords' first value, else its
+// default.
+func (c *SSHDConfig) options() map[string]string {
+	out := make(map[string]string, len(SSHOptionDefaults))
+	for k, def := range SSHOptionDefaults {
+		out[k] = c.first(k, def)
+	}
+	return out
 }
 
 // list returns every argument keyword had, or def.
