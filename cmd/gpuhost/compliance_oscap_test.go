@@ -38,12 +38,18 @@ var openSCAPDisagrees = map[string]string{
 		"which passes when nothing weak is offered, whether by default or by a shorter list",
 	"sshd_use_approved_macs": "the content wants a MACs line listing its algorithms; gpuhost judges what sshd offers, " +
 		"which passes when nothing weak is offered",
+	"sshd_set_idle_timeout":       sshdAsRun,
+	"sshd_set_max_auth_tries":     sshdAsRun,
+	"sshd_disable_x11_forwarding": sshdAsRun,
 	"sudo_custom_logfile": "the content's pattern does not take a quoted path (Defaults logfile=\"/var/log/sudo.log\"), " +
 		"which sudo reads as the same setting",
 }
 
 // Why OpenSCAP's probes judge something other than the tree in a chroot.
 const (
+	sshdAsRun = "OpenSCAP passes the default tree, whose sshd runs with MaxAuthTries 6, ClientAliveInterval 0 and " +
+		"X11Forwarding yes (as sshd -T prints them for its files); gpuhost judges those effective values, which " +
+		"facts/ssh's live tests hold to sshd -T, and fails them"
 	dpkgInChroot = "under oscap-chroot, OpenSCAP's dpkginfo probe does not read the tree's dpkg database: it finds " +
 		"none of the packages the tree lists as installed"
 	systemdInChroot = "OpenSCAP asks the running systemd over D-Bus whether a unit is enabled, which in a chroot " +
