@@ -14,6 +14,20 @@ type Access struct {
 	// EtcWritable lists what under /etc a group other than root's, or
 	// anyone, may write.
 	EtcWritable []WritableFile `json:"etc_writable"`
+	// LoginDefs is /etc/login.defs, the shadow suite's defaults for new
+	// passwords and sessions; nil when the file is absent.
+	LoginDefs *LoginDefs `json:"login_defs,omitempty"`
+}
+
+// LoginDefs is /etc/login.defs as the shadow suite reads it: each
+// keyword's value, the last line that sets it winning.
+type LoginDefs struct {
+	File string `json:"file"`
+	// Settings maps an upper-case keyword (PASS_MAX_DAYS, UMASK) to its
+	// value as written.
+	Settings map[string]string `json:"settings"`
+	// Lines maps each keyword of Settings to the line its value is on.
+	Lines map[string]int `json:"lines"`
 }
 
 // Account is one /etc/passwd entry with the state of its /etc/shadow

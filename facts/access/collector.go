@@ -15,6 +15,8 @@ const (
 	passwdPath = "/etc/passwd"
 	groupPath  = "/etc/group"
 	shadowPath = "/etc/shadow"
+	// loginDefsPath is the shadow suite's defaults (login.defs(5)).
+	loginDefsPath = "/etc/login.defs"
 	// maxAccountsFile bounds passwd, group and shadow.
 	maxAccountsFile = 16 << 20
 	// maxEtcEntries bounds the walk of /etc for writable files; maxEtcDepth
@@ -72,6 +74,13 @@ func Collect(_ context.Context, env *collect.Env) (*facts.Access, error) {
 	}
 	if a.EtcWritable, err = etcWritable(fsys, a.Groups); err != nil {
 		return nil, err
+	}
+	data, err = fsys.ReadFileLimit(loginDefsPath, maxAccountsFile)
+	switch {
+	case err == nil:
+		a.LoginDefs = ParseLoginDefs(fsys.Display(loginDefsPath), data)
+	case !sysroot.IsNotExist(err):
+		return nil, fmt.Errorf("reading %s: %w", fsys.Display(loginDefsPath), err)
 	}
 	return a, nil
 }
