@@ -155,6 +155,13 @@ func openSCAPResults(t *testing.T, oscap, dir, profile string) map[string]string
 	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 2) {
 		t.Fatalf("oscap-chroot %s: %v\n%s", dir, err, out)
 	}
+	return ruleResultsIn(t, results)
+}
+
+// ruleResultsIn reads an XCCDF results file: each rule's result by its
+// short ComplianceAsCode id.
+func ruleResultsIn(t *testing.T, results string) map[string]string {
+	t.Helper()
 	data, err := os.ReadFile(results)
 	if err != nil {
 		t.Fatal(err)
@@ -368,27 +375,13 @@ func TestTailoringFileRunsInOpenSCAP(t *testing.T) {
 			t.Fatalf("oscap-chroot xccdf eval --tailoring-file: %v\n%s", err, out)
 		}
 	}
-	data, err := os.ReadFile(results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Results []struct {
-			IDRef  string `xml:"idref,attr"`
-			Result string `xml:"result"`
-		} `xml:"TestResult>rule-result"`
-	}
-	if err := xml.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
 	evaluated := 0
-	for _, r := range doc.Results {
-		rule := strings.TrimPrefix(r.IDRef, "xccdf_org.ssgproject.content_rule_")
+	for rule, result := range ruleResultsIn(t, results) {
 		tailored := rule == "sysctl_net_ipv4_ip_forward" || rule == "sysctl_net_ipv6_conf_all_forwarding" || rule == "package_xorg-x11-server-common_removed"
 		switch {
-		case tailored && r.Result != "notselected":
-			t.Errorf("%s is tailored out, but OpenSCAP says %s", rule, r.Result)
-		case !tailored && r.Result != "notselected":
+		case tailored && result != "notselected":
+			t.Errorf("%s is tailored out, but OpenSCAP says %s", rule, result)
+		case !tailored && result != "notselected":
 			evaluated++
 		}
 	}
