@@ -55,6 +55,22 @@ type htmlView struct {
 	VerdictCSS string
 	Coverage   string
 	Gaps       []string
+	// Compliance is the profile's block, when the scan judged one.
+	Compliance *htmlCompliance
+}
+
+// htmlCompliance is a compliance profile's per-section totals and the
+// controls a reviewer acts on, as the table format shows them.
+type htmlCompliance struct {
+	Heading, Counts string
+	Statuses        []string
+	Sections        []htmlSection
+	Attention       []reports.Control
+}
+
+type htmlSection struct {
+	Label  string
+	Counts []int
 }
 
 type htmlStatusCount struct {
@@ -135,6 +151,20 @@ func (*htmlRenderer) Render(w io.Writer, rep *reports.Report) error {
 		v.Verdict, v.VerdictCSS = fmt.Sprintf("Incomplete: %d critical check(s) did not run", n), "error"
 	default:
 		v.Verdict, v.VerdictCSS = "No failing checks", "pass"
+	}
+	if c := rep.Compliance; c != nil {
+		hc := &htmlCompliance{Heading: complianceHeading(c), Counts: complianceCounts(c), Attention: attention(c)}
+		for _, st := range reports.ControlStatuses {
+			hc.Statuses = append(hc.Statuses, strings.ReplaceAll(st, "_", " "))
+		}
+		for _, sec := range c.Sections {
+			row := htmlSection{Label: strings.TrimSpace(sec.ID + " " + sec.Title)}
+			for _, st := range reports.ControlStatuses {
+				row.Counts = append(row.Counts, sec.ByStatus[st])
+			}
+			hc.Sections = append(hc.Sections, row)
+		}
+		v.Compliance = hc
 	}
 	v.Chart = buildChart(rep)
 	for _, res := range rep.Results {
@@ -301,7 +331,15 @@ svg text.seg{fill:#fff;font-weight:600;text-anchor:middle}
 {{if .Gaps}}<ul class="gaps">
 {{range .Gaps}}<li>{{.}}</li>
 {{end}}</ul>
-{{end}}<h2>Summary</h2>
+{{end}}{{with .Compliance}}<h2>{{.Heading}}</h2>
+<p class="coverage">{{.Counts}}</p>
+<table class="compliance"><thead><tr><th>Section</th>{{range .Statuses}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Sections}}<tr><td>{{.Label}}</td>{{range .Counts}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table>
+{{if .Attention}}<ul class="gaps">
+{{range .Attention}}<li><b>{{.ID}}</b> {{.Title}} [{{.Status}}]: {{.Reason}}{{if .Remediation}} Fix: {{.Remediation}}{{end}}</li>
+{{end}}</ul>
+{{end}}{{end}}<h2>Summary</h2>
 <div class="cards">
 {{range .Statuses}}<div class="card" style="border-left-color:{{.Color}}"><b>{{.Count}}</b>{{.Status}}</div>
 {{end}}<div class="card"><b>{{.Summary.Total}}</b>total</div>

@@ -165,3 +165,21 @@ func FuzzXCCDF(f *testing.F) {
 		}
 	})
 }
+
+// TestComplianceInEveryReader: the table, markdown and HTML formats lead
+// with the profile's per-section totals and list the controls that
+// failed, the profile's text escaped as each language needs.
+func TestComplianceInEveryReader(t *testing.T) {
+	rep := xccdfReport(t)
+	for _, f := range []string{"table", "markdown", "html"} {
+		out := string(rendered(t, mustLookup(t, f), rep))
+		for _, want := range []string{"Compliance: Golden profile (Golden Benchmark v1)", "1 First", "5 Fifth", "1.1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q", f, want)
+			}
+		}
+		if f == "html" && strings.Contains(out, "<1.3>") {
+			t.Errorf("html: a control's title is not escaped")
+		}
+	}
+}
