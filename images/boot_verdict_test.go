@@ -306,9 +306,13 @@ func bootSelftestCLI(t *testing.T, gpuhost, name, disk, overlay, tpm string, fw 
 	return run
 }
 
-// cisBaseline reports whether r is a CIS baseline check below high, which
-// liveVerdict lists rather than holds a booted image to.
+// cisBaseline reports whether r is a check of the CIS baseline below high
+// (files, kernel settings, packages and services, login.defs and system
+// accounts' shells), which the bake does not apply yet (issue 50): the
+// image tests list its failures rather than hold an image to them, and the
+// templates' gates at fail_on high leave them alone.
 func cisBaseline(r reports.Result) bool {
-	cis := strings.HasPrefix(r.ID, "GH-FS-") || strings.HasPrefix(r.ID, "GH-KRN-") || strings.HasPrefix(r.ID, "GH-PKG-")
+	cis := strings.HasPrefix(r.ID, "GH-FS-") || strings.HasPrefix(r.ID, "GH-KRN-") || strings.HasPrefix(r.ID, "GH-PKG-") ||
+		r.ID == "GH-IAM-007" || r.ID == "GH-IAM-008"
 	return cis && reports.SeverityRank(r.Severity) > reports.SeverityRank("high")
 }
