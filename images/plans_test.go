@@ -277,7 +277,7 @@ func TestTemplatesRenderHardenedPlans(t *testing.T) {
 				t.Fatal("the gpuhost-gpu block has no hardening block")
 			}
 			for _, step := range []string{"hardening: packages", "hardening: role groups", "hardening: openssl", "hardening: sshd",
-				"hardening: firewall", "hardening: auditd", "hardening: sudo", "hardening: journald", "unattended upgrades"} {
+				"hardening: firewall", "hardening: auditd", "hardening: sudo", "hardening: journald", "hardening: baseline", "unattended upgrades"} {
 				if !strings.Contains(tp.plan, "\nstep \""+step+"\"\n") {
 					t.Errorf("the plan has no step %q", step)
 				}
@@ -305,6 +305,8 @@ func TestTemplatesRenderHardenedPlans(t *testing.T) {
 				WatchPaths   []string            `yaml:"audit_watch_paths"`
 				GPUTools     []string            `yaml:"audit_gpu_tools"`
 				Pins         map[string]string   `yaml:"pins"`
+				Sysctl       map[string]string   `yaml:"sysctl_values"`
+				Modules      []string            `yaml:"kernel_modules_disabled"`
 			}
 			if err := yaml.Unmarshal(defaults, &params); err != nil {
 				t.Fatal(err)
@@ -350,6 +352,12 @@ func TestTemplatesRenderHardenedPlans(t *testing.T) {
 				if !slices.Contains(h.Audit.WatchPaths, p) {
 					t.Errorf("%s asks for writes to %s to be recorded; the audit rules do not watch it", tp.params, p)
 				}
+			}
+			if !maps.Equal(h.Baseline.Sysctl, params.Sysctl) {
+				t.Errorf("hardening.baseline.sysctl = %v, but %s judges by sysctl_values %v", h.Baseline.Sysctl, tp.params, params.Sysctl)
+			}
+			if !slices.Equal(h.Baseline.DisabledModules, params.Modules) {
+				t.Errorf("hardening.baseline.disabled_modules = %v, but %s judges by kernel_modules_disabled %v", h.Baseline.DisabledModules, tp.params, params.Modules)
 			}
 			for _, p := range params.GPUTools {
 				if !slices.Contains(h.Audit.ExecPaths, p) {

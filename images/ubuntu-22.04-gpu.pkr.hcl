@@ -354,7 +354,9 @@ build {
     disable_unattended_upgrades = true
     # The host's hardening, after the GPU stack and before the manifest:
     # the OpenSSL default, sshd, nftables (ssh and the agent's /metrics
-    # open, as params allows), auditd, sudo and the role groups, journald.
+    # open, as params allows), auditd, sudo and the role groups, journald,
+    # and the CIS baseline (login.defs, kernel modules and parameters, core
+    # dumps, file modes) at the default params' values.
     # The name is the waivers' target.
     hardening {
       hostname = "ubuntu-2204-gpu"

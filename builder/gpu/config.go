@@ -1,4 +1,4 @@
-//go:generate packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald
+//go:generate packer-sdc mapstructure-to-hcl2 -type Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald,HardeningBaseline
 //go:generate go run ./internal/gendocs -out ../../docs/provisioner-gpu.mdx
 
 // Package gpu is the Packer provisioner "gpuhost-gpu": it installs a pinned
@@ -262,7 +262,9 @@ type Config struct {
 	// driver, and to false without.
 	DisableUnattendedUpgrades config.Trilean `mapstructure:"disable_unattended_upgrades"`
 	// Harden the host: the OpenSSL system default, sshd, the firewall,
-	// auditd, sudo and the role groups, journald. The block with no
+	// auditd, sudo and the role groups, journald, and the CIS baseline of
+	// login.defs, kernel modules and parameters, core dumps and file
+	// modes. The block with no
 	// settings applies the defaults the default policy pack passes; without
 	// it the plan hardens nothing.
 	Hardening *Hardening `mapstructure:"hardening"`
@@ -280,8 +282,9 @@ type Config struct {
 	// configuration, is sent SIGHUP by the pid in its PidFile (what
 	// `systemctl reload ssh` does): it re-executes with the new settings
 	// under the same pid, and sessions already open, the build's own
-	// among them, stay up. The plan writes no sysctl settings, so none are
-	// applied. Whatever fails stops the build with a message naming it.
+	// among them, stay up. The baseline's kernel parameters and modules are
+	// not applied to the running kernel: they take effect when the image
+	// boots. Whatever fails stops the build with a message naming it.
 	// Requires hardening.ssh.host_keys = `keep` (the build logs in again
 	// after the plan); refused with the gpuhost-rootfs builder, whose
 	// chroot runs on the build machine's kernel, and the step itself

@@ -265,6 +265,7 @@ type FlatHardening struct {
 	Audit    *FlatHardeningAudit    `mapstructure:"audit" cty:"audit" hcl:"audit"`
 	Sudo     *FlatHardeningSudo     `mapstructure:"sudo" cty:"sudo" hcl:"sudo"`
 	Journald *FlatHardeningJournald `mapstructure:"journald" cty:"journald" hcl:"journald"`
+	Baseline *FlatHardeningBaseline `mapstructure:"baseline" cty:"baseline" hcl:"baseline"`
 }
 
 // FlatMapstructure returns a new FlatHardening.
@@ -287,6 +288,7 @@ func (*FlatHardening) HCL2Spec() map[string]hcldec.Spec {
 		"audit":    &hcldec.BlockSpec{TypeName: "audit", Nested: hcldec.ObjectSpec((*FlatHardeningAudit)(nil).HCL2Spec())},
 		"sudo":     &hcldec.BlockSpec{TypeName: "sudo", Nested: hcldec.ObjectSpec((*FlatHardeningSudo)(nil).HCL2Spec())},
 		"journald": &hcldec.BlockSpec{TypeName: "journald", Nested: hcldec.ObjectSpec((*FlatHardeningJournald)(nil).HCL2Spec())},
+		"baseline": &hcldec.BlockSpec{TypeName: "baseline", Nested: hcldec.ObjectSpec((*FlatHardeningBaseline)(nil).HCL2Spec())},
 	}
 	return s
 }
@@ -326,6 +328,39 @@ func (*FlatHardeningAudit) HCL2Spec() map[string]hcldec.Spec {
 		"admin_space_left_action": &hcldec.AttrSpec{Name: "admin_space_left_action", Type: cty.String, Required: false},
 		"disk_full_action":        &hcldec.AttrSpec{Name: "disk_full_action", Type: cty.String, Required: false},
 		"disk_error_action":       &hcldec.AttrSpec{Name: "disk_error_action", Type: cty.String, Required: false},
+	}
+	return s
+}
+
+// FlatHardeningBaseline is an auto-generated flat version of HardeningBaseline.
+// Where the contents of a field with a `mapstructure:,squash` tag are bubbled up.
+type FlatHardeningBaseline struct {
+	Skip            *bool             `mapstructure:"skip" cty:"skip" hcl:"skip"`
+	LoginDefs       map[string]string `mapstructure:"login_defs" cty:"login_defs" hcl:"login_defs"`
+	Sysctl          map[string]string `mapstructure:"sysctl" cty:"sysctl" hcl:"sysctl"`
+	DisabledModules []string          `mapstructure:"disabled_modules" cty:"disabled_modules" hcl:"disabled_modules"`
+	AllowCoreDumps  *bool             `mapstructure:"allow_core_dumps" cty:"allow_core_dumps" hcl:"allow_core_dumps"`
+	SkipFiles       *bool             `mapstructure:"skip_files" cty:"skip_files" hcl:"skip_files"`
+}
+
+// FlatMapstructure returns a new FlatHardeningBaseline.
+// FlatHardeningBaseline is an auto-generated flat version of HardeningBaseline.
+// Where the contents a fields with a `mapstructure:,squash` tag are bubbled up.
+func (*HardeningBaseline) FlatMapstructure() interface{ HCL2Spec() map[string]hcldec.Spec } {
+	return new(FlatHardeningBaseline)
+}
+
+// HCL2Spec returns the hcl spec of a HardeningBaseline.
+// This spec is used by HCL to read the fields of HardeningBaseline.
+// The decoded values from this spec will then be applied to a FlatHardeningBaseline.
+func (*FlatHardeningBaseline) HCL2Spec() map[string]hcldec.Spec {
+	s := map[string]hcldec.Spec{
+		"skip":             &hcldec.AttrSpec{Name: "skip", Type: cty.Bool, Required: false},
+		"login_defs":       &hcldec.AttrSpec{Name: "login_defs", Type: cty.Map(cty.String), Required: false},
+		"sysctl":           &hcldec.AttrSpec{Name: "sysctl", Type: cty.Map(cty.String), Required: false},
+		"disabled_modules": &hcldec.AttrSpec{Name: "disabled_modules", Type: cty.List(cty.String), Required: false},
+		"allow_core_dumps": &hcldec.AttrSpec{Name: "allow_core_dumps", Type: cty.Bool, Required: false},
+		"skip_files":       &hcldec.AttrSpec{Name: "skip_files", Type: cty.Bool, Required: false},
 	}
 	return s
 }

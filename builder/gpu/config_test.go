@@ -148,7 +148,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	}
 	sdc := sdctest.Find(t)
 	const fix = "go generate ./builder/gpu"
-	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald")
+	spec := sdctest.Spec(t, sdc, "config.go", "gpu", "Config,Driver,CUDA,DKMS,ContainerToolkit,Containerd,Hold,NGCImage,Distro,Keyrings,Repositories,ManifestConfig,MemoryLimits,KubeletMemory,Hardening,HardeningRoles,HardeningTLS,HardeningSSH,HardeningFirewall,HardeningAudit,HardeningSudo,HardeningJournald,HardeningBaseline")
 	sdctest.Same(t, spec, "config.hcl2spec.go", fix)
 	docs := sdctest.Docs(t, "provisioner-gpu.mdx", "go", "run", "./internal/gendocs", "-sdc", sdc, "-out")
 	sdctest.Same(t, docs, "../../docs/provisioner-gpu.mdx", fix)

@@ -2,8 +2,10 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,6 +43,9 @@ type Hardening struct {
 	Sudo HardeningSudo `mapstructure:"sudo"`
 	// Where the journal is kept.
 	Journald HardeningJournald `mapstructure:"journald"`
+	// Password ageing and the umask, kernel modules and parameters, core
+	// dumps, and the owner and mode of the files CIS names.
+	Baseline HardeningBaseline `mapstructure:"baseline"`
 }
 
 // HardeningRoles are the groups that hold each role. They must match the
@@ -223,6 +228,45 @@ type HardeningJournald struct {
 	SystemMaxUse string `mapstructure:"system_max_use"`
 }
 
+// HardeningBaseline is the part of the CIS Ubuntu 22.04 Level 1 server
+// benchmark that lives in files the distributions ship loose: password
+// ageing and the default umask in /etc/login.defs (GH-IAM-007), kernel
+// modules kept from loading (/etc/modprobe.d/60-gpuhost.conf, GH-KRN-001),
+// kernel parameters (/etc/sysctl.d/60-gpuhost.conf, GH-KRN-002), core dumps
+// (/etc/security/limits.d/60-gpuhost.conf and fs.suid_dumpable, GH-KRN-003),
+// and the owner, group and mode of the files the benchmark names
+// (GH-FS-001..003). Each default is the default policy pack's param, so an
+// image baked with the defaults passes those checks; a template judged by
+// other params gives the same values here. Kernel parameters take effect
+// at the next boot, live or not: the build instance's own kernel is left
+// as it runs.
+type HardeningBaseline struct {
+	// Leave all of it alone.
+	Skip bool `mapstructure:"skip"`
+	// /etc/login.defs keywords and the values they are set to, such as
+	// `{PASS_MAX_DAYS = "365"}`. Defaults to a value inside each bound of the
+	// default params' login_defs: PASS_MAX_DAYS 365, PASS_MIN_DAYS 1,
+	// PASS_WARN_AGE 7, UMASK 027. Ageing applies to accounts made from now
+	// on (useradd reads login.defs); chage sets an existing one's.
+	LoginDefs map[string]string `mapstructure:"login_defs"`
+	// Kernel parameters, in sysctl's dotted form, and their values.
+	// Defaults to the default params' sysctl_values (CIS Level 1's), which
+	// turn forwarding off: a host that routes (a Kubernetes node) sets
+	// net.ipv4.ip_forward here and in its params.
+	Sysctl map[string]string `mapstructure:"sysctl"`
+	// Kernel modules that get "install MODULE /bin/false" and "blacklist
+	// MODULE". Defaults to the default params' kernel_modules_disabled.
+	DisabledModules []string `mapstructure:"disabled_modules"`
+	// Leave core dumps as the distribution has them. By default every
+	// login's hard core size limit is 0 and fs.suid_dumpable is 0.
+	AllowCoreDumps bool `mapstructure:"allow_core_dumps"`
+	// Leave the owner, group and mode of the files CIS names alone. By
+	// default each file the default params' files_owner, files_group and
+	// files_mode name, where the image has it, gets that owner and group,
+	// and loses every mode bit the param leaves clear (no bit is added).
+	SkipFiles bool `mapstructure:"skip_files"`
+}
+
 // Hardening defaults: the algorithms ssh-audit and the default pack accept
 // on every OpenSSH from 8.9 (Ubuntu 22.04) on.
 var (
@@ -319,6 +363,14 @@ func (h *Hardening) defaults() {
 	setStr(&h.Sudo.LogFile, "/var/log/sudo.log")
 	setList(&h.Sudo.RevokeGroups, []string{"sudo", "admin"})
 	setStr(&h.Journald.Storage, "persistent")
+	b := &h.Baseline
+	if b.LoginDefs == nil {
+		b.LoginDefs = pack.loginDefsValues()
+	}
+	if b.Sysctl == nil {
+		b.Sysctl = maps.Clone(pack.Sysctl)
+	}
+	setList(&b.DisabledModules, pack.DisabledModules)
 }
 
 // roleGroups are every role's groups, admins first, without repeats.
@@ -388,6 +440,33 @@ type packDefaults struct {
 	WeakHostKeys    []string `yaml:"ssh_weak_host_key_algorithms"`
 	AuditWatchPaths []string `yaml:"audit_watch_paths"`
 	AuditGPUTools   []string `yaml:"audit_gpu_tools"`
+	LoginDefs       map[string]struct {
+		Min   *int   `yaml:"min"`
+		Max   *int   `yaml:"max"`
+		Umask string `yaml:"umask"`
+	} `yaml:"login_defs"`
+	Sysctl          map[string]string `yaml:"sysctl_values"`
+	DisabledModules []string          `yaml:"kernel_modules_disabled"`
+	FilesOwner      map[string]int    `yaml:"files_owner"`
+	FilesGroup      map[string]int    `yaml:"files_group"`
+	FilesMode       map[string]string `yaml:"files_mode"`
+}
+
+// loginDefsValues is a value inside each of the params' login.defs bounds:
+// the most a maximum allows, the least a minimum asks, the umask itself.
+func (d packDefaults) loginDefsValues() map[string]string {
+	out := map[string]string{}
+	for k, b := range d.LoginDefs {
+		switch {
+		case b.Umask != "":
+			out[k] = b.Umask
+		case b.Max != nil:
+			out[k] = strconv.Itoa(*b.Max)
+		case b.Min != nil:
+			out[k] = strconv.Itoa(*b.Min)
+		}
+	}
+	return out
 }
 
 var packDefaultsOnce = sync.OnceValues(func() (packDefaults, error) {
@@ -431,10 +510,18 @@ var (
 	hostnameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 	// absPathRe is an absolute path of plain characters: the plan writes
 	// it into files and shell words.
-	absPathRe    = regexp.MustCompile(`^/[A-Za-z0-9._+/-]*$`)
-	cipherStrRe  = regexp.MustCompile(`^[A-Za-z0-9:@+!=_.-]+$`)
-	journalSize  = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
-	auditActions = map[string][]string{
+	absPathRe   = regexp.MustCompile(`^/[A-Za-z0-9._+/-]*$`)
+	cipherStrRe = regexp.MustCompile(`^[A-Za-z0-9:@+!=_.-]+$`)
+	journalSize = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
+	// The baseline's names and values, which the plan writes into files
+	// and shell words: login.defs keywords, sysctl keys (dots or slashes),
+	// their values and module names.
+	loginDefsKeyRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	loginDefsValRe = regexp.MustCompile(`^[A-Za-z0-9_./:-]{1,64}$`)
+	sysctlKeyRe    = regexp.MustCompile(`^[a-z0-9_]+([./][A-Za-z0-9_*-]+)+$`)
+	sysctlValRe    = regexp.MustCompile(`^[A-Za-z0-9_.:-]+( [A-Za-z0-9_.:-]+)*$`)
+	moduleRe       = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	auditActions   = map[string][]string{
 		// auditd.conf(5), less exec, which needs a program this block does
 		// not write.
 		"max_log_file_action":     {"ignore", "syslog", "suspend", "rotate", "keep_logs"},

@@ -2,7 +2,9 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,6 +33,9 @@ const (
 	AuditRulesFile   = "/etc/audit/rules.d/50-gpuhost.rules"
 	SudoersDropIn    = "/etc/sudoers.d/50-gpuhost"
 	JournaldDropIn   = "/etc/systemd/journald.conf.d/50-gpuhost.conf"
+	SysctlDropIn     = "/etc/sysctl.d/60-gpuhost.conf"
+	ModprobeDropIn   = "/etc/modprobe.d/60-gpuhost.conf"
+	LimitsDropIn     = "/etc/security/limits.d/60-gpuhost.conf"
 	pamTOTPModule    = "pam_google_authenticator.so"
 	totpPackage      = "libpam-google-authenticator"
 	opensslSSLSect   = "gpuhost_ssl_sect"
@@ -60,6 +65,13 @@ type hardeningPlan struct {
 	SudoLogDir string
 	Revoke     string
 	Journald   string
+	// The baseline: login.defs settings, the sysctl, modprobe and limits
+	// drop-ins, and the files whose owner, group and mode are set.
+	Baseline                             bool
+	SysctlFile, ModprobeFile, LimitsFile string
+	LoginDefs                            []keyValue
+	Sysctl, Modprobe, Limits             string
+	Files                                []baselineFile
 	// Live renders the step that applies the files to the running host
 	// (Config.Live).
 	Live bool
@@ -109,7 +121,99 @@ func (h *Hardening) plan() *hardeningPlan {
 	if !h.Journald.Skip {
 		p.Journald = h.journald()
 	}
+	if b := h.Baseline; !b.Skip {
+		p.Baseline = true
+		p.SysctlFile, p.ModprobeFile, p.LimitsFile = SysctlDropIn, ModprobeDropIn, LimitsDropIn
+		for _, k := range slices.Sorted(maps.Keys(b.LoginDefs)) {
+			p.LoginDefs = append(p.LoginDefs, keyValue{k, b.LoginDefs[k]})
+		}
+		p.Sysctl, p.Modprobe = b.sysctl(), b.modprobe()
+		if !b.AllowCoreDumps {
+			p.Limits = "# Written by the gpuhost-gpu provisioner (hardening.baseline): no login\n" +
+				"# may dump core, which can hold a process's secrets (CIS 1.6.4).\n* hard core 0\n"
+		}
+		if !b.SkipFiles {
+			p.Files = baselineFiles(defaultPack())
+		}
+	}
 	return p
+}
+
+// sysctl is the sysctl.d drop-in. systemd-sysctl reads /etc/sysctl.d,
+// /run/sysctl.d and /usr/lib/sysctl.d by file name, and a later file's
+// value wins: 60- comes after the distributions' own (10- to 50-) and
+// before 99-sysctl.conf, the administrator's /etc/sysctl.conf.
+func (b HardeningBaseline) sysctl() string {
+	values := maps.Clone(b.Sysctl)
+	if !b.AllowCoreDumps {
+		if _, ok := values["fs.suid_dumpable"]; !ok {
+			values["fs.suid_dumpable"] = "0"
+		}
+	}
+	if len(values) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	s.WriteString("# Written by the gpuhost-gpu provisioner (hardening.baseline): the kernel\n")
+	s.WriteString("# parameters the policy pack's params ask for (GH-KRN-002).\n")
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		fmt.Fprintf(&s, "%s = %s\n", k, values[k])
+	}
+	return s.String()
+}
+
+// modprobe is the modprobe.d drop-in: an install line that runs
+// /bin/false keeps a module from loading even when something asks for it
+// by name, which a blacklist line alone does not.
+func (b HardeningBaseline) modprobe() string {
+	if len(b.DisabledModules) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	s.WriteString("# Written by the gpuhost-gpu provisioner (hardening.baseline): modules a\n")
+	s.WriteString("# GPU server has no use for, kept from loading (GH-KRN-001).\n")
+	for _, m := range b.DisabledModules {
+		fmt.Fprintf(&s, "install %s /bin/false\nblacklist %s\n", m, m)
+	}
+	return s.String()
+}
+
+// baselineFile is a path, or a glob, whose owner, group and most
+// permissive mode the plan sets where the image has it; "-" leaves one
+// alone.
+type baselineFile struct {
+	Path, Owner, Group, Mode string
+	// Glob: the path has * or ?, and the shell expands it.
+	Glob bool
+}
+
+// baselineFiles is every path the params' files_owner, files_group and
+// files_mode name, in path order.
+func baselineFiles(d packDefaults) []baselineFile {
+	paths := map[string]bool{}
+	for _, m := range []map[string]int{d.FilesOwner, d.FilesGroup} {
+		for k := range m {
+			paths[k] = true
+		}
+	}
+	for k := range d.FilesMode {
+		paths[k] = true
+	}
+	var out []baselineFile
+	for _, k := range slices.Sorted(maps.Keys(paths)) {
+		f := baselineFile{Path: k, Owner: "-", Group: "-", Mode: "-", Glob: strings.ContainsAny(k, "*?")}
+		if v, ok := d.FilesOwner[k]; ok {
+			f.Owner = strconv.Itoa(v)
+		}
+		if v, ok := d.FilesGroup[k]; ok {
+			f.Group = strconv.Itoa(v)
+		}
+		if v, ok := d.FilesMode[k]; ok {
+			f.Mode = v
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // openSSLInclude is the file openssl.cnf includes, less its first line:

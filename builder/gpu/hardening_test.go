@@ -137,7 +137,10 @@ func TestHardeningRejectsEveryProblem(t *testing.T) {
 		"audit": {"watch_paths": ["/etc/ssh", "etc/sudoers", "/etc/../shadow"], "exec_paths": ["/usr/bin/nvidia smi"],
 			"max_log_file_action": "delete", "disk_full_action": "email"},
 		"sudo": {"log_file": "sudo.log", "revoke_groups": ["ops", "%sudo"]},
-		"journald": {"storage": "none", "system_max_use": "lots"}
+		"journald": {"storage": "none", "system_max_use": "lots"},
+		"baseline": {"login_defs": {"pass_max_days": "365", "UMASK": "027; reboot"},
+			"sysctl": {"kernel": "1", "net.ipv4.ip_forward": "$(id)", "fs.suid_dumpable": "2"},
+			"disabled_modules": ["usb storage", "dccp", "dccp"]}
 	}}`))
 	var ce *configerr.Error
 	if !errors.As(err, &ce) || ce.Component != "gpuhost-gpu" {
@@ -177,6 +180,13 @@ func TestHardeningRejectsEveryProblem(t *testing.T) {
 		`hardening.sudo.revoke_groups[1]: "%sudo" is not a group name`,
 		`hardening.journald.storage: "none" is not one of persistent, auto, volatile`,
 		`hardening.journald.system_max_use: "lots" is not a size`,
+		`hardening.baseline.login_defs: "pass_max_days" is not a login.defs keyword`,
+		`hardening.baseline.login_defs.UMASK: "027; reboot" is not a plain value`,
+		`hardening.baseline.sysctl: "kernel" is not a kernel parameter`,
+		`hardening.baseline.sysctl.net.ipv4.ip_forward: "$(id)" is not a plain value`,
+		`hardening.baseline.sysctl.fs.suid_dumpable: "2" lets setuid programs dump core`,
+		`hardening.baseline.disabled_modules[0]: "usb storage" is not a kernel module name`,
+		`hardening.baseline.disabled_modules[2]: dccp is listed twice`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in:\n%s", want, msg)
@@ -199,12 +209,13 @@ func TestHardeningRejectsEveryProblem(t *testing.T) {
 // validated.
 func TestHardeningSkip(t *testing.T) {
 	cfg := decodeHardening(t, `{"tls": {"skip": true, "min_protocol": "SSLv3"}, "ssh": {"skip": true}, "firewall": {"skip": true},
-		"audit": {"skip": true}, "sudo": {"skip": true}, "journald": {"skip": true}}`)
+		"audit": {"skip": true}, "sudo": {"skip": true}, "journald": {"skip": true},
+		"baseline": {"skip": true, "disabled_modules": ["not a module"]}}`)
 	plan, err := RenderPlan(*cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"openssl.cnf", "sshd", "nft", "auditd", "visudo", "journald", "openssh-server"} {
+	for _, absent := range []string{"openssl.cnf", "sshd", "nft", "auditd", "visudo", "journald", "openssh-server", "login.defs", "60-gpuhost.conf", "baseline_file"} {
 		if strings.Contains(plan, absent) {
 			t.Errorf("with every part skipped the plan still mentions %s", absent)
 		}

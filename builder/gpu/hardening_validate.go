@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -96,7 +97,38 @@ func (h *Hardening) validate() []string {
 			p.add("hardening.journald.system_max_use: %q is not a size such as 4G", j.SystemMaxUse)
 		}
 	}
+	if b := h.Baseline; !b.Skip {
+		b.validate(&p)
+	}
 	return p
+}
+
+// validate checks the baseline's names and values, which the plan writes
+// into files and shell words.
+func (b HardeningBaseline) validate(p *problems) {
+	for _, k := range slices.Sorted(maps.Keys(b.LoginDefs)) {
+		if !loginDefsKeyRe.MatchString(k) {
+			p.add("hardening.baseline.login_defs: %q is not a login.defs keyword (upper-case letters, digits and _)", k)
+		} else if v := b.LoginDefs[k]; !loginDefsValRe.MatchString(v) {
+			p.add("hardening.baseline.login_defs.%s: %q is not a plain value", k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Sysctl)) {
+		if !sysctlKeyRe.MatchString(k) {
+			p.add("hardening.baseline.sysctl: %q is not a kernel parameter such as net.ipv4.ip_forward", k)
+		} else if v := b.Sysctl[k]; !sysctlValRe.MatchString(v) {
+			p.add("hardening.baseline.sysctl.%s: %q is not a plain value", k, v)
+		}
+	}
+	if v, ok := b.Sysctl["fs.suid_dumpable"]; ok && v != "0" && !b.AllowCoreDumps {
+		p.add("hardening.baseline.sysctl.fs.suid_dumpable: %q lets setuid programs dump core, which the baseline turns off; set allow_core_dumps to keep it", v)
+	}
+	for i, m := range b.DisabledModules {
+		if !moduleRe.MatchString(m) {
+			p.add("hardening.baseline.disabled_modules[%d]: %q is not a kernel module name", i, m)
+		}
+	}
+	p.twice("hardening.baseline.disabled_modules", b.DisabledModules)
 }
 
 // validate checks the role groups: names, one role per group, an admin.

@@ -208,7 +208,14 @@ func (s *stepBootConfig) Run(ctx context.Context, state multistep.StateBag) mult
 		"boot/grub/i386-pc/load.cfg":    grubLoadConfig(l),
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := writeRootFile(root, name, files[name], 0o644); err != nil {
+		// GRUB reads its configuration as firmware code, not as a user:
+		// grub.cfg is root's alone, as CIS asks (GH-FS-003), and tells
+		// nobody else the kernel's command line.
+		mode := os.FileMode(0o644)
+		if name == "boot/grub/grub.cfg" {
+			mode = 0o600
+		}
+		if err := writeRootFile(root, name, files[name], mode); err != nil {
 			return halt(state, err)
 		}
 	}

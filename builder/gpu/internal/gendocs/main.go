@@ -48,6 +48,7 @@ var blocks = []struct{ typ, hcl string }{
 	{"HardeningAudit", "hardening.audit"},
 	{"HardeningSudo", "hardening.sudo"},
 	{"HardeningJournald", "hardening.journald"},
+	{"HardeningBaseline", "hardening.baseline"},
 }
 
 func main() {

@@ -788,6 +788,133 @@ Storage=persistent
 GPUHOST_EOF
 chmod 0644 '/etc/systemd/journald.conf.d/50-gpuhost.conf'
 
+step "hardening: baseline"
+defs=/etc/login.defs
+[ -f "$defs" ] || die "$defs is missing (login, or passwd)"
+# defs_set KEY VALUE: the shadow suite takes a keyword's last line, so
+# every line of it gets the value; a keyword the file lacks is added.
+defs_set() {
+	if grep -Eq "^[[:space:]]*$1([[:space:]]|\$)" "$defs"; then
+		sed -E "s|^[[:space:]]*$1([[:space:]].*)?\$|$1\t$2|" "$defs" >"$defs.gpuhost"
+	else
+		{
+			cat "$defs"
+			printf '%s\t%s\n' "$1" "$2"
+		} >"$defs.gpuhost"
+	fi
+	cat "$defs.gpuhost" >"$defs"
+	rm -f "$defs.gpuhost"
+	[ "$(awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$defs")" = "$2" ] || die "$defs does not set $1 to $2 after the edit"
+}
+defs_set PASS_MAX_DAYS '365'
+defs_set PASS_MIN_DAYS '1'
+defs_set PASS_WARN_AGE '7'
+defs_set UMASK '027'
+# Read by systemd-sysctl at boot.
+mkdir -p /etc/sysctl.d
+cat >'/etc/sysctl.d/60-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.baseline): the kernel
+# parameters the policy pack's params ask for (GH-KRN-002).
+fs.suid_dumpable = 0
+kernel.randomize_va_space = 2
+net.ipv4.conf.all.accept_redirects = 0
+net.ipv4.conf.all.accept_source_route = 0
+net.ipv4.conf.all.log_martians = 1
+net.ipv4.conf.all.rp_filter = 1
+net.ipv4.conf.all.secure_redirects = 0
+net.ipv4.conf.all.send_redirects = 0
+net.ipv4.conf.default.accept_redirects = 0
+net.ipv4.conf.default.accept_source_route = 0
+net.ipv4.conf.default.log_martians = 1
+net.ipv4.conf.default.rp_filter = 1
+net.ipv4.conf.default.secure_redirects = 0
+net.ipv4.conf.default.send_redirects = 0
+net.ipv4.icmp_echo_ignore_broadcasts = 1
+net.ipv4.icmp_ignore_bogus_error_responses = 1
+net.ipv4.ip_forward = 0
+net.ipv4.tcp_syncookies = 1
+net.ipv6.conf.all.accept_ra = 0
+net.ipv6.conf.all.accept_redirects = 0
+net.ipv6.conf.all.accept_source_route = 0
+net.ipv6.conf.all.forwarding = 0
+net.ipv6.conf.default.accept_ra = 0
+net.ipv6.conf.default.accept_redirects = 0
+net.ipv6.conf.default.accept_source_route = 0
+GPUHOST_EOF
+chmod 0644 '/etc/sysctl.d/60-gpuhost.conf'
+mkdir -p /etc/modprobe.d
+cat >'/etc/modprobe.d/60-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.baseline): modules a
+# GPU server has no use for, kept from loading (GH-KRN-001).
+install cramfs /bin/false
+blacklist cramfs
+install freevxfs /bin/false
+blacklist freevxfs
+install hfs /bin/false
+blacklist hfs
+install hfsplus /bin/false
+blacklist hfsplus
+install jffs2 /bin/false
+blacklist jffs2
+install udf /bin/false
+blacklist udf
+install usb-storage /bin/false
+blacklist usb-storage
+install dccp /bin/false
+blacklist dccp
+install rds /bin/false
+blacklist rds
+install sctp /bin/false
+blacklist sctp
+install tipc /bin/false
+blacklist tipc
+GPUHOST_EOF
+chmod 0644 '/etc/modprobe.d/60-gpuhost.conf'
+mkdir -p /etc/security/limits.d
+cat >'/etc/security/limits.d/60-gpuhost.conf' <<'GPUHOST_EOF'
+# Written by the gpuhost-gpu provisioner (hardening.baseline): no login
+# may dump core, which can hold a process's secrets (CIS 1.6.4).
+* hard core 0
+GPUHOST_EOF
+chmod 0644 '/etc/security/limits.d/60-gpuhost.conf'
+# baseline_file PATH OWNER GROUP MODE: the owner and group ("-" leaves one
+# alone), and the mode less every bit MODE leaves clear; a path the image
+# lacks is not made, and a link is left alone, since chown and chmod would
+# change the file it points to.
+baseline_file() {
+	if [ -L "$1" ] || [ ! -e "$1" ]; then
+		return 0
+	fi
+	[ "$2" = - ] || chown "$2" "$1" || die "chown $2 $1 failed"
+	[ "$3" = - ] || chgrp "$3" "$1" || die "chgrp $3 $1 failed"
+	if [ "$4" != - ]; then
+		cur=$(stat -c %a "$1") || die "cannot stat $1"
+		chmod "$(printf '%04o' $((0$cur & 0$4)))" "$1" || die "chmod $1 failed"
+		cur=$(stat -c %a "$1")
+		[ $((0$cur & ~0$4)) -eq 0 ] || die "$1 has mode $cur after chmod; want no bit outside $4"
+	fi
+}
+baseline_file '/boot/grub/grub.cfg' 0 - 0600
+baseline_file '/etc/at.allow' 0 0 0640
+baseline_file '/etc/cron.allow' 0 0 0640
+baseline_file '/etc/cron.d' 0 0 0700
+baseline_file '/etc/cron.daily' 0 0 0700
+baseline_file '/etc/cron.hourly' 0 0 0700
+baseline_file '/etc/cron.monthly' 0 0 0700
+baseline_file '/etc/cron.weekly' 0 0 0700
+baseline_file '/etc/crontab' 0 0 0600
+baseline_file '/etc/group' 0 0 0644
+baseline_file '/etc/group-' 0 0 0644
+baseline_file '/etc/gshadow' 0 0 0000
+baseline_file '/etc/gshadow-' 0 0 0000
+baseline_file '/etc/issue' 0 0 0644
+baseline_file '/etc/motd' 0 0 0644
+baseline_file '/etc/passwd' 0 0 0644
+baseline_file '/etc/passwd-' 0 0 0644
+baseline_file '/etc/shadow' 0 42 0000
+baseline_file '/etc/shadow-' 0 42 0000
+baseline_file '/etc/ssh/sshd_config' 0 0 0600
+
 step "verify pins"
 pin_check 'linux-image-5.15.0-153-generic' ''
 pin_check 'nvidia-driver-pinning-580.95.05' ''
