@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,9 @@ type scanFlags struct {
 	output  string
 	reports []reportSpec
 	noColor bool
+	// notApplicable lists checks that do not apply to the target in the
+	// table, instead of counting them on one line.
+	notApplicable bool
 }
 
 func (s *scanFlags) register(cmd *cobra.Command) {
@@ -117,6 +121,7 @@ func (s *scanFlags) register(cmd *cobra.Command) {
 	f.StringVarP(&s.output, "output", "o", "", "write the --format output to this file, atomically, instead of stdout")
 	f.Var(reportsValue{&s.reports}, "report", "also write FORMAT=PATH (repeatable), atomically")
 	f.BoolVar(&s.noColor, "no-color", false, "never color the table")
+	f.BoolVar(&s.notApplicable, "show-not-applicable", false, "list every check that does not apply to the target in the table, instead of counting them on one line")
 }
 
 // scanner builds the pipeline. A single scan takes the plain engine path;
@@ -204,7 +209,29 @@ func (a *app) stdoutRenderer(s *scanFlags) report.Renderer {
 		return r
 	}
 	f, ok := a.stdout.(*os.File)
-	return report.NewTable(colorful(s.noColor, os.Getenv, ok && term.IsTerminal(int(f.Fd()))))
+	terminal := ok && term.IsTerminal(int(f.Fd()))
+	width := 0
+	if terminal {
+		width = columns(os.Getenv, func() (int, error) {
+			w, _, err := term.GetSize(int(f.Fd()))
+			return w, err
+		})
+	}
+	return report.NewTable(report.WithColor(colorful(s.noColor, os.Getenv, terminal)), report.WithWidth(width),
+		report.WithNotApplicable(s.notApplicable))
+}
+
+// columns is the terminal's width for the table: COLUMNS where the shell
+// exports it (a user's way to ask for another width), else what the
+// terminal says; zero, for a table at its full width, when neither says.
+func columns(env func(string) string, size func() (int, error)) int {
+	if n, err := strconv.Atoi(env("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if n, err := size(); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 // colorful says whether the table is colored: only on a terminal, and not

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpuhost/gpuhost/internal/testutil"
 	"github.com/gpuhost/gpuhost/reports"
@@ -66,7 +67,7 @@ func TestGolden(t *testing.T) {
 	rep := loadReport(t)
 	cases := map[string]Renderer{
 		"table":       mustLookup(t, "table"),
-		"table-color": NewTable(true),
+		"table-color": NewTable(WithColor(true)),
 		"json":        mustLookup(t, "json"),
 		"sarif":       mustLookup(t, "sarif"),
 		"junit":       mustLookup(t, "junit"),
@@ -131,7 +132,7 @@ func TestTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"waived by alice@example.com until 2026-12-31",
-		"not applicable to image targets",
+		"\n1 check does not apply to image targets and is not listed (--show-not-applicable lists it).\n",
 		"[waiver by bob@example.com expired 2025-01-31,",
 		"ticket SEC-0999]",
 	} {
@@ -142,14 +143,36 @@ func TestTable(t *testing.T) {
 	if !strings.HasPrefix(plain, "Coverage: ") {
 		t.Errorf("the table does not open with coverage:\n%s", plain)
 	}
-	lines := strings.Split(plain, "\n")
+	if rows := tableRows(t, plain); len(rows) != 12 || !strings.HasPrefix(rows[len(rows)-1], "GH-GPU-003  critical  fail") {
+		t.Errorf("%d rows, want 12 (the not applicable one folded), the critical failure last:\n%s", len(rows), strings.Join(rows, "\n"))
+	}
+	all := string(rendered(t, NewTable(WithNotApplicable(true)), rep))
+	if rows := tableRows(t, all); len(rows) != 13 || !strings.Contains(all, "not applicable to image targets") || strings.Contains(all, "does not apply to image targets") {
+		t.Errorf("with not applicable checks shown: %d rows, want 13, and no folded line:\n%s", len(rows), all)
+	}
+	color := string(rendered(t, NewTable(WithColor(true)), rep))
+	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
+		t.Error("colour table does not colour statuses")
+	}
+	stripped := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(color, "")
+	if stripped != plain {
+		t.Error("colour codes change the layout")
+	}
+}
+
+// tableRows are a table's rows, checked to put the status column at one
+// offset; a wrapped message's further lines are no rows.
+func tableRows(t *testing.T, table string) []string {
+	t.Helper()
+	lines := strings.Split(table, "\n")
 	for len(lines) > 0 && !strings.HasPrefix(lines[0], "ID ") {
 		lines = lines[1:]
 	}
-	// Every row puts the status column at the same offset; a wrapped
-	// message's further lines are no rows.
+	if len(lines) == 0 {
+		t.Fatalf("no header row:\n%s", table)
+	}
 	col := strings.Index(lines[0], "STATUS")
-	rows := 0
+	var rows []string
 	for _, l := range lines[1:] {
 		if l == "" {
 			break
@@ -157,24 +180,45 @@ func TestTable(t *testing.T) {
 		if strings.HasPrefix(l, " ") {
 			continue
 		}
-		rows++
-		if strings.Count(l, "\n") > 0 || len(l) < col {
-			t.Fatalf("row too short: %q", l)
-		}
-		if l[col-1] != ' ' || l[col] == ' ' {
+		if len(l) < col || l[col-1] != ' ' || l[col] == ' ' {
 			t.Errorf("status column misaligned in %q", l)
 		}
+		rows = append(rows, l)
 	}
-	if rows != 13 {
-		t.Errorf("%d rows, want 13", rows)
+	return rows
+}
+
+// Rows are ordered so that failures end on the last screen: passes, then
+// skips, waivers, errors, and failures from the least to the most severe.
+func TestTableOrdersFindingsLast(t *testing.T) {
+	rep := loadReport(t)
+	rows := tableRows(t, string(rendered(t, NewTable(WithNotApplicable(true)), rep)))
+	rank := map[string]int{"pass": 0, "skip": 1, "waived": 2, "error": 3, "fail": 4}
+	last, lastSev := -1, -1
+	for _, r := range rows {
+		f := strings.Fields(r)
+		st, sev := rank[f[2]], 4-reports.SeverityRank(f[1])
+		if st < last || st == last && st == rank["fail"] && sev < lastSev {
+			t.Errorf("row %q comes after a %d/%d row", r, last, lastSev)
+		}
+		last, lastSev = st, sev
 	}
-	color := string(rendered(t, NewTable(true), rep))
-	if !strings.Contains(color, "\x1b[31mfail\x1b[0m") || !strings.Contains(color, "\x1b[32mpass\x1b[0m") {
-		t.Error("colour table does not colour statuses")
-	}
-	stripped := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(color, "")
-	if stripped != plain {
-		t.Error("colour codes change the layout")
+}
+
+// Fitted to a terminal, no line of the table is wider than it, and the
+// message column wraps rather than the row.
+func TestTableFitsTheTerminal(t *testing.T) {
+	rep := loadReport(t)
+	for _, width := range []int{80, 120, 200} {
+		out := string(rendered(t, NewTable(WithWidth(width)), rep))
+		for _, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("at %d columns a line is %d wide: %q", width, n, l)
+			}
+		}
+		if rows := tableRows(t, out); len(rows) != 12 {
+			t.Errorf("at %d columns, %d rows; want 12", width, len(rows))
+		}
 	}
 }
 

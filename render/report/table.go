@@ -2,8 +2,10 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -32,15 +34,39 @@ var statusColors = map[string]string{
 const ansiReset = "\x1b[0m"
 
 type table struct {
-	color bool
+	color         bool
+	width         int
+	notApplicable bool
 }
 
 var _ Renderer = (*table)(nil)
 
-// NewTable returns the "table" renderer; with color it marks statuses with
-// ANSI colours, for a terminal. The registered "table" has no colour, so
-// files and pipes stay clean.
-func NewTable(color bool) Renderer { return &table{color: color} }
+// TableOption configures the table renderer.
+type TableOption func(*table)
+
+// WithColor marks statuses with ANSI colours, for a terminal.
+func WithColor(on bool) TableOption { return func(t *table) { t.color = on } }
+
+// WithWidth fits every row to a terminal of this many columns: the title
+// is cut and the message wrapped so that no line is longer. Zero (the
+// default, for files and pipes) keeps each column at its own limit.
+func WithWidth(columns int) TableOption { return func(t *table) { t.width = columns } }
+
+// WithNotApplicable lists each check that does not apply to the target as
+// a row of its own; by default they are folded into one counted line, so
+// that a rootfs scan's many live-only checks do not push the findings off
+// the screen.
+func WithNotApplicable(on bool) TableOption { return func(t *table) { t.notApplicable = on } }
+
+// NewTable returns the "table" renderer. The registered "table" has no
+// colour and no width, so files and pipes stay clean and whole.
+func NewTable(opts ...TableOption) Renderer {
+	t := &table{}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
 
 func (*table) Format() string { return "table" }
 
@@ -49,13 +75,14 @@ func (*table) Ext() string { return "txt" }
 
 func (t *table) Render(w io.Writer, rep *reports.Report) error {
 	header := []string{"ID", "SEVERITY", "STATUS", "TITLE", "MESSAGE"}
-	rows := make([][]string, 0, len(rep.Results))
-	for _, res := range rep.Results {
+	shown, folded := t.rowsOf(rep)
+	rows := make([][]string, 0, len(shown))
+	for _, res := range shown {
 		rows = append(rows, []string{
 			escape.Terminal(res.ID),
 			escape.Terminal(res.Severity),
 			escape.Terminal(res.Status),
-			truncate(escape.Terminal(res.Title), maxTitleWidth),
+			escape.Terminal(res.Title),
 			escape.Terminal(tableMessage(res)),
 		})
 	}
@@ -64,14 +91,19 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 		widths[i] = len(h)
 	}
 	for _, row := range rows {
-		for i, cell := range row[:len(row)-1] {
+		for i, cell := range row[:len(row)-2] {
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
+	}
+	titleWidth, messageWidth := t.fit(widths[:3])
+	for _, row := range rows {
+		row[3] = truncate(row[3], titleWidth)
+		widths[3] = max(widths[3], utf8.RuneCountInString(row[3]))
 	}
 
 	bw := bufio.NewWriter(w)
 	cov := reports.CoverageOf(rep)
-	bw.WriteString(escape.Terminal(coverageLine(cov)) + "\n")
+	t.paragraph(bw, "", "", coverageLine(cov))
 	lines := make([]string, 0, len(cov.Gaps)+len(cov.NotJudged))
 	for _, g := range cov.Gaps {
 		lines = append(lines, gapLine(g))
@@ -80,42 +112,63 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 		lines = append(lines, notJudgedLine(n))
 	}
 	for _, l := range lines {
-		for i, part := range wrap(escape.Terminal(l), maxMessageWidth+maxTitleWidth) {
-			indent := "  "
-			if i > 0 {
-				indent = "    "
-			}
-			bw.WriteString(indent + part + "\n")
-		}
+		t.paragraph(bw, "  ", "    ", l)
 	}
 	bw.WriteString("\n")
 	if rep.Compliance != nil {
 		writeComplianceTable(bw, rep.Compliance)
 	}
-	t.writeRow(bw, header, widths, "")
+	t.writeRow(bw, header, widths, messageWidth, "")
 	for i, row := range rows {
-		t.writeRow(bw, row, widths, rep.Results[i].Status)
+		t.writeRow(bw, row, widths, messageWidth, shown[i].Status)
+	}
+	if len(folded) > 0 {
+		bw.WriteString("\n")
+		t.paragraph(bw, "", "", foldedLine(folded, rep.Target.Kind))
 	}
 	s := reports.Tally(rep)
 	fmt.Fprintf(bw, "\n%d checks: %d failed, %d errors, %d waived, %d skipped, %d passed\n",
 		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
 		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass])
+	// The failures again, by id, most severe first: with many rows, the
+	// last screen still names every one.
+	if failed := failedIDs(shown); len(failed) > 0 {
+		t.paragraph(bw, "", "  ", fmt.Sprintf("Failed (%d): %s", len(failed), strings.Join(failed, ", ")))
+	}
 	// A row cuts the waiver short; the accountable part (who, until when,
 	// ticket, scope, why) is listed in full below the counts.
 	if waived := byStatus(rep, reports.StatusWaived); len(waived) > 0 {
 		bw.WriteString("\nWaivers:\n")
 		for _, res := range waived {
-			fmt.Fprintf(bw, "  %s  %s\n", escape.Terminal(res.ID), escape.Terminal(waiverLine(res.Waiver)))
+			t.paragraph(bw, "  ", "    ", res.ID+"  "+waiverLine(res.Waiver))
 		}
 	}
 	return bw.Flush()
 }
 
+// paragraph writes a line of prose, neutralized for the terminal: fitted
+// to a terminal's width, wrapped with first and rest as the indents of its
+// first and further lines; otherwise whole, as files have it.
+func (t *table) paragraph(w *bufio.Writer, first, rest, text string) {
+	text = escape.Terminal(text)
+	if t.width <= 0 {
+		w.WriteString(first + text + "\n")
+		return
+	}
+	for i, part := range wrap(text, max(minMessageWidth, t.width-len(rest))) {
+		indent := first
+		if i > 0 {
+			indent = rest
+		}
+		w.WriteString(indent + part + "\n")
+	}
+}
+
 // writeRow pads every cell but the last on its visible width, so colour
 // codes never shift the columns, and wraps the last (the message) under
 // its own column.
-func (t *table) writeRow(w *bufio.Writer, row []string, widths []int, status string) {
-	parts := wrap(row[len(row)-1], maxMessageWidth)
+func (t *table) writeRow(w *bufio.Writer, row []string, widths []int, messageWidth int, status string) {
+	parts := wrap(row[len(row)-1], messageWidth)
 	row = append(row[:len(row)-1:len(row)-1], parts[0])
 	var line strings.Builder
 	indent := 0
@@ -140,6 +193,77 @@ func (t *table) writeRow(w *bufio.Writer, row []string, widths []int, status str
 	for _, part := range parts[1:] {
 		w.WriteString(strings.Repeat(" ", indent) + part + "\n")
 	}
+}
+
+// Narrowest title and message columns: below these a fitted row would
+// say nothing, so a very narrow terminal wraps instead.
+const (
+	minTitleWidth   = 16
+	minMessageWidth = 24
+)
+
+// fit gives the title and message columns their widths: their limits, or,
+// fitted to a terminal, what the fixed columns (id, severity, status)
+// leave, two fifths of it to the title.
+func (t *table) fit(fixed []int) (title, message int) {
+	if t.width <= 0 {
+		return maxTitleWidth, maxMessageWidth
+	}
+	rest := t.width
+	for _, w := range fixed {
+		rest -= w + 2
+	}
+	rest -= 2
+	title = min(maxTitleWidth, max(minTitleWidth, rest*2/5))
+	message = min(maxMessageWidth, max(minMessageWidth, rest-title))
+	return title, message
+}
+
+// rowsOf orders the rows so that what needs reading ends up on the last
+// screen, just above the counts: passes first, then checks that could not
+// run, waivers, errors, and failures, the most severe last. Checks that do
+// not apply to the target are folded into one line unless asked for.
+func (t *table) rowsOf(rep *reports.Report) (shown, folded []reports.Result) {
+	rank := map[string]int{reports.StatusPass: 0, reports.StatusSkip: 1, reports.StatusWaived: 2, reports.StatusError: 3, reports.StatusFail: 4}
+	for _, res := range rep.Results {
+		if res.Status == reports.StatusSkip && res.OutOfScope && !t.notApplicable {
+			folded = append(folded, res)
+			continue
+		}
+		shown = append(shown, res)
+	}
+	slices.SortStableFunc(shown, func(a, b reports.Result) int {
+		if c := cmp.Compare(rank[a.Status], rank[b.Status]); c != 0 {
+			return c
+		}
+		// SeverityRank counts down from critical.
+		return cmp.Compare(reports.SeverityRank(b.Severity), reports.SeverityRank(a.Severity))
+	})
+	return shown, folded
+}
+
+// failedIDs are the failed checks' ids, most severe first, from rows that
+// put the most severe last.
+func failedIDs(rows []reports.Result) []string {
+	var ids []string
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Status == reports.StatusFail {
+			ids = append(ids, rows[i].ID)
+		}
+	}
+	return ids
+}
+
+// foldedLine counts the checks that do not apply to the target.
+func foldedLine(folded []reports.Result, kind string) string {
+	what := "this target"
+	if kind != "" {
+		what = kind + " targets"
+	}
+	if len(folded) == 1 {
+		return fmt.Sprintf("1 check does not apply to %s and is not listed (--show-not-applicable lists it).", what)
+	}
+	return fmt.Sprintf("%d checks do not apply to %s and are not listed (--show-not-applicable lists them).", len(folded), what)
 }
 
 // wrap breaks s into lines of at most width runes, at spaces where it can
