@@ -39,8 +39,21 @@ func TestDaemonSetOnContainerd2(t *testing.T) {
 	t.Logf("runtime: %s", strings.Join(versions, "; "))
 
 	applied := time.Now()
+	// A refusal of the rendered spec (CreateContainerError and the like)
+	// ends the wait at once. RunContainerError is the runtime failing to
+	// start a task, which the kubelet retries (in CI, on a loaded machine,
+	// containerd 2 once could not reach a new shim's socket). It fails the
+	// test only by lasting to the deadline.
+	var transient []string
 	p := waitPod(t, rig.node, 3*time.Minute, func(p agentPod) bool {
 		r := p.waitingReason()
+		if r == "RunContainerError" {
+			if m := p.waitingMessage(); !slices.Contains(transient, m) {
+				transient = append(transient, m)
+				t.Logf("the kubelet retries: %s: %s", r, m)
+			}
+			return false
+		}
 		return p.ready() || r != "" && r != "ContainerCreating"
 	})
 	if !p.ready() {
