@@ -23,25 +23,11 @@ import (
 // name the disk's LUKS volume in its /etc/crypttab, and the encryption
 // facts from the disk's partitions and LUKS header.
 func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
-	opts := o.Image
-	opts.EncryptedRoot = o.ImageRootfs != ""
-	img, err := opts.Open(ctx, file)
+	img, fsys, closer, err := openImage(ctx, file, o)
 	if err != nil {
 		return nil, err
 	}
-	defer img.Close()
-	fsys := img.FS()
-	switch {
-	case img.Encrypted != nil:
-		tree, closer, err := imageTree(o.ImageRootfs, img.Encrypted)
-		if err != nil {
-			return nil, fmt.Errorf("scanning %s: %w", file, err)
-		}
-		defer closer.Close()
-		fsys = tree
-	case o.ImageRootfs != "":
-		return nil, fmt.Errorf("rootfs tree %s: the root filesystem of %s is not encrypted, so it is read from the disk itself; a rootfs tree is for a root inside a LUKS volume", o.ImageRootfs, file)
-	}
+	defer closer.Close()
 	parts, err := img.Partitions()
 	if err != nil {
 		return nil, err
@@ -55,6 +41,63 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ImageFiles opens a disk image's root file system as Image reads it: the
+// disk's own, or, for a root inside LUKS, the tree o.ImageRootfs names,
+// checked to be that disk's. done closes what was opened and returns the
+// error the disk hit while it was read, which the caller must heed: files
+// from part of a disk understate what it holds.
+func ImageFiles(ctx context.Context, file string, o Options) (fsys sysroot.FS, done func() error, err error) {
+	img, fsys, closer, err := openImage(ctx, file, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fsys, func() error {
+		err := img.Err()
+		closer.Close()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		return nil
+	}, nil
+}
+
+// openImage opens the disk image and the file system its root's files are
+// read from; the closer closes both.
+func openImage(ctx context.Context, file string, o Options) (*diskimage.Image, sysroot.FS, io.Closer, error) {
+	opts := o.Image
+	opts.EncryptedRoot = o.ImageRootfs != ""
+	img, err := opts.Open(ctx, file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case img.Encrypted != nil:
+		tree, closer, err := imageTree(o.ImageRootfs, img.Encrypted)
+		if err != nil {
+			img.Close()
+			return nil, nil, nil, fmt.Errorf("scanning %s: %w", file, err)
+		}
+		return img, tree, closers{closer, img}, nil
+	case o.ImageRootfs != "":
+		img.Close()
+		return nil, nil, nil, fmt.Errorf("rootfs tree %s: the root filesystem of %s is not encrypted, so it is read from the disk itself; a rootfs tree is for a root inside a LUKS volume", o.ImageRootfs, file)
+	}
+	return img, img.FS(), img, nil
+}
+
+// closers closes each in turn and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // imageTree opens dir, the rootfs tree of a disk whose root is inside the

@@ -243,6 +243,33 @@ func TestImageEncryptedRoot(t *testing.T) {
 	}
 }
 
+// ImageFiles, which sbom image reads packages through, opens an encrypted
+// root's files from its tree as Image does, and refuses the disk alone
+// and another disk's tree the same way.
+func TestImageFilesEncryptedRoot(t *testing.T) {
+	ctx := context.Background()
+	img, uuid := encryptedRootImage(t)
+	var encErr *diskimage.EncryptedRootError
+	if _, _, err := ImageFiles(ctx, img, Options{}); !errors.As(err, &encErr) {
+		t.Fatalf("the disk alone: %v", err)
+	}
+	fsys, done, err := ImageFiles(ctx, img, Options{ImageRootfs: encryptedTree(t, uuid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fsys.ReadFileLimit("/etc/os-release", 1<<10)
+	if err != nil || !strings.Contains(string(data), "ID=debian") {
+		t.Errorf("os-release %q, %v: not the tree's", data, err)
+	}
+	if err := done(); err != nil {
+		t.Errorf("done: %v", err)
+	}
+	other, _ := encryptedRootImage(t)
+	if _, _, err := ImageFiles(ctx, other, Options{ImageRootfs: encryptedTree(t, uuid)}); err == nil || !strings.Contains(err.Error(), "is not the tree this disk was made from") {
+		t.Errorf("another disk's tree: %v", err)
+	}
+}
+
 // writeFiles writes files (path: body) under dir and returns dir.
 func writeFiles(t *testing.T, dir string, files map[string]string) string {
 	t.Helper()

@@ -4,13 +4,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuhost/gpuhost/containers/trivy"
 	"github.com/gpuhost/gpuhost/manifest"
-	"github.com/gpuhost/gpuhost/target/diskimage"
+	"github.com/gpuhost/gpuhost/target"
 )
 
 // sbomCommand writes the CycloneDX bill of materials of a rootfs or a disk
@@ -41,18 +40,21 @@ func (a *app) sbomCommand() *cobra.Command {
 			return emit(data)
 		},
 	}
+	var imf imageFlags
 	image := &cobra.Command{
 		Use:   "image FILE",
 		Short: "SBOM of a raw or qcow2 disk image, read without mounting it",
+		Long:  imageLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := imageSBOM(cmd.Context(), args[0])
+			data, err := imageSBOM(cmd.Context(), args[0], imf.options(target.Options{}))
 			if err != nil {
-				return err
+				return imageError(err)
 			}
 			return emit(data)
 		},
 	}
+	imf.register(image)
 	for _, c := range []*cobra.Command{rootfs, image} {
 		c.Flags().StringVarP(&out, "output", "o", "", "write the SBOM to this file (atomically) instead of stdout")
 	}
@@ -60,21 +62,21 @@ func (a *app) sbomCommand() *cobra.Command {
 	return cmd
 }
 
-// imageSBOM reads the image's package database through the disk image reader;
-// a read error found only after the walk still fails the command, since an
+// imageSBOM reads the image's package database as scan image reads its
+// files (from the tree an encrypted root was made from, with --rootfs); a
+// read error found only after the walk still fails the command, since an
 // SBOM of part of a disk would understate what it holds.
-func imageSBOM(ctx context.Context, file string) ([]byte, error) {
-	img, err := diskimage.Open(file)
+func imageSBOM(ctx context.Context, file string, o target.Options) ([]byte, error) {
+	fsys, done, err := target.ImageFiles(ctx, file, o)
 	if err != nil {
 		return nil, err
 	}
-	defer img.Close()
-	data, err := trivy.SBOMFS(ctx, img.FS())
+	data, err := trivy.SBOMFS(ctx, fsys)
+	if derr := done(); err == nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, err
-	}
-	if err := img.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	return data, nil
 }
