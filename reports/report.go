@@ -61,7 +61,36 @@ type Report struct {
 	// Compliance is the compliance profile the scan was asked to judge
 	// (--compliance), per control.
 	Compliance *Compliance `json:"compliance,omitempty"`
+	// Judged is how the report was judged, where the scanner was told:
+	// the thresholds its verdict follows and the checks chosen, so that a
+	// saved report says what its pass meant.
+	Judged *Judged `json:"judged,omitempty"`
 }
+
+// Judged records the settings a report was judged with and the verdict
+// they give it.
+type Judged struct {
+	// FailOn is the lowest severity whose failure fails the scan, or
+	// "none".
+	FailOn string `json:"fail_on" jsonschema:"enum=critical,enum=high,enum=medium,enum=low,enum=info,enum=none"`
+	// FailOnSkip, when set, is the lowest severity at which a check that
+	// applies but reached no verdict fails the scan.
+	FailOnSkip string `json:"fail_on_skip,omitempty" jsonschema:"enum=critical,enum=high,enum=medium,enum=low,enum=info"`
+	// Checks and SkipChecks are the patterns that chose the checks
+	// reported; none means every check of the pack.
+	Checks     []string `json:"checks,omitempty"`
+	SkipChecks []string `json:"skip_checks,omitempty"`
+	// Verdict is what the thresholds make of the results: pass, fail, or
+	// untrusted (a check errored or a collector failed on bad input).
+	Verdict string `json:"verdict" jsonschema:"enum=pass,enum=fail,enum=untrusted"`
+}
+
+// Verdicts of a judged report.
+const (
+	VerdictPass      = "pass"
+	VerdictFail      = "fail"
+	VerdictUntrusted = "untrusted"
+)
 
 // Target mirrors facts.Target: what was scanned, and when.
 type Target struct {

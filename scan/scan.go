@@ -35,6 +35,18 @@ type Scanner struct {
 	selected func(id string) bool
 	// profile, when set, is judged on every report (WithCompliance).
 	profile Profile
+	// judged, when set, is recorded in every report with its verdict
+	// (WithJudgement).
+	judged *reports.Judged
+}
+
+// WithJudgement records in every report the thresholds its verdict
+// follows and the patterns that chose its checks, with the verdict they
+// give it; it changes no result.
+func WithJudgement(t Thresholds, checks, skipChecks []string) Option {
+	return func(s *Scanner) {
+		s.judged = &reports.Judged{FailOn: t.FailOn, FailOnSkip: t.FailOnSkip, Checks: checks, SkipChecks: skipChecks}
+	}
 }
 
 // Profile is a compliance profile: it turns a report's results into its
@@ -116,6 +128,18 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 	rep.Summarize()
 	if s.profile != nil {
 		rep.Compliance = s.profile.Judge(rep.Results)
+	}
+	if s.judged != nil {
+		j := *s.judged
+		switch ExitCode([]*reports.Report{rep}, Thresholds{FailOn: j.FailOn, FailOnSkip: j.FailOnSkip}) {
+		case ExitPass:
+			j.Verdict = reports.VerdictPass
+		case ExitFail:
+			j.Verdict = reports.VerdictFail
+		default:
+			j.Verdict = reports.VerdictUntrusted
+		}
+		rep.Judged = &j
 	}
 	return rep, nil
 }

@@ -60,6 +60,46 @@ func TestDocumentBuildsAReport(t *testing.T) {
 	}
 }
 
+// A report records the thresholds it was judged with and their verdict,
+// which is the exit code's: the hardened sample passes at high and fails
+// at info; without WithJudgement nothing is recorded.
+func TestReportRecordsItsJudgement(t *testing.T) {
+	doc, data := loadDoc(t)
+	if rep, err := newScanner(t).Document(context.Background(), doc, data); err != nil || rep.Judged != nil {
+		t.Fatalf("no judgement asked, recorded %+v (%v)", rep.Judged, err)
+	}
+	for _, c := range []struct {
+		failOn string
+		checks []string
+		want   string
+	}{
+		{"none", nil, reports.VerdictPass},
+		{"info", nil, reports.VerdictFail},
+		{"info", []string{"GH-SSH-001"}, reports.VerdictPass},
+	} {
+		th := Thresholds{FailOn: c.failOn}
+		opts := []Option{WithJudgement(th, c.checks, nil)}
+		if c.checks != nil {
+			selected, err := Selection{Only: c.checks}.Compile(newScanner(t).eval.(*engine.Engine).Checks())
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts = append(opts, WithSelection(selected))
+		}
+		rep, err := newScanner(t, opts...).Document(context.Background(), doc, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := rep.Judged
+		if j == nil || j.FailOn != c.failOn || !slices.Equal(j.Checks, c.checks) || j.Verdict != c.want {
+			t.Errorf("fail_on %s, checks %v: judged %+v; want verdict %s", c.failOn, c.checks, j, c.want)
+		}
+		if code := ExitCode([]*reports.Report{rep}, th); (code == ExitPass) != (j.Verdict == reports.VerdictPass) {
+			t.Errorf("fail_on %s: verdict %s but exit code %d", c.failOn, j.Verdict, code)
+		}
+	}
+}
+
 // TestCoverageNamesWhatWasNotJudged: a loopback listener the probe could
 // not reach makes the TLS checks errors that name it, a public one puts
 // the critical GH-TLS-004 among the coverage's gaps, and the listeners no

@@ -174,6 +174,7 @@ func (s *scanFlags) scannerOf(e *engine.Engine, wrap func(*engine.Engine) scan.E
 		}
 		opts = append(opts, scan.WithCompliance(p))
 	}
+	opts = append(opts, scan.WithJudgement(s.thresholds(), s.checks, s.skipChecks))
 	return scan.New(eval, opts...), nil
 }
 

@@ -111,6 +111,22 @@ func (e *LineEncoder) Append(dst []byte, rep *reports.Report) ([]byte, error) {
 		dst = append(dst, `,"collectors":`...)
 		dst = appendMap(dst, rep.Collectors, appendCollector)
 	}
+	// One each per report, and small: the encoder's own bytes.
+	for _, part := range []struct {
+		name  string
+		value any
+		set   bool
+	}{{"compliance", rep.Compliance, rep.Compliance != nil}, {"judged", rep.Judged, rep.Judged != nil}} {
+		if !part.set {
+			continue
+		}
+		b, err := encodeCompact(part.value)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, `,"`+part.name+`":`...)
+		dst = append(dst, b...)
+	}
 	dst = append(dst, "}\n"...)
 	e.lastLen.Store(int64(len(dst) - start))
 	return dst, nil

@@ -259,6 +259,7 @@ func (c *Config) Scanner(ctx context.Context) (*scan.Scanner, error) {
 		}
 		sopts = append(sopts, scan.WithCompliance(p))
 	}
+	sopts = append(sopts, scan.WithJudgement(c.Thresholds(), nil, nil))
 	return scan.New(e, sopts...), nil
 }
 
