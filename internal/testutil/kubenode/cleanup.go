@@ -127,19 +127,64 @@ func readPIDs(file string) []int {
 // container logs, the shims' sockets and runc's state.
 var fixedPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd"}
 
+// fixedPathsLock is held by every test whose namespace shadows the fixed
+// paths: shared while its mounts stand, exclusive while it makes or
+// removes the directories they stand on. Tests run in namespaces of their
+// own side by side, but a directory is one for all of them: removing one
+// that another test has mounted over takes that test's mount away (Linux
+// detaches a removed mount point's mounts in every namespace), so only the
+// last test out removes what any of them made. The file beside it lists
+// what was made.
+var fixedPathsLock = filepath.Join(os.TempDir(), "gpuhost-kubenode-fixed-paths.lock")
+
 // shadowFixedPaths mounts an empty tmpfs over each of fixedPaths, in the
 // test's own mount namespace, so that what the node writes there stays
-// there and goes with the namespace; a directory it had to make for the
-// mount is removed when the test ends.
+// there and goes with the namespace. A directory that had to be made for
+// a mount is removed by the last test that shadows it.
 func shadowFixedPaths(t *testing.T) {
 	t.Helper()
+	lock, err := os.OpenFile(fixedPathsLock, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	made := fixedPathsLock + ".made"
+	// Registered before the unmounts, so it runs after them.
+	t.Cleanup(func() {
+		defer lock.Close()
+		if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return // another test still stands on them; the last one removes them
+		}
+		data, err := os.ReadFile(made)
+		if err != nil {
+			return
+		}
+		for _, p := range strings.Fields(string(data)) {
+			if slices.Contains(fixedPaths, p) {
+				if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+					t.Errorf("removing %s: %v", p, err)
+				}
+			}
+		}
+		if err := os.Remove(made); err != nil {
+			t.Errorf("removing %s: %v", made, err)
+		}
+	})
 	for _, p := range fixedPaths {
-		made := false
 		if _, err := os.Stat(p); os.IsNotExist(err) {
 			if err := os.Mkdir(p, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			made = true
+			f, err := os.OpenFile(made, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err == nil {
+				_, err = f.WriteString(p + "\n")
+				f.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 			t.Fatalf("mounting a tmpfs over %s: %v", p, err)
@@ -148,12 +193,10 @@ func shadowFixedPaths(t *testing.T) {
 			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
 				t.Errorf("unmounting %s: %v", p, err)
 			}
-			if made {
-				if err := os.Remove(p); err != nil {
-					t.Errorf("removing %s: %v", p, err)
-				}
-			}
 		})
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
 	}
 }
 
