@@ -41,9 +41,8 @@ func TestDaemonSetOnContainerd2(t *testing.T) {
 	applied := time.Now()
 	// A refusal of the rendered spec (CreateContainerError and the like)
 	// ends the wait at once. RunContainerError is the runtime failing to
-	// start a task, which the kubelet retries (in CI, on a loaded machine,
-	// containerd 2 once could not reach a new shim's socket). It fails the
-	// test only by lasting to the deadline.
+	// start a task, which the kubelet retries; it fails the test only by
+	// lasting to the deadline.
 	var transient []string
 	p := waitPod(t, rig.node, 3*time.Minute, func(p agentPod) bool {
 		r := p.waitingReason()

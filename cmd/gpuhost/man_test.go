@@ -50,6 +50,17 @@ func genManPages(root *cobra.Command, dir string) error {
 	if err != nil {
 		return err
 	}
+	exits := map[string]string{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if e := c.Annotations[exitStatusKey]; e != "" {
+			exits[strings.ReplaceAll(c.CommandPath(), " ", "-")+".1"] = e
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 	for _, p := range pages {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -59,6 +70,7 @@ func genManPages(root *cobra.Command, dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(p), err)
 		}
+		fixed = addExitStatus(fixed, exits[filepath.Base(p)])
 		if err := os.WriteFile(p, fixed, 0o644); err != nil {
 			return err
 		}
@@ -132,6 +144,30 @@ func fixManPage(page []byte) ([]byte, error) {
 		out = append(out, ".TP", tag, strings.TrimPrefix(l, "\t"))
 	}
 	return []byte(strings.Join(out, "\n")), nil
+}
+
+// addExitStatus adds an EXIT STATUS section, as man-pages(7) orders it,
+// before SEE ALSO: cobra's doc package writes none.
+func addExitStatus(page []byte, exit string) []byte {
+	if exit == "" {
+		return page
+	}
+	var sec strings.Builder
+	sec.WriteString(".SH EXIT STATUS\n")
+	for _, l := range strings.Split(exit, "\n") {
+		code, what, _ := strings.Cut(strings.TrimSpace(l), "  ")
+		if code == "" || strings.TrimLeft(code, "0123456789") != "" {
+			// A line that goes on from the one above.
+			sec.WriteString(strings.TrimSpace(l) + "\n")
+			continue
+		}
+		sec.WriteString(".TP\n\\fB" + code + "\\fR\n" + strings.TrimSpace(what) + "\n")
+	}
+	s := string(page)
+	if i := strings.Index(s, ".SH SEE ALSO"); i >= 0 {
+		return []byte(s[:i] + sec.String() + "\n" + s[i:])
+	}
+	return []byte(s + "\n" + sec.String())
 }
 
 // TestManPages keeps docs/man equal to what cobra's doc package makes of

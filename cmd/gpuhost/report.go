@@ -24,8 +24,7 @@ func (a *app) reportCommand() *cobra.Command {
 		Use:   "diff OLD.json NEW.json",
 		Short: "Compare two JSON reports check by check",
 		Long: "Compare two gpuhost.report/v1 JSON documents by check id: new failures, fixed checks, checks still\n" +
-			"failing, severity changes, waivers added and expired, and checks added to or removed from the pack.\n\n" +
-			"Exit codes: 0 no new failures; 1 something fails (or errors) that did not before; 2 an input is unreadable.",
+			"failing, severity changes, waivers added and expired, and checks added to or removed from the pack.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			oldRep, err := loadReport(args[0])

@@ -136,7 +136,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "gpuhost",
 		Short:         "Scan GPU host images and hosts against policy",
-		Long:          "gpuhost collects facts from a GPU host image or a running host, evaluates them against an OPA policy pack, and writes reports.\n\nExit codes: 0 nothing fails at or above --fail-on; 1 something does; 2 the scan could not be trusted.",
+		Long:          "gpuhost collects facts from a GPU host image or a running host, evaluates them against an OPA policy pack, and writes reports.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -165,6 +165,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.buildCommands()...)
 	root.Version = versionLine()
 	root.SetVersionTemplate("gpuhost {{.Version}}\n")
+	addExamples(root)
 	usageOnMisuse(root)
 	return root
 }

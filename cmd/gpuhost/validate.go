@@ -55,9 +55,7 @@ func (a *app) validateCommand() *cobra.Command {
 			"nvidia.com/gpu=all lists every GPU NVML lists); cuda (vectorAdd from " + gpu.VectorAddPath + "\n" +
 			"passes on each GPU); fabric (on NVSwitch systems: nvidia-fabricmanager runs, the board's NVSwitches\n" +
 			"are on the PCI bus, every GPU's fabric registration completed); mig (every GPU's MIG mode is\n" +
-			"params.gpu_mig's). A step that cannot run says \"not run\" and why, never passed.\n\n" +
-			"Exit codes: 0 every step passed (or was not needed); 1 a step failed; 2 a step the node needs did\n" +
-			"not run, or the validation could not be trusted.",
+			"params.gpu_mig's). A step that cannot run says \"not run\" and why, never passed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.validate(cmd.Context(), &o) },
 	}

@@ -42,11 +42,7 @@ documents it signs, and that the report passes at --fail-on, was made with
 Only the signed referrers are read, by digest: the image's list of referrers is
 not, so others attached to it by anyone who can push change nothing. The whole
 check must finish within --timeout; each registry response must start within %s
-and then bring at least %d KiB, or its end, every %s.
-
-Exit codes: 0 verified and accepted; 1 verified, but the report fails at
---fail-on, was made with another policy, or is too old; 2 bad input, no or a bad
-signature or provenance, missing or tampered evidence, a registry too slow.`,
+and then bring at least %d KiB, or its end, every %s.`,
 			verify.DefaultReadTimeout, verify.MinProgress>>10, verify.DefaultReadTimeout),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

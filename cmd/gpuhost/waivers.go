@@ -97,13 +97,7 @@ func (a *app) waiversCheckCommand() *cobra.Command {
 			"approved_by, expires and ticket; a scope is optional. Expired waivers no longer waive anything; a\n" +
 			"waiver whose id is not a check of the pack, or whose scope names only target kinds the check does\n" +
 			"not apply to, waives nothing. With --verification-key (or --waivers-key) the signature FILE.sig\n" +
-			"must verify, as a scan with that key requires.\n\n" +
-			"Exit codes, for CI:\n" +
-			"  0  every waiver is valid, current, names a check and can apply\n" +
-			"  1  a waiver is expired, names an unknown check or is out of scope (with --strict, also one that\n" +
-			"     expires within --within days)\n" +
-			"  2  the file cannot be trusted: unreadable, invalid (a missing ticket, a bad date, glob or scope),\n" +
-			"     or, with a key, unsigned, tampered with or signed with another key; or the pack cannot be read",
+			"must verify, as a scan with that key requires.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if within < 0 {
