@@ -132,8 +132,22 @@ func addExamples(root *cobra.Command) {
 		}
 	}
 	walk(root)
-	root.SetUsageTemplate(root.UsageTemplate() + `{{with index .Annotations "` + exitStatusKey + `"}}
+	cobra.AddTemplateFunc("plainBools", plainBools)
+	tmpl := root.UsageTemplate()
+	for _, set := range []string{".LocalFlags.FlagUsages", ".InheritedFlags.FlagUsages"} {
+		tmpl = strings.ReplaceAll(tmpl, "{{"+set+" |", "{{plainBools "+set+" |")
+	}
+	root.SetUsageTemplate(tmpl + `{{with index .Annotations "` + exitStatusKey + `"}}
 Exit status:
 {{.}}
 {{end}}`)
+}
+
+// plainBools shows a switch as the switch it is: pflag writes every bool
+// flag as --name[=true|false], which reads as if it took a value. The
+// mark is blanked rather than cut so that the descriptions stay in one
+// column.
+func plainBools(usages string) string {
+	const mark = "[=true|false]"
+	return strings.ReplaceAll(usages, mark, strings.Repeat(" ", len(mark)))
 }

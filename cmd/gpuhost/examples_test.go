@@ -89,3 +89,20 @@ func checkExample(t *testing.T, root *cobra.Command, where, line string) {
 		}
 	}
 }
+
+// --help shows the examples, the exit status, and switches without the
+// [=true|false] that pflag gives every bool flag.
+func TestHelpShowsExamplesAndPlainSwitches(t *testing.T) {
+	o := gpuhost(t, "", "scan", "rootfs", "--help")
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	for _, want := range []string{"Examples:\n  # the pre-deploy gate", "\nExit status:\n  0  nothing failed", "\n      --no-color    "} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("scan rootfs --help lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "[=true|false]") {
+		t.Errorf("a switch is shown as taking a value:\n%s", o.stdout)
+	}
+}
