@@ -126,7 +126,9 @@ build: check-go
 	$(GO) build -trimpath -tags lean -ldflags '$(LDFLAGS)' -o $(AGENT) ./cmd/gpuhost
 
 # Install what a GPU node runs: both binaries, the systemd units (which
-# start $(PREFIX)/bin/gpuhost-agent) and the man pages they name.
+# start $(PREFIX)/bin/gpuhost-agent), the man pages they name, and the
+# shell completions (flag values included: formats, severities, profiles)
+# where bash-completion, zsh and fish look for them.
 PREFIX ?= /usr/local
 DESTDIR ?=
 .PHONY: install
@@ -139,6 +141,10 @@ install: build
 	install -d $(DESTDIR)/usr/local/lib/gpuhost $(DESTDIR)/etc/udev/rules.d
 	install -m 0755 deploy/scripts/gpuhost-selftest deploy/scripts/gpuhost-selftest-modules deploy/scripts/gpuhost-agent-credentials $(DESTDIR)/usr/local/lib/gpuhost/
 	install -m 0644 deploy/udev/90-gpuhost-selftest.rules $(DESTDIR)/etc/udev/rules.d/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(GPUHOST) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuhost
+	$(GPUHOST) completion zsh >$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuhost
+	$(GPUHOST) completion fish >$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/gpuhost.fish
 
 # The everyday loop: formatting, vet, the unit tests and the Rego tests.
 # No root, apt or Packer: tests that need them skip here (they fail under

@@ -166,6 +166,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.Version = versionLine()
 	root.SetVersionTemplate("gpuhost {{.Version}}\n")
 	addExamples(root)
+	addCompletions(root)
 	usageOnMisuse(root)
 	return root
 }
