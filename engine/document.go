@@ -81,6 +81,11 @@ func DocumentFromValue(decoded any, name string) (*Document, error) {
 			doc.NotJudged = append(doc.NotJudged, facts.NotJudged{Collector: c, What: w})
 		}
 	}
+	if v, _ := obj["vulnerabilities"].(map[string]any); v != nil {
+		if demo, _ := v["db_demo"].(bool); demo {
+			doc.Caveats = append(doc.Caveats, CaveatDemoDB)
+		}
+	}
 	return doc, nil
 }
 
@@ -153,8 +158,20 @@ func documentOf(v ast.Value, name string) (*Document, error) {
 			})
 		}
 	}
+	if t := obj.Get(ast.InternedTerm("vulnerabilities")); t != nil {
+		if v, ok := t.Value.(ast.Object); ok {
+			if d := v.Get(ast.InternedTerm("db_demo")); d != nil && d.Value.Compare(ast.Boolean(true)) == 0 {
+				doc.Caveats = append(doc.Caveats, CaveatDemoDB)
+			}
+		}
+	}
 	return doc, nil
 }
+
+// CaveatDemoDB is the caveat of a document whose vulnerabilities were
+// matched against a demo DB (vulnerabilities.db_demo): a handful of sample
+// advisories, so that no CVE found proves nothing.
+const CaveatDemoDB = "demo vulnerability DB: not for release gating (the CVE checks matched a handful of sample advisories)"
 
 func stringAt(obj ast.Object, key string) (string, bool) {
 	t := obj.Get(ast.InternedTerm(key))
@@ -203,6 +220,9 @@ type Document struct {
 	// text are left out: a document from outside is checked against the
 	// schema first.
 	NotJudged []facts.NotJudged
+	// Caveats qualify every verdict judged from the document, whatever the
+	// checks say: a report carries them in its header.
+	Caveats []string
 
 	// decoded is the JSON Value is converted from, when it came decoded.
 	decoded any

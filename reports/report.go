@@ -61,6 +61,9 @@ type Report struct {
 	// Compliance is the compliance profile the scan was asked to judge
 	// (--compliance), per control.
 	Compliance *Compliance `json:"compliance,omitempty"`
+	// Caveats qualify the verdict whatever the checks say (a demo
+	// vulnerability DB): every format shows them in its header.
+	Caveats []string `json:"caveats,omitempty"`
 	// Judged is how the report was judged, where the scanner was told:
 	// the thresholds its verdict follows and the checks chosen, so that a
 	// saved report says what its pass meant.

@@ -122,6 +122,7 @@ func (s *Scanner) Document(ctx context.Context, doc *engine.Document, raw []byte
 	for name, st := range doc.Collectors {
 		rep.Collectors[name] = reports.CollectorStatus{Status: st.Status, Reason: st.Reason}
 	}
+	rep.Caveats = doc.Caveats
 	for _, n := range doc.NotJudged {
 		rep.Coverage.NotJudged = append(rep.Coverage.NotJudged, reports.NotJudged{Collector: n.Collector, What: n.What})
 	}

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,51 @@ func TestReportRecordsItsJudgement(t *testing.T) {
 			t.Errorf("fail_on %s: verdict %s but exit code %d", c.failOn, j.Verdict, code)
 		}
 	}
+}
+
+// Facts matched against a demo vulnerability DB make a report with its
+// caveat, whichever way the document was read: parsed from JSON, or
+// decoded first as a fleet scan decodes it.
+func TestDemoDBIsACaveat(t *testing.T) {
+	_, data := loadDoc(t)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := newScanner(t).Document(context.Background(), mustParse(t, data), data); err != nil || len(rep.Caveats) != 0 {
+		t.Fatalf("no demo DB, caveats %v (%v)", rep.Caveats, err)
+	}
+	m["vulnerabilities"] = map[string]any{"db": "/var/lib/trivy", "db_demo": true, "findings": []any{}}
+	demo, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded any
+	if err := json.Unmarshal(demo, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	fromValue, err := engine.DocumentFromValue(decoded, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, doc := range map[string]*engine.Document{"parsed": mustParse(t, demo), "decoded": fromValue} {
+		rep, err := newScanner(t).Document(context.Background(), doc, demo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rep.Caveats, []string{engine.CaveatDemoDB}) {
+			t.Errorf("%s: caveats %v; want the demo DB's", name, rep.Caveats)
+		}
+	}
+}
+
+func mustParse(t *testing.T, data []byte) *engine.Document {
+	t.Helper()
+	doc, err := engine.ParseDocument(data, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 // TestCoverageNamesWhatWasNotJudged: a loopback listener the probe could

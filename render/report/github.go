@@ -30,6 +30,9 @@ func (*github) Render(w io.Writer, rep *reports.Report) error {
 	target := strings.TrimSpace(rep.Target.Kind + " " + rep.Target.Ref)
 	fmt.Fprintf(bw, "::notice title=%s::%s\n", escape.GitHubProperty("gpuhost coverage of "+target),
 		escape.GitHubData(coverageLine(reports.CoverageOf(rep))))
+	for _, c := range rep.Caveats {
+		fmt.Fprintf(bw, "::warning title=%s::%s\n", escape.GitHubProperty("gpuhost caveat for "+target), escape.GitHubData(c))
+	}
 	for _, res := range rep.Results {
 		level := ""
 		switch res.Status {

@@ -508,3 +508,39 @@ func TestTableWrapsMessages(t *testing.T) {
 		t.Errorf("a message was truncated:\n%s", out)
 	}
 }
+
+// A caveat travels with the verdict: every format that has a header puts
+// it there, ahead of the first result, and the JSON carries it.
+func TestCaveatsInEveryHeader(t *testing.T) {
+	rep := loadReport(t)
+	caveat := "demo vulnerability DB: not for release gating"
+	rep.Caveats = []string{caveat}
+	first := rep.Results[0].ID
+	for _, f := range Formats() {
+		if f == "xccdf" {
+			continue // a benchmark's results, not a report's header; it needs a profile
+		}
+		out := string(rendered(t, mustLookup(t, f), rep))
+		at := strings.Index(out, caveat)
+		if at < 0 {
+			t.Errorf("%s does not carry the caveat:\n%s", f, out)
+			continue
+		}
+		switch f {
+		case "json":
+			continue
+		case "sarif":
+			// In the run's invocation, as a warning notification; a SARIF
+			// log has no order a reader sees.
+			if !strings.Contains(out, `"level": "warning",
+              "message": {
+                "text": "Caveat: `+caveat) {
+				t.Errorf("sarif has no warning notification of the caveat:\n%s", out)
+			}
+			continue
+		}
+		if r := strings.Index(out, first); r >= 0 && r < at {
+			t.Errorf("%s puts the caveat after the first result (%s)", f, first)
+		}
+	}
+}

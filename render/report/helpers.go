@@ -109,6 +109,9 @@ func byStatus(rep *reports.Report, status string) []reports.Result {
 	return out
 }
 
+// caveatLine is one caveat of a report, the same words in every format.
+func caveatLine(c string) string { return "Caveat: " + c }
+
 // coverageLine is coverage in one sentence, the same words in every format.
 func coverageLine(c reports.Coverage) string {
 	line := fmt.Sprintf("Coverage: %d of %d applicable checks evaluated", c.Evaluated, c.Checks)

@@ -281,6 +281,7 @@ dl.meta dt{color:var(--muted)}
 dl.meta dd{margin:0;word-break:break-all}
 .verdict{display:inline-block;padding:4px 10px;border-radius:6px;font-weight:600;color:#fff}
 .verdict.fail{background:#c62828}.verdict.error{background:#8e24aa}.verdict.pass{background:#2e7d32}
+.verdict.caveat{background:#ef6c00;margin-left:6px}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
 .card{border:1px solid var(--line);border-left:6px solid var(--muted);border-radius:6px;padding:6px 12px;min-width:110px;background:var(--panel)}
 .card b{display:block;font-size:22px}
@@ -315,7 +316,8 @@ svg text.seg{fill:#fff;font-weight:600;text-anchor:middle}
 <body>
 <header>
 <h1>gpuhost scan: {{.Rep.Target.Kind}} <span class="mono">{{.Rep.Target.Ref}}</span></h1>
-<span class="verdict {{.VerdictCSS}}">{{.Verdict}}</span>
+<span class="verdict {{.VerdictCSS}}">{{.Verdict}}</span>{{range .Rep.Caveats}}
+<span class="verdict caveat">Caveat: {{.}}</span>{{end}}
 <dl class="meta">
 <dt>Target</dt><dd>{{.Rep.Target.Kind}} <code>{{.Rep.Target.Ref}}</code>{{with .Rep.Target.Hostname}} on host <code>{{.}}</code>{{end}}</dd>
 <dt>Scanned at</dt><dd>{{or .Rep.Target.ScannedAt "unknown"}}</dd>

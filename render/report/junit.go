@@ -113,6 +113,9 @@ func junitSuiteOf(rep *reports.Report) junitSuite {
 			suite.Properties = append(suite.Properties, p)
 		}
 	}
+	for _, c := range rep.Caveats {
+		suite.Properties = append(suite.Properties, junitProperty{"caveat", c})
+	}
 	for _, res := range rep.Results {
 		c := junitCase{
 			Classname: "gpuhost." + res.Domain(),

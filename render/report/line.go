@@ -116,7 +116,8 @@ func (e *LineEncoder) Append(dst []byte, rep *reports.Report) ([]byte, error) {
 		name  string
 		value any
 		set   bool
-	}{{"compliance", rep.Compliance, rep.Compliance != nil}, {"judged", rep.Judged, rep.Judged != nil}} {
+	}{{"compliance", rep.Compliance, rep.Compliance != nil}, {"caveats", rep.Caveats, len(rep.Caveats) > 0},
+		{"judged", rep.Judged, rep.Judged != nil}} {
 		if !part.set {
 			continue
 		}

@@ -47,11 +47,12 @@ func TestLineEncoderMatchesJSONRenderer(t *testing.T) {
 }
 
 // A fleet line keeps what a report says about itself beyond its results:
-// the compliance profile's verdicts and how it was judged.
-func TestLineEncoderKeepsComplianceAndJudgement(t *testing.T) {
+// the compliance profile's verdicts, its caveats and how it was judged.
+func TestLineEncoderKeepsComplianceCaveatsAndJudgement(t *testing.T) {
 	rep := loadReport(t)
 	rep.Compliance = &reports.Compliance{Profile: "cis-ubuntu-22.04-l1-server", Title: "CIS <Ubuntu> & 22.04", Benchmark: "CIS", Version: "2.0.0"}
 	rep.Judged = &reports.Judged{FailOn: "high", Checks: []string{"ssh", "GH-TLS-*"}, Verdict: reports.VerdictFail}
+	rep.Caveats = []string{"demo vulnerability DB: not for release gating", "<another> & \"one\""}
 	if got, want := appendLine(t, NewLineEncoder(), rep), wantLine(t, rep); !bytes.Equal(got, want) {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}

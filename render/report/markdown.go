@@ -73,6 +73,9 @@ func mdHeader(bw *bufio.Writer, rep *reports.Report) {
 func mdSummary(bw *bufio.Writer, rep *reports.Report) {
 	s := reports.Tally(rep)
 	cov := reports.CoverageOf(rep)
+	for _, c := range rep.Caveats {
+		bw.WriteString("> **" + escape.Markdown(caveatLine(c)) + "**\n\n")
+	}
 	bw.WriteString(escape.Markdown(coverageLine(cov)) + "\n\n")
 	for _, g := range cov.Gaps {
 		bw.WriteString("- " + escape.Markdown(gapLine(g)) + "\n")

@@ -97,9 +97,9 @@ type (
 		Properties                 map[string]any      `json:"properties,omitempty"`
 	}
 	sarifNotification struct {
-		Level          string       `json:"level"`
-		Message        sarifText    `json:"message"`
-		AssociatedRule sarifRuleRef `json:"associatedRule"`
+		Level          string        `json:"level"`
+		Message        sarifText     `json:"message"`
+		AssociatedRule *sarifRuleRef `json:"associatedRule,omitempty"`
 	}
 	sarifRuleRef struct {
 		ID    string `json:"id"`
@@ -172,6 +172,10 @@ func sarifRunOf(rep *reports.Report) sarifRun {
 	results := sarifFindings(rep, index)
 	notes := sarifNotifications(rep, index)
 	cov := reports.CoverageOf(rep)
+	invocation := map[string]any{"coverage": coverageLine(cov)}
+	if len(rep.Caveats) > 0 {
+		invocation["caveats"] = rep.Caveats
+	}
 
 	props := map[string]string{}
 	if rep.FactsDigest != "" {
@@ -196,7 +200,7 @@ func sarifRunOf(rep *reports.Report) sarifRun {
 		Invocations: []sarifInvocation{{
 			ExecutionSuccessful:        !rep.Errored(),
 			ToolExecutionNotifications: notes,
-			Properties:                 map[string]any{"coverage": coverageLine(cov)},
+			Properties:                 invocation,
 		}},
 		Results:    results,
 		Properties: props,
@@ -264,6 +268,9 @@ func sarifFindings(rep *reports.Report, index map[string]int) []sarifResult {
 // warning, not a note.
 func sarifNotifications(rep *reports.Report, index map[string]int) []sarifNotification {
 	var notes []sarifNotification
+	for _, c := range rep.Caveats {
+		notes = append(notes, sarifNotification{Level: "warning", Message: sarifText{Text: caveatLine(c)}})
+	}
 	for _, res := range rep.Results {
 		if !res.Unevaluated() {
 			continue
@@ -278,7 +285,7 @@ func sarifNotifications(rep *reports.Report, index map[string]int) []sarifNotifi
 		notes = append(notes, sarifNotification{
 			Level:          level,
 			Message:        sarifText{Text: res.ID + " (" + res.Severity + ") " + res.Status + ": " + strings.Join(res.Messages, "; ")},
-			AssociatedRule: sarifRuleRef{ID: res.ID, Index: index[res.ID]},
+			AssociatedRule: &sarifRuleRef{ID: res.ID, Index: index[res.ID]},
 		})
 	}
 	return notes

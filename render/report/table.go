@@ -103,6 +103,9 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 
 	bw := bufio.NewWriter(w)
 	cov := reports.CoverageOf(rep)
+	for _, c := range rep.Caveats {
+		t.paragraph(bw, "", "  ", caveatLine(c))
+	}
 	t.paragraph(bw, "", "", coverageLine(cov))
 	lines := make([]string, 0, len(cov.Gaps)+len(cov.NotJudged))
 	for _, g := range cov.Gaps {

@@ -27,6 +27,9 @@ func (*tap) Ext() string { return "tap" }
 func (*tap) Render(w io.Writer, rep *reports.Report) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "TAP version 13\n1..%d\n", len(rep.Results))
+	for _, c := range rep.Caveats {
+		fmt.Fprintf(bw, "# %s\n", escape.TAP(caveatLine(c)))
+	}
 	fmt.Fprintf(bw, "# %s\n", escape.TAP(coverageLine(reports.CoverageOf(rep))))
 	for i, res := range rep.Results {
 		desc := escape.TAP(res.ID + " " + res.Title)

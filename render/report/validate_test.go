@@ -15,14 +15,17 @@ import (
 )
 
 // validationReports are the reports each outside validator sees: the
-// golden input (every status, hostile text, waivers), an empty report and
-// a large generated one.
+// golden input (every status, hostile text, waivers), the same with
+// caveats, an empty report and a large generated one.
 func validationReports(t *testing.T) map[string]*reports.Report {
 	t.Helper()
+	caveated := loadReport(t)
+	caveated.Caveats = []string{"demo vulnerability DB: not for release gating", "a second <caveat> & more"}
 	return map[string]*reports.Report{
-		"golden": loadReport(t),
-		"empty":  {Schema: reports.Schema, Target: reports.Target{Kind: "host", Ref: "x"}},
-		"bench":  benchReport(60),
+		"golden":   loadReport(t),
+		"empty":    {Schema: reports.Schema, Target: reports.Target{Kind: "host", Ref: "x"}},
+		"bench":    benchReport(60),
+		"caveated": caveated,
 	}
 }
 
