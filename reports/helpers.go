@@ -37,6 +37,9 @@ func Tally(rep *Report) Summary {
 		if res.Status == StatusFail {
 			s.BySeverity[res.Severity]++
 		}
+		if res.Status == StatusSkip && res.OutOfScope {
+			s.NotApplicable++
+		}
 	}
 	return s
 }

@@ -196,7 +196,16 @@ type Summary struct {
 	Total      int            `json:"total"`
 	ByStatus   map[string]int `json:"by_status"`
 	BySeverity map[string]int `json:"failed_by_severity"`
+	// NotApplicable is how many of the skipped checks do not apply to the
+	// target (out_of_scope); the rest of by_status.skip could not run,
+	// which means the opposite to a reviewer. Absent when none is, as in
+	// the reports of versions before it was counted.
+	NotApplicable int `json:"skipped_not_applicable,omitempty"`
 }
+
+// CouldNotRun is how many skipped checks apply to the target and reached
+// no verdict.
+func (s Summary) CouldNotRun() int { return s.ByStatus[StatusSkip] - s.NotApplicable }
 
 // Coverage says how much of the pack could judge the target. A report
 // whose critical checks did not run proves little however few checks fail,

@@ -109,6 +109,25 @@ func byStatus(rep *reports.Report, status string) []reports.Result {
 	return out
 }
 
+// skippedCounts is the skips in words, split into the two kinds a reviewer
+// reads oppositely: checks that do not apply, and checks that could not run.
+func skippedCounts(s reports.Summary) string {
+	n := s.ByStatus[reports.StatusSkip]
+	if n == 0 {
+		return "0 skipped"
+	}
+	return fmt.Sprintf("%d skipped (%d not applicable, %d could not run)", n, s.NotApplicable, s.CouldNotRun())
+}
+
+// skipKind names a skip's kind, as a reader of a skipped test case should
+// take it.
+func skipKind(res reports.Result) string {
+	if res.OutOfScope {
+		return "not applicable"
+	}
+	return "could not run"
+}
+
 // caveatLine is one caveat of a report, the same words in every format.
 func caveatLine(c string) string { return "Caveat: " + c }
 

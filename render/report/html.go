@@ -131,6 +131,11 @@ func (*htmlRenderer) Render(w io.Writer, rep *reports.Report) error {
 	s := reports.Tally(rep)
 	v := htmlView{Rep: rep, Summary: s, Severities: reports.Severities}
 	for _, st := range reports.Statuses {
+		if st == reports.StatusSkip {
+			v.Statuses = append(v.Statuses, htmlStatusCount{Status: "skip: not applicable", Count: s.NotApplicable, Color: statusFill[st]},
+				htmlStatusCount{Status: "skip: could not run", Count: s.CouldNotRun(), Color: statusFill[st]})
+			continue
+		}
 		v.Statuses = append(v.Statuses, htmlStatusCount{Status: st, Count: s.ByStatus[st], Color: statusFill[st]})
 	}
 	cov := reports.CoverageOf(rep)

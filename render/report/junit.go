@@ -132,7 +132,11 @@ func junitSuiteOf(rep *reports.Report) junitSuite {
 			c.Error = &junitProblem{Message: firstMessage(res), Type: "error", Body: problemBody(res)}
 		case reports.StatusSkip:
 			suite.Skipped++
-			c.Skipped = &junitSkipped{Message: firstMessage(res)}
+			msg := firstMessage(res)
+			if kind := skipKind(res); !strings.HasPrefix(msg, kind) {
+				msg = kind + ": " + msg
+			}
+			c.Skipped = &junitSkipped{Message: msg}
 		case reports.StatusWaived:
 			suite.Skipped++
 			c.Skipped = &junitSkipped{Message: waiverLine(res.Waiver)}

@@ -83,6 +83,10 @@ func (e *LineEncoder) Append(dst []byte, rep *reports.Report) ([]byte, error) {
 	dst = appendMap(dst, rep.Summary.ByStatus, appendInt)
 	dst = append(dst, `,"failed_by_severity":`...)
 	dst = appendMap(dst, rep.Summary.BySeverity, appendInt)
+	if rep.Summary.NotApplicable != 0 {
+		dst = append(dst, `,"skipped_not_applicable":`...)
+		dst = strconv.AppendInt(dst, int64(rep.Summary.NotApplicable), 10)
+	}
 	dst = append(dst, `},"coverage":`...)
 	dst = appendCoverage(dst, &rep.Coverage)
 	dst = append(dst, `,"results":`...)

@@ -89,6 +89,10 @@ func mdSummary(bw *bufio.Writer, rep *reports.Report) {
 	mdRow(bw, []string{"Status", "Count"})
 	mdRow(bw, []string{"---", "---:"})
 	for _, st := range reports.Statuses {
+		if st == reports.StatusSkip {
+			fmt.Fprintf(bw, "| skip: not applicable | %d |\n| skip: could not run | %d |\n", s.NotApplicable, s.CouldNotRun())
+			continue
+		}
 		fmt.Fprintf(bw, "| %s | %d |\n", st, s.ByStatus[st])
 	}
 	fmt.Fprintf(bw, "| **total** | **%d** |\n\n", s.Total)

@@ -130,9 +130,10 @@ func (t *table) Render(w io.Writer, rep *reports.Report) error {
 		t.paragraph(bw, "", "", foldedLine(folded, rep.Target.Kind))
 	}
 	s := reports.Tally(rep)
-	fmt.Fprintf(bw, "\n%d checks: %d failed, %d errors, %d waived, %d skipped, %d passed\n",
+	bw.WriteString("\n")
+	t.paragraph(bw, "", "  ", fmt.Sprintf("%d checks: %d failed, %d errors, %d waived, %s, %d passed",
 		s.Total, s.ByStatus[reports.StatusFail], s.ByStatus[reports.StatusError], s.ByStatus[reports.StatusWaived],
-		s.ByStatus[reports.StatusSkip], s.ByStatus[reports.StatusPass])
+		skippedCounts(s), s.ByStatus[reports.StatusPass]))
 	// The failures again, by id, most severe first: with many rows, the
 	// last screen still names every one.
 	if failed := failedIDs(shown); len(failed) > 0 {
