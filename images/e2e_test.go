@@ -606,7 +606,7 @@ func scanImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) (map[str
 	status := map[string]string{}
 	for _, r := range report.Results {
 		status[r.ID] = r.Status
-		if code == 0 && r.Status != "pass" && r.Status != "skip" && r.Status != "waived" {
+		if code == 0 && r.Status != "pass" && r.Status != "skip" && r.Status != "waived" && !cisBaseline(r) {
 			t.Errorf("%s is %s: %v", r.ID, r.Status, r.Messages)
 		}
 	}
