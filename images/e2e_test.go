@@ -584,7 +584,8 @@ func gateImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) reports.
 // scanImage runs `gpuhost scan image` as the gate does (the encrypted
 // root's files from the tree it was made from, the Debian 12 params and waivers, the DB in dbDir, failing on a critical check that
 // did not run) and returns each check's status and the exit code. A check
-// that is neither passed, skipped nor waived is reported.
+// that is neither passed, skipped nor waived is reported, the CIS
+// baseline's packages and services aside (cisBaseline).
 func scanImage(t *testing.T, gpuhost, qcow, tree, dbDir, params string) (map[string]string, int, reports.Report) {
 	t.Helper()
 	cmd := exec.Command(gpuhost, "scan", "image", qcow, "--rootfs", tree, "--params", params,
