@@ -1,11 +1,17 @@
 package trivy
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuhost/gpuhost/facts/osinfo"
 	"github.com/gpuhost/gpuhost/facts/packages"
@@ -82,4 +88,40 @@ func BenchmarkParseStatus(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A layer is untrusted: any bytes as a layer's tar stream, applied over a
+// lower layer, give an error or only wanted files within their bounds.
+func FuzzApplyLayer(f *testing.F) {
+	f.Add([]byte{})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "var/lib/dpkg/status", Size: 3, Mode: 0o644, Typeflag: tar.TypeReg},
+		{Name: "var/lib/dpkg/.wh..wh..opq", Typeflag: tar.TypeReg},
+		{Name: "etc/os-release", Linkname: "var/lib/dpkg/status", Typeflag: tar.TypeLink},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			f.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte("abc"))
+		}
+	}
+	tw.Close()
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files := fstest.MapFS{"usr/lib/os-release": &fstest.MapFile{Data: []byte("ID=debian\n")}}
+		layer := static.NewLayer(data, types.OCIUncompressedLayer)
+		entries := 0
+		if err := applyLayer(context.Background(), layer, files, &entries); err != nil {
+			return
+		}
+		for name, file := range files {
+			limit, ok := wanted[name]
+			if !ok || int64(len(file.Data)) > limit {
+				t.Fatalf("kept %q (%d bytes)", name, len(file.Data))
+			}
+		}
+	})
 }

@@ -15,7 +15,6 @@ import (
 	ftypes "github.com/aquasecurity/trivy/pkg/fanal/types"
 	"github.com/aquasecurity/trivy/pkg/types"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/osinfo"
@@ -24,8 +23,8 @@ import (
 )
 
 const (
-	// maxTarEntries bounds the entries read from an image's flattened
-	// filesystem; the largest NGC images have a few hundred thousand.
+	// maxTarEntries bounds the entries read from an image's layers; the
+	// largest NGC images have a few hundred thousand.
 	maxTarEntries = 5_000_000
 	// maxBlobs bounds the blobs/sha256 listing checked before opening.
 	maxBlobs = 100_000
@@ -45,8 +44,9 @@ var wanted = map[string]int64{
 // image with the given manifest digest ("sha256:...") in the OCI layout
 // directory layoutDir, as the NGC seeding writes it. A digest naming an
 // index picks its linux image for this machine's architecture. Only
-// os-release and the dpkg status are taken from the image's flattened
-// filesystem, in memory and bounded; nothing is unpacked to disk.
+// os-release and the dpkg status are taken from the image's layers,
+// applied in order as containerd would, in memory and bounded; nothing is
+// unpacked to disk.
 func SBOMImage(ctx context.Context, layoutDir, digest string) ([]byte, error) {
 	img, name, closer, err := openImage(layoutDir, digest)
 	if err != nil {
@@ -123,45 +123,97 @@ func openImage(layoutDir, digest string) (_ v1.Image, name string, _ io.Closer, 
 	return img, name, closer, nil
 }
 
-// imageInventory reads the wanted files out of the image's flattened
-// filesystem into memory and parses them as readInventory does a directory.
+// imageInventory reads the wanted files out of the image's filesystem into
+// memory and parses them as readInventory does a directory.
 func imageInventory(ctx context.Context, img v1.Image, name string) (*inventory, error) {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files, err := pickFiles(ctx, tar.NewReader(rc))
-	if err == nil {
-		// go-containerregistry ends the tar stream before it reports a
-		// layer that failed to read: what follows the end is that error.
-		_, err = io.Copy(io.Discard, rc)
-	}
+	files, err := imageFiles(ctx, img)
 	if err != nil {
 		return nil, fmt.Errorf("reading the filesystem of %s: %w", name, err)
 	}
 	return readInventory(sysroot.FromFS(files, name))
 }
 
-// pickFiles keeps the wanted regular files and symlinks of a tar stream.
-// Links stay links: sysroot resolves them inside the picked set, so a link
-// to anything else reads as absent.
-func pickFiles(ctx context.Context, tr *tar.Reader) (fstest.MapFS, error) {
+// imageFiles applies the image's layers in order, as containerd unpacks
+// them, keeping only the wanted files. Within a layer a path's last entry
+// wins, as extracting the tar in order leaves it; go-containerregistry's
+// flattening (mutate.Extract) keeps the first instead, so a layer that
+// carries a decoy dpkg status before the real one would show the decoy.
+// A whiteout removes what lower layers put at its path, an opaque
+// directory what they put under it, and an entry that is not a regular
+// file or symlink takes a wanted path away.
+func imageFiles(ctx context.Context, img v1.Image) (fstest.MapFS, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
 	files := fstest.MapFS{}
-	for n := 0; ; n++ {
-		if n >= maxTarEntries {
-			return nil, fmt.Errorf("more than %d entries", maxTarEntries)
+	entries := 0
+	for _, l := range layers {
+		if err := applyLayer(ctx, l, files, &entries); err != nil {
+			return nil, err
 		}
-		if n%4096 == 0 {
+	}
+	return files, nil
+}
+
+// applyLayer applies one layer's tar stream to files; entries counts the
+// tar entries read across layers against maxTarEntries.
+func applyLayer(ctx context.Context, l v1.Layer, files fstest.MapFS, entries *int) error {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return layerError(l, err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	// What this layer wrote: its whiteouts hide only what lies below.
+	mine := map[string]bool{}
+	removeBelow := func(match func(string) bool) {
+		for k := range files {
+			if !mine[k] && match(k) {
+				delete(files, k)
+			}
+		}
+	}
+	for {
+		if *entries++; *entries > maxTarEntries {
+			return fmt.Errorf("more than %d entries", maxTarEntries)
+		}
+		if *entries%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return files, nil
+			// The blob's digest is checked at its end, past the tar's: a
+			// layer whose bytes are not its digest's must fail, not just
+			// the files read so far stand.
+			if _, err := io.Copy(io.Discard, rc); err != nil {
+				return layerError(l, err)
+			}
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return layerError(l, err)
 		}
 		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
+		dir, base := path.Split(name)
+		switch {
+		case base == ".wh..wh..opq":
+			removeBelow(func(k string) bool { return strings.HasPrefix(k, dir) })
+			continue
+		case strings.HasPrefix(base, ".wh."):
+			gone := dir + strings.TrimPrefix(base, ".wh.")
+			removeBelow(func(k string) bool { return k == gone || strings.HasPrefix(k, gone+"/") })
+			continue
+		case hdr.Typeflag != tar.TypeDir:
+			// A file where a directory was takes what was under it.
+			for k := range files {
+				if strings.HasPrefix(k, name+"/") {
+					delete(files, k)
+				}
+			}
+		}
 		limit, ok := wanted[name]
 		if !ok {
 			continue
@@ -169,15 +221,35 @@ func pickFiles(ctx context.Context, tr *tar.Reader) (fstest.MapFS, error) {
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 			if hdr.Size > limit {
-				return nil, fmt.Errorf("/%s: %w", name, sysroot.ErrTooLarge)
+				return fmt.Errorf("/%s: %w", name, sysroot.ErrTooLarge)
 			}
 			data, err := sysroot.ReadAllLimit(tr, limit, "/"+name)
 			if err != nil {
-				return nil, err
+				return layerError(l, err)
 			}
 			files[name] = &fstest.MapFile{Data: data, Mode: 0o644}
 		case tar.TypeSymlink:
 			files[name] = &fstest.MapFile{Data: []byte(hdr.Linkname), Mode: fs.ModeSymlink | 0o777}
+		case tar.TypeLink:
+			// A hard link shares its target's bytes, which were kept only
+			// if the target is wanted too.
+			target := strings.TrimPrefix(path.Clean("/"+hdr.Linkname), "/")
+			f, ok := files[target]
+			if !ok || f.Mode&fs.ModeSymlink != 0 {
+				return fmt.Errorf("/%s is a hard link to /%s, which is not read", name, target)
+			}
+			files[name] = &fstest.MapFile{Data: f.Data, Mode: f.Mode}
+		default:
+			delete(files, name)
 		}
+		mine[name] = true
 	}
+}
+
+// layerError names the layer a read failed in.
+func layerError(l v1.Layer, err error) error {
+	if d, derr := l.Digest(); derr == nil && !strings.Contains(err.Error(), d.String()) {
+		return fmt.Errorf("layer %s: %w", d, err)
+	}
+	return err
 }

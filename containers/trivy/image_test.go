@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,10 +20,12 @@ import (
 )
 
 // tarEntry is one file of a test layer: a regular file, or a symlink when
-// link is set.
+// link is set, or another kind of entry (a directory, a hard link to link)
+// when typ is set.
 type tarEntry struct {
 	name, link string
 	data       []byte
+	typ        byte
 }
 
 func layerOf(t *testing.T, entries ...tarEntry) v1.Layer {
@@ -31,13 +34,16 @@ func layerOf(t *testing.T, entries ...tarEntry) v1.Layer {
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: tar.TypeReg}
-		if e.link != "" {
+		switch {
+		case e.typ != 0:
+			hdr = &tar.Header{Name: e.name, Mode: 0o755, Linkname: e.link, Typeflag: e.typ}
+		case e.link != "":
 			hdr = &tar.Header{Name: e.name, Mode: 0o777, Linkname: e.link, Typeflag: tar.TypeSymlink}
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			t.Fatal(err)
 		}
-		if e.link == "" {
+		if hdr.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(e.data); err != nil {
 				t.Fatal(err)
 			}
@@ -181,4 +187,86 @@ func TestSBOMImageErrors(t *testing.T) {
 		}
 	})
 	_ = digest
+}
+
+// An image's layers are applied as containerd unpacks them, not as
+// go-containerregistry flattens them: a path twice in one layer is its
+// last entry, as GNU tar leaves it when it extracts the layer (the peer);
+// whiteouts and opaque directories hide only what lower layers put there;
+// a directory, or a file where a directory was, takes wanted files away;
+// and a hard link reads its target's bytes.
+func TestImageLayersApplyAsContainerdDoes(t *testing.T) {
+	status := readTestdata(t, "bookworm/status")
+	i, j := bytes.Index(status, []byte("Package: bash")), bytes.Index(status, []byte("Package: oldie"))
+	decoy := append(slices.Clone(status[:i]), status[j:]...)
+	const dpkg = "var/lib/dpkg/status"
+	apply := func(layers ...v1.Layer) (map[string][]byte, error) {
+		t.Helper()
+		img, err := mutate.AppendLayers(empty.Image, layers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := imageFiles(context.Background(), img)
+		out := map[string][]byte{}
+		for k, f := range files {
+			out[k] = f.Data
+		}
+		return out, err
+	}
+
+	twice := []tarEntry{{name: dpkg, data: decoy}, {name: "./" + dpkg, data: status}}
+	got, err := apply(layerOf(t, twice...))
+	if err != nil || !bytes.Equal(got[dpkg], status) {
+		t.Errorf("a path twice in a layer: %v, status is the decoy: %v", err, bytes.Equal(got[dpkg], decoy))
+	}
+	// The peer: GNU tar extracts the same layer.
+	dir := t.TempDir()
+	rc, err := layerOf(t, twice...).Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("tar", "-x", "-C", dir)
+	cmd.Stdin = rc
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tar -x: %v\n%s", err, out)
+	}
+	if extracted, err := os.ReadFile(filepath.Join(dir, dpkg)); err != nil || !bytes.Equal(extracted, got[dpkg]) {
+		t.Errorf("tar -x leaves another status than ours (%v)", err)
+	}
+
+	base := layerOf(t, tarEntry{name: dpkg, data: decoy}, tarEntry{name: "usr/lib/os-release", data: []byte("ID=debian\n")})
+	for name, tc := range map[string]struct {
+		upper *[]tarEntry
+		want  map[string]bool // wanted paths present afterwards
+	}{
+		"whiteout":         {&[]tarEntry{{name: "var/lib/dpkg/.wh.status"}}, map[string]bool{dpkg: false, "usr/lib/os-release": true}},
+		"whiteout dir":     {&[]tarEntry{{name: "var/lib/.wh.dpkg"}}, map[string]bool{dpkg: false}},
+		"opaque then new":  {&[]tarEntry{{name: "var/lib/dpkg/.wh..wh..opq"}, {name: dpkg, data: status}}, map[string]bool{dpkg: true}},
+		"opaque elsewhere": {&[]tarEntry{{name: "usr/lib/.wh..wh..opq"}}, map[string]bool{dpkg: true, "usr/lib/os-release": false}},
+		"dir over file":    {&[]tarEntry{{name: dpkg, typ: tar.TypeDir}}, map[string]bool{dpkg: false}},
+		"file over dir":    {&[]tarEntry{{name: "var/lib/dpkg", data: []byte("x")}}, map[string]bool{dpkg: false}},
+		"hard link":        {&[]tarEntry{{name: "usr/lib/os-release", data: []byte("ID=ubuntu\n")}, {name: "etc/os-release", link: "usr/lib/os-release", typ: tar.TypeLink}}, map[string]bool{"etc/os-release": true}},
+	} {
+		got, err := apply(base, layerOf(t, *tc.upper...))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for p, present := range tc.want {
+			if _, ok := got[p]; ok != present {
+				t.Errorf("%s: /%s present %v, want %v", name, p, ok, present)
+			}
+		}
+		if name == "opaque then new" && !bytes.Equal(got[dpkg], status) {
+			t.Errorf("%s: the layer's own status was hidden by its own opaque marker", name)
+		}
+		if name == "hard link" && string(got["etc/os-release"]) != "ID=ubuntu\n" {
+			t.Errorf("%s: /etc/os-release reads %q", name, got["etc/os-release"])
+		}
+	}
+
+	// A hard link to a file that is not read cannot be judged.
+	if _, err := apply(layerOf(t, tarEntry{name: "etc/passwd", data: []byte("root\n")}, tarEntry{name: dpkg, link: "etc/passwd", typ: tar.TypeLink})); err == nil || !strings.Contains(err.Error(), "hard link") {
+		t.Errorf("a hard link to an unread file: %v", err)
+	}
 }
