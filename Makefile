@@ -104,6 +104,21 @@ endef
 
 include builder/packer.mk
 
+# Debian's signed boot chain (shim signed by Microsoft, GRUB and shim's
+# helpers signed by Debian), unpacked and not installed: their maintainer
+# scripts run grub-install on an EFI machine. The Secure Boot tests hold
+# these real signatures to the real anchors.
+SIGNED_BOOT := $(OUT)/signed-boot
+SIGNED_BOOT_DEBS := shim-signed shim-helpers-amd64-signed grub-efi-amd64-signed
+.PHONY: signed-boot
+signed-boot: $(SIGNED_BOOT)/root/usr/lib/shim/shimx64.efi.signed
+$(SIGNED_BOOT)/root/usr/lib/shim/shimx64.efi.signed:
+	rm -rf $(SIGNED_BOOT).tmp && mkdir -p $(SIGNED_BOOT).tmp/debs
+	cd $(SIGNED_BOOT).tmp/debs && { apt-get download -qq $(SIGNED_BOOT_DEBS) 2>/dev/null || { apt-get update -qq && apt-get download -qq $(SIGNED_BOOT_DEBS); }; } \
+	  || { echo "error: apt-get download $(SIGNED_BOOT_DEBS) failed; is a Debian mirror reachable?" >&2; exit 1; }
+	for d in $(SIGNED_BOOT).tmp/debs/*.deb; do dpkg-deb -x "$$d" $(SIGNED_BOOT).tmp/root; done
+	rm -rf $(SIGNED_BOOT) && mv $(SIGNED_BOOT).tmp $(SIGNED_BOOT)
+
 .PHONY: deps bench-deps
 deps:
 	$(call apt-install,$(APT_TEST) $(APT_BUILD))
@@ -165,7 +180,7 @@ check: check-go gotestsum
 	$(GO) run ./cmd/gpuhost policy test --fail-under $(POLICY_COVERAGE)
 
 .PHONY: test
-test: check-go deps qemu packer-sdc gotestsum opa regal sarif-multitool cosign kube
+test: check-go deps signed-boot qemu packer-sdc gotestsum opa regal sarif-multitool cosign kube
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "error: gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	PACKER_SDC=$(PACKER_SDC) GPUHOST_SCREENSHOTS=$(OUT)/screenshots $(GOTEST) -count=1 ./...

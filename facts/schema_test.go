@@ -192,7 +192,7 @@ func fullFacts() *Facts {
 		ESP: "/boot/efi", ESPError: "",
 		BootFiles: []BootFile{{Path: "/boot/efi/EFI/debian/shimx64.efi", Role: RoleShim, Size: 952768, Signatures: []Authenticode{{
 			Signer: "CN=Microsoft Windows UEFI Driver Publisher", Issuer: "CN=Microsoft Corporation UEFI CA 2011", Serial: "3300000041",
-			DigestAlgorithm: "sha256", DigestMatches: true, SignatureValid: true, Error: "",
+			DigestAlgorithm: "sha256", DigestMatches: true, SignatureValid: true, Anchor: "db: CN=Microsoft Corporation UEFI CA 2011 (built in)", Error: "",
 		}}, Error: ""}},
 		Modules: []KernelModule{{Name: "nvidia", File: "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia.ko.xz", Kernel: "6.1.0-28-amd64",
 			Loaded: true, Taint: "POE", Signed: true, HashAlgorithm: "sha512", Signer: "DKMS module signing key", KeyID: "791ceb",
@@ -200,6 +200,8 @@ func fullFacts() *Facts {
 		ModulesError: "",
 		TrustedKeys: []TrustedKey{{Source: "/var/lib/dkms/mok.pub", Enrolled: true, Subject: "CN=DKMS module signing key", Issuer: "CN=DKMS module signing key",
 			Serial: "791ceb", SHA256: strings.Repeat("ab", 32), Error: ""}},
+		BootAnchors: []TrustedKey{{Source: "built in", Enrolled: true, Subject: "CN=Microsoft Corporation UEFI CA 2011", Issuer: "CN=Microsoft Corporation Third Party Marketplace Root",
+			Serial: "6108d3c4000000000004", SHA256: strings.Repeat("48", 32), Store: StoreDB, Error: ""}},
 		Firmware: &Firmware{EFI: true, SecureBoot: ptr(true), SetupMode: ptr(false), Error: ""},
 		Lockdown: &Lockdown{Mode: "integrity", Source: "/sys/kernel/security/lockdown", Error: ""},
 	}

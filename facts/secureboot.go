@@ -8,9 +8,10 @@ package facts
 // it fill the same fields, save Firmware and Lockdown, which only a
 // running host has.
 type SecureBoot struct {
-	// ESP names the EFI system partition that was read: /boot/efi in a
-	// tree or on a host, "partition N" of a disk image; "" when the target
-	// has none.
+	// ESP names the EFI system partitions that were read: /boot/efi in a
+	// tree or on a host; a disk image's partitions of the ESP type
+	// ("partition 1", or "partition 1, partition 3" where it has two);
+	// "" when the target has none.
 	ESP string `json:"esp"`
 	// ESPError says why the partition could not be read.
 	ESPError string `json:"esp_error,omitempty"`
@@ -27,6 +28,14 @@ type SecureBoot struct {
 	// against: the image's DKMS certificate, and on a live host the
 	// Machine Owner Keys shim hands the kernel (MokListRT).
 	TrustedKeys []TrustedKey `json:"trusted_keys"`
+	// BootAnchors are the certificates the boot files' signatures are held
+	// to, each with its store: db, the firmware's (live, from its
+	// variable; offline, or where the variable cannot be read, the
+	// Microsoft UEFI CAs that PC firmware ships in db); shim, the vendor
+	// certificates of the shims db lets the firmware load; mok, the
+	// enrolled Machine Owner Keys. Absent from documents collected before
+	// signatures were held to anchors.
+	BootAnchors []TrustedKey `json:"boot_anchors,omitempty"`
 	// Firmware is what the EFI variables say (live only).
 	Firmware *Firmware `json:"firmware,omitempty"`
 	// Lockdown is the kernel's lockdown mode (live only).
@@ -41,6 +50,13 @@ const (
 	RoleFallback   = "fallback"
 	RoleEFI        = "efi"
 	RoleKernel     = "kernel"
+)
+
+// Stores of a boot anchor (TrustedKey.Store).
+const (
+	StoreDB   = "db"
+	StoreShim = "shim"
+	StoreMOK  = "mok"
 )
 
 // BootFile is one EFI binary or kernel and the signatures it carries.
@@ -77,6 +93,12 @@ type Authenticode struct {
 	// SignatureValid is true when the signer's signature over the signed
 	// data verifies with the certificate the signature carries.
 	SignatureValid bool `json:"signature_valid"`
+	// Anchor names the trust anchor the signer's certificate chain
+	// verifies to, as "store: subject (source)", for a valid signature
+	// over the file; "" when its chain reaches none of the anchors its
+	// loader holds it to (the firmware holds shim to db; shim holds what
+	// it loads to db, its vendor certificate and the MOK list).
+	Anchor string `json:"anchor,omitempty"`
 	// Error says why the signature could not be checked.
 	Error string `json:"error,omitempty"`
 }
@@ -110,7 +132,8 @@ type KernelModule struct {
 	Error string `json:"error,omitempty"`
 }
 
-// TrustedKey is a certificate module signatures are judged against.
+// TrustedKey is a certificate signatures are judged against: a module's
+// (SecureBoot.TrustedKeys) or a boot file's (SecureBoot.BootAnchors).
 type TrustedKey struct {
 	// Source is where it was read: a file (/var/lib/dkms/mok.pub) or an
 	// EFI variable (MokListRT).
@@ -124,6 +147,9 @@ type TrustedKey struct {
 	Serial   string `json:"serial,omitempty"`
 	// SHA256 is the fingerprint of the certificate's DER.
 	SHA256 string `json:"sha256,omitempty" jsonschema:"pattern=^[0-9a-f]{64}$"`
+	// Store is where a boot anchor trusts: db, shim or mok
+	// (SecureBoot.BootAnchors only).
+	Store string `json:"store,omitempty" jsonschema:"enum=db,enum=shim,enum=mok"`
 	// Error says why the source gave no certificate.
 	Error string `json:"error,omitempty"`
 }

@@ -34,7 +34,7 @@ func Image(ctx context.Context, file string, o Options) (*facts.Facts, error) {
 	}
 	devices := make([]collect.BlockDevice, 0, len(parts))
 	for _, p := range parts {
-		devices = append(devices, collect.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, Size: p.Size, R: p.R})
+		devices = append(devices, collect.BlockDevice{Name: fmt.Sprintf("partition %d", p.Index), PartUUID: p.UUID, PartLabel: p.Label, PartType: p.Type, Size: p.Size, R: p.R})
 	}
 	f := Collect(ctx, &collect.Env{FS: fsys, Devices: devices}, facts.KindImage, file, o)
 	if err := img.Err(); err != nil {

@@ -110,6 +110,9 @@ type BlockDevice struct {
 	Name string
 	// PartUUID and PartLabel are what the partition table calls it.
 	PartUUID, PartLabel string
+	// PartType is its type in the partition table: a GPT type GUID in
+	// upper case, or an MBR type byte in two hex digits.
+	PartType string
 	// Size bounds every read of R.
 	Size int64
 	R    io.ReaderAt

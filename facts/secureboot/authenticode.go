@@ -49,6 +49,8 @@ type peImage struct {
 	certOff, certSize         int64
 	// names are the section names, which tell a boot loader's kind.
 	names []string
+	// vendorCert is shim's .vendor_cert section, nil in other images.
+	vendorCert []byte
 }
 
 type extent struct{ off, size int64 }
@@ -103,6 +105,9 @@ func parsePE(data []byte) (*peImage, error) {
 			return nil, fmt.Errorf("section %q at %d (%d bytes) lies outside the image's %d bytes", s.Name, off, n, size)
 		}
 		img.sections = append(img.sections, extent{off, n})
+		if s.Name == vendorCertSection {
+			img.vendorCert = data[off : off+n]
+		}
 	}
 	slices.SortStableFunc(img.sections, func(a, b extent) int { return cmp.Compare(a.off, b.off) })
 	return img, nil

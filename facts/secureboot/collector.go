@@ -1,7 +1,8 @@
 // Package secureboot collects what Secure Boot rests on: the Authenticode
 // signatures of the EFI binaries on the EFI system partition and of the
-// kernels, the appended signatures of out-of-tree kernel modules and the
-// keys they are judged against, and on a live host the firmware's
+// kernels, with the trust anchor each signer's chain reaches, the
+// appended signatures of out-of-tree kernel modules and the keys they are
+// judged against, and on a live host the firmware's
 // SecureBoot and SetupMode variables and the kernel's lockdown mode. An
 // image and the host booted from it are read alike, so that the same
 // checks judge both; the partition of a disk image is read as FAT32
@@ -29,27 +30,29 @@ import (
 // reads the target alone, needing no other collector's facts.
 func Collect(ctx context.Context, env *collect.Env) (*facts.SecureBoot, error) {
 	sb := &facts.SecureBoot{BootFiles: []facts.BootFile{}, Modules: []facts.KernelModule{}, TrustedKeys: []facts.TrustedKey{}}
-	tree, where, err := findESP(env)
+	trees, where, err := findESP(env)
 	sb.ESP = where
-	switch {
-	case err != nil:
+	if err != nil {
 		sb.ESPError = err.Error()
-	case tree != nil:
-		files, err := espBinaries(tree)
+	}
+	var files []bootRead
+	for _, tree := range trees {
+		read, err := espBinaries(tree)
+		files = append(files, read...)
 		if err != nil {
 			sb.ESPError = err.Error()
+			break
 		}
-		sb.BootFiles = append(sb.BootFiles, files...)
 	}
 	ks, err := kernels(env.FS)
 	if err != nil {
 		return nil, fmt.Errorf("listing the kernels in %s: %w", env.FS.Display("/boot"), err)
 	}
-	sb.BootFiles = append(sb.BootFiles, ks...)
 	keys := trustedKeys(env)
 	for _, k := range keys {
 		sb.TrustedKeys = append(sb.TrustedKeys, k.fact)
 	}
+	sb.BootFiles, sb.BootAnchors = anchorBootFiles(append(files, ks...), firmwareDB(env.FS, env.Live), keys)
 	if env.Live {
 		sb.Modules, err = liveModules(ctx, env.FS, keys)
 		sb.Firmware, sb.Lockdown = firmware(env.FS), lockdown(env.FS)

@@ -127,19 +127,38 @@ func (e *fatESP) ReadFile(name string, max int64) (data []byte, err error) {
 
 func (e *fatESP) Display(name string) string { return e.name + ":" + name }
 
-// findESP is the target's EFI system partition: a disk image's first
-// FAT32 partition, or the one mounted at /boot/efi. where is "" when the
-// target has none.
-func findESP(env *collect.Env) (tree espTree, where string, err error) {
-	for _, d := range env.Devices {
-		esp, err := openFATESP(d)
-		if errors.Is(err, errNotFAT32) {
-			continue
+// ESP partition types: GPT's EFI System partition GUID, and MBR's type
+// byte for it.
+const (
+	espGPTType = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
+	espMBRType = "ef"
+)
+
+// findESP is the target's EFI system partitions: a disk image's partitions
+// of the ESP type, as the firmware finds them (a FAT partition of another
+// type is none, and a disk without one has none, whatever its root holds
+// at /boot/efi), or the directory mounted at /boot/efi of a tree or host.
+// where names them, "" when the target has none.
+func findESP(env *collect.Env) (trees []espTree, where string, err error) {
+	if len(env.Devices) > 0 {
+		var names []string
+		for _, d := range env.Devices {
+			if !strings.EqualFold(d.PartType, espGPTType) && d.PartType != espMBRType {
+				continue
+			}
+			names = append(names, d.Name)
+			esp, err := openFATESP(d)
+			if errors.Is(err, errNotFAT32) {
+				// Firmware reads FAT12 and FAT16 too; this reader does not,
+				// so the partition could not be judged.
+				err = fmt.Errorf("%s is typed EFI system partition but holds no FAT32 file system (a FAT12 or FAT16 ESP is not read)", d.Name)
+			}
+			if err != nil {
+				return nil, strings.Join(names, ", "), fmt.Errorf("reading the EFI system partition, %s: %w", d.Name, err)
+			}
+			trees = append(trees, esp)
 		}
-		if err != nil {
-			return nil, d.Name, fmt.Errorf("reading the EFI system partition, %s: %w", d.Name, err)
-		}
-		return esp, d.Name, nil
+		return trees, strings.Join(names, ", "), nil
 	}
 	info, err := env.FS.Stat(espMount)
 	switch {
@@ -155,7 +174,7 @@ func findESP(env *collect.Env) (tree espTree, where string, err error) {
 			return nil, espMount, err
 		}
 	}
-	return mountedESP{env.FS}, espMount, nil
+	return []espTree{mountedESP{env.FS}}, espMount, nil
 }
 
 // espMounted refuses a host whose fstab mounts the ESP at /boot/efi when
@@ -201,7 +220,7 @@ func deviceOf(info fs.FileInfo) uint64 {
 
 // espBinaries reads every EFI binary in the partition's /EFI/<vendor>
 // directories (EFI/BOOT, EFI/debian, ...), with its signatures.
-func espBinaries(t espTree) ([]facts.BootFile, error) {
+func espBinaries(t espTree) ([]bootRead, error) {
 	vendors, err := t.ReadDir("/EFI")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || sysroot.IsNotExist(err) {
@@ -209,7 +228,7 @@ func espBinaries(t espTree) ([]facts.BootFile, error) {
 		}
 		return nil, fmt.Errorf("listing %s: %w", t.Display("/EFI"), err)
 	}
-	var out []facts.BootFile
+	var out []bootRead
 	seen := 0
 	for _, v := range vendors {
 		if !v.IsDir() || !validName(v.Name()) {
@@ -230,10 +249,10 @@ func espBinaries(t espTree) ([]facts.BootFile, error) {
 			name := dir + "/" + f.Name()
 			data, err := t.ReadFile(name, maxBootFile)
 			if err != nil {
-				out = append(out, facts.BootFile{Path: t.Display(name), Role: roleOf(f.Name(), nil), Signatures: []facts.Authenticode{}, Error: err.Error()})
+				out = append(out, bootRead{fact: facts.BootFile{Path: t.Display(name), Role: roleOf(f.Name(), nil), Signatures: []facts.Authenticode{}, Error: err.Error()}})
 				continue
 			}
-			out = append(out, checkBootFile(t.Display(name), f.Name(), data))
+			out = append(out, readBootFile(t.Display(name), f.Name(), data))
 		}
 	}
 	return out, nil
@@ -243,28 +262,53 @@ func validName(n string) bool {
 	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00")
 }
 
+// bootRead is a boot file's facts and what holding its signatures to the
+// anchors needs, which outlives the file's bytes: each signature's chain
+// (nil where the signature is not valid over the file) and, for a shim,
+// the vendor certificates it trusts.
+type bootRead struct {
+	fact   facts.BootFile
+	chains []*signerChain
+	vendor []trustedKey
+}
+
 // checkBootFile reads data, the file name shown as display, as a PE image
-// and checks each of its signatures.
+// and checks each of its signatures, holding none to an anchor.
 func checkBootFile(display, name string, data []byte) facts.BootFile {
-	bf := facts.BootFile{Path: display, Size: int64(len(data)), Signatures: []facts.Authenticode{}}
+	return readBootFile(display, name, data).fact
+}
+
+// readBootFile is checkBootFile, with the chains and vendor certificates
+// anchoring needs.
+func readBootFile(display, name string, data []byte) bootRead {
+	r := bootRead{fact: facts.BootFile{Path: display, Size: int64(len(data)), Signatures: []facts.Authenticode{}}}
+	bf := &r.fact
 	img, err := parsePE(data)
 	bf.Role = roleOf(name, img)
 	if err != nil {
 		bf.Error = err.Error()
-		return bf
+		return r
 	}
 	sigs, blobs, err := img.certificates()
 	if err != nil {
 		bf.Error = fmt.Sprintf("reading the certificate table: %v", err)
-		return bf
+		return r
 	}
+	r.chains = make([]*signerChain, len(sigs))
 	for i := range sigs {
 		if blobs[i] != nil {
-			sigs[i] = checkAuthenticode(img, blobs[i])
+			sigs[i], r.chains[i] = checkAuthenticode(img, blobs[i])
 		}
 	}
 	bf.Signatures = append(bf.Signatures, sigs...)
-	return bf
+	if bf.Role == facts.RoleShim && img.vendorCert != nil {
+		// A shim whose vendor certificate cannot be read still boots
+		// what db signed; the file says why it vouches for nothing more.
+		if r.vendor, err = vendorCertificates(img.vendorCert, "vendor certificate of "+display); err != nil {
+			bf.Error = err.Error()
+		}
+	}
+	return r
 }
 
 // roleOf tells what a boot file is by its name, as Debian and Ubuntu name
@@ -293,12 +337,12 @@ func roleOf(name string, img *peImage) string {
 }
 
 // kernels reads each /boot/vmlinuz-* with its signatures.
-func kernels(fsys sysroot.FS) ([]facts.BootFile, error) {
+func kernels(fsys sysroot.FS) ([]bootRead, error) {
 	names, err := fsys.Glob("/boot/vmlinuz-*")
 	if err != nil {
 		return nil, err
 	}
-	var out []facts.BootFile
+	var out []bootRead
 	for _, n := range names {
 		name := "/" + strings.TrimPrefix(n, "/")
 		info, err := fsys.Lstat(name)
@@ -307,10 +351,10 @@ func kernels(fsys sysroot.FS) ([]facts.BootFile, error) {
 		}
 		data, err := fsys.ReadFileLimit(name, maxBootFile)
 		if err != nil {
-			out = append(out, facts.BootFile{Path: fsys.Display(name), Role: facts.RoleKernel, Signatures: []facts.Authenticode{}, Error: err.Error()})
+			out = append(out, bootRead{fact: facts.BootFile{Path: fsys.Display(name), Role: facts.RoleKernel, Signatures: []facts.Authenticode{}, Error: err.Error()}})
 			continue
 		}
-		out = append(out, checkBootFile(fsys.Display(name), path.Base(name), data))
+		out = append(out, readBootFile(fsys.Display(name), path.Base(name), data))
 	}
 	return out, nil
 }

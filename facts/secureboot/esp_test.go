@@ -17,6 +17,7 @@ import (
 // espImage makes an ESP holding files with mkfs.vfat and mtools.
 func espImage(t *testing.T, files map[string]string) string { return testutil.ESPImage(t, files) }
 
+// device opens file as a partition of the ESP type.
 func device(t *testing.T, name, file string) collect.BlockDevice {
 	t.Helper()
 	f, err := os.Open(file)
@@ -28,22 +29,18 @@ func device(t *testing.T, name, file string) collect.BlockDevice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collect.BlockDevice{Name: name, Size: info.Size(), R: f}
+	return collect.BlockDevice{Name: name, PartType: espGPTType, Size: info.Size(), R: f}
 }
 
 // A disk image's ESP is read from its FAT32 partition, as today's Debian
 // image has it: GRUB's unsigned core image as BOOTX64.EFI. What the reader
 // finds agrees with mtools reading the same partition.
 func TestImageESP(t *testing.T) {
-	dir := t.TempDir()
-	key, cert := testKey(t, dir, "db")
-	grub := grubImage(t, dir)
-	signed := filepath.Join(dir, "grub.signed.efi")
-	sbsign(t, key, cert, grub, signed)
+	grub, signed := signedGRUB(t)
 	esp := espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub, "/EFI/debian/grubx64.efi": signed})
 	env := collecttest.NewEnv(t, t.TempDir(), false)
 	env.Devices = []collect.BlockDevice{
-		{Name: "partition 1", Size: 1 << 20, R: strings.NewReader(strings.Repeat("\x00", 1<<20))},
+		{Name: "partition 1", PartType: "0FC63DAF-8483-4772-8E79-3D69D8477DE4", Size: 1 << 20, R: strings.NewReader(strings.Repeat("\x00", 1<<20))},
 		device(t, "partition 2", esp),
 	}
 	sb := collectFacts(t, env)
@@ -98,6 +95,45 @@ func TestTreeESPAndKernels(t *testing.T) {
 	sb = collectFacts(t, collecttest.NewEnv(t, dir, false))
 	if sb.ESP != "" || len(sb.BootFiles) != 0 || len(sb.Modules) != 0 || len(sb.TrustedKeys) != 0 {
 		t.Errorf("an empty tree: %+v", sb)
+	}
+}
+
+// The ESP is the partition the firmware would boot from: the one of the
+// ESP type, by GPT GUID or MBR byte, not the first FAT32 partition. A disk
+// with none has no ESP, whatever its root holds at /boot/efi; an ESP this
+// reader cannot read (FAT16) is an error, never skipped for the next.
+func TestESPByPartitionType(t *testing.T) {
+	grub, signed := signedGRUB(t)
+	decoy := device(t, "partition 1", espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": signed}))
+	decoy.PartType = "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7" // Microsoft basic data
+	real := device(t, "partition 2", espImage(t, map[string]string{"/EFI/BOOT/BOOTX64.EFI": grub}))
+
+	root := t.TempDir()
+	copyFile(t, signed, filepath.Join(root, "boot/efi/EFI/BOOT/BOOTX64.EFI"))
+	env := collecttest.NewEnv(t, root, false)
+	env.Devices = []collect.BlockDevice{decoy, real}
+	sb := collectFacts(t, env)
+	if sb.ESP != "partition 2" || sb.ESPError != "" || len(sb.BootFiles) != 1 || sb.BootFiles[0].Path != "partition 2:/EFI/BOOT/BOOTX64.EFI" || len(sb.BootFiles[0].Signatures) != 0 {
+		t.Errorf("beside a FAT32 decoy of another type: ESP %q (%q), %+v", sb.ESP, sb.ESPError, sb.BootFiles)
+	}
+
+	mbr := real
+	mbr.PartType = espMBRType
+	env.Devices = []collect.BlockDevice{mbr}
+	if sb := collectFacts(t, env); sb.ESP != "partition 2" || len(sb.BootFiles) != 1 {
+		t.Errorf("an MBR ESP (type ef): %+v", sb)
+	}
+
+	env.Devices = []collect.BlockDevice{decoy}
+	if sb := collectFacts(t, env); sb.ESP != "" || sb.ESPError != "" || len(sb.BootFiles) != 0 {
+		t.Errorf("a disk with no ESP-typed partition, its root's /boot/efi filled: %+v", sb)
+	}
+
+	fat16 := filepath.Join(t.TempDir(), "esp16.vfat")
+	testutil.Run(t, time.Minute, testutil.Tool(t, "mkfs.vfat", "dosfstools"), "-C", "-F", "16", "-n", "ESP", fat16, "32768")
+	env.Devices = []collect.BlockDevice{device(t, "partition 1", fat16)}
+	if sb := collectFacts(t, env); sb.ESP != "partition 1" || !strings.Contains(sb.ESPError, "FAT16") {
+		t.Errorf("a FAT16 ESP: ESP %q error %q", sb.ESP, sb.ESPError)
 	}
 }
 

@@ -18,6 +18,18 @@ func testKey(t *testing.T, dir, cn string) (key, cert string) { return testutil.
 // grubImage makes an unsigned GRUB EFI image in dir with grub-mkimage.
 func grubImage(t *testing.T, dir string) string { return testutil.GRUBImage(t, dir) }
 
+// signedGRUB makes an unsigned GRUB image and a copy sbsign signed with a
+// self-signed key of its own.
+func signedGRUB(t *testing.T) (unsigned, signed string) {
+	t.Helper()
+	dir := t.TempDir()
+	key, cert := testKey(t, dir, "gpuhost test db")
+	unsigned = grubImage(t, dir)
+	signed = filepath.Join(dir, "grub.signed.efi")
+	sbsign(t, key, cert, unsigned, signed)
+	return unsigned, signed
+}
+
 // sbsign signs in into out with sbsign.
 func sbsign(t *testing.T, key, cert, in, out string) { testutil.SBSign(t, key, cert, in, out) }
 

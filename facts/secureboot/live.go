@@ -1,7 +1,6 @@
 package secureboot
 
 import (
-	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,23 +120,9 @@ func mokList(fsys sysroot.FS) ([]trustedKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := parseSignatureLists(data)
+	keys, err := certificateList(data, source, facts.StoreMOK)
 	if err != nil {
 		return nil, fmt.Errorf("parsing MokListRT: %w", err)
-	}
-	var keys []trustedKey
-	for _, e := range entries {
-		if e.typ != certX509 {
-			continue
-		}
-		cert, err := x509.ParseCertificate(e.data)
-		if err != nil {
-			keys = append(keys, trustedKey{fact: facts.TrustedKey{Source: source, Enrolled: true, Error: fmt.Sprintf("parsing a certificate: %v", err)}})
-			continue
-		}
-		k := keyOf(source, cert)
-		k.fact.Enrolled = true
-		keys = append(keys, k)
 	}
 	return keys, nil
 }

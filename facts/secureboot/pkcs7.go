@@ -97,13 +97,23 @@ func serialText(n *big.Int) string {
 
 // checkAuthenticode checks one PKCS#7 signature of img: what it signs, the
 // digest against the file's, and the signer's signature with the
-// certificate it carries.
-func checkAuthenticode(img *peImage, der []byte) facts.Authenticode {
+// certificate it carries. The chain is returned for a signature that
+// verifies over the file as it is, to be held to the anchors.
+func checkAuthenticode(img *peImage, der []byte) (facts.Authenticode, *signerChain) {
+	a, p7 := authenticode(img, der)
+	if !a.SignatureValid || !a.DigestMatches || p7.GetOnlySigner() == nil {
+		return a, nil
+	}
+	return a, &signerChain{signer: p7.GetOnlySigner(), certs: p7.Certificates}
+}
+
+// authenticode is checkAuthenticode's facts, and the parsed signature.
+func authenticode(img *peImage, der []byte) (facts.Authenticode, *pkcs7.PKCS7) {
 	var a facts.Authenticode
 	p7, err := parsePKCS7(der)
 	if err != nil {
 		a.Error = fmt.Sprintf("parsing the PKCS#7 SignedData: %v", err)
-		return a
+		return a, nil
 	}
 	if cert := p7.GetOnlySigner(); cert != nil {
 		a.Signer, a.Issuer, a.Serial = cert.Subject.String(), cert.Issuer.String(), serialText(cert.SerialNumber)
@@ -114,33 +124,33 @@ func checkAuthenticode(img *peImage, der []byte) facts.Authenticode {
 	spc, err := parseSpcIndirectData(p7.Content)
 	if err != nil {
 		a.Error = err.Error()
-		return a
+		return a, nil
 	}
 	if !spc.typ.Equal(oidSpcPEImageData) {
 		a.Error = fmt.Sprintf("the signature is over %v, not a PE image", spc.typ)
-		return a
+		return a, nil
 	}
 	h, name, ok := digestOf(spc.alg.Algorithm)
 	a.DigestAlgorithm = name
 	if !ok {
 		a.Error = fmt.Sprintf("digest algorithm %s is not one Authenticode uses", name)
-		return a
+		return a, nil
 	}
 	sum, err := img.digest(h)
 	if err != nil {
 		a.Error = err.Error()
-		return a
+		return a, nil
 	}
 	a.DigestMatches = bytes.Equal(sum, spc.digest)
 	if err := p7.Verify(); err != nil {
 		a.Error = fmt.Sprintf("the signature does not verify: %v", err)
-		return a
+		return a, nil
 	}
 	a.SignatureValid = true
 	if !a.DigestMatches {
 		a.Error = fmt.Sprintf("the file's %s Authenticode digest %x is not the signed %x: it changed after signing", name, sum, spc.digest)
 	}
-	return a
+	return a, p7
 }
 
 // knownDigest answers the library's message digest with one computed

@@ -3,6 +3,7 @@ package testutil
 import (
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -104,4 +105,20 @@ func ESPImage(t testing.TB, files map[string]string) string {
 		Run(t, time.Minute, mcopy, "-i", img, src, "::"+name)
 	}
 	return img
+}
+
+// SignedBoot is the root of Debian's signed boot chain as make
+// signed-boot unpacks it (shim signed by Microsoft, GRUB and shim's
+// helpers by Debian), or the test is skipped (failed under CI).
+func SignedBoot(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "out", "signed-boot", "root")
+	if _, err := os.Stat(filepath.Join(dir, "usr/lib/shim/shimx64.efi.signed")); err != nil {
+		missing(t, fmt.Sprintf("%s has no signed shim: run make signed-boot", dir))
+	}
+	return dir
 }

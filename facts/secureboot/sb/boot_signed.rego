@@ -1,18 +1,15 @@
 # METADATA
 # title: The ESP's boot loaders and the kernels carry valid Authenticode signatures
 # description: >-
-#   Secure Boot firmware loads only EFI binaries whose Authenticode signature it trusts, and shim
-#   holds GRUB and the kernel to the same. gpuhost reads every .efi under the EFI system
-#   partition's /EFI/<vendor> directories (shim, GRUB, MokManager, the fallback and
-#   EFI/BOOT/BOOTX64.EFI; /boot/efi in a tree, the FAT32 partition of a disk image) and each
-#   /boot/vmlinuz-*, parses the PE certificate table (WIN_CERTIFICATE revision 2.0,
-#   PKCS_SIGNED_DATA) and checks each signature: its signer's signature verifies, and the digest
-#   it signs is the file's Authenticode digest as UEFI firmware computes it. A file with no such
-#   signature, one changed after signing, or one that is not a PE image fails, named. An image
-#   that does not boot through shim is not meant for Secure Boot, and the check skips it unless
-#   params.secure_boot_required is true: a disk built without the rootfs builder's secure_boot
-#   boots GRUB's unsigned core image and fails it then. A host is read from its mounted
-#   /boot/efi and /boot.
+#   Secure Boot firmware loads only EFI binaries whose Authenticode signature chains to db, and
+#   shim holds GRUB, the kernel, MokManager and the fallback to db, its vendor certificate and
+#   the MOK list. gpuhost reads every .efi under the ESP's /EFI/<vendor> directories and each
+#   /boot/vmlinuz-*, and checks each signature: it verifies, it covers the file's Authenticode
+#   digest as firmware computes it, and the signer's chain reaches one of those anchors (db is a
+#   live host's variable, or offline Microsoft's UEFI CAs; the MOK list offline is the image's
+#   DKMS certificate). A file unsigned, changed after signing, signed by a key that reaches no
+#   anchor, or not a PE image fails, named with the anchors it was held to. A target that does
+#   not boot through shim is skipped unless params.secure_boot_required is true.
 # scope: package
 # custom:
 #   id: GH-SB-001
@@ -47,7 +44,10 @@ efi_binaries := [f | some f in lib.boot_files; f.role != "kernel"]
 
 deny contains msg if {
 	object.get(lib.sb, "esp", "") == ""
-	msg := sprintf("the %s has no EFI system partition (no /boot/efi, no FAT32 partition): nothing for Secure Boot firmware to load", [lib.target_word])
+	msg := sprintf(
+		"the %s has no EFI system partition (no partition of the EFI system type, no /boot/efi): nothing for Secure Boot firmware to load",
+		[lib.target_word],
+	)
 }
 
 deny contains msg if {
@@ -69,12 +69,25 @@ deny contains finding if {
 	some f in lib.boot_files
 	count(object.get(f, "signatures", [])) > 0
 	not lib.verified(f)
-	msg := sprintf("%s (%s) carries no signature Secure Boot would accept: %s", [f.path, f.role, concat("; ", [why(s) | some s in f.signatures])])
+	msg := sprintf("%s (%s) carries no signature Secure Boot would accept: %s", [f.path, f.role, concat("; ", [why(f, s) | some s in f.signatures])])
 	finding := lib.at(f.path, msg)
 }
 
-why(s) := s.error if object.get(s, "error", "") != ""
+why(f, s) := s.error if object.get(s, "error", "") != ""
 
 else := sprintf("the signature by %s does not verify", [s.signer]) if s.signature_valid != true
 
-else := sprintf("the %s digest signed by %s is not the file's: it changed after signing", [s.digest_algorithm, s.signer])
+else := sprintf("the %s digest signed by %s is not the file's: it changed after signing", [s.digest_algorithm, s.signer]) if s.digest_matches != true
+
+else := sprintf(
+	"the signature by %s (issued by %s) verifies, but its chain reaches no trust anchor %s holds %s to; those are: %s",
+	[s.signer, s.issuer, lib.loader(f), f.role, held],
+) if {
+	held := lib.anchors_held(f)
+	held != ""
+}
+
+else := sprintf(
+	"the signature by %s (issued by %s) verifies, but %s holds %s to no trust anchor: %s",
+	[s.signer, s.issuer, lib.loader(f), f.role, "the facts list none (collected before signatures were held to anchors, or every anchor failed to read)"],
+)

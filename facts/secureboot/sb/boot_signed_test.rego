@@ -45,7 +45,7 @@ test_fail_bad_signatures_say_why if {
 }
 
 test_fail_no_esp_or_empty_esp_when_required if {
-	check.deny == {"the image has no EFI system partition (no /boot/efi, no FAT32 partition): nothing for Secure Boot firmware to load"} with input as fx.facts("rootfs", {"esp": ""})
+	check.deny == {"the image has no EFI system partition (no partition of the EFI system type, no /boot/efi): nothing for Secure Boot firmware to load"} with input as fx.facts("rootfs", {"esp": ""})
 		with data.gpuhost.params as fx.required
 	check.deny == {"the EFI system partition (/boot/efi) holds no EFI binary under /EFI for Secure Boot firmware to load"} with input as fx.facts("rootfs", {})
 		with data.gpuhost.params as fx.required
@@ -73,4 +73,35 @@ test_host_mounted_esp if {
 		"msg": "/boot/efi/EFI/debian/grubx64.efi (grub) carries no Authenticode signature: Secure Boot refuses to load it",
 		"file": "/boot/efi/EFI/debian/grubx64.efi",
 	}} with input as fx.host({"boot_files": [fx.shim, unsigned, fx.kernel]})
+}
+
+# A signature that verifies over the file but whose chain reaches no anchor
+# (a key of the attacker's own, self-signed) is refused, naming the anchors
+# the file was held to: db alone for shim, db, the vendor certificate and
+# the MOK list for what shim loads.
+test_fail_chain_reaching_no_anchor if {
+	self := object.union(fx.sig_ok, {"signer": "CN=Evil", "issuer": "CN=Evil"})
+	own_shim := object.union(fx.shim, {"signatures": [object.remove(self, ["anchor"])]})
+	own_grub := object.union(fx.grub, {"signatures": [object.remove(self, ["anchor"])]})
+	check.deny == {
+		{
+			"msg": "/boot/efi/EFI/debian/shimx64.efi (shim) carries no signature Secure Boot would accept: the signature by CN=Evil (issued by CN=Evil) verifies, but its chain reaches no trust anchor the firmware holds shim to; those are: db: CN=Microsoft Corporation UEFI CA 2011 (built in)",
+			"file": "/boot/efi/EFI/debian/shimx64.efi",
+		},
+		{
+			"msg": "/boot/efi/EFI/debian/grubx64.efi (grub) carries no signature Secure Boot would accept: the signature by CN=Evil (issued by CN=Evil) verifies, but its chain reaches no trust anchor shim holds grub to; those are: db: CN=Microsoft Corporation UEFI CA 2011 (built in); mok: CN=DKMS module signing key (/var/lib/dkms/mok.pub); shim: CN=Debian Secure Boot CA (vendor certificate of /boot/efi/EFI/debian/shimx64.efi)",
+			"file": "/boot/efi/EFI/debian/grubx64.efi",
+		},
+	} with input as fx.facts("image", {"boot_files": [own_shim, own_grub, fx.kernel]})
+}
+
+# Facts collected before signatures were held to anchors carry none: the
+# chain is unproven, so the file fails, saying why.
+test_fail_facts_without_anchors if {
+	old := object.remove(fx.sig_ok, ["anchor"])
+	f := fx.facts("image", {"boot_anchors": [], "boot_files": [fx.shim, object.union(fx.kernel, {"signatures": [old]})]})
+	check.deny == {{
+		"msg": "/boot/vmlinuz-6.1.0-28-amd64 (kernel) carries no signature Secure Boot would accept: the signature by CN=Debian Secure Boot Signer 2022 - linux (issued by CN=Debian Secure Boot CA) verifies, but shim holds kernel to no trust anchor: the facts list none (collected before signatures were held to anchors, or every anchor failed to read)",
+		"file": "/boot/vmlinuz-6.1.0-28-amd64",
+	}} with input as f
 }

@@ -4,9 +4,22 @@ package gpuhost.sb.fixtures_test
 sig_ok := {
 	"signer": "CN=Debian Secure Boot Signer 2022 - linux", "issuer": "CN=Debian Secure Boot CA", "serial": "32:A0",
 	"digest_algorithm": "sha256", "digest_matches": true, "signature_valid": true,
+	"anchor": "shim: CN=Debian Secure Boot CA (vendor certificate of /boot/efi/EFI/debian/shimx64.efi)",
 }
 
-shim := {"path": "/boot/efi/EFI/debian/shimx64.efi", "role": "shim", "size": 952768, "signatures": [sig_ok]}
+sig_microsoft := object.union(sig_ok, {
+	"signer": "CN=Microsoft Windows UEFI Driver Publisher", "issuer": "CN=Microsoft Corporation UEFI CA 2011", "serial": "33:00",
+	"anchor": "db: CN=Microsoft Corporation UEFI CA 2011 (built in)",
+})
+
+shim := {"path": "/boot/efi/EFI/debian/shimx64.efi", "role": "shim", "size": 952768, "signatures": [sig_microsoft]}
+
+# The anchors of an image whose shim carries Debian's vendor certificate.
+anchors := [
+	{"source": "built in", "store": "db", "enrolled": true, "subject": "CN=Microsoft Corporation UEFI CA 2011"},
+	{"source": "vendor certificate of /boot/efi/EFI/debian/shimx64.efi", "store": "shim", "enrolled": true, "subject": "CN=Debian Secure Boot CA"},
+	{"source": "/var/lib/dkms/mok.pub", "store": "mok", "enrolled": true, "subject": "CN=DKMS module signing key"},
+]
 
 grub := {"path": "/boot/efi/EFI/debian/grubx64.efi", "role": "grub", "size": 2000000, "signatures": [sig_ok]}
 
@@ -26,7 +39,7 @@ module(name, over) := object.union(
 	over,
 )
 
-facts(kind, sb) := {"target": {"kind": kind}, "secure_boot": object.union({"esp": "/boot/efi", "boot_files": [], "modules": [], "trusted_keys": []}, sb)}
+facts(kind, sb) := {"target": {"kind": kind}, "secure_boot": object.union({"esp": "/boot/efi", "boot_files": [], "modules": [], "trusted_keys": [], "boot_anchors": anchors}, sb)}
 
 required := {"secure_boot_required": true}
 

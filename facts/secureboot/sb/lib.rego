@@ -50,12 +50,31 @@ unknown := sprintf(
 }
 
 # A signature Secure Boot would accept the file with: over the file as it
-# is, by a certificate whose signature verifies.
+# is, by a certificate whose signature verifies, whose chain reaches an
+# anchor the file's loader trusts (the collector follows the chain).
 verified(f) if {
 	some s in object.get(f, "signatures", [])
 	s.digest_matches == true
 	s.signature_valid == true
+	object.get(s, "anchor", "") != ""
 }
+
+# The firmware holds shim to db; shim holds what it loads to db, its vendor
+# certificate and the MOK list.
+stores(f) := {"db"} if f.role == "shim"
+
+else := {"db", "shim", "mok"}
+
+loader(f) := "the firmware" if f.role == "shim"
+
+else := "shim"
+
+# The anchors a file is held to, named for a finding.
+anchors_held(f) := concat("; ", sort([sprintf("%s: %s (%s)", [a.store, a.subject, a.source]) |
+	some a in object.get(sb, "boot_anchors", [])
+	a.store in stores(f)
+	object.get(a, "subject", "") != ""
+]))
 
 # at names the file a finding is about: a path in the target's tree as the
 # file, a partition's file (partition 2:/EFI/...) as the subject.
