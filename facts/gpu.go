@@ -73,6 +73,12 @@ type GPUDevice struct {
 	PowerLimitW *float64 `json:"power_limit_w,omitempty" jsonschema:"minimum=0"`
 	// ThrottleReasons names the active clock event (throttle) reasons.
 	ThrottleReasons []string `json:"throttle_reasons,omitempty" factschema:"notnull"`
+	// VBIOSVersion is the video BIOS the GPU runs.
+	VBIOSVersion string `json:"vbios_version,omitempty"`
+	// InfoROMValid is false when the InfoROM fails NVML's checksum
+	// validation: the ECC, retired-page and remapped-row records it keeps
+	// can no longer be trusted. nil when it could not be asked.
+	InfoROMValid *bool `json:"inforom_valid,omitempty"`
 	// Architecture, MinDriverBranch and OpenModuleSupported come from the
 	// compatibility matrix for this GPU model; empty or zero when unknown.
 	Architecture        string `json:"architecture,omitempty"`

@@ -155,7 +155,7 @@ func fullFacts() *Facts {
 			NVLink:               []NVLink{{Link: 0, Active: true}},
 			Unsupported:          []string{"retired_pages"},
 			TemperatureSlowdownC: ptr(90), PowerW: ptr(61.5), PowerLimitW: ptr(400.0),
-			ThrottleReasons: []string{"gpu_idle"}, Architecture: "ampere", MinDriverBranch: 450,
+			ThrottleReasons: []string{"gpu_idle"}, VBIOSVersion: "92.00.45.00.03", InfoROMValid: ptr(true), Architecture: "ampere", MinDriverBranch: 450,
 			OpenModuleSupported: ptr(true), OpenModuleRequired: false, Errors: []string{"power: NVML call GetPowerUsage timed out after 5s"},
 		}},
 		KernelModuleType: "proprietary", DriverBranch: 535, DriverMismatch: false, Unsupported: []string{"conf_compute"},

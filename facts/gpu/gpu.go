@@ -218,6 +218,7 @@ func (c *NVML) device(ctx context.Context, call *caller, i int) facts.GPUDevice 
 	identify(dev, &d, get)
 	memoryHealth(dev, &d, get)
 	deviceState(dev, &d, get)
+	firmware(dev, &d, get)
 	c.nvlinks(ctx, call, dev, &d)
 	c.throttle(ctx, call, dev, &d, get)
 	return d
@@ -362,6 +363,27 @@ func (c *NVML) nvlinks(ctx context.Context, call *caller, dev nvml.Device, d *fa
 			return
 		}
 		d.NVLink = append(d.NVLink, facts.NVLink{Link: link, Active: st == nvml.FEATURE_ENABLED})
+	}
+}
+
+// firmware reads what the board's firmware says of itself: its VBIOS
+// version and whether its InfoROM passes validation.
+func firmware(dev nvml.Device, d *facts.GPUDevice, get getter) {
+	var v string
+	if get("vbios_version", "GetVbiosVersion", func() (r nvml.Return) { v, r = dev.GetVbiosVersion(); return }) {
+		d.VBIOSVersion = v
+	}
+	// A corrupt InfoROM is ValidateInforom's answer, not a failed call.
+	valid := true
+	if get("inforom_valid", "ValidateInforom", func() nvml.Return {
+		r := dev.ValidateInforom()
+		if r == nvml.ERROR_CORRUPTED_INFOROM {
+			valid = false
+			return nvml.SUCCESS
+		}
+		return r
+	}) {
+		d.InfoROMValid = &valid
 	}
 }
 

@@ -73,6 +73,8 @@ func healthy(s *server.Server) {
 			return nvml.FEATURE_ENABLED, nvml.SUCCESS
 		}
 		dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return nvml.ClocksEventReasonGpuIdle, nvml.SUCCESS }
+		dev.GetVbiosVersionFunc = func() (string, nvml.Return) { return "92.00.45.00.03", nvml.SUCCESS }
+		dev.ValidateInforomFunc = func() nvml.Return { return nvml.SUCCESS }
 	}
 }
 

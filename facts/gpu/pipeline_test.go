@@ -59,7 +59,8 @@ const cleanLog = "Mar  8 10:12:00 dgx-01 kernel: [ 1300.0] NVRM: Xid (PCI:0000:0
 var liveChecks = []string{
 	"GH-GPU-001", "GH-GPU-002", "GH-GPU-003", "GH-GPU-004", "GH-GPU-005", "GH-GPU-006",
 	"GH-GPU-007", "GH-GPU-008", "GH-GPU-009", "GH-GPU-010", "GH-GPU-011", "GH-GPU-012",
-	"GH-GPU-014", "GH-GPU-018", "GH-GPU-019", "GH-GPU-021",
+	"GH-GPU-014", "GH-GPU-018", "GH-GPU-019", "GH-GPU-021", "GH-GPU-023", "GH-GPU-024",
+	"GH-GPU-025",
 }
 
 func TestPipelineHealthyDGX(t *testing.T) {
@@ -127,6 +128,17 @@ func TestPipelineFaults(t *testing.T) {
 				return nvml.FEATURE_ENABLED, nvml.SUCCESS
 			}
 		}, "NVLink 5 not active; 12 active links are wanted on Mock NVIDIA A100-SXM4-40GB"},
+		{"hardware slowdown", "GH-GPU-023", "550.54.15", func(_ *server.Server, d *server.Device) {
+			d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) {
+				return nvml.ClocksEventReasonSwPowerCap | nvml.ClocksThrottleReasonHwSlowdown, nvml.SUCCESS
+			}
+		}, "runs with its clocks held down: hw_slowdown"},
+		{"corrupt inforom", "GH-GPU-024", "550.54.15", func(_ *server.Server, d *server.Device) {
+			d.ValidateInforomFunc = func() nvml.Return { return nvml.ERROR_CORRUPTED_INFOROM }
+		}, "fails InfoROM validation"},
+		{"odd vbios", "GH-GPU-025", "550.54.15", func(_ *server.Server, d *server.Device) {
+			d.GetVbiosVersionFunc = func() (string, nvml.Return) { return "92.00.36.00.02", nvml.SUCCESS }
+		}, "runs VBIOS 92.00.36.00.02, unlike the 7 other Mock NVIDIA A100-SXM4-40GB GPUs on the node, which run 92.00.45.00.03"},
 		{"query fails", "GH-GPU-019", "550.54.15", func(_ *server.Server, d *server.Device) {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, false, false, nvml.ERROR_CORRUPTED_INFOROM }
 		}, "remapped_rows: GetRemappedRows: ERROR_CORRUPTED_INFOROM"},
