@@ -48,6 +48,20 @@ type PCIDevice struct {
 	GPU      bool   `json:"gpu"`
 	Driver   string `json:"driver,omitempty"`
 	NUMANode *int   `json:"numa_node,omitempty"`
+	// AER is what the function's PCIe Advanced Error Reporting counters
+	// say since boot; nil for a function without them (no AER capability,
+	// or a kernel before 4.19).
+	AER *AER `json:"aer,omitempty"`
+	// AERError says why the counters could not be read.
+	AERError string `json:"aer_error,omitempty"`
+}
+
+// AER is a PCI function's Advanced Error Reporting totals: the TOTAL_
+// lines of its aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal.
+type AER struct {
+	Correctable int64 `json:"correctable" jsonschema:"minimum=0"`
+	NonFatal    int64 `json:"nonfatal" jsonschema:"minimum=0"`
+	Fatal       int64 `json:"fatal" jsonschema:"minimum=0"`
 }
 
 // GPUDevice is one GPU as NVML sees it. Pointer fields are nil when the GPU

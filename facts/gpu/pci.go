@@ -94,10 +94,69 @@ func readPCIFunction(fsys sysroot.FS, dir string) (d facts.PCIDevice, ok bool, e
 			d.NUMANode = &v
 		}
 	}
+	if d.GPU {
+		if aer, err := readAER(fsys, dir); err != nil {
+			d.AERError = err.Error()
+		} else {
+			d.AER = aer
+		}
+	}
 	if rl, isLink := fsys.(interface{ Readlink(string) (string, error) }); isLink {
 		if target, err := rl.Readlink(path.Join(dir, "driver")); err == nil {
 			d.Driver = path.Base(target)
 		}
 	}
 	return d, true, nil
+}
+
+// aerFiles are a function's AER counters (Documentation/ABI/testing/
+// sysfs-bus-pci-devices-aer), each ending in a total line of its name.
+var aerFiles = []struct{ file, total string }{
+	{"aer_dev_correctable", "TOTAL_ERR_COR"},
+	{"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL"},
+	{"aer_dev_fatal", "TOTAL_ERR_FATAL"},
+}
+
+// readAER reads a function's AER totals; nil when it has none of the
+// files. The kernel counts an error where it is reported, which may be
+// the link partner (the upstream port) rather than the GPU.
+func readAER(fsys sysroot.FS, dir string) (*facts.AER, error) {
+	var totals [3]int64
+	found := 0
+	for i, f := range aerFiles {
+		name := path.Join(dir, f.file)
+		b, err := fsys.ReadFileLimit(name, sysfsAttrMax)
+		if sysroot.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", fsys.Display(name), err)
+		}
+		n, ok := aerTotal(string(b), f.total)
+		if !ok {
+			return nil, fmt.Errorf("%s has no %s line with a count", fsys.Display(name), f.total)
+		}
+		totals[i] = n
+		found++
+	}
+	switch found {
+	case 0:
+		return nil, nil
+	case len(aerFiles):
+		return &facts.AER{Correctable: totals[0], NonFatal: totals[1], Fatal: totals[2]}, nil
+	}
+	return nil, fmt.Errorf("%s has %d of the 3 AER counter files", fsys.Display(dir), found)
+}
+
+// aerTotal finds the line "<total> <count>".
+func aerTotal(text, total string) (int64, bool) {
+	for line := range strings.Lines(text) {
+		name, count, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || name != total {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
+		return n, err == nil && n >= 0
+	}
+	return 0, false
 }

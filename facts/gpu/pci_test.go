@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
+	"github.com/gpuhost/gpuhost/reports"
 	"github.com/gpuhost/gpuhost/target/domains"
 )
 
@@ -129,5 +131,58 @@ func TestPCIHostileAttributeIsAnError(t *testing.T) {
 	must(t, os.WriteFile(class, make([]byte, 1<<20), 0o444))
 	if _, err := collectPCI(t, root, true); err == nil || !strings.Contains(err.Error(), "0000:07:00.0") {
 		t.Fatalf("got %v, want an error naming the function", err)
+	}
+}
+
+// aerFile is an AER counter file as the kernel writes it: one line per
+// error type, then the total.
+func aerFile(total string, n int) string {
+	return fmt.Sprintf("Receiver Error %d\nBad TLP 0\nBad DLLP 0\n%s %d\n", n, total, n)
+}
+
+// A GPU's AER counters are read from sysfs and judged by GH-GPU-026: a
+// clean one passes, an uncorrectable error fails it naming the function, a
+// counter file cut short is an error of the check, and a GPU function with
+// no counters is not judged. Non-GPU functions' counters are not read.
+func TestPCIAERCounters(t *testing.T) {
+	s := newScanner(t)
+	const gpuAddr, switchAddr = "0000:07:00.0", "0000:c1:00.0"
+	for name, tc := range map[string]struct {
+		files  map[string]string // under the GPU's directory
+		status string
+		msg    string
+	}{
+		"clean": {map[string]string{"aer_dev_correctable": aerFile("TOTAL_ERR_COR", 4), "aer_dev_nonfatal": aerFile("TOTAL_ERR_NONFATAL", 0), "aer_dev_fatal": aerFile("TOTAL_ERR_FATAL", 0)},
+			reports.StatusPass, ""},
+		"uncorrectable": {map[string]string{"aer_dev_correctable": aerFile("TOTAL_ERR_COR", 0), "aer_dev_nonfatal": aerFile("TOTAL_ERR_NONFATAL", 2), "aer_dev_fatal": aerFile("TOTAL_ERR_FATAL", 1)},
+			reports.StatusFail, "the GPU at 0000:07:00.0 has reported 1 fatal and 2 non-fatal uncorrectable PCIe errors (AER) since boot"},
+		"cut short": {map[string]string{"aer_dev_correctable": "Receiver Error 2\n", "aer_dev_nonfatal": aerFile("TOTAL_ERR_NONFATAL", 0), "aer_dev_fatal": aerFile("TOTAL_ERR_FATAL", 0)},
+			reports.StatusError, "has no TOTAL_ERR_COR line with a count"},
+		"no counters": {nil, reports.StatusPass, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := sysfsTree(t, map[string][3]string{gpuAddr: {"0x10de", "0x20b2", "0x030200"}, switchAddr: {"0x10de", "0x1af1", "0x068000"}}, nil)
+			for file, text := range tc.files {
+				must(t, os.WriteFile(filepath.Join(root, "sys/devices/pci0000:00", gpuAddr, file), []byte(text), 0o444))
+			}
+			must(t, os.WriteFile(filepath.Join(root, "sys/devices/pci0000:00", switchAddr, "aer_dev_fatal"), []byte(aerFile("TOTAL_ERR_FATAL", 9)), 0o444))
+			f, err := collectPCI(t, root, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Collectors = map[string]facts.CollectorStatus{"pci": {Status: facts.StatusOK}}
+			if err := facts.Validate(*f); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.PCI.Devices {
+				if !d.GPU && (d.AER != nil || d.AERError != "") {
+					t.Errorf("%s is no GPU, yet its AER was read: %+v", d.Address, d)
+				}
+			}
+			r := scanFacts(t, s, f)["GH-GPU-026"]
+			if r.Status != tc.status || (tc.msg != "" && (len(r.Messages) != 1 || !strings.Contains(r.Messages[0], tc.msg))) {
+				t.Errorf("GH-GPU-026: %s %q, want %s with %q", r.Status, r.Messages, tc.status, tc.msg)
+			}
+		})
 	}
 }
