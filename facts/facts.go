@@ -71,6 +71,7 @@ type Facts struct {
 	ContainerRuntime *ContainerRuntime `json:"container_runtime,omitempty"`
 	GPU              *GPU              `json:"gpu,omitempty"`
 	PCI              *PCI              `json:"pci,omitempty"`
+	InfiniBand       *InfiniBand       `json:"infiniband,omitempty"`
 	GPUDriver        *GPUDriver        `json:"gpu_driver,omitempty"`
 	Containers       *Containers       `json:"containers,omitempty"`
 	Manifest         map[string]any    `json:"manifest,omitempty"`

@@ -56,6 +56,36 @@ type PCIDevice struct {
 	AERError string `json:"aer_error,omitempty"`
 }
 
+// InfiniBand is a live host's RDMA ports as /sys/class/infiniband lists
+// them (InfiniBand, and RoCE on Ethernet), and whether GPUDirect RDMA can
+// reach the GPUs' memory.
+type InfiniBand struct {
+	Ports []IBPort `json:"ports"`
+	// PeerMem is true when nvidia_peermem (or the older nv_peer_mem) is
+	// loaded: without it an HCA cannot read or write GPU memory directly.
+	PeerMem bool `json:"peermem"`
+}
+
+// IBPort is one port of an RDMA device.
+type IBPort struct {
+	// Device and Port name it: mlx5_0 port 1.
+	Device string `json:"device"`
+	Port   int    `json:"port" jsonschema:"minimum=0"`
+	// State and PhysState are the logical and physical states without
+	// their numbers: ACTIVE, DOWN, INIT; LinkUp, Polling, Disabled.
+	State     string `json:"state"`
+	PhysState string `json:"phys_state"`
+	// RateGbps is the negotiated rate ("400 Gb/sec (4X NDR)" is 400).
+	RateGbps float64 `json:"rate_gbps" jsonschema:"minimum=0"`
+	// LinkLayer is InfiniBand or Ethernet (RoCE).
+	LinkLayer string `json:"link_layer"`
+	// LinkDowned counts the times the link went down since the counters
+	// were cleared; nil where the port has no such counter.
+	LinkDowned *int64 `json:"link_downed,omitempty" jsonschema:"minimum=0"`
+	// Error says why the port could not be read.
+	Error string `json:"error,omitempty"`
+}
+
 // AER is a PCI function's Advanced Error Reporting totals: the TOTAL_
 // lines of its aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal.
 type AER struct {

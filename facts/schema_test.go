@@ -184,6 +184,8 @@ func fullFacts() *Facts {
 	f.ConfigFiles = []ConfigFile{{Path: "/etc/ssh/sshd_config", SHA256: "0f343b0931126a20f133d67c2b018a3b5e52b7f3ff1a5c4e5b3c2e5d0f6a7b8c"}}
 	numa := 0
 	f.PCI = &PCI{Devices: []PCIDevice{{Address: "0000:07:00.0", Vendor: "0x10de", Device: "0x20b2", Class: "0x030200", GPU: true, Driver: "nvidia", NUMANode: &numa, AER: &AER{Correctable: 4}}}}
+	downed := int64(0)
+	f.InfiniBand = &InfiniBand{Ports: []IBPort{{Device: "mlx5_0", Port: 1, State: "ACTIVE", PhysState: "LinkUp", RateGbps: 400, LinkLayer: "InfiniBand", LinkDowned: &downed}}, PeerMem: true}
 	f.Vulnerabilities = &Vulnerabilities{DB: "trivy-db 2025-03-01", Findings: []Finding{{ID: "CVE-2024-0001", Package: "openssl", Installed: "3.0.2-0ubuntu1.14", Fixed: "3.0.2-0ubuntu1.15", Severity: "HIGH", Published: "2024-01-09T17:15:00Z"}},
 		Images: []ImageVulnerabilities{{Ref: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", Digest: "sha256:" + strings.Repeat("ab", 32), OS: "ubuntu 22.04",
 			Findings: []Finding{{ID: "CVE-2024-0002", Package: "libc6", Installed: "2.35-0ubuntu3.6", Fixed: "2.35-0ubuntu3.7", Severity: "CRITICAL"}}, Error: "a layer does not hash to its digest"}},

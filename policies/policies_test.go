@@ -30,7 +30,7 @@ var (
 	collectors = []string{
 		"os", "kernel", "kernel_modules", "sysctl", "limits", "packages", "cgroup", "kubelet", "audit", "access", "tls", "tls_probe", "ssh",
 		"encryption", "network", "firewall", "systemd", "container_runtime", "manifest",
-		"gpu", "gpu_driver", "gpu_validation", "pci", "config_files", "containers", "sbom", "vulnerabilities", "secureboot", "files",
+		"gpu", "gpu_driver", "gpu_validation", "pci", "infiniband", "config_files", "containers", "sbom", "vulnerabilities", "secureboot", "files",
 	}
 	severities  = []string{"critical", "high", "medium", "low", "info"}
 	targetKinds = []string{"rootfs", "image", "host", "facts", "oci"}

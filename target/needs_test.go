@@ -24,7 +24,7 @@ func TestAllIsOrdered(t *testing.T) {
 		at[c.Name()] = i
 	}
 	want := []string{"access", "audit", "cgroup", "container_runtime", "containers", "encryption", "files", "firewall",
-		"gpu", "gpu_driver", "kernel", "kernel_modules", "kubelet", "limits", "manifest", "network", "os", "packages", "pci", "sbom",
+		"gpu", "gpu_driver", "infiniband", "kernel", "kernel_modules", "kubelet", "limits", "manifest", "network", "os", "packages", "pci", "sbom",
 		"secureboot", "ssh", "sysctl", "systemd", "tls", "tls_probe"}
 	if got := slices.Sorted(maps.Keys(at)); !slices.Equal(got, want) {
 		t.Errorf("All() has %v, want %v", got, want)

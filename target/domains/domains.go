@@ -32,7 +32,7 @@ import (
 // order: the loop orders them by what each needs.
 func Collectors() []collector.Collector {
 	return slices.Concat(osinfoCollectors(), packagesCollectors(), networkCollectors(), tlsCollectors(),
-		runtimeCollectors(), []collector.Collector{GPU(nvml.New()), PCI(), GPUDriver()},
+		runtimeCollectors(), []collector.Collector{GPU(nvml.New()), PCI(), InfiniBand(), GPUDriver()},
 		[]collector.Collector{
 			alone("access", access.Collect, func(f *facts.Facts) **facts.Access { return &f.Access }),
 			collector.Func{ID: "audit", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
@@ -187,6 +187,14 @@ func GPU(lib nvml.Interface, opts ...gpu.Option) collector.Collector {
 func PCI() collector.Collector {
 	return collector.Func{ID: "pci", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
 		f.PCI, err = gpu.CollectPCI(ctx, env)
+		return err
+	}}
+}
+
+// InfiniBand is the collector of the host's RDMA ports and GPUDirect RDMA.
+func InfiniBand() collector.Collector {
+	return collector.Func{ID: "infiniband", Fill: func(ctx context.Context, env *collect.Env, f *facts.Facts) (err error) {
+		f.InfiniBand, err = gpu.CollectInfiniBand(ctx, env)
 		return err
 	}}
 }
