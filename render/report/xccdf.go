@@ -134,12 +134,15 @@ type xccdfReference struct {
 }
 
 type xccdfTestResult struct {
-	ID          string            `xml:"id,attr"`
-	StartTime   string            `xml:"start-time,attr,omitempty"`
-	EndTime     string            `xml:"end-time,attr"`
-	TestSystem  string            `xml:"test-system,attr"`
-	Version     string            `xml:"version,attr"`
-	Title       string            `xml:"title"`
+	ID         string `xml:"id,attr"`
+	StartTime  string `xml:"start-time,attr,omitempty"`
+	EndTime    string `xml:"end-time,attr"`
+	TestSystem string `xml:"test-system,attr"`
+	Version    string `xml:"version,attr"`
+	Title      string `xml:"title"`
+	// Remarks carry the report's caveats: XCCDF's TestResult has no
+	// field more fitting, and a reader of the results sees them first.
+	Remarks     []string          `xml:"remark"`
 	Profile     xccdfIDRef        `xml:"profile"`
 	Target      string            `xml:"target"`
 	Facts       *xccdfTargetFacts `xml:"target-facts,omitempty"`
@@ -264,6 +267,9 @@ func xccdfTestResultOf(rep *reports.Report, n int, profile string) xccdfTestResu
 		Title:      fmt.Sprintf("gpuhost scan of %s %s", rep.Target.Kind, rep.Target.Ref),
 		Profile:    xccdfIDRef{IDRef: profile},
 		Target:     target,
+	}
+	for _, c := range rep.Caveats {
+		tr.Remarks = append(tr.Remarks, "Caveat: "+c)
 	}
 	if tr.EndTime == "" {
 		tr.EndTime = "1970-01-01T00:00:00Z"

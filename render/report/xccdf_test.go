@@ -117,6 +117,7 @@ func TestXCCDFPassesOpenSCAP(t *testing.T) {
 	}
 	a, b := xccdfReport(t), xccdfReport(t)
 	b.Target.Hostname = "gpu-b"
+	b.Caveats = []string{"demo vulnerability DB: not for release gating"}
 	var buf bytes.Buffer
 	if err := mustLookup(t, "xccdf").(Merger).RenderAll(&buf, []*reports.Report{a, b}); err != nil {
 		t.Fatal(err)
@@ -132,6 +133,9 @@ func TestXCCDFPassesOpenSCAP(t *testing.T) {
 	html, err := exec.Command(oscap, "xccdf", "generate", "report", file).Output()
 	if err != nil {
 		t.Fatalf("oscap xccdf generate report: %v", err)
+	}
+	if !strings.Contains(buf.String(), "<remark>Caveat: demo vulnerability DB: not for release gating</remark>") {
+		t.Errorf("the second TestResult does not carry its caveat as a remark:\n%s", buf.String())
 	}
 	if !strings.Contains(string(html), "gpu-b") || !strings.Contains(string(html), "Golden profile") {
 		t.Errorf("oscap's report names neither the second host nor the profile (%d bytes)", len(html))
