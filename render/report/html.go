@@ -110,12 +110,32 @@ type htmlLegend struct {
 	Label    string
 }
 
+// The two kinds of skip, as the tiles, the filter and the rows name them.
+const (
+	skipNotApplicable = "skip: not applicable"
+	skipCouldNotRun   = "skip: could not run"
+)
+
+// filterOf is the tile a result counts under.
+func filterOf(res reports.Result) string {
+	switch {
+	case res.Status != reports.StatusSkip:
+		return res.Status
+	case res.OutOfScope:
+		return skipNotApplicable
+	}
+	return skipCouldNotRun
+}
+
 type htmlCheck struct {
 	reports.Result
 	Rank     int
 	Open     bool
 	Controls []htmlControl
 	Color    string
+	// Filter is the status tile and filter box the row belongs to: its
+	// status, a skip told as not applicable or could not run.
+	Filter string
 }
 
 type htmlControl struct {
@@ -132,8 +152,8 @@ func (*htmlRenderer) Render(w io.Writer, rep *reports.Report) error {
 	v := htmlView{Rep: rep, Summary: s, Severities: reports.Severities}
 	for _, st := range reports.Statuses {
 		if st == reports.StatusSkip {
-			v.Statuses = append(v.Statuses, htmlStatusCount{Status: "skip: not applicable", Count: s.NotApplicable, Color: statusFill[st]},
-				htmlStatusCount{Status: "skip: could not run", Count: s.CouldNotRun(), Color: statusFill[st]})
+			v.Statuses = append(v.Statuses, htmlStatusCount{Status: skipNotApplicable, Count: s.NotApplicable, Color: statusFill[st]},
+				htmlStatusCount{Status: skipCouldNotRun, Count: s.CouldNotRun(), Color: statusFill[st]})
 			continue
 		}
 		v.Statuses = append(v.Statuses, htmlStatusCount{Status: st, Count: s.ByStatus[st], Color: statusFill[st]})
@@ -178,6 +198,7 @@ func (*htmlRenderer) Render(w io.Writer, rep *reports.Report) error {
 			Rank:   reports.SeverityRank(res.Severity),
 			Open:   res.Status == reports.StatusFail || res.Status == reports.StatusError,
 			Color:  statusFill[res.Status],
+			Filter: filterOf(res),
 		}
 		for _, fw := range sortedFrameworks(res.Controls) {
 			c.Controls = append(c.Controls, htmlControl{Framework: fw, IDs: strings.Join(res.Controls[fw], ", ")})
@@ -383,8 +404,8 @@ svg text.seg{fill:#fff;font-weight:600;text-anchor:middle}
 <span id="f-count" class="muted"></span>
 </div>
 <div id="checks">
-{{range .Checks}}<details class="check {{.Status}}" data-status="{{.Status}}" data-rank="{{.Rank}}"{{if .Open}} open{{end}}>
-<summary><code>{{.ID}}</code> <span class="badge sev-{{.Severity}}">{{.Severity}}</span> <span class="badge st-{{.Status}}">{{.Status}}</span><span class="title">{{.Title}}</span></summary>
+{{range .Checks}}<details class="check {{.Status}}" data-status="{{.Filter}}" data-rank="{{.Rank}}"{{if .Open}} open{{end}}>
+<summary><code>{{.ID}}</code> <span class="badge sev-{{.Severity}}">{{.Severity}}</span> <span class="badge st-{{.Status}}">{{.Filter}}</span><span class="title">{{.Title}}</span></summary>
 <div class="body">
 {{with .Description}}<p>{{.}}</p>
 {{end}}{{if .Messages}}<h3>{{if eq .Status "skip"}}Reason{{else}}Messages{{end}}</h3>

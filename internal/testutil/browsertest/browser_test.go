@@ -396,6 +396,17 @@ func TestReportInChromium(t *testing.T) {
 	if n := countRows(t, tab, ":not([hidden])"); n != total-len(failing) {
 		t.Errorf("%d rows shown with fail unticked, want %d", n, total-len(failing))
 	}
+	// Each kind of skip has a box of its own, and its rows follow it.
+	notApplicable := countRows(t, tab, `[data-status="skip: not applicable"]`)
+	if notApplicable == 0 {
+		t.Error("no row is a skip that does not apply")
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`input[data-filter-status][value="skip: not applicable"]`))); err != nil {
+		t.Fatalf("unticking skip: not applicable: %v", err)
+	}
+	if n := countRows(t, tab, ":not([hidden])"); n != total-len(failing)-notApplicable {
+		t.Errorf("%d rows shown with fail and skip: not applicable unticked, want %d", n, total-len(failing)-notApplicable)
+	}
 	noErrors(t, "report", errs)
 }
 
