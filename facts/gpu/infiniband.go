@@ -44,6 +44,12 @@ func CollectInfiniBand(ctx context.Context, env *collect.Env) (*facts.InfiniBand
 	}
 	ib := &facts.InfiniBand{Ports: []facts.IBPort{}}
 	for _, d := range devs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(ib.Ports) >= maxIBPorts {
+			return nil, fmt.Errorf("more than %d RDMA ports under %s", maxIBPorts, env.FS.Display(ibClass))
+		}
 		dir := path.Join(ibClass, d.Name())
 		ports, err := env.FS.ReadDir(path.Join(dir, "ports"))
 		if err != nil {

@@ -219,7 +219,7 @@ func anchorBootFiles(files []bootRead, db, mok []trustedKey) ([]facts.BootFile, 
 		}
 		out[i] = files[i].fact
 	}
-	return out, anchorFacts(shimLoads, db)
+	return out, anchorFacts(shimLoads)
 }
 
 // anchorFile sets the anchor of each of f's valid signatures, and says
@@ -240,9 +240,9 @@ func anchorFile(f *bootRead, anchors []trustedKey) bool {
 
 // anchorFacts lists the anchors once each by store and fingerprint, with
 // db's unreadable entries, which say why the built-ins stood in.
-func anchorFacts(all, db []trustedKey) []facts.TrustedKey {
+func anchorFacts(all []trustedKey) []facts.TrustedKey {
 	out := []facts.TrustedKey{}
-	for _, k := range append(slices.Clone(all), db...) {
+	for _, k := range all {
 		if !slices.ContainsFunc(out, func(o facts.TrustedKey) bool {
 			return o.Store == k.fact.Store && o.SHA256 == k.fact.SHA256 && o.Error == k.fact.Error && o.Source == k.fact.Source
 		}) {

@@ -120,7 +120,9 @@ func mokList(fsys sysroot.FS) ([]trustedKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := certificateList(data, source, facts.StoreMOK)
+	// Store names a boot anchor's store; as module keys these carry none
+	// (anchorBootFiles marks them mok where they anchor boot files).
+	keys, err := certificateList(data, source, "")
 	if err != nil {
 		return nil, fmt.Errorf("parsing MokListRT: %w", err)
 	}
