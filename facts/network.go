@@ -94,6 +94,35 @@ type FirewallFamily struct {
 	PolicyLocation *collect.FileLine `json:"policy_location,omitempty"`
 	// Source is "kernel" or "file", as for the Firewall.
 	Source string `json:"source" jsonschema:"enum=file,enum=kernel"`
+	// Published are the ports destination NAT moves before the input
+	// hook sees them (new in issue 48): such a port is not admitted as
+	// itself, and answers wherever its connections are sent.
+	Published []FirewallPublished `json:"published,omitempty"`
+}
+
+// FirewallPublished is a run of ports that a prerouting nat rule
+// (redirect or dnat) sends elsewhere: to ToPort on this host, or on
+// ToAddress, which the forward path then judges (new in issue 48).
+type FirewallPublished struct {
+	Proto string `json:"proto" jsonschema:"enum=tcp,enum=udp"`
+	From  int    `json:"from" jsonschema:"minimum=0,maximum=65535"`
+	To    int    `json:"to" jsonschema:"minimum=0,maximum=65535"`
+	// ToAddress is empty when the connections stay on this host (a
+	// redirect); ToPort is 0 when each keeps the port it came to.
+	ToAddress string `json:"to_address,omitempty"`
+	ToPort    int    `json:"to_port,omitempty" jsonschema:"minimum=0,maximum=65535"`
+	// Admitted says the filter chains before NAT let the ports in and
+	// those behind it (input for this host, forward for another address)
+	// let the moved connections through. Partial says the nat rule has
+	// conditions gpuhost cannot evaluate: some connections to these ports
+	// are moved, the others reach the ports as they are.
+	Admitted bool `json:"admitted"`
+	Partial  bool `json:"partial,omitempty"`
+	// Rule is the nat rule; File and Line are where it is, in a ruleset
+	// read from files.
+	Rule string `json:"rule"`
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty" jsonschema:"minimum=1"`
 }
 
 // IPv6State is whether IPv6 can carry a connection to the host (new in

@@ -2,19 +2,16 @@ package network
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -138,59 +135,34 @@ func (p pairedNetns) listen(t *testing.T, port int) facts.Listener {
 // addr. A dropped SYN shows as the timeout.
 func (p pairedNetns) connects(t *testing.T, addr string) (bool, error) {
 	t.Helper()
-	type result struct {
-		ok  bool
-		err error
+	ok, err := p.reaches(addr, 1500*time.Millisecond)
+	if errors.Is(err, testutil.ErrNetns) {
+		t.Fatal(err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		// The socket is made on a thread inside the outer namespace and
-		// stays there; a thread that cannot come back stays locked and
-		// ends with this goroutine.
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer own.Close()
-		target, err := os.Open("/run/netns/" + p.outer)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		conn, dialErr := (&net.Dialer{Timeout: 1500 * time.Millisecond}).Dial("tcp", addr)
-		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
-			if conn != nil {
-				conn.Close()
-			}
-			done <- result{err: fmt.Errorf("leaving the outer namespace: %w", err)}
-			return
-		}
-		runtime.UnlockOSThread()
-		if conn != nil {
-			conn.Close()
-		}
-		done <- result{ok: dialErr == nil, err: dialErr}
-	}()
-	r := <-done
-	if !r.ok && r.err != nil && strings.Contains(r.err.Error(), "namespace") {
-		t.Fatal(r.err)
+	return ok, err
+}
+
+// reaches is connects for any goroutine: a namespace that cannot be
+// entered is returned as an error wrapping testutil.ErrNetns.
+func (p pairedNetns) reaches(addr string, timeout time.Duration) (bool, error) {
+	conn, err := testutil.DialNetnsWithin(p.outer, "tcp", addr, timeout)
+	if conn != nil {
+		conn.Close()
 	}
-	return r.ok, r.err
+	return err == nil, err
 }
 
 // scan collects the inner namespace's firewall as a live scan would, with
 // the given listeners and nftables.service active, and evaluates the pack.
 func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Firewall, map[string]packResult) {
+	t.Helper()
+	live := p.liveDoc(t, listening)
+	return live.Network.Firewall, evaluatePack(t, live)
+}
+
+// liveDoc is the facts document of a live scan of the inner namespace's
+// firewall, with the given listeners and nftables.service active.
+func (p pairedNetns) liveDoc(t *testing.T, listening []facts.Listener) *facts.Facts {
 	t.Helper()
 	dir := t.TempDir()
 	collecttest.WriteTree(t, dir, map[string]any{"etc/": nil})
@@ -205,7 +177,7 @@ func (p pairedNetns) scan(t *testing.T, listening []facts.Listener) (*facts.Fire
 	if err := facts.Validate(*live); err != nil {
 		t.Fatalf("live facts: %v", err)
 	}
-	return live.Network.Firewall, evaluatePack(t, live)
+	return live
 }
 
 // factsSayReachable is the facts' answer to "does a new connection to port

@@ -69,7 +69,7 @@ func liveFirewall(ctx context.Context, env *collect.Env, conf *facts.Firewall) (
 			return nil, fmt.Errorf("evaluating the kernel's nftables ruleset: %w", err)
 		}
 		backend := conf.Backend
-		if backend == "none" && v.hasInput {
+		if backend == "none" && (v.hasInput || v.publishes()) {
 			backend = "nftables"
 		}
 		fw = v.firewall(backend, "kernel")

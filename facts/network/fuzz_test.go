@@ -34,6 +34,8 @@ func FuzzNftables(f *testing.F) {
 	f.Add([]byte("define P = 22\nadd chain inet f input { type filter hook input priority 0 ; }\nadd rule inet f input tcp dport $P accept\n"))
 	f.Add([]byte("include \"x\"\n{{}}\n"))
 	f.Add([]byte("table inet f { set s { type inet_service; elements = { 1-3 } }\n chain c { tcp dport @s accept; return }\n chain i { type filter hook input priority 0; policy drop; jump c; goto c } }\n"))
+	f.Add([]byte("table ip nat { chain pre { type nat hook prerouting priority dstnat; tcp dport 2222 redirect to :22; tcp dport 80-90 dnat to 10.0.0.2:80; jump c }\n chain c { dnat ip6 to [fd00::2]:8080 } }\n"))
+	f.Add([]byte("table inet d { flags dormant\n chain raw { type filter hook prerouting priority raw - 5; policy drop; ct state != new,untracked drop } }\nadd table ip t { flags dormant; }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := newNftParser(nil)
 		if err := p.parse(data, "/etc/nftables.conf", 0); err != nil {

@@ -2,6 +2,7 @@ package network
 
 import (
 	"encoding/binary"
+	"net"
 	"strconv"
 
 	"github.com/google/nftables/expr"
@@ -9,8 +10,9 @@ import (
 
 // reg is what a rule has loaded into a register.
 type reg struct {
-	kind string // l4proto, dport, ctstate, iif, iifname, or a description
+	kind string // l4proto, dport, ctstate, iif, iifname, immediate, or a description
 	mask uint32
+	data []byte // an immediate's value
 }
 
 // registers is what each register of a rule holds, as far as the rule's
@@ -33,6 +35,8 @@ func (regs registers) load(c *fwChain, r *fwRule, e expr.Any) bool {
 			}
 			regs[e.DestRegister] = reg{kind: payloadKind(fam, e)}
 		}
+	case *expr.Immediate:
+		regs[e.Register] = reg{kind: "immediate", data: e.Data}
 	case *expr.Fib:
 		regs[e.Register] = reg{kind: "fib"}
 	case *expr.Exthdr:
@@ -56,6 +60,28 @@ func (regs registers) load(c *fwChain, r *fwRule, e expr.Any) bool {
 		return false
 	}
 	return true
+}
+
+// port reads a nat target's port from the register a nat expression names
+// (0: none, the port stays as it came).
+func (regs registers) port(n uint32, unknown func(string)) int {
+	if n == 0 {
+		return 0
+	}
+	if rg := regs[n]; rg.kind == "immediate" && len(rg.data) == 2 {
+		return int(binary.BigEndian.Uint16(rg.data))
+	}
+	unknown("nat to a port from " + regs[n].kind)
+	return 0
+}
+
+// addr reads a dnat target's address from its register.
+func (regs registers) addr(n uint32, unknown func(string)) string {
+	if rg := regs[n]; n != 0 && rg.kind == "immediate" && (len(rg.data) == 4 || len(rg.data) == 16) {
+		return net.IP(rg.data).String()
+	}
+	unknown("dnat to an address from " + regs[n].kind)
+	return "?"
 }
 
 // setVerdict takes e's verdict for the rule; a kind it does not know is

@@ -30,7 +30,7 @@ func readNftables(fsys sysroot.FS) (*facts.Firewall, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluating %s: %w", fsys.Display(nftablesConf), err)
 	}
-	if !v.hasInput {
+	if !v.hasInput && !v.publishes() {
 		return nil, nil
 	}
 	fw := v.firewall("nftables", "file")
@@ -63,6 +63,7 @@ func (v fwVerdict) firewall(backend, source string) *facts.Firewall {
 			Chains:             f.chains,
 			Source:             source,
 			PolicyLocation:     placed(f.policyAt),
+			Published:          f.published,
 		})
 	}
 	return fw
@@ -183,7 +184,11 @@ func (p *nftParser) topLevel(stmt, block []nftToken, name string, depth int) err
 		return p.table(block, words[1], words[2], name)
 	case "add", "create", "insert":
 		// The flat syntax: add chain inet filter input { ... }, add rule
-		// inet filter input tcp dport 22 accept, add set and add element.
+		// inet filter input tcp dport 22 accept, add set and add element;
+		// add table inet filter { flags dormant; }.
+		if len(words) == 4 && words[1] == "table" && familyOK(words[2]) && block != nil {
+			return p.table(block, words[2], words[3], name)
+		}
 		if len(words) < 5 || !familyOK(words[2]) {
 			return nil
 		}
@@ -217,6 +222,15 @@ func (p *nftParser) topLevel(stmt, block []nftToken, name string, depth int) err
 func (p *nftParser) table(toks []nftToken, family, table, file string) error {
 	return eachStatement(toks, true, func(stmt, block []nftToken) error {
 		words := texts(stmt)
+		if len(words) >= 2 && words[0] == "flags" && block == nil {
+			// flags dormant: the table's chains see no packet.
+			for _, w := range words[1:] {
+				if slices.Contains(strings.Split(w, ","), "dormant") {
+					p.rs.setDormant(family, table)
+				}
+			}
+			return nil
+		}
 		if len(words) < 2 || block == nil {
 			return nil
 		}
@@ -244,8 +258,11 @@ func (p *nftParser) chain(toks []nftToken, c *fwChain, file string) error {
 		switch words[0] {
 		case "type":
 			// type filter hook input priority filter
-			if len(words) >= 4 && words[1] == "filter" && words[2] == "hook" && words[3] == "input" {
-				c.input = true
+			if len(words) >= 4 && words[2] == "hook" {
+				c.kind, c.hook = words[1], words[3]
+				if i := slices.Index(words, "priority"); i > 0 {
+					c.prio = nftPriority(words[i+1:])
+				}
 				// Until a policy statement says otherwise, the hook's
 				// declaration is where the chain's accept comes from.
 				if c.policyAt.Line == 0 && file != "" {
@@ -341,6 +358,90 @@ func (p *nftParser) rule(c *fwChain, words []string, file string, line int, firs
 	return p.rs.addRule(c, r)
 }
 
+// namedPriorities are the priorities nft names for the ip, ip6 and inet
+// families.
+var namedPriorities = map[string]int{"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50, "srcnat": 100}
+
+// nftPriority reads "filter", "-150" or "filter + 10" (nft's spellings);
+// what it cannot read is the filter priority.
+func nftPriority(words []string) int {
+	if len(words) == 0 {
+		return 0
+	}
+	base, ok := namedPriorities[words[0]]
+	if !ok {
+		n, err := strconv.Atoi(words[0])
+		if err != nil {
+			return 0
+		}
+		base = n
+	}
+	if len(words) >= 3 && (words[1] == "+" || words[1] == "-") {
+		if n, err := strconv.Atoi(words[2]); err == nil {
+			if words[1] == "-" {
+				n = -n
+			}
+			base += n
+		}
+	}
+	return base
+}
+
+// natStatement reads "redirect [to :PORT]" and "dnat [ip|ip6] to
+// ADDR[:PORT]" at words[i]: a nat rule's verdict. A target it cannot read
+// (a map, a range of addresses) is an unknown condition of the rule.
+func natStatement(r *fwRule, words []string, i int) (int, bool) {
+	w := words[i]
+	if w != "redirect" && w != "dnat" {
+		return i, false
+	}
+	r.verdict = "nat"
+	r.nat = &natTarget{}
+	j := i + 1
+	if w == "dnat" && (at(words, j) == "ip" || at(words, j) == "ip6") {
+		// In an inet table, "dnat ip to" moves IPv4 alone.
+		r.family = words[j]
+		j++
+	}
+	if at(words, j) == "to" {
+		j++
+	}
+	target := at(words, j)
+	if w == "redirect" {
+		if target != "" && target != "random" && target != "persistent" && target != "fully-random" {
+			r.nat.port = natPort(r, strings.TrimPrefix(target, ":"))
+		}
+		return len(words), true
+	}
+	addr, port := target, ""
+	switch {
+	case strings.HasPrefix(target, "["):
+		a, rest, _ := strings.Cut(target[1:], "]")
+		addr, port = a, strings.TrimPrefix(rest, ":")
+	case strings.Count(target, ":") == 1:
+		addr, port, _ = strings.Cut(target, ":")
+	}
+	if addr == "" || strings.ContainsAny(addr, "{}@$-/") {
+		r.unknown = append(r.unknown, "dnat to "+target)
+		addr = "?"
+	}
+	r.nat.addr = addr
+	if port != "" {
+		r.nat.port = natPort(r, port)
+	}
+	return len(words), true
+}
+
+// natPort reads a nat target's port; a range of ports or a name it does
+// not know is an unknown condition, and the port then stays as it came.
+func natPort(r *fwRule, spec string) int {
+	if n, ok := portNumber(spec); ok && n > 0 {
+		return n
+	}
+	r.unknown = append(r.unknown, "nat to port "+spec)
+	return 0
+}
+
 // plainStatement reads a verdict or a statement that decides nothing (counter,
 // comment, log, limit) at words[i], and returns the index after it, or
 // false when words[i] starts none.
@@ -391,6 +492,9 @@ func plainStatement(r *fwRule, words []string, i int) (int, bool) {
 // after it.
 func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
 	if j, ok := plainStatement(r, words, i); ok {
+		return j
+	}
+	if j, ok := natStatement(r, words, i); ok {
 		return j
 	}
 	w, next := words[i], at(words, i+1)
@@ -448,7 +552,7 @@ func (p *nftParser) term(r *fwRule, c *fwChain, words []string, i int) int {
 func knownWord(w string) bool {
 	switch w {
 	case "accept", "drop", "reject", "return", "jump", "goto", "continue", "counter", "comment", "log", "limit",
-		"tcp", "udp", "th", "meta", "ip", "ip6", "iif", "iifname", "ct":
+		"redirect", "dnat", "tcp", "udp", "th", "meta", "ip", "ip6", "iif", "iifname", "ct":
 		return true
 	}
 	return false
@@ -560,20 +664,24 @@ func ctStateMatch(r *fwRule, words []string, i int) int {
 	for _, v := range vals {
 		states = append(states, strings.Split(v, ",")...)
 	}
-	newToo := false
+	var mask uint32
 	for _, s := range states {
-		if s == "new" || s == "untracked" {
-			newToo = true
+		bit, ok := ctStateBits[s]
+		if !ok {
+			r.unknown = append(r.unknown, "ct state "+s)
+			return next
 		}
+		mask |= bit
 	}
-	switch {
-	case neg:
-		r.unknown = append(r.unknown, "ct state != "+strings.Join(states, ","))
-	case !newToo:
-		r.inert = true
+	if neg {
+		mask = ctAllStates &^ mask
 	}
+	r.ct = mask
 	return next
 }
+
+// ctStateBits are the conntrack states as the kernel's ct state bits.
+var ctStateBits = map[string]uint32{"invalid": ctInvalid, "established": 1 << 1, "related": 1 << 2, "new": 1 << 3, "untracked": ctUntracked}
 
 // ctStateVmap reads "ct state vmap { established : accept, invalid : drop }":
 // a rule whose map sends no state of a new connection on never sees one.

@@ -62,6 +62,34 @@ func familyName(f nftables.TableFamily) string {
 	return ""
 }
 
+// tableDormant is NFT_TABLE_F_DORMANT.
+const tableDormant = 0x1
+
+// tableFlags undoes the netlink library's reading of NFTA_TABLE_FLAGS in
+// host order: the kernel sends it big-endian.
+func tableFlags(t *nftables.Table) uint32 {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], t.Flags)
+	return binary.BigEndian.Uint32(b[:])
+}
+
+// hookName names the netfilter hooks of the ip, ip6 and inet families.
+func hookName(h nftables.ChainHook) string {
+	switch h {
+	case *nftables.ChainHookPrerouting:
+		return "prerouting"
+	case *nftables.ChainHookInput:
+		return "input"
+	case *nftables.ChainHookForward:
+		return "forward"
+	case *nftables.ChainHookOutput:
+		return "output"
+	case *nftables.ChainHookPostrouting:
+		return "postrouting"
+	}
+	return "hook " + strconv.Itoa(int(h))
+}
+
 func (k *kernelReader) read() error {
 	tables, err := k.conn.ListTables()
 	if err != nil {
@@ -74,6 +102,9 @@ func (k *kernelReader) read() error {
 	for _, t := range tables {
 		if familyName(t.Family) == "" {
 			continue
+		}
+		if tableFlags(t)&tableDormant != 0 {
+			k.rs.setDormant(familyName(t.Family), t.Name)
 		}
 		if err := k.readSets(t); err != nil {
 			return err
@@ -92,7 +123,12 @@ func (k *kernelReader) read() error {
 		if err != nil {
 			return err
 		}
-		c.input = ch.Hooknum != nil && *ch.Hooknum == *nftables.ChainHookInput && ch.Type == nftables.ChainTypeFilter
+		if ch.Hooknum != nil {
+			c.kind, c.hook = string(ch.Type), hookName(*ch.Hooknum)
+		}
+		if ch.Priority != nil {
+			c.prio = int(*ch.Priority)
+		}
 		if ch.Policy != nil && *ch.Policy == nftables.ChainPolicyDrop {
 			c.policy = "drop"
 		}
@@ -275,6 +311,23 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 		case *expr.Reject:
 			r.verdict = "drop"
 			text = append(text, "reject")
+		case *expr.Redir:
+			r.verdict, r.nat = "nat", &natTarget{port: regs.port(e.RegisterProtoMin, unknown)}
+			text = append(text, "redirect"+r.nat.words())
+		case *expr.NAT:
+			if e.Type != expr.NATTypeDestNAT {
+				// Source NAT changes no port a client can reach.
+				text = append(text, "snat")
+				continue
+			}
+			r.verdict, r.nat = "nat", &natTarget{addr: regs.addr(e.RegAddrMin, unknown), port: regs.port(e.RegProtoMin, unknown)}
+			switch e.Family {
+			case nfprotoIPv4:
+				r.family = "ip"
+			case nfprotoIPv6:
+				r.family = "ip6"
+			}
+			text = append(text, "dnat"+r.nat.words())
 		case *expr.Counter, *expr.Log:
 		case *expr.Limit:
 			if e.Over {
@@ -376,9 +429,9 @@ func payloadKind(family string, p *expr.Payload) string {
 	return fmt.Sprintf("payload base %d offset %d len %d", p.Base, p.Offset, p.Len)
 }
 
-// ctNew are the conntrack states a new connection can be in: new and
+// ctNewStates are the conntrack states a new connection can be in: new and
 // untracked.
-const ctNew = 1<<3 | 1<<6
+const ctNewStates = ctNew | ctUntracked
 
 func (k *kernelReader) cmp(r *fwRule, rg reg, e *expr.Cmp, unknown func(string)) []string {
 	eq, neq := e.Op == expr.CmpOpEq, e.Op == expr.CmpOpNeq
@@ -411,9 +464,7 @@ func (k *kernelReader) cmp(r *fwRule, rg reg, e *expr.Cmp, unknown func(string))
 		r.restrictPorts(&ps)
 		return []string{protoWord(r.protos) + " dport " + cmpWord(e.Op) + strconv.Itoa(p)}
 	case rg.kind == "ctstate" && rg.mask != 0 && neq && allZero(e.Data):
-		if rg.mask&ctNew == 0 {
-			r.inert = true
-		}
+		r.ct = rg.mask
 		return []string{"ct state " + ctStates(rg.mask)}
 	case (rg.kind == "iif" && eq && len(e.Data) == 4 && binary.NativeEndian.Uint32(e.Data) == 1) ||
 		(rg.kind == "iifname" && eq && strings.TrimRight(string(e.Data), "\x00") == "lo"):
@@ -500,7 +551,7 @@ func (k *kernelReader) lookup(r *fwRule, c *fwChain, rg reg, e *expr.Lookup, unk
 // never sees one. Any other verdict map may accept and stays unmodeled.
 func (k *kernelReader) verdictMap(r *fwRule, rg reg, key string, unknown func(string), text *[]string) {
 	passing, ok := k.ctMaps[key]
-	if ok && rg.kind == "ctstate" && rg.mask == 0 && passing&ctNew == 0 {
+	if ok && rg.kind == "ctstate" && rg.mask == 0 && passing&ctNewStates == 0 {
 		r.inert = true
 		*text = append(*text, "ct state vmap { "+ctStates(passing)+" : accept }")
 		return
@@ -596,9 +647,7 @@ func ctMatch(r *fwRule, base *xt.ConntrackMtinfoBase, states uint16) (string, bo
 	if base.MatchFlags&^uint16(xt.ConntrackState|xt.ConntrackStateAlias) != 0 || base.InvertFlags != 0 {
 		return "", false
 	}
-	if uint32(states)&ctNew == 0 {
-		r.inert = true
-	}
+	r.ct = uint32(states)
 	return "ct state " + ctStates(uint32(states)), true
 }
 

@@ -55,9 +55,13 @@ type fwRule struct {
 	// verdict is accept, drop, jump, goto, return, or "" to continue.
 	verdict string
 	target  string
-	// inert rules never see a new connection from another host (ct state
-	// established, iif lo).
+	// inert rules never see a new connection from another host (iif lo,
+	// a ct state map that passes no state a new connection is in).
 	inert bool
+	// ct is the conntrack states the rule matches (the kernel's bits), 0
+	// when it looks at none: which state a new connection is in depends
+	// on whether conntrack has run (see ctMatches).
+	ct uint32
 	// family, when set ("ip" or "ip6"), limits an inet rule to IPv4 or
 	// IPv6 (meta nfproto).
 	family string
@@ -68,6 +72,16 @@ type fwRule struct {
 	setNeg  bool
 	// unknown lists conditions the model cannot evaluate.
 	unknown []string
+	// nat is where a redirect or dnat rule (verdict "nat") sends the
+	// connections it matches.
+	nat *natTarget
+}
+
+// natTarget is where a nat rule sends a connection: to this host (a
+// redirect) or to addr, on port, or on the port it came to when port is 0.
+type natTarget struct {
+	addr string
+	port int
 }
 
 // portList is a rule's ports as sorted runs: most rules name a port or
@@ -95,12 +109,29 @@ func (l *portList) into(s *portSet) {
 	}
 }
 
-// fwChain is one chain; base chains carry their hook's policy. policyAt is
-// the line of a file that sets the policy, or that declares the hook while
-// leaving the policy at accept; zero from the kernel.
+// words is the target as nft prints it after "redirect" or "dnat".
+func (t *natTarget) words() string {
+	switch {
+	case t.addr != "" && t.port != 0 && strings.Contains(t.addr, ":"):
+		return fmt.Sprintf(" to [%s]:%d", t.addr, t.port)
+	case t.addr != "" && t.port != 0:
+		return fmt.Sprintf(" to %s:%d", t.addr, t.port)
+	case t.addr != "":
+		return " to " + t.addr
+	case t.port != 0:
+		return fmt.Sprintf(" to :%d", t.port)
+	}
+	return ""
+}
+
+// fwChain is one chain; base chains carry their type ("filter", "nat"),
+// hook and priority, and their hook's policy. policyAt is the line of a
+// file that sets the policy, or that declares the hook while leaving the
+// policy at accept; zero from the kernel.
 type fwChain struct {
 	family, table, name string
-	input               bool
+	kind, hook          string
+	prio                int
 	policy              string
 	policyAt            collect.FileLine
 	rules               []fwRule
@@ -108,12 +139,68 @@ type fwChain struct {
 
 func (c *fwChain) ref() string { return c.family + " " + c.table + " " + c.name }
 
+// sees says whether the chain sees packets of the nftables family fam
+// ("ip" or "ip6"): its own, or both from an inet table.
+func (c *fwChain) sees(fam string) bool { return c.family == fam || c.family == "inet" }
+
+// Conntrack states as the kernel's ct state bits.
+const (
+	ctInvalid   = 1 << 0
+	ctNew       = 1 << 3
+	ctUntracked = 1 << 6
+	ctAllStates = ctInvalid | 1<<1 | 1<<2 | ctNew | ctUntracked
+)
+
+// ctEstablished is the state of a reply.
+const ctEstablished = 1 << 1
+
+// conntrackPriority is where conntrack runs on the prerouting hook: a
+// chain below it sees a packet with no connection, which ct state calls
+// invalid; from it up, a new connection's first packet is new, and a
+// reply established.
+const conntrackPriority = -200
+
+// ctMatches says whether a rule matching the ct states mask sees a packet
+// in state (ctInvalid, ctNew or ctEstablished). A new connection's packet
+// is taken to match untracked too, which can only widen what is admitted.
+func ctMatches(mask, state uint32) bool {
+	if state == ctNew {
+		return mask&(ctNew|ctUntracked) != 0
+	}
+	return mask&state != 0
+}
+
+// ephemeralPorts are Linux's default ip_local_port_range: the ports a
+// client's connection comes from, and its replies go to.
+var ephemeralPorts = [2]int{32768, 60999}
+
+// dstnatPriority is where the kernel's destination NAT runs on the
+// prerouting hook: a filter chain below it sees the port a client asked
+// for, one at or above it the port NAT sent the connection to.
+const dstnatPriority = -100
+
 // fwRuleset is a ruleset keyed by family, table and chain name.
 type fwRuleset struct {
 	chains map[string]*fwChain
 	order  []*fwChain
 	sets   map[string]*portSet
 	rules  int
+	// dormant holds the tables (chainKey of family and table) whose
+	// flags make them dormant: their chains see no packet.
+	dormant map[string]bool
+}
+
+// setDormant marks a table dormant.
+func (rs *fwRuleset) setDormant(family, table string) {
+	if rs.dormant == nil {
+		rs.dormant = map[string]bool{}
+	}
+	rs.dormant[family+"\x00"+table] = true
+}
+
+// active says whether c is a base chain of a table that is not dormant.
+func (rs *fwRuleset) active(c *fwChain) bool {
+	return c.hook != "" && !rs.dormant[c.family+"\x00"+c.table]
 }
 
 // set returns the named set, creating it.
@@ -200,8 +287,15 @@ func (rs *fwRuleset) addRule(c *fwChain, r fwRule) error {
 
 // evaluator walks chains for one family and protocol at a time.
 type evaluator struct {
-	rs      *fwRuleset
-	family  string
+	rs     *fwRuleset
+	family string
+	// state is the conntrack state of the packet the chain being
+	// evaluated sees (ctInvalid in a base chain below conntrack, and in
+	// the chains it jumps to).
+	state uint32
+	// quiet is set while a path other than the input path is evaluated:
+	// what it accepts is no admission of the input path.
+	quiet   bool
 	visits  int
 	unknown map[string]facts.FirewallRule
 	// owner[family][proto][port] is 1 + the index in refs (and places) of
@@ -230,27 +324,14 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 		if e.visits++; e.visits > maxRuleVisits {
 			return res, fmt.Errorf("evaluating the ruleset took more than %d rule visits", maxRuleVisits)
 		}
-		if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || undecided.empty() {
-			continue
-		}
 		m := e.scratch(depth)
-		if r.ports == nil {
-			*m = undecided
-		} else {
-			*m = portSet{}
-			r.ports.into(m)
-			m.and(&undecided)
-		}
-		if m.empty() {
+		if !e.reach(r, proto, &undecided, m) {
 			continue
 		}
 		// A rule with a condition the model cannot evaluate matches some
 		// packets and not others: what it accepts counts as admitted, and
 		// what it would drop is still treated as passing on.
-		sure := len(r.unknown) == 0
-		if !sure {
-			e.noteUnknown(r)
-		}
+		sure := e.sure(r)
 		switch r.verdict {
 		case "accept":
 			if !sure && r.ports == nil {
@@ -258,7 +339,9 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 				// unknown, never folded into the port list.
 				continue
 			}
-			e.admit(proto, m, r.ref+": "+r.text, r.at)
+			if !e.quiet {
+				e.admit(proto, m, r.ref+": "+r.text, r.at)
+			}
 			res.accepted.or(m)
 			if sure {
 				undecided.andNot(m)
@@ -295,6 +378,34 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 	}
 	res.returned.or(&undecided)
 	return res, nil
+}
+
+// reach sets m to the ports of left that r can match, in the family,
+// protocol and conntrack state being evaluated, and says whether there
+// are any.
+func (e *evaluator) reach(r *fwRule, proto int, left, m *portSet) bool {
+	if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || left.empty() ||
+		(r.ct != 0 && !ctMatches(r.ct, e.state)) {
+		return false
+	}
+	if r.ports == nil {
+		*m = *left
+	} else {
+		*m = portSet{}
+		r.ports.into(m)
+		m.and(left)
+	}
+	return !m.empty()
+}
+
+// sure says whether the model evaluates every condition of r, noting the
+// rule as unmodeled when it does not.
+func (e *evaluator) sure(r *fwRule) bool {
+	if len(r.unknown) == 0 {
+		return true
+	}
+	e.noteUnknown(r)
+	return false
 }
 
 // follow evaluates the chain that r, in c, jumps or goes to, for the
@@ -388,24 +499,67 @@ type fwVerdict struct {
 
 // familyVerdict is the input path of one address family.
 type familyVerdict struct {
-	// name is "ipv4" or "ipv6"; filtered says some input chain sees it.
-	name     string
-	filtered bool
-	policy   string
-	policyAt collect.FileLine
-	ports    []int
-	admits   []facts.FirewallAdmit
-	chains   []string
+	// name is "ipv4" or "ipv6"; filtered says some filter chain on the
+	// input path (prerouting or input) sees it.
+	name      string
+	filtered  bool
+	policy    string
+	policyAt  collect.FileLine
+	ports     []int
+	admits    []facts.FirewallAdmit
+	chains    []string
+	published []facts.FirewallPublished
 }
 
 // nftFamilies are the nftables families of the two address families, in
 // the order of fwVerdict.families and evaluator.owner.
 var nftFamilies = [2]struct{ nft, name string }{{"ip", "ipv4"}, {"ip6", "ipv6"}}
 
+// familyChains are the active base chains that see one family, by the
+// part of the path they judge.
+type familyChains struct {
+	// before are prerouting filter chains below dstnat, after the input
+	// path behind NAT (prerouting filter chains from dstnat up, and the
+	// input hook's), forward the path of a connection NAT sends to
+	// another address (those prerouting chains, and the forward hook's).
+	before, after, forward []*fwChain
+	// nat are the prerouting nat chains, in the order the kernel runs them.
+	nat []*fwChain
+}
+
+func (rs *fwRuleset) familyChains(fam string) familyChains {
+	var fc familyChains
+	for _, c := range rs.order {
+		if !rs.active(c) || !c.sees(fam) {
+			continue
+		}
+		switch {
+		case c.kind == "filter" && c.hook == "prerouting" && c.prio < dstnatPriority:
+			fc.before = append(fc.before, c)
+		case c.kind == "filter" && c.hook == "prerouting":
+			fc.after = append(fc.after, c)
+			fc.forward = append(fc.forward, c)
+		case c.kind == "filter" && c.hook == "input":
+			fc.after = append(fc.after, c)
+		case c.kind == "filter" && c.hook == "forward":
+			fc.forward = append(fc.forward, c)
+		case c.kind == "nat" && c.hook == "prerouting":
+			fc.nat = append(fc.nat, c)
+		}
+	}
+	slices.SortStableFunc(fc.nat, func(a, b *fwChain) int { return a.prio - b.prio })
+	return fc
+}
+
 // evaluate computes, for IPv4 and IPv6 and for TCP and UDP, the ports that
-// pass every input base chain: a packet must be accepted by each base chain
-// on the hook, and a drop in any of them is final. A family with no input
-// chain at all is unfiltered: the kernel accepts all of it.
+// pass every base chain on the input path: the prerouting filter chains
+// that see the port a client asked for, then destination NAT, then the
+// prerouting and input filter chains that see the port NAT sent it to. A
+// packet must be accepted by each base chain on a hook, and a drop in any
+// of them is final; a dormant table's chains see nothing. A family with no
+// filter chain on the path is unfiltered: the kernel accepts all of it. A
+// port NAT moves is not admitted as itself: it is published, to this host
+// (judged by the input path) or to another address (by the forward path).
 func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	v := fwVerdict{policy: "accept"}
 	e := &evaluator{rs: rs}
@@ -414,40 +568,56 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	for i, fam := range nftFamilies {
 		fv := &v.families[i]
 		fv.name, fv.policy, fv.ports = fam.name, "accept", []int{}
-		var chains []*fwChain
-		for _, c := range rs.order {
-			if c.input && (c.family == fam.nft || c.family == "inet") {
-				chains = append(chains, c)
-				fv.chains = append(fv.chains, c.ref())
-			}
+		fc := rs.familyChains(fam.nft)
+		chains := append(slices.Clone(fc.before), fc.after...)
+		for _, c := range chains {
+			fv.chains = append(fv.chains, c.ref())
 		}
-		if len(chains) == 0 {
+		if len(chains) == 0 && len(fc.nat) == 0 {
 			continue
 		}
-		v.hasInput, fv.filtered = true, true
 		e.family = fam.nft
+		if len(chains) > 0 {
+			v.hasInput, fv.filtered = true, true
+		}
 		var famExplicit portSet
 		famStrictest, famByPolicy := "accept", false
+		for _, c := range chains {
+			if policyRank(c.policy) > policyRank(famStrictest) {
+				famStrictest = c.policy
+			}
+		}
 		for _, p := range protoNames {
-			var passed, ruled portSet
-			passed.fill()
-			for _, c := range chains {
-				if policyRank(c.policy) > policyRank(famStrictest) {
-					famStrictest = c.policy
-				}
-				var all portSet
-				all.fill()
-				res, err := e.eval(c, p.bit, &all, 0)
+			before, _, err := e.pass(fc.before, p.bit, ctNew)
+			if err != nil {
+				return v, err
+			}
+			after, afterRuled, err := e.pass(fc.after, p.bit, ctNew)
+			if err != nil {
+				return v, err
+			}
+			moves, untouched, err := e.translate(fc.nat, p.bit)
+			if err != nil {
+				return v, err
+			}
+			var published []facts.FirewallPublished
+			if len(moves) > 0 {
+				forward, replies, err := e.forwardPath(fc, p.bit)
 				if err != nil {
 					return v, err
 				}
-				through := res.accepted
-				if c.policy == "accept" {
-					through.or(&res.returned)
-				}
-				passed.and(&through)
-				ruled.or(&res.accepted)
+				published = e.publish(moves, p.name, &before, &after, &forward, replies)
 			}
+			fv.published = append(fv.published, published...)
+			if !fv.filtered {
+				// Nothing filters the family: NAT alone moves its ports.
+				continue
+			}
+			passed := before
+			passed.and(&untouched)
+			passed.and(&after)
+			var ruled portSet
+			ruled.or(&afterRuled)
 			ruled.and(&passed)
 			famExplicit.or(&ruled)
 			policyOnly := passed
@@ -457,6 +627,10 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 				e.admit(p.bit, &policyOnly, "policy accept of "+chainList(chains), policyPlace(chains, "accept"))
 			}
 			e.keep(p.bit, &passed)
+		}
+		if !fv.filtered {
+			fv.policy = "accept"
+			continue
 		}
 		fv.policy = effectivePolicy(famByPolicy, famStrictest)
 		fv.policyAt = policyPlace(chains, fv.policy)
@@ -478,6 +652,191 @@ func (rs *fwRuleset) evaluate() (fwVerdict, error) {
 	}
 	slices.SortFunc(v.unknown, func(a, b facts.FirewallRule) int { return strings.Compare(a.Rule, b.Rule) })
 	return v, nil
+}
+
+// pass is what gets through every chain of chains, a base chain's policy
+// taking what its rules leave, and what their rules accepted; every port
+// passes an empty list.
+func (e *evaluator) pass(chains []*fwChain, proto int, state uint32) (passed, ruled portSet, err error) {
+	return e.passFrom(chains, proto, state, nil)
+}
+
+// passFrom is pass for the packets to the ports in from (nil: every port).
+func (e *evaluator) passFrom(chains []*fwChain, proto int, state uint32, from *portSet) (passed, ruled portSet, err error) {
+	if from == nil {
+		passed.fill()
+	} else {
+		passed = *from
+	}
+	for _, c := range chains {
+		all := passed
+		e.state = state
+		if c.hook == "prerouting" && c.prio < conntrackPriority {
+			e.state = ctInvalid
+		}
+		res, err := e.eval(c, proto, &all, 0)
+		if err != nil {
+			return passed, ruled, err
+		}
+		through := res.accepted
+		if c.policy == "accept" {
+			through.or(&res.returned)
+		}
+		passed.and(&through)
+		ruled.or(&res.accepted)
+	}
+	return passed, ruled, nil
+}
+
+// forwardPath is what the forward path lets through to another address
+// (the prerouting chains behind NAT and the forward hook's), and whether
+// its replies come back: they cross every prerouting chain and the
+// forward hook again, established, to the client's ephemeral port, and a
+// reply some chain drops ends the connection as surely as a dropped SYN.
+// replies is true when some ephemeral port gets back.
+func (e *evaluator) forwardPath(fc familyChains, proto int) (forward portSet, replies bool, err error) {
+	e.quiet = true
+	defer func() { e.quiet = false }()
+	if forward, _, err = e.pass(fc.forward, proto, ctNew); err != nil {
+		return forward, false, err
+	}
+	var ephemeral portSet
+	ephemeral.setRange(ephemeralPorts[0], ephemeralPorts[1])
+	back, _, err := e.passFrom(append(slices.Clone(fc.before), fc.forward...), proto, ctEstablished, &ephemeral)
+	if err != nil {
+		return forward, false, err
+	}
+	return forward, !back.empty(), nil
+}
+
+// natMove is a run of ports a nat rule sends elsewhere. sure is false when
+// the rule has conditions the model cannot evaluate: then some connections
+// to the ports are moved and others reach them as they are.
+type natMove struct {
+	ports portSet
+	rule  *fwRule
+	sure  bool
+}
+
+// translate walks the nat chains in the kernel's order: the first rule
+// that matches a port decides, and a port no rule sure of its match moved
+// is untouched. A nat chain's drop closes the port; its accept leaves the
+// port to the next chain.
+func (e *evaluator) translate(chains []*fwChain, proto int) ([]natMove, portSet, error) {
+	var untouched portSet
+	untouched.fill()
+	// The nat chains run behind conntrack, on a new connection's packet.
+	e.state = ctNew
+	var moves []natMove
+	for _, c := range chains {
+		left := untouched
+		if err := e.natChain(c, proto, &left, &untouched, &moves, 0); err != nil {
+			return nil, untouched, err
+		}
+	}
+	return moves, untouched, nil
+}
+
+// natChain walks one nat chain for the ports in left (those still
+// undecided in this chain), taking what it moves or drops out of untouched.
+func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, moves *[]natMove, depth int) error {
+	if depth > maxJumpDepth {
+		return fmt.Errorf("jumps from %s nested deeper than %d (a loop?)", c.ref(), maxJumpDepth)
+	}
+	for i := range c.rules {
+		r := &c.rules[i]
+		if e.visits++; e.visits > maxRuleVisits {
+			return fmt.Errorf("evaluating the ruleset took more than %d rule visits", maxRuleVisits)
+		}
+		var m portSet
+		if !e.reach(r, proto, left, &m) {
+			continue
+		}
+		sure := e.sure(r)
+		switch r.verdict {
+		case "nat":
+			*moves = append(*moves, natMove{ports: m, rule: r, sure: sure})
+			if sure {
+				untouched.andNot(&m)
+			}
+		case "drop":
+			if sure {
+				untouched.andNot(&m)
+			}
+		case "jump", "goto":
+			t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
+			if !ok {
+				return fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
+			}
+			sub := m
+			if err := e.natChain(t, proto, &sub, untouched, moves, depth+1); err != nil {
+				return err
+			}
+			if !sure {
+				continue
+			}
+			// What the target decided leaves this chain; a goto ends it.
+			m.andNot(&sub)
+			if r.verdict == "goto" {
+				m.or(&sub)
+			}
+		case "accept", "return":
+		default:
+			continue
+		}
+		if sure {
+			left.andNot(&m)
+		}
+	}
+	return nil
+}
+
+// publish turns the nat moves of one protocol into facts: each run of
+// ports with the same target, and whether the path behind NAT admits it
+// (the input path for this host, the forward path for another address).
+func (e *evaluator) publish(moves []natMove, proto string, before, after, forward *portSet, replies bool) []facts.FirewallPublished {
+	var out []facts.FirewallPublished
+	var none portSet
+	for _, mv := range moves {
+		path := after
+		if mv.rule.nat.addr != "" {
+			path = forward
+			if !replies {
+				path = &none
+			}
+		}
+		// The ports the path lets in: before NAT as asked, behind it as
+		// moved (one port for all, or each its own).
+		var yes portSet = mv.ports
+		yes.and(before)
+		if t := mv.rule.nat.port; t != 0 {
+			if !path.has(t) {
+				yes = portSet{}
+			}
+		} else {
+			yes.and(path)
+		}
+		var no portSet = mv.ports
+		no.andNot(&yes)
+		var runs []facts.FirewallPublished
+		for ok, set := range map[bool]*portSet{true: &yes, false: &no} {
+			for _, run := range set.ranges() {
+				runs = append(runs, facts.FirewallPublished{
+					Proto: proto, From: run[0], To: run[1], ToAddress: mv.rule.nat.addr, ToPort: mv.rule.nat.port,
+					Admitted: ok, Partial: !mv.sure,
+					Rule: mv.rule.ref + ": " + mv.rule.text, File: mv.rule.at.File, Line: mv.rule.at.Line,
+				})
+			}
+		}
+		slices.SortFunc(runs, func(a, b facts.FirewallPublished) int { return a.From - b.From })
+		out = append(out, runs...)
+	}
+	return out
+}
+
+// publishes says whether NAT moves some port of some family.
+func (v fwVerdict) publishes() bool {
+	return len(v.families[0].published)+len(v.families[1].published) > 0
 }
 
 // effectivePolicy is "accept" when some port reached an accepting policy.

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,5 +144,92 @@ func TestNftIntervalPorts(t *testing.T) {
 	want.add(65000, 65535)
 	if got != want {
 		t.Errorf("interval set %v", got.ranges())
+	}
+}
+
+// The input path beyond the input hook (issue 48): prerouting filter
+// chains before and behind destination NAT, ct state before conntrack,
+// dormant tables, and the ports NAT publishes. TestFirewallDifferential
+// holds the same semantics to the kernel on generated rulesets; these pin
+// one case each.
+func TestNftInputPathBeyondTheInputHook(t *testing.T) {
+	const input = "chain in { type filter hook input priority filter; policy drop; tcp dport 22 accept; tcp dport 80 accept }\n"
+	for _, tc := range []struct {
+		name      string
+		in        string
+		ports     []int  // IPv4's admitted TCP ports
+		published string // IPv4's published runs, "from-to>to_address:to_port admitted"
+	}{
+		{"prerouting drop is final",
+			"table inet f {\n" + input + " chain pre { type filter hook prerouting priority raw; policy accept; tcp dport 80 drop }\n}\n",
+			[]int{22}, ""},
+		{"prerouting policy drop closes all",
+			"table ip f {\n" + input + " chain pre { type filter hook prerouting priority -150; policy drop; }\n}\n",
+			[]int{}, ""},
+		{"ct state invalid before conntrack is every packet",
+			"table inet f {\n" + input + " chain raw { type filter hook prerouting priority -300; policy accept; ct state invalid drop }\n}\n",
+			[]int{}, ""},
+		{"ct state invalid behind conntrack is no new connection",
+			"table inet f {\n" + input + " chain mangle { type filter hook prerouting priority mangle; policy accept; ct state invalid drop }\n}\n",
+			[]int{22, 80}, ""},
+		{"ct state new before conntrack matches nothing",
+			"table inet f {\n chain raw { type filter hook prerouting priority raw; policy drop; ct state new accept; tcp dport 22 accept }\n" + input + "}\n",
+			[]int{22}, ""},
+		{"a dormant table filters nothing",
+			"table inet f {\n" + input + "}\ntable ip d {\n flags dormant\n chain in { type filter hook input priority filter; policy drop; }\n}\n",
+			[]int{22, 80}, ""},
+		{"redirect moves a port onto an admitted one",
+			"table inet f {\n" + input + "}\ntable ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 2222 redirect to :22; tcp dport 80 redirect to :8080 }\n}\n",
+			[]int{22}, "2222-2222>:22 true, 80-80>:8080 false"},
+		{"a filter chain behind dstnat sees the moved port",
+			"table inet f {\n" + input + " chain late { type filter hook prerouting priority filter; policy accept; tcp dport 22 drop }\n}\ntable ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 2222 redirect to :22 }\n}\n",
+			[]int{80}, "2222-2222>:22 false"},
+		{"the first nat rule decides",
+			"table inet f {\n" + input + "}\ntable inet nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8000-8100 accept; tcp dport 8000-9000 redirect }\n}\n",
+			[]int{22, 80}, "8101-9000>:0 false"},
+		{"dnat is judged by the forward path",
+			"table inet f {\n" + input + " chain fwd { type filter hook forward priority filter; policy drop; ct state established accept; tcp dport 80 accept }\n}\n" +
+				"table ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8080 dnat to 10.30.0.2:80; tcp dport 9000 dnat to 10.30.0.3:9000 }\n}\n",
+			[]int{22, 80}, "8080-8080>10.30.0.2:80 true, 9000-9000>10.30.0.3:9000 false"},
+		{"a forward path that drops the replies ends the connection",
+			"table inet f {\n" + input + " chain fwd { type filter hook forward priority filter; policy drop; tcp dport 80 accept }\n}\n" +
+				"table ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8080 dnat to 10.30.0.2:80 }\n}\n",
+			[]int{22, 80}, "8080-8080>10.30.0.2:80 false"},
+		{"replies cross the prerouting chains too",
+			"table inet f {\n" + input + " chain raw { type filter hook prerouting priority raw; policy drop; tcp dport 1-9100 accept }\n}\n" +
+				"table ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8080 dnat to 10.30.0.2:80 }\n}\n",
+			[]int{22, 80}, "8080-8080>10.30.0.2:80 false"},
+		{"dnat ip6 in inet moves IPv6 alone",
+			"table inet f {\n" + input + "}\ntable inet nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8080 dnat ip6 to [fd30::2]:80 }\n}\n",
+			[]int{22, 80}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := parseNftVerdict([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ip := v.families[0]
+			var tcp []int
+			for _, a := range ip.admits {
+				for p := a.From; a.Proto == "tcp" && p <= a.To; p++ {
+					tcp = append(tcp, p)
+				}
+			}
+			if !equalInts(tcp, tc.ports) {
+				t.Errorf("IPv4 admits TCP %v, want %v (%+v)", tcp, tc.ports, ip.admits)
+			}
+			var pubs []string
+			for _, p := range ip.published {
+				if p.Proto == "tcp" {
+					pubs = append(pubs, fmt.Sprintf("%d-%d>%s:%d %v", p.From, p.To, p.ToAddress, p.ToPort, p.Admitted))
+				}
+			}
+			if got := strings.Join(pubs, ", "); got != tc.published {
+				t.Errorf("IPv4 publishes %q, want %q", got, tc.published)
+			}
+			if len(v.unknown) != 0 {
+				t.Errorf("unmodeled %+v", v.unknown)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,35 +51,74 @@ func NginxTempPaths(dir string) string {
 
 // DialNetns connects to addr from inside the network namespace name (one
 // Netns made), so that a test reaches a daemon there without a veth pair
-// or a route on the machine. The socket is made on a thread switched into
-// the namespace and back; a socket stays in the namespace it was made in.
+// or a route on the machine.
 func DialNetns(name, network, addr string) (net.Conn, error) {
+	return DialNetnsWithin(name, network, addr, 10*time.Second)
+}
+
+// DialNetnsWithin is DialNetns giving up after timeout: a SYN a firewall
+// drops shows as the timeout.
+func DialNetnsWithin(name, network, addr string, timeout time.Duration) (net.Conn, error) {
+	var conn net.Conn
+	err := InNetns(name, func() error {
+		var err error
+		conn, err = net.DialTimeout(network, addr, timeout)
+		return err
+	})
+	if errors.Is(err, ErrNetns) && conn != nil {
+		conn.Close()
+		conn = nil
+	}
+	return conn, err
+}
+
+// ListenNetns listens on addr inside the network namespace name.
+func ListenNetns(name, network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := InNetns(name, func() error {
+		var err error
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	if errors.Is(err, ErrNetns) && l != nil {
+		l.Close()
+		l = nil
+	}
+	return l, err
+}
+
+// InNetns runs fn on a thread switched into the network namespace name and
+// back. A socket stays in the namespace it was made in, so fn makes
+// sockets there; a thread that cannot come back stays locked, and the
+// runtime ends it with the goroutine instead of running other code in the
+// namespace. fn's error is returned as it is, so a caller can tell a
+// refused connection from a namespace that could not be entered.
+func InNetns(name string, fn func() error) error {
 	runtime.LockOSThread()
 	own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
 		runtime.UnlockOSThread()
-		return nil, err
+		return fmt.Errorf("%w: %w", ErrNetns, err)
 	}
 	defer own.Close()
 	target, err := os.Open(filepath.Join("/run/netns", name))
 	if err != nil {
 		runtime.UnlockOSThread()
-		return nil, err
+		return fmt.Errorf("%w: %w", ErrNetns, err)
 	}
 	defer target.Close()
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("entering network namespace %s: %w", name, err)
+		return fmt.Errorf("%w: entering %s: %w", ErrNetns, name, err)
 	}
-	conn, dialErr := net.DialTimeout(network, addr, 10*time.Second)
+	fnErr := fn()
 	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread stays locked, so the runtime ends it with the
-		// goroutine instead of running other code in the namespace.
-		if conn != nil {
-			conn.Close()
-		}
-		return nil, fmt.Errorf("leaving network namespace %s: %w", name, err)
+		return fmt.Errorf("%w: leaving %s: %w", ErrNetns, name, err)
 	}
 	runtime.UnlockOSThread()
-	return conn, dialErr
+	return fnErr
 }
+
+// ErrNetns is wrapped by InNetns's errors that are about the namespace,
+// not about what fn did inside it.
+var ErrNetns = errors.New("network namespace")

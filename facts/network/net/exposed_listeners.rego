@@ -9,7 +9,11 @@
 #   cannot be evaluated may admit the port, the check is an error. Each address family is judged
 #   apart and named: an IPv4 socket answers over IPv4, an IPv6 socket on :: over both (IPV6_V6ONLY
 #   is not visible), and a family no ip6, ip or inet input hook filters admits every port, unless
-#   it is IPv6 and the host's evidence shows IPv6 off.
+#   it is IPv6 and the host's evidence shows IPv6 off. A port destination NAT moves is judged where
+#   it goes: outside allowed_ports, a port redirected onto a listener the input path admits fails
+#   naming the nat rule and the listener, and one sent by dnat to another address (a container's
+#   published port) fails when the forward path lets it through; a listener whose port NAT moves
+#   elsewhere is not reached as itself.
 # scope: package
 # custom:
 #   id: GH-NET-004
@@ -73,6 +77,47 @@ deny contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 	])
 }
 
+# Ports destination NAT publishes: a connection to a port outside
+# allowed_ports that the path before NAT lets in, moved onto a listener of
+# this host (or the same port) that the input path admits, reaches that
+# listener. One finding per nat rule's run of ports and listener.
+deny contains {"msg": msg, "subject": run_subject(run, pub.proto)} if {
+	not fw.kernel_error
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some name in lib.judged
+	some pub in object.get(lib.families[name], "published", [])
+	pub.admitted
+	object.get(pub, "to_address", "") == ""
+	some l in object.get(input.network, "listening", [])
+	proto(l.proto) == pub.proto
+	not lib.loopback(l.address)
+	name in lib.listener_families(l.proto, l.address)
+	lands_on(pub, l.port)
+	some run in outside_allowed(pub, l.port)
+	msg := sprintf("%s %s %s not in allowed_ports and %s reachable over %s: %s sends %s to %s %s port %d%s", [
+		pub.proto, lib.said(run), lib.is_are(run), lib.is_are(run), lib.family_label[name], pub.rule,
+		lib.it_them(run), l.proto, l.address, l.port, lib.owner(object.get(l, "process", "")),
+	])
+}
+
+# And moved onto another address, past the forward path: a container's or
+# another host's listener, which the scan cannot see, answers there.
+deny contains {"msg": msg, "subject": run_subject(run, pub.proto)} if {
+	not fw.kernel_error
+	fw != null
+	data.gpuhost.params.allowed_ports
+	some name in lib.judged
+	some pub in object.get(lib.families[name], "published", [])
+	pub.admitted
+	object.get(pub, "to_address", "") != ""
+	some run in outside_allowed(pub, 0)
+	msg := sprintf("%s %s %s not in allowed_ports and %s reachable over %s: %s forwards %s to %s", [
+		pub.proto, lib.said(run), lib.is_are(run), lib.is_are(run), lib.family_label[name], pub.rule,
+		lib.it_them(run), lib.nat_target(pub),
+	])
+}
+
 error contains "no firewall facts: which listeners are admitted is unknown" if fw == null
 
 error contains msg if {
@@ -115,9 +160,13 @@ error contains {"msg": msg, "subject": sprintf("%s/%d", [l.proto, l.port])} if {
 
 # Why a family lets the port in: nothing filters it, a rule admits it, or
 # its input policy accepts (open says why the family is open, "" when it
-# is not); undefined when the family drops it.
+# is not); undefined when the family drops it, or when destination NAT
+# moves every connection to the port elsewhere. The nftables views list
+# every port they admit, the policy's included; ufw's list none, and
+# their policy speaks for the ports no rule names.
 reachable(f, open, p, port) := open if {
 	not f.filtered
+	not lib.moved(f, proto(p), port)
 } else := concat("", ["admitted by ", rules[0]]) if {
 	rules := [a.rule |
 		some a in object.get(f, "admits", [])
@@ -126,7 +175,36 @@ reachable(f, open, p, port) := open if {
 		port <= a.to
 	]
 	count(rules) > 0
-} else := open if open != ""
+} else := open if {
+	open != ""
+	not lib.lists_admissions(f)
+}
+
+# lands_on says the published run's connections reach port: its one
+# target port, or the port itself when each keeps its own.
+lands_on(pub, port) if pub.to_port == port
+
+lands_on(pub, port) if {
+	object.get(pub, "to_port", 0) == 0
+	pub.from <= port
+	port <= pub.to
+}
+
+# outside_allowed are the runs of a published run that allowed_ports
+# leaves out: the whole run, or (when each port keeps its own) the one
+# port listened on; a run wholly allowed has none.
+outside_allowed(pub, port) := [{"from": port, "to": port}] if {
+	object.get(pub, "to_port", 0) == 0
+	port != 0
+	not port in data.gpuhost.params.allowed_ports
+} else := [{"from": pub.from, "to": pub.to}] if {
+	object.get(pub, "to_port", 0) != 0
+	lib.leaves_out(pub)
+} else := []
+
+run_subject(run, p) := sprintf("%s/%d", [p, run.from]) if run.from == run.to
+
+else := sprintf("%s/%d-%d", [p, run.from, run.to])
 
 proto(p) := "tcp" if startswith(p, "tcp")
 

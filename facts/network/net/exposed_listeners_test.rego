@@ -99,10 +99,11 @@ test_fail_ipv6_reachable_without_ip6_table if {
 }
 
 test_fail_each_family_named if {
-	f := facts([web6], by_family([fam("ipv4", true, "drop", [web_rule]), fam("ipv6", true, "accept", [])], {}))
+	policy := {"proto": "tcp", "from": 1024, "to": 65535, "rule": "policy accept of ip6 filter input"}
+	f := facts([web6], by_family([fam("ipv4", true, "drop", [web_rule]), fam("ipv6", true, "accept", [policy])], {}))
 	check.deny == {
 		{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv4: admitted by inet filter input handle 5: tcp dport 8080 accept", "subject": "tcp6/8080"},
-		{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv6: the nftables firewall's input policy for IPv6 is accept", "subject": "tcp6/8080"},
+		{"msg": "tcp6 :: port 8080 (python3) is not in allowed_ports and is reachable over IPv6: admitted by policy accept of ip6 filter input", "subject": "tcp6/8080"},
 	} with input as f
 		with data.gpuhost.params as params
 }
@@ -145,4 +146,90 @@ test_error_unmodeled_names_the_family if {
 	check.error == {{"msg": "tcp6 fd00::2 port 5432 (postgres) may be reachable over IPv6: admitted by ip6 filter INPUT handle 9: ip6 saddr fd00::/8 accept (cannot evaluate ip6 saddr)", "subject": "tcp6/5432"}} with input as f
 		with data.gpuhost.params as params
 	check.deny == set() with input as f with data.gpuhost.params as params
+}
+
+# Destination NAT (issue 48): published ports, and listeners NAT hides.
+nat_families(ipv4_extra, ipv6_extra) := [
+	object.union(
+		{
+			"family": "ipv4", "filtered": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "kernel",
+			"admits": [{"proto": "tcp", "from": 22, "to": 22, "rule": "inet filter input handle 4: tcp dport 22 accept"}],
+		},
+		ipv4_extra,
+	),
+	object.union(
+		{
+			"family": "ipv6", "filtered": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "kernel",
+			"admits": [{"proto": "tcp", "from": 22, "to": 22, "rule": "inet filter input handle 4: tcp dport 22 accept"}],
+		},
+		ipv6_extra,
+	),
+]
+
+sshd := {"proto": "tcp6", "address": "::", "port": 22, "process": "sshd"}
+
+redirect := {"proto": "tcp", "from": 2222, "to": 2222, "to_port": 22, "admitted": true, "rule": "ip nat pre handle 2: tcp dport 2222 redirect to :22"}
+
+test_fail_port_redirected_onto_a_listener if {
+	f := facts([sshd], fw({"families": nat_families({"published": [redirect]}, {})}))
+	check.deny == {{
+		"msg": "tcp port 2222 is not in allowed_ports and is reachable over IPv4: ip nat pre handle 2: tcp dport 2222 redirect to :22 sends it to tcp6 :: port 22 (sshd)",
+		"subject": "tcp/2222",
+	}} with input as f with data.gpuhost.params as params
+}
+
+test_pass_redirect_not_admitted_allowed_or_without_listener if {
+	dropped := object.union(redirect, {"admitted": false})
+	check.deny == set() with input as facts([sshd], fw({"families": nat_families({"published": [dropped]}, {})})) with data.gpuhost.params as params
+	check.deny == set() with input as facts([sshd], fw({"families": nat_families({"published": [redirect]}, {})})) with data.gpuhost.params as {"allowed_ports": [22, 2222]}
+	check.deny == set() with input as facts([web], fw({"families": nat_families({"published": [redirect]}, {})})) with data.gpuhost.params as params
+}
+
+test_fail_port_forwarded_to_another_address if {
+	dnat := {"proto": "tcp", "from": 8000, "to": 8001, "to_address": "fd30::2", "to_port": 80, "admitted": true, "rule": "inet nat pre handle 3: tcp dport 8000-8001 dnat ip6 to [fd30::2]:80"}
+	f := facts([], fw({"families": nat_families({}, {"published": [dnat]})}))
+	check.deny == {{
+		"msg": "tcp ports 8000-8001 are not in allowed_ports and are reachable over IPv6: inet nat pre handle 3: tcp dport 8000-8001 dnat ip6 to [fd30::2]:80 forwards them to [fd30::2]:80",
+		"subject": "tcp/8000-8001",
+	}} with input as f with data.gpuhost.params as params
+}
+
+test_same_port_redirect_names_the_listener if {
+	same := {"proto": "tcp", "from": 8000, "to": 9000, "admitted": true, "rule": "ip nat pre handle 5: tcp dport 8000-9000 redirect"}
+	f := facts([web, sshd], fw({"families": nat_families({"published": [same]}, {})}))
+	check.deny == {{
+		"msg": "tcp port 8080 is not in allowed_ports and is reachable over IPv4: ip nat pre handle 5: tcp dport 8000-9000 redirect sends it to tcp 0.0.0.0 port 8080 (python3)",
+		"subject": "tcp/8080",
+	}} with input as f with data.gpuhost.params as params
+}
+
+# A listener whose port NAT moves elsewhere is not reached as itself, even
+# over a family no chain filters; a partial move leaves it reachable.
+test_listener_behind_a_moved_port if {
+	moved := {"proto": "tcp", "from": 8080, "to": 8080, "to_port": 22, "admitted": false, "rule": "inet nat pre handle 2: tcp dport 8080 redirect to :22"}
+	open4 := {"filtered": false, "default_input_policy": "accept", "admits": []}
+	check.deny == set() with input as facts([web], fw({"families": nat_families(object.union(open4, {"published": [moved]}), {})}))
+		with data.gpuhost.params as params
+	partial := object.union(moved, {"partial": true})
+	check.deny == {{
+		"msg": "tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is reachable over IPv4: no ip or inet table filters input",
+		"subject": "tcp/8080",
+	}} with input as facts([web], fw({"families": nat_families(object.union(open4, {"published": [partial]}), {})}))
+		with data.gpuhost.params as params
+}
+
+# An nftables view lists what its accepting policy admits: a port a rule
+# drops before that policy is closed. ufw's views list nothing, and their
+# policy speaks.
+test_policy_accept_with_a_dropped_port if {
+	accepting := {
+		"default_input_policy": "accept",
+		"admits": [{"proto": "tcp", "from": 0, "to": 8079, "rule": "policy accept of inet filter input"}],
+	}
+	check.deny == set() with input as facts([web], fw({"families": nat_families(accepting, {})})) with data.gpuhost.params as params
+	ufw := {"backend": "ufw", "source": "file", "families": [{"family": "ipv4", "filtered": true, "default_input_policy": "accept", "allowed_ports": [], "source": "file"}]}
+	check.deny == {{
+		"msg": "tcp 0.0.0.0 port 8080 (python3) is not in allowed_ports and is reachable over IPv4: the ufw firewall's input policy for IPv4 is accept",
+		"subject": "tcp/8080",
+	}} with input as facts([web], fw(ufw)) with data.gpuhost.params as params
 }

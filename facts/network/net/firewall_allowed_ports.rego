@@ -8,7 +8,9 @@
 #   Skips when no firewall is configured (GH-NET-002 reports that). IPv4 and IPv6 are judged apart:
 #   a port or an open policy of one family alone is named with its family, and a family no input
 #   hook filters has every port open (IPv6 on a live host whose evidence shows it off excepted). A
-#   run of consecutive ports outside allowed_ports is one finding.
+#   run of consecutive ports outside allowed_ports is one finding. A port a redirect or dnat rule
+#   publishes is open too when the chains behind NAT let it through, and fails outside
+#   allowed_ports naming the nat rule and where it sends the port.
 # scope: package
 # custom:
 #   id: GH-NET-003
@@ -62,6 +64,21 @@ deny contains finding if {
 	msg := sprintf("every port is open over %s: %s", [lib.family_label[name], why])
 	at := lib.family_policy_place[name]
 	finding := locate.at(msg, at.file, at.line)
+}
+
+# Ports destination NAT publishes are open too, as whatever they are sent
+# to: one finding per nat rule's run, naming the families it is open over
+# when not all judged families publish it.
+deny contains finding if {
+	data.gpuhost.params.allowed_ports
+	fw != null
+	some key, pub in published
+	lib.leaves_out(pub)
+	msg := sprintf("the %s firewall %s inbound %s %s%s to %s (%s), %s allowed_ports", [
+		fw.backend, lib.nat_move(pub), pub.proto, lib.said(pub), over(published_over(key)),
+		lib.nat_destination(pub), pub.rule, outside(pub),
+	])
+	finding := object.union({"msg": msg, "subject": subject(pub)}, locate.place(object.get(pub, "file", ""), object.get(pub, "line", 0)))
 }
 
 # The views judged: the joined one in facts without families, else each
@@ -126,6 +143,22 @@ over(names) := "" if {
 } else := "" if {
 	count(lib.judged) == count(names)
 } else := sprintf(" over %s", [concat(" and ", sort([lib.family_label[name] | some name in names]))])
+
+# The published runs the judged families admit, each once, by its facts
+# without the admitted flag; published_over names the families of one.
+published[key] := pub if {
+	some name in lib.judged
+	some pub in object.get(lib.families[name], "published", [])
+	pub.admitted
+	key := json.marshal(object.remove(pub, ["admitted"]))
+}
+
+published_over(key) := {name |
+	some name in lib.judged
+	some pub in object.get(lib.families[name], "published", [])
+	pub.admitted
+	json.marshal(object.remove(pub, ["admitted"])) == key
+}
 
 error contains msg if {
 	fw != null

@@ -145,3 +145,34 @@ test_fail_family_runs_are_cut_where_the_families_differ if {
 		{"msg": "the nftables firewall accepts inbound ports 8011-8020 over IPv6, none of which is in allowed_ports", "subject": "ports/8011-8020"},
 	} with input as f with data.gpuhost.params as params
 }
+
+# Destination NAT (issue 48): what a nat rule publishes is open, named by
+# the families that publish it.
+nat_fw(v4, v6) := {"target": {"kind": "image"}, "network": {"listening": [], "firewall": {
+	"backend": "nftables", "enabled": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "file",
+	"families": [
+		{"family": "ipv4", "filtered": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "file", "published": v4},
+		{"family": "ipv6", "filtered": true, "default_input_policy": "drop", "allowed_ports": [22], "source": "file", "published": v6},
+	],
+}}}
+
+test_fail_published_ports if {
+	redirect := {"proto": "tcp", "from": 2222, "to": 2222, "to_port": 22, "admitted": true, "rule": "/etc/nftables.conf:9: tcp dport 2222 redirect to :22", "file": "/etc/nftables.conf", "line": 9}
+	dnat := {"proto": "tcp", "from": 8000, "to": 8010, "to_address": "10.30.0.2", "to_port": 80, "admitted": true, "rule": "/etc/nftables.conf:10: tcp dport 8000-8010 dnat ip to 10.30.0.2:80", "file": "/etc/nftables.conf", "line": 10}
+	check.deny == {
+		{
+			"msg": "the nftables firewall redirects inbound tcp port 2222 to port 22 (/etc/nftables.conf:9: tcp dport 2222 redirect to :22), which is not in allowed_ports",
+			"subject": "port/2222", "file": "/etc/nftables.conf", "line": 9,
+		},
+		{
+			"msg": "the nftables firewall forwards inbound tcp ports 8000-8010 over IPv4 to 10.30.0.2:80 (/etc/nftables.conf:10: tcp dport 8000-8010 dnat ip to 10.30.0.2:80), none of which is in allowed_ports",
+			"subject": "ports/8000-8010", "file": "/etc/nftables.conf", "line": 10,
+		},
+	} with input as nat_fw([redirect, dnat], [redirect]) with data.gpuhost.params as params
+}
+
+test_pass_published_but_dropped_or_allowed if {
+	redirect := {"proto": "tcp", "from": 2222, "to": 2222, "to_port": 22, "admitted": true, "rule": "ip nat pre handle 2: tcp dport 2222 redirect to :22"}
+	check.deny == set() with input as nat_fw([object.union(redirect, {"admitted": false})], []) with data.gpuhost.params as params
+	check.deny == set() with input as nat_fw([redirect], [redirect]) with data.gpuhost.params as {"allowed_ports": [22, 2222]}
+}

@@ -158,3 +158,59 @@ run_starts(sorted, i) if sorted[i - 1] + 1 != sorted[i]
 run_ends(sorted, i) if i == count(sorted) - 1
 
 run_ends(sorted, i) if sorted[i + 1] != sorted[i] + 1
+
+# Destination NAT. moved says every new connection to port over the family
+# view f is sent elsewhere by a nat rule whose match is known, so nothing
+# reaches the port as itself.
+moved(f, proto, port) if {
+	some pub in object.get(f, "published", [])
+	pub.proto == proto
+	pub.from <= port
+	port <= pub.to
+	not pub.partial
+}
+
+# lists_admissions says the view's admits list every port it lets in, the
+# input policy's included: nftables views do, ufw's do not.
+lists_admissions(f) if f.source == "kernel"
+
+lists_admissions(_) if found.backend == "nftables"
+
+# How a run of ports {from, to} is said in a finding.
+said(run) := sprintf("port %d", [run.from]) if run.from == run.to
+
+else := sprintf("ports %d-%d", [run.from, run.to])
+
+is_are(run) := "is" if run.from == run.to
+
+else := "are"
+
+it_them(run) := "it" if run.from == run.to
+
+else := "them"
+
+# Where a published run goes, as nft writes it.
+nat_target(pub) := sprintf("[%s]:%d", [pub.to_address, pub.to_port]) if {
+	contains(pub.to_address, ":")
+	object.get(pub, "to_port", 0) != 0
+} else := sprintf("%s:%d", [pub.to_address, pub.to_port]) if {
+	object.get(pub, "to_port", 0) != 0
+} else := sprintf("%s (the same port)", [pub.to_address])
+
+# leaves_out says some port of a run {from, to} is not in allowed_ports.
+leaves_out(run) if {
+	inside := {p | some p in data.gpuhost.params.allowed_ports; run.from <= p; p <= run.to}
+	count(inside) < (run.to - run.from) + 1
+}
+
+# How a published run's move is said: "redirects ... to port 22" or
+# "forwards ... to 10.0.0.2:80".
+nat_move(pub) := "forwards" if {
+	object.get(pub, "to_address", "") != ""
+} else := "redirects"
+
+nat_destination(pub) := nat_target(pub) if {
+	object.get(pub, "to_address", "") != ""
+} else := sprintf("port %d", [pub.to_port]) if {
+	object.get(pub, "to_port", 0) != 0
+} else := "the same port"
