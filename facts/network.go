@@ -127,8 +127,9 @@ type FirewallPublished struct {
 
 // IPv6State is whether IPv6 can carry a connection to the host (new in
 // issue 29). Enabled is false only on evidence: the kernel has no IPv6,
-// disable_ipv6 is set everywhere, or no interface but the loopback has an
-// IPv6 address. Evidence says which, or why the state is not known (then
+// disable_ipv6 is set everywhere, or no interface has an IPv6 address but
+// the loopback's ::1 (another address on lo is routed to from outside, and
+// keeps IPv6 on). Evidence says which, or why the state is not known (then
 // Enabled is true).
 type IPv6State struct {
 	Enabled  bool   `json:"enabled"`

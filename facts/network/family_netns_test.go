@@ -378,3 +378,43 @@ func TestFamilyOfflineFileIPTableOnly(t *testing.T) {
 		t.Errorf("connects %v; want 8080 over IPv6 alone", seen)
 	}
 }
+
+// Class 6: the host's IPv6 address is on lo alone (an anycast or routed
+// service address), and the veth carries no IPv6 address of its own: a
+// host outside routes to it all the same, so IPv6 is on and unfiltered.
+func TestFamilyIPv6AddressOnLoopbackIsReachable(t *testing.T) {
+	p := newPairedNetns(t)
+	p.loadNft(t, ipOnlyRuleset)
+	ip := testutil.Tool(t, "ip", "iproute2")
+	const routed, inMAC, outMAC = "fd31::1", "02:29:00:00:00:02", "02:29:00:00:00:01"
+	for _, args := range [][]string{
+		{"-n", p.inner, "-6", "addr", "flush", "dev", "vin"},
+		{"-n", p.inner, "link", "set", "vin", "address", inMAC},
+		{"-n", p.outer, "link", "set", "vout", "address", outMAC},
+		{"-n", p.inner, "addr", "add", routed + "/128", "dev", "lo"},
+		{"-n", p.inner, "-6", "route", "add", "fd29::1/128", "dev", "vin"},
+		{"-n", p.inner, "neigh", "replace", "fd29::1", "lladdr", outMAC, "dev", "vin", "nud", "permanent"},
+		{"-n", p.outer, "-6", "route", "add", routed + "/128", "dev", "vout"},
+		{"-n", p.outer, "neigh", "replace", routed, "lladdr", inMAC, "dev", "vout", "nud", "permanent"},
+	} {
+		testutil.Run(t, 10*time.Second, ip, args...)
+	}
+	sysctl := testutil.Tool(t, "sysctl", "procps")
+	// No link-local address comes back on vin: the only IPv6 address the
+	// namespace holds outside ::1 is the routed one on lo.
+	testutil.Run(t, 10*time.Second, p.in[0], append(slices.Clone(p.in[1:]), sysctl, "-w", "net.ipv6.conf.vin.addr_gen_mode=1")...)
+	t.Logf("addresses:\n%s", testutil.Run(t, 10*time.Second, ip, "-n", p.inner, "-6", "addr"))
+	listening := []facts.Listener{p.listen(t, webPort)}
+	fw, results := p.scan(t, listening)
+	if fw.IPv6 == nil || !fw.IPv6.Enabled || !strings.Contains(fw.IPv6.Evidence, "lo holds "+routed) {
+		t.Errorf("ipv6 %+v; want on, on the evidence of %s on lo", fw.IPv6, routed)
+	}
+	ok, err := p.connects(t, "["+routed+"]:"+strconv.Itoa(webPort))
+	if !ok {
+		t.Fatalf("connect to [%s]:%d from outside: %v; the class needs the routed address reachable", routed, webPort, err)
+	}
+	r := results["GH-NET-004"]
+	if r.Status != "fail" || !strings.Contains(strings.Join(r.Messages, "|"), "reachable over IPv6") {
+		t.Errorf("GH-NET-004 %s %q; want port %d reachable over IPv6", r.Status, r.Messages, webPort)
+	}
+}

@@ -101,6 +101,7 @@ func TestIPv6StateFromProc(t *testing.T) {
 	lo := "00000000000000000000000000000001 01 80 10 80       lo\n"
 	eth := lo + "fe8000000000000000fc00fffe000001 02 40 20 80     eth0\nfd000000000000000000000000000002 02 40 00 80     eth0\n"
 	empty := ""
+	loRouted := lo + "fd310000000000000000000000000001 01 80 00 80       lo\n"
 	on := map[string]string{"all": "0", "default": "0", "lo": "0", "eth0": "0"}
 	for _, tc := range []struct {
 		name     string
@@ -114,6 +115,8 @@ func TestIPv6StateFromProc(t *testing.T) {
 		{"loopback alone", fakeProc(&lo, on), false, "no interface but lo has an IPv6 address"},
 		{"no address at all", fakeProc(&empty, on), false, "no interface but lo has an IPv6 address"},
 		{"on", fakeProc(&eth, on), true, "IPv6 addresses on eth0 (/proc/net/if_inet6)"},
+		// An address of the host's own on lo is routed to from outside.
+		{"a routed address on lo", fakeProc(&loRouted, on), true, "lo holds fd31::1, which other hosts can route to"},
 		// One interface left on is enough to reach the host.
 		{"one interface on", fakeProc(&eth, map[string]string{"all": "1", "default": "1", "lo": "1", "eth0": "0"}), true, "IPv6 addresses on eth0"},
 	} {

@@ -1,7 +1,9 @@
 package network
 
 import (
+	"encoding/hex"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,19 +64,40 @@ func readIPv6State(src ipv6Source) *facts.IPv6State {
 	if entries, off := allDisabled(src); off {
 		return &facts.IPv6State{Evidence: fmt.Sprintf("disable_ipv6 is 1 in every entry of %s (%s)", ipv6Conf, listSome(entries))}
 	}
-	var ifaces []string
+	var ifaces, onLo []string
 	for _, l := range textfile.Lines(data) {
 		f := strings.Fields(l)
 		// address, index, prefix length, scope, flags, device
-		if len(f) != 6 || f[5] == "lo" || slices.Contains(ifaces, f[5]) {
-			continue
+		switch {
+		case len(f) != 6:
+		case f[5] == "lo" && f[0] != loopbackHex:
+			// An address other than ::1 on the loopback is the host's
+			// own, and another host routes to it through any interface.
+			onLo = append(onLo, hexIPv6(f[0]))
+		case f[5] != "lo" && !slices.Contains(ifaces, f[5]):
+			ifaces = append(ifaces, f[5])
 		}
-		ifaces = append(ifaces, f[5])
 	}
-	if len(ifaces) == 0 {
-		return &facts.IPv6State{Evidence: "no interface but lo has an IPv6 address (" + ifInet6 + ")"}
+	switch {
+	case len(onLo) > 0:
+		return &facts.IPv6State{Enabled: true, Evidence: "lo holds " + listSome(onLo) + ", which other hosts can route to (" + ifInet6 + ")"}
+	case len(ifaces) == 0:
+		return &facts.IPv6State{Evidence: "no interface but lo has an IPv6 address, and lo has only ::1 (" + ifInet6 + ")"}
 	}
 	return &facts.IPv6State{Enabled: true, Evidence: "IPv6 addresses on " + listSome(ifaces) + " (" + ifInet6 + ")"}
+}
+
+// loopbackHex is ::1 as /proc/net/if_inet6 writes it.
+const loopbackHex = "00000000000000000000000000000001"
+
+// hexIPv6 renders an address as /proc/net/if_inet6 writes it (32 hex
+// digits) in the usual notation, or leaves what it cannot read as it is.
+func hexIPv6(h string) string {
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != net.IPv6len {
+		return h
+	}
+	return net.IP(b).String()
 }
 
 // allDisabled is true when every entry of the conf directory has
