@@ -30,18 +30,20 @@ func Collect(ctx context.Context, env *collect.Env, net *facts.Network, installe
 		return nil, err
 	}
 	var file *facts.SSH
+	kex := KexDefaultsFor(packageVersion(installed, "openssh-server"))
 	if textfile.Exists(env.FS, SSHDConfigPath) {
 		cfg, err := LoadSSHD(env.FS, SSHDConfigPath)
 		if err != nil {
 			return nil, err
 		}
+		cfg.KexDefaults = kex
 		file = cfg.Facts(env.FS.Display(SSHDConfigPath))
 		file.HostKeys = fileHostKeys(env.FS, cfg)
 	}
 	var daemons []facts.SSHDaemon
 	if env.Live {
 		var err error
-		if daemons, err = liveSSHDaemons(ctx, env, net); err != nil {
+		if daemons, err = liveSSHDaemons(ctx, env, net, kex); err != nil {
 			return nil, err
 		}
 	}
@@ -88,4 +90,15 @@ func SSHDCommandLine(argv []string) (string, []string, error) {
 		}
 	})
 	return file, opts, err
+}
+
+// packageVersion is the installed version of the named package, "" when
+// it is not installed or not known.
+func packageVersion(installed []facts.Package, name string) string {
+	for _, p := range installed {
+		if p.Name == name {
+			return p.Version
+		}
+	}
+	return ""
 }

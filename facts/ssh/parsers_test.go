@@ -120,3 +120,54 @@ func TestSSHDCommandLine(t *testing.T) {
 		t.Error("sshd -f without a file accepted")
 	}
 }
+
+// What TestSSHDConfigDifferential found sshd -T to say otherwise (issue
+// 48), one case each: a Match all block applies to every connection, over
+// the global settings and the command line; times are seconds; every
+// MaxStartups line counts, each over the last; quiet is SILENT; and
+// Debian 12's openssh-server offers sntrup761x25519-sha512 by that name
+// from 1:9.2p1-2+deb12u4.
+func TestSSHDReadAsSSHDTPrints(t *testing.T) {
+	src := collecttest.OpenFS(t, collecttest.TempTree(t, map[string]string{
+		"/etc/ssh/sshd_config": "PasswordAuthentication yes\nClientAliveInterval 5m\nLoginGraceTime 1m30s\nMaxStartups 3:50:10\nMaxStartups 20\nLogLevel quiet\n" +
+			"Match User alice\n  X11Forwarding yes\nMatch all\n  PasswordAuthentication no\n  DenyUsers guest\n  MaxSessions 2\nMatch all\n  PasswordAuthentication yes\n  DenyUsers nobody\n",
+	}))
+	cfg, err := LoadSSHDWith(src, "/etc/ssh/sshd_config", []string{"MaxSessions=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Settings("/etc/ssh/sshd_config")
+	if s.PasswordAuthentication != "no" || !slices.Equal(s.DenyUsers, []string{"guest", "nobody"}) || s.Options["maxsessions"] != "2" || s.Options["x11forwarding"] != "no" {
+		t.Errorf("Match all: password %q deny %v maxsessions %q x11 %q; want no, guest and nobody, 2, no",
+			s.PasswordAuthentication, s.DenyUsers, s.Options["maxsessions"], s.Options["x11forwarding"])
+	}
+	if at := s.Locations["passwordauthentication"]; at.Line != 10 {
+		t.Errorf("passwordauthentication is set at %+v, want the Match all line 10", at)
+	}
+	if len(s.Match) != 3 {
+		t.Errorf("Match blocks %+v, want all three kept", s.Match)
+	}
+	for k, want := range map[string]string{"clientaliveinterval": "300", "logingracetime": "90", "maxstartups": "20:50:20", "loglevel": "SILENT"} {
+		if s.Options[k] != want {
+			t.Errorf("%s = %q, want %q as sshd -T prints it", k, s.Options[k], want)
+		}
+	}
+	for _, tc := range []struct {
+		version string
+		alias   bool
+	}{{"", false}, {"1:8.9p1-3ubuntu0.10", false}, {"1:9.2p1-2+deb12u3", false}, {"1:9.2p1-2+deb12u4", true}, {"1:9.2p1-2+deb12u10", true}} {
+		if got := slices.Contains(KexDefaultsFor(tc.version), "sntrup761x25519-sha512"); got != tc.alias {
+			t.Errorf("KexDefaultsFor(%q) offers sntrup761x25519-sha512: %v, want %v", tc.version, got, tc.alias)
+		}
+	}
+	for v, want := range map[string]int{"0": 0, "300": 300, "5m": 300, "1h30s": 3630, "2W": 1209600, "1d1": 86401} {
+		if got, ok := sshdSeconds(v); !ok || got != want {
+			t.Errorf("sshdSeconds(%q) = %d, %v; want %d", v, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "m", "5x", "-1", "99999999999"} {
+		if _, ok := sshdSeconds(bad); ok {
+			t.Errorf("sshdSeconds(%q) read a time", bad)
+		}
+	}
+}

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+
+	version "github.com/knqyf263/go-deb-version"
 
 	"github.com/gpuhost/gpuhost/facts"
 	"github.com/gpuhost/gpuhost/facts/collect"
@@ -83,6 +87,10 @@ type SSHDConfig struct {
 	// HostKeys lists every HostKey outside Match: unlike most keywords,
 	// each one adds a key.
 	HostKeys []string
+	// KexDefaults are the key exchange algorithms of the sshd that reads
+	// the file, for a file that does not set KexAlgorithms; nil is
+	// DefaultSSHKexAlgorithms (see KexDefaultsFor).
+	KexDefaults []string
 	// paths are the files of Files as the source names them, to stat.
 	paths []string
 }
@@ -215,6 +223,17 @@ func (p *sshdParser) line(file string, lineNo int, line string, depth int) error
 		p.cfg.HostKeys = append(p.cfg.HostKeys, args[0])
 		return nil
 	}
+	if keyword == "maxstartups" {
+		// sshd reads every MaxStartups line, each over the last: a single
+		// number sets start and full and keeps the rate.
+		prev := SSHOptionDefaults["maxstartups"]
+		if v := p.cfg.Values[keyword]; len(v) > 0 {
+			prev = v[0]
+		}
+		p.cfg.Values[keyword] = []string{overMaxStartups(prev, args[0])}
+		p.cfg.Locations[keyword] = collect.FileLine{File: file, Line: lineNo}
+		return nil
+	}
 	if sshdAccumulates[keyword] {
 		p.cfg.Values[keyword] = append(p.cfg.Values[keyword], args...)
 		return nil
@@ -239,7 +258,7 @@ func (p *sshdParser) matchSetting(file string, lineNo int, keyword string, args 
 		return fmt.Errorf("more than %d settings under Match", maxSSHDMatch)
 	}
 	m := &p.cfg.Match[p.match-1]
-	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: strings.Join(args, " "), File: file, Line: lineNo})
+	m.Settings = append(m.Settings, facts.SSHSetting{Keyword: keyword, Value: canonicalValue(keyword, strings.Join(args, " ")), File: file, Line: lineNo})
 	return nil
 }
 
@@ -329,8 +348,46 @@ func (c *SSHDConfig) Facts(configPath string) *facts.SSH {
 	return &facts.SSH{SSHSettings: c.Settings(configPath), Source: "file"}
 }
 
-// Settings is what Facts fills, for one daemon or the file.
+// withMatchAll is the configuration a connection gets whatever its user,
+// host and address: the global settings, with those of "Match all" blocks
+// over them. sshd gives a connection the first value a matching block
+// sets for each keyword, over the global one, and "-o" options too.
+func (c *SSHDConfig) withMatchAll() *SSHDConfig {
+	e := *c
+	e.Values, e.Locations = maps.Clone(c.Values), maps.Clone(c.Locations)
+	e.Explicit = slices.Clone(c.Explicit)
+	set := map[string]bool{}
+	for _, m := range c.Match {
+		if !strings.EqualFold(strings.TrimSpace(m.Criteria), "all") {
+			continue
+		}
+		for _, st := range m.Settings {
+			args := strings.Fields(st.Value)
+			switch {
+			case sshdAccumulates[st.Keyword] && set[st.Keyword]:
+				e.Values[st.Keyword] = append(e.Values[st.Keyword], args...)
+				continue
+			case set[st.Keyword]:
+				continue
+			}
+			set[st.Keyword] = true
+			e.Values[st.Keyword] = args
+			e.Locations[st.Keyword] = collect.FileLine{File: st.File, Line: st.Line}
+			if !slices.Contains(e.Explicit, st.Keyword) {
+				e.Explicit = append(e.Explicit, st.Keyword)
+			}
+		}
+	}
+	slices.Sort(e.Explicit)
+	return &e
+}
+
+// Settings is what Facts fills, for one daemon or the file: what any
+// connection gets (the global settings and "Match all" blocks over them),
+// and the Match blocks as they are.
 func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
+	match := c.Match
+	c = c.withMatchAll()
 	root := c.first("permitrootlogin", "prohibit-password")
 	if root == "without-password" {
 		// The old spelling of the same setting.
@@ -344,7 +401,7 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		KbdInteractiveAuthentication: c.first("kbdinteractiveauthentication", "yes"),
 		PermitEmptyPasswords:         c.first("permitemptypasswords", "no"),
 		Ciphers:                      c.algorithms("ciphers", DefaultSSHCiphers),
-		KexAlgorithms:                c.algorithms("kexalgorithms", DefaultSSHKexAlgorithms),
+		KexAlgorithms:                c.algorithms("kexalgorithms", c.kexDefaults()),
 		MACs:                         c.algorithms("macs", DefaultSSHMACs),
 		HostKeyAlgorithms:            c.algorithms("hostkeyalgorithms", DefaultSSHHostKeyAlgorithms),
 		UsePAM:                       c.first("usepam", "no"),
@@ -356,7 +413,7 @@ func (c *SSHDConfig) Settings(configPath string) facts.SSHSettings {
 		Explicit:                     append([]string{}, c.Explicit...),
 		Options:                      c.options(),
 		Locations:                    maps.Clone(c.Locations),
-		Match:                        slices.Clone(c.Match),
+		Match:                        slices.Clone(match),
 	}
 }
 
@@ -379,13 +436,112 @@ var SSHOptionDefaults = map[string]string{
 }
 
 // options is each of SSHOptionDefaults' keywords' first value, else its
-// default.
+// default, written as sshd -T writes it.
 func (c *SSHDConfig) options() map[string]string {
 	out := make(map[string]string, len(SSHOptionDefaults))
 	for k, def := range SSHOptionDefaults {
-		out[k] = c.first(k, def)
+		out[k] = canonicalValue(k, c.first(k, def))
 	}
 	return out
+}
+
+// sshdTimes are the options whose value is a time, which sshd -T prints
+// in seconds.
+var sshdTimes = map[string]bool{"clientaliveinterval": true, "logingracetime": true}
+
+// canonicalValue writes a value as sshd -T does: a time in seconds
+// ("5m" is 300), MaxStartups in full ("20" is 20:30:20). A value sshd would
+// refuse is left as written.
+func canonicalValue(keyword, v string) string {
+	switch {
+	case sshdTimes[keyword]:
+		if n, ok := sshdSeconds(v); ok {
+			return strconv.Itoa(n)
+		}
+	case keyword == "loglevel" && strings.EqualFold(v, "quiet"):
+		// sshd -T names the quiet level SILENT.
+		return "SILENT"
+	}
+	return v
+}
+
+// overMaxStartups is MaxStartups start:rate:full after a line setting v
+// over prev: "a:b:c" replaces all three, "n" start and full. A value sshd
+// would refuse replaces prev as written.
+func overMaxStartups(prev, v string) string {
+	parts := strings.Split(v, ":")
+	for _, p := range parts {
+		if _, err := strconv.Atoi(p); err != nil {
+			return v
+		}
+	}
+	switch len(parts) {
+	case 3:
+		return v
+	case 1:
+		old := strings.Split(prev, ":")
+		if len(old) != 3 {
+			old = []string{"10", "30", "100"}
+		}
+		return v + ":" + old[1] + ":" + v
+	}
+	return v
+}
+
+// sshdSeconds reads OpenSSH's time format (sshd_config(5), TIME FORMATS):
+// a number of seconds, or numbers each followed by s, m, h, d or w, in
+// either case, added up ("1h30m").
+func sshdSeconds(v string) (int, bool) {
+	if v == "" {
+		return 0, false
+	}
+	units := map[byte]int{'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 604800}
+	total, n, digits := 0, 0, 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + int(c-'0')
+			if digits++; digits > 9 {
+				return 0, false
+			}
+		case digits > 0 && units[c|0x20] != 0:
+			total += n * units[c|0x20]
+			n, digits = 0, 0
+		default:
+			return 0, false
+		}
+	}
+	if total+n > math.MaxInt32 {
+		return 0, false
+	}
+	return total + n, true
+}
+
+// debianKexAlias is the first openssh-server of Debian 12 that offers
+// sntrup761x25519-sha512 under that name too (its changelog: "available
+// without the @openssh.com suffix too").
+const debianKexAlias = "1:9.2p1-2+deb12u4"
+
+// KexDefaultsFor is the default KexAlgorithms of an openssh-server
+// package version ("" when not known: DefaultSSHKexAlgorithms).
+func KexDefaultsFor(pkgVersion string) []string {
+	v, err := version.NewVersion(pkgVersion)
+	if pkgVersion == "" || err != nil || !strings.HasPrefix(pkgVersion, "1:9.2p1-") {
+		return slices.Clone(DefaultSSHKexAlgorithms)
+	}
+	alias, _ := version.NewVersion(debianKexAlias)
+	if v.LessThan(alias) {
+		return slices.Clone(DefaultSSHKexAlgorithms)
+	}
+	return slices.Insert(slices.Clone(DefaultSSHKexAlgorithms), 0, "sntrup761x25519-sha512")
+}
+
+func (c *SSHDConfig) kexDefaults() []string {
+	if c.KexDefaults != nil {
+		return c.KexDefaults
+	}
+	return DefaultSSHKexAlgorithms
 }
 
 // list returns every argument keyword had, or def.

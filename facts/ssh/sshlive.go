@@ -35,7 +35,7 @@ type sshListener struct{ listen, dial string }
 // liveSSHDaemons describes every sshd that owns a listening socket: the
 // configuration its command line names, whether that changed since the
 // daemon loaded it, and what each listener offers and accepts.
-func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Network) ([]facts.SSHDaemon, error) {
+func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Network, kex []string) ([]facts.SSHDaemon, error) {
 	byPID := sshdListeners(network)
 	pids := make([]int, 0, len(byPID))
 	for pid := range byPID {
@@ -48,7 +48,7 @@ func liveSSHDaemons(ctx context.Context, env *collect.Env, network *facts.Networ
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		d, err := liveSSHDaemon(ctx, env.FS, pid, byPID[pid], timeout)
+		d, err := liveSSHDaemon(ctx, env.FS, pid, byPID[pid], timeout, kex)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +88,7 @@ func sshdListeners(network *facts.Network) map[int][]sshListener {
 	return out
 }
 
-func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration) (facts.SSHDaemon, error) {
+func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListener, timeout time.Duration, kex []string) (facts.SSHDaemon, error) {
 	argv, err := daemon.ReadCmdline(fsys, pid)
 	if err != nil {
 		return facts.SSHDaemon{}, err
@@ -104,6 +104,7 @@ func liveSSHDaemon(ctx context.Context, fsys sysroot.FS, pid int, ls []sshListen
 	if err != nil {
 		return facts.SSHDaemon{}, fmt.Errorf("reading the configuration of sshd pid %d: %w", pid, err)
 	}
+	cfg.KexDefaults = kex
 	d := facts.SSHDaemon{SSHSettings: cfg.Settings(fsys.Display(name)), PID: pid, Source: "process", Listen: []string{}, Wire: []facts.SSHWire{}}
 	var wireKeys []facts.SSHHostKey
 	for _, l := range ls {
