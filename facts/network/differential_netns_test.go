@@ -90,6 +90,7 @@ var diffLimits = []diffLimit{}
 func TestFirewallDifferential(t *testing.T) {
 	p := newPairedNetns(t)
 	nft := testutil.Tool(t, "nft", "nftables")
+	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
 	p.pinNeighbours(t)
 	for _, port := range diffListening {
 		p.listenHere(t, p.inner, port)
@@ -115,6 +116,12 @@ func TestFirewallDifferential(t *testing.T) {
 		if err := p.tryLoadNft(nft, c.text); err != nil {
 			t.Errorf("seed %d: nft refused the generated ruleset: %v\n%s", c.seed, err, c.text)
 			continue
+		}
+		if c.iptables != "" {
+			if err := p.tryRestore(restore, c.iptables); err != nil {
+				t.Errorf("seed %d: iptables-nft-restore refused the generated rules: %v\n%s", c.seed, err, c.iptables)
+				continue
+			}
 		}
 		ran++
 		ds, moved := p.differ(t, e, c)
@@ -147,6 +154,9 @@ func TestFirewallDifferential(t *testing.T) {
 		if !shown[d.c.seed] {
 			shown[d.c.seed] = true
 			t.Logf("ruleset of seed %d (features %v):\n%s", d.c.seed, d.c.features, d.c.text)
+			if d.c.iptables != "" {
+				t.Logf("and iptables-nft-restore --noflush:\n%s", d.c.iptables)
+			}
 		}
 	}
 }
@@ -173,7 +183,7 @@ func (p pairedNetns) differ(t *testing.T, e *engine.Engine, c fwCase) (ds []disa
 			}
 			for reader, got := range map[string]verdictOf{
 				"kernel facts": factsReach(kernel, family, port, listening),
-				"file facts":   factsReach(file, family, port, listening),
+				"file facts":   fileReach(c, file, family, port, listening),
 				"GH-NET-004":   pack[family+"/"+strconv.Itoa(port)],
 			} {
 				if got != undecided && got != fromBool(want) {
@@ -184,6 +194,16 @@ func (p pairedNetns) differ(t *testing.T, e *engine.Engine, c fwCase) (ds []disa
 	}
 	slices.SortFunc(out, func(a, b disagreement) int { return strings.Compare(a.String(), b.String()) })
 	return out, moved
+}
+
+// fileReach is the file reader's answer, undecided where the case also
+// loads iptables rules, which an image keeps elsewhere than
+// /etc/nftables.conf.
+func fileReach(c fwCase, fw *facts.Firewall, family string, port int, listening map[int]bool) verdictOf {
+	if c.iptables != "" {
+		return undecided
+	}
+	return factsReach(fw, family, port, listening)
 }
 
 // publishedOver says the facts have NAT moving TCP port over family.
@@ -289,6 +309,19 @@ func (p pairedNetns) tryLoadNft(nft, text string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.in[0], append(slices.Clone(p.in[1:]), nft, "-f", file)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+// tryRestore loads iptables rules in the inner namespace with
+// iptables-nft-restore, which keeps what the namespace's nftables hold.
+func (p pairedNetns) tryRestore(restore, rules string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.in[0], append(slices.Clone(p.in[1:]), restore, "--noflush")...)
+	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}

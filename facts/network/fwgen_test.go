@@ -44,6 +44,10 @@ type fwCase struct {
 	// features names the generator's choices a disagreement is filed
 	// under: "nat", "dormant", "prerouting" and the like.
 	features []string
+	// iptables, when set, is loaded after text with iptables-nft-restore:
+	// a port published the way Docker publishes one. The file reader,
+	// which reads /etc/nftables.conf alone, does not see it.
+	iptables string
 }
 
 type fwGen struct {
@@ -64,6 +68,10 @@ func genRuleset(seed uint64) fwCase {
 		g.natTable()
 	}
 	c := fwCase{seed: seed, text: g.b.String()}
+	if g.r.IntN(5) == 0 {
+		g.features["iptables"] = true
+		c.iptables = g.docker()
+	}
 	for f := range g.features {
 		c.features = append(c.features, f)
 	}
@@ -264,4 +272,25 @@ func (g *fwGen) natTable() {
 		}
 	}
 	g.b.WriteString("\t}\n}\n")
+}
+
+// docker writes what Docker's iptables backend loads to publish the
+// container's port on the host: DNAT in the nat table's PREROUTING (in a
+// DOCKER chain), and FORWARD rules that let the connection and its replies
+// through, or, as a user's DOCKER-USER chain may, drop it.
+func (g *fwGen) docker() string {
+	from := diffPorts()[g.r.IntN(len(diffPorts()))]
+	var b strings.Builder
+	fmt.Fprintf(&b, "*nat\n:PREROUTING ACCEPT [0:0]\n:DOCKER - [0:0]\n-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER\n-A DOCKER -p tcp -m tcp --dport %d -j DNAT --to-destination %s:%d\nCOMMIT\n", from, containerIPv4, containerPort)
+	fmt.Fprintf(&b, "*filter\n:FORWARD %s [0:0]\n:DOCKER-USER - [0:0]\n-A FORWARD -j DOCKER-USER\n", g.pick("ACCEPT", "DROP", "DROP"))
+	if g.r.IntN(3) == 0 {
+		fmt.Fprintf(&b, "-A DOCKER-USER -p tcp -m tcp --dport %d -j DROP\n", containerPort)
+	}
+	b.WriteString("-A DOCKER-USER -j RETURN\n")
+	if g.r.IntN(4) != 0 {
+		b.WriteString("-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n")
+		fmt.Fprintf(&b, "-A FORWARD -d %s/32 -p tcp -m tcp --dport %d -j ACCEPT\n", containerIPv4, containerPort)
+	}
+	b.WriteString("COMMIT\n")
+	return b.String()
 }

@@ -575,7 +575,7 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	// may accept, not dropped from view.
 	prefix2 := testutil.Netns(t)
 	cmd = exec.Command(prefix2[0], append(slices.Clone(prefix2[1:]), restore)...)
-	cmd.Stdin = strings.NewReader(strings.Replace(ufwRules, "-A INPUT -j ufw-user-input", "-A INPUT -m addrtype --dst-type LOCAL -j ACCEPT", 1))
+	cmd.Stdin = strings.NewReader(strings.Replace(ufwRules, "-A INPUT -j ufw-user-input", "-A INPUT -m addrtype --dst-type BROADCAST -j ACCEPT", 1))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
 	}
@@ -606,5 +606,74 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	}
 	if off.Backend != "ufw" || off.Source != "file" || !off.Enabled || !equalInts(off.AllowedPorts, want) {
 		t.Errorf("offline %+v; want ufw's files, enabled, with %v", off, want)
+	}
+}
+
+// dockerRules publish ports the way Docker's iptables backend does, with
+// iptables-nft: xtables DNAT and REDIRECT targets in the nat table, and a
+// FORWARD policy of drop that a conntrack rule and an accept to the
+// container open.
+const dockerRules = `*nat
+:PREROUTING ACCEPT [0:0]
+:DOCKER - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER
+-A DOCKER -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.17.0.2:80
+-A DOCKER -p tcp -m tcp --dport 2222 -j REDIRECT --to-ports 22
+COMMIT
+*filter
+:INPUT DROP [0:0]
+:FORWARD DROP [0:0]
+-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
+-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A FORWARD -d 172.17.0.2/32 -p tcp -m tcp --dport 80 -j ACCEPT
+COMMIT
+`
+
+// Docker's published ports, read from the kernel as iptables-nft leaves
+// them: the xtables DNAT and REDIRECT targets are where the ports go.
+func TestNftKernelReadsDockerDNAT(t *testing.T) {
+	prefix := testutil.Netns(t)
+	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
+	cmd := exec.Command(prefix[0], append(slices.Clone(prefix[1:]), restore)...)
+	cmd.Stdin = strings.NewReader(dockerRules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
+	}
+	rs, err := readKernelRuleset("/run/netns/" + prefix[len(prefix)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rs.verdict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range v.families[0].published {
+		got = append(got, fmt.Sprintf("%s %d-%d>%s:%d %v %v", p.Proto, p.From, p.To, p.ToAddress, p.ToPort, p.Admitted, p.Partial))
+	}
+	// The addrtype match ahead of the DOCKER chain holds for every
+	// connection to the host, so the moves are whole.
+	want := []string{"tcp 8080-8080>172.17.0.2:80 true false", "tcp 2222-2222>:22 true false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("IPv4 publishes %q, want %q (unmodeled %+v)", got, want, v.unknown)
+	}
+	// Negated, or on the source, addrtype is not modeled: the moves
+	// become partial, and the ports may be reached as they are.
+	prefix2 := testutil.Netns(t)
+	cmd = exec.Command(prefix2[0], append(slices.Clone(prefix2[1:]), restore)...)
+	cmd.Stdin = strings.NewReader(strings.Replace(dockerRules, "-m addrtype --dst-type LOCAL", "-m addrtype ! --dst-type LOCAL", 1))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
+	}
+	if rs, err = readKernelRuleset("/run/netns/" + prefix2[len(prefix2)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = rs.verdict(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range v.families[0].published {
+		if !p.Partial {
+			t.Errorf("%+v is whole behind a negated addrtype match", p)
+		}
 	}
 }

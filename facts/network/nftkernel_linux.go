@@ -3,6 +3,7 @@ package network
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -339,6 +340,17 @@ func (k *kernelReader) rule(c *fwChain, nr *nftables.Rule) fwRule {
 				r.verdict = "drop"
 				text = append(text, "reject")
 			case "LOG", "NFLOG":
+			case "DNAT", "REDIRECT":
+				// iptables-nft keeps -j DNAT and -j REDIRECT (Docker's
+				// published ports) as xtables targets.
+				t, ok := xtNAT(e.Name, e.Info)
+				if !ok {
+					unknown("xt target " + e.Name)
+					r.verdict, r.nat = "nat", &natTarget{addr: "?"}
+					continue
+				}
+				r.verdict, r.nat = "nat", t
+				text = append(text, map[string]string{"DNAT": "dnat", "REDIRECT": "redirect"}[e.Name]+t.words())
 			default:
 				unknown("xt target " + e.Name)
 			}
@@ -624,6 +636,38 @@ func ctStates(mask uint32) string {
 	return strings.Join(out, ",")
 }
 
+// xtNAT reads an xtables DNAT or REDIRECT target's first range: the
+// address (DNAT) and port, where its flags say they are set.
+func xtNAT(name string, info xt.InfoAny) (*natTarget, bool) {
+	var flags uint
+	var ip net.IP
+	var port uint16
+	switch i := info.(type) {
+	case *xt.NatRange:
+		flags, ip, port = i.Flags, i.MinIP, i.MinPort
+	case *xt.NatRange2:
+		flags, ip, port = i.Flags, i.MinIP, i.MinPort
+	case *xt.NatIPv4MultiRangeCompat:
+		if len(*i) != 1 {
+			return nil, false
+		}
+		flags, ip, port = (*i)[0].Flags, (*i)[0].MinIP, (*i)[0].MinPort
+	default:
+		return nil, false
+	}
+	t := &natTarget{}
+	if xt.NatRangeFlags(flags)&xt.NatRangeProtoSpecified != 0 {
+		t.port = int(port)
+	}
+	if name == "DNAT" {
+		if xt.NatRangeFlags(flags)&xt.NatRangeMapIPs == 0 || ip == nil {
+			return nil, false
+		}
+		t.addr = ip.String()
+	}
+	return t, true
+}
+
 // xtMatch reads the two xtables matches iptables-nft (and so ufw) leaves
 // in the kernel for the input path: conntrack's state and multiport's
 // destination ports. Anything else in them is left unmodeled.
@@ -639,8 +683,23 @@ func xtMatch(r *fwRule, m *expr.Match) (string, bool) {
 		if m.Name == "multiport" && m.Rev == 1 {
 			return multiportMatch(r, *info)
 		}
+	case *xt.AddrTypeV1:
+		return addrTypeLocal(r, info.Source, info.Dest, info.Flags == 0)
+	case *xt.AddrType:
+		return addrTypeLocal(r, info.Source, info.Dest, !info.InvertSource && !info.InvertDest)
 	}
 	return "", false
+}
+
+// addrTypeLocal reads "-m addrtype --dst-type LOCAL" (Docker's jump to
+// its DNAT chain): every connection to the host matches it, none it
+// forwards, and no reply.
+func addrTypeLocal(r *fwRule, src, dst uint16, plain bool) (string, bool) {
+	if !plain || src != 0 || dst != uint16(xt.AddrTypeLocal) {
+		return "", false
+	}
+	r.toLocal = true
+	return "addrtype dst LOCAL", true
 }
 
 func ctMatch(r *fwRule, base *xt.ConntrackMtinfoBase, states uint16) (string, bool) {

@@ -58,6 +58,10 @@ type fwRule struct {
 	// inert rules never see a new connection from another host (iif lo,
 	// a ct state map that passes no state a new connection is in).
 	inert bool
+	// toLocal rules match only packets to an address of the host (xtables
+	// addrtype --dst-type LOCAL): every new connection to the host, no
+	// forwarded one and no reply.
+	toLocal bool
 	// ct is the conntrack states the rule matches (the kernel's bits), 0
 	// when it looks at none: which state a new connection is in depends
 	// on whether conntrack has run (see ctMatches).
@@ -385,7 +389,7 @@ func (e *evaluator) eval(c *fwChain, proto int, in *portSet, depth int) (chainRe
 // are any.
 func (e *evaluator) reach(r *fwRule, proto int, left, m *portSet) bool {
 	if r.inert || r.protos&proto == 0 || (r.family != "" && r.family != e.family) || left.empty() ||
-		(r.ct != 0 && !ctMatches(r.ct, e.state)) {
+		(r.ct != 0 && !ctMatches(r.ct, e.state)) || (r.toLocal && e.quiet) {
 		return false
 	}
 	if r.ports == nil {
@@ -547,6 +551,11 @@ func (rs *fwRuleset) familyChains(fam string) familyChains {
 			fc.nat = append(fc.nat, c)
 		}
 	}
+	// The kernel runs hooks by priority, and of two at one priority the
+	// one registered later first (it is inserted before its equals): a
+	// Docker DNAT chain made after a table ip nat of the same priority
+	// decides before it.
+	slices.Reverse(fc.nat)
 	slices.SortStableFunc(fc.nat, func(a, b *fwChain) int { return a.prio - b.prio })
 	return fc
 }
@@ -730,7 +739,7 @@ func (e *evaluator) translate(chains []*fwChain, proto int) ([]natMove, portSet,
 	var moves []natMove
 	for _, c := range chains {
 		left := untouched
-		if err := e.natChain(c, proto, &left, &untouched, &moves, 0); err != nil {
+		if err := e.natChain(c, proto, &left, &untouched, &moves, false, 0); err != nil {
 			return nil, untouched, err
 		}
 	}
@@ -739,7 +748,9 @@ func (e *evaluator) translate(chains []*fwChain, proto int) ([]natMove, portSet,
 
 // natChain walks one nat chain for the ports in left (those still
 // undecided in this chain), taking what it moves or drops out of untouched.
-func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, moves *[]natMove, depth int) error {
+// partial is set in a chain reached by a jump whose condition the model
+// cannot evaluate: what it moves is moved for some connections only.
+func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, moves *[]natMove, partial bool, depth int) error {
 	if depth > maxJumpDepth {
 		return fmt.Errorf("jumps from %s nested deeper than %d (a loop?)", c.ref(), maxJumpDepth)
 	}
@@ -752,7 +763,7 @@ func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, mo
 		if !e.reach(r, proto, left, &m) {
 			continue
 		}
-		sure := e.sure(r)
+		sure := e.sure(r) && !partial
 		switch r.verdict {
 		case "nat":
 			*moves = append(*moves, natMove{ports: m, rule: r, sure: sure})
@@ -769,7 +780,7 @@ func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, mo
 				return fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
 			}
 			sub := m
-			if err := e.natChain(t, proto, &sub, untouched, moves, depth+1); err != nil {
+			if err := e.natChain(t, proto, &sub, untouched, moves, !sure, depth+1); err != nil {
 				return err
 			}
 			if !sure {
