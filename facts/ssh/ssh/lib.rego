@@ -55,14 +55,28 @@ match_settings(d, keyword) := {{
 	s.keyword == keyword
 }
 
-# key_first(lists) holds when every AuthenticationMethods list needs a
-# public key before anything else is asked: keyboard-interactive then only
-# adds a second factor, and no password can be guessed without the key.
+# key_first(lists) holds when no AuthenticationMethods list asks for a
+# secret (a password, keyboard-interactive) before a public key: each
+# either starts with one ("publickey,keyboard-interactive") or asks none
+# ("publickey"). keyboard-interactive then only adds a second factor, and
+# no password can be guessed without the key. "any" asks anything.
 key_first(lists) if {
 	count(lists) > 0
 	every l in lists {
-		startswith(l, "publickey,")
+		key_before_secrets(l)
 	}
+}
+
+key_before_secrets(l) if startswith(l, "publickey,")
+
+key_before_secrets(l) if {
+	l != "any"
+	not asks_secret(l)
+}
+
+asks_secret(l) if {
+	some m in split(l, ",")
+	split(m, ":")[0] in {"password", "keyboard-interactive"}
 }
 
 # match_key_first(d, block) holds when the Match block named block sets

@@ -109,3 +109,30 @@ test_fail_wire_alone if {
 test_pass_reloaded if {
 	check.deny == set() with input as {"ssh": {"daemons": [unreloaded(false, ["publickey"])]}}
 }
+
+# Issue 48: a list of publickey alone asks no secret, so keyboard-interactive
+# after a key elsewhere is still a second factor; "any" asks anything.
+test_key_alone_beside_key_then_kbd_passes if {
+	f := json.patch(facts("no", "yes"), [{"op": "add", "path": "/ssh/authentication_methods", "value": ["publickey", "publickey,keyboard-interactive"]}])
+	check.deny == set() with input as f
+	g := json.patch(facts("no", "yes"), [{"op": "add", "path": "/ssh/authentication_methods", "value": ["any"]}])
+	count(check.deny) == 1 with input as g
+}
+
+# Issue 48: a Match block's AuthenticationMethods that asks a secret before
+# a key, under a key-first global list, lets its users guess one.
+test_match_methods_without_a_key_first_fail if {
+	weak := [{"file": "/etc/ssh/sshd_config", "line": 40, "criteria": "User ci", "settings": [
+		{"keyword": "authenticationmethods", "value": "keyboard-interactive", "file": "/etc/ssh/sshd_config", "line": 41},
+	]}]
+	f := json.patch(facts("no", "yes"), [
+		{"op": "add", "path": "/ssh/authentication_methods", "value": ["publickey,keyboard-interactive"]},
+		{"op": "add", "path": "/ssh/match", "value": weak},
+	])
+	check.deny == {{
+		"msg": "sshd (/etc/ssh/sshd_config): Match User ci (/etc/ssh/sshd_config:40) sets AuthenticationMethods \"keyboard-interactive\" at /etc/ssh/sshd_config:41, which asks for KbdInteractiveAuthentication without a key first; want every list to start with publickey",
+		"file": "/etc/ssh/sshd_config", "line": 41,
+	}} with input as f
+	keyed := json.patch(f, [{"op": "replace", "path": "/ssh/match/0/settings/0/value", "value": "publickey publickey,keyboard-interactive"}])
+	check.deny == set() with input as keyed
+}
