@@ -66,12 +66,16 @@ type SSHSettings struct {
 }
 
 // SSHDaemon is one sshd: a running one on a live host (source "process": its
-// configuration is the file its command line names), or the configuration
-// file of an image or rootfs (source "file", no pid).
+// configuration is the file its command line names, whatever the program
+// is called, found by its name or by OpenSSH's banner), a socket another
+// process owns that starts an sshd per connection (source "socket", new in
+// issue 48: pid is the socket's owner, and the configuration is read anew
+// by each connection's sshd), or the configuration file of an image or
+// rootfs (source "file", no pid).
 type SSHDaemon struct {
 	SSHSettings
 	PID    int    `json:"pid,omitempty" jsonschema:"minimum=1"`
-	Source string `json:"source" jsonschema:"enum=file,enum=process"`
+	Source string `json:"source" jsonschema:"enum=file,enum=process,enum=socket"`
 	// Listen lists the address:port pairs the daemon's sockets listen on, as
 	// the kernel reports them.
 	Listen []string `json:"listen"`

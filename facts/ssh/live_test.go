@@ -373,3 +373,66 @@ func auditNames(t *testing.T, raw json.RawMessage) []string {
 	}
 	return names
 }
+
+// passwordsSSHD lets passwords in: the daemons below must be found and
+// judged whatever they are called and whoever owns their socket.
+const passwordsSSHD = `Port %d
+ListenAddress 127.0.0.1
+HostKey %s/ed25519
+UsePAM no
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+`
+
+// Issue 48: an sshd not plainly called sshd is still an sshd. A renamed
+// binary is found by OpenSSH's banner and judged by its own command line;
+// a socket that systemd-socket-activate owns, starting "sshd -i -f FILE"
+// per connection (--accept, as ssh.socket's Accept=yes), is judged by the
+// file that command line names.
+func TestLiveSSHDRenamedAndSocketActivated(t *testing.T) {
+	testutil.Root(t)
+	sshd := testutil.Tool(t, "sshd", "openssh-server")
+	keygen := testutil.Tool(t, "ssh-keygen", "openssh-client")
+	unshare := testutil.Tool(t, "unshare", "util-linux")
+	activate := testutil.Tool(t, "systemd-socket-activate", "systemd")
+	dir := t.TempDir()
+	testutil.Run(t, 30*time.Second, keygen, "-q", "-N", "", "-t", "ed25519", "-f", filepath.Join(dir, "ed25519"))
+	renamed := filepath.Join(dir, "ssh-gateway")
+	data, err := os.ReadFile(sshd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(renamed, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	portA, portB := testutil.FreePort(t), testutil.FreePort(t)
+	confA, confB := filepath.Join(dir, "a_config"), filepath.Join(dir, "b_config")
+	for conf, port := range map[string]int{confA: portA, confB: portB} {
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(passwordsSSHD, port, dir)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := testutil.Start(t, exec.Command(unshare, withPrivateRun(t, renamed, "-D", "-e", "-f", confA)...))
+	a.WaitLine(t, 20*time.Second, "Server listening on 127.0.0.1 port "+strconv.Itoa(portA))
+	listenB := "127.0.0.1:" + strconv.Itoa(portB)
+	b := testutil.Start(t, exec.Command(unshare, withPrivateRun(t, activate, "--accept", "--inetd", "-l", listenB, sshd, "-i", "-e", "-f", confB)...))
+	b.WaitLine(t, 20*time.Second, "Listening on "+listenB)
+
+	f := collectLive(t)
+	da, db := daemonOf(t, f, a.Cmd.Process.Pid), daemonOf(t, f, b.Cmd.Process.Pid)
+	if da.Source != "process" || da.ConfigPath != confA || da.PasswordAuthentication != "yes" || da.StartedAt == "" {
+		t.Errorf("renamed sshd: %+v", da)
+	}
+	if db.Source != "socket" || db.ConfigPath != confB || db.PasswordAuthentication != "yes" || db.StartedAt != "" ||
+		len(db.Wire) != 1 || db.Wire[0].Error != "" || !slices.Contains(db.Wire[0].AuthMethods, "password") {
+		t.Errorf("socket-activated sshd: %+v", db)
+	}
+	got := evaluate(t, f, da)
+	if r := got["GH-SSH-002"]; r.Status != "fail" || !strings.Contains(strings.Join(r.Messages, "|"), fmt.Sprintf("sshd pid %d (127.0.0.1:%d; %s): PasswordAuthentication is \"yes\"", da.PID, portA, confA)) {
+		t.Errorf("GH-SSH-002 on the renamed sshd: %s %q", r.Status, r.Messages)
+	}
+	got = evaluate(t, f, db)
+	if r := got["GH-SSH-002"]; r.Status != "fail" || !strings.Contains(strings.Join(r.Messages, "|"), fmt.Sprintf("(%s; %s): PasswordAuthentication is \"yes\"", listenB, confB)) {
+		t.Errorf("GH-SSH-002 on the socket-activated sshd: %s %q", r.Status, r.Messages)
+	}
+}
