@@ -3,9 +3,12 @@ package ssh
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
@@ -52,22 +55,12 @@ func sshdAge(fsys sysroot.FS, pid int, cfg *SSHDConfig) facts.SSHDaemonAge {
 		age.LoadedFrom = "pid_file"
 	}
 	age.LoadedAt = stamp(loaded)
-	var newest time.Time
-	for i, name := range cfg.paths {
-		fi, err := fsys.Stat(name)
-		if err != nil {
-			// A file gone since the daemon read it changes what a reload
-			// would read, but it has no time to compare.
-			if sysroot.IsNotExist(err) {
-				continue
-			}
-			age.AgeError = fmt.Sprintf("reading the modification time of %s: %v", cfg.Files[i], err)
-			return age
-		}
-		if m := fi.ModTime(); age.NewestConfig == "" || m.After(newest) {
-			newest, age.NewestConfig = m, cfg.Files[i]
-		}
+	newest, which, err := newestChange(fsys, cfg)
+	if err != nil {
+		age.AgeError = err.Error()
+		return age
 	}
+	age.NewestConfig = which
 	if age.NewestConfig != "" {
 		age.NewestConfigModified = stamp(newest)
 		age.ConfigNewer = newest.After(loaded.Add(slack))
@@ -75,7 +68,51 @@ func sshdAge(fsys sysroot.FS, pid int, cfg *SSHDConfig) facts.SSHDaemonAge {
 	return age
 }
 
+// newestChange is the latest change among the files cfg read and the
+// folders its Include patterns look in (a drop-in removed since the daemon
+// started changes what a reload reads, and shows only as its folder's
+// change), and which it was; "" when none could be read.
+func newestChange(fsys sysroot.FS, cfg *SSHDConfig) (time.Time, string, error) {
+	var newest time.Time
+	var which string
+	names := append(slices.Clone(cfg.paths), cfg.includeDirs...)
+	for i, name := range names {
+		shown := fsys.Display(name)
+		if i < len(cfg.paths) {
+			shown = cfg.Files[i]
+		}
+		fi, err := fsys.Stat(name)
+		if err != nil {
+			if sysroot.IsNotExist(err) {
+				continue
+			}
+			return newest, "", fmt.Errorf("reading the modification time of %s: %v", shown, err)
+		}
+		if m := changed(fi); which == "" || m.After(newest) {
+			newest, which = m, shown
+			if i >= len(cfg.paths) {
+				which += " (a file added or removed)"
+			}
+		}
+	}
+	return newest, which, nil
+}
+
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// changed is when a file last changed: the later of its modification time
+// and its inode's change time, which no one sets by hand. A file deployed
+// with its old modification time kept (cp -p, rsync -t, tar) is new all
+// the same. A file system that keeps no change time gives the first.
+func changed(fi fs.FileInfo) time.Time {
+	m := fi.ModTime()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(m) {
+			return c
+		}
+	}
+	return m
+}
 
 // processStart returns when pid started: /proc/PID/stat gives it in clock
 // ticks since boot, /proc/stat the boot time. Both stay put from one read

@@ -1,12 +1,15 @@
 package ssh
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/gpuhost/gpuhost/facts"
+	"github.com/gpuhost/gpuhost/facts/collect/collecttest"
 	"github.com/gpuhost/gpuhost/facts/sysroot"
 )
 
@@ -89,5 +92,69 @@ func TestSSHDAge(t *testing.T) {
 	}
 	if got := sshdAge(fsys, 9, cfg); got.AgeError == "" || got != (facts.SSHDaemonAge{AgeError: got.AgeError}) {
 		t.Errorf("age of a pid that is gone = %+v", got)
+	}
+}
+
+// Issue 48: a drop-in deleted after the daemon started, and a file
+// deployed with its old modification time kept, both change what a
+// reload reads; the first shows as its folder's change, the second as its
+// inode's.
+func TestSSHDNewestChangeSeesDeletionsAndKeptTimes(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/ssh/sshd_config", "Include /etc/ssh/sshd_config.d/*.conf\nPasswordAuthentication no\n")
+	write("etc/ssh/sshd_config.d/a.conf", "PasswordAuthentication yes\n")
+	old := time.Now().Add(-24 * time.Hour)
+	keepOld := func(names ...string) {
+		for _, p := range names {
+			if err := os.Chtimes(filepath.Join(root, p), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	keepOld("etc/ssh/sshd_config", "etc/ssh/sshd_config.d/a.conf", "etc/ssh/sshd_config.d")
+	fsys := collecttest.OpenFS(t, root)
+	newest := func() (time.Time, string) {
+		t.Helper()
+		cfg, err := LoadSSHD(fsys, SSHDConfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, which, err := newestChange(fsys, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, which
+	}
+	// The change times are now: the daemon "started" after them.
+	time.Sleep(20 * time.Millisecond)
+	started := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	if m, _ := newest(); m.After(started) {
+		t.Fatalf("nothing changed yet, newest change %v after %v", m, started)
+	}
+	// Removed, with the folder's times set back: its change time moves.
+	if err := os.Remove(filepath.Join(root, "etc/ssh/sshd_config.d/a.conf")); err != nil {
+		t.Fatal(err)
+	}
+	keepOld("etc/ssh/sshd_config.d")
+	if m, which := newest(); !m.After(started) || which != "/etc/ssh/sshd_config.d (a file added or removed)" {
+		t.Errorf("after a drop-in's removal: %v %q; want the folder, after %v", m, which, started)
+	}
+	// Deployed with its old time kept.
+	started = time.Now()
+	time.Sleep(20 * time.Millisecond)
+	write("etc/ssh/sshd_config.d/b.conf", "PasswordAuthentication yes\n")
+	keepOld("etc/ssh/sshd_config.d/b.conf", "etc/ssh/sshd_config.d")
+	if m, which := newest(); !m.After(started) || which != "/etc/ssh/sshd_config.d/b.conf" {
+		t.Errorf("after a deploy keeping the old time: %v %q; want b.conf, after %v", m, which, started)
 	}
 }

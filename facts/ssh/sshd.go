@@ -91,8 +91,10 @@ type SSHDConfig struct {
 	// the file, for a file that does not set KexAlgorithms; nil is
 	// DefaultSSHKexAlgorithms (see KexDefaultsFor).
 	KexDefaults []string
-	// paths are the files of Files as the source names them, to stat.
-	paths []string
+	// paths are the files of Files as the source names them, to stat, and
+	// includeDirs the folders Include patterns look in.
+	paths       []string
+	includeDirs []string
 }
 
 // ParseSSHD parses one sshd_config buffer; Include lines are not followed.
@@ -267,6 +269,15 @@ func (p *sshdParser) include(patterns []string, depth int) error {
 		return fmt.Errorf("Include nested deeper than %d", textfile.MaxIncludeDepth)
 	}
 	for _, pat := range patterns {
+		// A glob's folder holds drop-ins: removing one changes it.
+		if dir := path.Dir(pat); strings.ContainsAny(path.Base(pat), "*?[") {
+			if !path.IsAbs(dir) {
+				dir = path.Join(sshdConfigDir, dir)
+			}
+			if !slices.Contains(p.cfg.includeDirs, dir) && len(p.cfg.includeDirs) < textfile.MaxIncludeFiles {
+				p.cfg.includeDirs = append(p.cfg.includeDirs, dir)
+			}
+		}
 		files, err := textfile.GlobSorted(p.src, sshdConfigDir, pat)
 		if err != nil {
 			return err
