@@ -143,7 +143,9 @@ type TLSCertificate struct {
 	// SecondsLeft is how long the certificate had left when it was probed;
 	// zero or less once it expired.
 	SecondsLeft int64 `json:"seconds_left"`
-	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
+	// KeyType is RSA, EC, Ed25519, DSA, RSA-PSS, or the key algorithm's
+	// object identifier for anything else (KeyBits 0); documents before
+	// issue 48 give a Go type name there.
 	KeyType            string   `json:"key_type"`
 	KeyBits            int      `json:"key_bits" jsonschema:"minimum=0"`
 	SignatureAlgorithm string   `json:"signature_algorithm"`
@@ -175,7 +177,9 @@ type TLSChainCert struct {
 	// SecondsLeft is how long it had left when probed; zero or less once
 	// it expired.
 	SecondsLeft int64 `json:"seconds_left"`
-	// KeyType is RSA, EC, Ed25519 or the Go name of anything else.
+	// KeyType is RSA, EC, Ed25519, DSA, RSA-PSS, or the key algorithm's
+	// object identifier for anything else (KeyBits 0); documents before
+	// issue 48 give a Go type name there.
 	KeyType            string `json:"key_type"`
 	KeyBits            int    `json:"key_bits" jsonschema:"minimum=0"`
 	SignatureAlgorithm string `json:"signature_algorithm"`

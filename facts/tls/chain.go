@@ -134,7 +134,7 @@ func (ts *trustStore) verify(chain []*x509.Certificate, now time.Time) *facts.TL
 
 // chainCertFacts describes one certificate of a chain as of now.
 func chainCertFacts(c *x509.Certificate, depth int, now time.Time) facts.TLSChainCert {
-	kind, bits := publicKeyFacts(c.PublicKey)
+	kind, bits := publicKeyFacts(c)
 	sum := sha256.Sum256(c.Raw)
 	return facts.TLSChainCert{
 		Depth:              depth,

@@ -3,8 +3,9 @@
 # description: >-
 #   Every certificate each listening TLS port sent, the leaf and each one after it, must be
 #   valid at the scan (not before its notBefore, not after its notAfter) and not expire within
-#   params.tls_cert_min_days; must have an RSA key of 2048 bits or more or an EC key of 256 bits
-#   or more; and must not be signed with SHA-1, MD5 or MD2 (a root's signature on itself
+#   params.tls_cert_min_days; must have an RSA or RSA-PSS key of 2048 bits or more, an EC key of
+#   256 bits or more, or an Ed25519 or Ed448 key (a DSA key, or one of any other type, fails); and
+#   must not be signed with SHA-1, MD5 or MD2 (a root's signature on itself
 #   excepted, as clients never check it). The leaf must also not be self-signed, must carry a
 #   subject alternative name, and its keyUsage and extendedKeyUsage, where present, must let it
 #   serve TLS: digitalSignature or keyEncipherment for an RSA key (digitalSignature or

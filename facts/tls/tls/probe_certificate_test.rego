@@ -178,3 +178,20 @@ test_fail_starttls_self_signed if {
 	check.deny == {`0.0.0.0:143 (imap STARTTLS): certificate 0 (CN=node): self-signed on a non-loopback address`} with input as facts([p])
 		with data.gpuhost.params as params
 }
+
+# Issue 48: keys other than RSA and EC are sized or refused, never passed
+# for want of a rule.
+test_fail_small_pss_dsa_and_unknown_keys if {
+	pss := object.union(good_cert, {"key_type": "RSA-PSS", "key_bits": 1024})
+	dsa := object.union(good_cert, {"key_type": "DSA", "key_bits": 2048})
+	odd := object.union(good_cert, {"key_type": "1.2.643.7.1.1.1.1", "key_bits": 0})
+	check.deny == {
+		"10.0.0.5:443: certificate 0 (CN=node): a 1024-bit RSA-PSS key; want 2048 or more",
+		"10.0.0.5:444: certificate 0 (CN=node): a 2048-bit DSA key, which TLS 1.3 does not allow; want RSA 2048+ or EC 256+",
+		"10.0.0.5:445: certificate 0 (CN=node): a key of type 1.2.643.7.1.1.1.1, which is none of RSA, EC, Ed25519 or Ed448",
+	} with input as facts([probe("10.0.0.5:443", false, pss), probe("10.0.0.5:444", false, dsa), probe("10.0.0.5:445", false, odd)])
+		with data.gpuhost.params as params
+	big := object.union(good_cert, {"key_type": "RSA-PSS", "key_bits": 3072})
+	ed := object.union(good_cert, {"key_type": "Ed448", "key_bits": 448})
+	check.deny == set() with input as facts([probe("10.0.0.5:443", false, big), probe("10.0.0.5:444", false, ed)]) with data.gpuhost.params as params
+}

@@ -232,6 +232,23 @@ certificate contains cert_finding(p, c, sprintf("a %d-bit EC key; want 256 or mo
 	c.key_bits < 256
 }
 
+certificate contains cert_finding(p, c, sprintf("a %d-bit RSA-PSS key; want 2048 or more", [c.key_bits])) if {
+	some [p, c] in chain_certs
+	c.key_type == "RSA-PSS"
+	c.key_bits < 2048
+}
+
+certificate contains cert_finding(p, c, sprintf("a %d-bit DSA key, which TLS 1.3 does not allow; want RSA 2048+ or EC 256+", [c.key_bits])) if {
+	some [p, c] in chain_certs
+	c.key_type == "DSA"
+}
+
+# A key of a type no rule above sizes is not one the policy allows.
+certificate contains cert_finding(p, c, sprintf("a key of type %s, which is none of RSA, EC, Ed25519 or Ed448", [c.key_type])) if {
+	some [p, c] in chain_certs
+	not c.key_type in sized_key_types
+}
+
 certificate contains cert_finding(p, c, sprintf("signed with %s", [c.signature_algorithm])) if {
 	some [p, c] in chain_certs
 	weak_signature(c.signature_algorithm)
@@ -329,3 +346,6 @@ trust_unknown contains {"loopback": p.loopback, "msg": msg} if {
 	object.get(v, "store_error", "") != ""
 	msg := sprintf("%s: whether its certificate chain verifies is unknown: %s", [label(p), v.store_error])
 }
+
+# The key types the certificate rules size.
+sized_key_types := {"RSA", "RSA-PSS", "EC", "Ed25519", "Ed448", "DSA"}
