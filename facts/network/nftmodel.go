@@ -2,7 +2,6 @@ package network
 
 import (
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 
@@ -81,13 +80,6 @@ type fwRule struct {
 	nat *natTarget
 }
 
-// natTarget is where a nat rule sends a connection: to this host (a
-// redirect) or to addr, on port, or on the port it came to when port is 0.
-type natTarget struct {
-	addr string
-	port int
-}
-
 // portList is a rule's ports as sorted runs: most rules name a port or
 // two, and a bitmap per rule would cost more than the whole ruleset.
 type portList struct {
@@ -111,21 +103,6 @@ func (l *portList) into(s *portSet) {
 	for _, run := range l.runs {
 		s.setRange(run[0], run[1])
 	}
-}
-
-// words is the target as nft prints it after "redirect" or "dnat".
-func (t *natTarget) words() string {
-	switch {
-	case t.addr != "" && t.port != 0 && strings.Contains(t.addr, ":"):
-		return fmt.Sprintf(" to [%s]:%d", t.addr, t.port)
-	case t.addr != "" && t.port != 0:
-		return fmt.Sprintf(" to %s:%d", t.addr, t.port)
-	case t.addr != "":
-		return " to " + t.addr
-	case t.port != 0:
-		return fmt.Sprintf(" to :%d", t.port)
-	}
-	return ""
 }
 
 // fwChain is one chain; base chains carry their type ("filter", "nat"),
@@ -173,15 +150,6 @@ func ctMatches(mask, state uint32) bool {
 	}
 	return mask&state != 0
 }
-
-// ephemeralPorts are Linux's default ip_local_port_range: the ports a
-// client's connection comes from, and its replies go to.
-var ephemeralPorts = [2]int{32768, 60999}
-
-// dstnatPriority is where the kernel's destination NAT runs on the
-// prerouting hook: a filter chain below it sees the port a client asked
-// for, one at or above it the port NAT sent the connection to.
-const dstnatPriority = -100
 
 // fwRuleset is a ruleset keyed by family, table and chain name.
 type fwRuleset struct {
@@ -431,46 +399,6 @@ func (e *evaluator) scratch(depth int) *portSet {
 	return e.bufs[depth]
 }
 
-func (e *evaluator) admit(proto int, ports *portSet, ref string, at collect.FileLine) {
-	idx, ok := e.refIdx[ref]
-	if !ok {
-		if e.refIdx == nil {
-			e.refIdx = map[string]uint16{}
-		}
-		if len(e.refs) >= 65535 {
-			return
-		}
-		e.refs = append(e.refs, ref)
-		e.places = append(e.places, at)
-		idx = uint16(len(e.refs))
-		e.refIdx[ref] = idx
-	}
-	owner := e.ownerOf(proto)
-	for w, word := range ports {
-		for word != 0 {
-			bit := bits.TrailingZeros64(word)
-			word &^= 1 << bit
-			if p := w*64 + bit; owner[p] == 0 {
-				owner[p] = idx
-			}
-		}
-	}
-}
-
-func (e *evaluator) ownerOf(proto int) *[65536]uint16 {
-	f, pr := 0, 0
-	if e.family == "ip6" {
-		f = 1
-	}
-	if proto == protoUDP {
-		pr = 1
-	}
-	if e.owner[f][pr] == nil {
-		e.owner[f][pr] = new([65536]uint16)
-	}
-	return e.owner[f][pr]
-}
-
 func (e *evaluator) noteUnknown(r *fwRule) {
 	if e.unknown == nil {
 		e.unknown = map[string]facts.FirewallRule{}
@@ -697,159 +625,6 @@ func (e *evaluator) passFrom(chains []*fwChain, proto int, state uint32, from *p
 	return passed, ruled, nil
 }
 
-// forwardPath is what the forward path lets through to another address
-// (the prerouting chains behind NAT and the forward hook's), and whether
-// its replies come back: they cross every prerouting chain and the
-// forward hook again, established, to the client's ephemeral port, and a
-// reply some chain drops ends the connection as surely as a dropped SYN.
-// replies is true when some ephemeral port gets back.
-func (e *evaluator) forwardPath(fc familyChains, proto int) (forward portSet, replies bool, err error) {
-	e.quiet = true
-	defer func() { e.quiet = false }()
-	if forward, _, err = e.pass(fc.forward, proto, ctNew); err != nil {
-		return forward, false, err
-	}
-	var ephemeral portSet
-	ephemeral.setRange(ephemeralPorts[0], ephemeralPorts[1])
-	back, _, err := e.passFrom(append(slices.Clone(fc.before), fc.forward...), proto, ctEstablished, &ephemeral)
-	if err != nil {
-		return forward, false, err
-	}
-	return forward, !back.empty(), nil
-}
-
-// natMove is a run of ports a nat rule sends elsewhere. sure is false when
-// the rule has conditions the model cannot evaluate: then some connections
-// to the ports are moved and others reach them as they are.
-type natMove struct {
-	ports portSet
-	rule  *fwRule
-	sure  bool
-}
-
-// translate walks the nat chains in the kernel's order: the first rule
-// that matches a port decides, and a port no rule sure of its match moved
-// is untouched. A nat chain's drop closes the port; its accept leaves the
-// port to the next chain.
-func (e *evaluator) translate(chains []*fwChain, proto int) ([]natMove, portSet, error) {
-	var untouched portSet
-	untouched.fill()
-	// The nat chains run behind conntrack, on a new connection's packet.
-	e.state = ctNew
-	var moves []natMove
-	for _, c := range chains {
-		left := untouched
-		if err := e.natChain(c, proto, &left, &untouched, &moves, false, 0); err != nil {
-			return nil, untouched, err
-		}
-	}
-	return moves, untouched, nil
-}
-
-// natChain walks one nat chain for the ports in left (those still
-// undecided in this chain), taking what it moves or drops out of untouched.
-// partial is set in a chain reached by a jump whose condition the model
-// cannot evaluate: what it moves is moved for some connections only.
-func (e *evaluator) natChain(c *fwChain, proto int, left, untouched *portSet, moves *[]natMove, partial bool, depth int) error {
-	if depth > maxJumpDepth {
-		return fmt.Errorf("jumps from %s nested deeper than %d (a loop?)", c.ref(), maxJumpDepth)
-	}
-	for i := range c.rules {
-		r := &c.rules[i]
-		if e.visits++; e.visits > maxRuleVisits {
-			return fmt.Errorf("evaluating the ruleset took more than %d rule visits", maxRuleVisits)
-		}
-		var m portSet
-		if !e.reach(r, proto, left, &m) {
-			continue
-		}
-		sure := e.sure(r) && !partial
-		switch r.verdict {
-		case "nat":
-			*moves = append(*moves, natMove{ports: m, rule: r, sure: sure})
-			if sure {
-				untouched.andNot(&m)
-			}
-		case "drop":
-			if sure {
-				untouched.andNot(&m)
-			}
-		case "jump", "goto":
-			t, ok := e.rs.chains[chainKey(c.family, c.table, r.target)]
-			if !ok {
-				return fmt.Errorf("%s jumps to %s, which does not exist", r.ref, r.target)
-			}
-			sub := m
-			if err := e.natChain(t, proto, &sub, untouched, moves, !sure, depth+1); err != nil {
-				return err
-			}
-			if !sure {
-				continue
-			}
-			// What the target decided leaves this chain; a goto ends it.
-			m.andNot(&sub)
-			if r.verdict == "goto" {
-				m.or(&sub)
-			}
-		case "accept", "return":
-		default:
-			continue
-		}
-		if sure {
-			left.andNot(&m)
-		}
-	}
-	return nil
-}
-
-// publish turns the nat moves of one protocol into facts: each run of
-// ports with the same target, and whether the path behind NAT admits it
-// (the input path for this host, the forward path for another address).
-func (e *evaluator) publish(moves []natMove, proto string, before, after, forward *portSet, replies bool) []facts.FirewallPublished {
-	var out []facts.FirewallPublished
-	var none portSet
-	for _, mv := range moves {
-		path := after
-		if mv.rule.nat.addr != "" {
-			path = forward
-			if !replies {
-				path = &none
-			}
-		}
-		// The ports the path lets in: before NAT as asked, behind it as
-		// moved (one port for all, or each its own).
-		var yes portSet = mv.ports
-		yes.and(before)
-		if t := mv.rule.nat.port; t != 0 {
-			if !path.has(t) {
-				yes = portSet{}
-			}
-		} else {
-			yes.and(path)
-		}
-		var no portSet = mv.ports
-		no.andNot(&yes)
-		var runs []facts.FirewallPublished
-		for ok, set := range map[bool]*portSet{true: &yes, false: &no} {
-			for _, run := range set.ranges() {
-				runs = append(runs, facts.FirewallPublished{
-					Proto: proto, From: run[0], To: run[1], ToAddress: mv.rule.nat.addr, ToPort: mv.rule.nat.port,
-					Admitted: ok, Partial: !mv.sure,
-					Rule: mv.rule.ref + ": " + mv.rule.text, File: mv.rule.at.File, Line: mv.rule.at.Line,
-				})
-			}
-		}
-		slices.SortFunc(runs, func(a, b facts.FirewallPublished) int { return a.From - b.From })
-		out = append(out, runs...)
-	}
-	return out
-}
-
-// publishes says whether NAT moves some port of some family.
-func (v fwVerdict) publishes() bool {
-	return len(v.families[0].published)+len(v.families[1].published) > 0
-}
-
 // effectivePolicy is "accept" when some port reached an accepting policy.
 // Accepting policies that no packet reaches leave the catch-all drop rule
 // (the iptables habit) as the effective policy.
@@ -861,17 +636,6 @@ func effectivePolicy(byPolicy bool, strictest string) string {
 		return "drop"
 	}
 	return strictest
-}
-
-// keep trims the admissions of proto to the ports that got through every
-// base chain; an accept in one base chain is not the last word.
-func (e *evaluator) keep(proto int, passed *portSet) {
-	owner := e.ownerOf(proto)
-	for p := range owner {
-		if owner[p] != 0 && !passed.has(p) {
-			owner[p] = 0
-		}
-	}
 }
 
 // policyPlace is where the first of chains whose policy is policy sets it;
@@ -894,170 +658,4 @@ func chainList(chains []*fwChain) string {
 		}
 	}
 	return strings.Join(names, ", ")
-}
-
-// facts renders the admissions of both families as port ranges, IPv4's
-// first rule for a port winning over IPv6's.
-func (e *evaluator) facts() []facts.FirewallAdmit {
-	return e.render(func(pr, port int) uint16 {
-		if ip := e.owner[0][pr]; ip != nil && ip[port] != 0 {
-			return ip[port]
-		}
-		if ip6 := e.owner[1][pr]; ip6 != nil {
-			return ip6[port]
-		}
-		return 0
-	})
-}
-
-// familyFacts renders the admissions of one family (an index into
-// nftFamilies) as port ranges.
-func (e *evaluator) familyFacts(fam int) []facts.FirewallAdmit {
-	return e.render(func(pr, port int) uint16 {
-		if o := e.owner[fam][pr]; o != nil {
-			return o[port]
-		}
-		return 0
-	})
-}
-
-// render turns the first admitting rule of each port, ownerAt(proto index,
-// port), into runs of ports admitted by one rule.
-func (e *evaluator) render(ownerAt func(pr, port int) uint16) []facts.FirewallAdmit {
-	out := []facts.FirewallAdmit{}
-	for pr, p := range protoNames {
-		for port := 0; port < 65536; port++ {
-			idx := ownerAt(pr, port)
-			if idx == 0 {
-				continue
-			}
-			end := port
-			for end+1 < 65536 && ownerAt(pr, end+1) == idx {
-				end++
-			}
-			at := e.places[idx-1]
-			out = append(out, facts.FirewallAdmit{Proto: p.name, From: port, To: end, Rule: e.refs[idx-1], File: at.File, Line: at.Line})
-			port = end
-		}
-	}
-	return out
-}
-
-func (s *portSet) empty() bool {
-	for _, w := range s {
-		if w != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *portSet) fill() {
-	for i := range s {
-		s[i] = ^uint64(0)
-	}
-}
-
-func (s *portSet) and(o *portSet) {
-	for i := range s {
-		s[i] &= o[i]
-	}
-}
-
-func (s *portSet) andNot(o *portSet) {
-	for i := range s {
-		s[i] &^= o[i]
-	}
-}
-
-func (s *portSet) or(o *portSet) {
-	for i := range s {
-		s[i] |= o[i]
-	}
-}
-
-func (s *portSet) has(p int) bool { return s[p/64]&(1<<(p%64)) != 0 }
-
-// ranges returns the set as inclusive [from, to] runs, a word at a time
-// where words are empty or full.
-func (s *portSet) ranges() [][2]int {
-	var out [][2]int
-	start := -1
-	for w, word := range s {
-		switch {
-		case word == 0 && start < 0, word == ^uint64(0) && start >= 0:
-			continue
-		case word == 0:
-			out = append(out, [2]int{start, w*64 - 1})
-			start = -1
-			continue
-		}
-		for b := 0; b < 64; b++ {
-			in := word&(1<<b) != 0
-			switch {
-			case in && start < 0:
-				start = w*64 + b
-			case !in && start >= 0:
-				out = append(out, [2]int{start, w*64 + b - 1})
-				start = -1
-			}
-		}
-	}
-	if start >= 0 {
-		out = append(out, [2]int{start, 65535})
-	}
-	return out
-}
-
-// setRange adds lo..hi a word at a time.
-func (s *portSet) setRange(lo, hi int) {
-	for lo <= hi {
-		w, b := lo/64, lo%64
-		if b == 0 && hi-lo >= 63 {
-			s[w] = ^uint64(0)
-			lo += 64
-			continue
-		}
-		s[w] |= 1 << b
-		lo++
-	}
-}
-
-// setBound is one element of an interval set as the kernel holds it: the
-// first port of a run, or (end) the port one past its last.
-type setBound struct {
-	port int
-	end  bool
-}
-
-// intervalPorts turns interval set bounds, in any order, into ports.
-func intervalPorts(bounds []setBound) portSet {
-	var ps portSet
-	slices.SortFunc(bounds, func(a, b setBound) int {
-		if a.port != b.port {
-			return a.port - b.port
-		}
-		// An end and a start at one port: the end closes the run before.
-		switch {
-		case a.end == b.end:
-			return 0
-		case a.end:
-			return -1
-		}
-		return 1
-	})
-	open := -1
-	for _, b := range bounds {
-		switch {
-		case !b.end && open < 0:
-			open = b.port
-		case b.end && open >= 0:
-			ps.add(open, b.port-1)
-			open = -1
-		}
-	}
-	if open >= 0 {
-		ps.add(open, 65535)
-	}
-	return ps
 }

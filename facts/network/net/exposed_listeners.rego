@@ -1,18 +1,15 @@
 # METADATA
 # title: No listener the firewall lets in is outside allowed_ports
 # description: >-
-#   Joins the listening sockets with the firewall's ruleset on a live host: a socket listening on
-#   an address other than loopback, whose port is not in params.allowed_ports and which the input
-#   path admits (a rule, the input policy, or no firewall at all), fails, naming the port, the
-#   process and the rule that lets it in. A listener the ruleset drops is not reachable and passes
-#   here (GH-NET-001 still reports it). When the kernel's ruleset could not be read, or a rule that
-#   cannot be evaluated may admit the port, the check is an error. Each address family is judged
-#   apart and named: an IPv4 socket answers over IPv4, an IPv6 socket on :: over both (IPV6_V6ONLY
-#   is not visible), and a family no ip6, ip or inet input hook filters admits every port, unless
-#   it is IPv6 and the host's evidence shows IPv6 off. A port destination NAT moves is judged where
-#   it goes: outside allowed_ports, a port redirected onto a listener the input path admits fails
-#   naming the nat rule and the listener, and one sent by dnat to another address (a container's
-#   published port) fails when the forward path lets it through; a listener whose port NAT moves
+#   On a live host, a socket listening outside loopback on a port not in params.allowed_ports
+#   fails when the input path admits it (a rule, the input policy, or no firewall), naming the
+#   port, the process and the rule. A listener the ruleset drops passes here (GH-NET-001 still
+#   reports it). An unreadable kernel ruleset, or an unmodeled rule that may admit the port, makes
+#   the check an error. Each address family is judged and named apart: an IPv6 socket on :: answers
+#   over both, and a family no input hook filters admits every port (IPv6 off on the host's
+#   evidence excepted). A port destination NAT moves is judged where it goes: redirected onto a
+#   listener the input path admits, or sent by dnat to another address (a container's published
+#   port) past the forward path, it fails naming the nat rule; a listener whose port NAT moves
 #   elsewhere is not reached as itself.
 # scope: package
 # custom:
