@@ -492,10 +492,16 @@ func operand(words []string, i int) (vals []string, neg bool, next int) {
 		i++
 	}
 	if at(words, i) != "{" {
-		if i < len(words) {
-			return []string{words[i]}, neg, i + 1
+		if i >= len(words) {
+			return nil, neg, i
 		}
-		return nil, neg, i
+		// A list without braces, as nft takes for flags: the tokenizer
+		// made "established,related" three words.
+		vals = []string{words[i]}
+		for i++; at(words, i) == "," && i+1 < len(words); i += 2 {
+			vals = append(vals, words[i+1])
+		}
+		return vals, neg, i
 	}
 	for i++; i < len(words) && words[i] != "}"; i++ {
 		if words[i] != "," {

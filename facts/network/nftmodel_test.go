@@ -188,7 +188,7 @@ func TestNftInputPathBeyondTheInputHook(t *testing.T) {
 			"table inet f {\n" + input + "}\ntable inet nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8000-8100 accept; tcp dport 8000-9000 redirect }\n}\n",
 			[]int{22, 80}, "8101-9000>:0 false"},
 		{"dnat is judged by the forward path",
-			"table inet f {\n" + input + " chain fwd { type filter hook forward priority filter; policy drop; ct state established accept; tcp dport 80 accept }\n}\n" +
+			"table inet f {\n" + input + " chain fwd { type filter hook forward priority filter; policy drop; ct state established,related accept; tcp dport 80 accept }\n}\n" +
 				"table ip nat {\n chain pre { type nat hook prerouting priority dstnat; tcp dport 8080 dnat to 10.30.0.2:80; tcp dport 9000 dnat to 10.30.0.3:9000 }\n}\n",
 			[]int{22, 80}, "8080-8080>10.30.0.2:80 true, 9000-9000>10.30.0.3:9000 false"},
 		{"a forward path that drops the replies ends the connection",
