@@ -549,21 +549,7 @@ COMMIT
 `
 
 func TestNftKernelReadsIptablesNft(t *testing.T) {
-	prefix := testutil.Netns(t)
-	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
-	cmd := exec.Command(prefix[0], append(slices.Clone(prefix[1:]), restore)...)
-	cmd.Stdin = strings.NewReader(ufwRules)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
-	}
-	rs, err := readKernelRuleset("/run/netns/" + prefix[len(prefix)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := rs.verdict()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, netns := restoredVerdict(t, ufwRules)
 	want := []int{22, 80, 443, 8000, 8001, 8002, 60000, 60001, 60002}
 	if v.policy != "drop" || !equalInts(v.ports, want) || len(v.unknown) != 0 {
 		t.Errorf("kernel: %s %v %+v, want drop with %v and nothing unmodeled", v.policy, v.ports, v.unknown, want)
@@ -573,18 +559,9 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 	}
 	// An xtables match the model does not read is listed as a rule that
 	// may accept, not dropped from view.
-	prefix2 := testutil.Netns(t)
-	cmd = exec.Command(prefix2[0], append(slices.Clone(prefix2[1:]), restore)...)
-	cmd.Stdin = strings.NewReader(strings.Replace(ufwRules, "-A INPUT -j ufw-user-input", "-A INPUT -m addrtype --dst-type BROADCAST -j ACCEPT", 1))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
-	}
-	rs, err = readKernelRuleset("/run/netns/" + prefix2[len(prefix2)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, err = rs.verdict(); err != nil || len(v.unknown) != 1 || !v.unknown[0].MayAccept || !strings.Contains(v.unknown[0].Reason, "addrtype") {
-		t.Errorf("unmodeled %+v (%v), want the addrtype rule, which may accept", v.unknown, err)
+	v, _ = restoredVerdict(t, strings.Replace(ufwRules, "-A INPUT -j ufw-user-input", "-A INPUT -m addrtype --dst-type BROADCAST -j ACCEPT", 1))
+	if len(v.unknown) != 1 || !v.unknown[0].MayAccept || !strings.Contains(v.unknown[0].Reason, "addrtype") {
+		t.Errorf("unmodeled %+v, want the addrtype rule, which may accept", v.unknown)
 	}
 	// A host with ufw enabled: live, the kernel's rules under ufw's name
 	// and unit; offline, ufw's own files, which hold the same rules.
@@ -595,7 +572,7 @@ func TestNftKernelReadsIptablesNft(t *testing.T) {
 		"etc/ufw/user.rules": ufwRules,
 	})
 	env := collecttest.NewEnv(t, dir, true)
-	env.NetNS, env.UnitState = "/run/netns/"+prefix[len(prefix)-1], nil
+	env.NetNS, env.UnitState = netns, nil
 	live := newDoc(facts.KindHost)
 	gather(t, env, live, "network", "firewall")
 	offline := newDoc(facts.KindRootfs)
@@ -632,21 +609,7 @@ COMMIT
 // Docker's published ports, read from the kernel as iptables-nft leaves
 // them: the xtables DNAT and REDIRECT targets are where the ports go.
 func TestNftKernelReadsDockerDNAT(t *testing.T) {
-	prefix := testutil.Netns(t)
-	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
-	cmd := exec.Command(prefix[0], append(slices.Clone(prefix[1:]), restore)...)
-	cmd.Stdin = strings.NewReader(dockerRules)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
-	}
-	rs, err := readKernelRuleset("/run/netns/" + prefix[len(prefix)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := rs.verdict()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, _ := restoredVerdict(t, dockerRules)
 	var got []string
 	for _, p := range v.families[0].published {
 		got = append(got, fmt.Sprintf("%s %d-%d>%s:%d %v %v", p.Proto, p.From, p.To, p.ToAddress, p.ToPort, p.Admitted, p.Partial))
@@ -659,21 +622,34 @@ func TestNftKernelReadsDockerDNAT(t *testing.T) {
 	}
 	// Negated, or on the source, addrtype is not modeled: the moves
 	// become partial, and the ports may be reached as they are.
-	prefix2 := testutil.Netns(t)
-	cmd = exec.Command(prefix2[0], append(slices.Clone(prefix2[1:]), restore)...)
-	cmd.Stdin = strings.NewReader(strings.Replace(dockerRules, "-m addrtype --dst-type LOCAL", "-m addrtype ! --dst-type LOCAL", 1))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
-	}
-	if rs, err = readKernelRuleset("/run/netns/" + prefix2[len(prefix2)-1]); err != nil {
-		t.Fatal(err)
-	}
-	if v, err = rs.verdict(); err != nil {
-		t.Fatal(err)
-	}
+	v, _ = restoredVerdict(t, strings.Replace(dockerRules, "-m addrtype --dst-type LOCAL", "-m addrtype ! --dst-type LOCAL", 1))
 	for _, p := range v.families[0].published {
 		if !p.Partial {
 			t.Errorf("%+v is whole behind a negated addrtype match", p)
 		}
 	}
+}
+
+// restoredVerdict loads iptables rules with iptables-nft-restore into a
+// network namespace of its own and evaluates the ruleset the kernel holds
+// there; it returns the namespace too, for a collector to read.
+func restoredVerdict(t *testing.T, rules string) (fwVerdict, string) {
+	t.Helper()
+	prefix := testutil.Netns(t)
+	restore := testutil.Tool(t, "iptables-nft-restore", "iptables")
+	cmd := exec.Command(prefix[0], append(slices.Clone(prefix[1:]), restore)...)
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("iptables-nft-restore: %v\n%s", err, out)
+	}
+	netns := "/run/netns/" + prefix[len(prefix)-1]
+	rs, err := readKernelRuleset(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rs.verdict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, netns
 }
