@@ -78,7 +78,7 @@ help:
 	@echo "make check   the fast loop without root, apt or Packer: gofmt, vet, unit and Rego tests"
 	@echo "make bench   engine and whole-command benchmarks, side by side with Lynis"
 	@echo "make fuzz    run each fuzzer for FUZZTIME (default $(FUZZTIME))"
-	@echo "make differential  as root: the firewall against real connects, sshd's configuration against sshd -T, on generated cases for DIFFERENTIAL_TIME each (default $(DIFFERENTIAL_TIME))"
+	@echo "make differential  as root: the firewall against real connects, sshd's configuration against sshd -T, TLS against sslscan and openssl, on generated cases for DIFFERENTIAL_TIME each (default $(DIFFERENTIAL_TIME))"
 	@echo "make e2e     bake images/debian-12-gpu.pkr.hcl with the real Packer (part of make test)"
 	@echo "make gpu-check  gpuhost facts host, scan host and validate on this machine's GPUs, saved to ./out"
 	@echo "make agent-image  the agent's OCI image (Debian base + lean binary) as an OCI layout in ./out/agent-image"
@@ -376,6 +376,8 @@ differential: check-go
 	  -differential.cases=100000000 -differential.duration=$(DIFFERENTIAL_TIME) -differential.seed=$(DIFFERENTIAL_SEED)
 	$(GO) test -count=1 -v -timeout 0 -run '^TestSSHDConfigDifferential$$' ./facts/ssh \
 	  -differential.sshd-cases=100000000 -differential.sshd-duration=$(DIFFERENTIAL_TIME) -differential.sshd-seed=$(DIFFERENTIAL_SEED)
+	$(GO) test -count=1 -v -timeout 0 -run '^TestTLSDifferential$$' ./facts/tls \
+	  -differential.tls-cases=100000000 -differential.tls-duration=$(DIFFERENTIAL_TIME) -differential.tls-seed=$(DIFFERENTIAL_SEED)
 
 .PHONY: gpu-check
 gpu-check: check-go build

@@ -4,7 +4,24 @@ package facts
 type TLS struct {
 	OpenSSL *OpenSSL   `json:"openssl,omitempty"`
 	Nginx   []NginxTLS `json:"nginx"`
-	Probes  []TLSProbe `json:"probes"`
+	// ServerNames are the names the host's configuration serves TLS
+	// under, per port: the probe asks each port for each of its names,
+	// since a server picks its certificate by the name a client sends.
+	ServerNames []TLSServerName `json:"server_names,omitempty"`
+	Probes      []TLSProbe      `json:"probes"`
+}
+
+// TLSServerName is one name a TLS server answers to on one port: an
+// nginx server_name of a server that listens with ssl there.
+type TLSServerName struct {
+	Name string `json:"name"`
+	// Address is the address the server listens at, where its listen
+	// directive names one; empty for every address of the port.
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port" jsonschema:"minimum=1,maximum=65535"`
+	// File and Line are where the name is set.
+	File string `json:"file"`
+	Line int    `json:"line" jsonschema:"minimum=1"`
 }
 
 // OpenSSL is the system-wide default from openssl.cnf. Empty protocol fields
@@ -65,6 +82,10 @@ type TLSProbe struct {
 	// Groups are the TLS 1.3 key exchange groups the server accepted, by
 	// their IANA names, in the order it chose them.
 	Groups []string `json:"groups,omitempty"`
+	// Curves are the elliptic curves the server accepted for ECDHE at the
+	// newest version before TLS 1.3 it accepted, in the order it chose
+	// them; absent where it accepted no ECDHE suite there.
+	Curves []TLSCurve `json:"curves,omitempty"`
 	// StartTLS names the in-band upgrade every connection made before its
 	// hello, where the service is not TLS from the first byte: smtp, imap,
 	// pop3, ftp, ldap, postgres or mysql. Empty for a TLS port.
@@ -93,11 +114,53 @@ type TLSProbe struct {
 	// Verification is the chain as a client judges it, against the
 	// target's own CA bundle; absent with Chain.
 	Verification *TLSVerification `json:"verification,omitempty"`
+	// Views are the certificates the port sends to clients that ask
+	// otherwise than the probe's own handshakes, which name no server
+	// and connect to the listener's own (or, for a wildcard, the
+	// loopback) address: one per server name the port is known by, and
+	// for a wildcard listener one per address of the host, since a
+	// server picks its certificate by either (at most 16).
+	Views []TLSView `json:"views,omitempty"`
 	// Error says why the listener, which answered in TLS or sits on a port
 	// TLS services use, could not be fully probed: a handshake timed out,
 	// the connect was filtered, the peer reset, the enumeration reached
 	// its connection bound, every hello was refused, or the certificate
 	// could not be fetched. Its verdicts are then incomplete.
+	Error string `json:"error,omitempty"`
+}
+
+// TLSView is the certificate one kind of client gets from a listener.
+type TLSView struct {
+	// ServerName is the name sent in the hello's server_name extension;
+	// empty for a view that names none.
+	ServerName string `json:"server_name,omitempty"`
+	// NameSource is where the name came from: "nginx" a server_name of
+	// the configuration (NameFile, NameLine), "certificate" a DNS name in
+	// the subject alternative names of the certificate the port sends
+	// without a name.
+	NameSource string `json:"name_source,omitempty" jsonschema:"enum=nginx,enum=certificate"`
+	NameFile   string `json:"name_file,omitempty"`
+	NameLine   int    `json:"name_line,omitempty" jsonschema:"minimum=1"`
+	// Address is where the view connected: the listener's dial address
+	// for a name, one of the host's addresses for an address view.
+	Address string `json:"address"`
+	// SameAsDefault: the leaf is the one the probe's own handshake got,
+	// so Chain and Verification are left out as they say nothing new.
+	SameAsDefault bool `json:"same_as_default"`
+	// NameMatches: the leaf covers ServerName as a client matches it
+	// (RFC 6125, one wildcard label at most). Absent without a name.
+	NameMatches *bool `json:"name_matches,omitempty"`
+	// LeafSubject names the leaf the view got, whichever it is.
+	LeafSubject string `json:"leaf_subject,omitempty"`
+	// Chain and Verification are as TLSProbe's, for a leaf that differs.
+	Chain        []TLSChainCert   `json:"chain,omitempty"`
+	Verification *TLSVerification `json:"verification,omitempty"`
+	// Unreachable: the connect was refused or drew no answer, as where a
+	// firewall filters the port at that address; no client gets a
+	// certificate there, so nothing is judged.
+	Unreachable bool `json:"unreachable,omitempty"`
+	// Error says why the view's certificate could not be fetched; its
+	// verdicts are then unknown, unless it was Unreachable.
 	Error string `json:"error,omitempty"`
 }
 
@@ -128,6 +191,21 @@ type TLSSuite struct {
 	Null      bool `json:"null"`
 	Anonymous bool `json:"anonymous"`
 	Export    bool `json:"export"`
+	// DHBits is the size of the prime a DHE suite's ServerKeyExchange
+	// sent, when the probe offered no ffdhe group (so the server's own
+	// parameters); 0 for other suites or where it could not be read.
+	DHBits int `json:"dh_bits,omitempty" jsonschema:"minimum=0"`
+}
+
+// TLSCurve is an elliptic curve a server accepted for ECDHE before TLS 1.3.
+type TLSCurve struct {
+	// Name is the curve's name in the TLS Supported Groups registry
+	// (secp256r1, x25519, sect163k1), or its code point in hex.
+	Name string `json:"name"`
+	// Bits is the curve's field size (x25519 counts as 256); 0 for an
+	// unknown one.
+	Bits     int    `json:"bits" jsonschema:"minimum=0"`
+	Protocol string `json:"protocol" jsonschema:"enum=SSLv3,enum=TLSv1,enum=TLSv1.1,enum=TLSv1.2"`
 }
 
 // TLSCertificate describes the leaf certificate a TLS listener presented.
@@ -216,9 +294,8 @@ type TLSChainCert struct {
 // sent after the leaf as intermediates, the bundle as roots, the probe's
 // clock as the time, and TLS server authentication as the purpose (an
 // extendedKeyUsage along the path that leaves out serverAuth fails it).
-// No host name is checked: the probe dials an address and knows no name a
-// client would ask for, so a SAN that does not match a client's name
-// passes here.
+// No host name is checked here: whether a leaf covers the names the port
+// is known by is each view's NameMatches.
 type TLSVerification struct {
 	// Store is the CA bundle read inside the target, as the report shows
 	// it: the first of Debian's, Fedora's and RHEL's, openSUSE's and

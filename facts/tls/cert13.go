@@ -29,7 +29,7 @@ var goSuites13 = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384
 // the server accepted where Go has one of them, else over an ffdhe group
 // by the probe's own exchange. A server that accepts only what neither
 // has (x448, the brainpool groups, CCM suites) is named as such.
-func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16) ([]*x509.Certificate, error) {
+func (pp *portProbe) certificate13(ctx context.Context, rt route, suites, groups []uint16) ([]*x509.Certificate, error) {
 	var curves []tls.CurveID
 	for _, g := range groups {
 		if c, ok := goGroups[g]; ok {
@@ -38,7 +38,7 @@ func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16)
 	}
 	goSuite := slices.ContainsFunc(suites, func(s uint16) bool { return slices.Contains(goSuites13, s) })
 	if len(curves) > 0 && goSuite {
-		return pp.goCertificate(ctx, curves)
+		return pp.goCertificate(ctx, rt, curves)
 	}
 	for _, g := range groups {
 		if ffdhePrime(g) == nil {
@@ -46,7 +46,7 @@ func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16)
 		}
 		for _, s := range suites {
 			if _, ok := aesGCMSuites13[s]; ok {
-				return pp.ffdheCertificate(ctx, g, s)
+				return pp.ffdheCertificate(ctx, rt, g, s)
 			}
 		}
 	}
@@ -66,8 +66,8 @@ func (pp *portProbe) certificate13(ctx context.Context, suites, groups []uint16)
 // a client certificate; a handshake that then fails still shows them.
 // Go's own verification stays off: the probe wants the chain as sent,
 // which chainFacts judges against the target's trust store.
-func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) ([]*x509.Certificate, error) {
-	conn, release, err := pp.connect(ctx, 0, 0)
+func (pp *portProbe) goCertificate(ctx context.Context, rt route, curves []tls.CurveID) ([]*x509.Certificate, error) {
+	conn, release, err := pp.connect(ctx, rt.addr, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +77,7 @@ func (pp *portProbe) goCertificate(ctx context.Context, curves []tls.CurveID) ([
 		MinVersion:       tls.VersionTLS13,
 		MaxVersion:       tls.VersionTLS13,
 		CurvePreferences: curves,
+		ServerName:       rt.name,
 		// The probe asks what certificate the port shows, not whom it
 		// belongs to: the certificate is judged by policy, and no data
 		// is sent.

@@ -45,7 +45,7 @@ func Collect(ctx context.Context, env *collect.Env, t *facts.TLS, installed []fa
 	if err != nil {
 		return nil, err
 	}
-	nginx, err := collectNginxFor(env)
+	nginx, names, err := collectNginxFor(env)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +59,7 @@ func Collect(ctx context.Context, env *collect.Env, t *facts.TLS, installed []fa
 	}
 	t.OpenSSL = ossl
 	t.Nginx = nginx
+	t.ServerNames = names
 	if t.Probes == nil {
 		t.Probes = []facts.TLSProbe{}
 	}
@@ -87,47 +88,63 @@ func CollectOpenSSL(fsys sysroot.FS) (*facts.OpenSSL, error) {
 }
 
 // collectNginxFor reads, on a live host, the configuration of every running
-// nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf.
-func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, error) {
+// nginx master, and otherwise (or when none runs) /etc/nginx/nginx.conf:
+// its TLS settings and the names its TLS servers answer to.
+func collectNginxFor(env *collect.Env) ([]facts.NginxTLS, []facts.TLSServerName, error) {
 	if !env.Live {
-		return CollectNginx(env.FS)
+		return collectNginxFile(env.FS)
 	}
 	masters, err := daemon.Running(env.FS, "nginx", NginxCommandLine)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(masters) == 0 {
-		return CollectNginx(env.FS)
+		return collectNginxFile(env.FS)
 	}
 	out := []facts.NginxTLS{}
+	var names []facts.TLSServerName
 	for _, m := range masters {
 		cfg, err := LoadNginxAt(env.FS, m.Conf, path.Dir(m.Conf))
 		if err != nil {
-			return nil, fmt.Errorf("reading the configuration of nginx pid %d: %w", m.PID, err)
+			return nil, nil, fmt.Errorf("reading the configuration of nginx pid %d: %w", m.PID, err)
 		}
 		out = append(out, nginxFacts(cfg, "process", m.PID)...)
+		names = append(names, serverNameFacts(cfg)...)
 	}
-	return out, nil
+	return out, names, nil
 }
 
 // CollectNginx returns every ssl_protocols setting of /etc/nginx/nginx.conf
 // and its includes, plus nginx's default for TLS servers that set none. It
 // is empty, not nil, when nginx is not configured.
 func CollectNginx(fsys sysroot.FS) ([]facts.NginxTLS, error) {
+	out, _, err := collectNginxFile(fsys)
+	return out, err
+}
+
+func collectNginxFile(fsys sysroot.FS) ([]facts.NginxTLS, []facts.TLSServerName, error) {
 	if !textfile.Exists(fsys, NginxConfigPath) {
-		return []facts.NginxTLS{}, nil
+		return []facts.NginxTLS{}, nil, nil
 	}
 	cfg, err := LoadNginx(fsys, NginxConfigPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return nginxFacts(cfg, "file", 0), nil
+	return nginxFacts(cfg, "file", 0), serverNameFacts(cfg), nil
 }
 
 func nginxFacts(cfg *NginxConfig, source string, pid int) []facts.NginxTLS {
 	out := []facts.NginxTLS{}
 	for _, s := range cfg.TLSSettings() {
 		out = append(out, facts.NginxTLS{File: s.File, Line: s.Line, Protocols: s.Protocols, Source: source, PID: pid})
+	}
+	return out
+}
+
+func serverNameFacts(cfg *NginxConfig) []facts.TLSServerName {
+	var out []facts.TLSServerName
+	for _, n := range cfg.ServerNames() {
+		out = append(out, facts.TLSServerName{Name: n.Name, Address: n.Address, Port: n.Port, File: n.File, Line: n.Line})
 	}
 	return out
 }

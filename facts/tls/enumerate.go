@@ -43,7 +43,7 @@ func newPortProbe(p *prober, addr string) *portProbe {
 	return &portProbe{prober: p, addr: addr, perPort: make(chan struct{}, perPortHandshakes)}
 }
 
-// connect takes one connection from the port's bound and dials it, within
+// connect takes one connection from the port's bound and dials addr, within
 // the port's and the whole probe's limits on open connections. The
 // connection's deadline is the probe timeout, plus listen for a first
 // connection that waits for a server that speaks first; a cancelled ctx
@@ -52,7 +52,7 @@ func newPortProbe(p *prober, addr string) *portProbe {
 // Hellos leave the last connection of the bound to the certificate's
 // handshake (spare 1), which comes after them, so that a port cut short
 // still shows its certificate.
-func (pp *portProbe) connect(ctx context.Context, listen time.Duration, spare int) (conn net.Conn, release func(), err error) {
+func (pp *portProbe) connect(ctx context.Context, addr string, listen time.Duration, spare int) (conn net.Conn, release func(), err error) {
 	select {
 	case pp.perPort <- struct{}{}:
 	case <-ctx.Done():
@@ -74,7 +74,7 @@ func (pp *portProbe) connect(ctx context.Context, listen time.Duration, spare in
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var d net.Dialer
-	conn, err = d.DialContext(dctx, "tcp", pp.addr)
+	conn, err = d.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		free()
 		return nil, nil, err
@@ -106,6 +106,10 @@ type reply struct {
 	// read.
 	cert    [][]byte
 	certErr error
+	// kex is what the ServerKeyExchange of a TLS 1.2-or-older hello
+	// with an ephemeral suite said; kexErr why it could not be read.
+	kex     *serverKex
+	kexErr  error
 	greeted bool // the server spoke before the hello, which no TLS server does
 	notTLS  bool // it answered the hello with something that is not TLS
 	closed  bool // it closed or reset the connection without a word
@@ -123,8 +127,14 @@ func (r reply) spoke() bool { return r.hello != nil || r.alert != nil }
 // there if it does. With wantCert, the flight after a TLS 1.2-or-older
 // ServerHello is read on to its Certificate, which travels in the clear.
 func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.Duration, wantCert bool) reply {
+	return pp.exchangeAt(ctx, pp.addr, h, listen, wantCert)
+}
+
+// exchangeAt is exchange on a connection to addr, one of the listener's
+// other addresses.
+func (pp *portProbe) exchangeAt(ctx context.Context, addr string, h *clientHello, listen time.Duration, wantCert bool) reply {
 	var rep reply
-	conn, release, err := pp.connect(ctx, listen, 1)
+	conn, release, err := pp.connect(ctx, addr, listen, 1)
 	if err != nil {
 		rep.err = err
 		return rep
@@ -132,6 +142,13 @@ func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.D
 	defer release()
 	if listen > 0 {
 		if greeting, err := speaksFirst(ctx, conn, listen); len(greeting) > 0 || err != nil {
+			// A TLS server that can serve no one (no suite its own
+			// versions allow) sends its fatal alert on accept, before
+			// any hello: a TLS refusal, not a greeting.
+			if a := greetingAlert(greeting); a != nil {
+				rep.alert = a
+				return rep
+			}
 			rep.greeted, rep.greeting, rep.err = len(greeting) > 0, greeting, err
 			return rep
 		}
@@ -164,10 +181,22 @@ func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.D
 		rep.err = err
 		return rep
 	}
-	if wantCert && rep.hello.version < versionTLS13 {
-		rep.cert, rep.certErr = readCertificate(hr)
+	if rep.hello.version < versionTLS13 {
+		kind := ephemeral(suiteOf(rep.hello.suite).kex)
+		if wantCert || kind != "" {
+			rep.readFlight(hr, wantCert, kind)
+		}
 	}
 	return rep
+}
+
+// greetingAlert reads a greeting that is one whole TLS alert record
+// (content type 21, a 3.x record version, two bytes), or nil.
+func greetingAlert(g []byte) *alertError {
+	if len(g) != 7 || g[0] != recordAlert || g[1] != 3 || g[2] > 4 || g[3] != 0 || g[4] != 2 {
+		return nil
+	}
+	return &alertError{level: g[5], desc: g[6]}
 }
 
 // closedQuietly tells a server that hung up on the hello, which some do
@@ -176,28 +205,57 @@ func closedQuietly(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// readCertificate reads a TLS 1.2-or-older server's flight after its
-// ServerHello up to the Certificate and returns every certificate in it,
-// leaf first; nil with no error when the flight ends without one (an
-// anonymous or PSK suite).
-func readCertificate(hr *handshakeReader) ([][]byte, error) {
+// readFlight reads a TLS 1.2-or-older server's messages after its
+// ServerHello, as far as what is wanted: its Certificate, every
+// certificate in it leaf first (none, and no error, when the flight ends
+// without one, as an anonymous or PSK suite's does), and the
+// ServerKeyExchange of an ephemeral key exchange of kind ("ec", "dh").
+func (rep *reply) readFlight(hr *handshakeReader, wantCert bool, kind string) {
+	fail := func(err error) {
+		if wantCert {
+			rep.certErr = err
+		}
+		if kind != "" {
+			rep.kexErr = err
+		}
+	}
 	for range 8 {
+		if !wantCert && kind == "" {
+			return
+		}
 		msg, err := hr.next()
 		if err != nil {
-			return nil, err
+			fail(err)
+			return
 		}
 		switch msg[0] {
 		case typeCertificate:
-			return parseCertificates(msg, false)
+			if wantCert {
+				rep.cert, rep.certErr = parseCertificates(msg, false)
+				wantCert = false
+			}
+		case typeServerKeyExchange:
+			if kind != "" {
+				k, err := parseServerKeyExchange(msg, kind)
+				if err != nil {
+					rep.kexErr = err
+				} else {
+					rep.kex = &k
+				}
+				kind = ""
+			}
 		case typeServerHelloDone:
-			return nil, nil
-		case typeServerKeyExchange, typeCertificateRequest, typeCertificateStatus:
-			continue
+			if kind != "" {
+				rep.kexErr = errors.New("the flight ended without the ServerKeyExchange its suite needs")
+			}
+			return
+		case typeCertificateRequest, typeCertificateStatus:
 		default:
-			return nil, fmt.Errorf("handshake message type %d before the certificate", msg[0])
+			fail(fmt.Errorf("handshake message type %d in the server's first flight", msg[0]))
+			return
 		}
 	}
-	return nil, errors.New("no certificate among the server's first messages")
+	fail(errors.New("the server's first flight ran past 8 messages"))
 }
 
 // versionRun is what one version's hellos found.
@@ -208,7 +266,12 @@ type versionRun struct {
 	groups  []uint16 // TLS 1.3: accepted, in the order chosen
 	cert    [][]byte // the chain a TLS 1.2-or-older flight carried
 	certErr error
-	err     error // why the enumeration stopped short
+	// kex is, per ephemeral suite accepted before TLS 1.3, what its
+	// ServerKeyExchange said; curves the ECDHE curves accepted, in the
+	// order chosen (enumerateCurves).
+	kex    map[uint16]serverKex
+	curves []uint16
+	err    error // why the enumeration stopped short
 }
 
 func (r *versionRun) accepted() bool { return len(r.suites) > 0 }
@@ -246,6 +309,12 @@ func (r *versionRun) take(rep reply, suites, groups []uint16) (bool, error) {
 	}
 	if r.cert == nil && rep.cert != nil {
 		r.cert = rep.cert
+	}
+	if _, seen := r.kex[sh.suite]; rep.kex != nil && !seen {
+		if r.kex == nil {
+			r.kex = map[uint16]serverKex{}
+		}
+		r.kex[sh.suite] = *rep.kex
 	}
 	if rep.certErr != nil && r.certErr == nil {
 		r.certErr = rep.certErr
@@ -290,6 +359,47 @@ func (pp *portProbe) enumerate(ctx context.Context, r *versionRun) {
 		}
 		rep := pp.exchange(ctx, r.hello(suites, offer), 0, false)
 		return pp.judge(r, rep, suites, offer)
+	})
+}
+
+// enumerateCurves lists the elliptic curves a version before TLS 1.3
+// accepts for ECDHE, as the TLS 1.3 groups are: offer the ECDHE suites it
+// accepted with every curve, note the one its ServerKeyExchange names,
+// take it away and ask again until the server refuses.
+func (pp *portProbe) enumerateCurves(ctx context.Context, r *versionRun) {
+	ec := slices.DeleteFunc(slices.Clone(r.suites), func(id uint16) bool { return ephemeral(suiteOf(id).kex) != "ec" })
+	if len(ec) == 0 || r.err != nil {
+		return
+	}
+	for _, id := range ec {
+		if k, ok := r.kex[id]; ok && !slices.Contains(r.curves, k.curve) {
+			r.curves = append(r.curves, k.curve)
+		}
+	}
+	r.err = pp.drain(ctx, r, "curves", func() (bool, error) {
+		offer := without(legacyCurves, r.curves)
+		if len(offer) == 0 {
+			return false, nil
+		}
+		h := r.hello(ec, nil)
+		h.curves = offer
+		rep := pp.exchange(ctx, h, 0, false)
+		switch {
+		case errors.Is(rep.err, errBudget):
+			return false, errBudget
+		case rep.err != nil && !rep.closed:
+			return false, errors.New(unreachable(rep.err, pp.timeout))
+		case rep.hello == nil || rep.hello.version != r.version:
+			return false, nil
+		case rep.kexErr != nil:
+			return false, fmt.Errorf("the curve could not be read: %w", rep.kexErr)
+		case rep.kex == nil:
+			return false, nil
+		case !slices.Contains(offer, rep.kex.curve):
+			return false, fmt.Errorf("the server chose curve 0x%04x, which was not offered", rep.kex.curve)
+		}
+		r.curves = append(r.curves, rep.kex.curve)
+		return true, nil
 	})
 }
 

@@ -94,9 +94,14 @@ func TestEnumeratesWhatGoLacks(t *testing.T) {
 		t.Errorf("certificate %+v, want the leaf of the clear flight", p.Certificate)
 	}
 	// One hello per version, then per version one per suite and one the
-	// server refused.
-	if want := 5 + 2 + 3; p.Connections != want || int(f.conns.Load()) != want {
-		t.Errorf("%d connections recorded, %d made, want %d", p.Connections, f.conns.Load(), want)
+	// server refused, then one offering the curves beyond the one its
+	// ECDHE suite named, which it refused, then one per view, of which
+	// those the server never saw were refused at another address.
+	if len(p.Curves) != 1 || p.Curves[0] != (facts.TLSCurve{Name: "secp256r1", Bits: 256, Protocol: "TLSv1"}) {
+		t.Errorf("curves %+v, want secp256r1 alone", p.Curves)
+	}
+	if want := 5 + 2 + 3 + 1 + len(p.Views); p.Connections != want || int(f.conns.Load()) != want-unreachableViews(*p) {
+		t.Errorf("%d connections recorded, %d made, want %d (views %+v)", p.Connections, f.conns.Load(), want, p.Views)
 	}
 }
 

@@ -151,6 +151,10 @@ func (f *fakeServer) answer(h parsedHello) []byte {
 		if !ok {
 			return f.refuse(40)
 		}
+		// Its one curve is secp256r1, which an ECDHE suite needs offered.
+		if ephemeral(suiteOf(suite).kex) == "ec" && !slices.Contains(h.groups, groupSecp256r1) {
+			return f.refuse(40)
+		}
 		return f.flight(v, suite)
 	}
 	return f.refuse(70)
@@ -208,6 +212,18 @@ func (f *fakeServer) flight(v, suite uint16) []byte {
 	msgs = append(msgs, serverHelloMessage(v, random, suite, nil)...)
 	if f.cert != nil {
 		msgs = append(msgs, certificateMessage(append([][]byte{f.cert}, f.chain...), false)...)
+	}
+	// The parameters of an ephemeral key exchange, as a real server sends
+	// them (the probe reads no further): secp256r1, or a 2048-bit prime.
+	switch ephemeral(suiteOf(suite).kex) {
+	case "ec":
+		msgs = append(msgs, typeServerKeyExchange, 0, 0, 4, 3, 0, byte(groupSecp256r1), 0)
+	case "dh":
+		prime := make([]byte, 256)
+		prime[0] = 0x80
+		body := append(append([]byte{1, 0}, prime...), 0, 1, 2, 0, 1, 5)
+		msgs = append(msgs, typeServerKeyExchange, 0, byte(len(body)>>8), byte(len(body)))
+		msgs = append(msgs, body...)
 	}
 	msgs = append(msgs, typeServerHelloDone, 0, 0, 0)
 	return handshakeRecords(msgs)

@@ -85,7 +85,7 @@ var aesGCMSuites13 = map[uint16]struct {
 
 // ffdheCertificate fetches the certificate chain of a TLS 1.3 server over
 // the ffdhe group and AES-GCM suite given, leaf first.
-func (pp *portProbe) ffdheCertificate(ctx context.Context, group, suite uint16) ([]*x509.Certificate, error) {
+func (pp *portProbe) ffdheCertificate(ctx context.Context, rt route, group, suite uint16) ([]*x509.Certificate, error) {
 	p := ffdhePrime(group)
 	cs, ok := aesGCMSuites13[suite]
 	if p == nil || !ok {
@@ -102,8 +102,9 @@ func (pp *portProbe) ffdheCertificate(ctx context.Context, group, suite uint16) 
 	pub := new(big.Int).Exp(big.NewInt(2), x, p)
 	h := newHello(versionTLS13, []uint16{suite}, []uint16{group})
 	h.share = &keyShare{group: group, data: pub.FillBytes(make([]byte, size))}
+	h.serverName = rt.name
 
-	conn, release, err := pp.connect(ctx, 0, 0)
+	conn, release, err := pp.connect(ctx, rt.addr, 0, 0)
 	if err != nil {
 		return nil, err
 	}

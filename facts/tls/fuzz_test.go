@@ -160,3 +160,28 @@ func FuzzCertificateMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServerKeyExchange feeds the parameters reader hostile messages: it
+// reads only within the message, and a prime is sized, never copied
+// beyond it.
+func FuzzServerKeyExchange(f *testing.F) {
+	f.Add([]byte{typeServerKeyExchange, 0, 0, 4, 3, 0, 23, 0}, true)
+	f.Add([]byte{typeServerKeyExchange, 0, 0, 5, 0, 2, 0xff, 0x01, 0}, false)
+	f.Add([]byte{typeServerKeyExchange, 0xff, 0xff, 0xff, 0}, false)
+	f.Fuzz(func(t *testing.T, msg []byte, ec bool) {
+		kind := "dh"
+		if ec {
+			kind = "ec"
+		}
+		k, err := parseServerKeyExchange(msg, kind)
+		if err != nil {
+			return
+		}
+		if k.dhBits > 8*len(msg) {
+			t.Fatalf("a %d-bit prime from a %d-byte message", k.dhBits, len(msg))
+		}
+		if ec && k.dhBits != 0 || !ec && k.curve != 0 {
+			t.Fatalf("%s parameters %+v", kind, k)
+		}
+	})
+}

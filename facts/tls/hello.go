@@ -29,6 +29,7 @@ const (
 	extECPointFormats      uint16 = 11
 	extSignatureAlgorithms uint16 = 13
 	extPadding             uint16 = 21
+	extServerName          uint16 = 0
 	extSupportedVersions   uint16 = 43
 	extKeyShare            uint16 = 51
 )
@@ -69,8 +70,12 @@ type clientHello struct {
 	suites  []uint16
 	groups  []uint16 // TLS 1.3; older versions name legacyCurves
 	share   *keyShare
-	random  [32]byte
-	session []byte
+	// curves replace legacyCurves in a hello before TLS 1.3 where set.
+	curves []uint16
+	// serverName is sent in a server_name extension where set.
+	serverName string
+	random     [32]byte
+	session    []byte
 }
 
 func newHello(version uint16, suites, groups []uint16) *clientHello {
@@ -129,8 +134,20 @@ func (h *clientHello) extensions(b *builder) {
 		b.u16(id)
 		b.vec(2, body)
 	}
+	if h.serverName != "" {
+		ext(extServerName, func() {
+			b.vec(2, func() {
+				b.u8(0) // host_name
+				b.vec(2, func() { b.bytes([]byte(h.serverName)) })
+			})
+		})
+	}
 	if h.version < versionTLS13 {
-		ext(extSupportedGroups, func() { b.vec(2, func() { b.u16s(legacyCurves) }) })
+		curves := legacyCurves
+		if h.curves != nil {
+			curves = h.curves
+		}
+		ext(extSupportedGroups, func() { b.vec(2, func() { b.u16s(curves) }) })
 		ext(extECPointFormats, func() { b.vec(1, func() { b.u8(0) }) })
 		if h.version == versionTLS12 {
 			ext(extSignatureAlgorithms, func() { b.vec(2, func() { b.u16s(signatureSchemes) }) })

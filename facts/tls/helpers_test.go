@@ -47,3 +47,22 @@ func collectOne(t testing.TB, env *collect.Env, f *facts.Facts, name string) err
 	t.Fatalf("no collector %q", name)
 	return nil
 }
+
+// unreachableViews counts the views of p whose connect was refused, which
+// the probe counts among its connections and the server never sees.
+func unreachableViews(p facts.TLSProbe) int {
+	n := 0
+	for _, v := range p.Views {
+		if v.Unreachable {
+			n++
+		}
+	}
+	return n
+}
+
+// readCertificate reads a flight for its certificate alone.
+func readCertificate(hr *handshakeReader) ([][]byte, error) {
+	var rep reply
+	rep.readFlight(hr, true, "")
+	return rep.cert, rep.certErr
+}

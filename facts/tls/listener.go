@@ -43,6 +43,9 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 		return p.unanswered(pp, t, runs)
 	}
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
+	if i := slices.IndexFunc(runs[1:], func(r *versionRun) bool { return r.accepted() }); i >= 0 {
+		pp.enumerateCurves(ctx, runs[1+i])
+	}
 	chain, certErr := pp.certificate(ctx, runs)
 
 	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
@@ -65,13 +68,23 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 		r.Protocols = append(r.Protocols, protocolName(run.version))
 		for _, id := range run.suites {
 			s := suiteOf(id)
-			r.Suites = append(r.Suites, s.fact(run.version))
+			f := s.fact(run.version)
+			// The curve an ECDHE suite got is the first of the
+			// client's list the server has, so it is not kept.
+			if k, ok := run.kex[id]; ok {
+				f.DHBits = k.dhBits
+			}
+			r.Suites = append(r.Suites, f)
 			if s.weak() {
 				weak[s.name] = true
 			}
 		}
 		for _, g := range run.groups {
 			r.Groups = append(r.Groups, groupName(g))
+		}
+		for _, c := range run.curves {
+			name, bits := curveOf(c)
+			r.Curves = append(r.Curves, facts.TLSCurve{Name: name, Bits: bits, Protocol: protocolName(run.version)})
 		}
 	}
 	for name := range weak {
@@ -90,6 +103,11 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 	if certErr != nil {
 		problems = append(problems, certErr.Error())
 	}
+	var leaf *x509.Certificate
+	if len(chain) > 0 {
+		leaf = chain[0]
+	}
+	r.Views = pp.views(ctx, p.asks(t, leaf), runs, leaf)
 	if len(r.Protocols) == 0 && len(problems) == 0 {
 		problems = append(problems, nothingAccepted(runs))
 	}
@@ -151,7 +169,7 @@ func nothingAccepted(runs []*versionRun) string {
 func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x509.Certificate, error) {
 	var err13 error
 	if r := runs[0]; r.accepted() {
-		c, err := pp.certificate13(ctx, r.suites, r.groups)
+		c, err := pp.certificate13(ctx, route{addr: pp.addr}, r.suites, r.groups)
 		if c != nil {
 			return c, nil
 		}

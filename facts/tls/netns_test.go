@@ -64,20 +64,7 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	testutil.Run(t, 30*time.Second, prefix[0], append(prefix[1:], "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/lo/disable_ipv6")...)
 
 	out := filepath.Join(t.TempDir(), "facts.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prefix[0], append(prefix[1:], os.Args[0], "-test.run=^TestProbeInsideNetns$", "-test.v")...)
-	cmd.Env = append(os.Environ(), netnsChildEnv+"="+out)
-	if output, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the probe inside the namespace: %v\n%s", err, output)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := facts.ValidateJSON(data); err != nil {
-		t.Errorf("the namespace's facts do not validate: %v", err)
-	}
+	data := factsFromNetns(t, prefix, "TestProbeInsideNetns", netnsChildEnv+"="+out, out)
 	var f struct {
 		TLS *facts.TLS `json:"tls"`
 	}
@@ -112,6 +99,28 @@ func TestFilteredLoopbackListenerIsAnError(t *testing.T) {
 	if deny, got := verdictAll(t, f.TLS.Probes, "probe_loopback", map[string]any{"tls_loopback_severity": "medium"}); deny != nil || !slices.Equal(got, errs) {
 		t.Errorf("GH-TLS-007: deny %q, errors %q, want %q", deny, got, errs)
 	}
+}
+
+// factsFromNetns runs test, the probe's side of a test, inside the
+// namespace prefix enters, with env set, and returns the facts document
+// it wrote to out, checked against the schema.
+func factsFromNetns(t *testing.T, prefix []string, test, env, out string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prefix[0], append(prefix[1:], os.Args[0], "-test.run=^"+test+"$", "-test.v")...)
+	cmd.Env = append(os.Environ(), env)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the probe inside the namespace: %v\n%s", err, output)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := facts.ValidateJSON(data); err != nil {
+		t.Errorf("the namespace's facts do not validate: %v", err)
+	}
+	return data
 }
 
 // TestProbeInsideNetns is the probe's side of

@@ -3,6 +3,9 @@ package tls
 import (
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuhost/gpuhost/facts/collect/textfile"
@@ -402,4 +405,116 @@ func sslListen(dirs []*NginxDirective) *NginxDirective {
 		}
 	}
 	return sslOn
+}
+
+// NginxServerName is one name a server that serves TLS answers to, on one
+// of its ports.
+type NginxServerName struct {
+	Name string
+	// Address is the listen directive's address, empty for a wildcard
+	// (nginx then serves the name at every address of the port).
+	Address string
+	Port    int
+	File    string
+	Line    int
+}
+
+// ServerNames lists, for every server block that serves TLS, each exact
+// name of its server_name directives on each port it serves TLS on, in
+// file order. A name with a wildcard or a regular expression, the catch-all
+// "_" and variables name no host a client asks for, and are left out;
+// ".example.com" is taken as example.com, which it also matches.
+func (c *NginxConfig) ServerNames() []NginxServerName {
+	var out []NginxServerName
+	var walk func(dirs []*NginxDirective, depth int)
+	walk = func(dirs []*NginxDirective, depth int) {
+		for _, d := range dirs {
+			if !d.HasBlock || depth >= maxNginxNesting {
+				continue
+			}
+			if d.Name != "server" {
+				walk(d.Block, depth+1)
+				continue
+			}
+			listens := tlsListensOf(d.Block)
+			for _, n := range d.Block {
+				if n.Name != "server_name" || n.HasBlock {
+					continue
+				}
+				for _, a := range n.Args {
+					name, ok := exactServerName(a)
+					if !ok {
+						continue
+					}
+					for _, l := range listens {
+						out = append(out, NginxServerName{Name: name, Address: l.host, Port: l.port, File: n.File, Line: n.Line})
+					}
+				}
+			}
+		}
+	}
+	walk(c.Directives, 0)
+	return out
+}
+
+// listenAt is where a listen directive listens: an address ("" for a
+// wildcard) and a port.
+type listenAt struct {
+	host string
+	port int
+}
+
+// tlsListensOf is where a server block serves TLS: its "listen ... ssl"
+// directives, or every listen where "ssl on" is set.
+func tlsListensOf(dirs []*NginxDirective) []listenAt {
+	sslOn := false
+	for _, d := range dirs {
+		if d.Name == "ssl" && !d.HasBlock && len(d.Args) == 1 && strings.EqualFold(d.Args[0], "on") {
+			sslOn = true
+		}
+	}
+	var out []listenAt
+	for _, d := range dirs {
+		if d.Name != "listen" || d.HasBlock || len(d.Args) == 0 {
+			continue
+		}
+		if !sslOn && !slices.Contains(d.Args[1:], "ssl") {
+			continue
+		}
+		if l, ok := parseListen(d.Args[0]); ok && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// parseListen reads a listen directive's address: "443", "*:443",
+// "10.0.0.1:443", "[::]:443", or an address alone, which nginx takes as
+// port 80. The wildcards are "". A UNIX socket is none.
+func parseListen(addr string) (listenAt, bool) {
+	if strings.HasPrefix(addr, "unix:") {
+		return listenAt{}, false
+	}
+	if p, err := strconv.Atoi(addr); err == nil {
+		return listenAt{port: p}, p > 0 && p <= 65535
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = strings.Trim(addr, "[]"), "80"
+	}
+	p, err := strconv.Atoi(port)
+	if host == "*" || host == "::" || host == "0.0.0.0" {
+		host = ""
+	}
+	return listenAt{host: host, port: p}, err == nil && p > 0 && p <= 65535
+}
+
+// exactServerName reads one server_name argument as a host name a client
+// asks for, lower case.
+func exactServerName(a string) (string, bool) {
+	a = strings.ToLower(strings.TrimPrefix(a, "."))
+	if a == "" || a == "_" || strings.ContainsAny(a, "*~$") {
+		return "", false
+	}
+	return a, true
 }

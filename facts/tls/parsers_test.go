@@ -1,6 +1,7 @@
 package tls
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +176,30 @@ func TestNginxCommandLine(t *testing.T) {
 		if got, err := NginxCommandLine(strings.Fields(argv)); err != nil || got != want {
 			t.Errorf("nginx %q: %q %v, want %q", argv, got, err, want)
 		}
+	}
+}
+
+func TestNginxServerNames(t *testing.T) {
+	cfg, err := ParseNginx([]byte(`
+http {
+  server { listen 80; server_name plain.example; }
+  server {
+    listen 443 ssl; listen [::]:8443 ssl http2;
+    server_name api.example .svc.example *.wild.example ~^re\.example$ _ $hostname API2.Example;
+  }
+  server { listen 10.0.0.5 ; ssl on; server_name old.example; }
+  server { listen unix:/run/x.sock ssl; server_name sock.example; }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range cfg.ServerNames() {
+		got = append(got, fmt.Sprintf("%s:%d@%d", n.Name, n.Port, n.Line))
+	}
+	want := []string{"api.example:443@6", "api.example:8443@6", "svc.example:443@6", "svc.example:8443@6",
+		"api2.example:443@6", "api2.example:8443@6", "old.example:80@8"}
+	if !slices.Equal(got, want) {
+		t.Errorf("server names %q, want %q", got, want)
 	}
 }

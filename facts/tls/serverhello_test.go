@@ -128,3 +128,47 @@ func TestReadCertificateAcrossRecords(t *testing.T) {
 		t.Errorf("ServerHelloDone alone: %x, %v", got, err)
 	}
 }
+
+func TestServerKeyExchangeParameters(t *testing.T) {
+	ske := func(body ...byte) []byte {
+		return append([]byte{typeServerKeyExchange, 0, byte(len(body) >> 8), byte(len(body))}, body...)
+	}
+	prime := make([]byte, 128) // 1024 bits, top bit set
+	prime[0] = 0x80
+	dh := ske(append(append([]byte{0, 128}, prime...), 0, 1, 2, 0, 1, 5)...)
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		kind string
+		want serverKex
+		err  string
+	}{
+		{"a named curve", ske(3, 0, 23, 65), "ec", serverKex{curve: 23}, ""},
+		{"explicit curve parameters", ske(1, 0, 23, 65), "ec", serverKex{}, "curve type 1"},
+		{"a 1024-bit prime", dh, "dh", serverKex{dhBits: 1024}, ""},
+		{"a prime past the end", ske(0, 200, 1, 2), "dh", serverKex{}, "too short"},
+		{"a length past the message", []byte{typeServerKeyExchange, 0, 1, 0, 3}, "ec", serverKex{}, "shorter than its length"},
+	} {
+		got, err := parseServerKeyExchange(c.msg, c.kind)
+		if got != c.want || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %+v, %v; want %+v, %q", c.name, got, err, c.want, c.err)
+		}
+	}
+	if name, bits := curveOf(23); name != "secp256r1" || bits != 256 {
+		t.Errorf("curve 23 is %s of %d bits", name, bits)
+	}
+	if name, bits := curveOf(16); name != "secp160r1" || bits != 160 {
+		t.Errorf("curve 16 is %s of %d bits", name, bits)
+	}
+}
+
+func TestAGreetingThatIsAnAlertIsARefusal(t *testing.T) {
+	if a := greetingAlert([]byte{21, 3, 1, 0, 2, 2, 40}); a == nil || a.desc != 40 {
+		t.Errorf("a handshake_failure alert on accept: %+v", a)
+	}
+	for _, g := range [][]byte{[]byte("SSH-2.0-OpenSSH_9.2\r\n"), {21, 3, 1, 0, 2, 2}, {21, 3, 1, 0, 3, 2, 40, 0}, {22, 3, 1, 0, 2, 2, 40}} {
+		if a := greetingAlert(g); a != nil {
+			t.Errorf("%q read as alert %+v", g, a)
+		}
+	}
+}

@@ -28,6 +28,11 @@ type accepts struct {
 	protocols []string
 	suites    map[string][]string
 	groups    []string
+	// dhBits is the prime size of each DHE suite ("TLSv1.2 NAME"), and
+	// curves12 the ECDHE curves at TLS 1.2, sorted: sslscan's, and the
+	// probe's where it read them.
+	dhBits   map[string]int
+	curves12 []string
 }
 
 func (a accepts) String() string {
@@ -45,10 +50,19 @@ func (a accepts) equal(b accepts) bool {
 }
 
 func probeAccepts(p facts.TLSProbe) accepts {
-	a := accepts{protocols: slices.Clone(p.Protocols), suites: map[string][]string{}, groups: slices.Clone(p.Groups)}
+	a := accepts{protocols: slices.Clone(p.Protocols), suites: map[string][]string{}, groups: slices.Clone(p.Groups), dhBits: map[string]int{}}
 	for _, s := range p.Suites {
 		a.suites[s.Protocol] = append(a.suites[s.Protocol], s.Name)
+		if s.DHBits > 0 {
+			a.dhBits[s.Protocol+" "+s.Name] = s.DHBits
+		}
 	}
+	for _, c := range p.Curves {
+		if c.Protocol == "TLSv1.2" {
+			a.curves12 = append(a.curves12, c.Name)
+		}
+	}
+	slices.Sort(a.curves12)
 	for v := range a.suites {
 		slices.Sort(a.suites[v])
 	}
@@ -95,7 +109,7 @@ func sslscanAccepts(t *testing.T, port int, extra ...string) (accepts, string) {
 	sslscan := testutil.Tool(t, "sslscan", "sslscan")
 	args := append([]string{"--no-colour", "--no-heartbleed", "--no-renegotiation", "--no-compression", "--no-fallback"}, extra...)
 	out := testutil.Run(t, 120*time.Second, sslscan, append(args, "127.0.0.1:"+strconv.Itoa(port))...)
-	a := accepts{suites: map[string][]string{}}
+	a := accepts{suites: map[string][]string{}, dhBits: map[string]int{}}
 	name := func(v string) string {
 		if v == "TLSv1.0" {
 			return "TLSv1"
@@ -116,8 +130,15 @@ func sslscanAccepts(t *testing.T, port int, extra ...string) (accepts, string) {
 			if !slices.Contains(a.suites[v], s) {
 				a.suites[v] = append(a.suites[v], s)
 			}
+			// "DHE 2048 bits" after a DHE suite; an ECDHE one says
+			// "Curve P-256 DHE 256".
+			if len(f) >= 8 && f[5] == "DHE" && f[7] == "bits" && v != "TLSv1.3" {
+				a.dhBits[v+" "+s], _ = strconv.Atoi(f[6])
+			}
 		case len(f) >= 4 && f[0] == "TLSv1.3" && f[2] == "bits":
 			a.groups = append(a.groups, f[3])
+		case len(f) >= 4 && f[0] == "TLSv1.2" && f[2] == "bits":
+			a.curves12 = append(a.curves12, f[3])
 		}
 	}
 	if seen != 6 {
@@ -128,6 +149,7 @@ func sslscanAccepts(t *testing.T, port int, extra ...string) (accepts, string) {
 	}
 	slices.Sort(a.protocols)
 	slices.Sort(a.groups)
+	slices.Sort(a.curves12)
 	return a, out
 }
 

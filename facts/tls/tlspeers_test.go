@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,26 +29,8 @@ func sServer(t *testing.T, cert testutil.CertSpec, args ...string) int {
 // sServerFiles is sServer with the certificate and key in files.
 func sServerFiles(t *testing.T, certPath, keyPath string, args ...string) int {
 	t.Helper()
-	openssl := testutil.Tool(t, "openssl", "openssl")
-	for range 5 {
-		port := testutil.FreePort(t)
-		argv := append([]string{"s_server", "-quiet", "-naccept", "1000", "-accept", "127.0.0.1:" + strconv.Itoa(port),
-			"-cert", certPath, "-key", keyPath}, args...)
-		p := testutil.Start(t, exec.Command(openssl, argv...))
-		ok := false
-		p.WaitFor(t, 10*time.Second, "a listening s_server", func() bool {
-			ok = dialable(port)
-			return ok || p.Exited()
-		})
-		if ok {
-			return port
-		}
-		if !strings.Contains(p.Output(), "in use") {
-			t.Fatalf("s_server %v exited:\n%s", argv, p.Output())
-		}
-	}
-	t.Fatal("no free port for s_server after 5 tries")
-	return 0
+	port, _ := startSServer(t, certPath, keyPath, args...)
+	return port
 }
 
 func dialable(port int) bool {

@@ -71,7 +71,13 @@ func CollectProbes(ctx context.Context, env *collect.Env, t *facts.TLS, net *fac
 	if limit <= 0 {
 		limit = defaultProbeConcurrency
 	}
-	p := &prober{timeout: timeout, sem: make(chan struct{}, limit), trust: loadTrustStore(env.FS)}
+	p := &prober{timeout: timeout, sem: make(chan struct{}, limit), trust: loadTrustStore(env.FS), local: localAddresses()}
+	if t != nil {
+		p.names = map[int][]facts.TLSServerName{}
+		for _, n := range t.ServerNames {
+			p.names[n.Port] = append(p.names[n.Port], n)
+		}
+	}
 	probes, err := p.all(ctx, probeTargets(listeners), debugLog(env))
 	if err != nil {
 		return nil, nil, err
@@ -99,6 +105,10 @@ type prober struct {
 	timeout time.Duration
 	sem     chan struct{}
 	trust   *trustStore // the target's CA bundle, which every chain is verified against
+	// names are the server names the configuration gives each port, and
+	// local the host's addresses, which the views ask at.
+	names map[int][]facts.TLSServerName
+	local []netip.Addr
 
 	mu sync.Mutex
 	// notJudged are the listeners no check judges, each with why.
@@ -138,6 +148,9 @@ type probeTarget struct {
 	port     int
 	loopback bool
 	process  string // the program that owns the socket, where known
+	// wildcard is the listener's address where it is a wildcard, which
+	// answers at every address of the host (invalid otherwise).
+	wildcard netip.Addr
 	// fallback is where to connect when dial cannot be: the IPv6
 	// wildcard's IPv4 loopback, which a dual-stack socket also accepts,
 	// for a host whose loopback has no IPv6.
@@ -157,7 +170,10 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 		if err != nil || l.Port <= 0 || l.Port > 65535 {
 			continue
 		}
-		dial, fallback := addr, ""
+		dial, fallback, wildcard := addr, "", netip.Addr{}
+		if addr.IsUnspecified() {
+			wildcard = addr
+		}
 		switch {
 		case addr == netip.IPv4Unspecified():
 			dial = netip.MustParseAddr("127.0.0.1")
@@ -177,6 +193,7 @@ func probeTargets(ls []facts.Listener) []probeTarget {
 			loopback: addr.Unmap().IsLoopback(),
 			process:  l.Process,
 			fallback: fallback,
+			wildcard: wildcard,
 		})
 	}
 	return out

@@ -34,6 +34,8 @@ skip contains msg if some msg in lib.skip
 
 error contains msg if some msg in lib.errors(false)
 
+error contains msg if some msg in lib.view_errors(false)
+
 deny contains "parameter tls_cert_min_days is not set" if {
 	not data.gpuhost.params.tls_cert_min_days
 }

@@ -195,3 +195,9 @@ test_fail_small_pss_dsa_and_unknown_keys if {
 	ed := object.union(good_cert, {"key_type": "Ed448", "key_bits": 448})
 	check.deny == set() with input as facts([probe("10.0.0.5:443", false, big), probe("10.0.0.5:444", false, ed)]) with data.gpuhost.params as params
 }
+
+test_error_when_a_view_failed if {
+	p := object.union(probe("0.0.0.0:443", false, good_cert), {"views": [{"server_name": "api.example", "address": "127.0.0.1:443", "same_as_default": false, "error": "reset by the peer during the handshake"}]})
+	check.error == {"0.0.0.0:443 for server name api.example: the certificate could not be fetched, so its verdict is unknown: reset by the peer during the handshake"} with input as facts([p])
+		with data.gpuhost.params as params
+}

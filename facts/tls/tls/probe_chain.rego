@@ -5,7 +5,7 @@
 #   the target's own CA bundle (the first of /etc/ssl/certs/ca-certificates.crt and the other
 #   distributions' paths): Go's crypto/x509 with the certificates sent after the leaf as
 #   intermediates, the bundle as roots, the scan's time, and TLS server authentication as the
-#   purpose. No host name is checked, since the probe dials an address. The chain must also be
+#   purpose; host names are GH-TLS-009's. The chain must also be
 #   in order, each certificate followed by the one that issued it and whose key verifies its
 #   signature, with no root before the end, and complete: the last one sent is a root or issued
 #   by a CA of the bundle. Messages name a certificate by its depth (0 the leaf) and subject. A
@@ -47,6 +47,8 @@ any_chain if {
 }
 
 error contains msg if some msg in lib.errors(false)
+
+error contains msg if some msg in lib.view_errors(false)
 
 error contains f.msg if {
 	some f in lib.trust_unknown

@@ -100,3 +100,36 @@ test_skip_facts_without_chains if {
 	check.skip == {"no listening TLS port was probed"} with input as facts([])
 	check.skip == {"TLS probes need a live host; target kind is rootfs"} with input as {"target": {"kind": "rootfs"}, "tls": {"nginx": [], "probes": [old]}}
 }
+
+test_a_view_with_its_own_chain_is_judged if {
+	other := object.union(leaf, {"subject": "CN=vhost", "link": "missing", "issuer": "CN=Elsewhere"})
+	view := {
+		"server_name": "vhost.example", "name_source": "nginx", "address": "127.0.0.1:443", "same_as_default": false,
+		"name_matches": true, "leaf_subject": "CN=vhost", "chain": [other],
+		"verification": {"store": store, "verified": false, "error": "x509: certificate signed by unknown authority"},
+	}
+	p := object.union(probe("10.0.0.5:443", false, [leaf, inter, root], verified), {"views": [view]})
+	check.deny == {
+		"10.0.0.5:443 for server name vhost.example: certificate 0 (CN=vhost) was sent without its issuer CN=Elsewhere, which the trust store /etc/ssl/certs/ca-certificates.crt does not hold either: the chain is incomplete",
+		"10.0.0.5:443 for server name vhost.example: the chain does not verify against /etc/ssl/certs/ca-certificates.crt: x509: certificate signed by unknown authority",
+	} with input as facts([p])
+}
+
+test_a_view_of_the_same_leaf_adds_nothing if {
+	view := {"address": "10.0.0.6:443", "same_as_default": true, "leaf_subject": "CN=node"}
+	p := object.union(probe("0.0.0.0:443", false, [leaf, inter, root], verified), {"views": [view]})
+	check.deny == set() with input as facts([p])
+}
+
+test_error_when_a_view_failed if {
+	view := {"address": "10.0.0.6:443", "same_as_default": false, "error": "timed out: connected, but no ServerHello within 2s"}
+	p := object.union(probe("0.0.0.0:443", false, [leaf, inter, root], verified), {"views": [view]})
+	check.error == {"0.0.0.0:443 at 10.0.0.6:443: the certificate could not be fetched, so its verdict is unknown: timed out: connected, but no ServerHello within 2s"} with input as facts([p])
+}
+
+test_an_address_view_is_named_by_its_address if {
+	other := object.union(leaf, {"subject": "CN=inner", "link": "missing", "issuer": "CN=Elsewhere"})
+	view := {"address": "10.0.0.6:443", "same_as_default": false, "leaf_subject": "CN=inner", "chain": [other], "verification": verified}
+	p := object.union(probe("0.0.0.0:443", false, [leaf, inter, root], verified), {"views": [view]})
+	check.deny == {"0.0.0.0:443 at 10.0.0.6:443: certificate 0 (CN=inner) was sent without its issuer CN=Elsewhere, which the trust store /etc/ssl/certs/ca-certificates.crt does not hold either: the chain is incomplete"} with input as facts([p])
+}

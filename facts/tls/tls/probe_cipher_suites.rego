@@ -5,8 +5,10 @@
 #   suites were enumerated at every version it accepts, as sslscan does: offer every registered
 #   suite, note the server's choice, take it away and ask again until it refuses. Each accepted
 #   suite fails once for every class it is in: no forward secrecy (static RSA, DH, ECDH, PSK),
-#   CBC (with its MAC), no AEAD, RC4, 3DES, single DES, NULL, anonymous and export. One message
-#   per suite and class. When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this
+#   CBC (with its MAC), no AEAD, RC4, 3DES, single DES, NULL, anonymous and export; a DHE suite
+#   also fails over a prime under 2048 bits, and each curve a port accepts for ECDHE before TLS
+#   1.3 under 224 bits (NIST SP 800-131A's 112 bits of strength). One message per suite and
+#   class. When TLS 1.2 itself is weak, GH-TLS-003 fails those ports and this
 #   check skips. Loopback-only listeners are judged by GH-TLS-007. A listener the probe could
 #   not reach or whose probe was cut short makes this check an error. Skips on offline
 #   targets and when no port was probed.

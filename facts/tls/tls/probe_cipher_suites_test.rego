@@ -126,3 +126,25 @@ test_fail_starttls_3des if {
 		"0.0.0.0:25 (smtp STARTTLS) accepts TLS_RSA_WITH_3DES_EDE_CBC_SHA: 3DES, a 64-bit block cipher (Sweet32)",
 	} with input as facts([p]) with data.gpuhost.params as allow12
 }
+
+# A DHE prime under 2048 bits and a curve under 224 fail; 2048 and P-256
+# pass.
+test_fail_small_key_exchange_groups if {
+	dhe := suite("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", "TLSv1.2", "DHE_RSA", "AES_128_GCM", "AEAD", ["forward_secrecy", "aead"])
+	p := object.union(enumerated("10.0.0.5:443", ["TLSv1.2"], [object.union(dhe, {"dh_bits": 1024})]), {"curves": [
+		{"name": "secp256r1", "bits": 256, "protocol": "TLSv1.2"},
+		{"name": "secp160r1", "bits": 160, "protocol": "TLSv1.2"},
+		{"name": "0x0099", "bits": 0, "protocol": "TLSv1.2"},
+	]})
+	check.deny == {
+		"10.0.0.5:443 accepts TLS_DHE_RSA_WITH_AES_128_GCM_SHA256: DHE over a 1024-bit group; want 2048 or more",
+		"10.0.0.5:443 accepts ECDHE over secp160r1: a 160-bit curve; want 224 or more",
+		"10.0.0.5:443 accepts ECDHE over 0x0099: a curve of unknown size",
+	} with input as facts([p]) with data.gpuhost.params as allow12
+	strong := enumerated("10.0.0.5:443", ["TLSv1.2"], [object.union(dhe, {"dh_bits": 2048})])
+	check.deny == set() with input as facts([strong]) with data.gpuhost.params as allow12
+}
+
+test_skip_offline if {
+	check.skip == {"no listening TLS port was probed"} with input as facts([]) with data.gpuhost.params as allow12
+}

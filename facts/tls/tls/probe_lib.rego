@@ -120,6 +120,27 @@ flaws contains [p, s.name, msg] if {
 	s[class]
 }
 
+# A key exchange under 112 bits of strength (NIST SP 800-131A): a DHE
+# prime under 2048 bits, an ECDHE curve under 224.
+flaws contains [p, s.name, sprintf("DHE over a %d-bit group; want 2048 or more", [s.dh_bits])] if {
+	some [p, s] in accepted_suites
+	object.get(s, "dh_bits", 0) > 0
+	s.dh_bits < 2048
+}
+
+flaws contains [p, sprintf("ECDHE over %s", [c.name]), sprintf("a %d-bit curve; want 224 or more", [c.bits])] if {
+	some p in probes
+	some c in object.get(p, "curves", [])
+	c.bits > 0
+	c.bits < 224
+}
+
+flaws contains [p, sprintf("ECDHE over %s", [c.name]), "a curve of unknown size"] if {
+	some p in probes
+	some c in object.get(p, "curves", [])
+	c.bits == 0
+}
+
 # A document written before the probe enumerated lists weak_suites alone,
 # which were offered as static RSA and as CBC with SHA-1.
 flaws contains [p, s, "no forward secrecy (static RSA key exchange)"] if {
@@ -145,16 +166,66 @@ min_days := data.gpuhost.params.tls_cert_min_days
 
 finding(p, msg) := {"loopback": p.loopback, "msg": sprintf("%s: %s", [label(p), msg])}
 
+# Every chain a listener shows: the one its unnamed handshake got, and each
+# other one a view got (a server name, or one of the host's addresses),
+# labelled by how it was asked.
+shown contains p if some p in probes
+
+shown contains object.union(object.remove(p, {"certificate"}), {
+	"address": view_label(p, v),
+	"chain": v.chain,
+	"verification": v.verification,
+}) if {
+	some p in probes
+	some v in object.get(p, "views", [])
+	not v.same_as_default
+	v.chain
+}
+
+view_label(p, v) := sprintf("%s for server name %s", [p.address, v.server_name]) if v.server_name
+
+else := sprintf("%s at %s", [p.address, v.address])
+
+# A view as the findings name it: its label, with the listener's scope.
+view_scope(p, v) := label(object.union(p, {"address": view_label(p, v)}))
+
+# Views whose certificate could not be fetched: what a client that asks so
+# gets is unknown, so the certificate checks are errors, never passes.
+view_errors(loopback) := {msg |
+	some p in probes
+	object.get(p, "loopback", false) == loopback
+	some v in object.get(p, "views", [])
+	not object.get(v, "unreachable", false)
+	object.get(v, "error", "") != ""
+	msg := sprintf("%s: the certificate could not be fetched, so its verdict is unknown: %s", [view_scope(p, v), v.error])
+}
+
+# Names a port is known by whose certificate does not cover them, as a
+# client that asks for the name matches it.
+name_mismatch contains {"loopback": p.loopback, "msg": msg} if {
+	some p in probes
+	some v in object.get(p, "views", [])
+	v.name_matches == false
+	msg := sprintf("%s sends a certificate (%s) whose names do not cover %s, a name %s", [
+		view_scope(p, v), v.leaf_subject,
+		v.server_name, name_origin(v),
+	])
+}
+
+name_origin(v) := sprintf("nginx serves TLS under at %s:%d", [v.name_file, v.name_line]) if v.name_source == "nginx"
+
+else := "the certificate sent without a name lists"
+
 # Every certificate a listener sent, leaf first: the probe's chain, or for a
 # document written before the probe kept the chain, its leaf alone, at
 # depth 0.
 chain_certs contains [p, c] if {
-	some p in probes
+	some p in shown
 	some c in p.chain
 }
 
 chain_certs contains [p, object.union(p.certificate, {"depth": 0})] if {
-	some p in probes
+	some p in shown
 	not p.chain
 	p.certificate
 }
@@ -288,7 +359,7 @@ certificate contains cert_finding(p, c, msg) if {
 
 # Each certificate of a chain the probe kept beside the one sent after it.
 links contains [p, c, p.chain[i + 1]] if {
-	some p in probes
+	some p in shown
 	some i, c in p.chain
 }
 
@@ -322,7 +393,7 @@ chain_order contains finding(p, msg) if {
 # Whether a client that trusts the target's CA bundle accepts the chain.
 # The probe checks no host name, so this says nothing of one.
 chain_trust contains finding(p, msg) if {
-	some p in probes
+	some p in shown
 	last := p.chain[count(p.chain) - 1]
 	last.link == "missing"
 	msg := sprintf("%s was sent without its issuer %s, which the trust store %s does not hold either: the chain is incomplete", [
@@ -332,7 +403,7 @@ chain_trust contains finding(p, msg) if {
 }
 
 chain_trust contains finding(p, sprintf("the chain does not verify against %s: %s", [v.store, v.error])) if {
-	some p in probes
+	some p in shown
 	v := p.verification
 	object.get(v, "store_error", "") == ""
 	not v.verified
@@ -341,7 +412,7 @@ chain_trust contains finding(p, sprintf("the chain does not verify against %s: %
 # Listeners whose chain could not be checked at all: the target has no
 # usable CA bundle, so the verdict is unknown.
 trust_unknown contains {"loopback": p.loopback, "msg": msg} if {
-	some p in probes
+	some p in shown
 	v := p.verification
 	object.get(v, "store_error", "") != ""
 	msg := sprintf("%s: whether its certificate chain verifies is unknown: %s", [label(p), v.store_error])

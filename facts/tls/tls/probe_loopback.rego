@@ -1,9 +1,10 @@
 # METADATA
 # title: Loopback-only TLS listeners meet the TLS checks
 # description: >-
-#   The findings of GH-TLS-003 to GH-TLS-006 and GH-TLS-008 (TLS 1.2 where it is weak, TLS 1.0
-#   and 1.1, weak TLS 1.2 suites where TLS 1.2 is allowed, certificate problems other than
-#   self-signing, in every certificate of the chain, and a chain out of order) for listeners
+#   The findings of GH-TLS-003 to GH-TLS-006, GH-TLS-008 and GH-TLS-009 (TLS 1.2 where it is
+#   weak, TLS 1.0 and 1.1, weak TLS 1.2 suites where TLS 1.2 is allowed, certificate problems
+#   other than self-signing, in every certificate of every chain, a chain out of order, and a
+#   name its certificate does not cover) for listeners
 #   bound to a loopback address only, each named "loopback-only". A chain that does not verify
 #   against the target's CA bundle is allowed there, as self-signing is. Such a listener
 #   (a sidecar on 127.0.0.1) is reachable only from the host itself, so its weight is the
@@ -33,11 +34,13 @@ skip contains msg if some msg in lib.skip
 
 error contains msg if some msg in lib.errors(true)
 
+error contains msg if some msg in lib.view_errors(true)
+
 deny contains "parameter tls_loopback_severity is not set" if {
 	not data.gpuhost.params.tls_loopback_severity
 }
 
 deny contains f.msg if {
-	some f in ((((lib.legacy | lib.tls12) | lib.suites) | lib.certificate) | lib.chain_order)
+	some f in (((((lib.legacy | lib.tls12) | lib.suites) | lib.certificate) | lib.chain_order) | lib.name_mismatch)
 	f.loopback
 }

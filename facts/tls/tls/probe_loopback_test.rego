@@ -92,3 +92,9 @@ test_fail_loopback_starttls if {
 	ldap := object.union(sidecar, {"address": "127.0.0.1:389", "starttls": "ldap", "tls12_accepted": false, "certificate": object.union(self_signed, {"not_after": "2027-01-01T00:00:00Z", "seconds_left": 31536000})})
 	check.deny == {"loopback-only 127.0.0.1:389 (ldap STARTTLS) accepts TLS 1.0"} with input as facts([ldap]) with data.gpuhost.params as params
 }
+
+test_error_when_a_loopback_view_failed if {
+	p := object.union(sidecar, {"views": [{"server_name": "sidecar.local", "address": "127.0.0.1:15000", "same_as_default": false, "error": "timed out"}]})
+	check.error == {"loopback-only 127.0.0.1:15000 for server name sidecar.local: the certificate could not be fetched, so its verdict is unknown: timed out"} with input as facts([p])
+		with data.gpuhost.params as params
+}
