@@ -133,8 +133,14 @@ func (pp *portProbe) exchange(ctx context.Context, h *clientHello, listen time.D
 // exchangeAt is exchange on a connection to addr, one of the listener's
 // other addresses.
 func (pp *portProbe) exchangeAt(ctx context.Context, addr string, h *clientHello, listen time.Duration, wantCert bool) reply {
+	return pp.exchangeWaiting(ctx, addr, h, listen, 0, wantCert)
+}
+
+// exchangeWaiting is exchangeAt that waits patience beyond the probe
+// timeout for the answer.
+func (pp *portProbe) exchangeWaiting(ctx context.Context, addr string, h *clientHello, listen, patience time.Duration, wantCert bool) reply {
 	var rep reply
-	conn, release, err := pp.connect(ctx, addr, listen, 1)
+	conn, release, err := pp.connect(ctx, addr, listen+patience, 1)
 	if err != nil {
 		rep.err = err
 		return rep
@@ -154,7 +160,7 @@ func (pp *portProbe) exchangeAt(ctx context.Context, addr string, h *clientHello
 		}
 		// Listening cleared the deadline; the hello gets the time
 		// every hello gets.
-		if err := conn.SetDeadline(time.Now().Add(pp.timeout)); err != nil {
+		if err := conn.SetDeadline(time.Now().Add(pp.timeout + patience)); err != nil {
 			rep.err = err
 			return rep
 		}

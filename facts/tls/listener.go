@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/gpuhost/gpuhost/facts"
+	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // listener probes one target: which versions it accepts, every suite and
@@ -40,6 +42,9 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 	each(runs[1:], func(r *versionRun) { pp.start(ctx, r, 0) })
 	spoke := slices.ContainsFunc(runs, func(r *versionRun) bool { return r.first.spoke() })
 	if !spoke && !tlsPorts[t.port] && pp.upgrade == nil {
+		if slow := pp.slow(ctx, t, runs); slow != nil {
+			return slow
+		}
 		return p.unanswered(pp, t, runs)
 	}
 	each(runs, func(r *versionRun) { pp.enumerate(ctx, r) })
@@ -114,6 +119,37 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 	r.Connections = int(pp.conns.Load())
 	r.Error = strings.Join(problems, "; ")
 	return r
+}
+
+// patience is how many probe timeouts a port that held its hellos open
+// without a word gets for one more hello before it is taken for a silent
+// service that speaks no TLS.
+const patience = 4
+
+// slow asks a port that answered no hello within the probe timeout, and
+// held every connection open, once more with patience: a TLS server
+// that is slow to answer (a loaded one, one that looks its client up)
+// would otherwise be noted as not TLS and judged by no check. One that
+// answers in TLS now is reported with an error, which makes the checks
+// errors, naming the time it took; nil when it stays silent too.
+func (pp *portProbe) slow(ctx context.Context, t probeTarget, runs []*versionRun) *facts.TLSProbe {
+	if !slices.ContainsFunc(runs, func(r *versionRun) bool {
+		return errors.Is(r.first.err, os.ErrDeadlineExceeded) && !r.first.greeted
+	}) {
+		return nil
+	}
+	start := time.Now()
+	h := newHello(versionTLS12, offeredSuites(versionTLS12), offeredGroups())
+	rep := pp.exchangeWaiting(ctx, pp.addr, h, 0, patience*pp.timeout, false)
+	if !rep.spoke() {
+		return nil
+	}
+	took := time.Since(start).Round(100 * time.Millisecond)
+	return &facts.TLSProbe{
+		Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}, Connections: int(pp.conns.Load()),
+		Error: fmt.Sprintf("the server answered a TLS hello only after %s, past the probe timeout of %s, so it was not enumerated: "+
+			"scan again with --probe-timeout above %s to judge it", took, pp.timeout, took),
+	}
 }
 
 // problems says what kept the version from being fully probed. A hello

@@ -50,6 +50,15 @@ func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, firs
 		pp.start(ctx, first, 0)
 		return p.upgraded(pp, t, first)
 	}
+	// PostgreSQL and OpenLDAP hang up on a TLS hello without a word; a
+	// service that answers it in its own protocol, or stays silent, is
+	// none of them.
+	if f.closed && !tlsPorts[t.port] {
+		if probe, ok, found := p.clientFirst(ctx, pp, t, first); found {
+			return probe, ok
+		}
+		first.first = f
+	}
 	switch {
 	case f.greeted:
 		if tlsPorts[t.port] {
@@ -62,6 +71,31 @@ func (p *prober) opening(ctx context.Context, pp *portProbe, t probeTarget, firs
 		return nil, false
 	}
 	return nil, true
+}
+
+// clientFirst asks a port that answered the TLS hello in no TLS whether
+// it is a client-first protocol that upgrades in-band, whose server waits
+// for its client and so has no greeting to tell it by: PostgreSQL's
+// SSLRequest, then LDAP's StartTLS (the one its port names was asked
+// already). Only an answer in the protocol counts (an upgrade, or its
+// refusal of TLS); found is false when neither answered so, and pp is as
+// it was.
+func (p *prober) clientFirst(ctx context.Context, pp *portProbe, t probeTarget, first *versionRun) (stop *facts.TLSProbe, ok, found bool) {
+	for _, s := range []*startTLS{startPostgres, startLDAP} {
+		if startTLSPorts[t.port] == s {
+			continue
+		}
+		pp.upgrade = s
+		pp.start(ctx, first, 0)
+		var se *startTLSError
+		err := first.first.err
+		if err == nil || errors.As(err, &se) && errors.Is(se, errNoTLS) || first.first.spoke() {
+			stop, ok = p.upgraded(pp, t, first)
+			return stop, ok, true
+		}
+		pp.upgrade = nil
+	}
+	return nil, false, false
 }
 
 // startFirst sends the port's first hello, from the wildcard's IPv4

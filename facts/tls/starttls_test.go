@@ -275,3 +275,50 @@ func TestStartTLSFor(t *testing.T) {
 		}
 	}
 }
+
+// TestClientFirstStartTLSOnAnOddPort: LDAP and PostgreSQL wait for their
+// client, so on a port other than 389 and 5432 nothing told them apart
+// from a service that speaks no TLS, and the port went unjudged. The
+// probe now asks a port that answered its hello in no TLS for each
+// protocol's upgrade, and judges what the upgrade leads to.
+func TestClientFirstStartTLSOnAnOddPort(t *testing.T) {
+	backend := sServer(t, loopbackCert)
+	for _, proto := range []string{"ldap", "postgres"} {
+		t.Run(proto, func(t *testing.T) {
+			fr := startFront(t, proto, backend, true)
+			p := &prober{timeout: 2 * time.Second, sem: make(chan struct{}, 4)}
+			addr := "127.0.0.1:" + strconv.Itoa(fr.port)
+			r := p.listener(context.Background(), probeTarget{listen: addr, dial: addr, port: fr.port})
+			if r == nil {
+				t.Fatalf("not taken for a TLS listener; not judged %q", p.notJudged)
+			}
+			wantNoError(t, *r)
+			wantPeerCertificate(t, *r)
+			if r.StartTLS != proto || !slices.Equal(r.Protocols, []string{"TLSv1.2", "TLSv1.3"}) {
+				t.Errorf("starttls %q protocols %v, want %s to TLS 1.2 and 1.3", r.StartTLS, r.Protocols, proto)
+			}
+		})
+	}
+	// A service that closes on anything it does not understand stays
+	// unjudged, as before, after the two preambles.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 64))
+			c.Close()
+		}
+	}()
+	p := &prober{timeout: time.Second, sem: make(chan struct{}, 4)}
+	addr := ln.Addr().String()
+	if r := p.listener(context.Background(), probeTarget{listen: addr, dial: addr, port: ln.Addr().(*net.TCPAddr).Port}); r != nil {
+		t.Errorf("a service that hangs up: probe %+v, want it noted as not TLS", r)
+	}
+}

@@ -222,3 +222,62 @@ func acceptHandshakes(ln net.Listener) {
 		}()
 	}
 }
+
+// slowServer listens on a port no TLS service uses by convention and
+// answers each connection after delay: in TLS where cert is set, never
+// (holding the connection open) where it is not.
+func slowServer(t *testing.T, delay time.Duration, cert *tls.Certificate) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				time.Sleep(delay)
+				if cert == nil {
+					_, _ = io.Copy(io.Discard, c)
+					return
+				}
+				_ = tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*cert}}).Handshake()
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestSlowTLSServerOnAnOddPortIsNoPass: a TLS server that took longer than
+// the probe timeout to answer, on a port TLS services do not use by
+// convention, was noted as not TLS and judged by no check. Asked once
+// more with patience, it is a probe whose error names the time it took,
+// and the checks are errors; a service that stays silent is still noted
+// as not TLS.
+func TestSlowTLSServerOnAnOddPortIsNoPass(t *testing.T) {
+	_, _, cert := testutil.WriteCert(t, t.TempDir(), loopbackCert)
+	port := slowServer(t, 800*time.Millisecond, &cert)
+	p := probeOne(t, port, 300*time.Millisecond)
+	if !strings.Contains(p.Error, "the server answered a TLS hello only after") || !strings.Contains(p.Error, "--probe-timeout above") {
+		t.Errorf("probe %+v, want an error naming the slow answer", p)
+	}
+	if _, errs := verdict(t, p, "probe_loopback", map[string]any{"tls_loopback_severity": "medium"}); len(errs) != 1 {
+		t.Errorf("GH-TLS-007 errors %q, want the slow port's", errs)
+	}
+
+	silent := slowServer(t, time.Hour, nil)
+	f := listening(facts.Listener{Proto: "tcp", Address: "127.0.0.1", Port: silent})
+	env := collecttest.NewEnv(t, t.TempDir(), true)
+	env.ProbeTimeout = 200 * time.Millisecond
+	if err := collectOne(t, env, f, "tls_probe"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.TLS.Probes) != 0 || len(f.NotJudged) == 0 {
+		t.Errorf("a silent service: probes %+v, not judged %+v; want it noted as not TLS", f.TLS.Probes, f.NotJudged)
+	}
+}
