@@ -114,6 +114,11 @@ type TLSProbe struct {
 	// Verification is the chain as a client judges it, against the
 	// target's own CA bundle; absent with Chain.
 	Verification *TLSVerification `json:"verification,omitempty"`
+	// OCSPStapled says whether the server stapled an OCSP response to the
+	// certificate in Chain when the probe asked for one (status_request);
+	// absent where the probe could not ask (its own ffdhe handshake) and
+	// where no certificate was read.
+	OCSPStapled *bool `json:"ocsp_stapled,omitempty"`
 	// Views are the certificates the port sends to clients that ask
 	// otherwise than the probe's own handshakes, which name no server
 	// and connect to the listener's own (or, for a wildcard, the
@@ -266,6 +271,10 @@ type TLSChainCert struct {
 	SelfSigned bool `json:"self_signed"`
 	// IsCA: its basic constraints say it is a CA.
 	IsCA bool `json:"is_ca"`
+	// MustStaple: it carries the TLS Feature extension with
+	// status_request (RFC 7633), which bids clients refuse it without a
+	// stapled OCSP response.
+	MustStaple bool `json:"must_staple,omitempty"`
 	// KeyUsage names the bits of its keyUsage extension as RFC 5280 does
 	// (digitalSignature, keyEncipherment, keyAgreement, keyCertSign, ...);
 	// empty when it has none, which allows any use.

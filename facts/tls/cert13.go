@@ -10,6 +10,11 @@ import (
 	"strings"
 )
 
+// stapling is whether a server stapled an OCSP response to its
+// certificate when the probe asked for one; known is false where the
+// probe could not tell (its own ffdhe handshake does not ask).
+type stapling struct{ known, stapled bool }
+
 // goGroups are the TLS 1.3 groups Go's client keys, by code point.
 var goGroups = map[uint16]tls.CurveID{
 	groupX25519:    tls.X25519,
@@ -29,7 +34,7 @@ var goSuites13 = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384
 // the server accepted where Go has one of them, else over an ffdhe group
 // by the probe's own exchange. A server that accepts only what neither
 // has (x448, the brainpool groups, CCM suites) is named as such.
-func (pp *portProbe) certificate13(ctx context.Context, rt route, suites, groups []uint16) ([]*x509.Certificate, error) {
+func (pp *portProbe) certificate13(ctx context.Context, rt route, suites, groups []uint16, staple *stapling) ([]*x509.Certificate, error) {
 	var curves []tls.CurveID
 	for _, g := range groups {
 		if c, ok := goGroups[g]; ok {
@@ -38,7 +43,7 @@ func (pp *portProbe) certificate13(ctx context.Context, rt route, suites, groups
 	}
 	goSuite := slices.ContainsFunc(suites, func(s uint16) bool { return slices.Contains(goSuites13, s) })
 	if len(curves) > 0 && goSuite {
-		return pp.goCertificate(ctx, rt, curves)
+		return pp.goCertificate(ctx, rt, curves, staple)
 	}
 	for _, g := range groups {
 		if ffdhePrime(g) == nil {
@@ -66,7 +71,7 @@ func (pp *portProbe) certificate13(ctx context.Context, rt route, suites, groups
 // a client certificate; a handshake that then fails still shows them.
 // Go's own verification stays off: the probe wants the chain as sent,
 // which chainFacts judges against the target's trust store.
-func (pp *portProbe) goCertificate(ctx context.Context, rt route, curves []tls.CurveID) ([]*x509.Certificate, error) {
+func (pp *portProbe) goCertificate(ctx context.Context, rt route, curves []tls.CurveID, staple *stapling) ([]*x509.Certificate, error) {
 	conn, release, err := pp.connect(ctx, rt.addr, 0, 0)
 	if err != nil {
 		return nil, err
@@ -86,6 +91,14 @@ func (pp *portProbe) goCertificate(ctx context.Context, rt route, curves []tls.C
 			var err error
 			chain, err = parseChain(raw)
 			return err
+		},
+		// Go's client asks for a stapled OCSP response in every hello;
+		// what the server stapled is known once its certificate is.
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if staple != nil {
+				*staple = stapling{known: true, stapled: len(cs.OCSPResponse) > 0}
+			}
+			return nil
 		},
 	})
 	err = c.HandshakeContext(ctx)

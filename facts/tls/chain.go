@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gpuhost/gpuhost/facts"
+	"slices"
 	"time"
+
+	"github.com/gpuhost/gpuhost/facts"
 )
 
 // parseChain parses the certificates a server sent, leaf first, within the
@@ -151,6 +154,7 @@ func chainCertFacts(c *x509.Certificate, depth int, now time.Time) facts.TLSChai
 		SignatureAlgorithm: c.SignatureAlgorithm.String(),
 		SelfSigned:         selfSigned(c),
 		IsCA:               c.BasicConstraintsValid && c.IsCA,
+		MustStaple:         mustStaple(c),
 		KeyUsage:           keyUsageNames(c.KeyUsage),
 		ExtKeyUsage:        extKeyUsageNames(c),
 	}
@@ -206,4 +210,22 @@ func extKeyUsageNames(c *x509.Certificate) []string {
 		out = append(out, oid.String())
 	}
 	return out
+}
+
+// tlsFeatureOID is the TLS Feature extension's (RFC 7633, id-pe-tlsfeature).
+var tlsFeatureOID = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}
+
+// mustStaple says whether c's TLS Feature extension lists status_request
+// (5), which is what "must-staple" is.
+func mustStaple(c *x509.Certificate) bool {
+	for _, e := range c.Extensions {
+		if !e.Id.Equal(tlsFeatureOID) {
+			continue
+		}
+		var features []int
+		if _, err := asn1.Unmarshal(e.Value, &features); err == nil && slices.Contains(features, 5) {
+			return true
+		}
+	}
+	return false
 }

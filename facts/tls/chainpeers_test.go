@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +249,49 @@ func TestChainOverTheBound(t *testing.T) {
 		if _, errs := verdict(t, p, check, params); !slices.Equal(errs, []string{p.Address + " could not be fully probed, so its verdict is unknown: " + want}) {
 			t.Errorf("%s: errors %q, want the listener named", check, errs)
 		}
+	}
+}
+
+// TestMustStapleWithoutStapling: a must-staple leaf (RFC 7633) served
+// without a stapled OCSP response is one Firefox refuses, and no check
+// judged it. s_server with such a leaf, at TLS 1.2 (the probe's own hello
+// asks, and reads CertificateStatus in the clear) and at TLS 1.3 (Go's
+// client asks), without -status_file and with one: GH-TLS-005 fails the
+// first and passes the second, as s_client -status sees it.
+func TestMustStapleWithoutStapling(t *testing.T) {
+	dir := t.TempDir()
+	ca := testutil.NewCA(t)
+	certPath, keyPath, pair := testutil.WriteCert(t, dir, testutil.CertSpec{CA: ca, MustStaple: true, DNS: []string{"localhost"}})
+	resp := filepath.Join(dir, "ocsp.der")
+	ca.OCSPResponse(t, pair.Certificate[0], resp)
+	for _, c := range []struct {
+		name    string
+		args    []string
+		stapled bool
+	}{
+		{"TLS 1.2 without a response", []string{"-tls1_2"}, false},
+		{"TLS 1.2 with a response", []string{"-tls1_2", "-status_file", resp}, true},
+		{"TLS 1.3 without a response", []string{"-tls1_3"}, false},
+		{"TLS 1.3 with a response", []string{"-tls1_3", "-status_file", resp}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port := sServerFiles(t, certPath, keyPath, c.args...)
+			p := probeWildcard(t, port)
+			if len(p.Chain) == 0 || !p.Chain[0].MustStaple {
+				t.Fatalf("chain %+v, want a must-staple leaf", p.Chain)
+			}
+			if p.OCSPStapled == nil || *p.OCSPStapled != c.stapled {
+				t.Errorf("stapled %v, want %v", p.OCSPStapled, c.stapled)
+			}
+			out, _ := runPeer(20*time.Second, "openssl", "s_client", "-connect", "127.0.0.1:"+strconv.Itoa(port), "-status", "-noservername")
+			if peer := !strings.Contains(out, "OCSP response: no response sent"); peer != c.stapled || !strings.Contains(out, "OCSP") {
+				t.Errorf("s_client -status says stapled %v:\n%s", peer, out)
+			}
+			deny, _ := verdict(t, p, "probe_certificate", map[string]any{"tls_cert_min_days": 0})
+			said := slices.ContainsFunc(deny, func(m string) bool { return strings.Contains(m, "carries must-staple") })
+			if said == c.stapled {
+				t.Errorf("GH-TLS-005 deny %q: must-staple named %v, want %v", deny, said, !c.stapled)
+			}
+		})
 	}
 }

@@ -106,6 +106,8 @@ type reply struct {
 	// read.
 	cert    [][]byte
 	certErr error
+	// stapled says, with cert, whether a CertificateStatus followed it.
+	stapled bool
 	// kex is what the ServerKeyExchange of a TLS 1.2-or-older hello
 	// with an ephemeral suite said; kexErr why it could not be read.
 	kex     *serverKex
@@ -225,8 +227,11 @@ func (rep *reply) readFlight(hr *handshakeReader, wantCert bool, kind string) {
 			rep.kexErr = err
 		}
 	}
+	// A stapled OCSP response comes right after the Certificate, so the
+	// flight is read on to the message after it.
+	status := false
 	for range 8 {
-		if !wantCert && kind == "" {
+		if !wantCert && kind == "" && !status {
 			return
 		}
 		msg, err := hr.next()
@@ -238,9 +243,15 @@ func (rep *reply) readFlight(hr *handshakeReader, wantCert bool, kind string) {
 		case typeCertificate:
 			if wantCert {
 				rep.cert, rep.certErr = parseCertificates(msg, false)
-				wantCert = false
+				wantCert, status = false, rep.certErr == nil
+				continue
 			}
+		case typeCertificateStatus:
+			rep.stapled = status
+			status = false
+			continue
 		case typeServerKeyExchange:
+			status = false
 			if kind != "" {
 				k, err := parseServerKeyExchange(msg, kind)
 				if err != nil {
@@ -255,7 +266,8 @@ func (rep *reply) readFlight(hr *handshakeReader, wantCert bool, kind string) {
 				rep.kexErr = errors.New("the flight ended without the ServerKeyExchange its suite needs")
 			}
 			return
-		case typeCertificateRequest, typeCertificateStatus:
+		case typeCertificateRequest:
+			status = false
 		default:
 			fail(fmt.Errorf("handshake message type %d in the server's first flight", msg[0]))
 			return
@@ -272,6 +284,7 @@ type versionRun struct {
 	groups  []uint16 // TLS 1.3: accepted, in the order chosen
 	cert    [][]byte // the chain a TLS 1.2-or-older flight carried
 	certErr error
+	stapled bool // an OCSP response followed cert
 	// kex is, per ephemeral suite accepted before TLS 1.3, what its
 	// ServerKeyExchange said; curves the ECDHE curves accepted, in the
 	// order chosen (enumerateCurves).
@@ -314,7 +327,7 @@ func (r *versionRun) take(rep reply, suites, groups []uint16) (bool, error) {
 		r.groups = append(r.groups, sh.group)
 	}
 	if r.cert == nil && rep.cert != nil {
-		r.cert = rep.cert
+		r.cert, r.stapled = rep.cert, rep.stapled
 	}
 	if _, seen := r.kex[sh.suite]; rep.kex != nil && !seen {
 		if r.kex == nil {

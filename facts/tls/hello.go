@@ -30,6 +30,7 @@ const (
 	extSignatureAlgorithms uint16 = 13
 	extPadding             uint16 = 21
 	extServerName          uint16 = 0
+	extStatusRequest       uint16 = 5
 	extSupportedVersions   uint16 = 43
 	extKeyShare            uint16 = 51
 )
@@ -148,6 +149,10 @@ func (h *clientHello) extensions(b *builder) {
 			curves = h.curves
 		}
 		ext(extSupportedGroups, func() { b.vec(2, func() { b.u16s(curves) }) })
+		// status_request for OCSP, with no responder ids and no
+		// extensions (RFC 6066, 8): a server that staples sends
+		// CertificateStatus after its Certificate.
+		ext(extStatusRequest, func() { b.u8(1); b.u16(0); b.u16(0) })
 		ext(extECPointFormats, func() { b.vec(1, func() { b.u8(0) }) })
 		if h.version == versionTLS12 {
 			ext(extSignatureAlgorithms, func() { b.vec(2, func() { b.u16s(signatureSchemes) }) })

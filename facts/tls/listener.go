@@ -51,7 +51,7 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 	if i := slices.IndexFunc(runs[1:], func(r *versionRun) bool { return r.accepted() }); i >= 0 {
 		pp.enumerateCurves(ctx, runs[1+i])
 	}
-	chain, certErr := pp.certificate(ctx, runs)
+	chain, staple, certErr := pp.certificate(ctx, runs)
 
 	r := &facts.TLSProbe{Address: t.listen, Loopback: t.loopback, WeakSuites: []string{}}
 	var problems, cut []string
@@ -104,6 +104,9 @@ func (p *prober) listener(ctx context.Context, t probeTarget) (probe *facts.TLSP
 		now := time.Now()
 		r.Certificate = certificateFacts(chain[0], now)
 		r.Chain, r.Verification = p.trust.judge(chain, now)
+		if staple.known {
+			r.OCSPStapled = &staple.stapled
+		}
 	}
 	if certErr != nil {
 		problems = append(problems, certErr.Error())
@@ -202,12 +205,13 @@ func nothingAccepted(runs []*versionRun) string {
 // or PSK suites has none. A chain with a certificate that does not parse,
 // or over the probe's bound (maxChainCertificates, maxChainBytes), is an
 // error too: the listener's, which the checks report by its address.
-func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x509.Certificate, error) {
+func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x509.Certificate, stapling, error) {
 	var err13 error
 	if r := runs[0]; r.accepted() {
-		c, err := pp.certificate13(ctx, route{addr: pp.addr}, r.suites, r.groups)
+		var staple stapling
+		c, err := pp.certificate13(ctx, route{addr: pp.addr}, r.suites, r.groups, &staple)
 		if c != nil {
-			return c, nil
+			return c, staple, nil
 		}
 		err13 = fmt.Errorf("tls1.3: the certificate could not be fetched: %w", err)
 	}
@@ -219,7 +223,7 @@ func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x5
 		if r.cert != nil {
 			c, err := parseChain(r.cert)
 			if err == nil {
-				return c, nil
+				return c, stapling{known: true, stapled: r.stapled}, nil
 			}
 			problems = append(problems, fmt.Sprintf("%s: %v", versionName(r.version), err))
 			continue
@@ -234,9 +238,9 @@ func (pp *portProbe) certificate(ctx context.Context, runs []*versionRun) ([]*x5
 		problems = append([]string{err13.Error()}, problems...)
 	}
 	if len(problems) == 0 {
-		return nil, nil
+		return nil, stapling{}, nil
 	}
-	return nil, errors.New(strings.Join(problems, "; "))
+	return nil, stapling{}, errors.New(strings.Join(problems, "; "))
 }
 
 // needsCertificate: a suite whose server authenticates with a certificate,

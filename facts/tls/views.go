@@ -110,7 +110,7 @@ func (pp *portProbe) views(ctx context.Context, asks []viewAsk, runs []*versionR
 func (pp *portProbe) viewChain(ctx context.Context, runs []*versionRun, rt route) ([]*x509.Certificate, error) {
 	var err13 error
 	if r := runs[0]; r.accepted() {
-		chain, err := pp.certificate13(ctx, rt, r.suites, r.groups)
+		chain, err := pp.certificate13(ctx, rt, r.suites, r.groups, nil)
 		if err == nil {
 			return chain, nil
 		}

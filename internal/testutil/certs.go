@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -16,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ocsp"
 )
 
 // CertSpec says what kind of certificate a test peer presents.
@@ -44,7 +47,14 @@ type CertSpec struct {
 	Organization []string
 	// Client makes it a client certificate rather than a server's.
 	Client bool
+	// MustStaple adds the TLS Feature extension with status_request
+	// (RFC 7633), which bids clients refuse it without a stapled OCSP
+	// response.
+	MustStaple bool
 }
+
+// mustStapleOID is the TLS Feature extension's (id-pe-tlsfeature).
+var mustStapleOID = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 24}
 
 // CA is a test certificate authority.
 type CA struct {
@@ -128,6 +138,10 @@ func WriteCert(t testing.TB, dir string, s CertSpec) (certPath, keyPath string, 
 	if s.SHA1 {
 		tmpl.SignatureAlgorithm = x509.SHA1WithRSA
 	}
+	if s.MustStaple {
+		// SEQUENCE { INTEGER 5 }: status_request.
+		tmpl.ExtraExtensions = append(tmpl.ExtraExtensions, pkix.Extension{Id: mustStapleOID, Value: []byte{0x30, 0x03, 0x02, 0x01, 0x05}})
+	}
 	parent, signer := tmpl, key
 	if s.CA != nil {
 		parent, signer = s.CA.cert, s.CA.key
@@ -167,4 +181,24 @@ func (c *CA) Pool() *x509.CertPool {
 // a file.
 func (c *CA) PEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})
+}
+
+// OCSPResponse writes, to path, a DER OCSP response in which the CA says
+// leaf (DER) is good for a day, as a server staples it.
+func (c *CA) OCSPResponse(t testing.TB, leaf []byte, path string) {
+	t.Helper()
+	cert, err := x509.ParseCertificate(leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	der, err := ocsp.CreateResponse(c.cert, c.cert, ocsp.Response{
+		Status: ocsp.Good, SerialNumber: cert.SerialNumber, ThisUpdate: now.Add(-time.Hour), NextUpdate: now.Add(24 * time.Hour),
+	}, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, der, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

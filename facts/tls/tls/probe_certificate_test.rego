@@ -201,3 +201,15 @@ test_error_when_a_view_failed if {
 	check.error == {"0.0.0.0:443 for server name api.example: the certificate could not be fetched, so its verdict is unknown: reset by the peer during the handshake"} with input as facts([p])
 		with data.gpuhost.params as params
 }
+
+test_must_staple_needs_a_stapled_response if {
+	staple := object.union(leaf, {"must_staple": true})
+	bare := object.union(chained("10.0.0.5:443", [staple, inter, root]), {"ocsp_stapled": false})
+	check.deny == {"10.0.0.5:443: certificate 0 (CN=node): carries must-staple (TLS Feature status_request), yet the server stapled no OCSP response when asked: clients that honour it refuse the connection"} with input as facts([bare])
+		with data.gpuhost.params as params
+	stapled := object.union(bare, {"ocsp_stapled": true})
+	check.deny == set() with input as facts([stapled]) with data.gpuhost.params as params
+	unknown := chained("10.0.0.5:443", [staple, inter, root])
+	check.error == {"10.0.0.5:443: certificate 0 (CN=node) carries must-staple, and whether the server staples an OCSP response is unknown: the probe could not ask over the handshake it had to use"} with input as facts([unknown])
+		with data.gpuhost.params as params
+}

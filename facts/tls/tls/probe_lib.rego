@@ -245,6 +245,22 @@ else := "1 hour" if s >= 3600
 
 else := "less than an hour"
 
+# A must-staple leaf (RFC 7633) that the server sends without a stapled
+# OCSP response is one clients that honour the extension refuse.
+certificate contains cert_finding(p, p.chain[0], "carries must-staple (TLS Feature status_request), yet the server stapled no OCSP response when asked: clients that honour it refuse the connection") if {
+	some p in probes
+	p.chain[0].must_staple
+	p.ocsp_stapled == false
+}
+
+# Whether the server staples is unknown where the probe could not ask.
+staple_unknown contains {"loopback": p.loopback, "msg": msg} if {
+	some p in probes
+	p.chain[0].must_staple
+	not "ocsp_stapled" in object.keys(p)
+	msg := sprintf("%s: certificate 0 (%s) carries must-staple, and whether the server staples an OCSP response is unknown: the probe could not ask over the handshake it had to use", [label(p), p.chain[0].subject])
+}
+
 # A signature a client refuses to trust: SHA-1, MD5 or MD2.
 weak_signature(alg) if {
 	some h in {"SHA1", "MD5", "MD2"}

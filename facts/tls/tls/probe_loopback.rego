@@ -36,6 +36,11 @@ error contains msg if some msg in lib.errors(true)
 
 error contains msg if some msg in lib.view_errors(true)
 
+error contains f.msg if {
+	some f in lib.staple_unknown
+	f.loopback
+}
+
 deny contains "parameter tls_loopback_severity is not set" if {
 	not data.gpuhost.params.tls_loopback_severity
 }

@@ -98,3 +98,10 @@ test_error_when_a_loopback_view_failed if {
 	check.error == {"loopback-only 127.0.0.1:15000 for server name sidecar.local: the certificate could not be fetched, so its verdict is unknown: timed out"} with input as facts([p])
 		with data.gpuhost.params as params
 }
+
+test_error_when_loopback_stapling_is_unknown if {
+	leaf := {"depth": 0, "subject": "CN=sidecar", "must_staple": true}
+	p := object.union(sidecar, {"chain": [leaf]})
+	"loopback-only 127.0.0.1:15000: certificate 0 (CN=sidecar) carries must-staple, and whether the server staples an OCSP response is unknown: the probe could not ask over the handshake it had to use" in check.error with input as facts([p])
+		with data.gpuhost.params as params
+}
