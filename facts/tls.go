@@ -287,7 +287,8 @@ type TLSChainCert struct {
 	// "issued_by_next" the next certificate sent names it as its issuer
 	// and its key verifies the signature; "self_signed" it signed itself
 	// (a root); "store" it is the last one sent and a CA of the trust
-	// store issued it, or the store holds it; "missing" it is the last one sent and its issuer
+	// store issued it, or the store holds it or a root of its name and
+	// key (it is that root cross-signed); "missing" it is the last one sent and its issuer
 	// is neither sent nor in the trust store (the chain is incomplete);
 	// "unknown" the same with no trust store to look in; "wrong_issuer"
 	// the next certificate sent is not the one its issuer names (the

@@ -83,9 +83,12 @@ func (ts *trustStore) link(chain []*x509.Certificate, i int) (string, string) {
 			return "store", ""
 		}
 	}
-	// A certificate the store holds itself is an anchor, whoever issued it.
+	// A certificate the store holds itself is an anchor, whoever issued
+	// it, and so is one of the same name and key as a root it holds: a
+	// root cross-signed by an older one, which a server sends for clients
+	// that lack the new root, while the rest anchor at their own copy.
 	for _, ca := range ts.bySubject[string(c.RawSubject)] {
-		if bytes.Equal(ca.Raw, c.Raw) {
+		if bytes.Equal(ca.Raw, c.Raw) || bytes.Equal(ca.RawSubjectPublicKeyInfo, c.RawSubjectPublicKeyInfo) {
 			return "store", ""
 		}
 	}

@@ -295,3 +295,37 @@ func TestMustStapleWithoutStapling(t *testing.T) {
 		})
 	}
 }
+
+// TestCrossSignedRootVerifies: during a root's transition a server sends
+// the new root cross-signed by the old one after its intermediate, for
+// clients that lack the new root; a client that holds the new root
+// anchors there. The cross-signed certificate's issuer, the old root, is
+// in no store, and GH-TLS-008 called the chain incomplete although it
+// verifies (a false fail). It is an anchor now, as openssl verify agrees.
+func TestCrossSignedRootVerifies(t *testing.T) {
+	spec := newChainSpec(t, "ec")
+	root, inter, leaf := spec.build(t)
+	old := issue(t, caTemplate("gpuhost test old root", 10*365*24*time.Hour), newTestKey(t, "ec"), nil)
+	crossTmpl := caTemplate("gpuhost test root", 5*365*24*time.Hour)
+	crossTmpl.Subject = root.cert.Subject
+	cross := issue(t, crossTmpl, spec.rootKey, old)
+	for path, args := range chainPaths {
+		t.Run(path, func(t *testing.T) {
+			srv := serveChain(t, root, leaf, []*issued{inter, cross}, args...)
+			if ok, out := srv.peerVerifies(t); !ok {
+				t.Fatalf("openssl verify refuses the cross-signed chain: %s", out)
+			}
+			p := probeChain(t, srv.port, root)
+			var links []string
+			for _, c := range p.Chain {
+				links = append(links, c.Link)
+			}
+			if !slices.Equal(links, []string{"issued_by_next", "issued_by_next", "store"}) || p.Verification == nil || !p.Verification.Verified {
+				t.Errorf("links %v, verification %+v; want the cross-signed root anchored and the chain verified", links, p.Verification)
+			}
+			if deny, errs := verdict(t, p, "probe_chain", nil); deny != nil || errs != nil {
+				t.Errorf("GH-TLS-008: deny %q, errors %q; want a pass", deny, errs)
+			}
+		})
+	}
+}

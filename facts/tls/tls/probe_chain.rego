@@ -1,17 +1,18 @@
 # METADATA
 # title: Internet-facing TLS certificate chains verify
 # description: >-
-#   The certificate chain each listening TLS port sent must verify as a client's would against
-#   the target's own CA bundle (the first of /etc/ssl/certs/ca-certificates.crt and the other
-#   distributions' paths): Go's crypto/x509 with the certificates sent after the leaf as
-#   intermediates, the bundle as roots, the scan's time, and TLS server authentication as the
-#   purpose; host names are GH-TLS-009's. The chain must also be
-#   in order, each certificate followed by the one that issued it and whose key verifies its
-#   signature, with no root before the end, and complete: the last one sent is a root or issued
-#   by a CA of the bundle. Messages name a certificate by its depth (0 the leaf) and subject. A
-#   target with no usable CA bundle makes this check an error. Loopback-only listeners are left
-#   to GH-TLS-007, which judges their chain's order, not its trust. Skips on offline targets,
-#   when no port was probed, and on facts written before the probe kept whole chains.
+#   The certificate chain each listening TLS port sent, and every other chain its views got,
+#   must verify as a client's would against the target's own CA bundle (the first of
+#   /etc/ssl/certs/ca-certificates.crt and the other distributions' paths): Go's crypto/x509
+#   with the certificates sent after the leaf as intermediates, the bundle as roots, the scan's
+#   time, and TLS server authentication as the purpose; host names are GH-TLS-009's. The chain
+#   must be in order, each certificate followed by the one that issued it and whose key verifies
+#   its signature, no root before the end, and complete: the last one sent is a root, issued by
+#   a CA of the bundle, a bundle root cross-signed, or past where the verified path ends.
+#   Messages name a certificate by its depth (0 the leaf) and subject. A target with no usable
+#   CA bundle makes this check an error. Loopback-only listeners are GH-TLS-007's (order, not
+#   trust). Skips on offline targets, when no port was probed, and on facts written before the
+#   probe kept whole chains.
 # scope: package
 # custom:
 #   id: GH-TLS-008

@@ -129,7 +129,18 @@ test_error_when_a_view_failed if {
 
 test_an_address_view_is_named_by_its_address if {
 	other := object.union(leaf, {"subject": "CN=inner", "link": "missing", "issuer": "CN=Elsewhere"})
-	view := {"address": "10.0.0.6:443", "same_as_default": false, "leaf_subject": "CN=inner", "chain": [other], "verification": verified}
+	unverified := {"store": store, "verified": false, "error": "x509: certificate signed by unknown authority"}
+	view := {"address": "10.0.0.6:443", "same_as_default": false, "leaf_subject": "CN=inner", "chain": [other], "verification": unverified}
 	p := object.union(probe("0.0.0.0:443", false, [leaf, inter, root], verified), {"views": [view]})
-	check.deny == {"0.0.0.0:443 at 10.0.0.6:443: certificate 0 (CN=inner) was sent without its issuer CN=Elsewhere, which the trust store /etc/ssl/certs/ca-certificates.crt does not hold either: the chain is incomplete"} with input as facts([p])
+	check.deny == {
+		"0.0.0.0:443 at 10.0.0.6:443: certificate 0 (CN=inner) was sent without its issuer CN=Elsewhere, which the trust store /etc/ssl/certs/ca-certificates.crt does not hold either: the chain is incomplete",
+		"0.0.0.0:443 at 10.0.0.6:443: the chain does not verify against /etc/ssl/certs/ca-certificates.crt: x509: certificate signed by unknown authority",
+	} with input as facts([p])
+}
+
+# A last certificate whose issuer no store holds is no fault where the
+# chain verifies: the client's path ended before it.
+test_pass_extra_certificate_past_the_anchor if {
+	cross := object.union(inter, {"depth": 2, "subject": "CN=Root", "issuer": "CN=Old Root", "link": "missing"})
+	check.deny == set() with input as facts([probe("10.0.0.5:443", false, [leaf, object.union(inter, {"link": "issued_by_next"}), cross], verified)])
 }
