@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,7 +221,7 @@ func TestSSHDConfigDifferential(t *testing.T) {
 	// The facts take the key exchange defaults of the tree's
 	// openssh-server, and this tree's is the machine's own.
 	kex := KexDefaultsFor(strings.TrimSpace(testutil.Run(t, 10*time.Second, testutil.Tool(t, "dpkg-query", "dpkg"), "-W", "-f=${Version}", "openssh-server")))
-	ran, failed, refused := 0, 0, 0
+	ran, failed, refused, connections, refusedConns := 0, 0, 0, 0, 0
 	for i := range *sshdCases {
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
@@ -235,7 +236,7 @@ func TestSSHDConfigDifferential(t *testing.T) {
 		if err := os.Chmod(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		truth, err := sshdEffective(sshd, unshare, root, t.TempDir(), c.options)
+		truth, err := sshdEffective(sshd, unshare, root, t.TempDir(), c.options, "")
 		if err != nil {
 			// sshd checks what it reads ("any" alone, a method it has
 			// turned off): a configuration it refuses runs no daemon, and
@@ -252,12 +253,33 @@ func TestSSHDConfigDifferential(t *testing.T) {
 			continue
 		}
 		cfg.KexDefaults = kex
-		if ds := compareEffective(cfg.Settings(SSHDConfigPath), truth); len(ds) > 0 {
+		settings := cfg.Settings(SSHDConfigPath)
+		ds := compareEffective(settings, truth)
+		// Per connection, what sshd applies under Match must be the
+		// facts' global value or one a Match block of the facts sets,
+		// which is what the checks judge.
+		for _, conn := range connectionSpecs {
+			truthC, err := sshdEffective(sshd, unshare, root, t.TempDir(), c.options, conn)
+			if err != nil {
+				// A Match block's settings are checked only when a
+				// connection it matches applies them ("any" after
+				// another list): sshd would refuse that connection.
+				refusedConns++
+				t.Logf("seed %d: sshd -T -C %s refuses the configuration: %v", c.seed, conn, err)
+				continue
+			}
+			for _, d := range compareMatched(settings, truthC) {
+				ds = append(ds, conn+": "+d)
+			}
+			connections++
+		}
+		if len(ds) > 0 {
 			failed++
 			t.Errorf("seed %d: %d keywords differ from sshd -T:\n\t%s\n%s", c.seed, len(ds), strings.Join(ds, "\n\t"), c)
 		}
 	}
-	t.Logf("%d configurations from seed %d compared, %d with a keyword that differs from sshd -T; %d refused by sshd", ran, *sshdSeed, failed, refused)
+	t.Logf("%d configurations from seed %d compared (and %d connections with sshd -T -C, %d more it refused), %d with a keyword that differs from sshd -T; %d refused by sshd",
+		ran, *sshdSeed, connections, refusedConns, failed, refused)
 	if ran == 0 {
 		t.Error("no configuration sshd accepts was generated")
 	}
@@ -266,8 +288,11 @@ func TestSSHDConfigDifferential(t *testing.T) {
 // sshdEffective runs "sshd -T" on the case's tree, bound on /etc/ssh in a
 // mount namespace of its own (with a private /run), and returns each
 // keyword's lines.
-func sshdEffective(sshd, unshare, root, run string, options []string) (map[string][]string, error) {
+func sshdEffective(sshd, unshare, root, run string, options []string, conn string) (map[string][]string, error) {
 	argv := []string{sshd, "-T", "-f", "/etc/ssh/sshd_config"}
+	if conn != "" {
+		argv = append(argv, "-C", conn)
+	}
 	for _, o := range options {
 		argv = append(argv, "-o", o)
 	}
@@ -332,6 +357,72 @@ func compareEffective(s facts.SSHSettings, truth map[string][]string) []string {
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if ours, theirs := want[k][0], want[k][1]; !strings.EqualFold(ours, theirs) {
 			out = append(out, fmt.Sprintf("%s: facts %q, sshd -T %q", k, ours, theirs))
+		}
+	}
+	return out
+}
+
+// connectionSpecs are the connections sshd -T -C is asked about: users,
+// and addresses inside and outside the Match blocks the generator writes.
+var connectionSpecs = []string{
+	"user=alice,host=client.example,addr=10.1.2.3,laddr=10.0.0.1,lport=22",
+	"user=root,host=client.example,addr=192.0.2.7,laddr=10.0.0.1,lport=22",
+	"user=bob,host=client.example,addr=127.0.0.1,laddr=127.0.0.1,lport=22",
+}
+
+// compareMatched lists the keywords allowed under Match whose value for
+// one connection (truth, sshd -T -C) is neither the facts' global value
+// nor one that a Match block of the facts sets.
+func compareMatched(s facts.SSHSettings, truth map[string][]string) []string {
+	norm := func(k, v string) string {
+		v = strings.ToLower(strings.TrimSpace(v))
+		switch k {
+		case "permitrootlogin":
+			if v == "prohibit-password" {
+				v = "without-password"
+			}
+		case "clientaliveinterval":
+			if n, ok := sshdSeconds(v); ok {
+				v = strconv.Itoa(n)
+			}
+		case "authenticationmethods", "allowgroups", "denyusers":
+			// The facts keep a Match setting's first argument; sshd -T
+			// prints the whole list.
+			if f := strings.Fields(v); len(f) > 0 {
+				v = f[0]
+			}
+		}
+		return v
+	}
+	global := map[string]string{
+		"permitrootlogin":              s.PermitRootLogin,
+		"passwordauthentication":       s.PasswordAuthentication,
+		"kbdinteractiveauthentication": s.KbdInteractiveAuthentication,
+		"authenticationmethods":        strings.Join(s.AuthenticationMethods, " "),
+		"allowgroups":                  strings.Join(s.AllowGroups, " "),
+		"denyusers":                    strings.Join(s.DenyUsers, " "),
+	}
+	var out []string
+	for _, kw := range matchKeywords {
+		k := strings.ToLower(kw)
+		g, ok := global[k]
+		if !ok {
+			g = s.Options[k]
+		}
+		allowed := []string{norm(k, g)}
+		for _, m := range s.Match {
+			for _, set := range m.Settings {
+				if set.Keyword == k {
+					allowed = append(allowed, norm(k, set.Value))
+				}
+			}
+		}
+		var got string
+		if v := truth[k]; len(v) > 0 {
+			got = norm(k, v[0])
+		}
+		if !slices.Contains(allowed, got) {
+			out = append(out, fmt.Sprintf("%s: sshd -T -C %q, the facts allow %q", k, got, allowed))
 		}
 	}
 	return out
