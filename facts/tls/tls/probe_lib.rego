@@ -245,22 +245,6 @@ else := "1 hour" if s >= 3600
 
 else := "less than an hour"
 
-# A must-staple leaf (RFC 7633) that the server sends without a stapled
-# OCSP response is one clients that honour the extension refuse.
-certificate contains cert_finding(p, p.chain[0], "carries must-staple (TLS Feature status_request), yet the server stapled no OCSP response when asked: clients that honour it refuse the connection") if {
-	some p in probes
-	p.chain[0].must_staple
-	p.ocsp_stapled == false
-}
-
-# Whether the server staples is unknown where the probe could not ask.
-staple_unknown contains {"loopback": p.loopback, "msg": msg} if {
-	some p in probes
-	p.chain[0].must_staple
-	not "ocsp_stapled" in object.keys(p)
-	msg := sprintf("%s: certificate 0 (%s) carries must-staple, and whether the server staples an OCSP response is unknown: the probe could not ask over the handshake it had to use", [label(p), p.chain[0].subject])
-}
-
 # A signature a client refuses to trust: SHA-1, MD5 or MD2.
 weak_signature(alg) if {
 	some h in {"SHA1", "MD5", "MD2"}
@@ -371,6 +355,29 @@ certificate contains cert_finding(p, c, msg) if {
 	count(ekus) > 0
 	not "serverAuth" in ekus
 	msg := sprintf("extendedKeyUsage %s leaves out serverAuth, so clients refuse it as a TLS server's certificate", [concat(", ", ekus)])
+}
+
+# A must-staple leaf (RFC 7633) that the server sends without a stapled
+# OCSP response is one clients that honour the extension refuse.
+certificate contains cert_finding(p, p.chain[0], msg) if {
+	some p in probes
+	p.chain[0].must_staple
+	p.ocsp_stapled == false
+	msg := concat("", [
+		"carries must-staple (TLS Feature status_request), yet the server stapled no OCSP response ",
+		"when asked: clients that honour it refuse the connection",
+	])
+}
+
+# Whether the server staples is unknown where the probe could not ask.
+staple_unknown contains {"loopback": p.loopback, "msg": msg} if {
+	some p in probes
+	p.chain[0].must_staple
+	not "ocsp_stapled" in object.keys(p)
+	msg := sprintf(
+		"%s: certificate 0 (%s) carries must-staple, and whether the server staples an OCSP response is unknown: %s",
+		[label(p), p.chain[0].subject, "the probe could not ask over the handshake it had to use"],
+	)
 }
 
 # Each certificate of a chain the probe kept beside the one sent after it.
