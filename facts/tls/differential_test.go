@@ -39,7 +39,7 @@ import (
 )
 
 var (
-	tlsDiffCases    = flag.Int("differential.tls-cases", 8, "how many generated servers TestTLSDifferential runs")
+	tlsDiffCases    = flag.Int("differential.tls-cases", 24, "how many generated servers TestTLSDifferential runs")
 	tlsDiffSeed     = flag.Uint64("differential.tls-seed", 1, "the seed of TestTLSDifferential's first server")
 	tlsDiffDuration = flag.Duration("differential.tls-duration", 0, "stop TestTLSDifferential after this long (0: after -differential.tls-cases)")
 )
