@@ -59,7 +59,11 @@ type tlsCase struct {
 	// configured: vhostName is known to the probe as an nginx
 	// server_name of the port, not as a name in cert.
 	configured bool
-	features   []string
+	// staple: 0 a plain leaf; 1 a must-staple leaf (issued by a CA of
+	// the case's) that s_server staples nothing for; 2 one it staples an
+	// OCSP response for.
+	staple   int
+	features []string
 }
 
 func (c tlsCase) String() string {
@@ -155,6 +159,11 @@ func genTLSCase(seed uint64) tlsCase {
 			c.features = append(c.features, "name from nginx")
 		}
 	}
+	// Drawn last, so that the earlier seeds' servers stay as they were.
+	if r.IntN(4) == 0 {
+		c.staple = 1 + r.IntN(2)
+		c.features = append(c.features, []string{"", "must-staple, none stapled", "must-staple, stapled"}[c.staple])
+	}
 	return c
 }
 
@@ -192,6 +201,7 @@ type peerView struct {
 	early   bool // notBefore after now
 	bits    int
 	matches bool // openssl x509 -checkhost name
+	stapled bool // s_client -status saw an OCSP response
 	err     error
 }
 
@@ -200,7 +210,7 @@ type peerView struct {
 func peerLeaf(t *testing.T, dir string, port int, name string) peerView {
 	t.Helper()
 	v := peerView{name: name}
-	args := append([]string{"s_client", "-connect", "127.0.0.1:" + strconv.Itoa(port), "-showcerts"}, sClientOffers...)
+	args := append([]string{"s_client", "-connect", "127.0.0.1:" + strconv.Itoa(port), "-showcerts", "-status"}, sClientOffers...)
 	if name == "" {
 		args = append(args, "-noservername")
 	} else {
@@ -214,6 +224,7 @@ func peerLeaf(t *testing.T, dir string, port int, name string) peerView {
 	}
 	sum := sha256.Sum256(block.Bytes)
 	v.leafSHA = hex.EncodeToString(sum[:])
+	v.stapled = strings.Contains(out, "OCSP Response Status: successful")
 	leaf := filepath.Join(dir, "leaf-"+v.leafSHA[:12]+".pem")
 	if err := os.WriteFile(leaf, pem.EncodeToMemory(block), 0o600); err != nil {
 		v.err = err
@@ -493,6 +504,7 @@ func (c tlsCase) differ(t *testing.T, dir string, port int, p facts.TLSProbe) (d
 			ds = append(ds, fmt.Sprintf("name %q: GH-TLS-005 names a small RSA key %v; x509 says %d bits (%q)", name, got, peer.bits, certDeny))
 		}
 		if name == "" {
+			ds = append(ds, c.stapling(p, peer, certDeny)...)
 			continue
 		}
 		if view.NameMatches == nil || *view.NameMatches != peer.matches {
@@ -505,6 +517,33 @@ func (c tlsCase) differ(t *testing.T, dir string, port int, p facts.TLSProbe) (d
 	}
 	return ds, notes
 }
+
+// stapling compares what the probe says of a must-staple leaf with
+// s_client -status, and GH-TLS-005's verdict on it.
+func (c tlsCase) stapling(p facts.TLSProbe, peer peerView, certDeny []string) []string {
+	if c.staple == 0 || len(p.Chain) == 0 {
+		return nil
+	}
+	var ds []string
+	if !p.Chain[0].MustStaple {
+		ds = append(ds, "the leaf is must-staple; the probe says it is not")
+	}
+	if p.OCSPStapled == nil {
+		return append(ds, "must-staple: "+stapleUnknown)
+	}
+	if *p.OCSPStapled != peer.stapled {
+		ds = append(ds, fmt.Sprintf("s_client -status says stapled %v, the probe %v", peer.stapled, *p.OCSPStapled))
+	}
+	said := slices.ContainsFunc(certDeny, func(m string) bool { return strings.Contains(m, "carries must-staple") })
+	if said == peer.stapled {
+		ds = append(ds, fmt.Sprintf("GH-TLS-005 names the unstapled must-staple leaf %v; s_client -status says stapled %v", said, peer.stapled))
+	}
+	return ds
+}
+
+// stapleUnknown is what the harness says where the probe could not ask
+// for a stapled response: a documented limit.
+const stapleUnknown = "whether the server staples is unknown over the probe's own ffdhe handshake"
 
 // keyFor is the key type of the certificate a client asking with name gets.
 func (c tlsCase) keyFor(name string) string {
@@ -522,6 +561,9 @@ var tlsLimits = []struct{ name, says string }{
 	// 1.3 with Go's client (no x448, no CCM suites) or its own ffdhe
 	// exchange over AES-GCM, and says so where a server takes neither.
 	{"a TLS 1.3 certificate neither Go's client nor the probe can key", "which neither Go's client nor the probe can key"},
+	// TestMustStapleWithoutStapling's limit: the probe's own ffdhe
+	// handshake asks for no OCSP response, and GH-TLS-005 errors.
+	{"stapling over the probe's own ffdhe handshake", stapleUnknown},
 }
 
 // tlsLimitOf names the documented limit a disagreement is, or "".
@@ -551,8 +593,16 @@ func TestTLSDifferential(t *testing.T) {
 		gaveUp := false
 		t.Run(strconv.FormatUint(c.seed, 10), func(t *testing.T) {
 			dir := t.TempDir()
-			certPath, keyPath, _ := testutil.WriteCert(t, dir, c.cert)
-			args := slices.Clone(c.args)
+			spec, args := c.cert, slices.Clone(c.args)
+			if c.staple > 0 {
+				spec.CA, spec.MustStaple = testutil.NewCA(t), true
+			}
+			certPath, keyPath, pair := testutil.WriteCert(t, dir, spec)
+			if c.staple == 2 {
+				resp := filepath.Join(dir, "ocsp.der")
+				spec.CA.OCSPResponse(t, pair.Certificate[0], resp)
+				args = append(args, "-status_file", resp)
+			}
 			if c.vhost != nil {
 				vdir := filepath.Join(dir, "vhost")
 				if err := os.Mkdir(vdir, 0o700); err != nil {
@@ -614,7 +664,7 @@ func TestTLSDifferential(t *testing.T) {
 		}
 	}
 	for _, feat := range slices.Sorted(maps.Keys(perFeature)) {
-		t.Logf("%-22s %4d servers, %d with a disagreement", feat, perFeature[feat][0], perFeature[feat][1])
+		t.Logf("%-26s %4d servers, %d with a disagreement", feat, perFeature[feat][0], perFeature[feat][1])
 	}
 	t.Logf("%d servers from seed %d, %d with a disagreement (and %d documented limits met); s_server exited in %d more; s_client overruled sslscan %d times",
 		ran, *tlsDiffSeed, failed, limited, peerExits, overruled)
