@@ -315,6 +315,31 @@ func sshdEffective(sshd, unshare, root, run string, options []string, conn strin
 	return m, nil
 }
 
+// factsValues are the facts' global settings by sshd -T's keyword, as
+// sshd -T spells them.
+func factsValues(s facts.SSHSettings) map[string]string {
+	root := s.PermitRootLogin
+	if root == "prohibit-password" {
+		// sshd -T prints the old spelling.
+		root = "without-password"
+	}
+	m := map[string]string{
+		"permitrootlogin":              root,
+		"passwordauthentication":       s.PasswordAuthentication,
+		"kbdinteractiveauthentication": s.KbdInteractiveAuthentication,
+		"permitemptypasswords":         s.PermitEmptyPasswords,
+		"usepam":                       s.UsePAM,
+		"ciphers":                      strings.Join(s.Ciphers, ","),
+		"kexalgorithms":                strings.Join(s.KexAlgorithms, ","),
+		"macs":                         strings.Join(s.MACs, ","),
+		"authenticationmethods":        strings.Join(s.AuthenticationMethods, " "),
+		"allowgroups":                  strings.Join(s.AllowGroups, " "),
+		"denyusers":                    strings.Join(s.DenyUsers, " "),
+	}
+	maps.Copy(m, s.Options)
+	return m
+}
+
 // compareEffective lists the keywords whose facts differ from sshd -T.
 func compareEffective(s facts.SSHSettings, truth map[string][]string) []string {
 	one := func(k string) string {
@@ -332,26 +357,13 @@ func compareEffective(s facts.SSHSettings, truth map[string][]string) []string {
 		}
 		return strings.Join(out, " ")
 	}
-	root := s.PermitRootLogin
-	if root == "prohibit-password" {
-		// sshd -T prints the old spelling.
-		root = "without-password"
-	}
-	want := map[string][2]string{
-		"permitrootlogin":              {root, one("permitrootlogin")},
-		"passwordauthentication":       {s.PasswordAuthentication, one("passwordauthentication")},
-		"kbdinteractiveauthentication": {s.KbdInteractiveAuthentication, one("kbdinteractiveauthentication")},
-		"permitemptypasswords":         {s.PermitEmptyPasswords, one("permitemptypasswords")},
-		"usepam":                       {s.UsePAM, one("usepam")},
-		"ciphers":                      {strings.Join(s.Ciphers, ","), one("ciphers")},
-		"kexalgorithms":                {strings.Join(s.KexAlgorithms, ","), one("kexalgorithms")},
-		"macs":                         {strings.Join(s.MACs, ","), one("macs")},
-		"authenticationmethods":        {strings.Join(s.AuthenticationMethods, " "), one("authenticationmethods")},
-		"allowgroups":                  {strings.Join(s.AllowGroups, " "), words("allowgroups")},
-		"denyusers":                    {strings.Join(s.DenyUsers, " "), words("denyusers")},
-	}
-	for k, v := range s.Options {
-		want[k] = [2]string{v, one(k)}
+	want := map[string][2]string{}
+	for k, v := range factsValues(s) {
+		theirs := one(k)
+		if k == "allowgroups" || k == "denyusers" {
+			theirs = words(k)
+		}
+		want[k] = [2]string{v, theirs}
 	}
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(want)) {
@@ -394,22 +406,11 @@ func compareMatched(s facts.SSHSettings, truth map[string][]string) []string {
 		}
 		return v
 	}
-	global := map[string]string{
-		"permitrootlogin":              s.PermitRootLogin,
-		"passwordauthentication":       s.PasswordAuthentication,
-		"kbdinteractiveauthentication": s.KbdInteractiveAuthentication,
-		"authenticationmethods":        strings.Join(s.AuthenticationMethods, " "),
-		"allowgroups":                  strings.Join(s.AllowGroups, " "),
-		"denyusers":                    strings.Join(s.DenyUsers, " "),
-	}
+	global := factsValues(s)
 	var out []string
 	for _, kw := range matchKeywords {
 		k := strings.ToLower(kw)
-		g, ok := global[k]
-		if !ok {
-			g = s.Options[k]
-		}
-		allowed := []string{norm(k, g)}
+		allowed := []string{norm(k, global[k])}
 		for _, m := range s.Match {
 			for _, set := range m.Settings {
 				if set.Keyword == k {

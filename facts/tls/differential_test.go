@@ -195,7 +195,6 @@ func startSServer(t *testing.T, certPath, keyPath string, args ...string) (int, 
 
 // peerView is what a client sees of one kind of handshake.
 type peerView struct {
-	name    string // "" for no SNI
 	leafSHA string
 	expired bool // openssl x509 -checkend 0
 	early   bool // notBefore after now
@@ -209,7 +208,7 @@ type peerView struct {
 // (none when ""), and openssl x509 what it says of it.
 func peerLeaf(t *testing.T, dir string, port int, name string) peerView {
 	t.Helper()
-	v := peerView{name: name}
+	var v peerView
 	args := append([]string{"s_client", "-connect", "127.0.0.1:" + strconv.Itoa(port), "-showcerts", "-status"}, sClientOffers...)
 	if name == "" {
 		args = append(args, "-noservername")
@@ -217,13 +216,12 @@ func peerLeaf(t *testing.T, dir string, port int, name string) peerView {
 		args = append(args, "-servername", name)
 	}
 	out, err := runPeer(20*time.Second, "openssl", args...)
-	block, _ := pem.Decode([]byte(out[max(strings.Index(out, "-----BEGIN CERTIFICATE-----"), 0):]))
+	block, sha := shownLeaf(out)
 	if block == nil {
 		v.err = fmt.Errorf("s_client showed no certificate: %v\n%s", err, out)
 		return v
 	}
-	sum := sha256.Sum256(block.Bytes)
-	v.leafSHA = hex.EncodeToString(sum[:])
+	v.leafSHA = sha
 	v.stapled = strings.Contains(out, "OCSP Response Status: successful")
 	leaf := filepath.Join(dir, "leaf-"+v.leafSHA[:12]+".pem")
 	if err := os.WriteFile(leaf, pem.EncodeToMemory(block), 0o600); err != nil {
@@ -245,6 +243,17 @@ func peerLeaf(t *testing.T, dir string, port int, name string) peerView {
 		v.matches = strings.Contains(host, " does match ")
 	}
 	return v
+}
+
+// shownLeaf is the first certificate s_client -showcerts printed, and the
+// SHA-256 of its DER as the facts give it; nil where it printed none.
+func shownLeaf(out string) (*pem.Block, string) {
+	block, _ := pem.Decode([]byte(out[max(strings.Index(out, "-----BEGIN CERTIFICATE-----"), 0):]))
+	if block == nil {
+		return nil, ""
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return block, hex.EncodeToString(sum[:])
 }
 
 // sClientOffers are the s_client arguments that offer every version, suite
@@ -301,8 +310,7 @@ func sClientDHBits(port int, version, suite string) (int, string) {
 
 // opensslName is the OpenSSL name of a suite's IANA name.
 func opensslName(t *testing.T, iana string) string {
-	ianaName(t, "TLS_AES_128_GCM_SHA256")
-	for o, i := range ianaNames {
+	for o, i := range ianaTable(t) {
 		if i == iana {
 			return o
 		}

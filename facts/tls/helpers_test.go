@@ -2,6 +2,9 @@ package tls
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -65,4 +68,37 @@ func readCertificate(hr *handshakeReader) ([][]byte, error) {
 	var rep reply
 	rep.readFlight(hr, true, "")
 	return rep.cert, rep.certErr
+}
+
+// TestViewBounds: a port is asked at most maxViews times, its configured
+// names first, and a wildcard at most maxLocalAddresses of the host's
+// addresses, loopback and link-local left out.
+func TestViewBounds(t *testing.T) {
+	var addrs []net.Addr
+	for _, s := range []string{"127.0.0.1/8", "::1/128", "fe80::1/64"} {
+		_, n, _ := net.ParseCIDR(s)
+		n.IP, _, _ = net.ParseCIDR(s)
+		addrs = append(addrs, n)
+	}
+	for i := range maxLocalAddresses + 2 {
+		addrs = append(addrs, &net.IPNet{IP: net.IPv4(10, 0, 0, byte(i+1)), Mask: net.CIDRMask(24, 32)})
+	}
+	local := hostAddresses(addrs)
+	if len(local) != maxLocalAddresses || !local[0].Is4() || local[0].String() != "10.0.0.1" {
+		t.Errorf("host addresses %v, want the first %d of 10.0.0.0/24", local, maxLocalAddresses)
+	}
+	p := &prober{local: local, names: map[int][]facts.TLSServerName{}}
+	for i := range maxViews + 4 {
+		p.names[443] = append(p.names[443], facts.TLSServerName{Name: fmt.Sprintf("n%d.example", i), Port: 443, File: "/etc/nginx/nginx.conf", Line: i + 1})
+	}
+	target := probeTarget{listen: "0.0.0.0:443", dial: "127.0.0.1:443", port: 443, wildcard: netip.IPv4Unspecified()}
+	asks := p.asks(target, nil)
+	if len(asks) != maxViews || asks[0].name != "n0.example" || asks[maxViews-1].name != fmt.Sprintf("n%d.example", maxViews-1) {
+		t.Errorf("%d asks, first %+v: want %d, the configured names first", len(asks), asks[0], maxViews)
+	}
+	p.names[443] = p.names[443][:2]
+	asks = p.asks(target, nil)
+	if len(asks) != 2+maxLocalAddresses || asks[2].addr != "10.0.0.1:443" || asks[2].name != "" {
+		t.Errorf("asks %+v: want 2 names, then each host address without a name", asks)
+	}
 }

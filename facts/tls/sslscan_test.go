@@ -80,6 +80,20 @@ var (
 // records and sslscan prints only for suites OpenSSL lacks.
 func ianaName(t *testing.T, name string) string {
 	t.Helper()
+	if strings.HasPrefix(name, "TLS_") {
+		return name
+	}
+	if n, ok := ianaTable(t)[name]; ok {
+		return n
+	}
+	t.Fatalf("sslscan named %q, which OpenSSL does not", name)
+	return ""
+}
+
+// ianaTable maps every suite OpenSSL names to its IANA name, read once
+// from openssl ciphers -stdname.
+func ianaTable(t *testing.T) map[string]string {
+	t.Helper()
 	ianaOnce.Do(func() {
 		out := testutil.Run(t, 30*time.Second, "openssl", "ciphers", "-stdname", "ALL:COMPLEMENTOFALL:@SECLEVEL=0")
 		ianaNames = map[string]string{}
@@ -89,14 +103,7 @@ func ianaName(t *testing.T, name string) string {
 			}
 		}
 	})
-	if strings.HasPrefix(name, "TLS_") {
-		return name
-	}
-	if n, ok := ianaNames[name]; ok {
-		return n
-	}
-	t.Fatalf("sslscan named %q, which OpenSSL does not", name)
-	return ""
+	return ianaNames
 }
 
 // sslscanAccepts runs sslscan on the listener, with extra arguments such

@@ -1,10 +1,7 @@
 package tls
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,12 +102,11 @@ func TestNginxVirtualHosts(t *testing.T) {
 			args = append(args, "-servername", name)
 		}
 		got, _ := runPeer(20*time.Second, prefix[0], args...)
-		block, _ := pem.Decode([]byte(got[max(strings.Index(got, "-----BEGIN CERTIFICATE-----"), 0):]))
+		block, sha := shownLeaf(got)
 		if block == nil {
 			t.Fatalf("s_client %s %q showed no certificate:\n%s", addr, name, got)
 		}
-		sum := sha256.Sum256(block.Bytes)
-		return hex.EncodeToString(sum[:])
+		return sha
 	}
 	ours := func(v facts.TLSView) string {
 		if v.SameAsDefault {

@@ -156,12 +156,8 @@ func (pp *portProbe) view(a viewAsk, chain []*x509.Certificate, err error, def *
 	if err == nil && len(chain) == 0 {
 		err = errors.New("the handshake finished without a certificate")
 	}
-	switch {
-	case err != nil && dialFailed(err):
-		v.Unreachable, v.Error = true, unreachable(err, pp.timeout)
-		return v
-	case err != nil:
-		v.Error = unreachable(err, pp.timeout)
+	if err != nil {
+		v.Unreachable, v.Error = dialFailed(err), unreachable(err, pp.timeout)
 		return v
 	}
 	leaf := chain[0]
@@ -187,6 +183,11 @@ func localAddresses() []netip.Addr {
 	if err != nil {
 		return nil
 	}
+	return hostAddresses(addrs)
+}
+
+// hostAddresses is localAddresses's choice among an interface's addresses.
+func hostAddresses(addrs []net.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, a := range addrs {
 		n, ok := a.(*net.IPNet)
